@@ -108,7 +108,7 @@ class UnknownToolError(ToolError):
     """No registered tool has this name."""
 
 
-class ToolPolicyViolation(ToolError):
+class ToolPolicyViolation(ToolError):  # noqa: N818 - the name the toolsmaker spec uses
     """A tool tried to do something its policy does not allow."""
 
 
