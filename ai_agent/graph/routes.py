@@ -1,0 +1,29 @@
+"""Routers of the conditional edges. Their return types name every edge of the graph."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from ai_agent.state import RunState
+
+__all__ = ["after_decide", "after_draft", "after_gate"]
+
+
+def after_draft(state: RunState) -> Literal["decide", "gate"]:
+    """A model failure the gate can help with goes straight to the gate."""
+    return "gate" if state.get("issues") else "decide"
+
+
+def after_decide(state: RunState) -> Literal["discover", "finalize"]:
+    """Tool calls go on through discover and act; a final answer goes to finalize."""
+    decision = state.get("decision")
+    return "discover" if decision and decision["action"] == "tool" else "finalize"
+
+
+def after_gate(state: RunState) -> Literal["draft", "act", "finalize"]:
+    """Cancelled or out of iterations: finalize. Calls settled by a plan: act. Else: next cycle."""
+    if state.get("status") == "cancelled" or state.get("stop_reason"):
+        return "finalize"
+    if state.get("pending"):
+        return "act"
+    return "draft"

@@ -1,0 +1,97 @@
+"""Helpers shared by the stages: the stage wrapper (events + trace), hook calls, the hook view."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar, cast
+
+from langgraph.errors import GraphInterrupt
+from langgraph.runtime import Runtime
+
+from ai_agent.context import RunContext
+from ai_agent.state import Message, RunState, TraceEvent
+
+__all__ = ["call_hook", "hook_view", "last_assistant", "stage"]
+
+U = TypeVar("U")
+Node = Callable[[RunState, Runtime[RunContext]], Awaitable[U]]
+
+
+async def call_hook(fn: Callable[..., Any], *args: Any) -> Any:
+    """Call a user hook that may be sync or async."""
+    outcome = fn(*args)
+    if inspect.isawaitable(outcome):
+        outcome = await outcome
+    return outcome
+
+
+def hook_view(state: RunState, context: RunContext) -> dict[str, Any]:
+    """What hooks may see of the run: data only, copied so a hook cannot change state."""
+    return {
+        "thread_id": context.thread_id,
+        "task": state.get("task", ""),
+        "iteration": state.get("iteration", 0),
+        "messages": [dict(m) for m in state.get("messages", [])],
+        "results": [dict(r) for r in state.get("results", [])],
+        "gate": dict(state["gate"]) if state.get("gate") else None,
+        "active_tools": list(state.get("active_tools", [])),
+        "discovered": list(state.get("discovered", [])),
+        "stop_reason": state.get("stop_reason"),
+        "status": state.get("status", "running"),
+    }
+
+
+def last_assistant(state: RunState) -> Message | None:
+    """The latest assistant message, if any."""
+    for message in reversed(state.get("messages", [])):
+        if message["role"] == "assistant":
+            return message
+    return None
+
+
+def stage(name: str) -> Callable[[Node[U]], Node[U]]:
+    """Wrap a stage: announce it, time it, and complete its trace lines.
+
+    A stage returns its own trace details (``{"trace": [{"tool": ..., "status": ...}]}``); the
+    wrapper fills in the stage name, iteration, start time and duration, and adds one line when the
+    stage gave none. An interrupt from the gate passes through untouched.
+    """
+
+    def wrap(fn: Node[U]) -> Node[U]:
+        @functools.wraps(fn)
+        async def run(state: RunState, runtime: Runtime[RunContext]) -> U:
+            context = runtime.context
+            iteration = state.get("iteration", 0)
+            context.emit({"type": "stage_started", "stage": name, "iteration": iteration})
+            started_at, started = time.time(), time.perf_counter()
+            try:
+                update = await fn(state, runtime)
+            except GraphInterrupt:
+                context.emit({"type": "gate_paused", "stage": name, "iteration": iteration})
+                raise
+            elapsed = round((time.perf_counter() - started) * 1000, 3)
+            out = cast(dict[str, Any], update)
+            iteration = out.get("iteration", iteration)
+            lines: list[TraceEvent] = out.get("trace") or [TraceEvent(stage=name, iteration=0)]
+            out["trace"] = [_complete(line, name, iteration, started_at, elapsed) for line in lines]
+            context.emit(
+                {"type": "stage_finished", "stage": name, "iteration": iteration,
+                 "duration_ms": elapsed}
+            )
+            return update
+
+        return run
+
+    return wrap
+
+
+def _complete(
+    line: TraceEvent, name: str, iteration: int, started_at: float, elapsed: float
+) -> TraceEvent:
+    done = TraceEvent(stage=name, iteration=iteration, started_at=started_at, duration_ms=elapsed)
+    done.update({k: v for k, v in line.items() if k not in ("stage", "iteration")})  # type: ignore[typeddict-item]
+    done.setdefault("status", "ok")
+    return done

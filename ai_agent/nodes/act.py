@@ -1,0 +1,169 @@
+"""act: run this cycle's calls through the registry: policy, approvals, env check, journal.
+
+Every call is screened first (``ai_agent.tools.policy.screen_call``). Calls that may run are
+journaled (intent before, outcome after), so a crash mid-call is found on resume instead of the
+call silently running twice. Calls that must wait stay in ``pending`` with the issue that stopped
+them; the gate then pauses for a plan and routes back here to settle them.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any, TypedDict
+
+from langgraph.runtime import Runtime
+
+from ai_agent.context import RunContext
+from ai_agent.nodes._common import stage
+from ai_agent.nodes._issues import issue, issue_from_result
+from ai_agent.state import (
+    Grant,
+    Issue,
+    Message,
+    PendingCall,
+    RunState,
+    ToolCall,
+    ToolOutcome,
+    ToolResult,
+    TraceEvent,
+)
+from ai_agent.tools.policy import Verdict, is_granted, screen_call
+
+__all__ = ["ActUpdate", "act"]
+
+
+class ActUpdate(TypedDict, total=False):
+    pending: list[PendingCall]
+    messages: list[Message]
+    results: list[ToolOutcome]
+    issues: list[Issue]
+    resolving: bool
+    trace: list[TraceEvent]
+
+
+def _latest_plan(state: RunState) -> dict[str, Any]:
+    plans = state.get("plans") or []
+    return plans[-1]["plan"] if plans else {}
+
+
+def _named(ids: list[str], call: ToolCall) -> bool:
+    return "*" in ids or call["id"] in ids
+
+
+class _Cycle:
+    """The work of one act step: collects messages, results, issues and trace lines."""
+
+    def __init__(self, state: RunState, context: RunContext) -> None:
+        self.state, self.context = state, context
+        self.iteration = state.get("iteration", 0)
+        self.answered = bool(state.get("resolving"))
+        self.plan = _latest_plan(state) if self.answered else {}
+        self.grants: list[Grant] = list(state.get("grants", []))
+        self.update = ActUpdate(pending=[], messages=[], results=[], issues=[], trace=[])
+
+    def verdict(self, call: ToolCall) -> Verdict:
+        context = self.context
+        info = context.tools.info(call["name"])
+        missing = [k for k in (info or {}).get("requires_env", []) if not _env(k)]
+        return screen_call(
+            call,
+            info=info,
+            active=self.state.get("active_tools", []),
+            grants=self.grants,
+            approvals=_approvals(context),
+            missing_env=missing,
+            journal=context.journal.lookup(context.thread_id, self.iteration, call["id"]),
+            answered=self.answered,
+            approved=is_granted(call, self.grants) or _named(self.plan.get("approve", []), call),
+            denied=_named(self.plan.get("deny", []), call),
+        )
+
+    async def settle(self, pending: PendingCall) -> None:
+        call = pending["call"]
+        verdict = self.verdict(call)
+        if verdict.action == "wait":
+            self.update["pending"].append(
+                PendingCall(call=call, blocked=verdict.code, preview=pending["preview"])
+            )
+            if verdict.code != "TOOL_MISSING" or self.answered:  # decide already reported it
+                self.update["issues"].append(issue(str(verdict.code), verdict.message, call=call))
+            self.update["trace"].append(
+                TraceEvent(stage="act", iteration=self.iteration, tool=call["name"],
+                           status="blocked", detail=str(verdict.code))
+            )
+            return
+        if verdict.action == "cancel":
+            result = ToolResult(status="skipped", content=verdict.message,
+                                meta={"code": "CANCELLED"})
+        elif verdict.action == "reuse" and verdict.result is not None:
+            result = verdict.result
+        else:
+            result = await self.run(call)
+        self.record(call, result)
+
+    async def run(self, call: ToolCall) -> ToolResult:
+        context = self.context
+        context.emit({"type": "tool_started", "stage": "act", "tool": call["name"],
+                      "iteration": self.iteration})
+        context.journal.intent(context.thread_id, self.iteration, call)
+        tool_ctx = {
+            "thread_id": context.thread_id,
+            "task": self.state.get("task", ""),
+            "iteration": self.iteration,
+            "call_id": call["id"],
+            "workdir": context.policy.workdir,
+        }
+        result = await context.tools.execute(call, tool_ctx)
+        context.journal.outcome(context.thread_id, self.iteration, call, result)
+        context.emit({"type": "tool_finished", "stage": "act", "tool": call["name"],
+                      "iteration": self.iteration, "detail": result["status"]})
+        return result
+
+    def record(self, call: ToolCall, result: ToolResult) -> None:
+        text = self.context.tools.format_result(call["name"], result)
+        self.update["messages"].append(
+            Message(role="tool", content=text, tool_call_id=call["id"], name=call["name"])
+        )
+        self.update["results"].append(
+            ToolOutcome(iteration=self.iteration, call=call, result=result)
+        )
+        found = issue_from_result(call, result)
+        if found is not None:
+            self.update["issues"].append(found)
+        line = TraceEvent(stage="act", iteration=self.iteration, tool=call["name"],
+                          status=result["status"], detail=text[:120])
+        if "execution_time_ms" in result:
+            line["duration_ms"] = result["execution_time_ms"]
+        self.update["trace"].append(line)
+
+
+def _env(name: str) -> bool:
+    return bool(os.environ.get(name))
+
+
+def _approvals(context: RunContext) -> dict[str, Any]:
+    approvals = dict(context.policy.approvals)
+    if context.policy.unattended:
+        # --yes: a person vouched for this batch run; "deny" still holds.
+        approvals = {k: ("auto" if v in ("confirm", "approve") else v) for k, v in approvals.items()}
+    return approvals
+
+
+@stage("act")
+async def act(state: RunState, runtime: Runtime[RunContext]) -> ActUpdate:
+    """Settle every pending call: run it, keep it waiting for a plan, or cancel it."""
+    cycle = _Cycle(state, runtime.context)
+    started = time.perf_counter()
+    for pending in state.get("pending", []):
+        await cycle.settle(pending)
+    update = cycle.update
+    instructions = cycle.plan.get("instructions")
+    if cycle.answered and instructions and not update["pending"]:
+        # The gate deferred the plan's instructions so tool results directly follow their call.
+        update["messages"].append(Message(role="user", content=instructions, kind="plan"))
+    update["resolving"] = False
+    if not update["trace"]:
+        update["trace"] = [TraceEvent(stage="act", iteration=cycle.iteration, status="skipped",
+                                      duration_ms=round((time.perf_counter() - started) * 1000, 3))]
+    return update

@@ -1,0 +1,240 @@
+"""gate: score this cycle's issues; at or over the threshold, get a person's plan before going on.
+
+The plan comes from the ``query_user_plan`` hook when one is given (answered in-process), else the
+run pauses with one interrupt carrying the whole GateReport, and ``Agent.resume`` delivers the plan
+later, from any process. LangGraph re-runs this node from its first line on resume, so nothing
+before the interrupt has side effects: scoring is a pure function of state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, TypedDict
+
+from langgraph.runtime import Runtime
+from langgraph.types import interrupt
+from pydantic import ValidationError
+
+from ai_agent.context import RunContext
+from ai_agent.errors import InvalidPlanError
+from ai_agent.nodes._common import call_hook, hook_view, stage
+from ai_agent.state import (
+    GateReport,
+    Grant,
+    Issue,
+    Message,
+    PendingCall,
+    PlanRecord,
+    Replace,
+    RunState,
+    RunStatus,
+    TraceEvent,
+    UserPlan,
+)
+from ai_agent.tools.policy import CANCELLED, grants_for
+
+__all__ = ["GateUpdate", "build_report", "check_plan", "gate", "parse_plan"]
+
+_ADVICE = {
+    "MISSING_ENV": "set the missing environment variable(s), then resume with a plan",
+    "AUTH": "fix the credentials, then resume with a plan",
+    "RATE_LIMIT": "wait for the limit to reset, then resume with a plan",
+    "DATA_MISSING": "point the agent at the right data in the plan's instructions",
+    "TOOL_ERROR": "resume with instructions for another approach, or stop the run",
+    "NO_PROGRESS": "give the agent new instructions, or stop the run",
+    "MODEL_ERROR": "check the model server, then resume",
+    "CIRCUIT_OPEN": "wait for the model server to recover, then resume",
+}
+
+
+class GateUpdate(TypedDict, total=False):
+    gate: GateReport
+    issues: Replace
+    plans: list[PlanRecord]
+    grants: list[Grant]
+    active_tools: list[str]
+    pending: list[PendingCall]
+    messages: list[Message]
+    resolving: bool
+    status: RunStatus
+    stop_reason: str | None
+    trace: list[TraceEvent]
+
+
+def _options(issues: list[Issue], pending: list[PendingCall], catalog: set[str]) -> list[str]:
+    options: list[str] = []
+    for p in pending:
+        call = p["call"]
+        if p["blocked"] == "TOOL_MISSING" and call["name"] in catalog:
+            options.append(f"activate {call['name']} (--activate {call['name']})")
+        elif p["blocked"] in ("APPROVAL_REQUIRED", "UNKNOWN_OUTCOME"):
+            options.append(f"approve {call['id']} (--approve {call['id']})")
+    for code in dict.fromkeys(i["code"] for i in issues):
+        if code in _ADVICE:
+            options.append(_ADVICE[code])
+    options.append("continue with instructions (--plan '...')")
+    options.append("stop the run (--deny)")
+    return list(dict.fromkeys(options))
+
+
+def _prompt(thread_id: str, report: GateReport) -> str:
+    lines = [
+        f"Run {thread_id} paused at iteration {report['iteration']}: "
+        f"severity {report['severity']:.2f} is at or over the threshold {report['threshold']:.2f}."
+    ]
+    lines += [f"  [{i['code']} {i['severity']:.2f}] {i['message']}" for i in report["issues"]]
+    if report["pending"]:
+        lines.append("Calls waiting for a decision:")
+        lines += [
+            f"  {p['call']['id']}: {p['preview']} ({p['blocked']})" for p in report["pending"]
+        ]
+    lines.append(f"Resume with: ai-agent resume {thread_id} --plan '...' (or --deny to stop)")
+    return "\n".join(lines)
+
+
+def build_report(
+    state: RunState, *, thread_id: str, threshold: float, catalog: Iterable[str]
+) -> GateReport:
+    """Score the cycle's issues against the threshold (the built-in evaluator)."""
+    issues = list(state.get("issues", []))
+    pending = [p for p in state.get("pending", []) if p["blocked"]]
+    severity = max((i["severity"] for i in issues), default=0.0)
+    report = GateReport(
+        iteration=state.get("iteration", 0),
+        issues=issues,
+        severity=severity,
+        threshold=threshold,
+        intervene=bool(issues) and severity >= threshold,
+        prompt="",
+        options=_options(issues, pending, set(catalog)),
+        pending=pending,
+    )
+    report["prompt"] = _prompt(thread_id, report) if report["intervene"] else ""
+    return report
+
+
+def parse_plan(value: Any) -> UserPlan:
+    """A plan from a dict, JSON-able value or UserPlan; InvalidPlanError names what is wrong."""
+    if isinstance(value, UserPlan):
+        return value
+    try:
+        return UserPlan.model_validate(value)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'plan'}: {e['msg']}" for e in exc.errors()
+        )
+        raise InvalidPlanError(f"invalid plan: {problems}") from None
+
+
+def check_plan(plan: UserPlan, report: GateReport, catalog: Iterable[str]) -> None:
+    """Check a plan against the report it answers; raise InvalidPlanError naming each problem."""
+    ids = {p["call"]["id"] for p in report["pending"]}
+    known = set(catalog)
+    problems = [f"no pending call {i!r}" for i in [*plan.approve, *plan.deny]
+                if i != "*" and i not in ids]
+    problems += [f"no tool {t!r} in the catalog" for t in plan.activate_tools if t not in known]
+    both = (set(plan.approve) & set(plan.deny)) - {"*"}
+    problems += [f"call {i!r} is both approved and denied" for i in sorted(both)]
+    if problems:
+        choices = ", ".join(sorted(ids)) or "none"
+        raise InvalidPlanError(
+            "invalid plan: " + "; ".join(problems) + f". Pending calls: {choices}."
+        )
+
+
+def _cancel_messages(pending: list[PendingCall], why: str) -> list[Message]:
+    return [
+        Message(role="tool", content=why, tool_call_id=p["call"]["id"], name=p["call"]["name"])
+        for p in pending
+    ]
+
+
+def _pass(state: RunState, report: GateReport, max_iterations: int) -> GateUpdate:
+    """No intervention. Calls that were waiting for a person cannot run: cancel them."""
+    waiting = [p for p in state.get("pending", []) if p["blocked"]]
+    update = GateUpdate(gate=report, issues={"replace": []}, pending=[])
+    if waiting:
+        update["messages"] = _cancel_messages(waiting, f"{CANCELLED}: nobody approved it")
+    if state.get("iteration", 0) >= max_iterations:
+        update["stop_reason"] = "max_iterations"
+    return update
+
+
+def _apply(
+    state: RunState, report: GateReport, plan: UserPlan, source: str, max_iterations: int
+) -> GateUpdate:
+    iteration = state.get("iteration", 0)
+    waiting = [p for p in state.get("pending", []) if p["blocked"]]
+    update = GateUpdate(
+        gate=report,
+        issues={"replace": []},
+        plans=[PlanRecord(iteration=iteration, plan=plan.model_dump(), source=source)],  # type: ignore[typeddict-item]
+    )
+    if not plan.allow_continue:
+        update.update(status="cancelled", pending=[], stop_reason="cancelled by plan")
+        update["messages"] = _cancel_messages(waiting, CANCELLED)
+        return update
+    approved = [p["call"] for p in waiting if "*" in plan.approve or p["call"]["id"] in plan.approve]
+    grants = list(state.get("grants", []))
+    grants += [grants_for(c, plan.grant_scope) for c in approved]
+    active = list(state.get("active_tools", []))
+    active += [t for t in plan.activate_tools if t not in active]
+    update.update(grants=grants, active_tools=active)
+    if waiting:
+        update["resolving"] = True  # act settles the waiting calls, then adds the instructions
+        return update
+    if plan.instructions:
+        update["messages"] = [Message(role="user", content=plan.instructions, kind="plan")]
+    if iteration >= max_iterations:
+        update["stop_reason"] = "max_iterations"
+    return update
+
+
+async def _evaluate(state: RunState, context: RunContext, report: GateReport) -> GateReport:
+    """Let the evaluate_critical hook rescore; it may set intervene, severity and prompt."""
+    hook = context.hooks.evaluate_critical
+    if hook is None:
+        return report
+    verdict = await call_hook(hook, state.get("task", ""), [dict(i) for i in report["issues"]],
+                              hook_view(state, context)) or {}
+    out = GateReport(**report)  # type: ignore[typeddict-item]
+    if "severity" in verdict:
+        out["severity"] = float(verdict["severity"])
+    out["intervene"] = bool(verdict.get("intervene", out["severity"] >= out["threshold"]))
+    if verdict.get("prompt"):
+        out["prompt"] = str(verdict["prompt"])
+    elif out["intervene"] and not out["prompt"]:
+        out["prompt"] = _prompt(context.thread_id, out)
+    return out
+
+
+@stage("gate")
+async def gate(state: RunState, runtime: Runtime[RunContext]) -> GateUpdate:
+    """Score issues; pass, or intervene: ask ``query_user_plan``, else pause for a plan."""
+    context = runtime.context
+    catalog = [t["name"] for t in context.tools.catalog()]
+    report = build_report(state, thread_id=context.thread_id,
+                          threshold=context.policy.gate_threshold, catalog=catalog)
+    report = await _evaluate(state, context, report)
+    limit = context.policy.max_iterations
+    line = TraceEvent(stage="gate", iteration=report["iteration"], gate_score=report["severity"])
+    if not report["intervene"]:
+        update = _pass(state, report, limit)
+        line.update(status="pass", detail=", ".join(i["code"] for i in report["issues"]))
+        update["trace"] = [line]
+        return update
+    source = "hook"
+    raw = None
+    if context.hooks.query_user_plan is not None:
+        raw = await call_hook(context.hooks.query_user_plan, state.get("task", ""),
+                              dict(report), hook_view(state, context))
+    if raw is None:
+        source = "resume"
+        raw = interrupt(report)  # the one pause of this step; the plan is the resume value
+    plan = parse_plan(raw)
+    check_plan(plan, report, catalog)
+    update = _apply(state, report, plan, source, limit)
+    line.update(status="cancelled" if not plan.allow_continue else "plan",
+                detail=", ".join(i["code"] for i in report["issues"]))
+    update["trace"] = [line]
+    return update

@@ -1,0 +1,54 @@
+"""recall: load prior context for the task, once, at the start of a run."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, TypedDict
+
+from langgraph.runtime import Runtime
+
+from ai_agent.context import RunContext
+from ai_agent.nodes._common import call_hook, hook_view, stage
+from ai_agent.state import Message, RunState, TraceEvent
+
+__all__ = ["RecallUpdate", "recall"]
+
+
+class RecallUpdate(TypedDict, total=False):
+    recalled: list[Any]
+    messages: list[Message]
+    trace: list[TraceEvent]
+
+
+def _render(item: Any) -> str:
+    if isinstance(item, dict) and "task" in item:
+        return f"- earlier task: {item['task']!s}\n  answer: {item.get('final_text') or ''!s}"
+    if isinstance(item, str):
+        return f"- {item}"
+    return f"- {json.dumps(item, ensure_ascii=False, default=str)}"
+
+
+@stage("recall")
+async def recall(state: RunState, runtime: Runtime[RunContext]) -> RecallUpdate:
+    """Ask the recall hook (or the SQLite memory, when enabled) for context; skip otherwise.
+
+    What comes back is added once as a system message marked ``kind="recall"``.
+    """
+    context = runtime.context
+    task = state.get("task", "")
+    if context.hooks.recall is not None:
+        items = list(await call_hook(context.hooks.recall, task, hook_view(state, context)) or [])
+    elif context.memory is not None:
+        items = context.memory.search(task)
+    else:
+        return RecallUpdate(recalled=[], trace=[TraceEvent(stage="recall", iteration=0,
+                                                           status="skipped")])
+    if not items:
+        return RecallUpdate(recalled=[], trace=[TraceEvent(stage="recall", iteration=0,
+                                                           status="ok", detail="nothing found")])
+    text = "Context from earlier runs:\n" + "\n".join(_render(i) for i in items)
+    return RecallUpdate(
+        recalled=items,
+        messages=[Message(role="system", content=text, kind="recall")],
+        trace=[TraceEvent(stage="recall", iteration=0, detail=f"{len(items)} item(s)")],
+    )

@@ -1,0 +1,61 @@
+"""reflect: an optional note on progress; by default, notice when the agent repeats itself."""
+
+from __future__ import annotations
+
+import json
+from typing import TypedDict
+
+from langgraph.runtime import Runtime
+
+from ai_agent.context import RunContext
+from ai_agent.nodes._common import call_hook, hook_view, stage
+from ai_agent.nodes._issues import issue
+from ai_agent.state import Issue, RunState, ToolOutcome, TraceEvent
+
+__all__ = ["ReflectUpdate", "reflect", "repeated_calls"]
+
+
+class ReflectUpdate(TypedDict, total=False):
+    reflection: str | None
+    issues: list[Issue]
+    trace: list[TraceEvent]
+
+
+def _signature(outcomes: list[ToolOutcome], iteration: int) -> list[str]:
+    return sorted(
+        json.dumps([o["call"]["name"], o["call"]["args"]], sort_keys=True, default=str)
+        for o in outcomes
+        if o["iteration"] == iteration
+    )
+
+
+def repeated_calls(results: list[ToolOutcome], iteration: int) -> bool:
+    """True when this cycle ran exactly the calls (names and arguments) of the previous one."""
+    if iteration < 2:
+        return False
+    now = _signature(results, iteration)
+    return bool(now) and now == _signature(results, iteration - 1)
+
+
+@stage("reflect")
+async def reflect(state: RunState, runtime: Runtime[RunContext]) -> ReflectUpdate:
+    """Run the reflect hook, or the no-progress check (the same call twice is an issue)."""
+    context = runtime.context
+    iteration = state.get("iteration", 0)
+    if context.hooks.reflect is not None:
+        note = await call_hook(context.hooks.reflect, state.get("task", ""),
+                               hook_view(state, context))
+        return ReflectUpdate(
+            reflection=None if note is None else str(note),
+            trace=[TraceEvent(stage="reflect", iteration=iteration, detail=str(note or ""))],
+        )
+    if repeated_calls(list(state.get("results", [])), iteration):
+        found = issue("NO_PROGRESS", "the agent repeated the previous cycle's tool call(s) "
+                      "with the same arguments; it may be stuck")
+        return ReflectUpdate(
+            reflection="no progress: same call(s) as the previous cycle",
+            issues=[found],
+            trace=[TraceEvent(stage="reflect", iteration=iteration, status="warning",
+                              detail="no progress")],
+        )
+    return ReflectUpdate(reflection=None, trace=[TraceEvent(stage="reflect", iteration=iteration)])

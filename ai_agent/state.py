@@ -1,0 +1,288 @@
+"""The run state: the data a run carries from stage to stage, checkpointed after every step.
+
+State holds data only: plain JSON values (str, int, float, bool, None, lists and dicts), so a
+checkpoint can be read back by strict serialization and inspected by people. Collaborators (the
+model, tools, hooks, settings, stores) travel in :class:`ai_agent.context.RunContext`, and secrets
+never enter state at all.
+
+Two list channels grow by appending (``messages``, ``results``, ``trace``, ``plans``); a node may
+also replace ``messages`` or ``issues`` wholesale by returning ``{"replace": [...]}`` (compaction
+and the gate use this), which keeps appends cheap for the delta checkpointer.
+
+:class:`UserPlan` is the one pydantic model here: a plan arrives from outside (another process, a
+person, a JSON file), so it is validated at the edge.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Annotated, Any, Literal, NotRequired, Required, TypedDict
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "SEVERITY",
+    "Decision",
+    "Discovery",
+    "GateReport",
+    "Grant",
+    "Issue",
+    "IssueCode",
+    "Message",
+    "PendingCall",
+    "PlanRecord",
+    "Replace",
+    "RunState",
+    "RunStatus",
+    "ToolCall",
+    "ToolOutcome",
+    "ToolResult",
+    "TraceEvent",
+    "UserPlan",
+    "append_or_replace",
+]
+
+Role = Literal["system", "user", "assistant", "tool"]
+RunStatus = Literal["running", "paused", "completed", "failed", "cancelled"]
+
+IssueCode = Literal[
+    "TOOL_MISSING",
+    "TOOL_ERROR",
+    "RATE_LIMIT",
+    "AUTH",
+    "DATA_MISSING",
+    "MISSING_ENV",
+    "APPROVAL_REQUIRED",
+    "UNKNOWN_OUTCOME",
+    "NO_PROGRESS",
+    "MODEL_ERROR",
+    "CIRCUIT_OPEN",
+    "BUDGET",
+]
+
+# Default severities (0..1) of the critical gate. The first five come from the pipeline spec; the
+# rest are blockers the engine adds: a missing env key is an AUTH problem, and an approval or an
+# unknown outcome after a crash must always stop the run, whatever the threshold.
+SEVERITY: dict[str, float] = {
+    "TOOL_MISSING": 0.80,
+    "TOOL_ERROR": 0.90,
+    "RATE_LIMIT": 0.85,
+    "AUTH": 0.95,
+    "DATA_MISSING": 0.70,
+    "MISSING_ENV": 0.95,
+    "APPROVAL_REQUIRED": 1.0,
+    "UNKNOWN_OUTCOME": 1.0,
+    "NO_PROGRESS": 0.75,
+    "MODEL_ERROR": 0.90,
+    "CIRCUIT_OPEN": 0.95,
+    "BUDGET": 1.0,
+}
+
+
+class ToolCall(TypedDict):
+    """One call the model asked for."""
+
+    id: str
+    name: str
+    args: dict[str, Any]
+
+
+class Message(TypedDict, total=False):
+    """A chat message in OpenAI shape. ``kind`` marks messages compaction must keep."""
+
+    role: Required[Role]
+    content: Required[str]
+    tool_calls: list[ToolCall]
+    tool_call_id: str
+    name: str
+    kind: Literal["task", "plan", "recall", "summary"]
+
+
+class ToolResult(TypedDict, total=False):
+    """What a tool returns: ``{"status": "ok"|"error"|"skipped", "content", "error", "meta"}``.
+
+    Recoverable problems are results with ``status="error"`` and a ``meta["code"]``; only bugs raise.
+
+    Example:
+        >>> ToolResult(status="ok", content=68.055)
+        {'status': 'ok', 'content': 68.055}
+    """
+
+    status: Required[Literal["ok", "error", "skipped"]]
+    content: Any
+    error: str | None
+    meta: dict[str, Any]
+    execution_time_ms: float
+
+
+class Issue(TypedDict):
+    """A problem found during a cycle, scored by the gate."""
+
+    code: str
+    severity: float
+    message: str
+    tool: str | None
+    call_id: str | None
+
+
+class PendingCall(TypedDict):
+    """A call chosen for this cycle that has not produced a result yet.
+
+    ``blocked`` names the issue code that stopped it (approval, missing env, missing tool, unknown
+    outcome); ``preview`` shows a person what the call would do.
+    """
+
+    call: ToolCall
+    blocked: str | None
+    preview: str
+
+
+class ToolOutcome(TypedDict):
+    """An executed (or cancelled) call and its result, in the order they happened."""
+
+    iteration: int
+    call: ToolCall
+    result: ToolResult
+
+
+class Decision(TypedDict):
+    """What decide made of the draft: run tool calls this cycle, or finish."""
+
+    action: Literal["tool", "finish"]
+    text: str
+    calls: list[ToolCall]
+
+
+class Discovery(TypedDict):
+    """A tool proposed for the next cycle by discover (never activated by it)."""
+
+    name: str
+    reason: str
+
+
+class Grant(TypedDict):
+    """An approval stored in state, so a fork from before the grant does not inherit it.
+
+    ``scope``: ``call`` (this call id), ``tool`` (this tool for the rest of the run) or ``args``
+    (this tool with exactly these arguments, by hash).
+    """
+
+    tool: str
+    scope: Literal["call", "tool", "args"]
+    call_id: str | None
+    args_hash: str | None
+
+
+class GateReport(TypedDict):
+    """The gate's verdict for one cycle; when ``intervene`` is true the run waits for a plan."""
+
+    iteration: int
+    issues: list[Issue]
+    severity: float
+    threshold: float
+    intervene: bool
+    prompt: str
+    options: list[str]
+    pending: list[PendingCall]
+
+
+class PlanRecord(TypedDict):
+    """A plan the run received, kept in state for the trace and for replay."""
+
+    iteration: int
+    plan: dict[str, Any]
+    source: Literal["resume", "hook"]
+
+
+class TraceEvent(TypedDict, total=False):
+    """One line of the structured trace: a stage, how long it took, what it did."""
+
+    stage: Required[str]
+    iteration: Required[int]
+    started_at: float
+    duration_ms: float
+    tool: str | None
+    status: str
+    gate_score: float | None
+    detail: str
+
+
+class Replace(TypedDict):
+    """Returned for a list channel to replace its whole value instead of appending."""
+
+    replace: list[Any]
+
+
+def append_or_replace(left: list[Any] | None, right: list[Any] | Replace | None) -> list[Any]:
+    """Reducer: append a list, or replace the value when given ``{"replace": [...]}``.
+
+    Example:
+        >>> append_or_replace([1], [2])
+        [1, 2]
+        >>> append_or_replace([1], {"replace": [3]})
+        [3]
+    """
+    if right is None:
+        return list(left or [])
+    if isinstance(right, dict):
+        return list(right["replace"])
+    return [*(left or []), *right]
+
+
+class RunState(TypedDict, total=False):
+    """Everything a run knows, checkpointed after every stage."""
+
+    task: str
+    status: RunStatus
+    iteration: int
+    messages: Annotated[list[Message], append_or_replace]
+    decision: Decision | None
+    pending: list[PendingCall]
+    results: Annotated[list[ToolOutcome], operator.add]
+    issues: Annotated[list[Issue], append_or_replace]
+    gate: GateReport | None
+    plans: Annotated[list[PlanRecord], operator.add]
+    resolving: bool
+    grants: list[Grant]
+    active_tools: list[str]
+    discovered: list[Discovery]
+    recalled: list[Any]
+    reflection: str | None
+    final_text: str | None
+    stop_reason: str | None
+    trace: Annotated[list[TraceEvent], operator.add]
+    usage: NotRequired[dict[str, Any]]
+
+
+class UserPlan(BaseModel):
+    """A person's answer to a paused run, validated before it reaches the graph.
+
+    Example:
+        >>> UserPlan(allow_continue=True, instructions="Use the backup file").allow_continue
+        True
+        >>> UserPlan(allow_continue=False).approve
+        []
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    allow_continue: bool = Field(
+        default=True, description="False ends the run as cancelled with a clear final text."
+    )
+    instructions: str | None = Field(
+        default=None, description="Guidance added to the conversation as a user message."
+    )
+    activate_tools: list[str] = Field(
+        default_factory=list, description="Catalog tools to make active from now on."
+    )
+    approve: list[str] = Field(
+        default_factory=list, description="Pending call ids to run, or '*' for all of them."
+    )
+    deny: list[str] = Field(
+        default_factory=list, description="Pending call ids to cancel, or '*' for all of them."
+    )
+    grant_scope: Literal["call", "tool", "args"] = Field(
+        default="call",
+        description="How far an approval reaches: this call, this tool for the rest of the run, "
+        "or this tool with these exact arguments.",
+    )
