@@ -1,4 +1,4 @@
-"""The run context: the collaborators a run uses, passed to every stage as LangGraph's runtime context.
+"""The run context: the collaborators of a run, passed to every stage as LangGraph's runtime context.
 
 State (``ai_agent.state``) is data and is checkpointed; the context is everything else: the model
 caller, the tool box, the journal, the hooks, the policy values and the event sink. It is rebuilt by
@@ -92,15 +92,15 @@ class JournalEntry(TypedDict):
 class Journal(Protocol):
     """Intent before a tool runs, outcome after: how a crash mid-call is detected on resume."""
 
-    def lookup(
+    async def lookup(
         self, thread_id: str, iteration: int, call_id: str
     ) -> JournalEntry | None: ...  # pragma: no cover - protocol
 
-    def intent(
+    async def intent(
         self, thread_id: str, iteration: int, call: ToolCall
     ) -> None: ...  # pragma: no cover - protocol
 
-    def outcome(
+    async def outcome(
         self, thread_id: str, iteration: int, call: ToolCall, result: ToolResult
     ) -> None: ...  # pragma: no cover - protocol
 

@@ -177,6 +177,7 @@ def classify_model_error(
         return exc
     detail = _scrub(str(exc), secrets)
     hint = "pass --base-url or set MAMBA_MODEL_BACKEND__BASE_URL"
+    status = getattr(exc, "status_code", None)
     if isinstance(exc, openai.APITimeoutError):
         return ModelUnavailableError(
             f"the model server at {base_url} did not answer in time; check that it is running "
@@ -186,29 +187,32 @@ def classify_model_error(
         return ModelUnavailableError(
             f"cannot reach the model server at {base_url}; start it, or {hint}"
         )
-    if isinstance(exc, openai.AuthenticationError | openai.PermissionDeniedError):
-        return ModelAuthError(
-            f"the model server at {base_url} refused the API key ({exc.status_code}): {detail}. "
-            "Set MAMBA_MODEL_BACKEND__API_KEY and resume."
-        )
     if isinstance(exc, openai.RateLimitError):
         return ModelRateLimitError(
             f"the model server at {base_url} is rate limiting (429): {detail}",
             retry_after=_retry_after(exc),
         )
-    if isinstance(exc, openai.NotFoundError):
+    if not isinstance(exc, openai.APIStatusError):
         return ModelResponseError(
-            f"the model server at {base_url} answered 404: {detail}. Check the model id "
+            f"the reply from {base_url} could not be used ({type(exc).__name__}): {detail}"
+        )
+    return _status_error(int(status or 0), base_url, detail)
+
+
+def _status_error(status: int, base_url: str, detail: str) -> ModelError:
+    where = f"the model server at {base_url}"
+    if status in (401, 403):
+        return ModelAuthError(
+            f"{where} refused the API key ({status}): {detail}. "
+            "Set MAMBA_MODEL_BACKEND__API_KEY and resume."
+        )
+    if status == 404:
+        return ModelResponseError(
+            f"{where} answered 404: {detail}. Check the model id "
             "(--model or MAMBA_MODEL_BACKEND__MODEL) and that the URL ends in /v1."
         )
-    if isinstance(exc, openai.APIStatusError):
-        error: ModelError = (
-            ModelUnavailableError if exc.status_code >= 500 else ModelResponseError
-        )(f"the model server at {base_url} answered {exc.status_code}: {detail}")
-        return error
-    return ModelResponseError(
-        f"the reply from {base_url} could not be used ({type(exc).__name__}): {detail}"
-    )
+    kind = ModelUnavailableError if status >= 500 else ModelResponseError
+    return kind(f"{where} answered {status}: {detail}")
 
 
 def _retryable(exc: BaseException) -> bool:

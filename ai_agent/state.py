@@ -101,7 +101,8 @@ class Message(TypedDict, total=False):
 class ToolResult(TypedDict, total=False):
     """What a tool returns: ``{"status": "ok"|"error"|"skipped", "content", "error", "meta"}``.
 
-    Recoverable problems are results with ``status="error"`` and a ``meta["code"]``; only bugs raise.
+    Recoverable problems are results with ``status="error"`` and a ``meta["code"]``; only bugs
+    raise.
 
     Example:
         >>> ToolResult(status="ok", content=68.055)

@@ -77,9 +77,7 @@ def _to_ai_message(turn: Turn, index: int) -> AIMessage:
     metadata = UsageMetadata(
         input_tokens=prompt, output_tokens=completion, total_tokens=prompt + completion
     )
-    return AIMessage(
-        turn.text, tool_calls=calls, usage_metadata=metadata if turn.usage else None
-    )
+    return AIMessage(turn.text, tool_calls=calls, usage_metadata=metadata if turn.usage else None)
 
 
 class _FakeChatModel(BaseChatModel):
@@ -169,7 +167,7 @@ class ScriptedModel(_FakeChatModel):
         turns = data.get("turns") if isinstance(data, dict) else data
         if not isinstance(turns, list) or not turns:
             raise ConfigError(
-                f"script file {p} must hold a non-empty list of turns or {{\"turns\": [...]}}"
+                f'script file {p} must hold a non-empty list of turns or {{"turns": [...]}}'
             )
         return cls(turns)
 
@@ -187,7 +185,7 @@ class ScriptedModel(_FakeChatModel):
         return _to_ai_message(self.turns[index], index)
 
 
-ReplyFunction = Callable[[list[Message], dict[str, Any]], Any]
+ReplyFunction = Callable[[list[Any], dict[str, Any]], Any]
 
 
 class FunctionModel(_FakeChatModel):

@@ -39,8 +39,13 @@ class SqliteMemory:
         table = self.db.table("memories")
         if not table.exists():
             table.create(
-                {"thread_id": str, "task": str, "final_text": str, "status": str,
-                 "finished_at": float},
+                {
+                    "thread_id": str,
+                    "task": str,
+                    "final_text": str,
+                    "status": str,
+                    "finished_at": float,
+                },
                 pk="thread_id",
             )
             table.enable_fts(["task", "final_text"], create_triggers=True)
@@ -48,8 +53,9 @@ class SqliteMemory:
 
     def add(self, record: dict[str, Any]) -> None:
         """Store (or replace) one finished run."""
-        row = {k: record.get(k) for k in ("thread_id", "task", "final_text", "status",
-                                          "finished_at")}
+        row = {
+            k: record.get(k) for k in ("thread_id", "task", "final_text", "status", "finished_at")
+        }
         with self._lock:
             self._table.upsert(row, pk="thread_id")
 

@@ -9,10 +9,15 @@ Leases make a resume safe across processes: acquiring one is a single ``BEGIN IM
 transaction, so of two processes resuming one thread exactly one wins; the other gets
 ThreadBusyError. A lease whose owner process is gone (same host, pid dead) or whose time ran out
 can be taken over, so a crash never locks a thread forever.
+
+Every public method is async and does its SQLite work on a worker thread. That is not style: the
+checkpointer commits through the event loop, so a synchronous write here, on the loop's thread,
+would wait for a lock that only the blocked loop can release.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import socket
@@ -20,11 +25,11 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, TypedDict
+from typing import Any, Concatenate, Literal, ParamSpec, TypedDict, TypeVar, cast
 
 import sqlite_utils
 
@@ -72,6 +77,22 @@ CREATE TABLE IF NOT EXISTS agent_journal (
     PRIMARY KEY (thread_id, iteration, call_id)
 );
 """
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _threaded(
+    fn: Callable[Concatenate[RunStore, P], R],
+) -> Callable[Concatenate[RunStore, P], Coroutine[Any, Any, R]]:
+    """Run a blocking store method on a worker thread, keeping the event loop free."""
+
+    async def run(store: RunStore, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        return await asyncio.to_thread(fn, store, *args, **kwargs)
+
+    run.__name__, run.__qualname__, run.__doc__ = fn.__name__, fn.__qualname__, fn.__doc__
+    return run
 
 
 class RunRecord(TypedDict):
@@ -122,8 +143,9 @@ class RunStore:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            conn = sqlite3.connect(self.path, timeout=30, check_same_thread=False,
-                                   isolation_level=None)
+            conn = sqlite3.connect(
+                self.path, timeout=30, check_same_thread=False, isolation_level=None
+            )
             conn.execute("PRAGMA journal_mode=WAL")
             conn.executescript(_DDL)
         except sqlite3.DatabaseError as exc:
@@ -167,6 +189,7 @@ class RunStore:
             self._conn.execute("COMMIT")
 
     # Runs ------------------------------------------------------------------------------------
+    @_threaded
     def create_run(self, thread_id: str, task: str, *, parent_thread_id: str | None = None) -> None:
         """Record a new run as running."""
         now = time.time()
@@ -177,6 +200,7 @@ class RunStore:
                 (thread_id, task, now, now, parent_thread_id),
             )
 
+    @_threaded
     def update_run(
         self,
         thread_id: str,
@@ -191,10 +215,17 @@ class RunStore:
             conn.execute(
                 "UPDATE agent_runs SET status = ?, final_text = ?, gate = ?, error = ?, "
                 "updated_at = ? WHERE thread_id = ?",
-                (status, final_text, json.dumps(gate) if gate else None, error, time.time(),
-                 thread_id),
+                (
+                    status,
+                    final_text,
+                    json.dumps(gate) if gate else None,
+                    error,
+                    time.time(),
+                    thread_id,
+                ),
             )
 
+    @_threaded
     def get_run(self, thread_id: str) -> RunRecord | None:
         """The run with this thread id, or None."""
         with self._lock:
@@ -203,17 +234,21 @@ class RunStore:
             names = [d[0] for d in cur.description]
         return _run(dict(zip(names, row, strict=True))) if row else None
 
+    @_threaded
     def list_runs(self, *, limit: int = 50, status: str | None = None) -> list[RunRecord]:
         """Runs, most recently updated first."""
         where, params = ("WHERE status = ?", [status]) if status else ("", [])
         with self._lock:
-            rows = list(self.db.query(
-                f"SELECT * FROM agent_runs {where} ORDER BY updated_at DESC LIMIT ?",  # noqa: S608 - fixed text
-                [*params, limit],
-            ))
+            rows = list(
+                self.db.query(
+                    f"SELECT * FROM agent_runs {where} ORDER BY updated_at DESC LIMIT ?",  # noqa: S608 - fixed text
+                    [*params, limit],
+                )
+            )
         return [_run(r) for r in rows]
 
     # Leases ----------------------------------------------------------------------------------
+    @_threaded
     def acquire(self, thread_id: str, *, seconds: float = DEFAULT_LEASE_SECONDS) -> Lease:
         """Take the thread's lease, or raise ThreadBusyError when another live process holds it."""
         now, host, pid = time.time(), socket.gethostname(), os.getpid()
@@ -234,6 +269,7 @@ class RunStore:
             )
         return lease
 
+    @_threaded
     def renew(self, lease: Lease, *, seconds: float = DEFAULT_LEASE_SECONDS) -> Lease:
         """Extend a lease this process holds."""
         renewed = Lease(lease.thread_id, lease.owner, time.time() + seconds)
@@ -244,6 +280,7 @@ class RunStore:
             )
         return renewed
 
+    @_threaded
     def release(self, lease: Lease) -> None:
         """Give the lease back (only if this holder still has it)."""
         with self._tx() as conn:
@@ -253,6 +290,7 @@ class RunStore:
             )
 
     # Journal (the Journal protocol) ----------------------------------------------------------
+    @_threaded
     def lookup(self, thread_id: str, iteration: int, call_id: str) -> JournalEntry | None:
         """The journal entry of one call, or None when it was never started."""
         with self._lock:
@@ -267,16 +305,24 @@ class RunStore:
         result = json.loads(row[2]) if row[2] else None
         return JournalEntry(call_id=call_id, tool=row[0], status=status, result=result)
 
+    @_threaded
     def intent(self, thread_id: str, iteration: int, call: ToolCall) -> None:
         """Record that a call is about to run (committed before the tool starts)."""
         with self._tx() as conn:
             conn.execute(
                 "INSERT OR REPLACE INTO agent_journal (thread_id, iteration, call_id, tool, args, "
                 "status, intent_at) VALUES (?, ?, ?, ?, ?, 'intent', ?)",
-                (thread_id, iteration, call["id"], call["name"],
-                 json.dumps(call["args"], sort_keys=True, default=str), time.time()),
+                (
+                    thread_id,
+                    iteration,
+                    call["id"],
+                    call["name"],
+                    json.dumps(call["args"], sort_keys=True, default=str),
+                    time.time(),
+                ),
             )
 
+    @_threaded
     def outcome(self, thread_id: str, iteration: int, call: ToolCall, result: ToolResult) -> None:
         """Record a call's result."""
         with self._tx() as conn:
@@ -289,4 +335,4 @@ class RunStore:
 
 def _run(row: dict[str, Any]) -> RunRecord:
     row["gate"] = json.loads(row["gate"]) if row.get("gate") else None
-    return RunRecord(**row)  # type: ignore[typeddict-item]
+    return cast(RunRecord, row)

@@ -8,10 +8,8 @@ Example:
     >>> from ai_agent.testing import ScriptedModel
     >>> async def demo():
     ...     with tempfile.TemporaryDirectory() as d:
-    ...         model = ScriptedModel([
-    ...             {"tool_calls": [{"name": "calculator", "args": {"expression": "19.5% of 349"}}]},
-    ...             {"text": "19.5% of 349 is 68.055"},
-    ...         ])
+    ...         ask = {"name": "calculator", "args": {"expression": "19.5% of 349"}}
+    ...         model = ScriptedModel([{"tool_calls": [ask]}, {"text": "19.5% of 349 is 68.055"}])
     ...         agent = Agent(model=model, tools=["calculator"],
     ...                       checkpoint_path=os.path.join(d, "c.sqlite"), memory_path=None)
     ...         async with agent:
@@ -26,9 +24,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from langchain_core.language_models import BaseChatModel
 from langgraph.errors import GraphRecursionError
@@ -46,7 +44,7 @@ from ai_agent.errors import (
     UnknownThreadError,
 )
 from ai_agent.graph.build import build_graph, recursion_limit
-from ai_agent.graph.result import RunResult
+from ai_agent.graph.result import RunResult, RunStatusName
 from ai_agent.models import ChatModelCaller, make_chat_model
 from ai_agent.nodes.gate import check_plan, parse_plan
 from ai_agent.state import GateReport, Message, RunState, UserPlan
@@ -63,6 +61,7 @@ if TYPE_CHECKING:
 __all__ = ["PROFILES", "Agent"]
 
 PROFILES = {"interactive": 0.60, "default": 0.70, "batch": 0.90}
+T = TypeVar("T")
 _UNSET: Any = object()
 
 
@@ -243,8 +242,11 @@ class Agent:
         if isinstance(model, str) and model.startswith("scripted:"):
             from ai_agent.testing import ScriptedModel
 
-            return ChatModelCaller(ScriptedModel.from_file(model.removeprefix("scripted:")),
-                                   base_url=model, max_retries=0)
+            return ChatModelCaller(
+                ScriptedModel.from_file(model.removeprefix("scripted:")),
+                base_url=model,
+                max_retries=0,
+            )
         if isinstance(model, str):
             backend = backend.model_copy(update={"model": model})
         if self.backend == "local":
@@ -269,9 +271,13 @@ class Agent:
         self._local = LocalModelServer()
         await self._local.start()
         return backend.model_copy(
-            update={"base_url": self._local.base_url, "model": self._local.model_id,
-                    "api_key": None, "temperature": backend.temperature or 0.0,
-                    "seed": backend.seed if backend.seed is not None else 42}
+            update={
+                "base_url": self._local.base_url,
+                "model": self._local.model_id,
+                "api_key": None,
+                "temperature": backend.temperature or 0.0,
+                "seed": backend.seed if backend.seed is not None else 42,
+            }
         )
 
     def _memory_store(self) -> SqliteMemory | None:
@@ -306,16 +312,30 @@ class Agent:
         if not task.strip():
             raise ConfigError("the task is empty; say what the agent should do")
         thread_id = thread_id or uuid.uuid4().hex
-        if self.store.get_run(thread_id) is not None:
+        if await self.store.get_run(thread_id) is not None:
             raise RunError(f"thread {thread_id} already exists; resume it instead of running it")
-        self.store.create_run(thread_id, task)
-        lease = self.store.acquire(thread_id)
+        await self.store.create_run(thread_id, task)
+        lease = await self.store.acquire(thread_id)
         state = RunState(
-            task=task, status="running", iteration=0,
+            task=task,
+            status="running",
+            iteration=0,
             messages=[Message(role="user", content=task, kind="task")],
-            active_tools=list(self.initial_tools), grants=[], pending=[], issues=[],
-            plans=[], results=[], trace=[], discovered=[], recalled=[], decision=None,
-            gate=None, final_text=None, stop_reason=None, resolving=False, reflection=None,
+            active_tools=list(self.initial_tools),
+            grants=[],
+            pending=[],
+            issues=[],
+            plans=[],
+            results=[],
+            trace=[],
+            discovered=[],
+            recalled=[],
+            decision=None,
+            gate=None,
+            final_text=None,
+            stop_reason=None,
+            resolving=False,
+            reflection=None,
         )
         return await self._drive(thread_id, state, lease)
 
@@ -323,8 +343,9 @@ class Agent:
         """``run`` for code without an event loop (opens and closes everything itself)."""
         return asyncio.run(self._closing(self.run(task, **kwargs)))
 
-    async def resume(self, thread_id: str, plan: UserPlan | Mapping[str, Any] | None = None
-                     ) -> RunResult:
+    async def resume(
+        self, thread_id: str, plan: UserPlan | Mapping[str, Any] | None = None
+    ) -> RunResult:
         """Continue a run: with a plan when it is paused at the gate, without after a crash.
 
         Raises:
@@ -334,25 +355,27 @@ class Agent:
             NothingPendingError: the run has finished.
             ThreadBusyError: another process is working on it.
         """
-        lease = self.store.acquire(thread_id)
+        lease = await self.store.acquire(thread_id)
         try:
             async with self._graph() as graph:
                 snapshot = await graph.aget_state(_config(thread_id))
-            command = self._resume_input(thread_id, snapshot, plan)
+            command = await self._resume_input(thread_id, snapshot, plan)
         except BaseException:
-            self.store.release(lease)
+            await self.store.release(lease)
             raise
-        self.store.update_run(thread_id, status="running")
+        await self.store.update_run(thread_id, status="running")
         return await self._drive(thread_id, command, lease)
 
-    def resume_sync(self, thread_id: str, plan: UserPlan | Mapping[str, Any] | None = None
-                    ) -> RunResult:
+    def resume_sync(
+        self, thread_id: str, plan: UserPlan | Mapping[str, Any] | None = None
+    ) -> RunResult:
         """``resume`` for code without an event loop."""
         return asyncio.run(self._closing(self.resume(thread_id, plan)))
 
-    def _resume_input(self, thread_id: str, snapshot: StateSnapshot,
-                      plan: UserPlan | Mapping[str, Any] | None) -> Command[Any] | None:
-        if not snapshot.values and self.store.get_run(thread_id) is None:
+    async def _resume_input(
+        self, thread_id: str, snapshot: StateSnapshot, plan: UserPlan | Mapping[str, Any] | None
+    ) -> Command[Any] | None:
+        if not snapshot.values and await self.store.get_run(thread_id) is None:
             raise UnknownThreadError(
                 f"no run with thread id {thread_id} in {self.checkpoint_path}; "
                 "`ai-agent runs` lists the runs there"
@@ -370,9 +393,7 @@ class Agent:
             # It stopped mid-step (a crash, a failure): continue from the last checkpoint. The
             # journal keeps any half-done side-effecting call from running again silently.
             if plan is not None:
-                raise RunError(
-                    f"run {thread_id} is not waiting for a plan; resume it without one"
-                )
+                raise RunError(f"run {thread_id} is not waiting for a plan; resume it without one")
             return None
         status = snapshot.values.get("status", "finished")
         raise NothingPendingError(f"run {thread_id} has {status}; there is nothing to resume")
@@ -385,34 +406,45 @@ class Agent:
             heartbeat.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await heartbeat
-            self.store.release(lease)
+            await self.store.release(lease)
 
     async def _heartbeat(self, lease: Lease) -> None:
         while True:
             await asyncio.sleep(60)
-            lease = self.store.renew(lease)
+            lease = await self.store.renew(lease)
 
     async def _invoke(self, thread_id: str, graph_input: Any) -> RunResult:
         limit = recursion_limit(self.policy.max_iterations)
         try:
             context = await self._context(thread_id)
             async with self._graph() as graph:
-                await graph.ainvoke(graph_input, _config(thread_id, limit), context=context)
+                # "sync": each step's checkpoint is committed before the next step starts, so a
+                # tool never has side effects ahead of the checkpoint that leads to it.
+                await graph.ainvoke(
+                    graph_input, _config(thread_id, limit), context=context, durability="sync"
+                )
                 snapshot = await graph.aget_state(_config(thread_id))
         except (AgentError, GraphRecursionError) as exc:
-            message = str(exc) if isinstance(exc, AgentError) else (
-                f"the run exceeded {limit} steps; this is a bug in a hook or the engine")
-            self.store.update_run(thread_id, status="failed", error=message)
+            message = (
+                str(exc)
+                if isinstance(exc, AgentError)
+                else (f"the run exceeded {limit} steps; this is a bug in a hook or the engine")
+            )
+            await self.store.update_run(thread_id, status="failed", error=message)
             return RunResult(status="failed", thread_id=thread_id, error=message)
         except BaseException as exc:
-            self.store.update_run(thread_id, status="failed", error=f"{type(exc).__name__}")
+            await self.store.update_run(thread_id, status="failed", error=f"{type(exc).__name__}")
             raise
         result = _result(thread_id, snapshot)
-        self.store.update_run(thread_id, status=result.status, final_text=result.final_text,
-                              gate=dict(result.gate) if result.gate else None)
+        await self.store.update_run(
+            thread_id,
+            status=result.status,
+            final_text=result.final_text,
+            gate=dict(result.gate) if result.gate else None,
+        )
         return result
 
-    async def _closing(self, coro: Any) -> Any:
+    async def _closing(self, coro: Awaitable[T]) -> T:
         try:
             return await coro
         finally:
@@ -425,7 +457,7 @@ class Agent:
             snapshot = await graph.aget_state(_config(thread_id))
         if not snapshot.values:
             raise UnknownThreadError(f"no run with thread id {thread_id}")
-        return snapshot.values  # type: ignore[no-any-return]
+        return cast(RunState, snapshot.values)
 
     async def get_result(self, thread_id: str) -> RunResult:
         """The RunResult of a stored run, as it stands now."""
@@ -434,10 +466,16 @@ class Agent:
         if not snapshot.values:
             raise UnknownThreadError(f"no run with thread id {thread_id}")
         result = _result(thread_id, snapshot)
-        record = self.store.get_run(thread_id)
+        record = await self.store.get_run(thread_id)
         if record and record["status"] == "failed" and result.status != "paused":
-            return RunResult(status="failed", thread_id=thread_id, error=record["error"],
-                             trace=result.trace, usage=result.usage, iterations=result.iterations)
+            return RunResult(
+                status="failed",
+                thread_id=thread_id,
+                error=record["error"],
+                trace=result.trace,
+                usage=result.usage,
+                iterations=result.iterations,
+            )
         return result
 
 
@@ -446,7 +484,7 @@ def _ignore(event: Event) -> None:
 
 
 def _result(thread_id: str, snapshot: StateSnapshot) -> RunResult:
-    values: RunState = snapshot.values
+    values = cast(RunState, snapshot.values)
     common: dict[str, Any] = {
         "thread_id": thread_id,
         "trace": list(values.get("trace", [])),
@@ -457,9 +495,10 @@ def _result(thread_id: str, snapshot: StateSnapshot) -> RunResult:
         return RunResult(status="paused", gate=snapshot.interrupts[0].value, **common)
     if snapshot.next:
         return RunResult(status="failed", error="the run stopped before finishing", **common)
-    status = "cancelled" if values.get("status") == "cancelled" else "completed"
-    return RunResult(status=status, final_text=values.get("final_text"),
-                     gate=values.get("gate"), **common)
+    status: RunStatusName = "cancelled" if values.get("status") == "cancelled" else "completed"
+    return RunResult(
+        status=status, final_text=values.get("final_text"), gate=values.get("gate"), **common
+    )
 
 
 def _positive(name: str, value: int) -> int:

@@ -10,7 +10,17 @@ from ai_agent.nodes.persist import persist
 from ai_agent.nodes.recall import recall
 from ai_agent.nodes.reflect import reflect
 
-__all__ = ["STAGES", "act", "decide", "discover", "draft", "finalize", "gate", "persist",
-           "recall", "reflect"]
+__all__ = [
+    "STAGES",
+    "act",
+    "decide",
+    "discover",
+    "draft",
+    "finalize",
+    "gate",
+    "persist",
+    "recall",
+    "reflect",
+]
 
 STAGES = ("recall", "draft", "decide", "discover", "act", "reflect", "gate", "finalize", "persist")

@@ -6,7 +6,7 @@ import functools
 import inspect
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar, cast
+from typing import Any, Protocol, TypeVar, cast
 
 from langgraph.errors import GraphInterrupt
 from langgraph.runtime import Runtime
@@ -16,8 +16,15 @@ from ai_agent.state import Message, RunState, TraceEvent
 
 __all__ = ["call_hook", "hook_view", "last_assistant", "stage"]
 
-U = TypeVar("U")
-Node = Callable[[RunState, Runtime[RunContext]], Awaitable[U]]
+U = TypeVar("U", covariant=True)
+
+
+class Node(Protocol[U]):
+    """A stage: ``async def <stage>(state, *, runtime) -> <Stage>Update``."""
+
+    def __call__(
+        self, state: RunState, *, runtime: Runtime[RunContext]
+    ) -> Awaitable[U]: ...  # pragma: no cover - protocol
 
 
 async def call_hook(fn: Callable[..., Any], *args: Any) -> Any:
@@ -30,13 +37,14 @@ async def call_hook(fn: Callable[..., Any], *args: Any) -> Any:
 
 def hook_view(state: RunState, context: RunContext) -> dict[str, Any]:
     """What hooks may see of the run: data only, copied so a hook cannot change state."""
+    gate = state.get("gate")
     return {
         "thread_id": context.thread_id,
         "task": state.get("task", ""),
         "iteration": state.get("iteration", 0),
         "messages": [dict(m) for m in state.get("messages", [])],
         "results": [dict(r) for r in state.get("results", [])],
-        "gate": dict(state["gate"]) if state.get("gate") else None,
+        "gate": dict(gate) if gate else None,
         "active_tools": list(state.get("active_tools", [])),
         "discovered": list(state.get("discovered", [])),
         "stop_reason": state.get("stop_reason"),
@@ -46,9 +54,10 @@ def hook_view(state: RunState, context: RunContext) -> dict[str, Any]:
 
 def last_assistant(state: RunState) -> Message | None:
     """The latest assistant message, if any."""
-    for message in reversed(state.get("messages", [])):
+    messages: list[Message] = state.get("messages", [])
+    for message in reversed(messages):
         if message["role"] == "assistant":
-            return message
+            return cast(Message, message)
     return None
 
 
@@ -62,13 +71,13 @@ def stage(name: str) -> Callable[[Node[U]], Node[U]]:
 
     def wrap(fn: Node[U]) -> Node[U]:
         @functools.wraps(fn)
-        async def run(state: RunState, runtime: Runtime[RunContext]) -> U:
+        async def run(state: RunState, *, runtime: Runtime[RunContext]) -> U:
             context = runtime.context
             iteration = state.get("iteration", 0)
             context.emit({"type": "stage_started", "stage": name, "iteration": iteration})
             started_at, started = time.time(), time.perf_counter()
             try:
-                update = await fn(state, runtime)
+                update = await fn(state, runtime=runtime)
             except GraphInterrupt:
                 context.emit({"type": "gate_paused", "stage": name, "iteration": iteration})
                 raise
@@ -78,8 +87,12 @@ def stage(name: str) -> Callable[[Node[U]], Node[U]]:
             lines: list[TraceEvent] = out.get("trace") or [TraceEvent(stage=name, iteration=0)]
             out["trace"] = [_complete(line, name, iteration, started_at, elapsed) for line in lines]
             context.emit(
-                {"type": "stage_finished", "stage": name, "iteration": iteration,
-                 "duration_ms": elapsed}
+                {
+                    "type": "stage_finished",
+                    "stage": name,
+                    "iteration": iteration,
+                    "duration_ms": elapsed,
+                }
             )
             return update
 

@@ -22,13 +22,14 @@ from ai_agent.state import (
     Issue,
     Message,
     PendingCall,
+    PlanRecord,
     RunState,
     ToolCall,
     ToolOutcome,
     ToolResult,
     TraceEvent,
 )
-from ai_agent.tools.policy import Verdict, is_granted, screen_call
+from ai_agent.tools.policy import CallFacts, Verdict, is_granted, screen_call
 
 __all__ = ["ActUpdate", "act"]
 
@@ -43,7 +44,7 @@ class ActUpdate(TypedDict, total=False):
 
 
 def _latest_plan(state: RunState) -> dict[str, Any]:
-    plans = state.get("plans") or []
+    plans: list[PlanRecord] = state.get("plans") or []
     return plans[-1]["plan"] if plans else {}
 
 
@@ -62,26 +63,29 @@ class _Cycle:
         self.grants: list[Grant] = list(state.get("grants", []))
         self.update = ActUpdate(pending=[], messages=[], results=[], issues=[], trace=[])
 
-    def verdict(self, call: ToolCall) -> Verdict:
+    async def verdict(self, call: ToolCall) -> Verdict:
         context = self.context
         info = context.tools.info(call["name"])
-        missing = [k for k in (info or {}).get("requires_env", []) if not _env(k)]
+        missing = [k for k in info["requires_env"] if not _env(k)] if info else []
         return screen_call(
-            call,
-            info=info,
-            active=self.state.get("active_tools", []),
-            grants=self.grants,
-            approvals=_approvals(context),
-            missing_env=missing,
-            journal=context.journal.lookup(context.thread_id, self.iteration, call["id"]),
-            answered=self.answered,
-            approved=is_granted(call, self.grants) or _named(self.plan.get("approve", []), call),
-            denied=_named(self.plan.get("deny", []), call),
+            CallFacts(
+                call=call,
+                info=info,
+                active=self.state.get("active_tools", []),
+                grants=self.grants,
+                approvals=_approvals(context),
+                missing_env=missing,
+                journal=await context.journal.lookup(context.thread_id, self.iteration, call["id"]),
+                answered=self.answered,
+                approved=is_granted(call, self.grants)
+                or _named(self.plan.get("approve", []), call),
+                denied=_named(self.plan.get("deny", []), call),
+            )
         )
 
     async def settle(self, pending: PendingCall) -> None:
         call = pending["call"]
-        verdict = self.verdict(call)
+        verdict = await self.verdict(call)
         if verdict.action == "wait":
             self.update["pending"].append(
                 PendingCall(call=call, blocked=verdict.code, preview=pending["preview"])
@@ -89,13 +93,19 @@ class _Cycle:
             if verdict.code != "TOOL_MISSING" or self.answered:  # decide already reported it
                 self.update["issues"].append(issue(str(verdict.code), verdict.message, call=call))
             self.update["trace"].append(
-                TraceEvent(stage="act", iteration=self.iteration, tool=call["name"],
-                           status="blocked", detail=str(verdict.code))
+                TraceEvent(
+                    stage="act",
+                    iteration=self.iteration,
+                    tool=call["name"],
+                    status="blocked",
+                    detail=str(verdict.code),
+                )
             )
             return
         if verdict.action == "cancel":
-            result = ToolResult(status="skipped", content=verdict.message,
-                                meta={"code": "CANCELLED"})
+            result = ToolResult(
+                status="skipped", content=verdict.message, meta={"code": "CANCELLED"}
+            )
         elif verdict.action == "reuse" and verdict.result is not None:
             result = verdict.result
         else:
@@ -104,9 +114,15 @@ class _Cycle:
 
     async def run(self, call: ToolCall) -> ToolResult:
         context = self.context
-        context.emit({"type": "tool_started", "stage": "act", "tool": call["name"],
-                      "iteration": self.iteration})
-        context.journal.intent(context.thread_id, self.iteration, call)
+        context.emit(
+            {
+                "type": "tool_started",
+                "stage": "act",
+                "tool": call["name"],
+                "iteration": self.iteration,
+            }
+        )
+        await context.journal.intent(context.thread_id, self.iteration, call)
         tool_ctx = {
             "thread_id": context.thread_id,
             "task": self.state.get("task", ""),
@@ -115,9 +131,16 @@ class _Cycle:
             "workdir": context.policy.workdir,
         }
         result = await context.tools.execute(call, tool_ctx)
-        context.journal.outcome(context.thread_id, self.iteration, call, result)
-        context.emit({"type": "tool_finished", "stage": "act", "tool": call["name"],
-                      "iteration": self.iteration, "detail": result["status"]})
+        await context.journal.outcome(context.thread_id, self.iteration, call, result)
+        context.emit(
+            {
+                "type": "tool_finished",
+                "stage": "act",
+                "tool": call["name"],
+                "iteration": self.iteration,
+                "detail": result["status"],
+            }
+        )
         return result
 
     def record(self, call: ToolCall, result: ToolResult) -> None:
@@ -131,8 +154,13 @@ class _Cycle:
         found = issue_from_result(call, result)
         if found is not None:
             self.update["issues"].append(found)
-        line = TraceEvent(stage="act", iteration=self.iteration, tool=call["name"],
-                          status=result["status"], detail=text[:120])
+        line = TraceEvent(
+            stage="act",
+            iteration=self.iteration,
+            tool=call["name"],
+            status=result["status"],
+            detail=text[:120],
+        )
         if "execution_time_ms" in result:
             line["duration_ms"] = result["execution_time_ms"]
         self.update["trace"].append(line)
@@ -146,12 +174,14 @@ def _approvals(context: RunContext) -> dict[str, Any]:
     approvals = dict(context.policy.approvals)
     if context.policy.unattended:
         # --yes: a person vouched for this batch run; "deny" still holds.
-        approvals = {k: ("auto" if v in ("confirm", "approve") else v) for k, v in approvals.items()}
+        approvals = {
+            k: ("auto" if v in ("confirm", "approve") else v) for k, v in approvals.items()
+        }
     return approvals
 
 
 @stage("act")
-async def act(state: RunState, runtime: Runtime[RunContext]) -> ActUpdate:
+async def act(state: RunState, *, runtime: Runtime[RunContext]) -> ActUpdate:
     """Settle every pending call: run it, keep it waiting for a plan, or cancel it."""
     cycle = _Cycle(state, runtime.context)
     started = time.perf_counter()
@@ -164,6 +194,12 @@ async def act(state: RunState, runtime: Runtime[RunContext]) -> ActUpdate:
         update["messages"].append(Message(role="user", content=instructions, kind="plan"))
     update["resolving"] = False
     if not update["trace"]:
-        update["trace"] = [TraceEvent(stage="act", iteration=cycle.iteration, status="skipped",
-                                      duration_ms=round((time.perf_counter() - started) * 1000, 3))]
+        update["trace"] = [
+            TraceEvent(
+                stage="act",
+                iteration=cycle.iteration,
+                status="skipped",
+                duration_ms=round((time.perf_counter() - started) * 1000, 3),
+            )
+        ]
     return update

@@ -25,7 +25,7 @@ class DecideUpdate(TypedDict, total=False):
 
 
 @stage("decide")
-async def decide(state: RunState, runtime: Runtime[RunContext]) -> DecideUpdate:
+async def decide(state: RunState, *, runtime: Runtime[RunContext]) -> DecideUpdate:
     """Pick the call(s) to run this cycle: the first by default, all with execute_all_tool_calls.
 
     A call to a tool that is not active is a TOOL_MISSING issue. Calls not picked get a "skipped"
@@ -33,8 +33,8 @@ async def decide(state: RunState, runtime: Runtime[RunContext]) -> DecideUpdate:
     """
     context = runtime.context
     message = last_assistant(state)
-    calls: list[ToolCall] = list((message or {}).get("tool_calls", []))
-    text = (message or {}).get("content", "")
+    calls: list[ToolCall] = list(message.get("tool_calls", [])) if message else []
+    text = message["content"] if message else ""
     if not calls:
         return DecideUpdate(
             decision=Decision(action="finish", text=text, calls=[]),
@@ -50,16 +50,20 @@ async def decide(state: RunState, runtime: Runtime[RunContext]) -> DecideUpdate:
     ]
     skipped = [
         Message(role="tool", content=SKIPPED, tool_call_id=c["id"], name=c["name"])
-        for c in calls[len(chosen):]
+        for c in calls[len(chosen) :]
     ]
-    pending = [
-        PendingCall(call=c, blocked=None, preview=context.tools.preview(c)) for c in chosen
-    ]
+    pending = [PendingCall(call=c, blocked=None, preview=context.tools.preview(c)) for c in chosen]
     return DecideUpdate(
         decision=Decision(action="tool", text=text, calls=chosen),
         pending=pending,
         issues=issues,
         messages=skipped,
-        trace=[TraceEvent(stage="decide", iteration=0, tool=", ".join(c["name"] for c in chosen),
-                          detail=f"{len(chosen)} call(s)")],
+        trace=[
+            TraceEvent(
+                stage="decide",
+                iteration=0,
+                tool=", ".join(c["name"] for c in chosen),
+                detail=f"{len(chosen)} call(s)",
+            )
+        ],
     )

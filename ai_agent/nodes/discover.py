@@ -16,8 +16,9 @@ __all__ = ["DiscoverUpdate", "discover", "keyword_proposals"]
 _MAX_PROPOSALS = 5
 _WORD = re.compile(r"[a-z][a-z0-9]{2,}")
 _STOP = frozenset(
-    "the and for with from that this into your you are was were have has what when then than "
-    "them they use using tool tools call please can".split()
+    ("the", "and", "for", "with", "from", "that", "this", "into", "your", "you", "are", "was")
+    + ("were", "have", "has", "what", "when", "then", "than", "them", "they", "use", "using")
+    + ("tool", "tools", "call", "please", "can")
 )
 
 
@@ -63,7 +64,7 @@ def _clean(proposals: Any, known: set[str]) -> list[Discovery]:
 
 
 @stage("discover")
-async def discover(state: RunState, runtime: Runtime[RunContext]) -> DiscoverUpdate:
+async def discover(state: RunState, *, runtime: Runtime[RunContext]) -> DiscoverUpdate:
     """Suggest catalog tools that could help next cycle (hook, else keyword match)."""
     context = runtime.context
     catalog = context.tools.catalog()
@@ -79,8 +80,9 @@ async def discover(state: RunState, runtime: Runtime[RunContext]) -> DiscoverUpd
         )
         proposals = _clean(raw, {t["name"] for t in catalog})
     else:
-        text = " ".join([state.get("task", ""), (decision or {}).get("text", "")])
-        wanted = [c["name"] for c in (decision or {}).get("calls", []) if c["name"] not in active]
+        text = " ".join([state.get("task", ""), decision["text"] if decision else ""])
+        calls = decision["calls"] if decision else []
+        wanted = [c["name"] for c in calls if c["name"] not in active]
         proposals = [
             Discovery(name=n, reason="the model asked for it")
             for n in wanted
@@ -91,6 +93,11 @@ async def discover(state: RunState, runtime: Runtime[RunContext]) -> DiscoverUpd
         proposals = proposals[:_MAX_PROPOSALS]
     return DiscoverUpdate(
         discovered=proposals,
-        trace=[TraceEvent(stage="discover", iteration=0,
-                          detail=", ".join(p["name"] for p in proposals) or "none")],
+        trace=[
+            TraceEvent(
+                stage="discover",
+                iteration=0,
+                detail=", ".join(p["name"] for p in proposals) or "none",
+            )
+        ],
     )

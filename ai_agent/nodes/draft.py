@@ -52,7 +52,7 @@ def _add_usage(total: dict[str, Any] | None, usage: dict[str, Any]) -> dict[str,
 
 
 @stage("draft")
-async def draft(state: RunState, runtime: Runtime[RunContext]) -> DraftUpdate:
+async def draft(state: RunState, *, runtime: Runtime[RunContext]) -> DraftUpdate:
     """Call the model once; a gated model failure becomes an issue instead of a reply."""
     context = runtime.context
     iteration = state.get("iteration", 0) + 1
@@ -67,8 +67,9 @@ async def draft(state: RunState, runtime: Runtime[RunContext]) -> DraftUpdate:
                 return DraftUpdate(
                     iteration=iteration,
                     issues=[issue(code, str(exc))],
-                    trace=[TraceEvent(stage="draft", iteration=iteration, status="error",
-                                      detail=code)],
+                    trace=[
+                        TraceEvent(stage="draft", iteration=iteration, status="error", detail=code)
+                    ],
                 )
         raise
     usage = reply["usage"]

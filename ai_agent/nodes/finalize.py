@@ -23,7 +23,8 @@ def default_final_text(state: RunState) -> str:
     """The default answer: why the run stopped if it did not finish, else the model's last text."""
     gate = state.get("gate")
     if state.get("status") == "cancelled":
-        reasons = "; ".join(i["message"] for i in (gate or {}).get("issues", [])) or "no reason"
+        issues = gate["issues"] if gate else []
+        reasons = "; ".join(i["message"] for i in issues) or "no reason"
         plans = state.get("plans") or []
         note = (plans[-1]["plan"].get("instructions") if plans else None) or ""
         return f"Run cancelled at the gate: {reasons}." + (f" Note: {note}" if note else "")
@@ -35,17 +36,20 @@ def default_final_text(state: RunState) -> str:
             "the task."
         )
     message = last_assistant(state)
-    text = (message or {}).get("content", "").strip()
+    text = message["content"].strip() if message else ""
     return text or "The model returned no answer."
 
 
 @stage("finalize")
-async def finalize(state: RunState, runtime: Runtime[RunContext]) -> FinalizeUpdate:
+async def finalize(state: RunState, *, runtime: Runtime[RunContext]) -> FinalizeUpdate:
     """Call the finalize hook, or compose the default answer."""
     context = runtime.context
     if context.hooks.finalize is not None:
-        text = str(await call_hook(context.hooks.finalize, state.get("task", ""),
-                                   hook_view(state, context)))
+        text = str(
+            await call_hook(
+                context.hooks.finalize, state.get("task", ""), hook_view(state, context)
+            )
+        )
     else:
         text = default_final_text(state)
     status: RunStatus = "cancelled" if state.get("status") == "cancelled" else "completed"

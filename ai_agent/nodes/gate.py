@@ -9,7 +9,7 @@ before the interrupt has side effects: scoring is a pure function of state.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, TypedDict
+from typing import Any, Literal, TypedDict
 
 from langgraph.runtime import Runtime
 from langgraph.types import interrupt
@@ -130,8 +130,9 @@ def check_plan(plan: UserPlan, report: GateReport, catalog: Iterable[str]) -> No
     """Check a plan against the report it answers; raise InvalidPlanError naming each problem."""
     ids = {p["call"]["id"] for p in report["pending"]}
     known = set(catalog)
-    problems = [f"no pending call {i!r}" for i in [*plan.approve, *plan.deny]
-                if i != "*" and i not in ids]
+    problems = [
+        f"no pending call {i!r}" for i in [*plan.approve, *plan.deny] if i != "*" and i not in ids
+    ]
     problems += [f"no tool {t!r} in the catalog" for t in plan.activate_tools if t not in known]
     both = (set(plan.approve) & set(plan.deny)) - {"*"}
     problems += [f"call {i!r} is both approved and denied" for i in sorted(both)]
@@ -161,25 +162,34 @@ def _pass(state: RunState, report: GateReport, max_iterations: int) -> GateUpdat
 
 
 def _apply(
-    state: RunState, report: GateReport, plan: UserPlan, source: str, max_iterations: int
+    state: RunState,
+    report: GateReport,
+    plan: UserPlan,
+    source: Literal["resume", "hook"],
+    max_iterations: int,
 ) -> GateUpdate:
     iteration = state.get("iteration", 0)
     waiting = [p for p in state.get("pending", []) if p["blocked"]]
     update = GateUpdate(
         gate=report,
         issues={"replace": []},
-        plans=[PlanRecord(iteration=iteration, plan=plan.model_dump(), source=source)],  # type: ignore[typeddict-item]
+        plans=[PlanRecord(iteration=iteration, plan=plan.model_dump(), source=source)],
     )
     if not plan.allow_continue:
-        update.update(status="cancelled", pending=[], stop_reason="cancelled by plan")
+        update["status"] = "cancelled"
+        update["pending"] = []
+        update["stop_reason"] = "cancelled by plan"
         update["messages"] = _cancel_messages(waiting, CANCELLED)
         return update
-    approved = [p["call"] for p in waiting if "*" in plan.approve or p["call"]["id"] in plan.approve]
+    approved = [
+        p["call"] for p in waiting if "*" in plan.approve or p["call"]["id"] in plan.approve
+    ]
     grants = list(state.get("grants", []))
     grants += [grants_for(c, plan.grant_scope) for c in approved]
     active = list(state.get("active_tools", []))
     active += [t for t in plan.activate_tools if t not in active]
-    update.update(grants=grants, active_tools=active)
+    update["grants"] = grants
+    update["active_tools"] = active
     if waiting:
         update["resolving"] = True  # act settles the waiting calls, then adds the instructions
         return update
@@ -195,9 +205,16 @@ async def _evaluate(state: RunState, context: RunContext, report: GateReport) ->
     hook = context.hooks.evaluate_critical
     if hook is None:
         return report
-    verdict = await call_hook(hook, state.get("task", ""), [dict(i) for i in report["issues"]],
-                              hook_view(state, context)) or {}
-    out = GateReport(**report)  # type: ignore[typeddict-item]
+    verdict = (
+        await call_hook(
+            hook,
+            state.get("task", ""),
+            [dict(i) for i in report["issues"]],
+            hook_view(state, context),
+        )
+        or {}
+    )
+    out = GateReport(**report)
     if "severity" in verdict:
         out["severity"] = float(verdict["severity"])
     out["intervene"] = bool(verdict.get("intervene", out["severity"] >= out["threshold"]))
@@ -209,32 +226,38 @@ async def _evaluate(state: RunState, context: RunContext, report: GateReport) ->
 
 
 @stage("gate")
-async def gate(state: RunState, runtime: Runtime[RunContext]) -> GateUpdate:
+async def gate(state: RunState, *, runtime: Runtime[RunContext]) -> GateUpdate:
     """Score issues; pass, or intervene: ask ``query_user_plan``, else pause for a plan."""
     context = runtime.context
     catalog = [t["name"] for t in context.tools.catalog()]
-    report = build_report(state, thread_id=context.thread_id,
-                          threshold=context.policy.gate_threshold, catalog=catalog)
+    report = build_report(
+        state, thread_id=context.thread_id, threshold=context.policy.gate_threshold, catalog=catalog
+    )
     report = await _evaluate(state, context, report)
     limit = context.policy.max_iterations
     line = TraceEvent(stage="gate", iteration=report["iteration"], gate_score=report["severity"])
     if not report["intervene"]:
         update = _pass(state, report, limit)
-        line.update(status="pass", detail=", ".join(i["code"] for i in report["issues"]))
+        line["status"] = "pass"
+        line["detail"] = ", ".join(i["code"] for i in report["issues"])
         update["trace"] = [line]
         return update
-    source = "hook"
+    source: Literal["resume", "hook"] = "hook"
     raw = None
     if context.hooks.query_user_plan is not None:
-        raw = await call_hook(context.hooks.query_user_plan, state.get("task", ""),
-                              dict(report), hook_view(state, context))
+        raw = await call_hook(
+            context.hooks.query_user_plan,
+            state.get("task", ""),
+            dict(report),
+            hook_view(state, context),
+        )
     if raw is None:
         source = "resume"
         raw = interrupt(report)  # the one pause of this step; the plan is the resume value
     plan = parse_plan(raw)
     check_plan(plan, report, catalog)
     update = _apply(state, report, plan, source, limit)
-    line.update(status="cancelled" if not plan.allow_continue else "plan",
-                detail=", ".join(i["code"] for i in report["issues"]))
+    line["status"] = "plan" if plan.allow_continue else "cancelled"
+    line["detail"] = ", ".join(i["code"] for i in report["issues"])
     update["trace"] = [line]
     return update

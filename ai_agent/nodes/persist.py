@@ -45,21 +45,23 @@ def append_jsonl(path: Path, record: dict[str, Any]) -> None:
 
 
 @stage("persist")
-async def persist(state: RunState, runtime: Runtime[RunContext]) -> PersistUpdate:
+async def persist(state: RunState, *, runtime: Runtime[RunContext]) -> PersistUpdate:
     """Call the persist hook, or append the run to the JSONL memory (and the SQLite memory)."""
     context = runtime.context
     iteration = state.get("iteration", 0)
     if context.hooks.persist is not None:
+        gate = state.get("gate")
         await call_hook(
             context.hooks.persist,
             state.get("task", ""),
             hook_view(state, context),
             state.get("final_text") or "",
-            dict(state["gate"]) if state.get("gate") else None,
+            dict(gate) if gate else None,
             list(state.get("discovered", [])),
         )
-        return PersistUpdate(trace=[TraceEvent(stage="persist", iteration=iteration,
-                                               detail="hook")])
+        return PersistUpdate(
+            trace=[TraceEvent(stage="persist", iteration=iteration, detail="hook")]
+        )
     record = _record(state, context.thread_id)
     where = []
     if context.policy.memory_path:
@@ -68,5 +70,8 @@ async def persist(state: RunState, runtime: Runtime[RunContext]) -> PersistUpdat
     if context.memory is not None:
         context.memory.add(record)
         where.append("sqlite memory")
-    return PersistUpdate(trace=[TraceEvent(stage="persist", iteration=iteration,
-                                           detail=", ".join(where) or "nowhere")])
+    return PersistUpdate(
+        trace=[
+            TraceEvent(stage="persist", iteration=iteration, detail=", ".join(where) or "nowhere")
+        ]
+    )

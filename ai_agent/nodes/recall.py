@@ -9,14 +9,14 @@ from langgraph.runtime import Runtime
 
 from ai_agent.context import RunContext
 from ai_agent.nodes._common import call_hook, hook_view, stage
-from ai_agent.state import Message, RunState, TraceEvent
+from ai_agent.state import Message, Replace, RunState, TraceEvent
 
 __all__ = ["RecallUpdate", "recall"]
 
 
 class RecallUpdate(TypedDict, total=False):
     recalled: list[Any]
-    messages: list[Message]
+    messages: Replace
     trace: list[TraceEvent]
 
 
@@ -29,10 +29,11 @@ def _render(item: Any) -> str:
 
 
 @stage("recall")
-async def recall(state: RunState, runtime: Runtime[RunContext]) -> RecallUpdate:
+async def recall(state: RunState, *, runtime: Runtime[RunContext]) -> RecallUpdate:
     """Ask the recall hook (or the SQLite memory, when enabled) for context; skip otherwise.
 
-    What comes back is added once as a system message marked ``kind="recall"``.
+    What comes back is added once, before the task, as a system message marked
+    ``kind="recall"``.
     """
     context = runtime.context
     task = state.get("task", "")
@@ -41,14 +42,23 @@ async def recall(state: RunState, runtime: Runtime[RunContext]) -> RecallUpdate:
     elif context.memory is not None:
         items = context.memory.search(task)
     else:
-        return RecallUpdate(recalled=[], trace=[TraceEvent(stage="recall", iteration=0,
-                                                           status="skipped")])
+        return RecallUpdate(
+            recalled=[], trace=[TraceEvent(stage="recall", iteration=0, status="skipped")]
+        )
     if not items:
-        return RecallUpdate(recalled=[], trace=[TraceEvent(stage="recall", iteration=0,
-                                                           status="ok", detail="nothing found")])
+        return RecallUpdate(
+            recalled=[],
+            trace=[TraceEvent(stage="recall", iteration=0, status="ok", detail="nothing found")],
+        )
     text = "Context from earlier runs:\n" + "\n".join(_render(i) for i in items)
+    # Recalled context goes before the task, so the model reads it as background.
     return RecallUpdate(
         recalled=items,
-        messages=[Message(role="system", content=text, kind="recall")],
+        messages={
+            "replace": [
+                Message(role="system", content=text, kind="recall"),
+                *state.get("messages", []),
+            ]
+        },
         trace=[TraceEvent(stage="recall", iteration=0, detail=f"{len(items)} item(s)")],
     )

@@ -38,24 +38,31 @@ def repeated_calls(results: list[ToolOutcome], iteration: int) -> bool:
 
 
 @stage("reflect")
-async def reflect(state: RunState, runtime: Runtime[RunContext]) -> ReflectUpdate:
+async def reflect(state: RunState, *, runtime: Runtime[RunContext]) -> ReflectUpdate:
     """Run the reflect hook, or the no-progress check (the same call twice is an issue)."""
     context = runtime.context
     iteration = state.get("iteration", 0)
     if context.hooks.reflect is not None:
-        note = await call_hook(context.hooks.reflect, state.get("task", ""),
-                               hook_view(state, context))
+        note = await call_hook(
+            context.hooks.reflect, state.get("task", ""), hook_view(state, context)
+        )
         return ReflectUpdate(
             reflection=None if note is None else str(note),
             trace=[TraceEvent(stage="reflect", iteration=iteration, detail=str(note or ""))],
         )
     if repeated_calls(list(state.get("results", [])), iteration):
-        found = issue("NO_PROGRESS", "the agent repeated the previous cycle's tool call(s) "
-                      "with the same arguments; it may be stuck")
+        found = issue(
+            "NO_PROGRESS",
+            "the agent repeated the previous cycle's tool call(s) "
+            "with the same arguments; it may be stuck",
+        )
         return ReflectUpdate(
             reflection="no progress: same call(s) as the previous cycle",
             issues=[found],
-            trace=[TraceEvent(stage="reflect", iteration=iteration, status="warning",
-                              detail="no progress")],
+            trace=[
+                TraceEvent(
+                    stage="reflect", iteration=iteration, status="warning", detail="no progress"
+                )
+            ],
         )
     return ReflectUpdate(reflection=None, trace=[TraceEvent(stage="reflect", iteration=iteration)])

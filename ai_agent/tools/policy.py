@@ -30,7 +30,15 @@ from typing import Literal
 from ai_agent.context import ApprovalPolicy, JournalEntry, ToolInfo
 from ai_agent.state import Grant, ToolCall, ToolResult
 
-__all__ = ["CANCELLED", "Verdict", "args_hash", "grants_for", "is_granted", "screen_call"]
+__all__ = [
+    "CANCELLED",
+    "CallFacts",
+    "Verdict",
+    "args_hash",
+    "grants_for",
+    "is_granted",
+    "screen_call",
+]
 
 CANCELLED = "Tool execution cancelled"
 
@@ -82,22 +90,11 @@ def _cancel(text: str) -> Verdict:
     return Verdict("cancel", message=text)
 
 
-def screen_call(
-    call: ToolCall,
-    *,
-    info: ToolInfo | None,
-    active: Sequence[str],
-    grants: Sequence[Grant],
-    approvals: Mapping[str, ApprovalPolicy],
-    missing_env: Sequence[str],
-    journal: JournalEntry | None,
-    answered: bool,
-    approved: bool,
-    denied: bool,
-) -> Verdict:
-    """Decide what happens to one call. See the module docstring for the rules.
+@dataclass(frozen=True, slots=True)
+class CallFacts:
+    """Everything screening needs to know about one call, gathered by the act stage.
 
-    Args:
+    Attributes:
         call: The call the model asked for.
         info: The catalog entry of its tool, or None when there is no such tool.
         active: Names of the tools active in this run.
@@ -106,49 +103,93 @@ def screen_call(
         missing_env: Environment keys the tool needs that are not set.
         journal: The journal's entry for this call, if any.
         answered: A plan has answered the gate this call waited at.
-        approved: The latest plan approved this call.
+        approved: The latest plan (or a grant) approved this call.
         denied: The latest plan denied this call.
     """
-    name = call["name"]
-    if info is None:
+
+    call: ToolCall
+    info: ToolInfo | None
+    active: Sequence[str]
+    grants: Sequence[Grant]
+    approvals: Mapping[str, ApprovalPolicy]
+    missing_env: Sequence[str]
+    journal: JournalEntry | None
+    answered: bool
+    approved: bool
+    denied: bool
+
+
+def _availability(f: CallFacts) -> Verdict | None:
+    name = f.call["name"]
+    if f.info is None:
         return _cancel(f"Error: no tool named {name!r} exists; use one of the available tools")
-    if name not in active:
-        if answered:
-            return _cancel(f"Error: tool {name!r} is not available in this run")
-        return Verdict("wait", "TOOL_MISSING", f"tool {name!r} is not active in this run")
-    if denied:
-        return _cancel(CANCELLED)
-    if journal is not None:
-        if journal["status"] == "done" and journal["result"] is not None:
-            return Verdict("reuse", result=journal["result"])
-        if info["category"] != "read_only" and not approved:
-            if answered:
-                return _cancel(f"{CANCELLED}: its earlier attempt may or may not have completed")
-            return Verdict(
-                "wait",
-                "UNKNOWN_OUTCOME",
-                f"{name} was running when the process stopped; it may or may not have completed. "
-                "Approve to run it again, or deny to skip it.",
-            )
-    if missing_env:
-        keys = ", ".join(missing_env)
-        return Verdict(
-            "wait",
-            "MISSING_ENV",
-            f"{name} needs environment variable(s) {keys}, which are not set; set them and resume",
-            ToolResult(
-                status="error",
-                error=f"missing environment variable(s): {keys}",
-                meta={"code": "MISSING_ENV", "missing": list(missing_env)},
-            ),
-        )
-    policy = approvals.get(info["category"], "approve")
+    if name in f.active:
+        return None
+    if f.answered:
+        return _cancel(f"Error: tool {name!r} is not available in this run")
+    return Verdict("wait", "TOOL_MISSING", f"tool {name!r} is not active in this run")
+
+
+def _denial(f: CallFacts) -> Verdict | None:
+    return _cancel(CANCELLED) if f.denied else None
+
+
+def _journal(f: CallFacts) -> Verdict | None:
+    entry, info = f.journal, f.info
+    if entry is None or info is None:
+        return None
+    if entry["status"] == "done" and entry["result"] is not None:
+        return Verdict("reuse", result=entry["result"])
+    if info["category"] == "read_only" or f.approved:
+        return None
+    if f.answered:
+        return _cancel(f"{CANCELLED}: its earlier attempt may or may not have completed")
+    return Verdict(
+        "wait",
+        "UNKNOWN_OUTCOME",
+        f"{f.call['name']} was running when the process stopped; it may or may not have "
+        "completed. Approve to run it again, or deny to skip it.",
+    )
+
+
+def _environment(f: CallFacts) -> Verdict | None:
+    if not f.missing_env:
+        return None
+    keys = ", ".join(f.missing_env)
+    return Verdict(
+        "wait",
+        "MISSING_ENV",
+        f"{f.call['name']} needs environment variable(s) {keys}, which are not set; "
+        "set them and resume",
+        ToolResult(
+            status="error",
+            error=f"missing environment variable(s): {keys}",
+            meta={"code": "MISSING_ENV", "missing": list(f.missing_env)},
+        ),
+    )
+
+
+def _approval(f: CallFacts) -> Verdict:
+    category = f.info["category"] if f.info else "external"
+    policy = f.approvals.get(category, "approve")
     if policy == "deny":
-        return _cancel(f"{CANCELLED}: the policy denies {info['category']} tools")
-    if policy == "auto" or approved or is_granted(call, grants):
+        return _cancel(f"{CANCELLED}: the policy denies {category} tools")
+    if policy == "auto" or f.approved or is_granted(f.call, f.grants):
         return Verdict("run")
-    if answered:
+    if f.answered:
         return _cancel(CANCELLED)
     return Verdict(
-        "wait", "APPROVAL_REQUIRED", f"{name} is a {info['category']} tool and needs approval"
+        "wait", "APPROVAL_REQUIRED", f"{f.call['name']} is a {category} tool and needs approval"
     )
+
+
+_RULES = (_availability, _denial, _journal, _environment)
+
+
+def screen_call(facts: CallFacts) -> Verdict:
+    """Decide what happens to one call. See the module docstring for the rules, in order."""
+    for rule in _RULES:
+        verdict = rule(facts)
+        if verdict is not None:
+            return verdict
+    return _approval(facts)

@@ -57,6 +57,9 @@ class ToolRegistry(Mapping[str, ToolSpec]):
                 f"no tool named {name!r}; known tools: {', '.join(sorted(self._specs)) or 'none'}"
             ) from None
 
+    def __contains__(self, name: object) -> bool:
+        return name in self._specs
+
     def __iter__(self) -> Iterator[str]:
         return iter(self._specs)
 
@@ -180,7 +183,7 @@ def _normalise(outcome: Any) -> ToolResult:
         result = ToolResult(status=outcome["status"])
         for key in ("content", "error", "meta"):
             if key in outcome:
-                result[key] = outcome[key]  # type: ignore[literal-required]
+                result[key] = outcome[key]
         return result
     return ToolResult(status="ok", content=outcome)
 

@@ -1,4 +1,4 @@
-"""The tool contract: ``ToolSpec(name, fn, requires_env=[...])`` with ``fn(args, ctx) -> ToolResult``.
+"""The tool contract: ``ToolSpec(name, fn, requires_env=[...])``, ``fn(args, ctx) -> ToolResult``.
 
 A tool is a plain function (sync or async) that takes the model's arguments as a dict and a small
 context dict (thread id, task, iteration, call id, working directory) and returns a ToolResult dict.
@@ -19,7 +19,8 @@ from ai_agent.state import ToolResult
 
 __all__ = ["ToolCategory", "ToolFn", "ToolSpec"]
 
-ToolFn = Callable[[dict[str, Any], dict[str, Any]], ToolResult | Awaitable[ToolResult]]
+# A tool may return a ToolResult, any dict of that shape, or a plain value (wrapped as content).
+ToolFn = Callable[[dict[str, Any], dict[str, Any]], Any]
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]{0,63}(\.[A-Za-z_][A-Za-z0-9_\-]{0,63})*$")
 

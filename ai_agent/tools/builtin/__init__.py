@@ -15,8 +15,11 @@ def _calculator(args: dict[str, Any], ctx: dict[str, Any]) -> ToolResult:
 
     expression = args.get("expression")
     if not isinstance(expression, str) or not expression.strip():
-        return ToolResult(status="error", error="give an arithmetic expression, e.g. '19.5% of 349'",
-                          meta={"code": "BAD_ARGUMENTS"})
+        return ToolResult(
+            status="error",
+            error="give an arithmetic expression, e.g. '19.5% of 349'",
+            meta={"code": "BAD_ARGUMENTS"},
+        )
     try:
         value = evaluate(expression)
     except CalculatorError as exc:

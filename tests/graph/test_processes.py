@@ -1,0 +1,127 @@
+"""The invariants that need real processes: resume elsewhere, racing resumes, a crash mid-call."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+SCRIPT = Path(__file__).with_name("proc_agent.py")
+
+
+def start(db: Path, work: Path, *args: str, **env: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, str(SCRIPT), str(db), str(work), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **env},
+    )
+
+
+def finish(proc: subprocess.Popen[str]) -> tuple[int, str]:
+    out, err = proc.communicate(timeout=120)
+    assert "Traceback" not in err, err
+    return proc.returncode, out
+
+
+def lines(path: Path) -> list[str]:
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def result_of(out: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
+    return data
+
+
+def test_pause_in_one_process_and_resume_in_another(tmp_path: Path) -> None:
+    db = tmp_path / "c.sqlite"
+    code, out = finish(start(db, tmp_path, "run", "t1"))
+    assert code == 3
+    paused = result_of(out)
+    assert paused["gate"]["pending"][0]["call"]["name"] == "effect"
+    assert lines(tmp_path / "effects.txt") == []
+    code, out = finish(start(db, tmp_path, "resume", "t1", json.dumps({"approve": ["*"]})))
+    assert code == 0, out
+    assert result_of(out)["final_text"] == "wrote it"
+    assert len(lines(tmp_path / "effects.txt")) == 1
+
+
+def test_two_processes_resuming_one_thread_run_the_gated_action_once(tmp_path: Path) -> None:
+    db = tmp_path / "c.sqlite"
+    assert finish(start(db, tmp_path, "run", "t2"))[0] == 3
+    plan = json.dumps({"approve": ["*"]})
+    first = start(db, tmp_path, "resume", "t2", plan, EFFECT_SLEEP="3")
+    deadline = time.monotonic() + 60
+    while not (tmp_path / "started.txt").exists():  # the first holds the lease mid-call
+        assert time.monotonic() < deadline and first.poll() is None
+        time.sleep(0.05)
+    second = start(db, tmp_path, "resume", "t2", plan)
+    code2, out2 = finish(second)
+    code1, _ = finish(first)
+    assert (code1, code2) == (0, 5)
+    assert "is being worked on by process" in out2
+    assert len(lines(tmp_path / "effects.txt")) == 1
+    # Afterwards there is nothing left to resume.
+    assert finish(start(db, tmp_path, "resume", "t2", plan))[0] == 6
+
+
+def test_simultaneous_resumes_race_and_exactly_one_proceeds(tmp_path: Path) -> None:
+    plan = json.dumps({"approve": ["*"]})
+    for trial in range(3):
+        work = tmp_path / f"trial{trial}"
+        work.mkdir()
+        db = work / "c.sqlite"
+        assert finish(start(db, work, "run", "race"))[0] == 3
+        procs = [start(db, work, "resume", "race", plan, EFFECT_SLEEP="0.5") for _ in range(3)]
+        codes = sorted(finish(p)[0] for p in procs)
+        assert codes.count(0) == 1, codes
+        assert set(codes) <= {0, 5, 6}, codes
+        assert len(lines(work / "effects.txt")) == 1
+
+
+def test_sigkill_mid_call_gives_unknown_outcome_not_a_silent_rerun(tmp_path: Path) -> None:
+    db = tmp_path / "c.sqlite"
+    proc = start(db, tmp_path, "run", "t3", UNATTENDED="1", EFFECT_SLEEP="60")
+    deadline = time.monotonic() + 60
+    while not (tmp_path / "started.txt").exists():
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    proc.communicate()
+    assert lines(tmp_path / "started.txt") and lines(tmp_path / "effects.txt") == []
+    # Resume after the crash: the call may have had effects, so it must not run silently.
+    code, out = finish(start(db, tmp_path, "resume", "t3", UNATTENDED="1"))
+    assert code == 3, out
+    gate = result_of(out)["gate"]
+    assert [i["code"] for i in gate["issues"]] == ["UNKNOWN_OUTCOME"]
+    assert gate["issues"][0]["severity"] == 1.0
+    assert len(lines(tmp_path / "started.txt")) == 1  # not re-run
+    # A person decides: deny it, and the run finishes without running it again.
+    code, out = finish(
+        start(db, tmp_path, "resume", "t3", json.dumps({"deny": ["*"]}), UNATTENDED="1")
+    )
+    assert code == 0, out
+    assert len(lines(tmp_path / "started.txt")) == 1
+
+
+def test_after_a_crash_an_approved_rerun_runs_once_more(tmp_path: Path) -> None:
+    db = tmp_path / "c.sqlite"
+    proc = start(db, tmp_path, "run", "t4", UNATTENDED="1", EFFECT_SLEEP="60")
+    while not (tmp_path / "started.txt").exists():
+        time.sleep(0.05)
+    proc.kill()
+    proc.communicate()
+    assert finish(start(db, tmp_path, "resume", "t4", UNATTENDED="1"))[0] == 3
+    code, _ = finish(
+        start(db, tmp_path, "resume", "t4", json.dumps({"approve": ["*"]}), UNATTENDED="1")
+    )
+    assert code == 0
+    assert len(lines(tmp_path / "started.txt")) == 2
+    assert len(lines(tmp_path / "effects.txt")) == 1
