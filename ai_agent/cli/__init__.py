@@ -1,0 +1,83 @@
+"""The command line: ``ai-agent "task" --tools calculator --trace`` and friends.
+
+``main(argv) -> int`` never lets a traceback reach the user: every engine error becomes one line
+that says what to do, and the exit code says how it ended:
+
+====  ===========================================================
+0     completed
+1     failed (the run failed, or the model server is unreachable)
+2     usage error (bad option, bad config, unknown thread, bad plan)
+3     paused at the gate, waiting for a plan
+4     cancelled by a plan
+5     busy: another process is working on that thread
+130   interrupted (Ctrl-C); the run can be resumed
+====  ===========================================================
+
+Each command group lives in its own module with an ``add_commands(sub, parents)`` function that
+adds its subparsers and sets ``handler``; ``COMMAND_MODULES`` lists them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from ai_agent.cli import inspect, run
+from ai_agent.cli._common import EXIT, Parents, UsageError, report_error
+
+__all__ = ["EXIT", "main"]
+
+COMMAND_MODULES = (run, inspect)
+
+
+def _parser() -> tuple[argparse.ArgumentParser, list[str]]:
+    parser = argparse.ArgumentParser(
+        prog="ai-agent",
+        description="Run a task through the nine-stage agent pipeline; pause at the gate for a "
+        "person's plan; resume later from any process.",
+        epilog="Exit codes: 0 completed, 1 failed, 2 usage error, 3 paused, 4 cancelled, 5 busy.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    parents = Parents.build()
+    for module in COMMAND_MODULES:
+        module.add_commands(sub, parents)
+    return parser, list(sub.choices)
+
+
+def _argv(argv: Sequence[str], commands: list[str]) -> list[str]:
+    """``ai-agent "task"`` means ``ai-agent run "task"``."""
+    args = list(argv)
+    first = next((a for a in args if not a.startswith("-")), None)
+    if args and first is not None and first not in commands and args[0] not in ("-h", "--help"):
+        return ["run", *args]
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit code."""
+    parser, commands = _parser()
+    try:
+        args = parser.parse_args(_argv(sys.argv[1:] if argv is None else argv, commands))
+    except SystemExit as exc:  # argparse already printed the problem (or the help)
+        return EXIT["usage"] if exc.code else 0
+    if args.command is None:
+        parser.print_help()
+        return EXIT["usage"]
+    try:
+        code: int = args.handler(args)
+    except KeyboardInterrupt:
+        thread = getattr(args, "thread_id", None) or getattr(args, "thread", None)
+        hint = f"; resume it with: ai-agent resume {thread}" if thread else ""
+        print(f"interrupted{hint}", file=sys.stderr)
+        return 130
+    except UsageError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT["usage"]
+    except Exception as exc:
+        return report_error(exc, debug=getattr(args, "debug", False))
+    return code
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

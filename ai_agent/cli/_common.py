@@ -1,0 +1,228 @@
+"""What every command shares: parent options, settings, building the Agent, printing results."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from collections.abc import Awaitable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO, TypeVar
+
+if TYPE_CHECKING:
+    from ai_agent.config import AgentSettings
+    from ai_agent.context import Event
+    from ai_agent.graph import Agent, RunResult
+
+__all__ = [
+    "EXIT",
+    "Parents",
+    "UsageError",
+    "build_agent",
+    "db_path",
+    "format_trace",
+    "print_json",
+    "print_result",
+    "report_error",
+    "run_closing",
+    "settings_of",
+]
+
+EXIT = {"completed": 0, "failed": 1, "usage": 2, "paused": 3, "cancelled": 4, "busy": 5}
+T = TypeVar("T")
+
+
+class UsageError(Exception):
+    """A command-line mistake: printed as one line, exit code 2."""
+
+
+@dataclass(frozen=True)
+class Parents:
+    """Shared option groups, used as argparse parents."""
+
+    common: argparse.ArgumentParser
+    runner: argparse.ArgumentParser
+
+    @classmethod
+    def build(cls) -> Parents:
+        common = argparse.ArgumentParser(add_help=False)
+        common.add_argument("--db", help="checkpoint database (default .agents/checkpoints.sqlite)")
+        common.add_argument("--config", help="a config file (.toml, .yaml, .json) to load")
+        common.add_argument("--json", action="store_true", help="print machine-readable JSON")
+        common.add_argument(
+            "--debug", action="store_true", help="show tracebacks of internal errors"
+        )
+        runner = argparse.ArgumentParser(add_help=False)
+        runner.add_argument("--model", help="model id on the server, or scripted:PATH for a script")
+        runner.add_argument("--base-url", help="OpenAI-compatible server URL (ending in /v1)")
+        runner.add_argument(
+            "--backend",
+            choices=["openai", "local"],
+            help="'local' starts the built-in llama.cpp server with a small model",
+        )
+        runner.add_argument("--threshold", type=float, help="gate threshold, 0..1")
+        runner.add_argument(
+            "--profile",
+            choices=["interactive", "default", "batch"],
+            help="gate profile: interactive 0.60, default 0.70, batch 0.90",
+        )
+        runner.add_argument("--max-iterations", type=int, help="cycles before stopping")
+        runner.add_argument("--system-prompt", help="system prompt for every model call")
+        runner.add_argument("--tools", default="", help="comma-separated tools to activate")
+        runner.add_argument("--trace", action="store_true", help="print the structured trace")
+        runner.add_argument("--quiet", action="store_true", help="no live status lines on stderr")
+        runner.add_argument(
+            "--yes",
+            action="store_true",
+            help="unattended: grant approvals (denied categories stay denied)",
+        )
+        return cls(common=common, runner=runner)
+
+
+def report_error(exc: Exception, *, debug: bool) -> int:
+    """Print one line for an error and return its exit code."""
+    from ai_agent.errors import AgentError, ConfigError, RunError, ThreadBusyError
+
+    if isinstance(exc, ThreadBusyError):
+        print(f"busy: {exc}", file=sys.stderr)
+        return EXIT["busy"]
+    if isinstance(exc, ConfigError | RunError):
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT["usage"]
+    if isinstance(exc, AgentError):
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT["failed"]
+    if debug:
+        import traceback
+
+        traceback.print_exception(exc)
+    else:
+        print(
+            f"internal error: {type(exc).__name__}: {exc} (run with --debug for details, "
+            "and please report it)",
+            file=sys.stderr,
+        )
+    return EXIT["failed"]
+
+
+def settings_of(args: argparse.Namespace) -> AgentSettings:
+    """Settings from the environment and files, with command-line overrides."""
+    from ai_agent.config import AgentSettings, load_settings
+
+    overrides: dict[str, Any] = {}
+    if getattr(args, "base_url", None):
+        overrides["model_backend"] = {"base_url": args.base_url}
+    if getattr(args, "config", None):
+        return AgentSettings.load(args.config, **overrides)
+    return load_settings(**overrides)
+
+
+def db_path(args: argparse.Namespace, *, must_exist: bool = True) -> Path:
+    """The checkpoint database the command works on."""
+    path = Path(args.db or settings_of(args).checkpoint_path)
+    if must_exist and not path.exists():
+        raise UsageError(f"no checkpoint database at {path}; run a task first or pass --db")
+    return path
+
+
+def build_agent(args: argparse.Namespace, **overrides: Any) -> Agent:
+    """The Agent the run-like commands use, configured from options and settings."""
+    from ai_agent.graph import Agent
+
+    settings = settings_of(args)
+    tools = [t.strip() for t in getattr(args, "tools", "").split(",") if t.strip()] or None
+    if getattr(args, "max_iterations", None) is not None and args.max_iterations < 1:
+        raise UsageError("--max-iterations must be at least 1")
+    quiet = getattr(args, "quiet", False) or getattr(args, "json", False)
+    options: dict[str, Any] = {
+        "model": getattr(args, "model", None),
+        "tools": tools,
+        "system_prompt": getattr(args, "system_prompt", None),
+        "max_iterations": getattr(args, "max_iterations", None),
+        "gate_threshold": getattr(args, "threshold", None),
+        "gate_profile": getattr(args, "profile", None),
+        "checkpoint_path": args.db,
+        "settings": settings,
+        "backend": getattr(args, "backend", None),
+        "unattended": getattr(args, "yes", False),
+        "on_event": None if quiet else status_printer(sys.stderr),
+    }
+    options.update(overrides)
+    return Agent(**options)
+
+
+async def _closing(agent: Agent, coro: Awaitable[T]) -> T:
+    async with agent:
+        return await coro
+
+
+def run_closing(agent: Agent, coro: Awaitable[T]) -> T:
+    """Run a coroutine of the agent in a fresh event loop, closing the agent afterwards."""
+    return asyncio.run(_closing(agent, coro))
+
+
+def status_printer(stream: TextIO) -> Any:
+    """Live status lines: which stage runs, which tool, when we wait for the model."""
+
+    def emit(event: Event) -> None:
+        kind, it = event.get("type"), event.get("iteration", 0)
+        if kind == "stage_started":
+            text = f"[{it}] {event.get('stage')}"
+        elif kind == "model_waiting":
+            text = f"[{it}] draft: waiting for the model"
+        elif kind == "tool_started":
+            text = f"[{it}] act: running {event.get('tool')}"
+        elif kind == "gate_paused":
+            text = f"[{it}] gate: paused for a plan"
+        else:
+            return
+        print(text, file=stream, flush=True)
+
+    return emit
+
+
+def print_json(value: Any) -> None:
+    """Machine output on stdout."""
+    print(json.dumps(value, indent=2, ensure_ascii=False, default=str))
+
+
+def print_result(result: RunResult, *, as_json: bool = False, trace: bool = False) -> None:
+    """A run's outcome: the answer on stdout, or the gate's prompt, or the error on stderr."""
+    if as_json:
+        print_json(result.to_dict())
+        return
+    if trace:
+        print(format_trace(result.trace))
+    if result.status in ("completed", "cancelled"):
+        print(result.final_text or "")
+    if result.status == "cancelled":
+        print("(cancelled)", file=sys.stderr)
+    elif result.status == "paused" and result.gate:
+        print(result.gate["prompt"])
+    elif result.status == "failed":
+        print(f"error: {result.error}", file=sys.stderr)
+
+
+def format_trace(trace: Sequence[Any]) -> str:
+    """The structured trace as a readable table."""
+    head = ("stage", "iter", "ms", "tool", "status", "gate", "detail")
+    rows = [head]
+    for t in trace:
+        gate = t.get("gate_score")
+        rows.append(
+            (
+                str(t.get("stage", "")),
+                str(t.get("iteration", "")),
+                f"{t.get('duration_ms', 0):.1f}",
+                str(t.get("tool") or ""),
+                str(t.get("status", "")),
+                "" if gate is None else f"{gate:.2f}",
+                str(t.get("detail") or "")[:60].replace("\n", " "),
+            )
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
+    return "\n".join(
+        "  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip() for r in rows
+    )

@@ -1,0 +1,510 @@
+"""AgentCore: configuration, collaborators, resources, and run/resume of the nine-stage graph.
+
+Features that sit on top of running (replay, inspection, streaming, tool management, the
+toolsmaker) are mixins over this core, composed into :class:`ai_agent.graph.agent.Agent`.
+
+An Agent holds configuration and collaborators, never run data: every run lives in the checkpoint
+database under its thread id, so any Agent built the same way, in any process, can resume it.
+
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
+
+from langchain_core.language_models import BaseChatModel
+from langgraph.errors import GraphRecursionError
+from langgraph.types import Command
+
+from ai_agent.checkpoints import RunStore, SqliteMemory, open_checkpointer
+from ai_agent.config import AgentSettings, ModelBackendSettings, load_settings
+from ai_agent.context import ApprovalPolicy, Event, Hooks, ModelCaller, RunContext, RunPolicy
+from ai_agent.errors import (
+    AgentError,
+    ConfigError,
+    NothingPendingError,
+    PlanRequiredError,
+    RunError,
+    UnknownThreadError,
+)
+from ai_agent.graph.build import build_graph, recursion_limit
+from ai_agent.graph.result import RunResult, RunStatusName
+from ai_agent.models import ChatModelCaller, make_chat_model
+from ai_agent.nodes.gate import check_plan, parse_plan
+from ai_agent.state import GateReport, Message, RunState, UserPlan
+from ai_agent.tools.builtin import builtin_tools
+from ai_agent.tools.registry import ToolRegistry
+from ai_agent.tools.spec import ToolSpec
+
+if TYPE_CHECKING:
+    from langgraph.checkpoint.base import BaseCheckpointSaver
+    from langgraph.types import StateSnapshot
+
+    from ai_agent.checkpoints.runstore import Lease
+
+__all__ = ["PROFILES", "AgentCore", "config_for"]
+
+PROFILES = {"interactive": 0.60, "default": 0.70, "batch": 0.90}
+T = TypeVar("T")
+_UNSET: Any = object()
+
+
+def config_for(thread_id: str, limit: int | None = None) -> dict[str, Any]:
+    """The one place that writes LangGraph's ``configurable``: the thread id, nothing secret."""
+    config: dict[str, Any] = {"configurable": {"thread_id": thread_id}}
+    if limit is not None:
+        config["recursion_limit"] = limit
+    return config
+
+
+def _tool_set(tools: Any) -> tuple[ToolRegistry, list[str]]:
+    """The registry (built-ins plus the user's tools) and the names active at the start."""
+    registry = ToolRegistry(builtin_tools())
+    active: list[str] = []
+    if tools is None:
+        return registry, active
+    items: Iterable[Any] = tools.values() if isinstance(tools, Mapping) else tools
+    for item in items:
+        if isinstance(item, str):
+            if item not in registry:
+                raise ConfigError(
+                    f"unknown tool {item!r}; built-in tools: {', '.join(sorted(registry))}"
+                )
+            name = item
+        elif isinstance(item, ToolSpec):
+            registry.register(item, replace=item.name in builtin_tools_names())
+            name = item.name
+        else:
+            raise ConfigError(
+                f"cannot use {item!r} as a tool: pass a built-in tool name or a ToolSpec"
+            )
+        if name not in active:
+            active.append(name)
+    return registry, active
+
+
+def builtin_tools_names() -> set[str]:
+    """Names of the built-in tools."""
+    return {spec.name for spec in builtin_tools()}
+
+
+class AgentCore:
+    """Runs tasks through the nine-stage pipeline, pausing at the gate and resuming later.
+
+    Args:
+        model: A LangChain chat model (``ScriptedModel``, ``ChatOpenAI``...), ``"scripted:PATH"``
+            for a JSON script, a model id for the configured server, or None for the settings'.
+        tools: Built-in tool names and/or ToolSpecs to activate; other built-ins stay in the
+            catalog, available to a plan.
+        system_prompt: Sent first on every model call (never stored in state).
+        max_iterations: Cycles before the run stops with a summary.
+        gate_threshold: Severity at which the gate intervenes (0..1).
+        checkpoint_path: The SQLite database of checkpoints and the run store.
+        hooks: A ``Hooks`` (or a dict of hook functions) replacing stage defaults.
+        settings: ``AgentSettings``; loaded from env and files when not given.
+        backend: ``"openai"`` (any OpenAI-compatible server) or ``"local"`` (built-in llama.cpp).
+        gate_profile: ``interactive`` (0.60), ``default`` (0.70) or ``batch`` (0.90).
+        execute_all_tool_calls: Run every call of a draft, not just the first.
+        approvals: Approval policy per tool category (auto / confirm / approve / deny).
+        unattended: Trusted batch mode: approvals are granted, ``deny`` still holds.
+        memory_path: JSONL file persist appends to (None: do not write it).
+        memory_sqlite: Also keep a searchable SQLite memory that recall uses.
+        on_event: Called with progress events (stage started/finished, tool running...).
+        workdir: Directory tools treat as their working directory.
+    """
+
+    def __init__(
+        self,
+        model: BaseChatModel | str | None = None,
+        tools: Any = None,
+        system_prompt: str | None = None,
+        max_iterations: int | None = None,
+        gate_threshold: float | None = None,
+        checkpoint_path: str | Path | None = None,
+        hooks: Hooks | Mapping[str, Callable[..., Any]] | None = None,
+        *,
+        settings: AgentSettings | None = None,
+        backend: str | None = None,
+        gate_profile: str | None = None,
+        execute_all_tool_calls: bool | None = None,
+        approvals: Mapping[str, ApprovalPolicy] | None = None,
+        unattended: bool = False,
+        memory_path: str | Path | None = _UNSET,
+        memory_sqlite: bool | None = None,
+        on_event: Callable[[Event], None] | None = None,
+        workdir: str | Path = ".",
+    ) -> None:
+        s = settings if settings is not None else load_settings()
+        self.settings = s
+        self.checkpoint_path = Path(checkpoint_path or s.checkpoint_path)
+        self.hooks = hooks if isinstance(hooks, Hooks) else Hooks(**dict(hooks or {}))
+        self.registry, self.initial_tools = _tool_set(tools if tools is not None else s.tools)
+        self.backend = backend or s.backend
+        if self.backend not in ("openai", "local"):
+            raise ConfigError(f"unknown backend {self.backend!r}; use 'openai' or 'local'")
+        self._model_arg = model
+        self.policy = RunPolicy(
+            system_prompt=s.system_prompt if system_prompt is None else system_prompt,
+            max_iterations=_positive("max_iterations", max_iterations or s.max_iterations),
+            gate_threshold=_threshold(gate_threshold, gate_profile, s),
+            execute_all_tool_calls=s.execute_all_tool_calls
+            if execute_all_tool_calls is None
+            else execute_all_tool_calls,
+            approvals={**RunPolicy().approvals, **dict(approvals or {})},
+            unattended=unattended,
+            memory_path=None
+            if memory_path is None
+            else str(s.memory_path if memory_path is _UNSET else memory_path),
+            workdir=str(workdir),
+        )
+        self._memory_sqlite = s.memory_sqlite if memory_sqlite is None else memory_sqlite
+        self._on_event = on_event
+        self._store: RunStore | None = None
+        self._memory: SqliteMemory | None = None
+        self._caller: ModelCaller | None = None
+        self._local: Any = None
+        self._saver: BaseCheckpointSaver[Any] | None = None
+        self._saver_cm: contextlib.AbstractAsyncContextManager[Any] | None = None
+        self._open_lock = asyncio.Lock()
+
+    @classmethod
+    def from_settings(cls, settings: AgentSettings, **overrides: Any) -> Self:
+        """An Agent configured entirely from ``settings`` (keyword overrides win)."""
+        return cls(settings=settings, **overrides)
+
+    # Resources ------------------------------------------------------------------------------
+    async def __aenter__(self) -> Self:
+        async with self._open_lock:
+            if self._saver is None:
+                self._saver_cm = open_checkpointer(self.checkpoint_path)
+                self._saver = await self._saver_cm.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the checkpoint database, the run store and any local model server."""
+        if self._saver_cm is not None:
+            cm, self._saver_cm, self._saver = self._saver_cm, None, None
+            await cm.__aexit__(None, None, None)
+        if self._local is not None:
+            server, self._local = self._local, None
+            await server.stop()
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+        if self._memory is not None:
+            self._memory.close()
+            self._memory = None
+
+    @property
+    def store(self) -> RunStore:
+        """The run store (runs, leases, journal), opened on first use."""
+        if self._store is None:
+            self._store = RunStore(self.checkpoint_path)
+        return self._store
+
+    @contextlib.asynccontextmanager
+    async def _graph(self) -> AsyncIterator[Any]:
+        """The compiled graph over the shared checkpointer, or a private one for this call."""
+        if self._saver is not None:
+            yield build_graph(self._saver)
+            return
+        async with open_checkpointer(self.checkpoint_path) as saver:
+            yield build_graph(saver)
+
+    async def _model(self) -> ModelCaller:
+        if self._caller is None:
+            self._caller = await self._make_caller()
+        return self._caller
+
+    async def _make_caller(self) -> ModelCaller:
+        model, backend = self._model_arg, self.settings.model_backend
+        if isinstance(model, BaseChatModel):
+            return ChatModelCaller(model, base_url="the test model", max_retries=0)
+        if isinstance(model, str) and model.startswith("scripted:"):
+            from ai_agent.testing import ScriptedModel
+
+            return ChatModelCaller(
+                ScriptedModel.from_file(model.removeprefix("scripted:")),
+                base_url=model,
+                max_retries=0,
+            )
+        if isinstance(model, str):
+            backend = backend.model_copy(update={"model": model})
+        if self.backend == "local":
+            backend = await self._start_local(backend)
+        retry = self.settings.retry
+        secret = backend.api_key.get_secret_value() if backend.api_key else ""
+        return ChatModelCaller(
+            make_chat_model(backend),
+            base_url=backend.base_url,
+            max_retries=retry.model_max_retries
+            if retry.model_max_retries is not None
+            else backend.max_retries,
+            initial_backoff=retry.initial_backoff_seconds,
+            max_backoff=retry.max_backoff_seconds,
+            multiplier=retry.backoff_multiplier,
+            secrets=[secret],
+        )
+
+    async def _start_local(self, backend: ModelBackendSettings) -> ModelBackendSettings:
+        from ai_agent.local import LocalModelServer
+
+        self._local = LocalModelServer()
+        await self._local.start()
+        return backend.model_copy(
+            update={
+                "base_url": self._local.base_url,
+                "model": self._local.model_id,
+                "api_key": None,
+                "temperature": backend.temperature or 0.0,
+                "seed": backend.seed if backend.seed is not None else 42,
+            }
+        )
+
+    def _memory_store(self) -> SqliteMemory | None:
+        if self._memory_sqlite and self._memory is None:
+            base = Path(self.policy.memory_path or self.checkpoint_path)
+            self._memory = SqliteMemory(base.with_name("memory.sqlite"))
+        return self._memory
+
+    async def _context(self, thread_id: str) -> RunContext:
+        return RunContext(
+            thread_id=thread_id,
+            model=await self._model(),
+            tools=self.registry,
+            journal=self.store,
+            hooks=self.hooks,
+            policy=self.policy,
+            emit=self._on_event or _ignore,
+            memory=self._memory_store(),
+        )
+
+    # Running --------------------------------------------------------------------------------
+    async def run(self, task: str, *, thread_id: str | None = None) -> RunResult:
+        """Run a task until it finishes, fails, or pauses at the gate.
+
+        Args:
+            task: What to do, in plain language.
+            thread_id: Id for the new run (default: a fresh one). It must not exist yet.
+
+        Raises:
+            RunError: the thread id is already taken.
+        """
+        if not task.strip():
+            raise ConfigError("the task is empty; say what the agent should do")
+        thread_id = thread_id or uuid.uuid4().hex
+        if await self.store.get_run(thread_id) is not None:
+            raise RunError(f"thread {thread_id} already exists; resume it instead of running it")
+        await self.store.create_run(thread_id, task)
+        lease = await self.store.acquire(thread_id)
+        state = RunState(
+            task=task,
+            status="running",
+            iteration=0,
+            messages=[Message(role="user", content=task, kind="task")],
+            active_tools=list(self.initial_tools),
+            grants=[],
+            pending=[],
+            issues=[],
+            plans=[],
+            results=[],
+            trace=[],
+            discovered=[],
+            recalled=[],
+            decision=None,
+            gate=None,
+            final_text=None,
+            stop_reason=None,
+            resolving=False,
+            reflection=None,
+        )
+        return await self._drive(thread_id, state, lease)
+
+    def run_sync(self, task: str, **kwargs: Any) -> RunResult:
+        """``run`` for code without an event loop (opens and closes everything itself)."""
+        return asyncio.run(self._closing(self.run(task, **kwargs)))
+
+    async def resume(
+        self, thread_id: str, plan: UserPlan | Mapping[str, Any] | None = None
+    ) -> RunResult:
+        """Continue a run: with a plan when it is paused at the gate, without after a crash.
+
+        Raises:
+            UnknownThreadError: no such thread.
+            PlanRequiredError: it is paused at the gate and no plan was given.
+            InvalidPlanError: the plan is invalid (the run stays paused).
+            NothingPendingError: the run has finished.
+            ThreadBusyError: another process is working on it.
+        """
+        lease = await self.store.acquire(thread_id)
+        try:
+            async with self._graph() as graph:
+                snapshot = await graph.aget_state(config_for(thread_id))
+            command = await self._resume_input(thread_id, snapshot, plan)
+        except BaseException:
+            await self.store.release(lease)
+            raise
+        await self.store.update_run(thread_id, status="running")
+        return await self._drive(thread_id, command, lease)
+
+    def resume_sync(
+        self, thread_id: str, plan: UserPlan | Mapping[str, Any] | None = None
+    ) -> RunResult:
+        """``resume`` for code without an event loop."""
+        return asyncio.run(self._closing(self.resume(thread_id, plan)))
+
+    async def _resume_input(
+        self, thread_id: str, snapshot: StateSnapshot, plan: UserPlan | Mapping[str, Any] | None
+    ) -> Command[Any] | None:
+        if not snapshot.values and await self.store.get_run(thread_id) is None:
+            raise UnknownThreadError(
+                f"no run with thread id {thread_id} in {self.checkpoint_path}; "
+                "`ai-agent runs` lists the runs there"
+            )
+        if snapshot.interrupts:
+            report: GateReport = snapshot.interrupts[0].value
+            if plan is None:
+                raise PlanRequiredError(
+                    f"run {thread_id} is paused at the gate and needs a plan:\n{report['prompt']}"
+                )
+            parsed = parse_plan(plan)
+            check_plan(parsed, report, self.registry)
+            return Command(resume=parsed.model_dump())
+        if snapshot.next:
+            # It stopped mid-step (a crash, a failure): continue from the last checkpoint. The
+            # journal keeps any half-done side-effecting call from running again silently.
+            if plan is not None:
+                raise RunError(f"run {thread_id} is not waiting for a plan; resume it without one")
+            return None
+        status = snapshot.values.get("status", "finished")
+        raise NothingPendingError(f"run {thread_id} has {status}; there is nothing to resume")
+
+    async def _drive(self, thread_id: str, graph_input: Any, lease: Lease) -> RunResult:
+        heartbeat = asyncio.create_task(self._heartbeat(lease))
+        try:
+            return await self._invoke(thread_id, graph_input)
+        finally:
+            heartbeat.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await heartbeat
+            await self.store.release(lease)
+
+    async def _heartbeat(self, lease: Lease) -> None:
+        while True:
+            await asyncio.sleep(60)
+            lease = await self.store.renew(lease)
+
+    async def _invoke(self, thread_id: str, graph_input: Any) -> RunResult:
+        limit = recursion_limit(self.policy.max_iterations)
+        try:
+            context = await self._context(thread_id)
+            async with self._graph() as graph:
+                # "sync": each step's checkpoint is committed before the next step starts, so a
+                # tool never has side effects ahead of the checkpoint that leads to it.
+                await graph.ainvoke(
+                    graph_input, config_for(thread_id, limit), context=context, durability="sync"
+                )
+                snapshot = await graph.aget_state(config_for(thread_id))
+        except (AgentError, GraphRecursionError) as exc:
+            message = (
+                str(exc)
+                if isinstance(exc, AgentError)
+                else (f"the run exceeded {limit} steps; this is a bug in a hook or the engine")
+            )
+            await self.store.update_run(thread_id, status="failed", error=message)
+            return RunResult(status="failed", thread_id=thread_id, error=message)
+        except BaseException as exc:
+            await self.store.update_run(thread_id, status="failed", error=f"{type(exc).__name__}")
+            raise
+        result = _result(thread_id, snapshot)
+        await self.store.update_run(
+            thread_id,
+            status=result.status,
+            final_text=result.final_text,
+            gate=dict(result.gate) if result.gate else None,
+        )
+        return result
+
+    async def _closing(self, coro: Awaitable[T]) -> T:
+        try:
+            return await coro
+        finally:
+            await self.aclose()
+
+    # Inspecting -----------------------------------------------------------------------------
+    async def get_state(self, thread_id: str) -> RunState:
+        """The latest checkpointed state of a run."""
+        async with self._graph() as graph:
+            snapshot = await graph.aget_state(config_for(thread_id))
+        if not snapshot.values:
+            raise UnknownThreadError(f"no run with thread id {thread_id}")
+        return cast(RunState, snapshot.values)
+
+    async def get_result(self, thread_id: str) -> RunResult:
+        """The RunResult of a stored run, as it stands now."""
+        async with self._graph() as graph:
+            snapshot = await graph.aget_state(config_for(thread_id))
+        if not snapshot.values:
+            raise UnknownThreadError(f"no run with thread id {thread_id}")
+        result = _result(thread_id, snapshot)
+        record = await self.store.get_run(thread_id)
+        if record and record["status"] == "failed" and result.status != "paused":
+            return RunResult(
+                status="failed",
+                thread_id=thread_id,
+                error=record["error"],
+                trace=result.trace,
+                usage=result.usage,
+                iterations=result.iterations,
+            )
+        return result
+
+
+def _ignore(event: Event) -> None:
+    """No listener."""
+
+
+def _result(thread_id: str, snapshot: StateSnapshot) -> RunResult:
+    values = cast(RunState, snapshot.values)
+    common: dict[str, Any] = {
+        "thread_id": thread_id,
+        "trace": list(values.get("trace", [])),
+        "usage": dict(values.get("usage") or {}),
+        "iterations": values.get("iteration", 0),
+    }
+    if snapshot.interrupts:
+        return RunResult(status="paused", gate=snapshot.interrupts[0].value, **common)
+    if snapshot.next:
+        return RunResult(status="failed", error="the run stopped before finishing", **common)
+    status: RunStatusName = "cancelled" if values.get("status") == "cancelled" else "completed"
+    return RunResult(
+        status=status, final_text=values.get("final_text"), gate=values.get("gate"), **common
+    )
+
+
+def _positive(name: str, value: int) -> int:
+    if value < 1:
+        raise ConfigError(f"{name} must be at least 1 (got {value})")
+    return value
+
+
+def _threshold(explicit: float | None, profile: str | None, settings: AgentSettings) -> float:
+    if explicit is not None:
+        if not 0.0 <= explicit <= 1.0:
+            raise ConfigError(f"gate_threshold must be between 0 and 1 (got {explicit})")
+        return explicit
+    if profile is not None:
+        if profile not in PROFILES:
+            raise ConfigError(
+                f"unknown gate profile {profile!r}; choose one of {', '.join(PROFILES)}"
+            )
+        return PROFILES[profile]
+    return settings.effective_gate_threshold
