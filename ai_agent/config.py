@@ -1,0 +1,923 @@
+"""Settings for the engine: the only module that reads environment variables and config files.
+
+:class:`AgentSettings` gathers every setting from these sources, highest priority first:
+
+1. arguments to the constructor (or to :meth:`AgentSettings.load` / :func:`load_settings`);
+2. environment variables, prefix ``MAMBA_``, nested fields joined by ``__``
+   (``MAMBA_MODEL_BACKEND__TIMEOUT=10``);
+3. ``.env`` in the working directory;
+4. ``~/agents.env`` (user-wide defaults; the home directory is looked up at load time);
+5. ``config.toml`` and ``config.yaml`` in the working directory. If both exist, both are read and
+   ``config.toml`` wins for every key it sets, the same per-key layering every other source uses;
+6. the defaults written here.
+
+``AgentSettings(_env_file=...)`` replaces the two env files (``.env`` and ``~/agents.env``) with the
+file or files given, exactly as pydantic-settings defines it (in a tuple the later file wins;
+``_env_file=None`` reads none). ``AgentSettings.load("prod.toml")`` reads that one config file in
+place of ``config.toml`` / ``config.yaml``.
+
+Every section rejects unknown keys, so a typo in a config file (``timout = 5``) is an error rather
+than a silently ignored line. Unrelated top-level ``MAMBA_*`` variables are ignored.
+
+Secrets are :class:`pydantic.SecretStr`. Their value never appears in ``repr``, ``str``,
+``model_dump_json`` or any error text: pydantic's own errors hide inputs, and :class:`ConfigError`
+messages show the given value only for non-secret fields. :meth:`ModelBackendSettings.get_headers`
+is where the key is read for use.
+
+Example:
+    >>> settings = AgentSettings(_env_file=None, max_iterations=5)
+    >>> settings.max_iterations, settings.model_backend.model
+    (5, 'llama3.2')
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import re
+import tomllib
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from dataclasses import field as dataclass_field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Annotated, Any, ClassVar, Literal, get_args, get_origin
+
+import annotated_types
+from dotenv import dotenv_values
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    HttpUrl,
+    SecretStr,
+    TypeAdapter,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
+from pydantic.fields import FieldInfo
+from pydantic_core import ErrorDetails
+from pydantic_settings import (
+    BaseSettings,
+    DotEnvSettingsSource,
+    InitSettingsSource,
+    NoDecode,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    SettingsError,
+)
+
+from ai_agent.errors import ConfigError
+
+__all__ = [
+    "AgentSettings",
+    "CompactionConfig",
+    "ErrorRecoveryConfig",
+    "LoggingConfig",
+    "ModelBackendSettings",
+    "ObservabilityConfig",
+    "StreamingConfig",
+    "TokenizerConfig",
+    "load_settings",
+]
+
+ENV_PREFIX = "MAMBA_"
+ENV_NESTED_DELIMITER = "__"
+USER_ENV_FILE_NAME = "agents.env"
+DEFAULT_CONFIG_FILES = ("config.toml", "config.yaml")
+CONFIG_FILE_SUFFIXES = (".toml", ".yaml", ".yml", ".json")
+
+# The marker put in model_config["env_file"]. AgentSettings recognises it by identity, so it can
+# tell "the caller gave no _env_file" (read .env and ~/agents.env) from "the caller gave one" (read
+# exactly what was given), and resolve the home directory when settings load, not at import.
+_PROJECT_ENV_FILE = Path(".env")
+
+# Set only while AgentSettings.load() constructs settings from an explicit config file: the sources
+# hook is a classmethod pydantic-settings calls with fixed arguments, so the path travels here.
+_CONFIG_FILE_OVERRIDE: ContextVar[Path | None] = ContextVar("ai_agent_config_file", default=None)
+
+_GATE_PROFILE_THRESHOLDS: Mapping[str, float] = MappingProxyType(
+    {"interactive": 0.60, "default": 0.70, "batch": 0.90}
+)
+# Indexed by retry_level - 1 (spec 7.2.1).
+_TOOL_RETRIES = (1, 2, 3)
+_MODEL_RETRIES = (2, 3, 5)
+_BACKOFF_MULTIPLIERS = (2.0, 1.5, 1.2)
+
+_HTTP_URL: TypeAdapter[HttpUrl] = TypeAdapter(HttpUrl)
+_IMPORT_PATH = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*(?::[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)?")
+# Whitespace or control characters in an API key would break (or inject into) the HTTP header.
+_BAD_SECRET_CHARS = re.compile(r"[\s\x00-\x1f\x7f]")
+
+CompactionStrategy = Literal[
+    "sliding_window", "summarize_older", "selective_pruning", "importance_scoring", "hybrid"
+]
+HybridComponent = Literal[
+    "sliding_window", "summarize_older", "selective_pruning", "importance_scoring"
+]
+
+
+class _Section(BaseModel):
+    """Base of every settings section.
+
+    Sections are plain models, not ``BaseSettings``: a nested ``BaseSettings`` would read the
+    environment on its own, without the ``MAMBA_`` prefix. Unknown keys are errors so that typos in
+    config files surface, and inputs are hidden from pydantic's error text so a secret given in the
+    wrong place is never echoed.
+    """
+
+    model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)
+
+
+def _check_regex(pattern: str) -> str:
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        raise ValueError(f"not a valid regular expression: {exc}") from None
+    return pattern
+
+
+def _check_import_path(path: str) -> str:
+    if not _IMPORT_PATH.fullmatch(path):
+        raise ValueError("must be an import path such as 'package.module:Collector'")
+    return path
+
+
+class ModelBackendSettings(_Section):
+    """Connection to an OpenAI-compatible model server (spec 5.3, 6.4.3).
+
+    The generation parameters left at ``None`` are not sent, so the server's defaults apply.
+
+    Example:
+        >>> backend = ModelBackendSettings(api_key="sk-example", temperature=0.2)
+        >>> backend.api_key
+        SecretStr('**********')
+        >>> backend.generation_params()
+        {'temperature': 0.2}
+    """
+
+    base_url: str = Field(
+        default="http://localhost:11434/v1",
+        description="Base URL of the OpenAI-compatible API; trailing slashes are removed.",
+    )
+    api_key: SecretStr | None = Field(
+        default=None, description="API key for authenticated endpoints; empty means none."
+    )
+    model: str = Field(default="llama3.2", min_length=1, description="Model identifier.")
+    timeout: float = Field(default=30.0, gt=0, description="Request timeout in seconds.")
+    max_retries: int = Field(default=3, ge=0, description="Retry attempts for failed requests.")
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    max_tokens: int | None = Field(default=None, gt=0)
+    top_p: float | None = Field(default=None, ge=0, le=1)
+    seed: int | None = None
+
+    @field_validator("base_url")
+    @classmethod
+    def _check_base_url(cls, value: str) -> str:
+        try:
+            _HTTP_URL.validate_python(value)
+        except ValidationError:
+            raise ValueError(
+                "must be an http:// or https:// URL, such as http://localhost:11434/v1"
+            ) from None
+        return value.rstrip("/")
+
+    @field_validator("api_key", mode="before")
+    @classmethod
+    def _check_api_key(cls, value: object) -> object:
+        # Runs on the raw input, so the check never needs to unwrap a SecretStr built from it.
+        # The error text names the rule, never the value.
+        if isinstance(value, str):
+            value = value.strip()
+            if not value:
+                return None
+            if _BAD_SECRET_CHARS.search(value):
+                raise ValueError("must not contain spaces, line breaks or control characters")
+        return value
+
+    def get_headers(self) -> dict[str, str]:
+        """HTTP headers for a request to the backend.
+
+        This is the one place the API key is unwrapped; pass the result straight to the HTTP
+        client and never log it.
+
+        Returns:
+            ``{"Authorization": "Bearer <key>"}`` when a key is set, else an empty dict.
+
+        Example:
+            >>> ModelBackendSettings().get_headers()
+            {}
+        """
+        if self.api_key is None:
+            return {}
+        return {"Authorization": f"Bearer {self.api_key.get_secret_value()}"}
+
+    def generation_params(self) -> dict[str, float | int]:
+        """The generation parameters that are set, ready for a chat-completions request.
+
+        Example:
+            >>> ModelBackendSettings(max_tokens=256, seed=7).generation_params()
+            {'max_tokens': 256, 'seed': 7}
+        """
+        params: dict[str, float | int | None] = {
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            "top_p": self.top_p,
+            "seed": self.seed,
+        }
+        return {name: value for name, value in params.items() if value is not None}
+
+
+class LoggingConfig(_Section):
+    """How the engine logs (spec 6.2.2). Every pattern must compile, or loading fails.
+
+    Example:
+        >>> LoggingConfig(level="debug").level
+        'DEBUG'
+    """
+
+    level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "INFO"
+    structured: bool = False
+    include_request_body: bool = False
+    include_response_body: bool = False
+    body_size_limit: int = Field(default=1024, ge=0, description="Max bytes of a logged body.")
+    include_correlation_id: bool = True
+    redact_authorization: bool = True
+    redact_api_keys: bool = True
+    sensitive_patterns: list[Annotated[str, AfterValidator(_check_regex)]] = Field(
+        default_factory=lambda: [r"password=\S+", r"secret=\S+"]
+    )
+
+    @field_validator("level", mode="before")
+    @classmethod
+    def _upper_level(cls, value: object) -> object:
+        return value.upper() if isinstance(value, str) else value
+
+    @property
+    def compiled_patterns(self) -> list[re.Pattern[str]]:
+        """The sensitive patterns, compiled.
+
+        Example:
+            >>> LoggingConfig().compiled_patterns[0].sub("***", "password=hunter2")
+            '***'
+        """
+        return [re.compile(pattern) for pattern in self.sensitive_patterns]
+
+
+class ObservabilityConfig(_Section):
+    """Request ids, trace propagation and metrics (spec 6.3.1). Nothing is exported by default.
+
+    ``custom_collectors`` holds import paths (``package.module:Name``); this module only checks
+    their form and never imports them.
+
+    Example:
+        >>> ObservabilityConfig(request_id_format="ulid").request_id_format
+        'ulid'
+    """
+
+    request_id_format: Literal["uuid4", "ulid"] = "uuid4"
+    propagate_trace_context: bool = True
+    enable_otel_instrumentation: bool = False
+    metrics_enabled: bool = True
+    custom_collectors: list[Annotated[str, AfterValidator(_check_import_path)]] = Field(
+        default_factory=list
+    )
+
+
+class ErrorRecoveryConfig(_Section):
+    """How hard to retry failed tool and model calls (spec 7.2.1).
+
+    ``retry_level`` picks the retry counts and the backoff multiplier; ``tool_max_retries`` and
+    ``model_max_retries`` override the counts.
+
+    Example:
+        >>> cfg = ErrorRecoveryConfig(retry_level=3, tool_max_retries=0)
+        >>> cfg.tool_retries, cfg.model_retries, cfg.backoff_multiplier
+        (0, 5, 1.2)
+    """
+
+    retry_level: int = Field(default=2, ge=1, le=3, description="1 conservative .. 3 aggressive.")
+    tool_max_retries: int | None = Field(default=None, ge=0)
+    model_max_retries: int | None = Field(default=None, ge=0)
+    initial_backoff_seconds: float = Field(default=1.0, ge=0)
+    # validate_default: the cross-check must also run when only initial_backoff_seconds is set.
+    max_backoff_seconds: float = Field(default=60.0, ge=0, validate_default=True)
+    retryable_tool_errors: list[str] = Field(
+        default_factory=lambda: ["TimeoutError", "ConnectionError", "TemporaryFailure"]
+    )
+    retryable_model_errors: list[str] = Field(
+        default_factory=lambda: ["RateLimitError", "ServiceUnavailable", "Timeout"]
+    )
+    circuit_breaker_threshold: int = Field(default=5, ge=1)
+    circuit_breaker_timeout: float = Field(default=30.0, gt=0)
+
+    @field_validator("max_backoff_seconds")
+    @classmethod
+    def _max_not_below_initial(cls, value: float, info: ValidationInfo) -> float:
+        # Declared after initial_backoff_seconds, so that value is in info.data when it was valid.
+        initial = info.data.get("initial_backoff_seconds")
+        if initial is not None and value < initial:
+            raise ValueError(f"must be >= initial_backoff_seconds ({initial})")
+        return value
+
+    @property
+    def tool_retries(self) -> int:
+        """Retries for a failed tool call: the override, else 1/2/3 by level."""
+        if self.tool_max_retries is not None:
+            return self.tool_max_retries
+        return _TOOL_RETRIES[self.retry_level - 1]
+
+    @property
+    def model_retries(self) -> int:
+        """Retries for a failed model call: the override, else 2/3/5 by level."""
+        if self.model_max_retries is not None:
+            return self.model_max_retries
+        return _MODEL_RETRIES[self.retry_level - 1]
+
+    @property
+    def backoff_multiplier(self) -> float:
+        """Growth factor between backoff waits: 2.0/1.5/1.2 by level."""
+        return _BACKOFF_MULTIPLIERS[self.retry_level - 1]
+
+
+class TokenizerConfig(_Section):
+    """Token counting with tiktoken (spec 5.6.1). Counts are approximate, hence the margin.
+
+    Example:
+        >>> TokenizerConfig().safety_margin
+        0.05
+    """
+
+    encoding: str = Field(default="cl100k_base", min_length=1)
+    fallback_encoding: str = Field(default="cl100k_base", min_length=1)
+    model_mapping: dict[str, str] = Field(
+        default_factory=lambda: {"llama": "cl100k_base", "mistral": "cl100k_base"}
+    )
+    cache_tokenizer: bool = True
+    count_special_tokens: bool = True
+    safety_margin: float = Field(default=0.05, ge=0, le=0.5)
+
+
+def _default_hybrid_weights() -> dict[HybridComponent, float]:
+    return {"sliding_window": 0.2, "summarize_older": 0.5, "selective_pruning": 0.3}
+
+
+class CompactionConfig(_Section):
+    """When and how to shrink the conversation (spec 5.7.3).
+
+    ``hybrid_weights`` weighs the other strategies when ``strategy`` is ``"hybrid"``.
+
+    Example:
+        >>> CompactionConfig(strategy="sliding_window").target_tokens
+        80000
+    """
+
+    strategy: CompactionStrategy = "summarize_older"
+    trigger_threshold_tokens: int = Field(default=100_000, gt=0)
+    target_tokens: int = Field(default=80_000, gt=0, validate_default=True)
+    preserve_recent_turns: int = Field(default=10, ge=0)
+    preserve_system_prompt: bool = True
+    summarization_model: str = Field(default="same", min_length=1)
+    hybrid_weights: dict[HybridComponent, Annotated[float, Field(ge=0)]] = Field(
+        default_factory=_default_hybrid_weights
+    )
+
+    @field_validator("target_tokens")
+    @classmethod
+    def _target_below_trigger(cls, value: int, info: ValidationInfo) -> int:
+        trigger = info.data.get("trigger_threshold_tokens")
+        if trigger is not None and value >= trigger:
+            raise ValueError(f"must be below trigger_threshold_tokens ({trigger})")
+        return value
+
+    @field_validator("hybrid_weights")
+    @classmethod
+    def _some_weight(cls, value: dict[HybridComponent, float]) -> dict[HybridComponent, float]:
+        if value and not any(value.values()):
+            raise ValueError("at least one weight must be above 0")
+        return value
+
+
+class StreamingConfig(_Section):
+    """What is streamed (spec 5.3.1).
+
+    Example:
+        >>> StreamingConfig(chunk_size=4096).chunk_size
+        4096
+    """
+
+    stream_model_responses: bool = True
+    stream_tool_results: bool = True
+    chunk_size: int = Field(default=1024, gt=0, description="Bytes per chunk of tool output.")
+
+
+class AgentSettings(BaseSettings):
+    """Every setting of the engine, from arguments, environment, env files and config files.
+
+    See the module docstring for the order of the sources. Build it with :meth:`load` or
+    :func:`load_settings` to get a :class:`ConfigError` that names each bad field; the plain
+    constructor raises pydantic's ``ValidationError`` (with inputs hidden).
+
+    Example:
+        >>> settings = AgentSettings(_env_file=None, gate_profile="batch")
+        >>> settings.effective_gate_threshold
+        0.9
+    """
+
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX,
+        env_nested_delimiter=ENV_NESTED_DELIMITER,
+        env_file=_PROJECT_ENV_FILE,
+        env_file_encoding="utf-8",
+        extra="ignore",
+        hide_input_in_errors=True,
+    )
+
+    backend: Literal["openai", "local"] = "openai"
+    system_prompt: str = ""
+    max_iterations: int = Field(default=10, ge=1, le=1000)
+    gate_profile: Literal["interactive", "default", "batch"] = "default"
+    gate_threshold: float | None = Field(
+        default=None, ge=0, le=1, description="None: the gate profile's threshold applies."
+    )
+    execute_all_tool_calls: bool = False
+    checkpoint_path: Path = Path(".agents/checkpoints.sqlite")
+    memory_path: Path = Path(".agents/memory.jsonl")
+    memory_sqlite: bool = Field(default=False, description="Opt in to the SQLite (FTS) memory.")
+    # NoDecode: the env value is read by _split_tools, so "calculator,grep" works besides JSON.
+    tools: Annotated[list[str], NoDecode] = Field(
+        default_factory=list, description="Names of built-in tools to activate."
+    )
+
+    model_backend: ModelBackendSettings = Field(default_factory=ModelBackendSettings)
+    logging: LoggingConfig = Field(default_factory=LoggingConfig)
+    observability: ObservabilityConfig = Field(default_factory=ObservabilityConfig)
+    retry: ErrorRecoveryConfig = Field(default_factory=ErrorRecoveryConfig)
+    token_tracking: TokenizerConfig = Field(default_factory=TokenizerConfig)
+    context: CompactionConfig = Field(default_factory=CompactionConfig)
+    streaming: StreamingConfig = Field(default_factory=StreamingConfig)
+
+    GATE_PROFILE_THRESHOLDS: ClassVar[Mapping[str, float]] = _GATE_PROFILE_THRESHOLDS
+
+    def __init__(self, **values: Any) -> None:
+        """Build settings from ``values`` (highest priority) and every other source.
+
+        Declared only for type checkers: without it they check the arguments against the field
+        types and reject what pydantic accepts and the spec documents, such as
+        ``model_backend={"base_url": ...}`` or ``_env_file="production.env"``.
+        """
+        super().__init__(**values)
+
+    @field_validator("tools", mode="before")
+    @classmethod
+    def _split_tools(cls, value: object) -> object:
+        if isinstance(value, str):
+            text = value.strip()
+            if text.startswith("["):
+                try:
+                    return json.loads(text)
+                except json.JSONDecodeError:
+                    raise ValueError(
+                        'must be a JSON list such as ["calculator"] or names separated by commas'
+                    ) from None
+            return [name.strip() for name in text.split(",") if name.strip()]
+        return value
+
+    @property
+    def effective_gate_threshold(self) -> float:
+        """The gate threshold in force: ``gate_threshold`` if set, else the profile's value.
+
+        Example:
+            >>> AgentSettings(_env_file=None, gate_profile="interactive").effective_gate_threshold
+            0.6
+        """
+        if self.gate_threshold is not None:
+            return self.gate_threshold
+        return _GATE_PROFILE_THRESHOLDS[self.gate_profile]
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """Order the sources: arguments, env, env files, config files (defaults come last)."""
+        if (
+            isinstance(dotenv_settings, DotEnvSettingsSource)
+            and dotenv_settings.env_file is _PROJECT_ENV_FILE
+        ):
+            dotenv_settings = _rebuild_dotenv(settings_cls, dotenv_settings, _default_env_files())
+        override = _CONFIG_FILE_OVERRIDE.get()
+        paths = [override] if override is not None else _default_config_files()
+        config_sources = tuple(
+            InitSettingsSource(settings_cls, init_kwargs=_read_config_file(path)) for path in paths
+        )
+        # file_secret_settings is dropped: the engine reads no secrets directory.
+        return (init_settings, env_settings, dotenv_settings, *config_sources)
+
+    @classmethod
+    def load(cls, config_file: str | Path | None = None, **overrides: Any) -> AgentSettings:
+        """Load settings, turning every validation problem into one :class:`ConfigError`.
+
+        Args:
+            config_file: A ``.toml``, ``.yaml``, ``.yml`` or ``.json`` file read in place of
+                ``config.toml`` / ``config.yaml``. ``None`` reads those defaults.
+            **overrides: Field values (highest priority) and pydantic-settings options such as
+                ``_env_file``.
+
+        Returns:
+            The validated settings.
+
+        Raises:
+            ConfigError: The file is missing or has an unsupported suffix, a file cannot be
+                parsed, or a value is invalid. The message names each field by its dotted path,
+                what is allowed, the value given (never for secrets) and where it was set.
+
+        Example:
+            >>> AgentSettings.load(_env_file=None, max_iterations=3).max_iterations
+            3
+        """
+        path = None if config_file is None else _check_config_path(Path(config_file))
+        failure: ValidationError | None = None
+        message = ""
+        with _config_file_override(path):
+            try:
+                return cls(**overrides)
+            except ValidationError as exc:
+                failure = exc
+            except SettingsError as exc:
+                message = (
+                    f"cannot read settings: {exc}. A whole section set in one variable must be "
+                    f"JSON; or set one field at a time, e.g. {ENV_PREFIX}MODEL_BACKEND__TIMEOUT=10"
+                )
+        # Raised outside the handlers on purpose: a ConfigError raised inside one would carry the
+        # ValidationError as __context__, and its errors() still hold the raw inputs (secrets too).
+        if failure is not None:
+            message = _format_validation_error(failure, cls, overrides, path)
+            del failure
+        raise ConfigError(message)
+
+
+def load_settings(**kwargs: Any) -> AgentSettings:
+    """Load :class:`AgentSettings` from all sources; same as :meth:`AgentSettings.load`.
+
+    Args:
+        **kwargs: ``config_file`` (see :meth:`AgentSettings.load`), field values and
+            pydantic-settings options such as ``_env_file``.
+
+    Raises:
+        ConfigError: A setting is invalid or a config file cannot be read.
+
+    Example:
+        >>> load_settings(_env_file=None, backend="local").backend
+        'local'
+    """
+    return AgentSettings.load(**kwargs)
+
+
+# --- sources -------------------------------------------------------------------------------------
+
+
+def _default_env_files() -> tuple[Path, ...]:
+    """``~/agents.env`` then ``.env``: in a tuple of env files the later one wins."""
+    try:
+        home = Path.home()
+    except RuntimeError:  # no HOME and no passwd entry: there is no user-wide file to read
+        return (_PROJECT_ENV_FILE,)
+    return (home / USER_ENV_FILE_NAME, _PROJECT_ENV_FILE)
+
+
+def _rebuild_dotenv(
+    settings_cls: type[BaseSettings], source: DotEnvSettingsSource, env_files: tuple[Path, ...]
+) -> DotEnvSettingsSource:
+    # The source reads its files when constructed, so swap in a new one that keeps every other
+    # option the caller may have passed (_env_file_encoding, _case_sensitive, ...).
+    return DotEnvSettingsSource(
+        settings_cls,
+        env_file=env_files,
+        env_file_encoding=source.env_file_encoding,
+        case_sensitive=source.case_sensitive,
+        env_prefix=source.env_prefix,
+        env_nested_delimiter=source.env_nested_delimiter,
+        env_ignore_empty=source.env_ignore_empty,
+        env_parse_none_str=source.env_parse_none_str,
+        env_parse_enums=source.env_parse_enums,
+    )
+
+
+def _default_config_files() -> list[Path]:
+    # config.toml first: a source listed earlier wins, so toml beats yaml key by key.
+    return [Path(name) for name in DEFAULT_CONFIG_FILES if Path(name).is_file()]
+
+
+@contextmanager
+def _config_file_override(path: Path | None) -> Iterator[None]:
+    token = _CONFIG_FILE_OVERRIDE.set(path)
+    try:
+        yield
+    finally:
+        _CONFIG_FILE_OVERRIDE.reset(token)
+
+
+def _check_config_path(path: Path) -> Path:
+    if path.suffix.lower() not in CONFIG_FILE_SUFFIXES:
+        raise ConfigError(
+            f"unsupported config file {path}: the suffix must be one of "
+            f"{', '.join(CONFIG_FILE_SUFFIXES)}"
+        )
+    if not path.is_file():
+        raise ConfigError(f"config file not found: {path}. Check the path, or pass None.")
+    return path
+
+
+def _read_config_file(path: Path) -> dict[str, Any]:
+    """Parse a config file into a mapping, or raise ConfigError naming the file and position."""
+    suffix = path.suffix.lower()
+    try:
+        if suffix == ".toml":
+            with path.open("rb") as handle:
+                data: object = tomllib.load(handle)
+        elif suffix == ".json":
+            data = json.loads(path.read_text(encoding="utf-8"))
+        else:
+            data = _load_yaml(path)
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        # tomllib and json errors (ValueError subclasses) name the position, not the content.
+        raise ConfigError(f"cannot read config file {path}: {exc}. Fix or remove it.") from None
+    if data is None:  # an empty YAML file
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(
+            f"config file {path} must hold a table of settings at the top level, "
+            f"not a {type(data).__name__}"
+        )
+    return data
+
+
+def _load_yaml(path: Path) -> object:
+    # PyYAML ships no type stubs; importing it by name keeps mypy strict without an ignore.
+    yaml = importlib.import_module("yaml")
+    try:
+        with path.open(encoding="utf-8") as handle:
+            return yaml.safe_load(handle)
+    except yaml.YAMLError as exc:
+        # str(exc) quotes the offending line, which could hold a secret: keep problem + position.
+        problem = getattr(exc, "problem", None) or "invalid YAML"
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        raise ValueError(f"{problem}{where}") from None
+
+
+# --- error messages ------------------------------------------------------------------------------
+
+_MAX_SHOWN_VALUE = 80
+
+
+def _format_validation_error(
+    exc: ValidationError,
+    settings_cls: type[BaseModel],
+    overrides: Mapping[str, Any],
+    config_file: Path | None,
+) -> str:
+    """One line per problem: where, what is wrong, what is allowed, what was given, who set it."""
+    origin = _Origins(overrides, config_file)
+    problems = exc.errors(include_url=False)
+    count = len(problems)
+    lines = [f"invalid settings ({count} problem{'s' if count != 1 else ''}):"]
+    for problem in problems:
+        lines.extend(_describe_problem(problem, settings_cls, origin))
+    return "\n".join(lines)
+
+
+def _describe_problem(
+    problem: ErrorDetails, settings_cls: type[BaseModel], origin: _Origins
+) -> list[str]:
+    target = _resolve_loc(settings_cls, problem["loc"])
+    message = str(problem["msg"]).removeprefix("Value error, ")
+    details = []
+    if problem["type"] == "extra_forbidden":
+        message = "unknown setting"
+        details.append(f"known here: {', '.join(target.parent_fields)}")
+    else:
+        allowed = _allowed(target.annotation, target.metadata)
+        if problem["type"] == "literal_error" and allowed and allowed.startswith("one of"):
+            message = "not one of the allowed choices"  # they follow under "allowed"
+        if allowed:
+            details.append(f"allowed: {allowed}")
+        details.append(_given(problem.get("input"), target))
+    return [
+        f"  {target.dotted}: {message}",
+        f"    {'; '.join(details)}",
+        f"    {origin.describe(target.field_path)}",
+    ]
+
+
+@dataclass
+class _Target:
+    """Where a validation error points: the dotted path and the field behind it."""
+
+    dotted: str = ""
+    field_path: list[str] = dataclass_field(default_factory=list)
+    # The type the error is about: a field's, or a list item's / dict key's or value's inside it.
+    annotation: object = None
+    metadata: list[object] = dataclass_field(default_factory=list)
+    container: object = None  # the dict type last stepped into, for a following "[key]"
+    parent_fields: list[str] = dataclass_field(default_factory=list)
+    # False when the error is about a whole section or an unknown key: its input is not shown,
+    # since a section may hold a secret and a misspelt key may be a misspelt api_key.
+    is_leaf: bool = True
+    is_secret: bool = False
+
+
+def _resolve_loc(settings_cls: type[BaseModel], loc: Sequence[int | str]) -> _Target:
+    target = _Target()
+    model: type[BaseModel] | None = settings_cls
+    parts: list[str] = []
+    for item in loc:
+        if model is not None and isinstance(item, str):
+            target.parent_fields = list(model.model_fields)
+            field = model.model_fields.get(item)
+            parts.append(f".{item}" if parts else item)
+            if field is None:  # an unknown key (extra_forbidden): keep it to find who set it
+                target.field_path.append(item)
+                target.is_leaf = False
+                model = None
+                continue
+            target.field_path.append(item)
+            target.annotation, target.metadata = field.annotation, list(field.metadata)
+            target.is_secret = _mentions(field.annotation, SecretStr)
+            model = _section_model(field.annotation)
+            target.is_leaf = model is None
+        else:
+            _step_into_item(target, item, parts)
+    target.dotted = "".join(parts)
+    return target
+
+
+def _step_into_item(target: _Target, item: int | str, parts: list[str]) -> None:
+    """Follow a list index or dict key in an error location into the item's type."""
+    if item == "[key]":  # pydantic's marker: the error is about the key just named
+        target.annotation = get_args(target.container)[0]
+        return
+    parts.append(f"[{item!r}]" if isinstance(item, str) else f"[{item}]")
+    target.container = _without_none(target.annotation)
+    args = get_args(target.container)
+    target.annotation = args[-1] if args else None  # list[X] -> X, dict[K, V] -> V
+    target.metadata = []
+
+
+def _section_model(annotation: object) -> type[BaseModel] | None:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    return None
+
+
+def _mentions(annotation: object, wanted: type) -> bool:
+    if annotation is wanted:
+        return True
+    return any(_mentions(arg, wanted) for arg in get_args(annotation))
+
+
+def _without_none(annotation: object) -> object:
+    """``float | None`` -> ``float``; anything else unchanged."""
+    args = get_args(annotation)
+    if get_origin(annotation) is not Literal and len(args) == 2 and type(None) in args:
+        return next(arg for arg in args if arg is not type(None))
+    return annotation
+
+
+_KIND_NAMES: dict[object, str] = {
+    bool: "true or false",
+    int: "an integer",
+    float: "a number",
+    str: "text",
+    SecretStr: "text without spaces",
+    Path: "a file path",
+    list: "a list",
+    dict: "a mapping",
+}
+
+
+def _allowed(annotation: object, metadata: Sequence[object]) -> str | None:
+    """A short description of the values a type takes, from the type and its constraints."""
+    annotation = _without_none(annotation)
+    if get_origin(annotation) is Annotated:
+        base, *extra = get_args(annotation)
+        more = [m for e in extra for m in (e.metadata if isinstance(e, FieldInfo) else [e])]
+        return _allowed(base, [*metadata, *more])
+    if get_origin(annotation) is Literal:
+        return "one of " + ", ".join(repr(choice) for choice in get_args(annotation))
+    kind = _KIND_NAMES.get(get_origin(annotation) or annotation)
+    if kind is None:
+        return None
+    return " ".join([kind, *_bounds(metadata)])
+
+
+_BOUNDS = (
+    (annotated_types.Gt, "gt", ">"),
+    (annotated_types.Ge, "ge", ">="),
+    (annotated_types.Lt, "lt", "<"),
+    (annotated_types.Le, "le", "<="),
+)
+
+
+def _bounds(metadata: Sequence[object]) -> list[str]:
+    bounds = [
+        f"{symbol} {getattr(item, attribute)}"
+        for item in metadata
+        for kind, attribute, symbol in _BOUNDS
+        if isinstance(item, kind)
+    ]
+    return [" and ".join(bounds)] if bounds else []
+
+
+def _given(value: object, target: _Target) -> str:
+    if target.is_secret:
+        return "given: (secret, hidden)"
+    if not target.is_leaf or isinstance(value, (dict, list, tuple)):
+        return "given: (a structured value, not shown)"
+    shown = repr(value)
+    if len(shown) > _MAX_SHOWN_VALUE:
+        shown = shown[: _MAX_SHOWN_VALUE - 3] + "..."
+    return f"given: {shown}"
+
+
+class _Origins:
+    """Finds which source set a field, to tell the user what to change."""
+
+    def __init__(self, overrides: Mapping[str, Any], config_file: Path | None) -> None:
+        self.overrides = overrides
+        env_file = overrides.get("_env_file", _PROJECT_ENV_FILE)
+        if env_file is _PROJECT_ENV_FILE:
+            env_files: Sequence[Any] = _default_env_files()
+        elif env_file is None:
+            env_files = ()
+        elif isinstance(env_file, (str, os.PathLike)):
+            env_files = (env_file,)
+        else:
+            env_files = tuple(env_file)
+        self.env_files = [Path(name) for name in env_files]
+        self.config_files = [config_file] if config_file else _default_config_files()
+
+    def describe(self, field_path: Sequence[str]) -> str:
+        names = _env_names(field_path)
+        found = self._find(field_path, names)
+        if found:
+            return f"set by {found}; change it there"
+        config_names = " / ".join(str(path) for path in self.config_files) or "config.toml"
+        key = field_path[-1]
+        table = ".".join(field_path[:-1])
+        in_file = (
+            f"{key} under [{table}] in {config_names}" if table else f"{key} in {config_names}"
+        )
+        return f"set it with {names[0]} (environment or an env file) or {in_file}"
+
+    def _find(self, field_path: Sequence[str], names: Sequence[str]) -> str | None:
+        if _lookup(self.overrides, field_path):
+            return f"the argument {field_path[0]}="
+        for name in names:
+            if any(key.upper() == name for key in os.environ):
+                return f"the environment variable {name}"
+        found = self._find_in_env_files(names)
+        if found:
+            return found
+        for config_file in self.config_files:
+            if _lookup(_read_config_file(config_file), field_path):
+                return f"{'.'.join(field_path)} in {config_file}"
+        return None
+
+    def _find_in_env_files(self, names: Sequence[str]) -> str | None:
+        # The later env file wins, so look from the last one back.
+        for env_file in reversed(self.env_files):
+            if env_file.is_file():
+                keys = {key.upper() for key in dotenv_values(env_file)}
+                for name in names:
+                    if name in keys:
+                        return f"{name} in {env_file}"
+        return None
+
+
+def _env_names(field_path: Sequence[str]) -> list[str]:
+    """Most specific first: MAMBA_MODEL_BACKEND__TIMEOUT, then MAMBA_MODEL_BACKEND."""
+    return [
+        ENV_PREFIX + ENV_NESTED_DELIMITER.join(field_path[:depth]).upper()
+        for depth in range(len(field_path), 0, -1)
+    ]
+
+
+def _lookup(data: Mapping[str, Any], field_path: Sequence[str]) -> bool:
+    """Whether ``data`` sets ``field_path`` or a section holding it."""
+    node: object = data
+    for key in field_path:
+        if not isinstance(node, Mapping) or key not in node:
+            return False
+        node = node[key]
+    return True
