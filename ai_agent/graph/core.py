@@ -147,6 +147,11 @@ class AgentCore:
         self.backend = backend or s.backend
         if self.backend not in ("openai", "local"):
             raise ConfigError(f"unknown backend {self.backend!r}; use 'openai' or 'local'")
+        if isinstance(model, str) and model.startswith("scripted:"):
+            from ai_agent.testing import ScriptedModel
+
+            # Read the script now: a bad file is a usage error, not a failed run.
+            model = ScriptedModel.from_file(model.removeprefix("scripted:"))
         self._model_arg = model
         self.policy = RunPolicy(
             system_prompt=s.system_prompt if system_prompt is None else system_prompt,
@@ -227,15 +232,7 @@ class AgentCore:
     async def _make_caller(self) -> ModelCaller:
         model, backend = self._model_arg, self.settings.model_backend
         if isinstance(model, BaseChatModel):
-            return ChatModelCaller(model, base_url="the test model", max_retries=0)
-        if isinstance(model, str) and model.startswith("scripted:"):
-            from ai_agent.testing import ScriptedModel
-
-            return ChatModelCaller(
-                ScriptedModel.from_file(model.removeprefix("scripted:")),
-                base_url=model,
-                max_retries=0,
-            )
+            return ChatModelCaller(model, base_url=f"the {model._llm_type} model", max_retries=0)
         if isinstance(model, str):
             backend = backend.model_copy(update={"model": model})
         if self.backend == "local":
