@@ -12,7 +12,6 @@ from __future__ import annotations
 import ipaddress
 import os
 import socket
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -56,7 +55,7 @@ def _no_network(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest)
 
 
 @pytest.fixture(autouse=True)
-def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     home = tmp_path / "home"
     home.mkdir()
     work = tmp_path / "work"
@@ -69,7 +68,6 @@ def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]
     monkeypatch.setenv("MAMBA_MODEL_BACKEND__BASE_URL", "http://127.0.0.1:9/v1")
     monkeypatch.setenv("MAMBA_MODEL_BACKEND__MAX_RETRIES", "0")
     monkeypatch.chdir(work)
-    yield
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -50,7 +50,7 @@ def test_json_output_is_the_run_result(tmp_path: Path, capsys: pytest.CaptureFix
     code, data = run_json(capsys, "run", "say hi", "--model", model, "--thread-id", "t1")
     assert code == 0
     assert (data["status"], data["thread_id"], data["final_text"]) == ("completed", "t1", "hi")
-    assert [t["stage"] for t in data["trace"]][0] == "recall"
+    assert data["trace"][0]["stage"] == "recall"
 
 
 def test_pause_then_resume_with_each_kind_of_plan(
