@@ -1,4 +1,4 @@
-"""The run context: the collaborators of a run, passed to every stage as LangGraph's runtime context.
+"""The run context: a run's collaborators, passed to every stage as LangGraph's runtime context.
 
 State (``ai_agent.state``) is data and is checkpointed; the context is everything else: the model
 caller, the tool box, the journal, the hooks, the policy values and the event sink. It is rebuilt by

@@ -52,8 +52,11 @@ def make_chat_model(backend: ModelBackendSettings) -> BaseChatModel:
     """A ChatOpenAI for the configured OpenAI-compatible server.
 
     Retries are ours (``ChatModelCaller``), so the client's own are off; usage is requested when
-    streaming because langchain-openai turns it off whenever ``base_url`` is set.
+    streaming because langchain-openai turns it off whenever ``base_url`` is set. The model gets
+    its own HTTP client (langchain-openai otherwise shares one process-wide client, whose pooled
+    connections outlive the event loop they were made on); ``ChatModelCaller.aclose`` closes it.
     """
+    import httpx
     from langchain_openai import ChatOpenAI
 
     key = backend.api_key.get_secret_value() if backend.api_key is not None else "not-needed"
@@ -65,6 +68,7 @@ def make_chat_model(backend: ModelBackendSettings) -> BaseChatModel:
         "max_retries": 0,
         "use_responses_api": False,
         "stream_usage": True,
+        "http_async_client": httpx.AsyncClient(timeout=backend.timeout),
     }
     for name in ("temperature", "max_tokens", "top_p", "seed"):
         value = getattr(backend, name, None)
@@ -258,6 +262,12 @@ class ChatModelCaller:
             return float(min(hinted, self.max_backoff))
         wait = self.initial_backoff * self.multiplier ** (state.attempt_number - 1)
         return float(min(wait, self.max_backoff))
+
+    async def aclose(self) -> None:
+        """Close the model's own HTTP client, if it has one."""
+        client = getattr(self.model, "http_async_client", None)
+        if client is not None:
+            await client.aclose()
 
     async def __call__(self, messages: list[Message], tools: list[dict[str, Any]]) -> ModelReply:
         runnable: Any = self.model.bind_tools(tools) if tools else self.model

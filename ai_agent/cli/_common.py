@@ -176,6 +176,8 @@ def status_printer(stream: TextIO) -> Any:
             text = f"[{it}] act: running {event.get('tool')}"
         elif kind == "gate_paused":
             text = f"[{it}] gate: paused for a plan"
+        elif kind == "backend":
+            text = f"[backend] {event.get('detail')}"
         else:
             return
         print(text, file=stream, flush=True)

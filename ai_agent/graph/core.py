@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
 from langchain_core.language_models import BaseChatModel
 from langgraph.errors import GraphRecursionError
 from langgraph.types import Command
+from pydantic import SecretStr
 
 from ai_agent.checkpoints import RunStore, SqliteMemory, open_checkpointer
 from ai_agent.config import AgentSettings, ModelBackendSettings, load_settings
@@ -194,7 +195,12 @@ class AgentCore:
         await self.aclose()
 
     async def aclose(self) -> None:
-        """Close the checkpoint database, the run store and any local model server."""
+        """Close what the agent opened: the model's HTTP client, the databases, any local server."""
+        if self._caller is not None:
+            caller, self._caller = self._caller, None
+            closer = getattr(caller, "aclose", None)
+            if closer is not None:
+                await closer()
         if self._saver_cm is not None:
             cm, self._saver_cm, self._saver = self._saver_cm, None, None
             await cm.__aexit__(None, None, None)
@@ -254,13 +260,19 @@ class AgentCore:
     async def _start_local(self, backend: ModelBackendSettings) -> ModelBackendSettings:
         from ai_agent.local import LocalModelServer
 
-        self._local = LocalModelServer()
+        emit = self._on_event or _ignore
+        self._local = LocalModelServer(
+            progress=lambda message: emit({"type": "backend", "detail": message})
+        )
+        emit({"type": "backend", "detail": "starting the local llama.cpp server"})
         await self._local.start()
+        # The server requires a per-start random key (so no web page can use it); it is a
+        # secret like any other and is scrubbed from error text.
         return backend.model_copy(
             update={
                 "base_url": self._local.base_url,
                 "model": self._local.model_id,
-                "api_key": None,
+                "api_key": SecretStr(self._local.api_key),
                 "temperature": backend.temperature or 0.0,
                 "seed": backend.seed if backend.seed is not None else 42,
             }

@@ -16,15 +16,16 @@ from ai_agent.state import Message, RunState, TraceEvent
 
 __all__ = ["call_hook", "hook_view", "last_assistant", "stage"]
 
-U = TypeVar("U", covariant=True)
+U = TypeVar("U")
+U_co = TypeVar("U_co", covariant=True)
 
 
-class Node(Protocol[U]):
+class Node(Protocol[U_co]):
     """A stage: ``async def <stage>(state, *, runtime) -> <Stage>Update``."""
 
     def __call__(
         self, state: RunState, *, runtime: Runtime[RunContext]
-    ) -> Awaitable[U]: ...  # pragma: no cover - protocol
+    ) -> Awaitable[U_co]: ...  # pragma: no cover - protocol
 
 
 async def call_hook(fn: Callable[..., Any], *args: Any) -> Any:

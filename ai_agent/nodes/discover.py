@@ -16,9 +16,11 @@ __all__ = ["DiscoverUpdate", "discover", "keyword_proposals"]
 _MAX_PROPOSALS = 5
 _WORD = re.compile(r"[a-z][a-z0-9]{2,}")
 _STOP = frozenset(
-    ("the", "and", "for", "with", "from", "that", "this", "into", "your", "you", "are", "was")
-    + ("were", "have", "has", "what", "when", "then", "than", "them", "they", "use", "using")
-    + ("tool", "tools", "call", "please", "can")
+    {
+        *("the", "and", "for", "with", "from", "that", "this", "into", "your", "you", "are"),
+        *("was", "were", "have", "has", "what", "when", "then", "than", "them", "they"),
+        *("use", "using", "tool", "tools", "call", "please", "can"),
+    }
 )
 
 

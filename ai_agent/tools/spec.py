@@ -9,13 +9,12 @@ an exception from a tool is a bug in the tool and becomes a TOOL_ERROR result, n
 from __future__ import annotations
 
 import re
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
 from ai_agent.errors import ToolRegistrationError
-from ai_agent.state import ToolResult
 
 __all__ = ["ToolCategory", "ToolFn", "ToolSpec"]
 

@@ -21,7 +21,7 @@ def calc(expression: str) -> dict[str, Any]:
     return {"tool_calls": [{"name": "calculator", "args": {"expression": expression}}]}
 
 
-def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict[str, Any]]:
+def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, Any]:
     code = main([*argv, "--json"])
     out = capsys.readouterr().out
     return code, json.loads(out)

@@ -3,7 +3,8 @@
 Usage: python proc_agent.py DB WORKDIR run|resume THREAD [PLAN_JSON]
 
 The ``effect`` tool appends a line to WORKDIR/effects.txt (its side effect), first writing
-WORKDIR/started.txt, and sleeps EFFECT_SLEEP seconds in between so a test can overlap or kill it.
+WORKDIR/started.txt, and sleeps EFFECT_SLEEP seconds in between (or, with EFFECT_WAIT_FOR_RELEASE
+set, waits until WORKDIR/release exists) so a test can overlap or kill it.
 Exit codes: 0 completed, 3 paused, 4 cancelled, 5 ThreadBusyError, 6 NothingPendingError.
 """
 
@@ -34,6 +35,10 @@ def main() -> int:
         with (work / "started.txt").open("a") as fh:
             fh.write(f"{os.getpid()}\n")
         time.sleep(float(os.environ.get("EFFECT_SLEEP", "0")))
+        if os.environ.get("EFFECT_WAIT_FOR_RELEASE"):  # hold the call until the test says so
+            deadline = time.monotonic() + 120
+            while not (work / "release").exists() and time.monotonic() < deadline:
+                time.sleep(0.02)
         with (work / "effects.txt").open("a") as fh:
             fh.write(f"{args.get('text')} by {os.getpid()}\n")
         return {"status": "ok", "content": "written"}

@@ -71,7 +71,12 @@ async def test_calculator_run_passes_the_tool_result_back_to_the_model(
 
 async def test_system_prompt_is_sent_first_but_never_stored(make_agent: MakeAgent) -> None:
     firsts: list[dict[str, Any]] = []
-    model = FunctionModel(lambda m, i: firsts.append(m[0]) or "ok")
+
+    def reply(messages: list[Any], info: dict[str, Any]) -> str:
+        firsts.append(messages[0])
+        return "ok"
+
+    model = FunctionModel(reply)
     agent = make_agent(model=model, system_prompt="You are terse.")
     result = await agent.run("hi")
     assert firsts == [{"role": "system", "content": "You are terse."}]
@@ -100,7 +105,12 @@ async def test_default_memory_path_is_under_dot_agents(db: Path) -> None:
 
 async def test_sqlite_memory_feeds_recall_of_later_runs(make_agent: MakeAgent) -> None:
     seen: list[list[dict[str, Any]]] = []
-    model = FunctionModel(lambda m, i: seen.append(m) or "Paris")
+
+    def reply(messages: list[Any], info: dict[str, Any]) -> str:
+        seen.append(messages)
+        return "Paris"
+
+    model = FunctionModel(reply)
     agent = make_agent(model=model, memory_sqlite=True)
     await agent.run("what is the capital of France")
     result = await agent.run("capital of France again?")

@@ -56,13 +56,14 @@ def test_two_processes_resuming_one_thread_run_the_gated_action_once(tmp_path: P
     db = tmp_path / "c.sqlite"
     assert finish(start(db, tmp_path, "run", "t2"))[0] == 3
     plan = json.dumps({"approve": ["*"]})
-    first = start(db, tmp_path, "resume", "t2", plan, EFFECT_SLEEP="3")
+    first = start(db, tmp_path, "resume", "t2", plan, EFFECT_WAIT_FOR_RELEASE="1")
     deadline = time.monotonic() + 60
     while not (tmp_path / "started.txt").exists():  # the first holds the lease mid-call
         assert time.monotonic() < deadline and first.poll() is None
         time.sleep(0.05)
     second = start(db, tmp_path, "resume", "t2", plan)
     code2, out2 = finish(second)
+    (tmp_path / "release").touch()
     code1, _ = finish(first)
     assert (code1, code2) == (0, 5)
     assert "is being worked on by process" in out2

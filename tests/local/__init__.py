@@ -1,0 +1,1 @@
+"""Tests of the built-in local model backend (``ai_agent.local``)."""
