@@ -37,7 +37,7 @@ from ai_agent.graph.build import build_graph, recursion_limit
 from ai_agent.graph.result import RunResult, RunStatusName
 from ai_agent.models import ChatModelCaller, make_chat_model
 from ai_agent.nodes.gate import check_plan, parse_plan
-from ai_agent.state import GateReport, Message, RunState, UserPlan
+from ai_agent.state import GateReport, Message, RunState, TraceEvent, UserPlan
 from ai_agent.tools.builtin import builtin_tools
 from ai_agent.tools.registry import ToolRegistry
 from ai_agent.tools.spec import ToolSpec
@@ -490,7 +490,19 @@ def _result(thread_id: str, snapshot: StateSnapshot) -> RunResult:
         "iterations": values.get("iteration", 0),
     }
     if snapshot.interrupts:
-        return RunResult(status="paused", gate=snapshot.interrupts[0].value, **common)
+        gate: GateReport = snapshot.interrupts[0].value
+        # The gate stage has not returned (it waits inside its interrupt), so its trace line is
+        # added here: the trace shows where the run stands.
+        common["trace"].append(
+            TraceEvent(
+                stage="gate",
+                iteration=gate["iteration"],
+                status="paused",
+                gate_score=gate["severity"],
+                detail=", ".join(i["code"] for i in gate["issues"]),
+            )
+        )
+        return RunResult(status="paused", gate=gate, **common)
     if snapshot.next:
         return RunResult(status="failed", error="the run stopped before finishing", **common)
     status: RunStatusName = "cancelled" if values.get("status") == "cancelled" else "completed"

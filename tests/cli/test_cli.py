@@ -61,6 +61,15 @@ def test_pause_then_resume_with_each_kind_of_plan(
     out = capsys.readouterr().out
     assert code == EXIT["paused"] == 3
     assert "Run p1 paused at iteration 1" in out
+    code, shown = run_json(capsys, "show", "p1")
+    assert shown["trace"][-1] | {"started_at": 0} == {
+        "stage": "gate",
+        "iteration": 1,
+        "status": "paused",
+        "gate_score": 0.8,
+        "detail": "TOOL_MISSING",
+        "started_at": 0,
+    }
     assert "activate calculator (--activate calculator)" not in out  # options are in --json
     code, data = run_json(capsys, "resume", "p1", "--model", model, "--activate", "calculator")
     assert code == 0 and data["final_text"] == "42"
