@@ -19,12 +19,12 @@ Example:
 from __future__ import annotations
 
 from ai_agent.graph.core import AgentCore
-from ai_agent.graph.history import HistoryMixin
+from ai_agent.graph.replay import ReplayMixin
 
 __all__ = ["Agent"]
 
 
-class Agent(HistoryMixin, AgentCore):
+class Agent(ReplayMixin, AgentCore):
     """Runs tasks through the nine-stage pipeline, pausing at the gate and resuming later.
 
     See :class:`ai_agent.graph.core.AgentCore` for the constructor's arguments. Feature mixins

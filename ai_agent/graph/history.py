@@ -216,8 +216,9 @@ def _retarget(value: Any, source: str, target: str) -> Any:
         report = getattr(item, "value", None)
         if isinstance(item, Interrupt) and isinstance(report, dict) and "prompt" in report:
             prompt = str(report["prompt"]).replace(source, target)
-            item = Interrupt(value={**report, "prompt": prompt}, id=item.id)
-        out.append(item)
+            out.append(Interrupt(value={**report, "prompt": prompt}, id=item.id))
+        else:
+            out.append(item)
     return out
 
 
