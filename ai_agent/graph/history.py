@@ -345,6 +345,12 @@ async def _apply_update(
             "the run is paused at the gate at this checkpoint; fork it without an update and "
             "resume the fork with a plan"
         )
+    unknown = sorted(set(update) - set(RunState.__annotations__))
+    if unknown:
+        raise RunError(
+            f"cannot apply the update to the fork: {', '.join(unknown)} not in the run state "
+            f"(its fields: {', '.join(sorted(RunState.__annotations__))})"
+        )
     parent = _id(head.parent_config)
     if parent is None:
         raise RunError("cannot update the run's input; fork at a later checkpoint")

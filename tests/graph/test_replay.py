@@ -283,6 +283,7 @@ async def test_a_recorded_model_error_is_replayed(make_agent: MakeAgent) -> None
     assert original.final_text == "fine now"
     calls = await agent.store.model_calls(original.thread_id)
     assert calls[0]["error"] == {"type": "ModelRateLimitError", "message": "slow down (429)"}
+
     def never(messages: Any, info: Any) -> Any:
         raise AssertionError("the model was asked during a recorded replay")
 
