@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +55,7 @@ async def test_history_lists_checkpoints_oldest_first_with_what_changed(
         (11, "persist"),
     ]
     assert entries[0].parent_id is None
-    assert all(e.parent_id == p.checkpoint_id for p, e in zip(entries, entries[1:], strict=False))
+    assert all(e.parent_id == p.checkpoint_id for p, e in itertools.pairwise(entries))
     summaries = {e.stage + str(e.step): e.summary for e in entries}
     assert summaries["start0"] == "user 'add'"
     assert summaries["draft2"] == 'model asks for calculator({"expression": "2+2"})'

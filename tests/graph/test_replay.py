@@ -15,6 +15,11 @@ from ai_agent.testing import FunctionModel, ScriptedModel
 from tests.graph.conftest import MakeAgent, call, recorder, text
 
 
+def read(path: Path) -> str:
+    """A file's text (a plain function: the tests' files are tiny)."""
+    return path.read_text()
+
+
 def effect_tool(path: Path) -> ToolSpec:
     """A modification tool whose side effect is visible: a line appended to ``path``."""
 
@@ -51,7 +56,7 @@ async def original_run(make_agent: MakeAgent, effects: Path, **kwargs: Any) -> A
     assert paused.status == "paused"
     done = await agent.resume(paused.thread_id, UserPlan(approve=["*"], instructions="go on"))
     assert done.status == "completed"
-    assert effects.read_text() == "42\n"
+    assert read(effects) == "42\n"
     return done
 
 
@@ -80,7 +85,7 @@ async def test_recorded_replay_reproduces_a_run_offline(
     assert replay.thread_id != original.thread_id
     assert replay.final_text == original.final_text == "wrote 42"
     assert trace_signature(replay.trace) == trace_signature(original.trace)
-    assert effects.read_text() == "42\n"  # the tool did not run again
+    assert read(effects) == "42\n"  # the tool did not run again
     state = await agent.get_state(replay.thread_id)
     assert [p["plan"]["instructions"] for p in state["plans"]] == ["go on"]
     record = await agent.store.get_run(replay.thread_id)
@@ -177,7 +182,7 @@ async def test_live_replay_calls_the_model_and_tools_again(
     assert replay.gate is not None and replay.gate["pending"][0]["call"]["name"] == "write"
     done = await agent.resume(replay.thread_id, UserPlan(approve=["*"]))
     assert done.final_text == "wrote 42"
-    assert effects.read_text() == "42\n42\n"
+    assert read(effects) == "42\n42\n"
     assert not any(c["replayed"] for c in await agent.store.model_calls(replay.thread_id))
 
 
@@ -204,7 +209,7 @@ async def test_live_after_replays_up_to_the_checkpoint_then_goes_live(
     replay = await agent.replay(original.thread_id, gate.checkpoint_id, mode="live-after")
     assert replay.divergence is None
     assert replay.final_text == "live answer"
-    assert effects.read_text() == "42\n42\n"  # the approved write ran again, live
+    assert read(effects) == "42\n42\n"  # the approved write ran again, live
     flags = [c["replayed"] for c in await agent.store.model_calls(replay.thread_id)]
     assert flags == [True, True, False]
 
@@ -310,9 +315,7 @@ async def test_replay_of_a_fork_uses_its_parents_recording(
 async def test_recorded_replay_recalls_what_the_original_recalled(
     make_agent: MakeAgent,
 ) -> None:
-    seen: list[str] = []
-    model = FunctionModel(lambda m, i: seen.append(m[0]["content"]) or "Paris")
-    agent = make_agent(model=model, memory_sqlite=True)
+    agent = make_agent(model=FunctionModel(lambda m, i: "Paris"), memory_sqlite=True)
     await agent.run("capital of France")
     original = await agent.run("capital of France again")
     await agent.run("France once more")  # memory has grown since the original run
@@ -320,4 +323,4 @@ async def test_recorded_replay_recalls_what_the_original_recalled(
     assert replay.divergence is None
     assert replay.final_text == "Paris"
     memory = Path(agent.policy.memory_path or "")
-    assert replay.thread_id not in memory.read_text()  # a recorded replay persists nowhere
+    assert replay.thread_id not in read(memory)  # a recorded replay persists nowhere
