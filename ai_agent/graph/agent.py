@@ -19,12 +19,12 @@ Example:
 from __future__ import annotations
 
 from ai_agent.graph.core import AgentCore
-from ai_agent.graph.replay import ReplayMixin
+from ai_agent.graph.inspection import InspectionMixin
 
 __all__ = ["Agent"]
 
 
-class Agent(ReplayMixin, AgentCore):
+class Agent(InspectionMixin, AgentCore):
     """Runs tasks through the nine-stage pipeline, pausing at the gate and resuming later.
 
     See :class:`ai_agent.graph.core.AgentCore` for the constructor's arguments. Feature mixins
