@@ -36,7 +36,7 @@ from ai_agent.state import RunState, TraceEvent
 if TYPE_CHECKING:
     from langgraph.types import StateSnapshot
 
-__all__ = ["HistoryEntry", "HistoryMixin", "copy_run", "run_blocking"]
+__all__ = ["HistoryEntry", "HistoryMixin", "checkpoint_config", "copy_run", "run_blocking"]
 
 T = TypeVar("T")
 _INTERRUPT = "__interrupt__"  # LangGraph's channel for a pending interrupt
@@ -87,7 +87,8 @@ def run_blocking(factory: Callable[[], Coroutine[Any, Any, T]]) -> T:
         return pool.submit(lambda: asyncio.run(factory())).result()
 
 
-def _config(thread_id: str, checkpoint_id: str | None = None) -> RunnableConfig:
+def checkpoint_config(thread_id: str, checkpoint_id: str | None = None) -> RunnableConfig:
+    """``config_for`` typed for the checkpointer API."""
     return cast(RunnableConfig, config_for(thread_id, checkpoint_id=checkpoint_id))
 
 
@@ -106,7 +107,7 @@ def values_of(snapshot: StateSnapshot) -> RunState:
 def _stage(snapshot: StateSnapshot, parent: StateSnapshot | None) -> str:
     source = (snapshot.metadata or {}).get("source")
     if source == "input" or parent is None:
-        return "input" if source == "input" else str(source or "?")
+        return "input" if source == "input" else "pruned"
     if source == "update":
         return "update"
     stages = [s for s in parent.next if s != "__start__"]
@@ -120,12 +121,12 @@ def _entries(snapshots: list[StateSnapshot]) -> list[HistoryEntry]:
     for snapshot in snapshots:
         values = values_of(snapshot)
         trace = values.get("trace", [])
-        added = (
-            trace[len(before.get("trace", [])) :]
-            if len(trace) >= len(before.get("trace", []))
-            else trace
-        )
+        added = trace[len(before.get("trace", [])) :]
         paused = bool(snapshot.interrupts)
+        summary = change_summary(before, values, paused=paused)
+        if previous is None and (snapshot.metadata or {}).get("source") != "input":
+            # The first checkpoint left after a prune: what came before it is not known.
+            added, summary = [], "earlier checkpoints were pruned" + ("; paused" if paused else "")
         entries.append(
             HistoryEntry(
                 checkpoint_id=str(_id(snapshot.config)),
@@ -133,7 +134,7 @@ def _entries(snapshots: list[StateSnapshot]) -> list[HistoryEntry]:
                 step=int((snapshot.metadata or {}).get("step", -1)),
                 stage=_stage(snapshot, previous),
                 time=snapshot.created_at or "",
-                summary=change_summary(before, values, paused=paused),
+                summary=summary,
                 next=tuple(snapshot.next),
                 iteration=int(values.get("iteration", 0)),
                 paused=paused,
@@ -182,7 +183,7 @@ async def copy_run(
         UnknownThreadError: the source thread has no checkpoints.
         UnknownCheckpointError: it has none with this id.
     """
-    tuples = [t async for t in saver.alist(_config(source))]
+    tuples = [t async for t in saver.alist(checkpoint_config(source))]
     if not tuples:
         raise UnknownThreadError(f"no checkpoints for thread {source}")
     chain = _chain(tuples, checkpoint_id)
@@ -196,8 +197,8 @@ async def copy_run(
     for item in chain:
         checkpoint = item.checkpoint
         changed = {k: v for k, v in checkpoint["channel_versions"].items() if versions.get(k) != v}
-        await saver.aput(_config(target, parent), checkpoint, item.metadata, changed)
-        here = _config(target, checkpoint["id"])
+        await saver.aput(checkpoint_config(target, parent), checkpoint, item.metadata, changed)
+        here = checkpoint_config(target, checkpoint["id"])
         for task_id, channel, value in item.pending_writes or []:
             if channel == _INTERRUPT:
                 await saver.aput_writes(
