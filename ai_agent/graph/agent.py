@@ -19,13 +19,13 @@ Example:
 from __future__ import annotations
 
 from ai_agent.graph.core import AgentCore
-from ai_agent.graph.inspection import InspectionMixin
+from ai_agent.graph.export import ExportMixin
 from ai_agent.graph.prune import PruneMixin
 
 __all__ = ["Agent"]
 
 
-class Agent(InspectionMixin, PruneMixin, AgentCore):
+class Agent(ExportMixin, PruneMixin, AgentCore):
     """Runs tasks through the nine-stage pipeline, pausing at the gate and resuming later.
 
     See :class:`ai_agent.graph.core.AgentCore` for the constructor's arguments. Feature mixins
