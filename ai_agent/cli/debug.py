@@ -22,8 +22,11 @@ from ai_agent.cli._common import (
 )
 
 if TYPE_CHECKING:
-    from ai_agent.graph import Agent
+    from ai_agent.graph import Agent, RunResult
+    from ai_agent.graph.history import HistoryEntry
+    from ai_agent.graph.inspection import TimelineRow
     from ai_agent.graph.player import ReplayMode
+    from ai_agent.graph.prune import PruneReport
 
 __all__ = ["add_commands"]
 
@@ -94,9 +97,15 @@ def _stored_agent(args: argparse.Namespace) -> Agent:
     return Agent(checkpoint_path=db_path(args), settings=settings_of(args), memory_path=None)
 
 
+# Each handler gets its data through one event loop, then hands it to a printer: the printers
+# hold the logic, the handlers stay two lines long.
+
+
 def _history(args: argparse.Namespace) -> int:
-    agent = _stored_agent(args)
-    entries = agent.history(args.thread)
+    return _show_history(args, _stored_agent(args).history(args.thread))
+
+
+def _show_history(args: argparse.Namespace, entries: list[HistoryEntry]) -> int:
     if args.json:
         print_json([e.to_dict() for e in entries])
         return 0
@@ -108,17 +117,24 @@ def _history(args: argparse.Namespace) -> int:
     return 0
 
 
+def _update_of(args: argparse.Namespace) -> dict[str, Any] | None:
+    if not args.update:
+        return None
+    try:
+        update = json.loads(args.update)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"--update is not JSON: {exc}") from None
+    if not isinstance(update, dict):
+        raise UsageError('--update must be a JSON object, e.g. {"reflection": "..."}')
+    return update
+
+
 def _fork(args: argparse.Namespace) -> int:
-    update = None
-    if args.update:
-        try:
-            update = json.loads(args.update)
-        except json.JSONDecodeError as exc:
-            raise UsageError(f"--update is not JSON: {exc}") from None
-        if not isinstance(update, dict):
-            raise UsageError('--update must be a JSON object, e.g. {"reflection": "..."}')
-    agent = _stored_agent(args)
-    new = run_closing(agent, agent.afork(args.thread, args.checkpoint, update))
+    agent, update = _stored_agent(args), _update_of(args)
+    return _show_fork(args, run_closing(agent, agent.afork(args.thread, args.checkpoint, update)))
+
+
+def _show_fork(args: argparse.Namespace, new: str) -> int:
     if args.json:
         print_json({"thread_id": new, "parent_thread_id": args.thread})
     else:
@@ -130,7 +146,12 @@ def _fork(args: argparse.Namespace) -> int:
 def _replay(args: argparse.Namespace) -> int:
     mode: ReplayMode = "live" if args.live else "live-after" if args.live_after else "recorded"
     agent = build_agent(args)
-    result = run_closing(agent, agent.replay(args.thread, args.checkpoint, mode))
+    return _show_replay(
+        args, mode, run_closing(agent, agent.replay(args.thread, args.checkpoint, mode))
+    )
+
+
+def _show_replay(args: argparse.Namespace, mode: str, result: RunResult) -> int:
     if args.json:
         print_json(result.to_dict())
     else:
@@ -145,14 +166,19 @@ def _replay(args: argparse.Namespace) -> int:
 
 
 def _graph(args: argparse.Namespace) -> int:
+    if not args.thread:
+        return _show_graph(None)
+    agent = _stored_agent(args)
+    return _show_graph(run_closing(agent, agent.timeline(args.thread)))
+
+
+def _show_graph(timeline: list[TimelineRow] | None) -> int:
     from ai_agent.graph.export import mermaid
 
     visits: dict[str, int] | None = None
-    if args.thread:
-        agent = _stored_agent(args)
-        trace = run_closing(agent, agent.timeline(args.thread))
+    if timeline is not None:
         visits = {}
-        for row in trace:
+        for row in timeline:
             visits[row["stage"]] = visits.get(row["stage"], 0) + 1
     print(mermaid(visits), end="")
     return 0
@@ -160,7 +186,10 @@ def _graph(args: argparse.Namespace) -> int:
 
 def _export(args: argparse.Namespace) -> int:
     agent = _stored_agent(args)
-    path = run_closing(agent, agent.export_html(args.thread, Path(args.html)))
+    return _show_export(args, run_closing(agent, agent.export_html(args.thread, Path(args.html))))
+
+
+def _show_export(args: argparse.Namespace, path: Path) -> int:
     if args.json:
         print_json({"thread_id": args.thread, "html": str(path)})
     else:
@@ -170,15 +199,16 @@ def _export(args: argparse.Namespace) -> int:
 
 def _prune(args: argparse.Namespace) -> int:
     agent = _stored_agent(args)
-    report = run_closing(
-        agent,
-        agent.prune(
-            args.thread,
-            older_than_days=args.older_than,
-            keep_last=args.keep_last,
-            vacuum=not args.no_vacuum,
-        ),
+    pruning = agent.prune(
+        args.thread,
+        older_than_days=args.older_than,
+        keep_last=args.keep_last,
+        vacuum=not args.no_vacuum,
     )
+    return _show_prune(args, run_closing(agent, pruning))
+
+
+def _show_prune(args: argparse.Namespace, report: PruneReport) -> int:
     if args.json:
         print_json(report.to_dict())
         return 0

@@ -64,7 +64,10 @@ def _show(args: argparse.Namespace) -> int:
     from ai_agent.graph import Agent
 
     agent = Agent(checkpoint_path=db_path(args), settings=settings_of(args), memory_path=None)
-    result, timeline, state = run_closing(agent, _gather(agent, args.thread, args.checkpoint))
+    return _print_show(args, *run_closing(agent, _gather(agent, args.thread, args.checkpoint)))
+
+
+def _print_show(args: argparse.Namespace, result: Any, timeline: Any, state: Any) -> int:
     if args.json:
         print_json({**result.to_dict(), "timeline": timeline, "at": state})
         return 0

@@ -23,7 +23,7 @@ from langgraph.types import Command
 from pydantic import SecretStr
 
 from ai_agent.checkpoints import RunStore, SqliteMemory, open_checkpointer
-from ai_agent.checkpoints.versions import stamped
+from ai_agent.checkpoints.versions import check_state_version, stamped
 from ai_agent.config import AgentSettings, ModelBackendSettings, load_settings
 from ai_agent.context import (
     ApprovalPolicy,
@@ -401,6 +401,7 @@ class AgentCore:
     async def _resume_input(
         self, thread_id: str, snapshot: StateSnapshot, plan: UserPlan | Mapping[str, Any] | None
     ) -> Command[Any] | None:
+        check_state_version(snapshot.metadata, f"run {thread_id}")
         if not snapshot.values and await self.store.get_run(thread_id) is None:
             raise UnknownThreadError(
                 f"no run with thread id {thread_id} in {self.checkpoint_path}; "

@@ -163,7 +163,9 @@ def test_the_store_migrates_to_the_current_schema_once(tmp_path: Path) -> None:
     again.close()
 
 
-def test_settings_params_never_hold_the_key(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_settings_params_never_hold_the_key(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.setenv("MAMBA_MODEL_BACKEND__API_KEY", CANARY)
     agent = Agent(
         model=None, settings=AgentSettings(), checkpoint_path="unused.sqlite", memory_path=None
@@ -171,5 +173,6 @@ def test_settings_params_never_hold_the_key(monkeypatch: pytest.MonkeyPatch) -> 
     assert CANARY not in json.dumps(agent.generation_params())
     chat = ScriptedModel([])
     assert Agent(model=chat, checkpoint_path="u.sqlite").generation_params() == {"llm": "scripted"}
-    scripted = Agent(model="scripted:x.json", checkpoint_path="u.sqlite")
+    (tmp_path / "x.json").write_text('["hi"]')
+    scripted = Agent(model=f"scripted:{tmp_path / 'x.json'}", checkpoint_path="u.sqlite")
     assert scripted.generation_params() == {"llm": "scripted"}
