@@ -89,8 +89,6 @@ def generation_params(
             if value is not None and _plain(value) and name not in params:
                 params[name] = list(value) if isinstance(value, tuple) else value
         return params
-    if isinstance(model, str) and model.startswith("scripted:"):
-        return {"llm": "scripted"}
     params = {"backend": backend, "model": model if isinstance(model, str) else settings.model}
     for name in ("temperature", "max_tokens", "top_p", "seed"):
         value = getattr(settings, name)

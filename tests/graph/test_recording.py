@@ -176,3 +176,81 @@ def test_settings_params_never_hold_the_key(
     (tmp_path / "x.json").write_text('["hi"]')
     scripted = Agent(model=f"scripted:{tmp_path / 'x.json'}", checkpoint_path="u.sqlite")
     assert scripted.generation_params() == {"llm": "scripted"}
+
+
+def test_generation_params_of_chat_models_and_settings() -> None:
+    from langchain_openai import ChatOpenAI
+
+    from ai_agent.config import ModelBackendSettings
+    from ai_agent.graph.recording import generation_params
+
+    chat = ChatOpenAI(
+        model="tiny", api_key=CANARY, base_url=BASE, temperature=0.1, stop=("END", "STOP")
+    )
+    params = generation_params(chat, "openai", ModelBackendSettings())
+    assert params["llm"] == "openai-chat"
+    assert (params["model_name"], params["temperature"], params["stop"]) == (
+        "tiny",
+        0.1,
+        ["END", "STOP"],
+    )
+    assert CANARY not in json.dumps(params)
+    local = generation_params(None, "local", ModelBackendSettings(seed=7, max_tokens=64, top_p=0.5))
+    assert local == {
+        "backend": "local",
+        "model": "llama3.2",
+        "max_tokens": 64,
+        "top_p": 0.5,
+        "seed": 7,
+    }
+
+
+def test_a_call_outside_a_graph_run_has_no_position() -> None:
+    from ai_agent.graph.recording import call_position
+
+    assert call_position() == {"step": None, "stage": None, "checkpoint_id": None}
+
+
+def test_state_versions_and_migrations(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ai_agent.checkpoints import versions
+
+    assert versions.state_version(None) == 1
+    assert versions.state_version({versions.STATE_VERSION_KEY: "1"}) == 1
+    assert versions.state_version({versions.STATE_VERSION_KEY: [2]}) == 1
+    monkeypatch.setattr(versions, "STATE_VERSION", 2)
+
+    def rename(values: dict[str, Any]) -> dict[str, Any]:
+        return {"renamed" if k == "old" else k: v for k, v in values.items()}
+
+    monkeypatch.setitem(versions.STATE_MIGRATIONS, 1, rename)
+    assert versions.upgrade_state({"old": 5}, 1) == {"renamed": 5}
+    assert versions.upgrade_state({"renamed": 5}, 2) == {"renamed": 5}
+
+
+def test_request_lines_show_every_part_of_a_message() -> None:
+    from ai_agent.graph.divergence import request_lines
+
+    lines = request_lines(
+        {
+            "params": {},
+            "tools": [{"type": "function", "function": {"name": "calc", "parameters": {}}}],
+            "messages": [
+                {"role": "user", "content": "a\nb", "kind": "task"},
+                {
+                    "role": "assistant",
+                    "content": "",
+                    "tool_calls": [{"id": "c1", "name": "calc", "args": {"x": 1}}],
+                },
+                {"role": "tool", "content": "2", "name": "calc", "tool_call_id": "c1"},
+            ],
+        }
+    )
+    assert lines == [
+        "params: {}",
+        'tool calc: {"name": "calc", "parameters": {}}',
+        "[0] user (task): a",
+        "[0] user (task): b",
+        "[1] assistant: ",
+        '[1] assistant calls calc {"x": 1} #c1',
+        "[2] tool calc #c1: 2",
+    ]
