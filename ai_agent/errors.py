@@ -21,10 +21,12 @@ secret value (API keys, header values): callers pass names, never values.
     │   └── ToolPolicyViolation     a tool tried something its policy forbids
     ├── RunError                    a run or resume request cannot proceed
     │   ├── UnknownThreadError      no run with that thread id exists
+    │   ├── UnknownCheckpointError  the thread has no checkpoint with that id
     │   ├── NothingPendingError     the run has nothing left to resume
     │   ├── PlanRequiredError       the run is paused at the gate and needs a plan
     │   ├── InvalidPlanError        the plan failed validation; the interrupt stays pending
-    │   └── ThreadBusyError         another process holds this thread's lease
+    │   ├── ThreadBusyError         another process holds this thread's lease
+    │   └── ReplayDivergedError     a replay asked for a call the recording does not have
     ├── StoreError                  the checkpoint database or run store cannot be used
     └── LocalBackendError           the built-in local model server could not be prepared or started
 """
@@ -44,6 +46,7 @@ __all__ = [
     "ModelUnavailableError",
     "NothingPendingError",
     "PlanRequiredError",
+    "ReplayDivergedError",
     "RunError",
     "ScriptExhaustedError",
     "StoreError",
@@ -51,6 +54,7 @@ __all__ = [
     "ToolError",
     "ToolPolicyViolation",
     "ToolRegistrationError",
+    "UnknownCheckpointError",
     "UnknownThreadError",
     "UnknownToolError",
 ]
@@ -120,6 +124,10 @@ class UnknownThreadError(RunError):
     """No run with this thread id exists in the checkpoint database."""
 
 
+class UnknownCheckpointError(RunError):
+    """The thread has no checkpoint with this id (``ai-agent history THREAD`` lists them)."""
+
+
 class NothingPendingError(RunError):
     """The run has finished; there is nothing to resume."""
 
@@ -134,6 +142,14 @@ class InvalidPlanError(RunError):
 
 class ThreadBusyError(RunError):
     """Another process holds the lease for this thread."""
+
+
+class ReplayDivergedError(RunError):
+    """A replay asked for a model or tool call the recording does not have.
+
+    The replay stops there; its ``RunResult.divergence`` says where and how the new call differs
+    from the recorded one.
+    """
 
 
 class StoreError(AgentError):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.language_models import BaseChatModel
@@ -43,6 +43,7 @@ __all__ = [
     "classify_model_error",
     "from_langchain",
     "make_chat_model",
+    "request_hash",
     "to_langchain",
     "usage_of",
 ]
@@ -143,9 +144,26 @@ def usage_of(message: BaseMessage) -> dict[str, Any]:
     }
 
 
-def request_hash(messages: Sequence[Message], tools: Sequence[dict[str, Any]]) -> str:
-    """A stable hash of a model request: what decides the reply, nothing else."""
-    blob = json.dumps({"messages": messages, "tools": tools}, sort_keys=True, ensure_ascii=False)
+def request_hash(
+    messages: Sequence[Message],
+    tools: Sequence[dict[str, Any]],
+    params: Mapping[str, Any] | None = None,
+) -> str:
+    """A stable hash of a model request: what decides the reply, nothing else.
+
+    ``params`` are the generation parameters (model, temperature, seed...), never credentials.
+
+    Example:
+        >>> a = request_hash([{"role": "user", "content": "hi"}], [], {"temperature": 0})
+        >>> a == request_hash([{"content": "hi", "role": "user"}], [], {"temperature": 0})
+        True
+        >>> a == request_hash([{"role": "user", "content": "hi"}], [], {"temperature": 1})
+        False
+    """
+    request: dict[str, Any] = {"messages": messages, "tools": tools}
+    if params:
+        request["params"] = dict(params)
+    blob = json.dumps(request, sort_keys=True, ensure_ascii=False, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()
 
 

@@ -10,6 +10,9 @@ transaction, so of two processes resuming one thread exactly one wins; the other
 ThreadBusyError. A lease whose owner process is gone (same host, pid dead) or whose time ran out
 can be taken over, so a crash never locks a thread forever.
 
+The recorded model and tool calls (``ai_agent.checkpoints.recorded``) are part of the store too,
+and the schema carries a version with a migration path (``ai_agent.checkpoints.schema``).
+
 Every public method is async and does its SQLite work on a worker thread. That is not style: the
 checkpointer commits through the event loop, so a synchronous write here, on the loop's thread,
 would wait for a lock that only the blocked loop can release.
@@ -17,82 +20,30 @@ would wait for a lock that only the blocked loop can release.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import socket
 import sqlite3
-import threading
 import time
 import uuid
-from collections.abc import Callable, Coroutine, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Concatenate, Literal, ParamSpec, TypedDict, TypeVar, cast
+from typing import Any, Literal, TypedDict, cast
 
 import sqlite_utils
 
+from ai_agent.checkpoints._sqlite import threaded
+from ai_agent.checkpoints.recorded import RecordedCalls
+from ai_agent.checkpoints.schema import SCHEMA_VERSION, ensure_schema
 from ai_agent.context import JournalEntry
 from ai_agent.errors import StoreError, ThreadBusyError
 from ai_agent.state import ToolCall, ToolResult
 
-__all__ = ["SCHEMA_VERSION", "Lease", "RunRecord", "RunStore"]
+__all__ = ["SCHEMA_VERSION", "Lease", "RunOrigin", "RunRecord", "RunStore"]
 
-SCHEMA_VERSION = 1
+RunOrigin = Literal["run", "fork", "replay"]
+
 DEFAULT_LEASE_SECONDS = 300.0
-
-_DDL = """
-CREATE TABLE IF NOT EXISTS agent_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS agent_runs (
-    thread_id TEXT PRIMARY KEY,
-    task TEXT NOT NULL,
-    status TEXT NOT NULL,
-    created_at REAL NOT NULL,
-    updated_at REAL NOT NULL,
-    final_text TEXT,
-    gate TEXT,
-    error TEXT,
-    parent_thread_id TEXT
-);
-CREATE INDEX IF NOT EXISTS agent_runs_updated ON agent_runs (updated_at);
-CREATE TABLE IF NOT EXISTS agent_leases (
-    thread_id TEXT PRIMARY KEY,
-    owner TEXT NOT NULL,
-    host TEXT NOT NULL,
-    pid INTEGER NOT NULL,
-    acquired_at REAL NOT NULL,
-    expires_at REAL NOT NULL
-);
-CREATE TABLE IF NOT EXISTS agent_journal (
-    thread_id TEXT NOT NULL,
-    iteration INTEGER NOT NULL,
-    call_id TEXT NOT NULL,
-    tool TEXT NOT NULL,
-    args TEXT NOT NULL,
-    status TEXT NOT NULL,
-    result TEXT,
-    intent_at REAL NOT NULL,
-    outcome_at REAL,
-    PRIMARY KEY (thread_id, iteration, call_id)
-);
-"""
-
-
-P = ParamSpec("P")
-R = TypeVar("R")
-
-
-def _threaded(
-    fn: Callable[Concatenate[RunStore, P], R],
-) -> Callable[Concatenate[RunStore, P], Coroutine[Any, Any, R]]:
-    """Run a blocking store method on a worker thread, keeping the event loop free."""
-
-    async def run(store: RunStore, /, *args: P.args, **kwargs: P.kwargs) -> R:
-        return await asyncio.to_thread(fn, store, *args, **kwargs)
-
-    run.__name__, run.__qualname__, run.__doc__ = fn.__name__, fn.__qualname__, fn.__doc__
-    return run
 
 
 class RunRecord(TypedDict):
@@ -107,6 +58,8 @@ class RunRecord(TypedDict):
     gate: dict[str, Any] | None
     error: str | None
     parent_thread_id: str | None
+    origin: RunOrigin
+    fork_checkpoint_id: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,75 +85,51 @@ def _pid_alive(pid: int) -> bool:
     return state != "Z"
 
 
-class RunStore:
-    """Runs, leases and the journal, in SQLite (through sqlite-utils).
+class RunStore(RecordedCalls):
+    """Runs, leases, the journal and the recorded calls, in SQLite (through sqlite-utils).
+
+    Opening it creates the tables, or migrates an older file to the current schema
+    (``ai_agent.checkpoints.schema``).
 
     Args:
         path: The database file (the checkpoint database; created if missing).
     """
 
     def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        target = Path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
         try:
-            conn = sqlite3.connect(
-                self.path, timeout=30, check_same_thread=False, isolation_level=None
-            )
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.executescript(_DDL)
+            conn = self._connect(target)
+            self.migrated_from = ensure_schema(conn, target)
         except sqlite3.DatabaseError as exc:
             raise StoreError(
-                f"cannot open the run store at {self.path}: {exc}. "
+                f"cannot open the run store at {target}: {exc}. "
                 "Is it a SQLite database written by ai-agent?"
             ) from None
-        self._conn = conn
         self.db = sqlite_utils.Database(conn)
-        self._lock = threading.Lock()
-        self._check_version()
-
-    def _check_version(self) -> None:
-        row = self._conn.execute(
-            "SELECT value FROM agent_meta WHERE key = 'schema_version'"
-        ).fetchone()
-        if row is None:
-            self._conn.execute(
-                "INSERT OR IGNORE INTO agent_meta VALUES ('schema_version', ?)",
-                (str(SCHEMA_VERSION),),
-            )
-        elif int(row[0]) > SCHEMA_VERSION:
-            raise StoreError(
-                f"the run store at {self.path} has schema version {row[0]}, newer than this "
-                f"ai-agent understands ({SCHEMA_VERSION}); upgrade ai-agent"
-            )
-
-    def close(self) -> None:
-        """Close the connection."""
-        self._conn.close()
-
-    @contextmanager
-    def _tx(self) -> Iterator[sqlite3.Connection]:
-        with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield self._conn
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                raise
-            self._conn.execute("COMMIT")
 
     # Runs ------------------------------------------------------------------------------------
-    @_threaded
-    def create_run(self, thread_id: str, task: str, *, parent_thread_id: str | None = None) -> None:
-        """Record a new run as running."""
+    @threaded
+    def create_run(
+        self,
+        thread_id: str,
+        task: str,
+        *,
+        parent_thread_id: str | None = None,
+        origin: RunOrigin = "run",
+        fork_checkpoint_id: str | None = None,
+        status: str = "running",
+    ) -> None:
+        """Record a new run (by default as running)."""
         now = time.time()
         with self._tx() as conn:
             conn.execute(
                 "INSERT INTO agent_runs (thread_id, task, status, created_at, updated_at, "
-                "parent_thread_id) VALUES (?, ?, 'running', ?, ?, ?)",
-                (thread_id, task, now, now, parent_thread_id),
+                "parent_thread_id, origin, fork_checkpoint_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (thread_id, task, status, now, now, parent_thread_id, origin, fork_checkpoint_id),
             )
 
-    @_threaded
+    @threaded
     def update_run(
         self,
         thread_id: str,
@@ -225,30 +154,49 @@ class RunStore:
                 ),
             )
 
-    @_threaded
+    @threaded
     def get_run(self, thread_id: str) -> RunRecord | None:
         """The run with this thread id, or None."""
-        with self._lock:
-            cur = self._conn.execute("SELECT * FROM agent_runs WHERE thread_id = ?", (thread_id,))
+        with self._read() as conn:
+            cur = conn.execute("SELECT * FROM agent_runs WHERE thread_id = ?", (thread_id,))
             row = cur.fetchone()
             names = [d[0] for d in cur.description]
         return _run(dict(zip(names, row, strict=True))) if row else None
 
-    @_threaded
-    def list_runs(self, *, limit: int = 50, status: str | None = None) -> list[RunRecord]:
-        """Runs, most recently updated first."""
-        where, params = ("WHERE status = ?", [status]) if status else ("", [])
-        with self._lock:
+    @threaded
+    def list_runs(
+        self,
+        *,
+        limit: int | None = 50,
+        status: str | None = None,
+        parent_thread_id: str | None = None,
+    ) -> list[RunRecord]:
+        """Runs, most recently updated first (all of them with ``limit=None``).
+
+        Args:
+            limit: At most this many.
+            status: Only runs with this status.
+            parent_thread_id: Only forks and replays of this run.
+        """
+        clauses, params = [], []
+        if status:
+            clauses.append("status = ?")
+            params.append(status)
+        if parent_thread_id:
+            clauses.append("parent_thread_id = ?")
+            params.append(parent_thread_id)
+        where = ("WHERE " + " AND ".join(clauses)) if clauses else ""
+        with self._read():
             rows = list(
                 self.db.query(
                     f"SELECT * FROM agent_runs {where} ORDER BY updated_at DESC LIMIT ?",  # noqa: S608 - fixed text
-                    [*params, limit],
+                    [*params, -1 if limit is None else limit],
                 )
             )
         return [_run(r) for r in rows]
 
     # Leases ----------------------------------------------------------------------------------
-    @_threaded
+    @threaded
     def acquire(self, thread_id: str, *, seconds: float = DEFAULT_LEASE_SECONDS) -> Lease:
         """Take the thread's lease, or raise ThreadBusyError when another live process holds it."""
         now, host, pid = time.time(), socket.gethostname(), os.getpid()
@@ -269,7 +217,7 @@ class RunStore:
             )
         return lease
 
-    @_threaded
+    @threaded
     def renew(self, lease: Lease, *, seconds: float = DEFAULT_LEASE_SECONDS) -> Lease:
         """Extend a lease this process holds."""
         renewed = Lease(lease.thread_id, lease.owner, time.time() + seconds)
@@ -280,7 +228,7 @@ class RunStore:
             )
         return renewed
 
-    @_threaded
+    @threaded
     def release(self, lease: Lease) -> None:
         """Give the lease back (only if this holder still has it)."""
         with self._tx() as conn:
@@ -290,11 +238,11 @@ class RunStore:
             )
 
     # Journal (the Journal protocol) ----------------------------------------------------------
-    @_threaded
+    @threaded
     def lookup(self, thread_id: str, iteration: int, call_id: str) -> JournalEntry | None:
         """The journal entry of one call, or None when it was never started."""
-        with self._lock:
-            row = self._conn.execute(
+        with self._read() as conn:
+            row = conn.execute(
                 "SELECT tool, status, result FROM agent_journal "
                 "WHERE thread_id = ? AND iteration = ? AND call_id = ?",
                 (thread_id, iteration, call_id),
@@ -305,7 +253,7 @@ class RunStore:
         result = json.loads(row[2]) if row[2] else None
         return JournalEntry(call_id=call_id, tool=row[0], status=status, result=result)
 
-    @_threaded
+    @threaded
     def intent(self, thread_id: str, iteration: int, call: ToolCall) -> None:
         """Record that a call is about to run (committed before the tool starts)."""
         with self._tx() as conn:
@@ -322,7 +270,7 @@ class RunStore:
                 ),
             )
 
-    @_threaded
+    @threaded
     def outcome(self, thread_id: str, iteration: int, call: ToolCall, result: ToolResult) -> None:
         """Record a call's result."""
         with self._tx() as conn:
@@ -332,7 +280,35 @@ class RunStore:
                 (json.dumps(result, default=str), time.time(), thread_id, iteration, call["id"]),
             )
 
+    @threaded
+    def forget(self, thread_id: str, iteration: int, call_id: str) -> None:
+        """Drop a journal entry whose call is known not to have run (a replay stopped at it)."""
+        with self._tx() as conn:
+            conn.execute(
+                "DELETE FROM agent_journal WHERE thread_id = ? AND iteration = ? AND call_id = ? "
+                "AND status = 'intent'",
+                (thread_id, iteration, call_id),
+            )
+
+    # Maintenance -----------------------------------------------------------------------------
+    @threaded
+    def delete_journal(self, thread_id: str) -> int:
+        """Delete a finished run's journal (a paused run needs its journal to resume safely)."""
+        with self._tx() as conn:
+            cur = conn.execute("DELETE FROM agent_journal WHERE thread_id = ?", (thread_id,))
+        return int(cur.rowcount)
+
+    @threaded
+    def vacuum(self) -> None:
+        """Reclaim the space of deleted rows: fold the WAL into the file, then rebuild it."""
+        with self._read() as conn:
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            conn.execute("VACUUM")
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
 
 def _run(row: dict[str, Any]) -> RunRecord:
     row["gate"] = json.loads(row["gate"]) if row.get("gate") else None
+    row.setdefault("origin", "run")
+    row.setdefault("fork_checkpoint_id", None)
     return cast(RunRecord, row)

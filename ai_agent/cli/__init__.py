@@ -10,6 +10,7 @@ that says what to do, and the exit code says how it ended:
 3     paused at the gate, waiting for a plan
 4     cancelled by a plan
 5     busy: another process is working on that thread
+6     diverged: a replay met a call its recording does not have
 130   interrupted (Ctrl-C); the run can be resumed
 ====  ===========================================================
 
@@ -23,12 +24,12 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from ai_agent.cli import inspect, run
+from ai_agent.cli import debug, inspect, run
 from ai_agent.cli._common import EXIT, Parents, UsageError, report_error
 
 __all__ = ["EXIT", "main"]
 
-COMMAND_MODULES = (run, inspect)
+COMMAND_MODULES = (run, inspect, debug)
 
 
 def _parser() -> tuple[argparse.ArgumentParser, list[str]]:
@@ -36,7 +37,8 @@ def _parser() -> tuple[argparse.ArgumentParser, list[str]]:
         prog="ai-agent",
         description="Run a task through the nine-stage agent pipeline; pause at the gate for a "
         "person's plan; resume later from any process.",
-        epilog="Exit codes: 0 completed, 1 failed, 2 usage error, 3 paused, 4 cancelled, 5 busy.",
+        epilog="Exit codes: 0 completed, 1 failed, 2 usage error, 3 paused, 4 cancelled, 5 busy, "
+        "6 a replay diverged.",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     parents = Parents.build()

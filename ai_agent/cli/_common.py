@@ -22,6 +22,8 @@ __all__ = [
     "UsageError",
     "build_agent",
     "db_path",
+    "format_table",
+    "format_timeline",
     "format_trace",
     "print_json",
     "print_result",
@@ -30,7 +32,15 @@ __all__ = [
     "settings_of",
 ]
 
-EXIT = {"completed": 0, "failed": 1, "usage": 2, "paused": 3, "cancelled": 4, "busy": 5}
+EXIT = {
+    "completed": 0,
+    "failed": 1,
+    "usage": 2,
+    "paused": 3,
+    "cancelled": 4,
+    "busy": 5,
+    "diverged": 6,
+}
 T = TypeVar("T")
 
 
@@ -207,10 +217,18 @@ def print_result(result: RunResult, *, as_json: bool = False, trace: bool = Fals
         print(f"error: {result.error}", file=sys.stderr)
 
 
+def format_table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """Rows as a plain-text table with aligned columns."""
+    table = [tuple(head), *(tuple(r) for r in rows)]
+    widths = [max(len(r[i]) for r in table) for i in range(len(head))]
+    return "\n".join(
+        "  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip() for r in table
+    )
+
+
 def format_trace(trace: Sequence[Any]) -> str:
     """The structured trace as a readable table."""
-    head = ("stage", "iter", "ms", "tool", "status", "gate", "detail")
-    rows = [head]
+    rows = []
     for t in trace:
         gate = t.get("gate_score")
         rows.append(
@@ -224,7 +242,24 @@ def format_trace(trace: Sequence[Any]) -> str:
                 str(t.get("detail") or "")[:60].replace("\n", " "),
             )
         )
-    widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
-    return "\n".join(
-        "  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip() for r in rows
-    )
+    return format_table(("stage", "iter", "ms", "tool", "status", "gate", "detail"), rows)
+
+
+def format_timeline(timeline: Sequence[Any]) -> str:
+    """A run's timeline (``Agent.timeline``) as a readable table."""
+    rows = [
+        (
+            "" if t["step"] is None else str(t["step"]),
+            t["stage"],
+            str(t["iteration"]),
+            f"{t['duration_ms']:.1f}",
+            "" if t["tokens"] is None else str(t["tokens"]),
+            t["tool"] or "",
+            t["status"],
+            "" if t["gate_score"] is None else f"{t['gate_score']:.2f}",
+            t["detail"][:60].replace("\n", " "),
+        )
+        for t in timeline
+    ]
+    head = ("step", "stage", "iter", "ms", "tokens", "tool", "status", "gate", "detail")
+    return format_table(head, rows)

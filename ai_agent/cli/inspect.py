@@ -10,7 +10,7 @@ from typing import Any
 from ai_agent.cli._common import (
     Parents,
     db_path,
-    format_trace,
+    format_timeline,
     print_json,
     print_result,
     run_closing,
@@ -23,12 +23,17 @@ __all__ = ["add_commands"]
 def add_commands(sub: Any, parents: Parents) -> None:
     """Add ``runs``, ``show`` and ``tools``."""
     runs = sub.add_parser("runs", parents=[parents.common], help="list runs, newest first")
-    runs.add_argument("--status", choices=["running", "paused", "completed", "failed", "cancelled"])
+    runs.add_argument(
+        "--status", choices=["running", "paused", "completed", "failed", "cancelled", "forked"]
+    )
     runs.add_argument("--limit", type=int, default=20)
     runs.set_defaults(handler=_runs)
 
-    show = sub.add_parser("show", parents=[parents.common], help="show one run and its trace")
+    show = sub.add_parser("show", parents=[parents.common], help="show one run and its timeline")
     show.add_argument("thread", help="the run's thread id")
+    show.add_argument(
+        "--checkpoint", metavar="ID", help="the run as it was at this checkpoint (see history)"
+    )
     show.set_defaults(handler=_show)
 
     tools = sub.add_parser("tools", parents=[parents.common], help="list the tool catalog")
@@ -50,7 +55,8 @@ def _runs(args: argparse.Namespace) -> int:
         print("no runs")
     for r in runs:
         task = r["task"].replace("\n", " ")
-        print(f"{r['thread_id']}  {r['status']:<9}  {task[:70]}")
+        origin = "" if r["origin"] == "run" else f"  ({r['origin']} of {r['parent_thread_id']})"
+        print(f"{r['thread_id']}  {r['status']:<9}  {task[:70]}{origin}")
     return 0
 
 
@@ -58,14 +64,38 @@ def _show(args: argparse.Namespace) -> int:
     from ai_agent.graph import Agent
 
     agent = Agent(checkpoint_path=db_path(args), settings=settings_of(args), memory_path=None)
-    result = run_closing(agent, agent.get_result(args.thread))
+    return _print_show(args, *run_closing(agent, _gather(agent, args.thread, args.checkpoint)))
+
+
+def _print_show(args: argparse.Namespace, result: Any, timeline: Any, state: Any) -> int:
     if args.json:
-        print_json(result.to_dict())
+        print_json({**result.to_dict(), "timeline": timeline, "at": state})
         return 0
-    print(f"thread {result.thread_id}: {result.status} after {result.iterations} iteration(s)")
-    print(format_trace(result.trace))
-    print_result(result)
+    usage = result.usage
+    print(
+        f"thread {result.thread_id}: {result.status} after {result.iterations} iteration(s), "
+        f"{usage.get('total_tokens', 0)} tokens in {usage.get('requests', 0)} model request(s)"
+    )
+    if state is not None:
+        print(
+            f"at checkpoint {args.checkpoint} (step {state['step']}): next "
+            f"{', '.join(state['next']) or 'nothing (the run ended)'}"
+            + ("; paused for a plan" if state["paused"] else "")
+        )
+    print(format_timeline(timeline))
+    if state is None:
+        print_result(result)
     return 0
+
+
+async def _gather(agent: Any, thread: str, checkpoint: str | None) -> Any:
+    result = await agent.get_result(thread)
+    timeline = await agent.timeline(thread, checkpoint)
+    state = None
+    if checkpoint is not None:
+        entry = next(e for e in await agent.ahistory(thread) if e.checkpoint_id == checkpoint)
+        state = {"step": entry.step, "next": list(entry.next), "paused": entry.paused}
+    return result, timeline, state
 
 
 def _tools(args: argparse.Namespace) -> int:

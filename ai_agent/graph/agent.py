@@ -19,14 +19,20 @@ Example:
 from __future__ import annotations
 
 from ai_agent.graph.core import AgentCore
+from ai_agent.graph.export import ExportMixin
+from ai_agent.graph.history import HistoryMixin
+from ai_agent.graph.inspection import InspectionMixin
+from ai_agent.graph.prune import PruneMixin
+from ai_agent.graph.replay import ReplayMixin
 
 __all__ = ["Agent"]
 
 
-class Agent(AgentCore):
+class Agent(ExportMixin, InspectionMixin, ReplayMixin, HistoryMixin, PruneMixin, AgentCore):
     """Runs tasks through the nine-stage pipeline, pausing at the gate and resuming later.
 
     See :class:`ai_agent.graph.core.AgentCore` for the constructor's arguments. Feature mixins
-    (replay and inspection, streaming, tool management, the toolsmaker) are listed before the
-    core in the bases.
+    are listed before the core in the bases: checkpoints and forks (``history``, ``fork``),
+    ``replay``, the inspection helpers (``get_*``, ``timeline``), pictures (``run_report``,
+    ``export_html``) and ``prune``; each builds on the ones after it.
     """

@@ -23,8 +23,17 @@ from langgraph.types import Command
 from pydantic import SecretStr
 
 from ai_agent.checkpoints import RunStore, SqliteMemory, open_checkpointer
+from ai_agent.checkpoints.versions import check_state_version, stamped
 from ai_agent.config import AgentSettings, ModelBackendSettings, load_settings
-from ai_agent.context import ApprovalPolicy, Event, Hooks, ModelCaller, RunContext, RunPolicy
+from ai_agent.context import (
+    ApprovalPolicy,
+    Event,
+    Hooks,
+    ModelCaller,
+    RunContext,
+    RunPolicy,
+    ToolBox,
+)
 from ai_agent.errors import (
     AgentError,
     ConfigError,
@@ -34,6 +43,7 @@ from ai_agent.errors import (
     UnknownThreadError,
 )
 from ai_agent.graph.build import build_graph, recursion_limit
+from ai_agent.graph.recording import RecordingModel, RecordingToolBox, generation_params
 from ai_agent.graph.result import RunResult, RunStatusName
 from ai_agent.models import ChatModelCaller, make_chat_model
 from ai_agent.nodes.gate import check_plan, parse_plan
@@ -55,9 +65,15 @@ T = TypeVar("T")
 _UNSET: Any = object()
 
 
-def config_for(thread_id: str, limit: int | None = None) -> dict[str, Any]:
-    """The one place that writes LangGraph's ``configurable``: the thread id, nothing secret."""
-    config: dict[str, Any] = {"configurable": {"thread_id": thread_id}}
+def config_for(
+    thread_id: str, limit: int | None = None, *, checkpoint_id: str | None = None
+) -> dict[str, Any]:
+    """The one place that writes LangGraph's ``configurable``: the thread id (and, to address one
+    checkpoint, its id), nothing secret."""
+    configurable: dict[str, Any] = {"thread_id": thread_id, "checkpoint_ns": ""}
+    if checkpoint_id is not None:
+        configurable["checkpoint_id"] = checkpoint_id
+    config: dict[str, Any] = {"configurable": configurable}
     if limit is not None:
         config["recursion_limit"] = limit
     return config
@@ -177,6 +193,7 @@ class AgentCore:
         self._saver: BaseCheckpointSaver[Any] | None = None
         self._saver_cm: contextlib.AbstractAsyncContextManager[Any] | None = None
         self._open_lock = asyncio.Lock()
+        self._last_thread: str | None = None
 
     @classmethod
     def from_settings(cls, settings: AgentSettings, **overrides: Any) -> Self:
@@ -284,11 +301,22 @@ class AgentCore:
             self._memory = SqliteMemory(base.with_name("memory.sqlite"))
         return self._memory
 
-    async def _context(self, thread_id: str) -> RunContext:
+    def generation_params(self) -> dict[str, Any]:
+        """The generation parameters recorded with every model request (never credentials)."""
+        return generation_params(self._model_arg, self.backend, self.settings.model_backend)
+
+    async def _context(
+        self, thread_id: str, *, model: ModelCaller | None = None, tools: ToolBox | None = None
+    ) -> RunContext:
+        """The run context; every model and tool call through it is recorded in the run store.
+
+        A replay passes its own ``model`` and ``tools`` (which serve recorded replies).
+        """
+        caller = model if model is not None else await self._model()
         return RunContext(
             thread_id=thread_id,
-            model=await self._model(),
-            tools=self.registry,
+            model=RecordingModel(caller, self.store, thread_id, self.generation_params()),
+            tools=RecordingToolBox(tools or self.registry, self.store, thread_id),
             journal=self.store,
             hooks=self.hooks,
             policy=self.policy,
@@ -373,6 +401,7 @@ class AgentCore:
     async def _resume_input(
         self, thread_id: str, snapshot: StateSnapshot, plan: UserPlan | Mapping[str, Any] | None
     ) -> Command[Any] | None:
+        check_state_version(snapshot.metadata, f"run {thread_id}")
         if not snapshot.values and await self.store.get_run(thread_id) is None:
             raise UnknownThreadError(
                 f"no run with thread id {thread_id} in {self.checkpoint_path}; "
@@ -396,10 +425,13 @@ class AgentCore:
         status = snapshot.values.get("status", "finished")
         raise NothingPendingError(f"run {thread_id} has {status}; there is nothing to resume")
 
-    async def _drive(self, thread_id: str, graph_input: Any, lease: Lease) -> RunResult:
+    async def _drive(
+        self, thread_id: str, graph_input: Any, lease: Lease, context: RunContext | None = None
+    ) -> RunResult:
+        self._last_thread = thread_id
         heartbeat = asyncio.create_task(self._heartbeat(lease))
         try:
-            return await self._invoke(thread_id, graph_input)
+            return await self._invoke(thread_id, graph_input, context)
         finally:
             heartbeat.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -411,15 +443,20 @@ class AgentCore:
             await asyncio.sleep(60)
             lease = await self.store.renew(lease)
 
-    async def _invoke(self, thread_id: str, graph_input: Any) -> RunResult:
+    async def _invoke(
+        self, thread_id: str, graph_input: Any, context: RunContext | None = None
+    ) -> RunResult:
         limit = recursion_limit(self.policy.max_iterations)
         try:
-            context = await self._context(thread_id)
+            context = context or await self._context(thread_id)
             async with self._graph() as graph:
                 # "sync": each step's checkpoint is committed before the next step starts, so a
                 # tool never has side effects ahead of the checkpoint that leads to it.
                 await graph.ainvoke(
-                    graph_input, config_for(thread_id, limit), context=context, durability="sync"
+                    graph_input,
+                    stamped(config_for(thread_id, limit)),
+                    context=context,
+                    durability="sync",
                 )
                 snapshot = await graph.aget_state(config_for(thread_id))
         except (AgentError, GraphRecursionError) as exc:

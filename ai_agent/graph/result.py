@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from ai_agent.graph.divergence import DivergenceReport
 from ai_agent.state import GateReport, TraceEvent
 
 __all__ = ["RunResult", "RunStatusName"]
@@ -26,6 +27,8 @@ class RunResult:
         trace: The structured trace: stage, iteration, duration, tool, status, gate score.
         usage: Token usage reported by the model server, summed over the run.
         iterations: Cycles run so far.
+        divergence: For a replay that stopped because the recording could not answer a call:
+            where, and how the new call differs from the recorded one.
     """
 
     status: RunStatusName
@@ -36,6 +39,7 @@ class RunResult:
     trace: list[TraceEvent] = field(default_factory=list)
     usage: dict[str, Any] = field(default_factory=dict)
     iterations: int = 0
+    divergence: DivergenceReport | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (what ``--json`` prints)."""

@@ -1,0 +1,289 @@
+"""Recorded calls: every model call and tool call of a run, so it can be replayed offline.
+
+A model call is stored with a stable hash of its request (messages, tool schemas, generation
+parameters), the request itself, the reply (or the model error), the usage and the latency. A
+tool call is stored with the tool's name, a hash of its arguments, the arguments, the ToolResult
+and the duration. Both carry where they happened: the thread, LangGraph's step, the stage, and the
+checkpoint the stage started from.
+
+Requests repeat the whole conversation, so message bodies and tool schema lists are stored once,
+by content hash, in ``agent_blobs``: a request row lists hashes, and recording a run grows with
+its length, not with its square.
+
+Nothing secret is ever passed here: the model's inputs are the conversation and the schemas; the
+API key and headers live inside the model client and never reach a ModelCaller's arguments.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import time
+from collections.abc import Sequence
+from typing import Any, TypedDict
+
+from ai_agent.checkpoints._sqlite import SqliteBase, threaded
+from ai_agent.state import Message, ToolCall, ToolResult
+
+__all__ = [
+    "CallPosition",
+    "ModelCallRecord",
+    "ModelRequest",
+    "RecordedCalls",
+    "ToolCallRecord",
+]
+
+
+class CallPosition(TypedDict):
+    """Where in a run a call happened (None outside a graph run)."""
+
+    step: int | None
+    stage: str | None
+    checkpoint_id: str | None
+
+
+class ModelRequest(TypedDict):
+    """What a model call sent: the messages, the tools' schemas and the generation parameters."""
+
+    messages: list[Message]
+    tools: list[dict[str, Any]]
+    params: dict[str, Any]
+
+
+class ModelCallRecord(TypedDict):
+    """One recorded model call (its request is read separately, by ``seq``)."""
+
+    seq: int
+    thread_id: str
+    step: int | None
+    stage: str | None
+    checkpoint_id: str | None
+    request_hash: str
+    message: Message | None
+    usage: dict[str, Any]
+    error: dict[str, str] | None
+    latency_ms: float
+    replayed: bool
+    created_at: float
+
+
+class ToolCallRecord(TypedDict):
+    """One recorded tool call."""
+
+    seq: int
+    thread_id: str
+    step: int | None
+    stage: str | None
+    checkpoint_id: str | None
+    iteration: int | None
+    call: ToolCall
+    args_hash: str
+    result: ToolResult
+    duration_ms: float
+    replayed: bool
+    created_at: float
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+
+
+def _blob(conn: sqlite3.Connection, value: Any) -> str:
+    body = _dumps(value)
+    digest = hashlib.sha256(body.encode()).hexdigest()
+    conn.execute("INSERT OR IGNORE INTO agent_blobs (hash, body) VALUES (?, ?)", (digest, body))
+    return digest
+
+
+_MODEL_COLUMNS = (
+    "seq, thread_id, step, stage, checkpoint_id, request_hash, response, usage, error, "
+    "latency_ms, replayed, created_at"
+)
+_TOOL_COLUMNS = (
+    "seq, thread_id, step, stage, checkpoint_id, iteration, call_id, tool, args_hash, args, "
+    "result, duration_ms, replayed, created_at"
+)
+
+
+def _model_record(row: Sequence[Any]) -> ModelCallRecord:
+    return ModelCallRecord(
+        seq=row[0],
+        thread_id=row[1],
+        step=row[2],
+        stage=row[3],
+        checkpoint_id=row[4],
+        request_hash=row[5],
+        message=json.loads(row[6]) if row[6] else None,
+        usage=json.loads(row[7]),
+        error=json.loads(row[8]) if row[8] else None,
+        latency_ms=row[9],
+        replayed=bool(row[10]),
+        created_at=row[11],
+    )
+
+
+def _tool_record(row: Sequence[Any]) -> ToolCallRecord:
+    return ToolCallRecord(
+        seq=row[0],
+        thread_id=row[1],
+        step=row[2],
+        stage=row[3],
+        checkpoint_id=row[4],
+        iteration=row[5],
+        call=ToolCall(id=row[6], name=row[7], args=json.loads(row[9])),
+        args_hash=row[8],
+        result=json.loads(row[10]),
+        duration_ms=row[11],
+        replayed=bool(row[12]),
+        created_at=row[13],
+    )
+
+
+class RecordedCalls(SqliteBase):
+    """The recorded-calls part of the run store (see the module docstring)."""
+
+    @threaded
+    def record_model_call(
+        self,
+        thread_id: str,
+        position: CallPosition,
+        request_hash: str,
+        request: ModelRequest,
+        *,
+        message: Message | None,
+        usage: dict[str, Any],
+        error: dict[str, str] | None,
+        latency_ms: float,
+        replayed: bool = False,
+    ) -> int:
+        """Record one model call: its reply, or the model error it ended with. Returns its seq."""
+        with self._tx() as conn:
+            stored = {
+                "messages": [_blob(conn, m) for m in request["messages"]],
+                "tools": _blob(conn, request["tools"]),
+                "params": request["params"],
+            }
+            cur = conn.execute(
+                "INSERT INTO agent_model_calls (thread_id, step, stage, checkpoint_id, "
+                "request_hash, request, response, usage, error, latency_ms, replayed, created_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    thread_id,
+                    position["step"],
+                    position["stage"],
+                    position["checkpoint_id"],
+                    request_hash,
+                    _dumps(stored),
+                    _dumps(message) if message is not None else None,
+                    _dumps(usage),
+                    _dumps(error) if error is not None else None,
+                    latency_ms,
+                    int(replayed),
+                    time.time(),
+                ),
+            )
+        return int(cur.lastrowid or 0)
+
+    @threaded
+    def record_tool_call(
+        self,
+        thread_id: str,
+        position: CallPosition,
+        call: ToolCall,
+        args_hash: str,
+        result: ToolResult,
+        *,
+        iteration: int | None,
+        duration_ms: float,
+        replayed: bool = False,
+    ) -> int:
+        """Record one tool call and its result. Returns its seq."""
+        with self._tx() as conn:
+            cur = conn.execute(
+                "INSERT INTO agent_tool_calls (thread_id, step, stage, checkpoint_id, iteration, "
+                "call_id, tool, args_hash, args, result, duration_ms, replayed, created_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    thread_id,
+                    position["step"],
+                    position["stage"],
+                    position["checkpoint_id"],
+                    iteration,
+                    call["id"],
+                    call["name"],
+                    args_hash,
+                    _dumps(call["args"]),
+                    _dumps(result),
+                    duration_ms,
+                    int(replayed),
+                    time.time(),
+                ),
+            )
+        return int(cur.lastrowid or 0)
+
+    @threaded
+    def model_calls(self, thread_id: str) -> list[ModelCallRecord]:
+        """The thread's recorded model calls, in the order they were made."""
+        with self._read() as conn:
+            rows = conn.execute(
+                f"SELECT {_MODEL_COLUMNS} FROM agent_model_calls "  # noqa: S608 - fixed text
+                "WHERE thread_id = ? ORDER BY seq",
+                (thread_id,),
+            ).fetchall()
+        return [_model_record(r) for r in rows]
+
+    @threaded
+    def model_request(self, seq: int) -> ModelRequest:
+        """The full request of one recorded model call.
+
+        Raises:
+            KeyError: no recorded call has this seq.
+        """
+        with self._read() as conn:
+            row = conn.execute(
+                "SELECT request FROM agent_model_calls WHERE seq = ?", (seq,)
+            ).fetchone()
+            if row is None:
+                raise KeyError(seq)
+            stored = json.loads(row[0])
+            wanted = [*stored["messages"], stored["tools"]]
+            marks = ",".join("?" * len(wanted))
+            bodies = dict(
+                conn.execute(
+                    f"SELECT hash, body FROM agent_blobs WHERE hash IN ({marks})",  # noqa: S608 - placeholders only
+                    wanted,
+                ).fetchall()
+            )
+        return ModelRequest(
+            messages=[json.loads(bodies[h]) for h in stored["messages"]],
+            tools=json.loads(bodies[stored["tools"]]),
+            params=stored["params"],
+        )
+
+    @threaded
+    def tool_calls(self, thread_id: str) -> list[ToolCallRecord]:
+        """The thread's recorded tool calls, in the order they were made."""
+        with self._read() as conn:
+            rows = conn.execute(
+                f"SELECT {_TOOL_COLUMNS} FROM agent_tool_calls "  # noqa: S608 - fixed text
+                "WHERE thread_id = ? ORDER BY seq",
+                (thread_id,),
+            ).fetchall()
+        return [_tool_record(r) for r in rows]
+
+    @threaded
+    def delete_calls(self, thread_id: str) -> int:
+        """Delete a thread's recorded calls (and bodies nothing else uses); returns how many."""
+        with self._tx() as conn:
+            models = conn.execute("DELETE FROM agent_model_calls WHERE thread_id = ?", (thread_id,))
+            tools = conn.execute("DELETE FROM agent_tool_calls WHERE thread_id = ?", (thread_id,))
+            # A body may be shared with other threads' requests (a fork or a replay repeats its
+            # source's conversation): delete only the bodies no remaining request lists.
+            conn.execute(
+                "DELETE FROM agent_blobs WHERE hash NOT IN ("
+                "SELECT j.value FROM agent_model_calls AS c, "
+                "json_each(c.request, '$.messages') AS j "
+                "UNION SELECT json_extract(request, '$.tools') FROM agent_model_calls)"
+            )
+        return int(models.rowcount) + int(tools.rowcount)

@@ -1,0 +1,159 @@
+"""The run store's schema: its version, the tables of version 1, and the migrations since.
+
+A database is brought to :data:`SCHEMA_VERSION` when it is opened: the version-1 tables are
+created if missing, then each migration from the stored version upwards runs, all in one
+``BEGIN IMMEDIATE`` transaction, so two processes opening an old file at once migrate it once.
+A file written by a newer ai-agent is refused instead of being damaged.
+
+To change the schema: add ``_v<N>`` below, list it in ``MIGRATIONS``, bump ``SCHEMA_VERSION``,
+and commit a fixture of the new version (``tests/fixtures/make_fixture.py``); the fixtures of
+older versions stay, and their tests open them with the new code.
+
+Version history:
+
+1. runs, leases, the act journal.
+2. recorded model and tool calls (with message bodies stored once, by hash, in ``agent_blobs``);
+   a run's ``origin`` (run, fork, replay) and the checkpoint it was forked at.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+
+from ai_agent.errors import StoreError
+
+__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "ensure_schema", "schema_version"]
+
+SCHEMA_VERSION = 2
+
+_V1 = (
+    "CREATE TABLE IF NOT EXISTS agent_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    """CREATE TABLE IF NOT EXISTS agent_runs (
+        thread_id TEXT PRIMARY KEY,
+        task TEXT NOT NULL,
+        status TEXT NOT NULL,
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL,
+        final_text TEXT,
+        gate TEXT,
+        error TEXT,
+        parent_thread_id TEXT
+    )""",
+    "CREATE INDEX IF NOT EXISTS agent_runs_updated ON agent_runs (updated_at)",
+    """CREATE TABLE IF NOT EXISTS agent_leases (
+        thread_id TEXT PRIMARY KEY,
+        owner TEXT NOT NULL,
+        host TEXT NOT NULL,
+        pid INTEGER NOT NULL,
+        acquired_at REAL NOT NULL,
+        expires_at REAL NOT NULL
+    )""",
+    """CREATE TABLE IF NOT EXISTS agent_journal (
+        thread_id TEXT NOT NULL,
+        iteration INTEGER NOT NULL,
+        call_id TEXT NOT NULL,
+        tool TEXT NOT NULL,
+        args TEXT NOT NULL,
+        status TEXT NOT NULL,
+        result TEXT,
+        intent_at REAL NOT NULL,
+        outcome_at REAL,
+        PRIMARY KEY (thread_id, iteration, call_id)
+    )""",
+)
+
+
+def _v2(conn: sqlite3.Connection) -> None:
+    """Recorded calls, and where a run came from."""
+    for statement in (
+        "ALTER TABLE agent_runs ADD COLUMN origin TEXT NOT NULL DEFAULT 'run'",
+        "ALTER TABLE agent_runs ADD COLUMN fork_checkpoint_id TEXT",
+        "CREATE INDEX agent_runs_parent ON agent_runs (parent_thread_id)",
+        # Message bodies and tool schema lists, stored once by content hash: each request holds
+        # the whole conversation, so storing requests whole would grow with the square of it.
+        "CREATE TABLE agent_blobs (hash TEXT PRIMARY KEY, body TEXT NOT NULL)",
+        """CREATE TABLE agent_model_calls (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            thread_id TEXT NOT NULL,
+            step INTEGER,
+            stage TEXT,
+            checkpoint_id TEXT,
+            request_hash TEXT NOT NULL,
+            request TEXT NOT NULL,
+            response TEXT,
+            usage TEXT NOT NULL,
+            error TEXT,
+            latency_ms REAL NOT NULL,
+            replayed INTEGER NOT NULL,
+            created_at REAL NOT NULL
+        )""",
+        "CREATE INDEX agent_model_calls_thread ON agent_model_calls (thread_id, seq)",
+        """CREATE TABLE agent_tool_calls (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            thread_id TEXT NOT NULL,
+            step INTEGER,
+            stage TEXT,
+            checkpoint_id TEXT,
+            iteration INTEGER,
+            call_id TEXT NOT NULL,
+            tool TEXT NOT NULL,
+            args_hash TEXT NOT NULL,
+            args TEXT NOT NULL,
+            result TEXT NOT NULL,
+            duration_ms REAL NOT NULL,
+            replayed INTEGER NOT NULL,
+            created_at REAL NOT NULL
+        )""",
+        "CREATE INDEX agent_tool_calls_thread ON agent_tool_calls (thread_id, seq)",
+    ):
+        conn.execute(statement)
+
+
+# MIGRATIONS[n] takes a database from version n to n + 1.
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _v2}
+
+
+def schema_version(conn: sqlite3.Connection) -> int | None:
+    """The stored schema version, or None for a database without the run store's tables."""
+    exists = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'agent_meta'"
+    ).fetchone()
+    if exists is None:
+        return None
+    row = conn.execute("SELECT value FROM agent_meta WHERE key = 'schema_version'").fetchone()
+    return int(row[0]) if row else 1
+
+
+def ensure_schema(conn: sqlite3.Connection, path: Path) -> int | None:
+    """Create or migrate the run store's tables to :data:`SCHEMA_VERSION`.
+
+    Returns:
+        The version the database had before (None: it had no run store yet).
+
+    Raises:
+        StoreError: the database was written by a newer ai-agent.
+    """
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        found = schema_version(conn)
+        version = 1 if found is None else found
+        if version > SCHEMA_VERSION:
+            raise StoreError(
+                f"the run store at {path} has schema version {version}, newer than this "
+                f"ai-agent understands ({SCHEMA_VERSION}); upgrade ai-agent"
+            )
+        for statement in _V1:
+            conn.execute(statement)
+        while version < SCHEMA_VERSION:
+            MIGRATIONS[version](conn)
+            version += 1
+        conn.execute(
+            "INSERT OR REPLACE INTO agent_meta VALUES ('schema_version', ?)", (str(version),)
+        )
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+    return found

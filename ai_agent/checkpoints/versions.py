@@ -1,0 +1,71 @@
+"""The version of the run state inside checkpoints.
+
+Every checkpoint the engine writes carries ``ai_agent_state_version`` in its metadata (LangGraph
+copies a run config's ``metadata`` into each checkpoint's). A checkpoint without it was written
+before the stamp existed, which is version 1. Code that continues, forks or replays a run checks
+the version first, so a run written by a newer ai-agent is refused with a clear message instead of
+being misread.
+
+To change the shape of ``RunState`` incompatibly: bump :data:`STATE_VERSION`, add a function to
+``STATE_MIGRATIONS`` that turns state values of the previous version into the new shape, and keep a
+fixture of the old version (``tests/fixtures/``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ai_agent.errors import StoreError
+
+__all__ = [
+    "STATE_MIGRATIONS",
+    "STATE_VERSION",
+    "STATE_VERSION_KEY",
+    "check_state_version",
+    "stamped",
+    "state_version",
+    "upgrade_state",
+]
+
+STATE_VERSION = 1
+STATE_VERSION_KEY = "ai_agent_state_version"
+
+# STATE_MIGRATIONS[n] turns state values of version n into version n + 1.
+STATE_MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {}
+
+
+def stamped(config: dict[str, Any]) -> dict[str, Any]:
+    """``config`` with the state version in its metadata, so every checkpoint it writes has it.
+
+    Example:
+        >>> stamped({"configurable": {"thread_id": "t"}})["metadata"]
+        {'ai_agent_state_version': 1}
+    """
+    metadata = {**(config.get("metadata") or {}), STATE_VERSION_KEY: STATE_VERSION}
+    return {**config, "metadata": metadata}
+
+
+def state_version(metadata: Mapping[str, Any] | None) -> int:
+    """The state version a checkpoint's metadata records (1 when it predates the stamp)."""
+    value = (metadata or {}).get(STATE_VERSION_KEY, 1)
+    return int(value) if isinstance(value, int | str) else 1
+
+
+def check_state_version(metadata: Mapping[str, Any] | None, where: str) -> int:
+    """Return the version, or raise StoreError when it is newer than this ai-agent understands."""
+    version = state_version(metadata)
+    if version > STATE_VERSION:
+        raise StoreError(
+            f"{where} was written by a newer ai-agent (state version {version}; this one "
+            f"understands up to {STATE_VERSION}); upgrade ai-agent to continue it"
+        )
+    return version
+
+
+def upgrade_state(values: Mapping[str, Any], version: int) -> dict[str, Any]:
+    """State values of ``version`` brought to :data:`STATE_VERSION` through the migrations."""
+    out = dict(values)
+    for step in range(version, STATE_VERSION):
+        out = STATE_MIGRATIONS[step](out)
+    return out

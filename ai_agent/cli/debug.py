@@ -1,0 +1,223 @@
+"""Debugging commands: ``history``, ``fork``, ``replay``, ``graph``, ``export`` and ``prune``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ai_agent.cli._common import (
+    EXIT,
+    Parents,
+    UsageError,
+    build_agent,
+    db_path,
+    format_table,
+    print_json,
+    print_result,
+    run_closing,
+    settings_of,
+)
+
+if TYPE_CHECKING:
+    from ai_agent.graph import Agent, RunResult
+    from ai_agent.graph.history import HistoryEntry
+    from ai_agent.graph.inspection import TimelineRow
+    from ai_agent.graph.player import ReplayMode
+    from ai_agent.graph.prune import PruneReport
+
+__all__ = ["add_commands"]
+
+
+def add_commands(sub: Any, parents: Parents) -> None:
+    """Add ``history``, ``fork``, ``replay``, ``graph``, ``export`` and ``prune``."""
+    history = sub.add_parser(
+        "history", parents=[parents.common], help="list a run's checkpoints, oldest first"
+    )
+    history.add_argument("thread", help="the run's thread id")
+    history.set_defaults(handler=_history)
+
+    fork = sub.add_parser(
+        "fork", parents=[parents.common], help="copy a run up to a checkpoint into a new thread"
+    )
+    fork.add_argument("thread", help="the run's thread id")
+    fork.add_argument("checkpoint", help="the checkpoint id (see `ai-agent history THREAD`)")
+    fork.add_argument("--update", help="state values to apply to the fork, as JSON")
+    fork.set_defaults(handler=_fork)
+
+    replay = sub.add_parser(
+        "replay",
+        parents=[parents.common, parents.runner],
+        help="re-run a stored run into a new thread, offline from its recording",
+    )
+    replay.add_argument("thread", help="the run's thread id")
+    replay.add_argument(
+        "--from",
+        dest="checkpoint",
+        metavar="CHECKPOINT",
+        help="start there (with --live-after: switch to live there)",
+    )
+    live = replay.add_mutually_exclusive_group()
+    live.add_argument("--live", action="store_true", help="call the model and tools again")
+    live.add_argument(
+        "--live-after", action="store_true", help="recorded up to the checkpoint, live after it"
+    )
+    replay.set_defaults(handler=_replay)
+
+    graph = sub.add_parser(
+        "graph", parents=[parents.common], help="print the pipeline as a Mermaid diagram"
+    )
+    graph.add_argument("--thread", help="mark the stages this run went through")
+    graph.set_defaults(handler=_graph)
+
+    export = sub.add_parser(
+        "export", parents=[parents.common], help="write a run as one self-contained HTML page"
+    )
+    export.add_argument("thread", help="the run's thread id")
+    export.add_argument("--html", required=True, metavar="FILE", help="the page to write")
+    export.set_defaults(handler=_export)
+
+    prune = sub.add_parser(
+        "prune",
+        parents=[parents.common],
+        help="delete old checkpoints and recorded calls, keeping paused runs resumable",
+    )
+    prune.add_argument("thread", nargs="?", help="prune this run")
+    prune.add_argument("--older-than", type=float, metavar="DAYS", help="runs idle this long")
+    prune.add_argument("--keep-last", type=int, metavar="N", help="all but the N latest runs")
+    prune.add_argument("--no-vacuum", action="store_true", help="do not reclaim the space")
+    prune.set_defaults(handler=_prune)
+
+
+def _stored_agent(args: argparse.Namespace) -> Agent:
+    from ai_agent.graph import Agent
+
+    return Agent(checkpoint_path=db_path(args), settings=settings_of(args), memory_path=None)
+
+
+# Each handler gets its data through one event loop, then hands it to a printer: the printers
+# hold the logic, the handlers stay two lines long.
+
+
+def _history(args: argparse.Namespace) -> int:
+    return _show_history(args, _stored_agent(args).history(args.thread))
+
+
+def _show_history(args: argparse.Namespace, entries: list[HistoryEntry]) -> int:
+    if args.json:
+        print_json([e.to_dict() for e in entries])
+        return 0
+    rows = [
+        (str(e.step), e.stage, e.time[11:19], e.checkpoint_id, e.summary.replace("\n", " "))
+        for e in entries
+    ]
+    print(format_table(("step", "stage", "time", "checkpoint", "what changed"), rows))
+    return 0
+
+
+def _update_of(args: argparse.Namespace) -> dict[str, Any] | None:
+    if not args.update:
+        return None
+    try:
+        update = json.loads(args.update)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"--update is not JSON: {exc}") from None
+    if not isinstance(update, dict):
+        raise UsageError('--update must be a JSON object, e.g. {"reflection": "..."}')
+    return update
+
+
+def _fork(args: argparse.Namespace) -> int:
+    agent, update = _stored_agent(args), _update_of(args)
+    return _show_fork(args, run_closing(agent, agent.afork(args.thread, args.checkpoint, update)))
+
+
+def _show_fork(args: argparse.Namespace, new: str) -> int:
+    if args.json:
+        print_json({"thread_id": new, "parent_thread_id": args.thread})
+    else:
+        print(new)
+        print(f"resume it with: ai-agent resume {new}", file=sys.stderr)
+    return 0
+
+
+def _replay(args: argparse.Namespace) -> int:
+    mode: ReplayMode = "live" if args.live else "live-after" if args.live_after else "recorded"
+    agent = build_agent(args)
+    return _show_replay(
+        args, mode, run_closing(agent, agent.replay(args.thread, args.checkpoint, mode))
+    )
+
+
+def _show_replay(args: argparse.Namespace, mode: str, result: RunResult) -> int:
+    if args.json:
+        print_json(result.to_dict())
+    else:
+        print(
+            f"replay {result.thread_id} of {args.thread} ({mode}): {result.status}", file=sys.stderr
+        )
+        if result.divergence is not None:
+            print(result.divergence)
+        else:
+            print_result(result, trace=args.trace)
+    return EXIT["diverged"] if result.divergence is not None else EXIT[result.status]
+
+
+def _graph(args: argparse.Namespace) -> int:
+    if not args.thread:
+        return _show_graph(None)
+    agent = _stored_agent(args)
+    return _show_graph(run_closing(agent, agent.timeline(args.thread)))
+
+
+def _show_graph(timeline: list[TimelineRow] | None) -> int:
+    from ai_agent.graph.export import mermaid
+
+    visits: dict[str, int] | None = None
+    if timeline is not None:
+        visits = {}
+        for row in timeline:
+            visits[row["stage"]] = visits.get(row["stage"], 0) + 1
+    print(mermaid(visits), end="")
+    return 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    agent = _stored_agent(args)
+    return _show_export(args, run_closing(agent, agent.export_html(args.thread, Path(args.html))))
+
+
+def _show_export(args: argparse.Namespace, path: Path) -> int:
+    if args.json:
+        print_json({"thread_id": args.thread, "html": str(path)})
+    else:
+        print(path)
+    return 0
+
+
+def _prune(args: argparse.Namespace) -> int:
+    agent = _stored_agent(args)
+    pruning = agent.prune(
+        args.thread,
+        older_than_days=args.older_than,
+        keep_last=args.keep_last,
+        vacuum=not args.no_vacuum,
+    )
+    return _show_prune(args, run_closing(agent, pruning))
+
+
+def _show_prune(args: argparse.Namespace, report: PruneReport) -> int:
+    if args.json:
+        print_json(report.to_dict())
+        return 0
+    saved = report.bytes_before - report.bytes_after
+    print(
+        f"pruned {len(report.pruned)} run(s): {report.checkpoints_deleted} checkpoint(s) and "
+        f"{report.calls_deleted} recorded call(s) deleted; "
+        + (f"{saved / 1024:.0f} KiB reclaimed" if report.vacuumed else "space not reclaimed yet")
+    )
+    for thread, why in report.skipped.items():
+        print(f"skipped {thread}: {why}")
+    return 0

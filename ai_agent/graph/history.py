@@ -1,0 +1,364 @@
+"""Browsing and forking a run's checkpoints: ``history``, ``fork`` (and their async forms).
+
+History reads checkpoints through LangGraph's ``aget_state_history`` and forking copies them with
+the ``BaseCheckpointSaver`` API only (``alist``, ``aput``, ``aput_writes``), so both work with
+any checkpointer, the SQLite one and the delta one alike. LangGraph's own ``copy_thread`` is not
+implemented by the SQLite saver, and would copy more than a fork wants (see :func:`copy_run`).
+
+``history()`` and ``fork()`` are the blocking forms the design documents. ``history()`` may be
+called anywhere, even on a thread whose event loop is running (a notebook): it reads through a
+private connection on a worker thread, which SQLite's WAL mode lets read while others write.
+``fork()`` writes, and a blocked event loop may hold the write lock its own connection is about
+to release, so in async code it refuses and points to ``await afork(...)``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Callable, Coroutine, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any, TypeVar, cast
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
+from langgraph.types import Interrupt
+
+from ai_agent.checkpoints import RunOrigin, open_checkpointer
+from ai_agent.checkpoints.versions import check_state_version, stamped, upgrade_state
+from ai_agent.errors import RunError, UnknownCheckpointError, UnknownThreadError
+from ai_agent.graph.build import build_graph
+from ai_agent.graph.core import AgentCore, config_for
+from ai_agent.graph.summary import change_summary
+from ai_agent.state import RunState, TraceEvent
+
+if TYPE_CHECKING:
+    from langgraph.types import StateSnapshot
+
+__all__ = ["HistoryEntry", "HistoryMixin", "checkpoint_config", "copy_run", "run_blocking"]
+
+T = TypeVar("T")
+_INTERRUPT = "__interrupt__"  # LangGraph's channel for a pending interrupt
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryEntry:
+    """One checkpoint of a run, as ``Agent.history`` lists it.
+
+    Attributes:
+        checkpoint_id: Its id (pass it to ``fork``, ``replay`` or ``show --checkpoint``).
+        parent_id: The checkpoint before it (None for the first).
+        step: LangGraph's step number (-1: the input, 0: the start, then one per stage).
+        stage: The stage that wrote it (``input``, ``start``, a stage name, or ``update`` for a
+            state update applied by a fork).
+        time: When it was written (ISO 8601, UTC).
+        summary: One line saying what changed since the previous checkpoint.
+        next: The stage(s) that run next from it (empty: the run ended here).
+        iteration: The cycle the run was in.
+        paused: The run waited at the gate for a plan at this point.
+        trace: The trace lines the stage added.
+    """
+
+    checkpoint_id: str
+    parent_id: str | None
+    step: int
+    stage: str
+    time: str
+    summary: str
+    next: tuple[str, ...]
+    iteration: int
+    paused: bool
+    trace: tuple[TraceEvent, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return asdict(self)
+
+
+def run_blocking(factory: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    """Run a coroutine to completion from synchronous code, on a worker thread if this thread
+    already runs an event loop."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(factory())
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(lambda: asyncio.run(factory())).result()
+
+
+def checkpoint_config(thread_id: str, checkpoint_id: str | None = None) -> RunnableConfig:
+    """``config_for`` typed for the checkpointer API."""
+    return cast(RunnableConfig, config_for(thread_id, checkpoint_id=checkpoint_id))
+
+
+def _id(config: Mapping[str, Any] | None) -> str | None:
+    if not config:
+        return None
+    return cast(str | None, config["configurable"].get("checkpoint_id"))
+
+
+def values_of(snapshot: StateSnapshot) -> RunState:
+    """A snapshot's state, brought to the current state version."""
+    version = check_state_version(snapshot.metadata, f"checkpoint {_id(snapshot.config)}")
+    return cast(RunState, upgrade_state(snapshot.values or {}, version))
+
+
+def _stage(snapshot: StateSnapshot, parent: StateSnapshot | None) -> str:
+    source = (snapshot.metadata or {}).get("source")
+    if source == "input" or parent is None:
+        return "input" if source == "input" else "pruned"
+    if source == "update":
+        return "update"
+    stages = [s for s in parent.next if s != "__start__"]
+    return ", ".join(stages) if stages else "start"
+
+
+def _entries(snapshots: list[StateSnapshot]) -> list[HistoryEntry]:
+    entries: list[HistoryEntry] = []
+    previous: StateSnapshot | None = None
+    before: RunState = RunState()
+    for snapshot in snapshots:
+        values = values_of(snapshot)
+        trace = values.get("trace", [])
+        added = trace[len(before.get("trace", [])) :]
+        paused = bool(snapshot.interrupts)
+        summary = change_summary(before, values, paused=paused)
+        if previous is None and (snapshot.metadata or {}).get("source") != "input":
+            # The first checkpoint left after a prune: what came before it is not known.
+            added, summary = [], "earlier checkpoints were pruned" + ("; paused" if paused else "")
+        entries.append(
+            HistoryEntry(
+                checkpoint_id=str(_id(snapshot.config)),
+                parent_id=_id(snapshot.parent_config),
+                step=int((snapshot.metadata or {}).get("step", -1)),
+                stage=_stage(snapshot, previous),
+                time=snapshot.created_at or "",
+                summary=summary,
+                next=tuple(snapshot.next),
+                iteration=int(values.get("iteration", 0)),
+                paused=paused,
+                trace=tuple(added),
+            )
+        )
+        previous, before = snapshot, values
+    return entries
+
+
+async def history_of(graph: Any, thread_id: str) -> list[HistoryEntry]:
+    """The checkpoints of a thread, oldest first (through a compiled graph's checkpointer)."""
+    snapshots = [s async for s in graph.aget_state_history(config_for(thread_id))]
+    if not snapshots:
+        raise UnknownThreadError(
+            f"no checkpoints for thread {thread_id}; `ai-agent runs` lists the runs"
+        )
+    snapshots.reverse()
+    return _entries(snapshots)
+
+
+def _chain(tuples: list[CheckpointTuple], checkpoint_id: str) -> list[CheckpointTuple]:
+    by_id = {t.checkpoint["id"]: t for t in tuples}
+    current = by_id.get(checkpoint_id)
+    chain: list[CheckpointTuple] = []
+    while current is not None:
+        chain.append(current)
+        parent = _id(current.parent_config)
+        current = by_id.get(parent) if parent else None
+    chain.reverse()
+    return chain
+
+
+async def copy_run(
+    saver: BaseCheckpointSaver[Any], source: str, target: str, checkpoint_id: str
+) -> CheckpointTuple:
+    """Copy a run's checkpoints from its first up to ``checkpoint_id`` into a new thread.
+
+    Each checkpoint keeps its id, step and metadata, and is written with the channel versions
+    that changed since its parent (what LangGraph itself passes to ``aput``, so a delta
+    checkpointer stores a delta). Of the pending writes only interrupts are copied: a fork at a
+    paused gate is paused too, but the answer the original got there, and the results of the
+    stage that ran after the checkpoint, stay behind, so the fork runs its own way from here.
+
+    Raises:
+        UnknownThreadError: the source thread has no checkpoints.
+        UnknownCheckpointError: it has none with this id.
+    """
+    tuples = [t async for t in saver.alist(checkpoint_config(source))]
+    if not tuples:
+        raise UnknownThreadError(f"no checkpoints for thread {source}")
+    chain = _chain(tuples, checkpoint_id)
+    if not chain:
+        raise UnknownCheckpointError(
+            f"thread {source} has no checkpoint {checkpoint_id}; "
+            f"`ai-agent history {source}` lists them"
+        )
+    versions: Mapping[str, Any] = {}
+    parent: str | None = None
+    for item in chain:
+        checkpoint = item.checkpoint
+        changed = {k: v for k, v in checkpoint["channel_versions"].items() if versions.get(k) != v}
+        await saver.aput(checkpoint_config(target, parent), checkpoint, item.metadata, changed)
+        here = checkpoint_config(target, checkpoint["id"])
+        for task_id, channel, value in item.pending_writes or []:
+            if channel == _INTERRUPT:
+                await saver.aput_writes(
+                    here, [(channel, _retarget(value, source, target))], task_id
+                )
+        versions, parent = checkpoint["channel_versions"], checkpoint["id"]
+    return chain[-1]
+
+
+def _retarget(value: Any, source: str, target: str) -> Any:
+    """A paused gate's interrupts, with the prompt's "resume THREAD" naming the fork."""
+    if not isinstance(value, list):
+        return value
+    out = []
+    for item in value:
+        report = getattr(item, "value", None)
+        if isinstance(item, Interrupt) and isinstance(report, dict) and "prompt" in report:
+            prompt = str(report["prompt"]).replace(source, target)
+            out.append(Interrupt(value={**report, "prompt": prompt}, id=item.id))
+        else:
+            out.append(item)
+    return out
+
+
+def _fork_status(snapshot: StateSnapshot) -> tuple[str, dict[str, Any] | None]:
+    if snapshot.interrupts:
+        return "paused", dict(snapshot.interrupts[0].value)
+    if snapshot.next:
+        return "forked", None
+    values = snapshot.values or {}
+    return str(values.get("status") or "completed"), None
+
+
+class HistoryMixin(AgentCore):
+    """``history`` / ``ahistory`` and ``fork`` / ``afork`` (see the module docstring)."""
+
+    def history(self, thread_id: str) -> list[HistoryEntry]:
+        """The run's checkpoints, oldest first: id, parent, step, stage, time and what changed.
+
+        Blocking; safe anywhere (it reads through its own connection).
+
+        Raises:
+            UnknownThreadError: the thread has no checkpoints.
+
+        Example:
+            >>> import asyncio, tempfile, os
+            >>> from ai_agent import Agent
+            >>> from ai_agent.testing import ScriptedModel
+            >>> d = tempfile.mkdtemp()
+            >>> agent = Agent(model=ScriptedModel(["hi"]), memory_path=None,
+            ...               checkpoint_path=os.path.join(d, "c.sqlite"))
+            >>> res = agent.run_sync("greet")
+            >>> [(e.step, e.stage) for e in agent.history(res.thread_id)][:4]
+            [(-1, 'input'), (0, 'start'), (1, 'recall'), (2, 'draft')]
+        """
+
+        async def read() -> list[HistoryEntry]:
+            async with open_checkpointer(self.checkpoint_path) as saver:
+                return await history_of(build_graph(saver), thread_id)
+
+        return run_blocking(read)
+
+    async def ahistory(self, thread_id: str) -> list[HistoryEntry]:
+        """``history`` for async code."""
+        async with self._graph() as graph:
+            return await history_of(graph, thread_id)
+
+    def fork(
+        self, thread_id: str, checkpoint_id: str, update: Mapping[str, Any] | None = None
+    ) -> str:
+        """Copy a run up to a checkpoint into a new thread; return the new thread's id.
+
+        Blocking; in async code use ``await afork(...)``. See :meth:`afork`.
+
+        Raises:
+            RunError: called on a thread that runs an event loop.
+        """
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self._closing(self.afork(thread_id, checkpoint_id, update)))
+        raise RunError("fork() blocks; in async code use `await agent.afork(...)`")
+
+    async def afork(
+        self, thread_id: str, checkpoint_id: str, update: Mapping[str, Any] | None = None
+    ) -> str:
+        """Copy a run up to a checkpoint into a new thread, ready to resume; the original is
+        never changed.
+
+        The fork has the run's state as it was at that checkpoint: its messages, its tools, and
+        its grants (a fork from before an approval does not have it). ``resume(new_id)``
+        continues it from there; a fork at a paused gate is paused, so ``resume(new_id, plan)``
+        answers it with another plan.
+
+        Args:
+            thread_id: The run to fork.
+            checkpoint_id: Where (``history`` lists the ids).
+            update: State values applied to the fork as if the stage that wrote the checkpoint
+                had returned them (through the state's reducers: a list of messages is
+                appended; ``{"replace": [...]}`` replaces).
+
+        Raises:
+            UnknownThreadError / UnknownCheckpointError: no such run or checkpoint.
+            RunError: ``update`` was given for a paused gate (resume the fork with a plan
+                instead) or for the run's input.
+        """
+        return await self._fork(thread_id, checkpoint_id, update, origin="fork")
+
+    async def _fork(
+        self,
+        thread_id: str,
+        checkpoint_id: str,
+        update: Mapping[str, Any] | None,
+        *,
+        origin: RunOrigin,
+    ) -> str:
+        new = uuid.uuid4().hex
+        async with self._graph() as graph:
+            head = await copy_run(graph.checkpointer, thread_id, new, checkpoint_id)
+            check_state_version(head.metadata, f"checkpoint {checkpoint_id} of {thread_id}")
+            if update:
+                await _apply_update(graph, new, head, update)
+            snapshot = await graph.aget_state(config_for(new))
+        status, gate = _fork_status(snapshot)
+        record = await self.store.get_run(thread_id)
+        task = record["task"] if record else str((snapshot.values or {}).get("task", ""))
+        await self.store.create_run(
+            new,
+            task,
+            parent_thread_id=thread_id,
+            origin=origin,
+            fork_checkpoint_id=checkpoint_id,
+            status=status,
+        )
+        if gate is not None:
+            await self.store.update_run(new, status=status, gate=gate)
+        return new
+
+
+async def _apply_update(
+    graph: Any, thread_id: str, head: CheckpointTuple, update: Mapping[str, Any]
+) -> None:
+    if any(channel == _INTERRUPT for _, channel, _ in head.pending_writes or []):
+        raise RunError(
+            "the run is paused at the gate at this checkpoint; fork it without an update and "
+            "resume the fork with a plan"
+        )
+    unknown = sorted(set(update) - set(RunState.__annotations__))
+    if unknown:
+        raise RunError(
+            f"cannot apply the update to the fork: {', '.join(unknown)} not in the run state "
+            f"(its fields: {', '.join(sorted(RunState.__annotations__))})"
+        )
+    parent = _id(head.parent_config)
+    if parent is None:
+        raise RunError("cannot update the run's input; fork at a later checkpoint")
+    before = await graph.aget_state(config_for(thread_id, checkpoint_id=parent))
+    stages = [s for s in before.next if s != "__start__"]
+    as_node = stages[0] if stages else "__start__"
+    try:
+        await graph.aupdate_state(stamped(config_for(thread_id)), dict(update), as_node=as_node)
+    except (ValueError, TypeError, KeyError) as exc:
+        raise RunError(f"cannot apply the update to the fork: {exc}") from None

@@ -1,0 +1,367 @@
+"""The replay player: a ModelCaller and a ToolBox that answer from a run's recording.
+
+A replay re-executes a run into a new thread. Where it is "recorded" (everywhere in mode
+``recorded``; up to the chosen checkpoint in ``live-after``), the player answers each model call
+with the recorded reply whose request hash matches, and each tool call with the recorded result
+of the same tool with the same arguments: no model server is asked and no tool runs. Where it is
+live, calls go to the Agent's model and tools under the normal policy and approvals.
+
+Matching. Several recorded calls may share a hash (a step re-run after a crash makes the same
+request twice). The player prefers the one recorded at the same step (the last of them: that is
+the one whose reply the run went on with), then the first not used yet, then the last one.
+
+A call the recording cannot answer stops the replay with a :class:`DivergenceReport`: the step,
+the stage, and a diff between the new request and the one recorded at that point.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ai_agent.checkpoints.recorded import (
+    CallPosition,
+    ModelCallRecord,
+    ModelRequest,
+    ToolCallRecord,
+)
+from ai_agent.checkpoints.runstore import RunStore
+from ai_agent.context import Hook, ModelCaller, ModelReply, ToolBox, ToolInfo
+from ai_agent.errors import (
+    CircuitOpenError,
+    InvalidPlanError,
+    ModelAuthError,
+    ModelError,
+    ModelRateLimitError,
+    ModelResponseError,
+    ModelUnavailableError,
+    ReplayDivergedError,
+    ScriptExhaustedError,
+)
+from ai_agent.graph.divergence import DivergenceReport, call_lines, request_lines, text_diff
+from ai_agent.graph.recording import call_position
+from ai_agent.models import request_hash
+from ai_agent.nodes._common import call_hook
+from ai_agent.nodes.gate import check_plan, parse_plan
+from ai_agent.state import GateReport, Message, PlanRecord, ToolCall, ToolResult
+from ai_agent.tools.policy import args_hash
+
+__all__ = ["ReplayMode", "ReplayModel", "ReplaySession", "ReplayToolBox", "Tape"]
+
+ReplayMode = Literal["recorded", "live", "live-after"]
+
+_ERRORS: dict[str, type[ModelError]] = {
+    cls.__name__: cls
+    for cls in (
+        ModelError,
+        ModelUnavailableError,
+        ModelAuthError,
+        ModelRateLimitError,
+        ModelResponseError,
+        CircuitOpenError,
+        ScriptExhaustedError,
+    )
+}
+
+
+def _model_error(record: dict[str, str]) -> ModelError:
+    """The model error a recorded call ended with, raised again so the replay takes its path."""
+    return _ERRORS.get(record.get("type", ""), ModelError)(record.get("message", ""))
+
+
+class Tape:
+    """The recorded calls a replay may use, in recording order (oldest ancestor first).
+
+    Args:
+        models: Recorded model calls.
+        tools: Recorded tool calls.
+    """
+
+    def __init__(self, models: Sequence[ModelCallRecord], tools: Sequence[ToolCallRecord]):
+        self.models = list(models)
+        self.tools = list(tools)
+        self._used: set[int] = set()
+
+    def _pick(self, candidates: list[Any], step: int | None) -> Any:
+        same = [c for c in candidates if c["step"] == step]
+        unused = [c for c in candidates if c["seq"] not in self._used]
+        pick = same[-1] if same else unused[0] if unused else candidates[-1] if candidates else None
+        if pick is not None:
+            self._used.add(pick["seq"])
+        return pick
+
+    def take_model(self, digest: str, step: int | None) -> ModelCallRecord | None:
+        """The recorded call that answers a request with this hash, or None."""
+        found: ModelCallRecord | None = self._pick(
+            [c for c in self.models if c["request_hash"] == digest], step
+        )
+        return found
+
+    def take_tool(self, call: ToolCall, step: int | None) -> ToolCallRecord | None:
+        """The recorded result of this tool with these arguments, or None."""
+        digest = args_hash(call["args"])
+        candidates = [t for t in self.tools if t["call"]["name"] == call["name"]]
+        candidates = [t for t in candidates if t["args_hash"] == digest]
+        exact = [t for t in candidates if t["call"]["id"] == call["id"]]
+        found: ToolCallRecord | None = self._pick(exact or candidates, step)
+        return found
+
+    def near(self, records: Sequence[Any], step: int | None) -> Any:
+        """What was recorded at this point: at the same step, else the next one not used."""
+        same = [r for r in records if r["step"] == step]
+        if same:
+            return same[-1]
+        return next((r for r in records if r["seq"] not in self._used), None)
+
+
+@dataclass
+class ReplaySession:
+    """The state of one replay, shared by its player, its hooks and its driver.
+
+    Attributes:
+        source: The run being replayed.
+        thread_id: The replay's thread.
+        mode: ``recorded``, ``live`` or ``live-after``.
+        switch_step: In ``live-after``, the last step answered from the recording.
+        tape: The recorded calls.
+        store: The run store (to read a recorded request for a diff).
+        plans: The plans the original run received, in order.
+        applied: How many of them this replay has received so far.
+        source_paused: The original run is itself waiting at the gate after its last plan.
+        live_model: Gives the Agent's live model caller (built only when needed).
+        resuming: The driver is resuming a pause with a recorded plan (the gate's re-run must
+            not ask the plan hook again).
+        divergence: Set when the replay stopped.
+        forget: A journal entry (iteration, call id) of a tool call that never ran.
+    """
+
+    source: str
+    thread_id: str
+    mode: ReplayMode
+    switch_step: int | None
+    tape: Tape
+    store: RunStore
+    plans: list[PlanRecord]
+    applied: int
+    source_paused: bool
+    live_model: Callable[[], Awaitable[ModelCaller]]
+    catalog: list[str] = field(default_factory=list)
+    resuming: bool = False
+    divergence: DivergenceReport | None = None
+    forget: tuple[int, str] | None = None
+
+    def recorded_at(self, step: int | None) -> bool:
+        """True where the replay answers from the recording."""
+        if self.mode == "recorded":
+            return True
+        if self.mode == "live" or step is None or self.switch_step is None:
+            return False
+        return step <= self.switch_step
+
+    def stop(
+        self,
+        position: CallPosition,
+        reason: str,
+        diff: str,
+        *,
+        recorded: Any = None,
+        new: Any = None,
+        stage: str | None = None,
+    ) -> ReplayDivergedError:
+        """Record why the replay stops, and return the error that stops it."""
+        self.divergence = DivergenceReport(
+            source_thread_id=self.source,
+            thread_id=self.thread_id,
+            step=position["step"],
+            stage=stage or position["stage"] or "?",
+            reason=reason,
+            diff=diff,
+            recorded=recorded,
+            new=new,
+        )
+        return ReplayDivergedError(str(self.divergence).split("\n", 1)[0])
+
+    async def model_divergence(
+        self, position: CallPosition, request: ModelRequest
+    ) -> ReplayDivergedError:
+        """Stop at a model request that is not in the recording."""
+        near: ModelCallRecord | None = self.tape.near(self.tape.models, position["step"])
+        if near is None:
+            return self.stop(
+                position,
+                "the original run made no model request here",
+                text_diff([], request_lines(request)),
+                new=request,
+            )
+        recorded = await self.store.model_request(near["seq"])
+        return self.stop(
+            position,
+            "the model request differs from the recorded one",
+            text_diff(request_lines(recorded), request_lines(request)),
+            recorded=recorded,
+            new=request,
+        )
+
+    def tool_divergence(
+        self, position: CallPosition, call: ToolCall, iteration: int
+    ) -> ReplayDivergedError:
+        """Stop at a tool call that is not in the recording."""
+        self.forget = (iteration, call["id"])
+        near: ToolCallRecord | None = self.tape.near(self.tape.tools, position["step"])
+        recorded = near["call"] if near else None
+        return self.stop(
+            position,
+            f"the original run never called {call['name']} with these arguments",
+            text_diff(call_lines(recorded) if recorded else [], call_lines(call)),
+            recorded=recorded,
+            new=call,
+        )
+
+    def next_plan(self) -> PlanRecord | None:
+        """The next plan the original run received, if any."""
+        return self.plans[self.applied] if self.applied < len(self.plans) else None
+
+    def take_plan(self, report: GateReport, position: CallPosition) -> dict[str, Any]:
+        """The next recorded plan for this gate, checked against it.
+
+        Raises:
+            ReplayDivergedError: there is none, or it belongs to another cycle, or it does not fit.
+        """
+        record = self.next_plan()
+        if record is None or record["iteration"] != report["iteration"]:
+            where = (
+                "did not pause here" if record is None else f"paused in cycle {record['iteration']}"
+            )
+            raise self.stop(
+                position,
+                f"the replay paused at the gate in cycle {report['iteration']}; the original "
+                f"run {where}",
+                text_diff([], report["prompt"].split("\n")),
+                recorded=record,
+                new=report,
+                stage="gate",
+            )
+        try:
+            check_plan(parse_plan(record["plan"]), report, self.catalog)
+        except InvalidPlanError as exc:
+            raise self.stop(
+                position,
+                f"the recorded plan does not fit this gate: {exc}",
+                text_diff([], report["prompt"].split("\n")),
+                recorded=record,
+                new=report,
+                stage="gate",
+            ) from None
+        self.applied += 1
+        return record["plan"]
+
+
+class ReplayModel:
+    """A ModelCaller that answers from the recording where the replay is recorded.
+
+    Args:
+        session: The replay.
+        params: The Agent's generation parameters (part of the request hash).
+    """
+
+    def __init__(self, session: ReplaySession, params: dict[str, Any]) -> None:
+        self.session = session
+        self.params = params
+        self.last_source: Literal["live", "recorded"] = "recorded"
+
+    async def __call__(self, messages: list[Message], tools: list[dict[str, Any]]) -> ModelReply:
+        position = call_position()
+        session = self.session
+        if not session.recorded_at(position["step"]):
+            self.last_source = "live"
+            live = await session.live_model()
+            return await live(messages, tools)
+        self.last_source = "recorded"
+        record = session.tape.take_model(
+            request_hash(messages, tools, self.params), position["step"]
+        )
+        if record is None:
+            request = ModelRequest(messages=list(messages), tools=list(tools), params=self.params)
+            raise await session.model_divergence(position, request)
+        if record["error"] is not None or record["message"] is None:
+            raise _model_error(record["error"] or {})
+        return ModelReply(
+            message=copy.deepcopy(record["message"]),
+            usage=dict(record["usage"]),
+            latency_ms=record["latency_ms"],
+        )
+
+
+class ReplayToolBox:
+    """A ToolBox that answers tool calls from the recording where the replay is recorded.
+
+    Everything but ``execute`` comes from the Agent's tool box, so a changed schema or a removed
+    tool changes the replayed requests (and is reported as a divergence).
+    """
+
+    def __init__(self, session: ReplaySession, inner: ToolBox) -> None:
+        self.session = session
+        self.inner = inner
+        self.last_source: Literal["live", "recorded"] = "recorded"
+
+    def catalog(self) -> list[ToolInfo]:
+        """The Agent's catalog."""
+        return self.inner.catalog()
+
+    def info(self, name: str) -> ToolInfo | None:
+        """The Agent's entry for ``name``."""
+        return self.inner.info(name)
+
+    def schemas(self, names: list[str]) -> list[dict[str, Any]]:
+        """The Agent's schemas."""
+        return self.inner.schemas(names)
+
+    def preview(self, call: ToolCall) -> str:
+        """The Agent's preview."""
+        return self.inner.preview(call)
+
+    def format_result(self, name: str, result: ToolResult) -> str:
+        """The Agent's rendering of a result."""
+        return self.inner.format_result(name, result)
+
+    async def execute(self, call: ToolCall, tool_ctx: dict[str, Any]) -> ToolResult:
+        """The recorded result (no tool runs), or a live call where the replay is live."""
+        position = call_position()
+        if not self.session.recorded_at(position["step"]):
+            self.last_source = "live"
+            return await self.inner.execute(call, tool_ctx)
+        self.last_source = "recorded"
+        record = self.session.tape.take_tool(call, position["step"])
+        if record is None:
+            raise self.session.tool_divergence(position, call, int(tool_ctx.get("iteration", 0)))
+        return copy.deepcopy(record["result"])
+
+
+def plan_hook(session: ReplaySession, original: Hook | None) -> Hook:
+    """The ``query_user_plan`` hook of a replay: where it is recorded, a plan the original got
+    from its hook comes from the recording; a plan it got by pausing is left to the driver."""
+
+    async def hook(task: str, report: GateReport, ctx: dict[str, Any]) -> Any:
+        position = call_position()
+        if not session.recorded_at(position["step"]):
+            return await call_hook(original, task, report, ctx) if original else None
+        if session.resuming:  # the gate re-runs on resume: the plan is the resume value
+            session.resuming = False
+            return None
+        record = session.next_plan()
+        if record is not None and record["source"] == "hook":
+            return session.take_plan(report, position)
+        return None
+
+    return hook
+
+
+def recall_hook(items: list[Any]) -> Hook:
+    """A recall hook that gives back what the original run recalled."""
+
+    def hook(task: str, ctx: dict[str, Any]) -> list[Any]:
+        return copy.deepcopy(items)
+
+    return hook

@@ -1,0 +1,227 @@
+"""Recording: every model call and tool call of a run is written to the run store.
+
+The Agent wraps the run context's ModelCaller in :class:`RecordingModel` and its ToolBox in
+:class:`RecordingToolBox` (``AgentCore._context``), so the stages never know they are being
+recorded. Each record says where it happened: the thread, LangGraph's step and node, and the
+checkpoint the node started from (read from LangGraph's runtime, never from ``configurable``).
+
+A model request is identified by :func:`ai_agent.models.request_hash` over the messages, the tool
+schemas and the generation parameters from :func:`generation_params`. Those parameters come from
+the Agent's configuration (model id, temperature, seed...), through an allowlist: the API key,
+the base URL and headers are never among them, and never reach a ModelCaller's arguments.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from langchain_core.language_models import BaseChatModel
+from langgraph.config import get_config
+from langgraph.runtime import get_runtime
+
+from ai_agent.checkpoints.recorded import CallPosition, ModelRequest
+from ai_agent.context import ModelCaller, ModelReply, ToolBox, ToolInfo
+from ai_agent.errors import ModelError
+from ai_agent.models import request_hash
+from ai_agent.state import Message, ToolCall, ToolResult
+from ai_agent.tools.policy import args_hash
+
+if TYPE_CHECKING:
+    from ai_agent.checkpoints.runstore import RunStore
+    from ai_agent.config import ModelBackendSettings
+
+__all__ = [
+    "RecordingModel",
+    "RecordingToolBox",
+    "call_position",
+    "generation_params",
+]
+
+# Attributes of a LangChain chat model that shape its reply. An allowlist, so a credential or a
+# header can never slip into a recorded request.
+_PARAMS = (
+    "model_name",
+    "model",
+    "temperature",
+    "max_tokens",
+    "max_completion_tokens",
+    "top_p",
+    "seed",
+    "stop",
+    "frequency_penalty",
+    "presence_penalty",
+    "n",
+    "reasoning_effort",
+)
+_JSON_SCALARS = (str, int, float, bool)
+
+
+def _plain(value: Any) -> bool:
+    if isinstance(value, list | tuple):
+        return all(isinstance(v, _JSON_SCALARS) for v in value)
+    return isinstance(value, _JSON_SCALARS)
+
+
+def generation_params(
+    model: BaseChatModel | str | None, backend: str, settings: ModelBackendSettings
+) -> dict[str, Any]:
+    """The generation parameters of an Agent's model, as recorded with every request.
+
+    Derived from configuration only (no model server is started or asked), so a replay computes
+    the same parameters as the run it replays.
+
+    Args:
+        model: The Agent's ``model`` argument.
+        backend: ``"openai"`` or ``"local"``.
+        settings: The model backend settings.
+
+    Example:
+        >>> from ai_agent.config import ModelBackendSettings
+        >>> generation_params("qwen", "openai", ModelBackendSettings(temperature=0.2))
+        {'backend': 'openai', 'model': 'qwen', 'temperature': 0.2}
+    """
+    if isinstance(model, BaseChatModel):
+        params: dict[str, Any] = {"llm": model._llm_type}
+        for name in _PARAMS:
+            value = getattr(model, name, None)
+            if value is not None and _plain(value) and name not in params:
+                params[name] = list(value) if isinstance(value, tuple) else value
+        return params
+    params = {"backend": backend, "model": model if isinstance(model, str) else settings.model}
+    for name in ("temperature", "max_tokens", "top_p", "seed"):
+        value = getattr(settings, name)
+        if value is not None:
+            params[name] = value
+    return params
+
+
+def call_position() -> CallPosition:
+    """Where the current call happens: LangGraph's step and node, and the starting checkpoint."""
+    try:
+        config = get_config()
+    except RuntimeError:  # called outside a graph run (a test, a hook calling the model itself)
+        return CallPosition(step=None, stage=None, checkpoint_id=None)
+    meta = config.get("metadata") or {}
+    info = get_runtime().execution_info
+    return CallPosition(
+        step=meta.get("langgraph_step"),
+        stage=meta.get("langgraph_node"),
+        checkpoint_id=info.checkpoint_id if info is not None else None,
+    )
+
+
+def _error_record(exc: ModelError) -> dict[str, str]:
+    """How a model error is recorded: its class name and message (already free of secrets)."""
+    return {"type": type(exc).__name__, "message": str(exc)}
+
+
+class RecordingModel:
+    """A ModelCaller that records every call it passes on (reply or model error).
+
+    Args:
+        inner: The caller that does the work (the live model, or a replay's player).
+        store: Where calls are recorded.
+        thread_id: The run they belong to.
+        params: The generation parameters (see :func:`generation_params`).
+    """
+
+    def __init__(
+        self, inner: ModelCaller, store: RunStore, thread_id: str, params: Mapping[str, Any]
+    ) -> None:
+        self.inner = inner
+        self.store = store
+        self.thread_id = thread_id
+        self.params = dict(params)
+
+    async def __call__(self, messages: list[Message], tools: list[dict[str, Any]]) -> ModelReply:
+        position = call_position()
+        request = ModelRequest(messages=list(messages), tools=list(tools), params=self.params)
+        digest = request_hash(messages, tools, self.params)
+        started = time.perf_counter()
+        try:
+            reply = await self.inner(messages, tools)
+        except ModelError as exc:
+            # Recorded too, so a replay takes the same path (a gate issue, a failed run).
+            await self.store.record_model_call(
+                self.thread_id,
+                position,
+                digest,
+                request,
+                message=None,
+                usage={},
+                error=_error_record(exc),
+                latency_ms=round((time.perf_counter() - started) * 1000, 3),
+                replayed=self._replayed(),
+            )
+            raise
+        await self.store.record_model_call(
+            self.thread_id,
+            position,
+            digest,
+            request,
+            message=reply["message"],
+            usage=dict(reply["usage"]),
+            error=None,
+            latency_ms=reply["latency_ms"],
+            replayed=self._replayed(),
+        )
+        return reply
+
+    def _replayed(self) -> bool:
+        # A replay's player says whether it served the last call from a recording.
+        return getattr(self.inner, "last_source", "live") == "recorded"
+
+
+class RecordingToolBox:
+    """A ToolBox that records every tool call it executes; everything else is passed through.
+
+    Args:
+        inner: The tool box that does the work (the registry, or a replay's player).
+        store: Where calls are recorded.
+        thread_id: The run they belong to.
+    """
+
+    def __init__(self, inner: ToolBox, store: RunStore, thread_id: str) -> None:
+        self.inner = inner
+        self.store = store
+        self.thread_id = thread_id
+
+    def catalog(self) -> list[ToolInfo]:
+        """The inner tool box's catalog."""
+        return self.inner.catalog()
+
+    def info(self, name: str) -> ToolInfo | None:
+        """The inner tool box's entry for ``name``."""
+        return self.inner.info(name)
+
+    def schemas(self, names: list[str]) -> list[dict[str, Any]]:
+        """The inner tool box's schemas."""
+        return self.inner.schemas(names)
+
+    def preview(self, call: ToolCall) -> str:
+        """The inner tool box's preview."""
+        return self.inner.preview(call)
+
+    def format_result(self, name: str, result: ToolResult) -> str:
+        """The inner tool box's rendering of a result."""
+        return self.inner.format_result(name, result)
+
+    async def execute(self, call: ToolCall, tool_ctx: dict[str, Any]) -> ToolResult:
+        """Execute through the inner tool box and record the call with its result."""
+        position = call_position()
+        started = time.perf_counter()
+        result = await self.inner.execute(call, tool_ctx)
+        measured = round((time.perf_counter() - started) * 1000, 3)
+        await self.store.record_tool_call(
+            self.thread_id,
+            position,
+            call,
+            args_hash(call["args"]),
+            result,
+            iteration=tool_ctx.get("iteration"),
+            duration_ms=float(result.get("execution_time_ms", measured)),
+            replayed=getattr(self.inner, "last_source", "live") == "recorded",
+        )
+        return result
