@@ -28,7 +28,7 @@ from ai_agent.checkpoints.recorded import (
     ToolCallRecord,
 )
 from ai_agent.checkpoints.runstore import RunStore
-from ai_agent.context import Hook, ModelCaller, ModelReply, ToolBox, ToolInfo
+from ai_agent.context import Hook, ModelCaller, ModelReply, ToolBox
 from ai_agent.errors import (
     CircuitOpenError,
     InvalidPlanError,
@@ -41,7 +41,7 @@ from ai_agent.errors import (
     ScriptExhaustedError,
 )
 from ai_agent.graph.divergence import DivergenceReport, call_lines, request_lines, text_diff
-from ai_agent.graph.recording import call_position
+from ai_agent.graph.recording import DelegatingToolBox, call_position
 from ai_agent.models import request_hash
 from ai_agent.nodes._common import call_hook
 from ai_agent.nodes.gate import check_plan, parse_plan
@@ -294,7 +294,7 @@ class ReplayModel:
         )
 
 
-class ReplayToolBox:
+class ReplayToolBox(DelegatingToolBox):
     """A ToolBox that answers tool calls from the recording where the replay is recorded.
 
     Everything but ``execute`` comes from the Agent's tool box, so a changed schema or a removed
@@ -302,29 +302,9 @@ class ReplayToolBox:
     """
 
     def __init__(self, session: ReplaySession, inner: ToolBox) -> None:
+        super().__init__(inner)
         self.session = session
-        self.inner = inner
         self.last_source: Literal["live", "recorded"] = "recorded"
-
-    def catalog(self) -> list[ToolInfo]:
-        """The Agent's catalog."""
-        return self.inner.catalog()
-
-    def info(self, name: str) -> ToolInfo | None:
-        """The Agent's entry for ``name``."""
-        return self.inner.info(name)
-
-    def schemas(self, names: list[str]) -> list[dict[str, Any]]:
-        """The Agent's schemas."""
-        return self.inner.schemas(names)
-
-    def preview(self, call: ToolCall) -> str:
-        """The Agent's preview."""
-        return self.inner.preview(call)
-
-    def format_result(self, name: str, result: ToolResult) -> str:
-        """The Agent's rendering of a result."""
-        return self.inner.format_result(name, result)
 
     async def execute(self, call: ToolCall, tool_ctx: dict[str, Any]) -> ToolResult:
         """The recorded result (no tool runs), or a live call where the replay is live."""

@@ -174,19 +174,15 @@ class RecordingModel:
         return getattr(self.inner, "last_source", "live") == "recorded"
 
 
-class RecordingToolBox:
-    """A ToolBox that records every tool call it executes; everything else is passed through.
+class DelegatingToolBox:
+    """A tool box that is another one except for ``execute``, which subclasses wrap.
 
-    Args:
-        inner: The tool box that does the work (the registry, or a replay's player).
-        store: Where calls are recorded.
-        thread_id: The run they belong to.
+    Everything but execution (catalog, schemas, previews, rendering) comes from the inner tool
+    box, so a changed schema or a removed tool still shows in the requests built from it.
     """
 
-    def __init__(self, inner: ToolBox, store: RunStore, thread_id: str) -> None:
+    def __init__(self, inner: ToolBox) -> None:
         self.inner = inner
-        self.store = store
-        self.thread_id = thread_id
 
     def catalog(self) -> list[ToolInfo]:
         """The inner tool box's catalog."""
@@ -207,6 +203,25 @@ class RecordingToolBox:
     def format_result(self, name: str, result: ToolResult) -> str:
         """The inner tool box's rendering of a result."""
         return self.inner.format_result(name, result)
+
+    async def execute(self, call: ToolCall, tool_ctx: dict[str, Any]) -> ToolResult:
+        """Run the call in the inner tool box."""
+        return await self.inner.execute(call, tool_ctx)
+
+
+class RecordingToolBox(DelegatingToolBox):
+    """A ToolBox that records every tool call it executes; everything else is passed through.
+
+    Args:
+        inner: The tool box that does the work (the registry, or a replay's player).
+        store: Where calls are recorded.
+        thread_id: The run they belong to.
+    """
+
+    def __init__(self, inner: ToolBox, store: RunStore, thread_id: str) -> None:
+        super().__init__(inner)
+        self.store = store
+        self.thread_id = thread_id
 
     async def execute(self, call: ToolCall, tool_ctx: dict[str, Any]) -> ToolResult:
         """Execute through the inner tool box and record the call with its result."""
