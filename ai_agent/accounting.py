@@ -242,8 +242,15 @@ class RunMeter:
         self, reply: ModelReply, *, iteration: int, request: Sequence[Message], prepared: Prepared
     ) -> UsageRecord:
         """The usage record of a draft's reply."""
-        record = self._record(reply, iteration, request, "draft", estimate=prepared["estimate"])
         calibrated = prepared.get("calibrated", prepared["estimate"])
+        record = self._record(
+            reply,
+            iteration,
+            request,
+            "draft",
+            estimate=prepared["estimate"],
+            calibrated=calibrated,
+        )
         record["calibrated_prompt_tokens"] = calibrated
         prompt = record["prompt_tokens"]
         if record.get("source") == "server" and prompt:
@@ -258,6 +265,7 @@ class RunMeter:
         purpose: str,
         *,
         estimate: int | None = None,
+        calibrated: int | None = None,
     ) -> UsageRecord:
         usage = reply["usage"]
         message = reply["message"]
@@ -271,8 +279,9 @@ class RunMeter:
             error = round((estimate - prompt) / prompt, 4) if prompt and estimate else None
             source = "server"
         else:
+            # No usage from the server: our best figure is the calibrated estimate.
             prompt, completion, cached, error, source = (
-                estimate,
+                estimate if calibrated is None else calibrated,
                 estimated_completion,
                 0,
                 None,

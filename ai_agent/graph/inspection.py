@@ -15,7 +15,6 @@ rates per model (``BudgetConfig.rates``), or the rates given.
 from __future__ import annotations
 
 import contextlib
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Required, TypedDict
@@ -53,8 +52,6 @@ __all__ = [
     "UsagePoint",
     "estimate_tokens",
 ]
-
-ESTIMATE_METHOD = "estimate: 4 characters per token"
 
 
 def estimate_tokens(text: str) -> int:
@@ -183,6 +180,8 @@ class UsagePoint(TypedDict, total=False):
     calibrated_error: float
     cost: float
     cumulative_cost: float
+    streamed: bool
+    attempts: int
     tools_called: list[str]
     tool_call_tokens: dict[str, int]
     tool_result_tokens: dict[str, int]
@@ -237,12 +236,6 @@ class ExecutionTrace(TypedDict):
     thread_id: str
     timeline: list[TimelineRow]
     tool_calls: list[ToolCallView]
-
-
-def _tokens_of(message: Message) -> int:
-    calls = message.get("tool_calls")
-    extra = json.dumps(calls, ensure_ascii=False) if calls else ""
-    return estimate_tokens((message.get("content") or "") + extra)
 
 
 def _rows(
@@ -623,6 +616,8 @@ _RECORD_KEYS = (
     "calibrated_prompt_tokens",
     "calibrated_error",
     "cost",
+    "streamed",
+    "attempts",
     "tools_called",
     "tool_call_tokens",
     "tool_result_tokens",

@@ -271,7 +271,10 @@ async def test_inspection_reports_server_usage_estimates_costs_and_attribution()
         (first["estimated_prompt_tokens"] - 200) / 200, abs=1e-4
     )
     assert second["estimate_error"] is None
-    assert second["prompt_tokens"] == second["estimated_prompt_tokens"]
+    # No usage from the server: the calibrated estimate (raw + the gap the first request showed).
+    gap = first["prompt_tokens"] - first["estimated_prompt_tokens"]
+    assert second["prompt_tokens"] == second["calibrated_prompt_tokens"]
+    assert second["calibrated_prompt_tokens"] == second["estimated_prompt_tokens"] + gap
     assert first["tools_called"] == ["fetch"]
     assert second["tool_result_tokens"]["fetch"] > 20
     assert second["cumulative_tokens"] == first["total_tokens"] + second["total_tokens"]
