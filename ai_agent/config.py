@@ -76,10 +76,12 @@ from ai_agent.errors import ConfigError
 
 __all__ = [
     "AgentSettings",
+    "BudgetConfig",
     "CompactionConfig",
     "ErrorRecoveryConfig",
     "LoggingConfig",
     "ModelBackendSettings",
+    "ModelRate",
     "ObservabilityConfig",
     "StreamingConfig",
     "TokenizerConfig",
@@ -175,6 +177,14 @@ class ModelBackendSettings(_Section):
     max_tokens: int | None = Field(default=None, gt=0)
     top_p: float | None = Field(default=None, ge=0, le=1)
     seed: int | None = None
+    context_window: int | None = Field(
+        default=None, gt=0, description="The model's context window in tokens, when known."
+    )
+    max_response_chars: int = Field(
+        default=1_000_000,
+        gt=0,
+        description="Size cap of one reply (text plus tool-call arguments); larger is an error.",
+    )
 
     @field_validator("base_url")
     @classmethod
@@ -403,6 +413,65 @@ class CompactionConfig(_Section):
         return value
 
 
+class ModelRate(_Section):
+    """What a model costs, per million tokens (spec 5.6.4).
+
+    ``cached_per_1m`` prices prompt tokens served from the server's cache; None prices them
+    like other prompt tokens.
+
+    Example:
+        >>> ModelRate(prompt_per_1m=0.15, completion_per_1m=0.6).cost(1000, 500)
+        0.00045
+    """
+
+    prompt_per_1m: float = Field(default=0.0, ge=0)
+    completion_per_1m: float = Field(default=0.0, ge=0)
+    cached_per_1m: float | None = Field(default=None, ge=0)
+
+    def cost(self, prompt_tokens: int, completion_tokens: int, cached_tokens: int = 0) -> float:
+        """The cost of one request, rounded to 1e-9."""
+        cached = min(cached_tokens, prompt_tokens)
+        cached_rate = self.prompt_per_1m if self.cached_per_1m is None else self.cached_per_1m
+        total = (
+            (prompt_tokens - cached) * self.prompt_per_1m
+            + cached * cached_rate
+            + completion_tokens * self.completion_per_1m
+        ) / 1_000_000
+        return round(total, 9)
+
+
+class BudgetConfig(_Section):
+    """Cost rates per model and the limits of one run (spec 5.6.4).
+
+    ``rates`` maps a model id, or a part of one (the longest match wins; ``"*"`` matches any),
+    to its :class:`ModelRate`. Before each model call the run checks that the call cannot pass
+    ``max_tokens`` or ``max_cost``; if it could, the gate gets a BUDGET issue instead, and a plan
+    that continues grants one more budget of the same size.
+
+    Example:
+        >>> cfg = BudgetConfig(rates={"gpt-4o-mini": {"prompt_per_1m": 0.15}}, max_cost=1.0)
+        >>> cfg.rate_for("gpt-4o-mini-2024").prompt_per_1m
+        0.15
+        >>> cfg.rate_for("llama3.2").prompt_per_1m
+        0.0
+    """
+
+    rates: dict[str, ModelRate] = Field(default_factory=dict)
+    currency: str = Field(default="USD", min_length=1)
+    max_tokens: int | None = Field(default=None, gt=0, description="Total tokens per run.")
+    max_cost: float | None = Field(default=None, gt=0, description="Cost per run.")
+
+    def rate_for(self, model: str) -> ModelRate:
+        """The rate of ``model``: exact id, else the longest contained key, else ``*``, else 0."""
+        if model in self.rates:
+            return self.rates[model]
+        lowered = model.lower()
+        matches = [k for k in self.rates if k != "*" and k.lower() in lowered]
+        if matches:
+            return self.rates[max(matches, key=len)]
+        return self.rates.get("*", ModelRate())
+
+
 class StreamingConfig(_Section):
     """What is streamed (spec 5.3.1).
 
@@ -461,6 +530,7 @@ class AgentSettings(BaseSettings):
     token_tracking: TokenizerConfig = Field(default_factory=TokenizerConfig)
     context: CompactionConfig = Field(default_factory=CompactionConfig)
     streaming: StreamingConfig = Field(default_factory=StreamingConfig)
+    budget: BudgetConfig = Field(default_factory=BudgetConfig)
 
     GATE_PROFILE_THRESHOLDS: ClassVar[Mapping[str, float]] = _GATE_PROFILE_THRESHOLDS
 

@@ -12,11 +12,13 @@ the replay machinery may pass others.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, TypedDict
+from typing import Any, Literal, NotRequired, Protocol, TypedDict
 
-from ai_agent.state import Message, ToolCall, ToolResult
+from ai_agent.state import CompactionRecord, Message, RunState, ToolCall, ToolResult, UsageRecord
 
 __all__ = [
     "ApprovalPolicy",
@@ -25,23 +27,36 @@ __all__ = [
     "Journal",
     "JournalEntry",
     "Memory",
+    "Meter",
     "ModelCaller",
     "ModelReply",
+    "Prepared",
     "RunContext",
     "RunPolicy",
     "ToolBox",
     "ToolInfo",
+    "model_sink",
+    "streaming_to",
 ]
 
 ApprovalPolicy = Literal["auto", "confirm", "approve", "deny"]
 
 
 class ModelReply(TypedDict):
-    """One model turn: the assistant message and what it cost."""
+    """One model turn: the assistant message and what it cost.
+
+    ``usage`` is what the server reported (OpenAI's names), empty when it reported nothing. The
+    other keys are optional: a ModelCaller that does not know them leaves them out.
+    """
 
     message: Message
     usage: dict[str, Any]
     latency_ms: float
+    model: NotRequired[str]
+    streamed: NotRequired[bool]
+    attempts: NotRequired[int]
+    retries: NotRequired[list[dict[str, Any]]]
+    finish_reason: NotRequired[str]
 
 
 class ModelCaller(Protocol):
@@ -50,6 +65,46 @@ class ModelCaller(Protocol):
     async def __call__(
         self, messages: list[Message], tools: list[dict[str, Any]]
     ) -> ModelReply: ...  # pragma: no cover - protocol
+
+
+class Prepared(TypedDict, total=False):
+    """What a Meter made ready for a model call.
+
+    Attributes:
+        messages: The conversation to send (compacted when ``compaction`` is set).
+        estimate: Estimated prompt tokens of the request (tiktoken).
+        calibrated: The estimate corrected by what the server counted on earlier requests.
+        compaction: What compaction did, when it ran.
+        extra_usage: Usage records of model calls made while preparing (summaries, scores).
+        budget_issue: Why the call must not be made (a BUDGET issue for the gate).
+        allowance: A budget allowance granted by a person's plan, to keep in state.
+    """
+
+    messages: list[Message]
+    estimate: int
+    calibrated: int
+    compaction: CompactionRecord
+    extra_usage: list[UsageRecord]
+    budget_issue: str
+    allowance: dict[str, float]
+
+
+class Meter(Protocol):
+    """Token accounting around model calls: estimate, compact, check the budget, record usage."""
+
+    async def prepare(
+        self,
+        state: RunState,
+        *,
+        system_prompt: str,
+        tools: list[dict[str, Any]],
+        model: ModelCaller,
+        iteration: int,
+    ) -> Prepared: ...  # pragma: no cover - protocol
+
+    def record(
+        self, reply: ModelReply, *, iteration: int, request: list[Message], prepared: Prepared
+    ) -> UsageRecord: ...  # pragma: no cover - protocol
 
 
 class ToolInfo(TypedDict):
@@ -173,6 +228,8 @@ class RunPolicy:
     unattended: bool = False
     memory_path: str | None = ".agents/memory.jsonl"
     workdir: str = "."
+    stream_tool_results: bool = True
+    stream_chunk_size: int = 1024
 
 
 class Event(TypedDict, total=False):
@@ -191,6 +248,37 @@ def _ignore(event: Event) -> None:
     """The default event sink: nobody is listening."""
 
 
+# Where a streaming ModelCaller sends token deltas. A context variable rather than an argument,
+# so the ModelCaller seam stays ``(messages, tools) -> ModelReply`` and wrappers (recording,
+# replay) need not know about streaming; each asyncio task sees the sink its draft set.
+_MODEL_SINK: ContextVar[Callable[[Event], None] | None] = ContextVar(
+    "ai_agent_model_sink", default=None
+)
+
+
+def model_sink() -> Callable[[Event], None] | None:
+    """The sink set by :func:`streaming_to` for the current task, or None (nobody listens)."""
+    return _MODEL_SINK.get()
+
+
+@contextmanager
+def streaming_to(sink: Callable[[Event], None] | None) -> Iterator[None]:
+    """Send the token deltas of model calls made inside the block to ``sink``.
+
+    Example:
+        >>> seen = []
+        >>> with streaming_to(seen.append):
+        ...     model_sink()({"type": "model_delta", "detail": "hi"})
+        >>> seen, model_sink() is None
+        ([{'type': 'model_delta', 'detail': 'hi'}], True)
+    """
+    token = _MODEL_SINK.set(sink)
+    try:
+        yield
+    finally:
+        _MODEL_SINK.reset(token)
+
+
 @dataclass(frozen=True, slots=True)
 class RunContext:
     """Collaborators of one run; LangGraph passes it to every stage as ``runtime.context``."""
@@ -203,4 +291,8 @@ class RunContext:
     policy: RunPolicy = field(default_factory=RunPolicy)
     emit: Callable[[Event], None] = _ignore
     memory: Memory | None = None
+    meter: Meter | None = None
+    # True while someone consumes the run's token deltas (Agent.astream): only then is the model
+    # asked to stream, so plain runs work with servers whose streaming is broken.
+    watch_tokens: bool = False
     extras: Mapping[str, Any] = field(default_factory=dict)

@@ -13,7 +13,12 @@ secret value (API keys, header values): callers pass names, never values.
     │   ├── ModelAuthError          401/403 from the server
     │   ├── ModelRateLimitError     429 or a quota message
     │   ├── ModelResponseError      empty, cut, malformed or oversized reply
+    │   │   ├── EmptyResponseError      the server sent no choices / nothing at all
+    │   │   ├── StreamInterruptedError  the stream stopped before the reply was complete
+    │   │   ├── MalformedToolCallError  a tool call's arguments are not a JSON object
+    │   │   └── ResponseTooLargeError   the reply passed the configured size cap
     │   ├── CircuitOpenError        the breaker for this backend is open; calls fail fast
+    │   ├── BudgetExceededError     the next call would pass a token or cost limit
     │   └── ScriptExhaustedError    a ScriptedModel was asked for a turn it does not have
     ├── ToolError
     │   ├── ToolRegistrationError   a tool definition is invalid (caught at registration)
@@ -35,10 +40,13 @@ from __future__ import annotations
 
 __all__ = [
     "AgentError",
+    "BudgetExceededError",
     "CircuitOpenError",
     "ConfigError",
+    "EmptyResponseError",
     "InvalidPlanError",
     "LocalBackendError",
+    "MalformedToolCallError",
     "ModelAuthError",
     "ModelError",
     "ModelRateLimitError",
@@ -47,9 +55,11 @@ __all__ = [
     "NothingPendingError",
     "PlanRequiredError",
     "ReplayDivergedError",
+    "ResponseTooLargeError",
     "RunError",
     "ScriptExhaustedError",
     "StoreError",
+    "StreamInterruptedError",
     "ThreadBusyError",
     "ToolError",
     "ToolPolicyViolation",
@@ -69,11 +79,19 @@ class ConfigError(AgentError):
 
 
 class ModelError(AgentError):
-    """The model backend could not give a usable reply."""
+    """The model backend could not give a usable reply.
+
+    ``kinds`` are the names the error also answers to in ``ErrorRecoveryConfig``'s retryable
+    lists (``RateLimitError``, ``ServiceUnavailable``, ``Timeout``...).
+    """
+
+    kinds: tuple[str, ...] = ()
 
 
 class ModelUnavailableError(ModelError):
-    """The model server could not be reached."""
+    """The model server could not be reached, or failed (5xx)."""
+
+    kinds = ("ServiceUnavailable",)
 
 
 class ModelAuthError(ModelError):
@@ -82,6 +100,8 @@ class ModelAuthError(ModelError):
 
 class ModelRateLimitError(ModelError):
     """The model server asked us to slow down (429 or a quota message)."""
+
+    kinds = ("RateLimitError",)
 
     def __init__(self, message: str, *, retry_after: float | None = None) -> None:
         super().__init__(message)
@@ -92,8 +112,70 @@ class ModelResponseError(ModelError):
     """The reply was empty, cut off, malformed or larger than the configured cap."""
 
 
+class EmptyResponseError(ModelResponseError):
+    """The server answered without a reply: no choices, or a stream with no content at all."""
+
+    kinds = ("EmptyResponse",)
+
+
+class StreamInterruptedError(ModelResponseError):
+    """The stream stopped before the reply was complete (no finish reason, a cut connection).
+
+    Attributes:
+        partial_text: The text received before the cut, so a caller can show or log it.
+    """
+
+    kinds = ("StreamInterrupted", "ConnectionError", "ServiceUnavailable")
+
+    def __init__(self, message: str, *, partial_text: str = "") -> None:
+        super().__init__(message)
+        self.partial_text = partial_text
+
+
+class MalformedToolCallError(ModelResponseError):
+    """The model asked for a tool with arguments that are not a JSON object.
+
+    Attributes:
+        tool: The tool the call named.
+        raw_arguments: The arguments as sent (cut to a readable length).
+    """
+
+    kinds = ("MalformedToolCall",)
+
+    def __init__(self, message: str, *, tool: str = "", raw_arguments: str = "") -> None:
+        super().__init__(message)
+        self.tool = tool
+        self.raw_arguments = raw_arguments
+
+
+class ResponseTooLargeError(ModelResponseError):
+    """The reply passed the size cap (``ModelBackendSettings.max_response_chars``)."""
+
+    kinds = ("ResponseTooLarge",)
+
+
 class CircuitOpenError(ModelError):
-    """The circuit breaker for this backend is open: calls fail fast until it cools down."""
+    """The circuit breaker for this backend is open: calls fail fast until it cools down.
+
+    Attributes:
+        retry_in: Seconds until the breaker lets a trial call through.
+    """
+
+    def __init__(self, message: str, *, retry_in: float = 0.0) -> None:
+        super().__init__(message)
+        self.retry_in = retry_in
+
+
+class BudgetExceededError(ModelError):
+    """The next model call would pass the run's token or cost limit; the gate asks a person.
+
+    Attributes:
+        limit: Which limit: ``"tokens"`` or ``"cost"``.
+    """
+
+    def __init__(self, message: str, *, limit: str) -> None:
+        super().__init__(message)
+        self.limit = limit
 
 
 class ScriptExhaustedError(ModelError):

@@ -2,20 +2,33 @@
 
 This module turns settings into a LangChain chat model, converts between the run's JSON messages
 and LangChain messages at the call boundary, maps client exceptions onto the engine's error tree
-(with messages that say what to do, and never a secret), and retries the retryable ones.
+(with messages that say what to do, and never a secret), and calls the model through
+:class:`ChatModelCaller`: streamed or not, retried by level, behind a circuit breaker, with every
+broken reply (cut stream, no choices, bad tool-call JSON, oversized) turned into a typed error.
+
+Example:
+    >>> from ai_agent.testing import ScriptedModel
+    >>> import asyncio
+    >>> caller = ChatModelCaller(ScriptedModel(["hello"]), max_retries=0)
+    >>> reply = asyncio.run(caller([{"role": "user", "content": "hi"}], []))
+    >>> reply["message"]
+    {'role': 'assistant', 'content': 'hello'}
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
+import logging
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import (
     AIMessage,
+    AIMessageChunk,
     BaseMessage,
     HumanMessage,
     SystemMessage,
@@ -23,14 +36,21 @@ from langchain_core.messages import (
 )
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
 
-from ai_agent.context import ModelReply
+from ai_agent.context import Event, ModelReply, model_sink
 from ai_agent.errors import (
+    BudgetExceededError,
+    CircuitOpenError,
+    EmptyResponseError,
+    MalformedToolCallError,
     ModelAuthError,
     ModelError,
     ModelRateLimitError,
     ModelResponseError,
     ModelUnavailableError,
+    ResponseTooLargeError,
+    StreamInterruptedError,
 )
+from ai_agent.resilience import CircuitBreaker, RetryPolicy, parse_retry_after, with_kinds
 from ai_agent.state import Message, ToolCall
 
 if TYPE_CHECKING:
@@ -39,6 +59,7 @@ if TYPE_CHECKING:
     from ai_agent.config import ModelBackendSettings
 
 __all__ = [
+    "DEFAULT_MAX_RESPONSE_CHARS",
     "ChatModelCaller",
     "classify_model_error",
     "from_langchain",
@@ -48,19 +69,29 @@ __all__ = [
     "usage_of",
 ]
 
+log = logging.getLogger("ai_agent.models")
+
+# A reply longer than this is a runaway generation or a broken server, not an answer.
+DEFAULT_MAX_RESPONSE_CHARS = 1_000_000
+_SHOWN_ARGUMENTS = 200
+
 
 def make_chat_model(backend: ModelBackendSettings) -> BaseChatModel:
     """A ChatOpenAI for the configured OpenAI-compatible server.
 
     Retries are ours (``ChatModelCaller``), so the client's own are off; usage is requested when
     streaming because langchain-openai turns it off whenever ``base_url`` is set. The model gets
-    its own HTTP client (langchain-openai otherwise shares one process-wide client, whose pooled
-    connections outlive the event loop they were made on); ``ChatModelCaller.aclose`` closes it.
+    its own HTTP clients (langchain-openai otherwise shares one process-wide client, whose pooled
+    connections outlive the event loop they were made on); ``ChatModelCaller.aclose`` closes them.
     """
     import httpx
     from langchain_openai import ChatOpenAI
 
     key = backend.api_key.get_secret_value() if backend.api_key is not None else "not-needed"
+    # No pooled keep-alive connections: an Agent may drive runs on several event loops
+    # (run_sync, stream), and a pooled connection belongs to the loop that opened it. A local
+    # server answers in seconds; one TCP handshake per call costs nothing next to that.
+    limits = httpx.Limits(max_keepalive_connections=0)
     params: dict[str, Any] = {
         "base_url": backend.base_url,
         "api_key": key,
@@ -69,7 +100,8 @@ def make_chat_model(backend: ModelBackendSettings) -> BaseChatModel:
         "max_retries": 0,
         "use_responses_api": False,
         "stream_usage": True,
-        "http_async_client": httpx.AsyncClient(timeout=backend.timeout),
+        "http_client": httpx.Client(limits=limits, timeout=backend.timeout),
+        "http_async_client": httpx.AsyncClient(limits=limits, timeout=backend.timeout),
     }
     for name in ("temperature", "max_tokens", "top_p", "seed"):
         value = getattr(backend, name, None)
@@ -182,76 +214,251 @@ def _retry_after(exc: Exception) -> float | None:
     headers = getattr(response, "headers", None)
     if not headers:
         return None
-    value = headers.get("retry-after")
-    try:
-        return max(0.0, float(value)) if value is not None else None
-    except ValueError:
-        return None
+    millis = headers.get("retry-after-ms")
+    if millis is not None:
+        seconds = parse_retry_after(millis)
+        if seconds is not None:
+            return seconds / 1000
+    return parse_retry_after(headers.get("retry-after"))
+
+
+# Kinds by HTTP status, for the retryable-error lists of ErrorRecoveryConfig.
+_STATUS_KINDS = {
+    408: ("Timeout",),
+    500: ("InternalServerError",),
+    502: ("BadGateway",),
+    503: ("ServiceUnavailable",),
+    504: ("GatewayTimeout", "Timeout"),
+}
 
 
 def classify_model_error(
-    exc: Exception, *, base_url: str, secrets: Sequence[str] = ()
+    exc: Exception,
+    *,
+    base_url: str,
+    secrets: Sequence[str] = (),
+    partial_text: str | None = None,
 ) -> ModelError:
-    """Map a client exception to the engine's error tree, with an actionable message."""
+    """Map a client exception to the engine's error tree, with an actionable message.
+
+    Args:
+        exc: What the client raised.
+        base_url: The server, named in the message.
+        secrets: Values to scrub from the message (the API key).
+        partial_text: The text streamed before the failure, when it happened mid-stream: the
+            failure is then a :class:`StreamInterruptedError`.
+    """
     import openai
 
     if isinstance(exc, ModelError):
         return exc
     detail = _scrub(str(exc), secrets)
-    hint = "pass --base-url or set MAMBA_MODEL_BACKEND__BASE_URL"
-    status = getattr(exc, "status_code", None)
-    if isinstance(exc, openai.APITimeoutError):
-        return ModelUnavailableError(
-            f"the model server at {base_url} did not answer in time; check that it is running "
-            f"and not overloaded, raise MAMBA_MODEL_BACKEND__TIMEOUT, or {hint}"
-        )
-    if isinstance(exc, openai.APIConnectionError):
-        return ModelUnavailableError(
-            f"cannot reach the model server at {base_url}; start it, or {hint}"
-        )
     if isinstance(exc, openai.RateLimitError):
-        return ModelRateLimitError(
+        err: ModelError = ModelRateLimitError(
             f"the model server at {base_url} is rate limiting (429): {detail}",
             retry_after=_retry_after(exc),
         )
-    if not isinstance(exc, openai.APIStatusError):
-        return ModelResponseError(
-            f"the reply from {base_url} could not be used ({type(exc).__name__}): {detail}"
+        return _tag(err, "RateLimitError", status=429)
+    if isinstance(exc, openai.APIStatusError):
+        return _status_error(int(exc.status_code or 0), base_url, detail)
+    transport = _transport_error(exc, base_url, detail, partial_text)
+    if transport is not None:
+        return transport
+    if isinstance(exc, IndexError) or "No generation chunks" in str(exc):
+        # langchain reads choices[0]: a reply without choices surfaces as an IndexError (or,
+        # streamed, as "No generation chunks were returned").
+        return _tag(
+            EmptyResponseError(f"the model server at {base_url} sent a reply with no choices"),
+            "EmptyResponse",
         )
-    return _status_error(int(status or 0), base_url, detail)
+    return ModelResponseError(
+        f"the reply from {base_url} could not be used ({type(exc).__name__}): {detail}"
+    )
+
+
+def _transport_error(
+    exc: Exception, base_url: str, detail: str, partial_text: str | None
+) -> ModelError | None:
+    """Timeouts, refused connections and cut streams; None for anything else."""
+    import httpx
+    import openai
+
+    hint = "pass --base-url or set MAMBA_MODEL_BACKEND__BASE_URL"
+    if partial_text is not None and isinstance(exc, httpx.TransportError | openai.APIError):
+        return _cut(exc, base_url, detail, partial_text)
+    cut = _cause(exc, httpx.RemoteProtocolError | httpx.ReadError)
+    if isinstance(exc, openai.APIConnectionError) and isinstance(cut, Exception):
+        # Connected, then the body stopped short: a cut reply, not an unreachable server.
+        return _cut(cut, base_url, str(cut), "")
+    if isinstance(exc, openai.APITimeoutError | httpx.TimeoutException):
+        err = ModelUnavailableError(
+            f"the model server at {base_url} did not answer in time; check that it is running "
+            f"and not overloaded, raise MAMBA_MODEL_BACKEND__TIMEOUT, or {hint}"
+        )
+        return _tag(err, "Timeout", "TimeoutError")
+    if isinstance(exc, openai.APIConnectionError | httpx.TransportError):
+        err = ModelUnavailableError(
+            f"cannot reach the model server at {base_url}; start it, or {hint}"
+        )
+        return _tag(err, "ConnectionError", "ServiceUnavailable")
+    return None
+
+
+def _cause(exc: BaseException, kind: Any) -> BaseException | None:
+    """The first exception of ``kind`` in the chain behind ``exc`` (clients wrap each other)."""
+    seen: BaseException | None = exc
+    for _ in range(8):
+        seen = seen.__cause__ or seen.__context__ if seen is not None else None
+        if seen is None or isinstance(seen, kind):
+            return seen
+    return None
+
+
+def _tag(err: ModelError, *kinds: str, status: int | None = None) -> ModelError:
+    with_kinds(err, *kinds, status=status)
+    return err
+
+
+def _cut(exc: Exception, base_url: str, detail: str, partial: str) -> ModelError:
+    import httpx
+
+    err = StreamInterruptedError(
+        f"the stream from {base_url} stopped before the reply was complete "
+        f"({type(exc).__name__}: {detail}) after {len(partial)} character(s); "
+        "the call can be retried",
+        partial_text=partial,
+    )
+    kinds = ["StreamInterrupted", "ConnectionError", "ServiceUnavailable"]
+    if isinstance(exc, httpx.TimeoutException):
+        kinds.append("Timeout")
+    return _tag(err, *kinds)
 
 
 def _status_error(status: int, base_url: str, detail: str) -> ModelError:
     where = f"the model server at {base_url}"
     if status in (401, 403):
-        return ModelAuthError(
-            f"{where} refused the API key ({status}): {detail}. "
-            "Set MAMBA_MODEL_BACKEND__API_KEY and resume."
+        return _tag(
+            ModelAuthError(
+                f"{where} refused the API key ({status}): {detail}. "
+                "Set MAMBA_MODEL_BACKEND__API_KEY and resume."
+            ),
+            status=status,
         )
     if status == 404:
-        return ModelResponseError(
-            f"{where} answered 404: {detail}. Check the model id "
-            "(--model or MAMBA_MODEL_BACKEND__MODEL) and that the URL ends in /v1."
+        return _tag(
+            ModelResponseError(
+                f"{where} answered 404: {detail}. Check the model id "
+                "(--model or MAMBA_MODEL_BACKEND__MODEL) and that the URL ends in /v1."
+            ),
+            status=status,
         )
-    kind = ModelUnavailableError if status >= 500 else ModelResponseError
-    return kind(f"{where} answered {status}: {detail}")
+    if status >= 500:
+        kinds = (*_STATUS_KINDS.get(status, ()), "ServiceUnavailable")
+        return _tag(ModelUnavailableError(f"{where} answered {status}: {detail}"), *kinds)
+    kinds = _STATUS_KINDS.get(status, ())
+    return _tag(ModelResponseError(f"{where} answered {status}: {detail}"), *kinds, status=status)
 
 
-def _retryable(exc: BaseException) -> bool:
-    return isinstance(exc, ModelRateLimitError | ModelUnavailableError)
+# The caller ----------------------------------------------------------------------------------
+
+
+class _Stream:
+    """Assembles one streamed reply: deltas out to the sink, size cap, raw tool arguments."""
+
+    def __init__(self, sink: Callable[[Event], None], cap: int) -> None:
+        self.sink, self.cap = sink, cap
+        self.message: AIMessageChunk | None = None
+        self.text: list[str] = []
+        self.size = 0
+        self.raw_args: dict[int, list[str]] = {}
+        self.openai_protocol = False
+
+    def add(self, chunk: AIMessageChunk) -> None:
+        self.message = chunk if self.message is None else self.message + chunk
+        self.openai_protocol |= chunk.response_metadata.get("model_provider") == "openai"
+        text = _text_of(chunk.content)
+        self.size += len(text)
+        for part in chunk.tool_call_chunks:
+            args = part.get("args") or ""
+            self.size += len(args)
+            self.raw_args.setdefault(part.get("index") or 0, []).append(args)
+            if part.get("name"):
+                self.sink({"type": "model_tool_call", "tool": str(part["name"])})
+        if self.size > self.cap:
+            raise ResponseTooLargeError(
+                f"the reply passed the size cap of {self.cap} characters; the model is "
+                "probably looping. Lower max_tokens or raise "
+                "MAMBA_MODEL_BACKEND__MAX_RESPONSE_CHARS."
+            )
+        if text:
+            self.text.append(text)
+            self.sink({"type": "model_delta", "detail": text})
+
+    def partial(self) -> str:
+        return "".join(self.text)
+
+
+def _is_blank(message: AIMessageChunk) -> bool:
+    """Nothing at all: no text, no tool call, no finish reason (a stream of empty choices)."""
+    return not (
+        _text_of(message.content)
+        or message.tool_call_chunks
+        or message.response_metadata.get("finish_reason")
+    )
+
+
+def _check_calls(message: BaseMessage, raw_args: dict[int, list[str]]) -> None:
+    """A tool call whose arguments are not a JSON object is a typed error, never a crash."""
+    for bad in getattr(message, "invalid_tool_calls", None) or []:
+        raw = str(bad.get("args") or "")
+        raise _malformed(str(bad.get("name") or "?"), raw)
+    names = [c["name"] for c in getattr(message, "tool_calls", None) or []]
+    for index, parts in sorted(raw_args.items()):
+        raw = "".join(parts)
+        # langchain parses streamed arguments leniently (a cut '{"x": 1' passes): be strict.
+        try:
+            value = json.loads(raw) if raw.strip() else {}
+        except json.JSONDecodeError:
+            value = None
+        if not isinstance(value, dict):
+            raise _malformed(names[index] if index < len(names) else "?", raw)
+
+
+def _malformed(tool: str, raw: str) -> MalformedToolCallError:
+    shown = raw if len(raw) <= _SHOWN_ARGUMENTS else raw[:_SHOWN_ARGUMENTS] + "..."
+    err = MalformedToolCallError(
+        f"the model called {tool!r} with arguments that are not a JSON object: {shown!r}",
+        tool=tool,
+        raw_arguments=shown,
+    )
+    with_kinds(err, "MalformedToolCall")
+    return err
+
+
+Sleep = Callable[[float], Awaitable[None]]
 
 
 class ChatModelCaller:
-    """Calls a LangChain chat model for a draft, with retries for retryable failures.
+    """Calls a LangChain chat model for a draft: streamed, retried, behind a circuit breaker.
+
+    Streaming happens when ``stream`` is on and a sink is listening (see
+    :func:`ai_agent.context.streaming_to`): text deltas go to the sink as ``model_delta`` events
+    and the assembled reply is returned, so wrappers of the ModelCaller seam see one reply.
 
     Args:
         model: Any LangChain chat model that supports ``bind_tools``.
-        base_url: Where the model lives, named in error messages.
-        max_retries: Retries after the first attempt for rate limits and unavailability.
-        initial_backoff: Seconds before the first retry.
-        max_backoff: Upper bound of any wait, including a server's Retry-After.
-        multiplier: Growth of the wait between retries.
+        base_url: Where the model lives, named in error messages and the breaker.
+        max_retries: Retries after the first attempt (used when ``retry`` is not given).
+        initial_backoff: Seconds before the first retry (when ``retry`` is not given).
+        max_backoff: Upper bound of any wait (when ``retry`` is not given).
+        multiplier: Growth of the wait between retries (when ``retry`` is not given).
+        retry: The full retry policy; see :class:`ai_agent.resilience.RetryPolicy`.
+        breaker: The circuit breaker of this backend (default: one that never opens).
+        stream: Stream replies when someone listens.
+        max_response_chars: Size cap of a reply (text plus tool-call arguments).
         secrets: Values to scrub from any error text (the API key).
+        sleep: How to wait between retries (tests pass a recorder).
+        model_name: The model id, recorded with the usage.
     """
 
     def __init__(
@@ -263,53 +470,155 @@ class ChatModelCaller:
         initial_backoff: float = 1.0,
         max_backoff: float = 60.0,
         multiplier: float = 1.5,
+        retry: RetryPolicy | None = None,
+        breaker: CircuitBreaker | None = None,
+        stream: bool = True,
+        max_response_chars: int = DEFAULT_MAX_RESPONSE_CHARS,
         secrets: Sequence[str] = (),
+        sleep: Sleep | None = None,
+        model_name: str | None = None,
     ) -> None:
         self.model = model
         self.base_url = base_url or str(getattr(model, "openai_api_base", "") or "the model")
-        self.max_retries = max_retries
-        self.initial_backoff = initial_backoff
-        self.max_backoff = max_backoff
-        self.multiplier = multiplier
+        self.retry = retry or RetryPolicy(
+            max_retries=max_retries,
+            initial_backoff=initial_backoff,
+            max_backoff=max_backoff,
+            multiplier=multiplier,
+        )
+        self.breaker = breaker or CircuitBreaker(self.base_url, threshold=2**31)
+        self.stream = stream
+        self.max_response_chars = max_response_chars
+        self.model_name = model_name or str(
+            getattr(model, "model_name", None) or getattr(model, "_llm_type", "model")
+        )
         self._secrets = tuple(secrets)
+        self._sleep: Sleep = sleep or asyncio.sleep
+
+    @property
+    def max_retries(self) -> int:
+        """Retries after the first attempt."""
+        return self.retry.max_retries
 
     def _wait(self, state: RetryCallState) -> float:
         exc = state.outcome.exception() if state.outcome else None
-        hinted = getattr(exc, "retry_after", None)
-        if hinted is not None:
-            return float(min(hinted, self.max_backoff))
-        wait = self.initial_backoff * self.multiplier ** (state.attempt_number - 1)
-        return float(min(wait, self.max_backoff))
+        return self.retry.wait(state.attempt_number, exc)
+
+    def _should_retry(self, exc: BaseException) -> bool:
+        if isinstance(exc, CircuitOpenError | BudgetExceededError):
+            return False
+        return self.retry.should_retry(exc)
 
     async def aclose(self) -> None:
-        """Close the model's own HTTP client, if it has one."""
+        """Close the model's own HTTP clients, if it has them."""
         client = getattr(self.model, "http_async_client", None)
         if client is not None:
             await client.aclose()
+        sync_client = getattr(self.model, "http_client", None)
+        if sync_client is not None:
+            sync_client.close()
 
     async def __call__(self, messages: list[Message], tools: list[dict[str, Any]]) -> ModelReply:
         runnable: Any = self.model.bind_tools(tools) if tools else self.model
         lc_messages = to_langchain(messages)
         turn = sum(1 for m in messages if m["role"] == "assistant")
+        sink = model_sink()
         started = time.perf_counter()
+        retries: list[dict[str, Any]] = []
+
+        async def before_sleep(state: RetryCallState) -> None:
+            exc = state.outcome.exception() if state.outcome else None
+            wait = state.upcoming_sleep
+            retries.append({"error": type(exc).__name__, "wait": round(wait, 3)})
+            log.warning(
+                "model call to %s failed (%s); retry %d of %d in %.2fs",
+                self.base_url,
+                exc,
+                state.attempt_number,
+                self.retry.max_retries,
+                wait,
+            )
+            if sink is not None:
+                sink({"type": "model_retry", "detail": str(exc), "duration_ms": wait * 1000})
+
         retrying = AsyncRetrying(
-            stop=stop_after_attempt(self.max_retries + 1),
+            stop=stop_after_attempt(self.retry.max_retries + 1),
             wait=self._wait,
-            retry=retry_if_exception(_retryable),
+            retry=retry_if_exception(self._should_retry),
             reraise=True,
+            sleep=self._sleep,
+            before_sleep=before_sleep,
         )
+        streamed = False
         async for attempt in retrying:
             with attempt:
+                self.breaker.before_call()
                 try:
-                    reply = await runnable.ainvoke(lc_messages)
-                except ModelError:
+                    reply, streamed = await self._attempt(runnable, lc_messages, sink)
+                except ModelError as exc:
+                    self.breaker.record_failure(exc)
                     raise
-                except Exception as exc:
-                    raise classify_model_error(
-                        exc, base_url=self.base_url, secrets=self._secrets
-                    ) from None
+                self.breaker.record_success()
         return ModelReply(
             message=from_langchain(reply, turn=turn),
             usage=usage_of(reply),
             latency_ms=round((time.perf_counter() - started) * 1000, 3),
+            model=self.model_name,
+            streamed=streamed,
+            attempts=len(retries) + 1,
+            retries=retries,
+            finish_reason=str(reply.response_metadata.get("finish_reason") or ""),
         )
+
+    async def _attempt(
+        self, runnable: Any, messages: list[BaseMessage], sink: Callable[[Event], None] | None
+    ) -> tuple[BaseMessage, bool]:
+        if sink is not None and self.stream:
+            return await self._streamed(runnable, messages, sink), True
+        try:
+            reply: BaseMessage = await runnable.ainvoke(messages)
+        except Exception as exc:
+            raise classify_model_error(exc, base_url=self.base_url, secrets=self._secrets) from None
+        size = len(_text_of(reply.content)) + sum(
+            len(json.dumps(c.get("args"))) for c in getattr(reply, "tool_calls", None) or []
+        )
+        if size > self.max_response_chars:
+            raise ResponseTooLargeError(
+                f"the reply from {self.base_url} has {size} characters, over the size cap of "
+                f"{self.max_response_chars}; lower max_tokens or raise "
+                "MAMBA_MODEL_BACKEND__MAX_RESPONSE_CHARS"
+            )
+        _check_calls(reply, {})
+        return reply, False
+
+    async def _streamed(
+        self, runnable: Any, messages: list[BaseMessage], sink: Callable[[Event], None]
+    ) -> BaseMessage:
+        stream = _Stream(sink, self.max_response_chars)
+        try:
+            async for chunk in runnable.astream(messages):
+                if isinstance(chunk, AIMessageChunk):
+                    stream.add(chunk)
+        except ModelError:
+            raise
+        except Exception as exc:
+            partial = stream.partial() if stream.message is not None else None
+            raise classify_model_error(
+                exc, base_url=self.base_url, secrets=self._secrets, partial_text=partial
+            ) from None
+        reply = stream.message
+        if reply is None or _is_blank(reply):
+            raise with_kinds(
+                EmptyResponseError(f"the model server at {self.base_url} sent an empty stream"),
+                "EmptyResponse",
+            )
+        if stream.openai_protocol and not reply.response_metadata.get("finish_reason"):
+            # The server closed the stream cleanly but never said the reply was complete.
+            raise _cut(
+                ConnectionResetError("the stream ended without a finish reason"),
+                self.base_url,
+                "no finish reason",
+                stream.partial(),
+            )
+        _check_calls(reply, stream.raw_args)
+        return reply

@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
     "SEVERITY",
+    "CompactionRecord",
     "Decision",
     "Discovery",
     "GateReport",
@@ -38,6 +39,7 @@ __all__ = [
     "ToolOutcome",
     "ToolResult",
     "TraceEvent",
+    "UsageRecord",
     "UserPlan",
     "append_or_replace",
 ]
@@ -230,6 +232,56 @@ def append_or_replace(left: list[Any] | None, right: list[Any] | Replace | None)
     return [*(left or []), *right]
 
 
+class UsageRecord(TypedDict, total=False):
+    """One model request's tokens and cost; the run keeps them in order (``usage_log``).
+
+    ``source`` says where the counts come from: ``server`` (reported usage, which wins) or
+    ``estimate`` (tiktoken, when the server reported none). ``estimated_prompt_tokens`` is our
+    estimate either way, and ``estimate_error`` its relative error against the server's count;
+    ``calibrated_prompt_tokens`` / ``calibrated_error`` are the same after adding the gap the
+    server showed on the previous request (its chat template's own tokens).
+    ``tools_called`` names the tools this reply asked for (their calls are part of the
+    completion); ``tool_result_tokens`` attributes the prompt's new tool results to their tools.
+    """
+
+    iteration: Required[int]
+    at: Required[float]
+    model: str
+    prompt_tokens: Required[int]
+    completion_tokens: Required[int]
+    total_tokens: Required[int]
+    cached_tokens: int
+    source: Literal["server", "estimate"]
+    estimated_prompt_tokens: int
+    estimate_error: float | None
+    calibrated_prompt_tokens: int
+    calibrated_error: float
+    cost: float
+    latency_ms: float
+    attempts: int
+    streamed: bool
+    tools_called: list[str]
+    tool_call_tokens: dict[str, int]
+    tool_result_tokens: dict[str, int]
+    purpose: Literal["draft", "compaction"]
+
+
+class CompactionRecord(TypedDict, total=False):
+    """What one compaction did, kept in ``compactions`` for ``get_context_state()``."""
+
+    iteration: Required[int]
+    at: Required[float]
+    strategy: Required[str]
+    tokens_before: Required[int]
+    tokens_after: Required[int]
+    messages_before: int
+    messages_after: int
+    removed: int
+    summarized: int
+    target: int
+    detail: str
+
+
 class RunState(TypedDict, total=False):
     """Everything a run knows, checkpointed after every stage."""
 
@@ -253,6 +305,9 @@ class RunState(TypedDict, total=False):
     stop_reason: str | None
     trace: Annotated[list[TraceEvent], operator.add]
     usage: NotRequired[dict[str, Any]]
+    usage_log: Annotated[list[UsageRecord], operator.add]
+    compactions: Annotated[list[CompactionRecord], operator.add]
+    budget_allowance: dict[str, float]
 
 
 class UserPlan(BaseModel):

@@ -17,7 +17,12 @@ ALLOWED: dict[str, set[str]] = {
     "state": set(),
     "config": {"errors"},
     "context": {"state"},
-    "tools": {"errors", "state", "context", "config"},
+    "resilience": {"errors", "state"},
+    "tokens": {"errors", "config"},
+    "compaction": {"errors", "state", "context", "tokens"},
+    "accounting": {"state", "context", "tokens", "compaction"},
+    "usage": {"state"},
+    "tools": {"errors", "state", "context", "config", "resilience"},
     "nodes": {"errors", "state", "context", "config", "tools"},
 }
 
@@ -77,6 +82,12 @@ def test_nodes_never_import_graph_or_checkpoints() -> None:
         "ai_agent.graph",
         "ai_agent.testing",
         "ai_agent.models",
+        "ai_agent.resilience",
+        "ai_agent.tokens",
+        "ai_agent.compaction",
+        "ai_agent.accounting",
+        "ai_agent.usage",
+        "ai_agent.events",
     ],
 )
 def test_public_names_are_sorted_and_exist(module: str) -> None:

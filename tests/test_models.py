@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import httpx
@@ -215,7 +216,7 @@ async def test_caller_sends_tools_and_honours_retry_after(respx_mock: respx.Mock
         }
     ]
     caller = _caller("http://model.test/v1")
-    caller.initial_backoff = 30.0  # Retry-After: 0 must win over the backoff
+    caller.retry = dataclasses.replace(caller.retry, initial_backoff=30.0)  # Retry-After: 0 wins
     reply = await caller([{"role": "user", "content": "x"}], tools)
     assert reply["message"]["tool_calls"] == [{"id": "call_0", "name": "calc", "args": {"a": 1}}]
     sent = route.calls[1].request

@@ -30,6 +30,7 @@ __all__ = [
     "report_error",
     "run_closing",
     "settings_of",
+    "streaming",
 ]
 
 EXIT = {
@@ -83,6 +84,18 @@ class Parents:
         runner.add_argument("--tools", default="", help="comma-separated tools to activate")
         runner.add_argument("--trace", action="store_true", help="print the structured trace")
         runner.add_argument("--quiet", action="store_true", help="no live status lines on stderr")
+        live = runner.add_mutually_exclusive_group()
+        live.add_argument(
+            "--stream",
+            action="store_true",
+            help="show the answer as it is written and tool output as it comes (the default "
+            "when stdout is a terminal)",
+        )
+        live.add_argument(
+            "--no-stream",
+            action="store_true",
+            help="do not stream: ask the model for whole replies, print the answer at the end",
+        )
         runner.add_argument(
             "--yes",
             action="store_true",
@@ -124,6 +137,8 @@ def settings_of(args: argparse.Namespace) -> AgentSettings:
     overrides: dict[str, Any] = {}
     if getattr(args, "base_url", None):
         overrides["model_backend"] = {"base_url": args.base_url}
+    if getattr(args, "no_stream", False):
+        overrides["streaming"] = {"stream_model_responses": False, "stream_tool_results": False}
     if getattr(args, "config", None):
         return AgentSettings.load(args.config, **overrides)
     return load_settings(**overrides)
@@ -145,7 +160,7 @@ def build_agent(args: argparse.Namespace, **overrides: Any) -> Agent:
     tools = [t.strip() for t in getattr(args, "tools", "").split(",") if t.strip()] or None
     if getattr(args, "max_iterations", None) is not None and args.max_iterations < 1:
         raise UsageError("--max-iterations must be at least 1")
-    quiet = getattr(args, "quiet", False) or getattr(args, "json", False)
+    quiet = getattr(args, "quiet", False) or getattr(args, "json", False) or streaming(args)
     options: dict[str, Any] = {
         "model": getattr(args, "model", None),
         "tools": tools,
@@ -200,14 +215,32 @@ def print_json(value: Any) -> None:
     print(json.dumps(value, indent=2, ensure_ascii=False, default=str))
 
 
-def print_result(result: RunResult, *, as_json: bool = False, trace: bool = False) -> None:
-    """A run's outcome: the answer on stdout, or the gate's prompt, or the error on stderr."""
+def streaming(args: argparse.Namespace) -> bool:
+    """Whether the command shows the run live (tokens and tool output as they arrive).
+
+    ``--stream`` / ``--no-stream`` decide; by default a terminal gets the live view and a pipe
+    gets the answer at the end. ``--json`` and ``--quiet`` never stream.
+    """
+    if getattr(args, "no_stream", False) or getattr(args, "json", False) or args.quiet:
+        return False
+    return bool(getattr(args, "stream", False) or sys.stdout.isatty())
+
+
+def print_result(
+    result: RunResult, *, as_json: bool = False, trace: bool = False, streamed: str = ""
+) -> None:
+    """A run's outcome: the answer on stdout, or the gate's prompt, or the error on stderr.
+
+    ``streamed`` is the answer text already printed live; it is not printed again.
+    """
     if as_json:
         print_json(result.to_dict())
         return
     if trace:
         print(format_trace(result.trace))
-    if result.status in ("completed", "cancelled"):
+    if result.status in ("completed", "cancelled") and (
+        not streamed or streamed.strip() != (result.final_text or "").strip()
+    ):
         print(result.final_text or "")
     if result.status == "cancelled":
         print("(cancelled)", file=sys.stderr)

@@ -16,6 +16,7 @@ from ai_agent.cli._common import (
     build_agent,
     print_result,
     run_closing,
+    streaming,
 )
 
 __all__ = ["add_commands"]
@@ -68,19 +69,34 @@ def add_commands(sub: Any, parents: Parents) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from ai_agent.cli._live import LivePrinter, consume  # imports the engine: only when running
+
     agent = build_agent(args)
     args.thread_id = args.thread_id or uuid.uuid4().hex
     if not (args.quiet or args.json):
         print(f"run {args.thread_id}", file=sys.stderr)
-    result = run_closing(agent, agent.run(args.task, thread_id=args.thread_id))
-    print_result(result, as_json=args.json, trace=args.trace)
+    printer = LivePrinter()
+    if streaming(args):
+        events = agent.astream(args.task, thread_id=args.thread_id)
+        result = run_closing(agent, consume(events, printer))
+    else:
+        result = run_closing(agent, agent.run(args.task, thread_id=args.thread_id))
+    print_result(result, as_json=args.json, trace=args.trace, streamed=printer.streamed)
     return EXIT[result.status]
 
 
 def _resume(args: argparse.Namespace) -> int:
+    from ai_agent.cli._live import LivePrinter, consume
+
     agent = build_agent(args)
-    result = run_closing(agent, agent.resume(args.thread, plan_of(args)))
-    print_result(result, as_json=args.json, trace=args.trace)
+    printer = LivePrinter()
+    if streaming(args):
+        result = run_closing(
+            agent, consume(agent.astream_resume(args.thread, plan_of(args)), printer)
+        )
+    else:
+        result = run_closing(agent, agent.resume(args.thread, plan_of(args)))
+    print_result(result, as_json=args.json, trace=args.trace, streamed=printer.streamed)
     return EXIT[result.status]
 
 

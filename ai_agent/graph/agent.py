@@ -24,11 +24,20 @@ from ai_agent.graph.history import HistoryMixin
 from ai_agent.graph.inspection import InspectionMixin
 from ai_agent.graph.prune import PruneMixin
 from ai_agent.graph.replay import ReplayMixin
+from ai_agent.graph.streaming import StreamingMixin
 
 __all__ = ["Agent"]
 
 
-class Agent(ExportMixin, InspectionMixin, ReplayMixin, HistoryMixin, PruneMixin, AgentCore):
+class Agent(
+    StreamingMixin,
+    ExportMixin,
+    InspectionMixin,
+    ReplayMixin,
+    HistoryMixin,
+    PruneMixin,
+    AgentCore,
+):
     """Runs tasks through the nine-stage pipeline, pausing at the gate and resuming later.
 
     See :class:`ai_agent.graph.core.AgentCore` for the constructor's arguments. Feature mixins

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from pathlib import Path
@@ -22,8 +23,10 @@ from langgraph.errors import GraphRecursionError
 from langgraph.types import Command
 from pydantic import SecretStr
 
+from ai_agent.accounting import RunMeter, UsageTracker
 from ai_agent.checkpoints import RunStore, SqliteMemory, open_checkpointer
 from ai_agent.checkpoints.versions import check_state_version, stamped
+from ai_agent.compaction import CompactionStrategy, Compactor
 from ai_agent.config import AgentSettings, ModelBackendSettings, load_settings
 from ai_agent.context import (
     ApprovalPolicy,
@@ -47,7 +50,9 @@ from ai_agent.graph.recording import RecordingModel, RecordingToolBox, generatio
 from ai_agent.graph.result import RunResult, RunStatusName
 from ai_agent.models import ChatModelCaller, make_chat_model
 from ai_agent.nodes.gate import check_plan, parse_plan
+from ai_agent.resilience import CircuitBreaker, RetryPolicy
 from ai_agent.state import GateReport, Message, RunState, TraceEvent, UserPlan
+from ai_agent.tokens import TokenCounter
 from ai_agent.tools.builtin import builtin_tools
 from ai_agent.tools.registry import ToolRegistry
 from ai_agent.tools.spec import ToolSpec
@@ -133,6 +138,8 @@ class AgentCore:
         memory_sqlite: Also keep a searchable SQLite memory that recall uses.
         on_event: Called with progress events (stage started/finished, tool running...).
         workdir: Directory tools treat as their working directory.
+        compaction_strategy: A custom :class:`~ai_agent.compaction.CompactionStrategy` used
+            instead of the configured one.
     """
 
     def __init__(
@@ -155,12 +162,14 @@ class AgentCore:
         memory_sqlite: bool | None = None,
         on_event: Callable[[Event], None] | None = None,
         workdir: str | Path = ".",
+        compaction_strategy: CompactionStrategy | None = None,
     ) -> None:
         s = settings if settings is not None else load_settings()
         self.settings = s
         self.checkpoint_path = Path(checkpoint_path or s.checkpoint_path)
         self.hooks = hooks if isinstance(hooks, Hooks) else Hooks(**dict(hooks or {}))
         self.registry, self.initial_tools = _tool_set(tools if tools is not None else s.tools)
+        self.registry.retry = RetryPolicy.for_tools(s.retry)
         self.backend = backend or s.backend
         if self.backend not in ("openai", "local"):
             raise ConfigError(f"unknown backend {self.backend!r}; use 'openai' or 'local'")
@@ -183,12 +192,20 @@ class AgentCore:
             if memory_path is None
             else str(s.memory_path if memory_path is _UNSET else memory_path),
             workdir=str(workdir),
+            stream_tool_results=s.streaming.stream_tool_results,
+            stream_chunk_size=s.streaming.chunk_size,
         )
         self._memory_sqlite = s.memory_sqlite if memory_sqlite is None else memory_sqlite
         self._on_event = on_event
         self._store: RunStore | None = None
         self._memory: SqliteMemory | None = None
         self._caller: ModelCaller | None = None
+        self._backend: ModelBackendSettings | None = None
+        self._summary_caller: ModelCaller | None = None
+        self._counter: TokenCounter | None = None
+        self._compactor: Compactor | None = None
+        self._compaction_strategy = compaction_strategy
+        self.usage_tracker = UsageTracker()
         self._local: Any = None
         self._saver: BaseCheckpointSaver[Any] | None = None
         self._saver_cm: contextlib.AbstractAsyncContextManager[Any] | None = None
@@ -213,11 +230,11 @@ class AgentCore:
 
     async def aclose(self) -> None:
         """Close what the agent opened: the model's HTTP client, the databases, any local server."""
-        if self._caller is not None:
-            caller, self._caller = self._caller, None
+        for caller in (self._caller, self._summary_caller):
             closer = getattr(caller, "aclose", None)
             if closer is not None:
                 await closer()
+        self._caller = self._summary_caller = None
         if self._saver_cm is not None:
             cm, self._saver_cm, self._saver = self._saver_cm, None, None
             await cm.__aexit__(None, None, None)
@@ -255,22 +272,36 @@ class AgentCore:
     async def _make_caller(self) -> ModelCaller:
         model, backend = self._model_arg, self.settings.model_backend
         if isinstance(model, BaseChatModel):
-            return ChatModelCaller(model, base_url=f"the {model._llm_type} model", max_retries=0)
+            name = str(getattr(model, "openai_api_base", "") or f"the {model._llm_type} model")
+            return self._caller_for(model, backend, base_url=name)
         if isinstance(model, str):
             backend = backend.model_copy(update={"model": model})
         if self.backend == "local":
             backend = await self._start_local(backend)
+        self._backend = backend
+        return self._caller_for(make_chat_model(backend), backend, base_url=backend.base_url)
+
+    def _caller_for(
+        self, model: BaseChatModel, backend: ModelBackendSettings, *, base_url: str
+    ) -> ChatModelCaller:
+        """A caller with the settings' retry policy, a breaker for this backend, streaming."""
         retry = self.settings.retry
+        policy = RetryPolicy.for_models(retry)
+        if retry.model_max_retries is None and "max_retries" in backend.model_fields_set:
+            # An explicit backend max_retries wins over the level's default count.
+            policy = dataclasses.replace(policy, max_retries=backend.max_retries)
         secret = backend.api_key.get_secret_value() if backend.api_key else ""
         return ChatModelCaller(
-            make_chat_model(backend),
-            base_url=backend.base_url,
-            max_retries=retry.model_max_retries
-            if retry.model_max_retries is not None
-            else backend.max_retries,
-            initial_backoff=retry.initial_backoff_seconds,
-            max_backoff=retry.max_backoff_seconds,
-            multiplier=retry.backoff_multiplier,
+            model,
+            base_url=base_url,
+            retry=policy,
+            breaker=CircuitBreaker(
+                base_url,
+                threshold=retry.circuit_breaker_threshold,
+                cooldown=retry.circuit_breaker_timeout,
+            ),
+            stream=self.settings.streaming.stream_model_responses,
+            max_response_chars=backend.max_response_chars,
             secrets=[secret],
         )
 
@@ -322,7 +353,58 @@ class AgentCore:
             policy=self.policy,
             emit=self._on_event or _ignore,
             memory=self._memory_store(),
+            meter=self._meter(thread_id, caller, replaying=model is not None),
         )
+
+    def _token_counter(self, model: str | None = None) -> TokenCounter:
+        """The Agent's token counter (one per Agent: its per-message cache is shared by runs)."""
+        if self._counter is None:
+            s = self.settings
+            self._counter = TokenCounter(s.token_tracking, model=model or s.model_backend.model)
+        return self._counter
+
+    def _meter(self, thread_id: str, caller: ModelCaller, *, replaying: bool = False) -> RunMeter:
+        """Token accounting for one run: shared counter and compactor, its own running count.
+
+        A replay compacts with the replay's model (which serves the recorded summaries), never a
+        live summarization model.
+        """
+        s = self.settings
+        name = str(getattr(caller, "model_name", "") or s.model_backend.model)
+        counter = self._token_counter(name)
+        summarizer = None if replaying else self._summarizer()
+        if summarizer is not None:
+            summarizer = RecordingModel(summarizer, self.store, thread_id, self.generation_params())
+        if self._compactor is None:
+            self._compactor = Compactor(
+                s.context,
+                counter,
+                strategy=self._compaction_strategy,
+                context_window=s.model_backend.context_window,
+                reserve=s.model_backend.max_tokens or 0,
+            )
+        return RunMeter(
+            counter=counter,
+            model_name=name,
+            compactor=self._compactor,
+            budget=s.budget,
+            summarizer=summarizer,
+            expected_completion=s.model_backend.max_tokens,
+            tracker=self.usage_tracker,
+            thread_id=thread_id,
+        )
+
+    def _summarizer(self) -> ModelCaller | None:
+        """The model for summaries and scores: None means the run's own model."""
+        wanted = self.settings.context.summarization_model
+        if wanted == "same" or self._backend is None:
+            return None
+        if self._summary_caller is None:
+            backend = self._backend.model_copy(update={"model": wanted})
+            self._summary_caller = self._caller_for(
+                make_chat_model(backend), backend, base_url=backend.base_url
+            )
+        return self._summary_caller
 
     # Running --------------------------------------------------------------------------------
     async def run(self, task: str, *, thread_id: str | None = None) -> RunResult:

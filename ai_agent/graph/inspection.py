@@ -6,17 +6,18 @@ argument; any stored run can be inspected by passing its id, from any process. T
 latest checkpoint (every step is committed before the next starts) and the recorded calls, so
 they may also be called while a run is in progress, from another task.
 
-Token figures: usage totals are what the model server reported. Breakdowns of the context are
-estimates (about four characters per token) until a tokenizer is configured; each result says
-which it is. Costs use the rates given (default: zero, as for a local model).
+Token figures: usage totals are what the model server reported (or, for a request it reported
+nothing for, the tiktoken estimate; the records say which). Breakdowns of the context are counted
+with the configured tiktoken encoding; each result names its method. Costs use the configured
+rates per model (``BudgetConfig.rates``), or the rates given.
 """
 
 from __future__ import annotations
 
-import json
+import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, TypedDict, cast
+from typing import Any, Required, TypedDict
 
 from ai_agent.checkpoints.recorded import ModelCallRecord
 from ai_agent.context import ToolInfo
@@ -33,7 +34,9 @@ from ai_agent.state import (
     RunState,
     ToolCall,
     ToolResult,
+    UsageRecord,
 )
+from ai_agent.usage import context_state, cost_estimate, token_breakdown, token_usage
 
 __all__ = [
     "AgentStateView",
@@ -50,8 +53,6 @@ __all__ = [
     "estimate_tokens",
 ]
 
-ESTIMATE_METHOD = "estimate: 4 characters per token"
-
 
 def estimate_tokens(text: str) -> int:
     """A rough token count (about four characters per token; never zero for non-empty text).
@@ -64,35 +65,60 @@ def estimate_tokens(text: str) -> int:
 
 
 class TokenUsage(TypedDict):
-    """Token usage the model server reported, summed over the run."""
+    """Token usage of the run: what the server reported, estimates where it reported nothing.
+
+    ``by_purpose`` splits drafts from compaction calls; ``estimated_requests`` counts requests
+    the server gave no usage for; ``mean_estimate_error`` is the mean relative error of our
+    tiktoken prompt estimate against the server's counts (None when it never reported).
+    """
 
     prompt_tokens: int
     completion_tokens: int
     total_tokens: int
     cached_tokens: int
     requests: int
+    cost: float
+    by_purpose: dict[str, dict[str, Any]]
+    estimated_requests: int
+    mean_estimate_error: float | None
 
 
 class ContextState(TypedDict):
-    """The model's context as the next draft would send it."""
+    """The model's context as the next draft would send it, and what compaction did so far.
+
+    ``estimated_tokens`` counts the request (system prompt, tool definitions, messages, reply
+    priming); ``tokens_with_margin`` adds the safety margin used for window checks.
+    """
 
     thread_id: str
     system_prompt: str
     messages: list[Message]
     message_count: int
     estimated_tokens: int
+    tokens_with_margin: int
     compactions: list[dict[str, Any]]
+    compaction_trigger: int
+    compaction_target: int
+    context_window: int | None
+    pending_tool_calls: list[ToolCall]
     method: str
 
 
 class TokenBreakdown(TypedDict):
-    """Estimated tokens of the current context by component (and of tool results by tool)."""
+    """Tokens of the current context by component, and tokens attributed to each tool.
+
+    ``per_tool`` holds, for each tool: ``calls`` (how often the model called it),
+    ``call_tokens`` (what writing those calls cost), ``result_tokens`` (what its results cost
+    when first fed to the model) and ``in_context`` (what of its results is still there).
+    """
 
     thread_id: str
     system_prompt: int
     messages_by_role: dict[str, int]
+    messages_by_kind: dict[str, int]
     tool_schemas: int
     tool_results_by_tool: dict[str, int]
+    per_tool: dict[str, dict[str, int]]
     total: int
     method: str
 
@@ -112,7 +138,7 @@ class CostRates:
 
 
 class CostEstimate(TypedDict):
-    """What a run cost at the given rates, in total and per model request."""
+    """What a run cost, in total, per model and per request, and against its cost limit."""
 
     thread_id: str
     currency: str
@@ -122,19 +148,43 @@ class CostEstimate(TypedDict):
     completion_cost: float
     total_cost: float
     per_request: list[dict[str, Any]]
+    by_model: dict[str, float]
+    limit: float | None
+    remaining: float | None
 
 
-class UsagePoint(TypedDict):
-    """One model request in the usage time series."""
+class UsagePoint(TypedDict, total=False):
+    """One model request in the usage time series.
 
-    time: float
-    step: int | None
-    prompt_tokens: int
-    completion_tokens: int
-    total_tokens: int
-    cumulative_tokens: int
-    latency_ms: float
-    replayed: bool
+    The first keys are always there; the rest come from the run's usage record of the request
+    (see :class:`~ai_agent.state.UsageRecord`): where the counts come from, our estimate and its
+    error, cost, and which tools the request involved.
+    """
+
+    time: Required[float]
+    step: Required[int | None]
+    prompt_tokens: Required[int]
+    completion_tokens: Required[int]
+    total_tokens: Required[int]
+    cumulative_tokens: Required[int]
+    latency_ms: Required[float]
+    replayed: Required[bool]
+    iteration: int
+    model: str
+    purpose: str
+    source: str
+    cached_tokens: int
+    estimated_prompt_tokens: int
+    estimate_error: float | None
+    calibrated_prompt_tokens: int
+    calibrated_error: float
+    cost: float
+    cumulative_cost: float
+    streamed: bool
+    attempts: int
+    tools_called: list[str]
+    tool_call_tokens: dict[str, int]
+    tool_result_tokens: dict[str, int]
 
 
 class AgentStateView(TypedDict):
@@ -186,12 +236,6 @@ class ExecutionTrace(TypedDict):
     thread_id: str
     timeline: list[TimelineRow]
     tool_calls: list[ToolCallView]
-
-
-def _tokens_of(message: Message) -> int:
-    calls = message.get("tool_calls")
-    extra = json.dumps(calls, ensure_ascii=False) if calls else ""
-    return estimate_tokens((message.get("content") or "") + extra)
 
 
 def _rows(
@@ -282,20 +326,41 @@ class InspectionMixin(ReplayMixin):
             messages = [m for m in messages if m["role"] in roles]
         return messages[-last:] if last else messages
 
+    def _method(self) -> str:
+        counter = self._token_counter()
+        return f"tiktoken {counter.encoding_name}"
+
     async def get_context_state(self, thread_id: str | None = None) -> ContextState:
-        """The messages the next draft would send, their estimated size, and compactions."""
+        """The messages the next draft would send, their token counts, and the compactions."""
         thread, state, _ = await self._state(thread_id)
         prompt = await self.get_system_prompt(thread)
+        compaction = self.settings.context
+        trigger, target = compaction.trigger_threshold_tokens, compaction.target_tokens
+        if self._compactor is not None:
+            trigger, target = self._compactor.trigger, self._compactor.target
+        view = context_state(
+            state,
+            self._token_counter(),
+            system_prompt=prompt,
+            tools=self.registry.schemas(list(state.get("active_tools", []))),
+            trigger=trigger,
+            target=target,
+            window=self.settings.model_backend.context_window,
+        )
         messages = compose_messages(prompt, list(state.get("messages", [])))
-        compactions = cast(dict[str, Any], state).get("compactions") or []
         return ContextState(
             thread_id=thread,
             system_prompt=prompt,
             messages=messages,
             message_count=len(messages),
-            estimated_tokens=sum(_tokens_of(m) for m in messages),
-            compactions=list(compactions),
-            method=ESTIMATE_METHOD,
+            estimated_tokens=view["tokens"]["total"],
+            tokens_with_margin=view["tokens_with_margin"],
+            compactions=[dict(c) for c in view["compactions"]],
+            compaction_trigger=trigger,
+            compaction_target=target,
+            context_window=view["context_window"],
+            pending_tool_calls=view["pending_tool_calls"],
+            method=self._method(),
         )
 
     async def get_active_tools(self, thread_id: str | None = None) -> list[ToolInfo]:
@@ -307,91 +372,131 @@ class InspectionMixin(ReplayMixin):
         return [info for name in names if (info := self.registry.info(name)) is not None]
 
     async def get_token_usage(self, thread_id: str | None = None) -> TokenUsage:
-        """Token usage the model server reported for the run (zeros when it reported none)."""
+        """The run's token totals (server figures, estimates where it gave none) and cost."""
         _, state, _ = await self._state(thread_id)
-        usage = state.get("usage") or {}
+        if not state.get("usage_log"):
+            # A run stored before usage records existed: its summed server usage is all there is.
+            usage = state.get("usage") or {}
+            return TokenUsage(
+                prompt_tokens=int(usage.get("prompt_tokens", 0)),
+                completion_tokens=int(usage.get("completion_tokens", 0)),
+                total_tokens=int(usage.get("total_tokens", 0)),
+                cached_tokens=int(usage.get("cached_tokens", 0)),
+                requests=int(usage.get("requests", 0)),
+                cost=float(usage.get("cost", 0.0)),
+                by_purpose={},
+                estimated_requests=0,
+                mean_estimate_error=None,
+            )
+        totals = token_usage(state)
         return TokenUsage(
-            prompt_tokens=int(usage.get("prompt_tokens", 0)),
-            completion_tokens=int(usage.get("completion_tokens", 0)),
-            total_tokens=int(usage.get("total_tokens", 0)),
-            cached_tokens=int(usage.get("cached_tokens", 0)),
-            requests=int(usage.get("requests", 0)),
+            prompt_tokens=totals["prompt_tokens"],
+            completion_tokens=totals["completion_tokens"],
+            total_tokens=totals["total_tokens"],
+            cached_tokens=totals["cached_tokens"],
+            requests=totals["requests"],
+            cost=totals["cost"],
+            by_purpose=totals["by_purpose"],
+            estimated_requests=totals["estimated_requests"],
+            mean_estimate_error=totals["mean_estimate_error"],
         )
 
     async def get_token_breakdown(self, thread_id: str | None = None) -> TokenBreakdown:
-        """Estimated tokens of the current context: system prompt, messages by role, tool
-        schemas, and tool results by tool."""
+        """Tokens of the current context (system prompt, messages by role and kind, tool
+        schemas, tool results by tool) and the tokens attributed to each tool."""
         thread, state, _ = await self._state(thread_id)
-        prompt = estimate_tokens(await self.get_system_prompt(thread))
-        by_role: dict[str, int] = {}
-        by_tool: dict[str, int] = {}
-        for message in state.get("messages", []):
-            size = _tokens_of(message)
-            by_role[message["role"]] = by_role.get(message["role"], 0) + size
-            if message["role"] == "tool":
-                name = message.get("name", "?")
-                by_tool[name] = by_tool.get(name, 0) + size
+        counter = self._token_counter()
         schemas = self.registry.schemas(list(state.get("active_tools", [])))
-        tools = estimate_tokens(json.dumps(schemas, ensure_ascii=False)) if schemas else 0
+        found = token_breakdown(
+            state, counter, system_prompt=await self.get_system_prompt(thread), tools=schemas
+        )
+        context, per_tool = found["context"], found["per_tool"]
         return TokenBreakdown(
             thread_id=thread,
-            system_prompt=prompt,
-            messages_by_role=by_role,
-            tool_schemas=tools,
-            tool_results_by_tool=by_tool,
-            total=prompt + sum(by_role.values()) + tools,
-            method=ESTIMATE_METHOD,
+            system_prompt=context["system_prompt"],
+            messages_by_role=context["by_role"],
+            messages_by_kind=context["by_kind"],
+            tool_schemas=context["tool_definitions"],
+            tool_results_by_tool={
+                k: v["in_context"] for k, v in per_tool.items() if v["in_context"]
+            },
+            per_tool=per_tool,
+            total=context["total"],
+            method=self._method(),
         )
 
     async def get_usage_history(self, thread_id: str | None = None) -> list[UsagePoint]:
-        """Token usage per model request, in time order, with a running total."""
-        calls = await self.store.model_calls(self._thread(thread_id))
-        points: list[UsagePoint] = []
-        total = 0
-        for call in calls:
-            usage = call["usage"]
-            total += int(usage.get("total_tokens", 0))
-            points.append(
-                UsagePoint(
-                    time=call["created_at"],
-                    step=call["step"],
-                    prompt_tokens=int(usage.get("prompt_tokens", 0)),
-                    completion_tokens=int(usage.get("completion_tokens", 0)),
-                    total_tokens=int(usage.get("total_tokens", 0)),
-                    cumulative_tokens=total,
-                    latency_ms=call["latency_ms"],
-                    replayed=call["replayed"],
-                )
-            )
-        return points
+        """Token usage per model request, in time order, with running totals.
+
+        Each point joins the request's recorded call (time, step, latency, replayed) with its
+        usage record (server or estimated counts, estimate error, cost, tools).
+        """
+        thread = self._thread(thread_id)
+        calls = [c for c in await self.store.model_calls(thread) if c["error"] is None]
+        records: list[UsageRecord] = []
+        if thread_id is not None or self._last_thread is not None:
+            with contextlib.suppress(UnknownThreadError):
+                records = list((await self._state(thread))[1].get("usage_log") or [])
+        return _points(calls, records)
 
     async def get_cost_estimate(
         self, thread_id: str | None = None, *, rates: CostRates | None = None
     ) -> CostEstimate:
-        """The run's cost at ``rates`` (per million prompt and completion tokens)."""
-        rates = rates or CostRates()
+        """The run's cost: at the configured rates per model (``BudgetConfig.rates``, as
+        recorded with each request), or at ``rates`` for every request when given."""
         thread = self._thread(thread_id)
-        usage = await self.get_token_usage(thread)
-        per_request = [
-            {
-                "step": p["step"],
-                "total_tokens": p["total_tokens"],
-                "cost": _cost(p["prompt_tokens"], p["completion_tokens"], rates),
-            }
-            for p in await self.get_usage_history(thread)
-        ]
-        prompt_cost = usage["prompt_tokens"] * rates.prompt_per_million / 1e6
-        completion_cost = usage["completion_tokens"] * rates.completion_per_million / 1e6
+        points = await self.get_usage_history(thread)
+        budget = self.settings.budget
+        currency = rates.currency if rates is not None else budget.currency
+        per_request: list[dict[str, Any]] = []
+        prompt_cost = completion_cost = 0.0
+        for point in points:
+            if rates is not None:
+                p_cost = point["prompt_tokens"] * rates.prompt_per_million / 1e6
+                c_cost = point["completion_tokens"] * rates.completion_per_million / 1e6
+                cost = p_cost + c_cost
+            else:
+                cost = float(point.get("cost", 0.0))
+                rate = budget.rate_for(point.get("model", ""))
+                p_cost = rate.cost(point["prompt_tokens"], 0, point.get("cached_tokens", 0))
+                c_cost = cost - p_cost
+            prompt_cost += p_cost
+            completion_cost += c_cost
+            per_request.append(
+                {
+                    "step": point["step"],
+                    "iteration": point.get("iteration"),
+                    "model": point.get("model", ""),
+                    "total_tokens": point["total_tokens"],
+                    "cost": round(cost, 9),
+                }
+            )
+        _, state, _ = await self._state(thread)
+        summary = cost_estimate(state, budget)
+        total = round(prompt_cost + completion_cost, 9)
+        limit = summary["limit"]
         return CostEstimate(
             thread_id=thread,
-            currency=rates.currency,
-            prompt_tokens=usage["prompt_tokens"],
-            completion_tokens=usage["completion_tokens"],
-            prompt_cost=prompt_cost,
-            completion_cost=completion_cost,
-            total_cost=prompt_cost + completion_cost,
+            currency=currency,
+            prompt_tokens=sum(p["prompt_tokens"] for p in points),
+            completion_tokens=sum(p["completion_tokens"] for p in points),
+            prompt_cost=round(prompt_cost, 9),
+            completion_cost=round(completion_cost, 9),
+            total_cost=total,
             per_request=per_request,
+            by_model=summary["by_model"] if rates is None else {},
+            limit=limit,
+            remaining=None if limit is None else round(limit - total, 9),
         )
+
+    def get_agent_usage(self) -> dict[str, Any]:
+        """Totals of every model request this Agent made in this process, by thread and model."""
+        tracker = self.usage_tracker
+        return {
+            "totals": dict(tracker.totals),
+            "by_thread": {k: dict(v) for k, v in tracker.by_thread.items()},
+            "by_model": {k: dict(v) for k, v in tracker.by_model.items()},
+        }
 
     async def get_agent_state(self, thread_id: str | None = None) -> AgentStateView:
         """Where the run stands: status, next stage, what it waits for."""
@@ -461,8 +566,62 @@ class InspectionMixin(ReplayMixin):
         )
 
 
-def _cost(prompt: int, completion: int, rates: CostRates) -> float:
-    return (prompt * rates.prompt_per_million + completion * rates.completion_per_million) / 1e6
+def _points(calls: Sequence[ModelCallRecord], records: Sequence[UsageRecord]) -> list[UsagePoint]:
+    """Recorded calls joined with usage records, matched from the end.
+
+    Both are written once per answered model call, in order; a fork's state carries records of
+    calls its parent made, so the newest of each belong together.
+    """
+    paired: list[tuple[ModelCallRecord | None, UsageRecord | None]] = []
+    i, j = len(calls) - 1, len(records) - 1
+    while i >= 0 or j >= 0:
+        paired.append((calls[i] if i >= 0 else None, records[j] if j >= 0 else None))
+        i, j = i - 1, j - 1
+    points: list[UsagePoint] = []
+    tokens, cost = 0, 0.0
+    for call, record in reversed(paired):
+        usage: dict[str, Any] = dict(record) if record is not None else dict(call["usage"])
+        total = int(usage.get("total_tokens", 0))
+        tokens += total
+        point = UsagePoint(
+            time=call["created_at"] if call is not None else float(usage.get("at", 0.0)),
+            step=call["step"] if call is not None else None,
+            prompt_tokens=int(usage.get("prompt_tokens", 0)),
+            completion_tokens=int(usage.get("completion_tokens", 0)),
+            total_tokens=total,
+            cumulative_tokens=tokens,
+            latency_ms=call["latency_ms"]
+            if call is not None
+            else float(usage.get("latency_ms", 0)),
+            replayed=call["replayed"] if call is not None else False,
+        )
+        if record is not None:
+            for key in _RECORD_KEYS:
+                if key in record:
+                    point[key] = record[key]  # type: ignore[literal-required]
+            cost += float(record.get("cost", 0.0))
+            point["cumulative_cost"] = round(cost, 9)
+        points.append(point)
+    return points
+
+
+_RECORD_KEYS = (
+    "iteration",
+    "model",
+    "purpose",
+    "source",
+    "cached_tokens",
+    "estimated_prompt_tokens",
+    "estimate_error",
+    "calibrated_prompt_tokens",
+    "calibrated_error",
+    "cost",
+    "streamed",
+    "attempts",
+    "tools_called",
+    "tool_call_tokens",
+    "tool_result_tokens",
+)
 
 
 def _usage_by_step(calls: Sequence[ModelCallRecord]) -> dict[int, int]:

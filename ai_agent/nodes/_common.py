@@ -79,8 +79,12 @@ def stage(name: str) -> Callable[[Node[U]], Node[U]]:
             started_at, started = time.time(), time.perf_counter()
             try:
                 update = await fn(state, runtime=runtime)
-            except GraphInterrupt:
-                context.emit({"type": "gate_paused", "stage": name, "iteration": iteration})
+            except GraphInterrupt as exc:
+                interrupts = exc.args[0] if exc.args else ()
+                report = getattr(interrupts[0], "value", None) if interrupts else None
+                context.emit(
+                    {"type": "gate_paused", "stage": name, "iteration": iteration, "data": report}
+                )
                 raise
             elapsed = round((time.perf_counter() - started) * 1000, 3)
             out = cast(dict[str, Any], update)

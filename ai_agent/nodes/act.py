@@ -17,6 +17,7 @@ from langgraph.runtime import Runtime
 from ai_agent.context import RunContext
 from ai_agent.nodes._common import stage
 from ai_agent.nodes._issues import issue, issue_from_result
+from ai_agent.nodes._output import output_sink
 from ai_agent.state import (
     Grant,
     Issue,
@@ -120,6 +121,7 @@ class _Cycle:
                 "stage": "act",
                 "tool": call["name"],
                 "iteration": self.iteration,
+                "data": {"call_id": call["id"]},
             }
         )
         await context.journal.intent(context.thread_id, self.iteration, call)
@@ -129,6 +131,13 @@ class _Cycle:
             "iteration": self.iteration,
             "call_id": call["id"],
             "workdir": context.policy.workdir,
+            "on_output": output_sink(
+                context.emit if context.policy.stream_tool_results else None,
+                tool=call["name"],
+                call_id=call["id"],
+                iteration=self.iteration,
+                chunk_size=context.policy.stream_chunk_size,
+            ),
         }
         result = await context.tools.execute(call, tool_ctx)
         await context.journal.outcome(context.thread_id, self.iteration, call, result)
@@ -139,6 +148,8 @@ class _Cycle:
                 "tool": call["name"],
                 "iteration": self.iteration,
                 "detail": result["status"],
+                "duration_ms": float(result.get("execution_time_ms", 0.0)),
+                "data": {"call_id": call["id"]},
             }
         )
         return result

@@ -1,13 +1,21 @@
-"""draft: one model call with the conversation and the active tools' schemas."""
+"""draft: one model call with the conversation and the active tools' schemas.
+
+Around the call, the run's Meter (when there is one) estimates the request, compacts the
+conversation when it reaches the trigger, and checks the budget: a call that could pass the run's
+token or cost limit is not made, and the gate gets a BUDGET issue instead. Token deltas of a
+streamed reply go to the run's event sink as ``model_delta`` events.
+"""
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from collections.abc import Callable, Mapping
+from typing import Any, TypedDict, cast
 
 from langgraph.runtime import Runtime
 
-from ai_agent.context import RunContext
+from ai_agent.context import Event, Prepared, RunContext, streaming_to
 from ai_agent.errors import (
+    BudgetExceededError,
     CircuitOpenError,
     ModelAuthError,
     ModelRateLimitError,
@@ -15,7 +23,15 @@ from ai_agent.errors import (
 )
 from ai_agent.nodes._common import stage
 from ai_agent.nodes._issues import issue
-from ai_agent.state import Issue, Message, RunState, TraceEvent
+from ai_agent.state import (
+    CompactionRecord,
+    Issue,
+    Message,
+    Replace,
+    RunState,
+    TraceEvent,
+    UsageRecord,
+)
 
 __all__ = ["DraftUpdate", "compose_messages", "draft"]
 
@@ -25,15 +41,19 @@ _GATED: tuple[tuple[type[Exception], str], ...] = (
     (ModelRateLimitError, "RATE_LIMIT"),
     (ModelAuthError, "AUTH"),
     (CircuitOpenError, "CIRCUIT_OPEN"),
+    (BudgetExceededError, "BUDGET"),
     (ModelResponseError, "MODEL_ERROR"),
 )
 
 
 class DraftUpdate(TypedDict, total=False):
     iteration: int
-    messages: list[Message]
+    messages: list[Message] | Replace
     issues: list[Issue]
     usage: dict[str, Any]
+    usage_log: list[UsageRecord]
+    compactions: list[CompactionRecord]
+    budget_allowance: dict[str, float]
     trace: list[TraceEvent]
 
 
@@ -43,12 +63,63 @@ def compose_messages(system_prompt: str, messages: list[Message]) -> list[Messag
     return head + list(messages)
 
 
-def _add_usage(total: dict[str, Any] | None, usage: dict[str, Any]) -> dict[str, Any]:
+def _add_usage(total: dict[str, Any] | None, record: Mapping[str, Any]) -> dict[str, Any]:
+    """The run's usage totals with one more request (tokens, requests, cost)."""
     out = dict(total or {})
-    for key, value in usage.items():
-        out[key] = out.get(key, 0) + value
+    for key in ("prompt_tokens", "completion_tokens", "total_tokens", "cached_tokens"):
+        if key in record:
+            out[key] = out.get(key, 0) + int(record[key] or 0)
+    if "cost" in record:
+        out["cost"] = round(out.get("cost", 0.0) + float(record["cost"] or 0.0), 9)
     out["requests"] = out.get("requests", 0) + 1
     return out
+
+
+def _sink(context: RunContext, iteration: int) -> Callable[[Event], None]:
+    """Where the model caller sends token deltas: the run's events, tagged with this draft."""
+
+    def send(event: Event) -> None:
+        context.emit(cast(Event, {**event, "stage": "draft", "iteration": iteration}))
+
+    return send
+
+
+class _Draft:
+    """The update a draft builds up: compaction and preparation usage first, then the reply."""
+
+    def __init__(self, state: RunState, iteration: int, prepared: Prepared) -> None:
+        self.iteration = iteration
+        self.update = DraftUpdate(iteration=iteration)
+        self.compacted = "compaction" in prepared
+        self.messages = list(prepared["messages"])
+        self.usage = dict(state.get("usage") or {})
+        self.log: list[UsageRecord] = []
+        for record in prepared.get("extra_usage", []):
+            self.add(record)
+        if self.compacted:
+            self.update["compactions"] = [prepared["compaction"]]
+        if "allowance" in prepared:
+            self.update["budget_allowance"] = prepared["allowance"]
+
+    def add(self, record: Mapping[str, Any]) -> None:
+        self.usage = _add_usage(self.usage, record)
+        if "iteration" in record:
+            self.log.append(cast(UsageRecord, record))
+
+    def done(self, reply: Message | None, line: TraceEvent, issues: list[Issue]) -> DraftUpdate:
+        new = [reply] if reply is not None else []
+        if self.compacted:
+            self.update["messages"] = Replace(replace=[*self.messages, *new])
+        elif new:
+            self.update["messages"] = new
+        if self.log or reply is not None:
+            self.update["usage"] = self.usage
+        if self.log:
+            self.update["usage_log"] = self.log
+        if issues:
+            self.update["issues"] = issues
+        self.update["trace"] = [line]
+        return self.update
 
 
 @stage("draft")
@@ -57,31 +128,53 @@ async def draft(state: RunState, *, runtime: Runtime[RunContext]) -> DraftUpdate
     context = runtime.context
     iteration = state.get("iteration", 0) + 1
     tools = context.tools.schemas(list(state.get("active_tools", [])))
-    messages = compose_messages(context.policy.system_prompt, state.get("messages", []))
+    system_prompt = context.policy.system_prompt
+    if context.meter is not None:
+        prepared = await context.meter.prepare(
+            state,
+            system_prompt=system_prompt,
+            tools=tools,
+            model=context.model,
+            iteration=iteration,
+        )
+    else:
+        prepared = Prepared(messages=list(state.get("messages", [])), estimate=0)
+    work = _Draft(state, iteration, prepared)
+    if "budget_issue" in prepared:
+        line = TraceEvent(stage="draft", iteration=iteration, status="error", detail="BUDGET")
+        return work.done(None, line, [issue("BUDGET", prepared["budget_issue"])])
+    messages = compose_messages(system_prompt, work.messages)
     context.emit({"type": "model_waiting", "stage": "draft", "iteration": iteration})
     try:
-        reply = await context.model(messages, tools)
+        with streaming_to(_sink(context, iteration) if context.watch_tokens else None):
+            reply = await context.model(messages, tools)
     except Exception as exc:
         for kind, code in _GATED:
             if isinstance(exc, kind):
-                return DraftUpdate(
-                    iteration=iteration,
-                    issues=[issue(code, str(exc))],
-                    trace=[
-                        TraceEvent(stage="draft", iteration=iteration, status="error", detail=code)
-                    ],
-                )
+                line = TraceEvent(stage="draft", iteration=iteration, status="error", detail=code)
+                return work.done(None, line, [issue(code, str(exc))])
         raise
-    usage = reply["usage"]
-    line = TraceEvent(stage="draft", iteration=iteration, detail=_summary(reply["message"]))
-    if usage:
-        line["tokens"] = usage.get("total_tokens", 0)  # type: ignore[typeddict-unknown-key]
-    return DraftUpdate(
-        iteration=iteration,
-        messages=[reply["message"]],
-        usage=_add_usage(state.get("usage"), usage),
-        trace=[line],
+    message = reply["message"]
+    context.emit(
+        {
+            "type": "model_finished",
+            "stage": "draft",
+            "iteration": iteration,
+            "detail": message["content"],
+            "data": {"tool_calls": [c["name"] for c in message.get("tool_calls", [])]},
+        }
     )
+    if context.meter is not None:
+        work.add(
+            context.meter.record(reply, iteration=iteration, request=messages, prepared=prepared)
+        )
+    else:
+        work.add(reply["usage"])
+    line = TraceEvent(stage="draft", iteration=iteration, detail=_summary(message))
+    tokens = reply["usage"].get("total_tokens") or (work.log[-1]["total_tokens"] if work.log else 0)
+    if tokens:
+        line["tokens"] = tokens  # type: ignore[typeddict-unknown-key]
+    return work.done(message, line, [])
 
 
 def _summary(message: Message) -> str:

@@ -44,6 +44,7 @@ _ADVICE = {
     "NO_PROGRESS": "give the agent new instructions, or stop the run",
     "MODEL_ERROR": "check the model server, then resume",
     "CIRCUIT_OPEN": "wait for the model server to recover, then resume",
+    "BUDGET": "resume with a plan to grant another budget of the same size, or stop the run",
 }
 
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from ai_agent.context import ToolInfo
 from ai_agent.errors import ToolRegistrationError, UnknownToolError
+from ai_agent.resilience import RetryPolicy, retry_tool
 from ai_agent.state import ToolCall, ToolResult
 from ai_agent.tools.spec import ToolSpec
 
@@ -45,6 +46,7 @@ class ToolRegistry(Mapping[str, ToolSpec]):
     def __init__(self, specs: Iterable[ToolSpec] = (), *, timeout: float = DEFAULT_TOOL_TIMEOUT):
         self._specs: dict[str, ToolSpec] = {}
         self.timeout = timeout
+        self.retry: RetryPolicy | None = None  # retries of retryable failures (resilience.py)
         for spec in specs:
             self.register(spec)
 
@@ -129,7 +131,13 @@ class ToolRegistry(Mapping[str, ToolSpec]):
     async def execute(self, call: ToolCall, tool_ctx: dict[str, Any]) -> ToolResult:
         """Run one call: env check, timeout, exceptions turned into error results, timing."""
         started = time.perf_counter()
-        result = await self._execute(call, tool_ctx)
+        spec = self._specs.get(call["name"])
+        if self.retry is None or spec is None:
+            result = await self._execute(call, tool_ctx)
+        else:
+            result = await retry_tool(
+                lambda: self._execute(call, tool_ctx), self.retry, category=spec.category.value
+            )
         result["execution_time_ms"] = round((time.perf_counter() - started) * 1000, 3)
         return result
 
@@ -162,7 +170,10 @@ class ToolRegistry(Mapping[str, ToolSpec]):
             return ToolResult(
                 status="error",
                 error=f"tool {spec.name!r} raised {type(exc).__name__}: {exc}",
-                meta={"code": "TOOL_EXCEPTION"},
+                meta={
+                    "code": "TOOL_EXCEPTION",
+                    "exception_types": [c.__name__ for c in type(exc).__mro__[:-1]],
+                },
             )
 
 

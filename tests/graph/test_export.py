@@ -79,7 +79,10 @@ async def test_the_html_export_renders_in_chromium(make_agent: MakeAgent, tmp_pa
     dom = dump_dom(page, tmp_path / "profile")
     # Rendered by the page's own inline script: proof that it ran.
     assert '<p id="js-summary" data-rendered="yes">20 stage runs, 2 tool call(s), 3 model ' in dom
-    assert "49 tokens" in dom
+    # 49 reported by the server for the first request, estimates for the two that reported none.
+    total = done.usage["total_tokens"]
+    assert total > 49
+    assert f"{total} tokens" in dom
     assert done.thread_id in dom
     for shown in (
         "Path through the graph",

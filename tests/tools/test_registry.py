@@ -125,7 +125,8 @@ async def test_execute_wraps_every_outcome(monkeypatch: pytest.MonkeyPatch) -> N
     assert timeout["meta"] == {"code": "TIMEOUT"}
     assert "timed out after 0.05s; try a narrower request" in str(timeout["error"])
     raised = await reg.execute(call("boom"), {})
-    assert raised["meta"] == {"code": "TOOL_EXCEPTION"}
+    assert raised["meta"]["code"] == "TOOL_EXCEPTION"
+    assert raised["meta"]["exception_types"][0] == "KeyError"  # what tool retries match on
     assert "raised KeyError" in str(raised["error"])
     assert (await reg.execute(call("plain"), {}))["content"] == 7
     assert (await reg.execute(call("aw"), {}))["content"] == 7

@@ -1,0 +1,90 @@
+"""Live output of a streamed run: the answer on stdout as it arrives, progress on stderr.
+
+stdout carries only the final answer (so ``ai-agent "task" > answer.txt`` still works); status
+lines, retries and tool output go to stderr as they happen.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import TextIO
+
+from ai_agent.graph.events import (
+    FinalDelta,
+    GatePaused,
+    ModelRetry,
+    RunFinished,
+    StageStarted,
+    StreamEvent,
+    ToolFinished,
+    ToolOutput,
+    ToolStarted,
+)
+from ai_agent.graph.result import RunResult
+
+__all__ = ["LivePrinter", "consume"]
+
+
+@dataclass
+class LivePrinter:
+    """Prints stream events; remembers what of the answer it already printed."""
+
+    out: TextIO = field(default_factory=lambda: sys.stdout)
+    err: TextIO = field(default_factory=lambda: sys.stderr)
+    answer: list[str] = field(default_factory=list)
+    _tool_line_open: bool = False
+
+    def __call__(self, event: StreamEvent) -> None:
+        """Print one event where it belongs."""
+        if isinstance(event, FinalDelta):
+            self.answer.append(event.text)
+            self.out.write(event.text)
+            self.out.flush()
+        elif isinstance(event, ToolOutput):
+            self.err.write(event.text)
+            self._tool_line_open = not event.text.endswith("\n")
+            self.err.flush()
+        else:
+            line = _status(event)
+            if line:
+                if self._tool_line_open:
+                    self.err.write("\n")
+                    self._tool_line_open = False
+                print(line, file=self.err, flush=True)
+
+    @property
+    def streamed(self) -> str:
+        """The answer text printed so far."""
+        return "".join(self.answer)
+
+
+def _status(event: StreamEvent) -> str:
+    if isinstance(event, StageStarted) and event.stage == "draft":
+        return f"[{event.iteration + 1}] draft: waiting for the model"
+    if isinstance(event, ModelRetry):
+        return f"[{event.iteration}] draft: {event.error}; retrying in {event.wait_seconds:.1f}s"
+    if isinstance(event, ToolStarted):
+        return f"[{event.iteration}] act: running {event.tool}"
+    if isinstance(event, ToolFinished):
+        return f"[{event.iteration}] act: {event.tool} {event.status} ({event.duration_ms:.0f} ms)"
+    if isinstance(event, GatePaused):
+        return f"[{event.iteration}] gate: paused for a plan"
+    return ""
+
+
+async def consume(events: AsyncIterator[StreamEvent], printer: LivePrinter) -> RunResult:
+    """Print a stream and return its RunResult."""
+    result: RunResult | None = None
+    async for event in events:
+        if isinstance(event, RunFinished):
+            result = event.result
+        else:
+            printer(event)
+    if printer.answer:
+        printer.out.write("\n")
+        printer.out.flush()
+    if result is None:  # pragma: no cover - a stream always ends with RunFinished
+        raise RuntimeError("the stream ended without a RunFinished event")
+    return result

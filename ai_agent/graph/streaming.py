@@ -1,0 +1,173 @@
+"""Streaming runs: ``Agent.astream`` / ``Agent.stream`` yield typed events as a run goes.
+
+The run itself is the same as ``Agent.run``: the stream is a view of its progress events, fed
+through a per-run sink, so several streams on one Agent do not mix. Leaving the loop early
+cancels the run; it stays resumable from its last checkpoint.
+
+Example:
+    >>> import asyncio, tempfile, os
+    >>> from ai_agent import Agent
+    >>> from ai_agent.graph.events import FinalDelta, RunFinished
+    >>> from ai_agent.testing import ScriptedModel
+    >>> async def demo():
+    ...     with tempfile.TemporaryDirectory() as d:
+    ...         agent = Agent(model=ScriptedModel(["Paris is the capital."]),
+    ...                       checkpoint_path=os.path.join(d, "c.sqlite"), memory_path=None)
+    ...         async with agent:
+    ...             events = [e async for e in agent.astream("capital of France?")]
+    ...     text = "".join(e.text for e in events if isinstance(e, FinalDelta))
+    ...     return text, events[-1].result.status
+    >>> asyncio.run(demo())
+    ('Paris is the capital.', 'completed')
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import queue
+import threading
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from contextvars import ContextVar
+from typing import Any
+
+from ai_agent.context import Event, ModelCaller, RunContext, ToolBox
+from ai_agent.graph.core import AgentCore
+from ai_agent.graph.events import EventTranslator, RunFinished, StreamEvent
+from ai_agent.graph.result import RunResult
+from ai_agent.state import UserPlan
+
+__all__ = ["StreamingMixin"]
+
+# The sink of the stream a run belongs to; set around the task that drives the run.
+_STREAM_SINK: ContextVar[Callable[[Event], None] | None] = ContextVar(
+    "ai_agent_stream_sink", default=None
+)
+_DONE = object()
+
+
+class _Failed:
+    def __init__(self, exc: BaseException) -> None:
+        self.exc = exc
+
+
+class StreamingMixin(AgentCore):
+    """``astream`` / ``astream_resume`` (async) and ``stream`` / ``stream_resume`` (sync)."""
+
+    async def _context(
+        self, thread_id: str, *, model: ModelCaller | None = None, tools: ToolBox | None = None
+    ) -> RunContext:
+        context = await super()._context(thread_id, model=model, tools=tools)
+        sink = _STREAM_SINK.get()
+        if sink is None:
+            return context
+        base = context.emit
+
+        def emit(event: Event) -> None:
+            base(event)
+            sink(event)
+
+        return dataclasses.replace(context, emit=emit, watch_tokens=True)
+
+    def astream(
+        self, task: str, *, thread_id: str | None = None, quiet_tools: bool = False
+    ) -> AsyncIterator[StreamEvent]:
+        """Run a task and yield its events as they happen; the last is ``RunFinished``.
+
+        Args:
+            task: What to do.
+            thread_id: Id for the new run (default: a fresh one).
+            quiet_tools: Stream only the final answer and status events (no model deltas
+                during tool phases, no tool output).
+        """
+        return self._astream(lambda: self.run(task, thread_id=thread_id), quiet_tools)
+
+    def astream_resume(
+        self,
+        thread_id: str,
+        plan: UserPlan | Mapping[str, Any] | None = None,
+        *,
+        quiet_tools: bool = False,
+    ) -> AsyncIterator[StreamEvent]:
+        """Resume a run (see ``Agent.resume``) and yield its events as they happen."""
+        return self._astream(lambda: self.resume(thread_id, plan), quiet_tools)
+
+    async def _astream(
+        self, start: Callable[[], Any], quiet_tools: bool
+    ) -> AsyncIterator[StreamEvent]:
+        events: asyncio.Queue[Event | None] = asyncio.Queue()
+        loop = asyncio.get_running_loop()
+        owner = threading.get_ident()
+
+        def sink(event: Event) -> None:
+            # Tools may run in worker threads (sync tools) and report output from there.
+            if threading.get_ident() == owner:
+                events.put_nowait(event)
+            else:
+                loop.call_soon_threadsafe(events.put_nowait, event)
+
+        token = _STREAM_SINK.set(sink)
+        try:
+            run: asyncio.Task[RunResult] = asyncio.create_task(start())
+        finally:
+            _STREAM_SINK.reset(token)
+        run.add_done_callback(lambda _: events.put_nowait(None))
+        translate = EventTranslator(quiet_tools=quiet_tools)
+        try:
+            while (event := await events.get()) is not None:
+                for out in translate(event):
+                    yield out
+            yield RunFinished(await run)
+        finally:
+            if not run.done():
+                run.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await run
+
+    def stream(
+        self, task: str, *, thread_id: str | None = None, quiet_tools: bool = False
+    ) -> Iterator[StreamEvent]:
+        """``astream`` for code without an event loop (opens and closes everything itself)."""
+        return self._sync(lambda: self.astream(task, thread_id=thread_id, quiet_tools=quiet_tools))
+
+    def stream_resume(
+        self,
+        thread_id: str,
+        plan: UserPlan | Mapping[str, Any] | None = None,
+        *,
+        quiet_tools: bool = False,
+    ) -> Iterator[StreamEvent]:
+        """``astream_resume`` for code without an event loop."""
+        return self._sync(lambda: self.astream_resume(thread_id, plan, quiet_tools=quiet_tools))
+
+    def _sync(self, make: Callable[[], AsyncIterator[StreamEvent]]) -> Iterator[StreamEvent]:
+        items: queue.Queue[Any] = queue.Queue()
+        handle: dict[str, Any] = {}
+
+        async def pump() -> None:
+            handle["loop"], handle["task"] = asyncio.get_running_loop(), asyncio.current_task()
+            async for event in make():
+                items.put(event)
+
+        def worker() -> None:
+            try:
+                asyncio.run(self._closing(pump()))
+            except asyncio.CancelledError:
+                pass
+            except BaseException as exc:
+                items.put(_Failed(exc))
+            finally:
+                items.put(_DONE)
+
+        thread = threading.Thread(target=worker, name="ai-agent-stream", daemon=True)
+        thread.start()
+        try:
+            while (item := items.get()) is not _DONE:
+                if isinstance(item, _Failed):
+                    raise item.exc
+                yield item
+        finally:
+            if thread.is_alive() and "task" in handle:
+                handle["loop"].call_soon_threadsafe(handle["task"].cancel)
+            thread.join()

@@ -1,0 +1,106 @@
+"""The CLI's live view: the answer streams to stdout once, progress and tool output to stderr."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ai_agent.cli import EXIT, main
+from ai_agent.cli._common import streaming
+from ai_agent.cli._live import LivePrinter
+from ai_agent.events import GatePaused, ModelRetry, StageStarted, ToolOutput
+
+
+def script(tmp_path: Path, *turns: dict[str, Any]) -> str:
+    path = tmp_path / "script.json"
+    path.write_text(json.dumps(list(turns)))
+    return f"scripted:{path}"
+
+
+def calc(expression: str) -> dict[str, Any]:
+    return {"tool_calls": [{"name": "calculator", "args": {"expression": expression}}]}
+
+
+def test_stream_prints_the_answer_once_and_progress_on_stderr(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    model = script(tmp_path, calc("6*7"), {"text": "6 times 7 is 42."})
+    code = main(["multiply", "--tools", "calculator", "--model", model, "--stream"])
+    out = capsys.readouterr()
+    assert code == EXIT["completed"]
+    assert out.out == "6 times 7 is 42.\n"
+    assert "[1] draft: waiting for the model" in out.err
+    assert "[1] act: running calculator" in out.err
+    assert "[1] act: calculator ok" in out.err
+
+
+def test_a_final_text_other_than_the_stream_is_printed_too(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    model = script(tmp_path, calc("1+1"), calc("2+2"))
+    code = main(
+        ["loop", "--tools", "calculator", "--model", model, "--stream", "--max-iterations", "1"]
+    )
+    out = capsys.readouterr()
+    assert code == EXIT["completed"]
+    assert out.out.startswith("Stopped after 1 iteration(s)")
+
+
+def test_stream_resume_of_a_paused_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    model = script(tmp_path, calc("6*7"), {"text": "42"})
+    db = str(tmp_path / "c.sqlite")
+    assert main(["multiply", "--model", model, "--thread-id", "p", "--db", db, "--stream"]) == 3
+    paused = capsys.readouterr()
+    assert "gate: paused for a plan" in paused.err
+    code = main(
+        ["resume", "p", "--activate", "calculator", "--model", model, "--db", db, "--stream"]
+    )
+    out = capsys.readouterr()
+    assert code == EXIT["completed"]
+    assert out.out == "42\n"
+
+
+def test_no_stream_asks_for_whole_replies(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    model = script(tmp_path, {"text": "whole"})
+    assert main(["hi", "--model", model, "--no-stream"]) == 0
+    assert capsys.readouterr().out == "whole\n"
+    assert main(["hi", "--model", model, "--no-stream", "--stream"]) == EXIT["usage"]
+
+
+def _args(**kw: Any) -> argparse.Namespace:
+    base = {"no_stream": False, "json": False, "quiet": False, "stream": False}
+    return argparse.Namespace(**{**base, **kw})
+
+
+def test_the_default_is_live_on_a_terminal_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "stdout", io.StringIO())
+    assert not streaming(_args())
+    assert streaming(_args(stream=True))
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    assert streaming(_args())
+    assert not streaming(_args(json=True))
+    assert not streaming(_args(quiet=True))
+    assert not streaming(_args(no_stream=True))
+
+
+def test_the_printer_keeps_tool_output_and_status_lines_apart() -> None:
+    out, err = io.StringIO(), io.StringIO()
+    printer = LivePrinter(out=out, err=err)
+    printer(ToolOutput("run_bash", "c1", "partial line", "stdout", 1))
+    printer(ModelRetry("503 from the server", 1.5, 2))
+    printer(StageStarted("decide", 2))  # no line for it
+    printer(GatePaused(2))
+    assert err.getvalue() == (
+        "partial line\n"
+        "[2] draft: 503 from the server; retrying in 1.5s\n"
+        "[2] gate: paused for a plan\n"
+    )
+    assert out.getvalue() == ""
