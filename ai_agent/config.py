@@ -314,6 +314,9 @@ class ErrorRecoveryConfig(_Section):
     retry_level: int = Field(default=2, ge=1, le=3, description="1 conservative .. 3 aggressive.")
     tool_max_retries: int | None = Field(default=None, ge=0)
     model_max_retries: int | None = Field(default=None, ge=0)
+    # The spec's environment table names MAMBA_RETRY__MAX_ATTEMPTS: total attempts of a model
+    # call, the first one included (so 3 means up to 2 retries). model_max_retries wins if both.
+    max_attempts: int | None = Field(default=None, ge=1)
     initial_backoff_seconds: float = Field(default=1.0, ge=0)
     # validate_default: the cross-check must also run when only initial_backoff_seconds is set.
     max_backoff_seconds: float = Field(default=60.0, ge=0, validate_default=True)
@@ -344,9 +347,11 @@ class ErrorRecoveryConfig(_Section):
 
     @property
     def model_retries(self) -> int:
-        """Retries for a failed model call: the override, else 2/3/5 by level."""
+        """Retries for a failed model call: the overrides, else 2/3/5 by level."""
         if self.model_max_retries is not None:
             return self.model_max_retries
+        if self.max_attempts is not None:
+            return self.max_attempts - 1
         return _MODEL_RETRIES[self.retry_level - 1]
 
     @property

@@ -642,13 +642,13 @@ def test_unknown_keys_in_sections_are_errors(dirs: Dirs) -> None:
     assert "set by model_backend.timout in config.toml" in message
 
 
-def test_spec_example_variable_that_does_not_exist_is_named(
+def test_a_misspelt_variable_is_named(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setenv("MAMBA_RETRY__MAX_ATTEMPTS", "3")
+    monkeypatch.setenv("MAMBA_RETRY__MAX_ATEMPTS", "3")
     message = config_error()
-    assert "retry.max_attempts: unknown setting" in message
-    assert "set by the environment variable MAMBA_RETRY__MAX_ATTEMPTS" in message
+    assert "retry.max_atempts: unknown setting" in message
+    assert "set by the environment variable MAMBA_RETRY__MAX_ATEMPTS" in message
 
 
 def test_long_values_are_shortened() -> None:
@@ -808,3 +808,13 @@ def test_yaml_syntax_error_does_not_quote_the_line(dirs: Dirs) -> None:
 def test_secret_bytes_control_characters_are_rejected() -> None:
     with pytest.raises(ValidationError, match="control characters"):
         ModelBackendSettings.model_validate({"api_key": f"{CANARY}\x07"})
+
+
+def test_max_attempts_from_the_spec_env_table(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MAMBA_RETRY__MAX_ATTEMPTS", "3")
+    settings = load_settings()
+    assert settings.retry.max_attempts == 3
+    assert settings.retry.model_retries == 2
+    assert ErrorRecoveryConfig(max_attempts=3, model_max_retries=0).model_retries == 0
+    with pytest.raises(ConfigError, match=r"retry\.max_attempts"):
+        load_settings(retry={"max_attempts": 0})

@@ -287,7 +287,8 @@ class AgentCore:
         """A caller with the settings' retry policy, a breaker for this backend, streaming."""
         retry = self.settings.retry
         policy = RetryPolicy.for_models(retry)
-        if retry.model_max_retries is None and "max_retries" in backend.model_fields_set:
+        overridden = retry.model_max_retries is not None or retry.max_attempts is not None
+        if not overridden and "max_retries" in backend.model_fields_set:
             # An explicit backend max_retries wins over the level's default count.
             policy = dataclasses.replace(policy, max_retries=backend.max_retries)
         secret = backend.api_key.get_secret_value() if backend.api_key else ""
