@@ -161,7 +161,11 @@ class AgentCore:
             execute_all_tool_calls=s.execute_all_tool_calls
             if execute_all_tool_calls is None
             else execute_all_tool_calls,
-            approvals={**RunPolicy().approvals, **s.approvals, **dict(approvals or {})},
+            approvals={
+                **RunPolicy().approvals,
+                **{str(k): v for k, v in s.approvals.items()},
+                **dict(approvals or {}),
+            },
             unattended=unattended or s.unattended,
             memory_path=None
             if memory_path is None

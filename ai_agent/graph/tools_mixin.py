@@ -165,8 +165,9 @@ class ToolsMixin(AgentCore):
             >>> import asyncio
             >>> from ai_agent import Agent
             >>> agent = Agent(checkpoint_path=":memory:", memory_path=None)
-            >>> asyncio.run(agent.call_tool("calculator", {"expression": "19.5% of 349"}))["content"]
-            '68.055'
+            >>> result = asyncio.run(agent.call_tool("calculator", {"expression": "19.5% of 349"}))
+            >>> result["content"], result["summary"]
+            ('68.055', 'calculator: 68.055')
         """
         tools = self.registry.snapshot()
         spec = tools.spec(name)

@@ -210,7 +210,7 @@ class _Cycle:
         clipped = clip_text(text, limit, note=f"{note}; narrow the request to see the rest")
         meta = dict(result.get("meta") or {})
         meta.update(clipped=True, full_chars=len(text), output_ref=ref)
-        bounded = ToolResult(**result)  # type: ignore[typeddict-item]
+        bounded = ToolResult(**result)
         bounded["meta"] = meta
         bounded["content" if result["status"] != "error" else "error"] = clipped
         return clipped, bounded

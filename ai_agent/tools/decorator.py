@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar, overload
+from typing import Any, TypeVar, cast, overload
 
 from pydantic import BaseModel, ValidationError
 
@@ -57,7 +57,7 @@ def function_spec(
     Raises:
         ToolRegistrationError: no description (docstring), or a signature without a schema.
     """
-    tool_name = name or getattr(fn, "__name__", "")
+    tool_name = str(name or getattr(fn, "__name__", ""))
     doc = parse_docstring(inspect.getdoc(fn))
     text = description if description is not None else doc.description
     if not text or not text.strip():
@@ -142,9 +142,10 @@ def model_spec(
         except ValidationError as exc:
             return schema_violation(tool_name, pydantic_problems(exc))
         extra = (ctx,) if wants_context else ()
+        run = cast(Callable[..., Any], instance)  # the model class defines __call__
         if is_async:
-            return await instance(*extra)
-        return await asyncio.to_thread(instance, *extra)
+            return await run(*extra)
+        return await asyncio.to_thread(run, *extra)
 
     def problems(args: dict[str, Any]) -> list[str]:
         try:

@@ -1,4 +1,4 @@
-"""Tool results: normalising what tools return, scrubbing secrets, the text the model sees, clipping.
+"""Tool results: normalising what tools return, scrubbing secrets, the model's text, clipping.
 
 Results end up in checkpointed state, so everything here produces plain JSON data; and results
 cross the boundary from a tool (which may hold an API key) to the run (which must never), so every
@@ -196,7 +196,8 @@ def schema_violation(name: str, problems: list[str], *, retry: bool | None = Non
 
     Example:
         >>> schema_violation("read_file", ["path: Field required"], retry=True)["error"]
-        'SchemaViolation: the arguments for read_file do not match its schema: path: Field required. Call read_file again with corrected arguments.'
+        ... # doctest: +ELLIPSIS
+        'SchemaViolation: the arguments for read_file ... Call read_file again with corrected...'
     """
     advice = {
         True: f" Call {name} again with corrected arguments.",

@@ -164,7 +164,7 @@ def signature_schema(
         default = ... if p.default is p.empty else p.default
         fields[p.name] = (hints.get(p.name, Any), Field(default, description=docs.get(p.name)))
     try:
-        model = create_model(  # type: ignore[call-overload]
+        model = create_model(
             f"{owner.replace('.', '_').replace('-', '_')}_args",
             __config__=ConfigDict(extra="forbid", arbitrary_types_allowed=False),
             **fields,
@@ -192,7 +192,7 @@ def json_schema_validator(schema: Mapping[str, Any], *, owner: str) -> Validator
     """
     cls = jsonschema.validators.validator_for(schema)
     try:
-        cls.check_schema(schema)
+        cls.check_schema(dict(schema))
     except SchemaError as exc:
         raise ToolRegistrationError(
             f"tool {owner!r}: its parameters are not a valid JSON schema: {exc.message}"

@@ -18,9 +18,12 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ai_agent.errors import ToolRegistrationError
+
+if TYPE_CHECKING:
+    from ai_agent.state import ToolResult
 
 __all__ = ["ToolCategory", "ToolFn", "ToolSpec"]
 

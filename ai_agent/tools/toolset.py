@@ -21,7 +21,7 @@ import re
 import time
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
-from typing import Any
+from typing import Any, cast
 
 from ai_agent.context import CallReview, ToolInfo
 from ai_agent.resilience import RetryPolicy, retry_tool
@@ -239,7 +239,7 @@ class ToolSet:
                 category=spec.category.value,
             )
         scrubber = self.scrubber()
-        result = ToolResult(**scrubber.scrub(dict(result)))  # type: ignore[typeddict-item]
+        result = cast(ToolResult, scrubber.scrub(dict(result)))
         name = spec.name if spec is not None else call["name"]
         summary = default_summary(name, result)
         if spec is not None and spec.format_result is not None and "summary" not in result:

@@ -359,13 +359,14 @@ class BashTool:
 
 
 async def _supervise(
-    proc: asyncio.subprocess.Process, out: _Capture, err: _Capture, timeout: float
+    proc: asyncio.subprocess.Process, out: _Capture, err: _Capture, seconds: float
 ) -> bool:
     """Wait for the command and its output; kill the whole tree on timeout or cancellation."""
-    assert proc.stdout is not None and proc.stderr is not None
+    if proc.stdout is None or proc.stderr is None:  # pragma: no cover - both are pipes
+        raise RuntimeError("run_bash needs the command's stdout and stderr as pipes")
     readers = asyncio.gather(out.read(proc.stdout), err.read(proc.stderr), proc.wait())
     try:
-        await asyncio.wait_for(asyncio.shield(readers), timeout)
+        await asyncio.wait_for(asyncio.shield(readers), seconds)
     except TimeoutError:
         await _terminate(proc)
         with contextlib.suppress(Exception):
@@ -441,9 +442,10 @@ def bwrap_arguments(base: Path, cwd: Path, readonly: list[Path]) -> list[str]:
         args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
     for path in readonly:
         args += ["--ro-bind-try", str(path), str(path)]
-    args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+    # /tmp inside the sandbox is a private tmpfs, not the host's.
+    args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]  # noqa: S108
     args += ["--bind", str(base), str(base), "--chdir", str(cwd)]
-    args += ["--setenv", "HOME", "/tmp", "--setenv", "TMPDIR", "/tmp", "--"]
+    args += ["--setenv", "HOME", "/tmp", "--setenv", "TMPDIR", "/tmp", "--"]  # noqa: S108
     return args
 
 

@@ -61,7 +61,7 @@ def guarded(fn: Fn) -> Fn:
         except UnicodeError as exc:
             return _error(
                 "ENCODING",
-                f"the text cannot be decoded or encoded as requested ({exc.reason}); "
+                f"the text cannot be decoded or encoded as requested ({exc}); "
                 "pass another encoding, e.g. 'latin-1'",
             )
         except OSError as exc:

@@ -142,10 +142,11 @@ def _chunks(note: Note, size: int) -> list[Chunk]:
             if current and len(current) + len(paragraph) + 2 > size:
                 out.append(Chunk(note.path, section.title, current, note.tags))
                 current = ""
-            while len(paragraph) > size:
-                out.append(Chunk(note.path, section.title, paragraph[:size], note.tags))
-                paragraph = paragraph[size:]
-            current = f"{current}\n\n{paragraph}" if current else paragraph
+            rest = paragraph
+            while len(rest) > size:
+                out.append(Chunk(note.path, section.title, rest[:size], note.tags))
+                rest = rest[size:]
+            current = f"{current}\n\n{rest}" if current else rest
         if current:
             out.append(Chunk(note.path, section.title, current, note.tags))
     return out

@@ -92,7 +92,7 @@ class Sandbox:
 
     def __init__(
         self,
-        base: str | Path,
+        base: str | os.PathLike[str],
         *,
         enabled: bool = True,
         allowed_extensions: Sequence[str] = (),

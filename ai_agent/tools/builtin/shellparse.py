@@ -170,36 +170,57 @@ class _Lexer:
             c = self.s[self.i]
             if c in " \t\n;&|()<>" and not self._substitution_start():
                 break
-            if c == "\\":
-                nxt = self.s[self.i + 1 : self.i + 2]
-                if nxt != "\n":
-                    out.append(nxt)
-                self.i += 2
-            elif c == "'":
-                end = self.s.find("'", self.i + 1)
-                if end == -1:
-                    self.problem("unterminated quote")
-                    end = len(self.s)
-                out.append(self.s[self.i + 1 : end])
-                self.i = end + 1
-            elif c == '"':
-                out.append(self._double_quoted())
-                dynamic = dynamic or self._last_dynamic
-            elif c == "`":
-                self._backtick()
-                dynamic = True
-            elif c == "$":
-                dynamic = self._dollar() or dynamic
-            elif c in "<>" and self._substitution_start():
-                self.i += 1
-                self._parenthesised("process substitution")
-                dynamic = True
-            else:
-                if c in "*?[" or (c == "~" and not out):
-                    dynamic = True
-                out.append(c)
-                self.i += 1
+            dynamic = self._part(c, out) or dynamic
         return _Word("".join(out), dynamic)
+
+    def _part(self, c: str, out: list[str]) -> bool:
+        """Consume one piece of a word; True when it makes the word's value unknown."""
+        special = {
+            "\\": self._escaped,
+            "'": self._single_quoted,
+            '"': self._double,
+            "`": self._tick,
+            "$": self._expansion,
+            "<": self._process,  # _word only gets here for "<(" and ">("
+            ">": self._process,
+        }.get(c)
+        if special is not None:
+            return special(out)
+        out.append(c)
+        self.i += 1
+        return c in "*?[" or (c == "~" and len(out) == 1)
+
+    def _escaped(self, out: list[str]) -> bool:
+        nxt = self.s[self.i + 1 : self.i + 2]
+        if nxt != "\n":  # a backslash-newline joins lines
+            out.append(nxt)
+        self.i += 2
+        return False
+
+    def _single_quoted(self, out: list[str]) -> bool:
+        end = self.s.find("'", self.i + 1)
+        if end == -1:
+            self.problem("unterminated quote")
+            end = len(self.s)
+        out.append(self.s[self.i + 1 : end])
+        self.i = end + 1
+        return False
+
+    def _double(self, out: list[str]) -> bool:
+        out.append(self._double_quoted())
+        return self._last_dynamic
+
+    def _tick(self, out: list[str]) -> bool:
+        self._backtick()
+        return True
+
+    def _expansion(self, out: list[str]) -> bool:
+        return self._dollar()
+
+    def _process(self, out: list[str]) -> bool:
+        self.i += 1
+        self._parenthesised("process substitution")
+        return True
 
     def _substitution_start(self) -> bool:
         return self.s[self.i] in "<>" and self.s[self.i + 1 : self.i + 2] == "("
@@ -306,44 +327,60 @@ class _Splitter:
         self.tokens, self.parsed, self.depth = tokens, parsed, depth
 
     def run(self) -> None:
-        current: list[_Word] = []
-        assignments: list[str] = []
-        redirects: list[tuple[str, str]] = []
-        skip_until_do = False
+        self.current: list[_Word] = []
+        self.assignments: list[str] = []
+        self.redirects: list[tuple[str, str]] = []
+        self.skip_until_do = False
         i = 0
         while i < len(self.tokens):
             kind, value = self.tokens[i]
             i += 1
             if kind == "redirect":
-                target = self.tokens[i][1] if i < len(self.tokens) else ""
-                if i < len(self.tokens) and self.tokens[i][0] == "word":
-                    i += 1
-                redirects.append((str(value), target.text if isinstance(target, _Word) else ""))
-                continue
-            if kind == "op":
-                if value == "(" and current:
+                i = self._redirect(str(value), i)
+            elif kind == "op":
+                if value == "(" and self.current:
                     _problem(self.parsed, "function definition")
-                self._emit(current, assignments, redirects)
-                current, assignments, redirects = [], [], []
-                continue
-            assert isinstance(value, _Word)
-            if skip_until_do:
-                skip_until_do = value.text != "do"
-                continue
-            if not current:
-                if value.text in ("for",) and not value.dynamic:
-                    skip_until_do = True
-                    continue
-                if value.text in _KEEP_GOING or value.text in _CLOSERS:
-                    continue
-                if value.text in _UNREADABLE:
-                    _problem(self.parsed, f"'{value.text}' construct")
-                    continue
-                if _ASSIGNMENT.match(value.text):
-                    assignments.append(value.text)
-                    continue
-            current.append(value)
-        self._emit(current, assignments, redirects)
+                self._flush()
+            elif isinstance(value, _Word):
+                self._word(value)
+        self._flush()
+
+    def _redirect(self, op: str, i: int) -> int:
+        """Record a redirection and its target word; returns the index after them."""
+        target = self.tokens[i][1] if i < len(self.tokens) else ""
+        if isinstance(target, _Word):
+            self.redirects.append((op, target.text))
+            return i + 1
+        self.redirects.append((op, ""))
+        return i
+
+    def _word(self, value: _Word) -> None:
+        if self.skip_until_do:  # the words of "for NAME in WORDS;" are data, not commands
+            self.skip_until_do = value.text != "do"
+            return
+        if not self.current and self._leading(value):
+            return
+        self.current.append(value)
+
+    def _leading(self, value: _Word) -> bool:
+        """Handle a word in command position that is not the program; True when consumed."""
+        text = value.text
+        if _ASSIGNMENT.match(text):
+            self.assignments.append(text)
+            return True
+        if value.dynamic:
+            return False
+        if text == "for":
+            self.skip_until_do = True
+            return True
+        if text in _UNREADABLE:
+            _problem(self.parsed, f"'{text}' construct")
+            return True
+        return text in _KEEP_GOING or text in _CLOSERS
+
+    def _flush(self) -> None:
+        self._emit(self.current, self.assignments, self.redirects)
+        self.current, self.assignments, self.redirects = [], [], []
 
     def _emit(
         self, words: list[_Word], assignments: list[str], redirects: list[tuple[str, str]]
@@ -405,15 +442,7 @@ def _unwrap(command: Command, words: list[_Word], parsed: Parsed, depth: int) ->
         if inner:
             _nested_command(inner, parsed, depth)
     elif name in _SHELLS:
-        for i, w in enumerate(words):
-            flags = w.text[1:] if w.text.startswith("-") and not w.text.startswith("--") else ""
-            if "c" in flags:
-                script = words[i + 1] if i + 1 < len(words) else None
-                if script is None or script.dynamic:
-                    _problem(parsed, f"{name} -c with a computed script")
-                else:
-                    _parse_into(script.text, parsed, depth + 1)
-                return
+        _shell_script(name, words, parsed, depth)
     elif name == "eval":
         if any(w.dynamic for w in words):
             _problem(parsed, "eval of computed text")
@@ -421,6 +450,19 @@ def _unwrap(command: Command, words: list[_Word], parsed: Parsed, depth: int) ->
             _parse_into(" ".join(w.text for w in words), parsed, depth + 1)
     elif name == "find":
         _find_exec(words, parsed, depth)
+
+
+def _shell_script(name: str, words: list[_Word], parsed: Parsed, depth: int) -> None:
+    """``bash -c SCRIPT``: parse SCRIPT (a computed one cannot be checked)."""
+    for i, w in enumerate(words):
+        flags = w.text[1:] if w.text.startswith("-") and not w.text.startswith("--") else ""
+        if "c" in flags:
+            script = words[i + 1] if i + 1 < len(words) else None
+            if script is None or script.dynamic:
+                _problem(parsed, f"{name} -c with a computed script")
+            else:
+                _parse_into(script.text, parsed, depth + 1)
+            return
 
 
 def _nested_command(words: list[_Word], parsed: Parsed, depth: int) -> None:

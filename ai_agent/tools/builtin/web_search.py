@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import OrderedDict, deque
+from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -34,7 +35,9 @@ class RateLimiter:
         [None, None, 60.0]
     """
 
-    def __init__(self, per_minute: int, *, max_wait: float, clock: Any = time.monotonic) -> None:
+    def __init__(
+        self, per_minute: int, *, max_wait: float, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.per_minute, self.max_wait, self.clock = per_minute, max_wait, clock
         self._calls: deque[float] = deque()
 
@@ -65,7 +68,7 @@ class TTLCache:
         [1]
     """
 
-    def __init__(self, ttl: float, *, clock: Any = time.monotonic) -> None:
+    def __init__(self, ttl: float, *, clock: Callable[[], float] = time.monotonic) -> None:
         self.ttl, self.clock = ttl, clock
         self._items: OrderedDict[tuple[Any, ...], tuple[float, Any]] = OrderedDict()
 
