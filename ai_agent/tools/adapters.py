@@ -34,7 +34,7 @@ from ai_agent.tools.schema import (
     pydantic_problems,
     signature_schema,
 )
-from ai_agent.tools.spec import ToolCategory, ToolSpec
+from ai_agent.tools.spec import ToolCategory, ToolSpec, category_of
 
 __all__ = ["as_tool_spec", "is_tool"]
 
@@ -44,21 +44,11 @@ _OVERRIDABLE = ("name", "category", "group", "description", "requires_env", "tim
 def _with_overrides(spec: ToolSpec, options: dict[str, Any]) -> ToolSpec:
     changes = {k: options[k] for k in _OVERRIDABLE if options.get(k) is not None}
     if "category" in changes:
-        changes["category"] = _category(changes["category"], spec.name)
+        changes["category"] = category_of(changes["category"], spec.name)
     namespace = options.get("namespace")
     if namespace:
         changes["name"] = f"{namespace}.{changes.get('name', spec.name)}"
     return dataclasses.replace(spec, **changes) if changes else spec
-
-
-def _category(value: Any, owner: str) -> ToolCategory:
-    try:
-        return ToolCategory(value)
-    except ValueError:
-        choices = ", ".join(c.value for c in ToolCategory)
-        raise ToolRegistrationError(
-            f"tool {owner!r}: unknown category {value!r}; use one of {choices}"
-        ) from None
 
 
 def _base_tool_spec(obj: BaseTool) -> ToolSpec:
@@ -96,7 +86,7 @@ def _base_tool_spec(obj: BaseTool) -> ToolSpec:
         requires_env=tuple(obj.requires_env),
         description=obj.description,
         parameters=parameters,
-        category=_category(obj.category, name),
+        category=category_of(obj.category, name),
         timeout=obj.timeout,
         preview=obj.preview,
         format_result=obj.format_result,
@@ -148,7 +138,7 @@ def _langchain_spec(obj: Any, category: Any) -> ToolSpec:
         description=str(obj.description or ""),
         parameters=parameters,
         # LangChain tools do not say what they touch: the strictest category unless told.
-        category=_category(category or ToolCategory.EXTERNAL, name),
+        category=category_of(category or ToolCategory.EXTERNAL, name),
         validator=problems,
     )
 

@@ -26,7 +26,7 @@ from ai_agent.tools.schema import (
     pydantic_problems,
     signature_schema,
 )
-from ai_agent.tools.spec import ToolCategory, ToolSpec
+from ai_agent.tools.spec import ToolCategory, ToolSpec, category_of
 
 __all__ = ["TOOL_ATTRIBUTE", "function_spec", "model_spec", "tool"]
 
@@ -85,7 +85,7 @@ def function_spec(
         requires_env=requires_env,
         description=text,
         parameters=sig.parameters,
-        category=ToolCategory(category),
+        category=category_of(category, tool_name),
         timeout=timeout,
         preview=preview,
         format_result=format_result,
@@ -160,7 +160,7 @@ def model_spec(
         requires_env=requires_env,
         description=text,
         parameters=json_schema_of(model),
-        category=ToolCategory(category),
+        category=category_of(category, tool_name),
         timeout=timeout,
         preview=preview,
         format_result=format_result,

@@ -24,6 +24,7 @@ from ai_agent.resilience import RetryPolicy
 from ai_agent.state import ToolCall, ToolResult
 from ai_agent.tools.adapters import as_tool_spec
 from ai_agent.tools.naming import check_wire_name
+from ai_agent.tools.schema import json_schema_validator
 from ai_agent.tools.spec import ToolSpec
 from ai_agent.tools.toolset import DEFAULT_TOOL_TIMEOUT, ToolSet, missing_env
 
@@ -116,6 +117,9 @@ class ToolRegistry(Mapping[str, ToolSpec]):
         """
         spec = as_tool_spec(tool, **options)
         wire = check_wire_name(spec.name)
+        if spec.validator is None and spec.parameters is not None:
+            # A broken schema is a bug in the tool: say so now, not at its first call.
+            json_schema_validator(spec.schema["function"]["parameters"], owner=spec.name)
         if spec.name in self._specs and not replace:
             raise ToolRegistrationError(
                 f"a tool named {spec.name!r} is already registered; "

@@ -25,7 +25,7 @@ from ai_agent.errors import ToolRegistrationError
 if TYPE_CHECKING:
     from ai_agent.state import ToolResult
 
-__all__ = ["ToolCategory", "ToolFn", "ToolSpec"]
+__all__ = ["ToolCategory", "ToolFn", "ToolSpec", "category_of"]
 
 # A tool may return a ToolResult, any dict of that shape, or a plain value (wrapped as content).
 ToolFn = Callable[[dict[str, Any], dict[str, Any]], Any]
@@ -50,6 +50,22 @@ class ToolCategory(StrEnum):
     NOTE_TAKING = "note_taking"
     MODIFICATION = "modification"
     EXTERNAL = "external"
+
+
+def category_of(value: ToolCategory | str, owner: str) -> ToolCategory:
+    """``value`` as a ToolCategory; ToolRegistrationError naming the choices when it is none.
+
+    Example:
+        >>> category_of("read_only", "t")
+        <ToolCategory.READ_ONLY: 'read_only'>
+    """
+    try:
+        return ToolCategory(value)
+    except ValueError:
+        choices = ", ".join(c.value for c in ToolCategory)
+        raise ToolRegistrationError(
+            f"tool {owner!r}: unknown category {value!r}; use one of {choices}"
+        ) from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,13 +145,7 @@ class ToolSpec:
             )
         if self.timeout is not None and not self.timeout > 0:
             raise ToolRegistrationError(f"tool {self.name!r}: timeout must be above 0 seconds")
-        try:
-            object.__setattr__(self, "category", ToolCategory(self.category))
-        except ValueError:
-            choices = ", ".join(c.value for c in ToolCategory)
-            raise ToolRegistrationError(
-                f"tool {self.name!r}: unknown category {self.category!r}; use one of {choices}"
-            ) from None
+        object.__setattr__(self, "category", category_of(self.category, self.name))
         object.__setattr__(self, "requires_env", tuple(self.requires_env))
         object.__setattr__(self, "secret_env", tuple(self.secret_env))
 
