@@ -214,11 +214,13 @@ class Sandbox:
         """The entry's own status (a symlink is not followed), or None when it does not exist."""
         if not target.parts:
             return os.stat(self._root)
-        with self.parent(target) as fd:
-            try:
-                return os.stat(target.name, dir_fd=fd, follow_symlinks=False)
-            except FileNotFoundError:
+        try:
+            with self.parent(target) as fd:
+                return self._entry(fd, target)
+        except SandboxError as exc:
+            if exc.code == "NOT_FOUND":  # a parent directory is missing: so is the entry
                 return None
+            raise
 
     # Reading ---------------------------------------------------------------------------------
     @contextlib.contextmanager
