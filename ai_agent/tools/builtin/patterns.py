@@ -1,7 +1,9 @@
 """Glob patterns and .gitignore rules, compiled to regular expressions over ``/`` paths.
 
 Glob: ``*`` and ``?`` stay within one path segment, ``[...]`` is a character class (``[!...]``
-negates), ``**`` as a whole segment matches any number of segments (zero included). Gitignore
+negates), ``**`` as a whole segment matches any number of segments (zero included, or one or
+more at the end). As in the shell, a wildcard does not match a leading dot: hidden files and
+directories are matched only by patterns that spell the dot. Gitignore
 follows git's rules for the common cases: ``#`` comments, ``!`` negation (the last matching rule
 wins), a trailing ``/`` for directories only, a ``/`` anywhere but the end anchors the pattern
 to the .gitignore's directory, otherwise it matches at any depth.
@@ -39,12 +41,13 @@ def _segment(text: str) -> str:
     return "".join(out)
 
 
-def glob_regex(pattern: str, *, recursive: bool = True) -> re.Pattern[str]:
+def glob_regex(pattern: str, *, recursive: bool = True, hidden: bool = False) -> re.Pattern[str]:
     """A regex matching the relative ``/`` paths that ``pattern`` matches.
 
     Args:
         pattern: The glob, relative (``src/**/*.py``).
         recursive: When False, ``**`` is a plain ``*`` (one segment).
+        hidden: Wildcards match a leading dot too (gitignore's rule, not the shell's).
 
     Example:
         >>> bool(glob_regex("**/*.py").match("a/b/c.py")), bool(glob_regex("*.py").match("a/c.py"))
@@ -56,12 +59,16 @@ def glob_regex(pattern: str, *, recursive: bool = True) -> re.Pattern[str]:
     """
     parts = [p for p in pattern.split("/") if p not in ("", ".")]
     out: list[str] = []
+    guard = "" if hidden else r"(?!\.)"
+    visible = guard + "[^/]+"
     for i, part in enumerate(parts):
         last = i == len(parts) - 1
         if part == "**" and recursive:
-            out.append(".*" if last else "(?:[^/]+/)*")
-        else:
-            out.append(_segment("*" if part == "**" else part) + ("" if last else "/"))
+            out.append(f"{visible}(?:/{visible})*" if last else f"(?:{visible}/)*")
+            continue
+        segment = "*" if part == "**" else part
+        out.append(("" if segment.startswith(".") else guard) + _segment(segment))
+        out.append("" if last else "/")
     return re.compile("".join(out) + r"\Z", re.DOTALL)
 
 
@@ -103,7 +110,7 @@ class GitIgnore:
                 continue
             anchored = "/" in line
             body = line.lstrip("/")
-            glob = glob_regex(body).pattern.removesuffix(r"\Z")
+            glob = glob_regex(body, hidden=True).pattern.removesuffix(r"\Z")
             prefix = "" if anchored else "(?:.*/)?"
             regex = re.compile(prefix + glob + r"\Z", re.DOTALL)
             rules.append(_Rule(regex, negate, directory_only))
