@@ -109,7 +109,7 @@ class Backend(ABC):
         if status < 400:
             return
         detail = _detail(response)
-        said = f": {detail}" if detail else ""
+        said = f": {detail.rstrip('.')}" if detail else ""
         where = f"{self.name} answered {status}{said}"
         if status in (401, 403):
             raise SearchError("AUTH", f"{where}. Check the API key ({self.default_key_env}).")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import OrderedDict, deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import httpx
@@ -36,9 +36,15 @@ class RateLimiter:
     """
 
     def __init__(
-        self, per_minute: int, *, max_wait: float, clock: Callable[[], float] = time.monotonic
+        self,
+        per_minute: int,
+        *,
+        max_wait: float,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
-        self.per_minute, self.max_wait, self.clock = per_minute, max_wait, clock
+        self.per_minute, self.max_wait = per_minute, max_wait
+        self.clock, self.sleep = clock, sleep
         self._calls: deque[float] = deque()
 
     async def acquire(self) -> float | None:
@@ -56,7 +62,7 @@ class RateLimiter:
             if wait > self.max_wait:
                 return round(wait, 1)
             # Checked again after the sleep: another call may have taken the slot meanwhile.
-            await asyncio.sleep(wait)
+            await self.sleep(wait)
 
 
 class TTLCache:
