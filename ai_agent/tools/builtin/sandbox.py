@@ -176,7 +176,12 @@ class Sandbox:
     @contextlib.contextmanager
     def directory(self, parts: Sequence[str], *, create: bool = False) -> Iterator[int]:
         """A descriptor of the directory at ``parts``, opened without following any symlink."""
-        fd = os.open(self._root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            fd = os.open(self._root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except OSError as exc:
+            raise SandboxError(
+                "NOT_FOUND", f"the directory {self._root} cannot be opened ({exc.strerror})"
+            ) from None
         try:
             for part in parts:
                 child = self._child(fd, part, create=create)
