@@ -87,7 +87,7 @@ class GitIgnore:
         >>> rules.ignored("build", is_dir=True), rules.ignored("x/a.log", is_dir=False)
         (True, True)
         >>> rules.ignored("keep.log", is_dir=False), rules.ignored("x/top.txt", is_dir=False)
-        (False, False)
+        (False, None)
     """
 
     def __init__(self, rules: list[_Rule]) -> None:
