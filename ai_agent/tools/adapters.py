@@ -65,7 +65,7 @@ def _base_tool_spec(obj: BaseTool) -> ToolSpec:
         schema = dict(explicit) if explicit is not None else {"type": "object", "properties": {}}
         validator = json_schema_validator(schema, owner=name)
 
-        async def call(args: dict[str, Any], ctx: dict[str, Any]) -> ToolResult:
+        async def call(args: dict[str, Any], ctx: dict[str, Any]) -> Any:
             extra = {CONTEXT_PARAMETER: ctx} if wants_context else {}
             return await obj.execute(**args, **extra)
 
@@ -75,7 +75,7 @@ def _base_tool_spec(obj: BaseTool) -> ToolSpec:
             method, owner=name, docs=parse_docstring(method.__doc__).args, skip_first=True
         )
 
-        async def call(args: dict[str, Any], ctx: dict[str, Any]) -> ToolResult:
+        async def call(args: dict[str, Any], ctx: dict[str, Any]) -> Any:
             positional, kwargs = sig.bind(args, ctx)
             return await obj.execute(*positional, **kwargs)
 

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ai_agent.state import ToolResult
 from ai_agent.tools.results import default_summary
@@ -53,10 +53,10 @@ class BaseTool(ABC):
         'shout: HI'
     """
 
-    requires_env: Sequence[str] = ()
-    timeout: float | None = None
-    parameters: Mapping[str, Any] | None = None
-    group: str | None = None
+    requires_env: ClassVar[Sequence[str]] = ()
+    timeout: ClassVar[float | None] = None
+    parameters: ClassVar[Mapping[str, Any] | None] = None
+    group: ClassVar[str | None] = None
 
     @property
     @abstractmethod
@@ -73,9 +73,15 @@ class BaseTool(ABC):
     def category(self) -> ToolCategory:
         """The oversight category that decides whether a call needs a person."""
 
-    @abstractmethod
-    async def execute(self, **kwargs: Any) -> ToolResult:
-        """Run the tool with the model's (validated) arguments."""
+    if TYPE_CHECKING:
+        # For type checkers ``execute`` takes any parameters, so a subclass can name its own
+        # (``async def execute(self, text: str)``) without breaking the override rules.
+        execute: Callable[..., Awaitable[Any]]
+    else:
+
+        @abstractmethod
+        async def execute(self, **kwargs: Any) -> ToolResult:
+            """Run the tool with the model's (validated) arguments."""
 
     def format_result(self, result: ToolResult) -> str:
         """The human-readable line for a result, shown in traces."""

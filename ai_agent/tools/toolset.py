@@ -108,6 +108,10 @@ class ToolSet:
         self._validators: dict[str, Callable[[dict[str, Any]], list[str]]] = {}
         secret_names = {n for s in self._specs.values() for n in (*s.requires_env, *s.secret_env)}
         self._secret_names = frozenset(secret_names)
+        # The environment's names, and those that hold secrets, as last seen (rescanned when
+        # the set of names changes; matching every name on every call was most of a call's cost).
+        self._env_names: tuple[str, ...] = ()
+        self._env_secrets: tuple[str, ...] = ()
 
     # Lookup ----------------------------------------------------------------------------------
     @property
@@ -160,9 +164,11 @@ class ToolSet:
     # Secrets ---------------------------------------------------------------------------------
     def scrubber(self) -> Scrubber:
         """Replaces the current values of every secret environment variable a tool could see."""
-        values = [os.environ.get(n, "") for n in self._secret_names]
-        values += [v for k, v in os.environ.items() if _SECRET_NAME.search(k)]
-        return Scrubber(values)
+        names = tuple(os.environ)
+        if names != self._env_names:
+            found = {n for n in names if _SECRET_NAME.search(n)} | self._secret_names
+            self._env_names, self._env_secrets = names, tuple(sorted(found))
+        return Scrubber(os.environ.get(n, "") for n in self._env_secrets)
 
     # Review ----------------------------------------------------------------------------------
     def _validator(self, spec: ToolSpec) -> Callable[[dict[str, Any]], list[str]] | None:

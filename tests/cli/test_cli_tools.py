@@ -32,8 +32,7 @@ def test_tools_accepts_groups_and_the_approval_option(
     assert code == EXIT["paused"] and not Path("out.txt").exists()
     assert "write_file out.txt (new file):" in capsys.readouterr().out
     code = main(
-        ["copy", "--tools", "files", "--approval", "modification=auto", "--model", model,
-         "--quiet"]
+        ["copy", "--tools", "files", "--approval", "modification=auto", "--model", model, "--quiet"]
     )
     assert code == EXIT["completed"] and Path("out.txt").read_text() == "x"
 
@@ -68,8 +67,20 @@ def test_output_prints_a_clipped_output(tmp_path: Path, capsys: pytest.CaptureFi
     Path("big.txt").write_text("BEGIN " + "y" * 20_000 + " END")
     model = script(tmp_path, tool_call("read_file", path="big.txt"), {"text": "read"})
     db = str(tmp_path / "c.sqlite")
-    code = main(["read", "--tools", "read_file", "--model", model, "--thread-id", "o1", "--db", db,
-                 "--quiet"])
+    code = main(
+        [
+            "read",
+            "--tools",
+            "read_file",
+            "--model",
+            model,
+            "--thread-id",
+            "o1",
+            "--db",
+            db,
+            "--quiet",
+        ]
+    )
     assert code == EXIT["completed"]
     capsys.readouterr()
     assert main(["output", "o1", "out-1-call_0_0", "--db", db]) == 0

@@ -1,4 +1,4 @@
-"""Human oversight in runs: categories, the first-time gate, escalations, previews, forks, secrets."""
+"""Human oversight in runs: categories, first-time gates, escalations, previews, forks, secrets."""
 
 from __future__ import annotations
 
@@ -9,12 +9,17 @@ from typing import Any
 import pytest
 from langgraph.types import Command
 
-from ai_agent import Agent, ToolCategory, ToolSpec, UserPlan
+from ai_agent import Agent, GateReport, RunResult, ToolCategory, ToolSpec, UserPlan
 from ai_agent.config import AgentSettings
 from ai_agent.graph.core import config_for
 from ai_agent.state import RunState
 from ai_agent.testing import FunctionModel
 from tests.graph.conftest import MakeAgent, call, recorder, text
+
+
+def gate(result: RunResult) -> GateReport:
+    assert result.gate is not None, result
+    return result.gate
 
 
 def calls(name: str, n: int, **args: Any) -> list[Any]:
@@ -38,7 +43,7 @@ async def test_first_use_of_an_external_tool_pauses_even_under_auto(make_agent: 
     agent = make_agent(calls("web", 3), tools=[web], approvals={"external": "auto"})
     paused = await agent.run("search three times")
     assert paused.status == "paused" and log == []
-    issue = paused.gate["issues"][0]
+    issue = gate(paused)["issues"][0]
     assert (issue["code"], issue["severity"]) == ("APPROVAL_REQUIRED", 1.0)
     assert issue["message"] == (
         "web is an external tool and this is its first use in this run (first-time gate)"
@@ -53,10 +58,11 @@ async def test_first_use_of_an_external_tool_pauses_even_under_auto(make_agent: 
 
 async def test_confirm_asks_for_every_external_call(make_agent: MakeAgent) -> None:
     log: list[dict[str, Any]] = []
-    agent = make_agent(calls("web", 2), tools=[recorder(log, category="external", name="web")])  # type: ignore[arg-type]
+    web = recorder(log, category=ToolCategory.EXTERNAL, name="web")
+    agent = make_agent(calls("web", 2), tools=[web])
     paused = await agent.run("search")
-    assert paused.gate["issues"][0]["message"] == "web is an external tool and needs confirmation"
-    done, pauses = await resume_all(agent, paused, approve=["*"])
+    assert gate(paused)["issues"][0]["message"] == "web is an external tool and needs confirmation"
+    _, pauses = await resume_all(agent, paused, approve=["*"])
     assert pauses == 2 and len(log) == 2
 
 
@@ -84,7 +90,7 @@ async def test_note_taking_runs_unless_the_policy_asks_for_confirmation(
     settings = AgentSettings(approvals={"note_taking": "confirm"})
     careful = make_agent(calls("note", 1), tools=[note], settings=settings)
     paused = await careful.run("note")
-    assert paused.gate["issues"][0]["message"] == (
+    assert gate(paused)["issues"][0]["message"] == (
         "note is a note_taking tool and needs confirmation"
     )
     assert len(log) == 1
@@ -103,10 +109,10 @@ async def test_a_delete_asks_even_when_modifications_run_unasked(make_agent: Mak
     ]
     agent = make_agent(turns, tools=["delete_file"], approvals={"modification": "auto"})
     paused = await agent.run("clean up")
-    assert paused.gate["issues"][0]["message"] == (
+    assert gate(paused)["issues"][0]["message"] == (
         "delete_file asks for confirmation before deleting 'a.txt'"
     )
-    assert paused.gate["pending"][0]["preview"] == "delete_file: delete a.txt (file, 1 bytes)"
+    assert gate(paused)["pending"][0]["preview"] == "delete_file: delete a.txt (file, 1 bytes)"
     assert Path("a.txt").exists()
     done = await agent.resume(paused.thread_id, UserPlan(approve=["*"]))
     assert done.status == "completed"
@@ -120,10 +126,10 @@ async def test_a_tool_wide_grant_does_not_cover_a_destructive_command(
     turns = [call("run_bash", command="ls"), call("run_bash", command="rm keep.txt"), text("ok")]
     agent = make_agent(turns, tools=["run_bash"])
     first = await agent.run("list then remove")
-    assert first.gate["pending"][0]["preview"] == "run_bash in . (timeout 30s):\n$ ls"
+    assert gate(first)["pending"][0]["preview"] == "run_bash in . (timeout 30s):\n$ ls"
     second = await agent.resume(first.thread_id, UserPlan(approve=["*"], grant_scope="tool"))
     assert second.status == "paused"
-    issue = second.gate["issues"][0]["message"]
+    issue = gate(second)["issues"][0]["message"]
     assert issue == (
         "run_bash is a modification tool and needs approval; "
         "run_bash: destructive command: rm keep.txt"
@@ -138,11 +144,11 @@ async def test_a_write_is_previewed_as_a_diff(make_agent: MakeAgent) -> None:
     turns = [call("write_file", path="config.ini", content="debug = true\nname = x\n"), text("ok")]
     agent = make_agent(turns, tools=["write_file"])
     paused = await agent.run("turn on debug")
-    assert paused.gate["pending"][0]["preview"] == (
+    assert gate(paused)["pending"][0]["preview"] == (
         "write_file config.ini (replace):\n--- a/config.ini\n+++ b/config.ini\n@@ -1,2 +1,2 @@\n"
         "-debug = false\n+debug = true\n name = x"
     )
-    assert "write_file config.ini (replace):" in paused.gate["prompt"]
+    assert "write_file config.ini (replace):" in gate(paused)["prompt"]
     denied = await agent.resume(paused.thread_id, UserPlan(deny=["*"]))
     messages = (await agent.get_state(denied.thread_id))["messages"]
     assert messages[2]["content"] == "Tool execution cancelled"
@@ -179,7 +185,8 @@ async def _fork_from_the_first_pause(agent: Agent, thread_id: str, plan: UserPla
             context=context,
             durability="sync",
         )
-        return (await graph.aget_state(config_for(thread_id))).values  # type: ignore[return-value]
+        state: RunState = (await graph.aget_state(config_for(thread_id))).values
+        return state
 
 
 def fresh_ids(name: str, n: int) -> FunctionModel:
@@ -260,9 +267,7 @@ async def test_a_tools_secret_never_reaches_state_trace_or_the_database(
         call("run_bash", command="echo $LEAKY_API_KEY; env | grep LEAKY || true"),
         text("done"),
     ]
-    agent = make_agent(
-        turns, tools=[spec, "run_bash"], gate_threshold=1.0, unattended=True
-    )
+    agent = make_agent(turns, tools=[spec, "run_bash"], gate_threshold=1.0, unattended=True)
     result = await agent.run("use the service")
     assert result.status == "completed"
     state = await agent.get_state(result.thread_id)

@@ -25,7 +25,7 @@ from tests.graph.conftest import MakeAgent, call, recorder, text
 OPENAI_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
 
-@tool(category="read_only")
+@tool(category=ToolCategory.READ_ONLY)
 def shout(text: str) -> str:
     """Upper-case a text.
 
@@ -124,7 +124,7 @@ async def test_every_form_of_tool_in_one_run(make_agent: MakeAgent) -> None:
     }
     agent = make_agent(
         [turn, text("done")],
-        tools=[plain, shout, Counter(), tool(category="read_only")(Repeat)],
+        tools=[plain, shout, Counter(), tool(category=ToolCategory.READ_ONLY)(Repeat)],
         execute_all_tool_calls=True,
     )
     agent.register_tool(
@@ -133,7 +133,13 @@ async def test_every_form_of_tool_in_one_run(make_agent: MakeAgent) -> None:
     result = await agent.run("use everything")
     assert result.status == "completed", result.gate
     state = await agent.get_state(result.thread_id)
-    assert [r["result"]["content"] for r in state["results"]] == ["plain ok", "X", 3, "hey hey", "cba"]
+    assert [r["result"]["content"] for r in state["results"]] == [
+        "plain ok",
+        "X",
+        3,
+        "hey hey",
+        "cba",
+    ]
     details = [t["detail"] for t in result.trace if t["stage"] == "act"]
     assert "3 words" in details
 
@@ -149,7 +155,9 @@ async def test_the_tool_set_is_stable_within_a_cycle(make_agent: MakeAgent) -> N
             category=ToolCategory.READ_ONLY,
         )
 
-    gone = ToolSpec("gone", lambda a, c: "ran", description="Vanish.", category="read_only")
+    gone = ToolSpec(
+        "gone", lambda a, c: "ran", description="Vanish.", category=ToolCategory.READ_ONLY
+    )
 
     def reply(messages: list[dict[str, Any]], info: dict[str, Any]) -> dict[str, Any]:
         turn = info["turn"]
@@ -169,8 +177,9 @@ async def test_the_tool_set_is_stable_within_a_cycle(make_agent: MakeAgent) -> N
     result = await agent.run("versions")
     assert result.status == "completed"
     state = await agent.get_state(result.thread_id)
-    outcomes = [(r["call"]["name"], r["result"]["status"], r["result"]["content"])
-                for r in state["results"]]
+    outcomes = [
+        (r["call"]["name"], r["result"]["status"], r["result"]["content"]) for r in state["results"]
+    ]
     assert outcomes == [
         ("ver", "ok", "v1"),  # what the model saw when it asked
         ("ver", "ok", "v2"),
@@ -186,9 +195,14 @@ async def test_tools_by_group_glob_and_mapping(make_agent: MakeAgent) -> None:
     assert aliased.registry["yell"].description == "Upper-case a text."
     every_file_tool = make_agent(tools=["*_file"])
     assert set(every_file_tool.initial_tools) == {
-        "read_file", "write_file", "append_file", "delete_file", "move_file", "copy_file"
+        "read_file",
+        "write_file",
+        "append_file",
+        "delete_file",
+        "move_file",
+        "copy_file",
     }
-    with pytest.raises(ConfigError, match="unknown tool 'nope'; tools: .*groups: files"):
+    with pytest.raises(ConfigError, match=r"unknown tool 'nope'; tools: .*groups: files"):
         make_agent(tools=["nope"])
 
 
@@ -217,7 +231,9 @@ def counted(log: list[Any]) -> ToolSpec:
         return f"n={args['n']}"
 
     schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
-    return ToolSpec("count", fn, description="Count.", parameters=schema, category="read_only")
+    return ToolSpec(
+        "count", fn, description="Count.", parameters=schema, category=ToolCategory.READ_ONLY
+    )
 
 
 async def test_a_malformed_call_gets_one_repair_retry(make_agent: MakeAgent) -> None:
@@ -239,7 +255,7 @@ async def test_a_second_malformed_call_is_a_clear_error_at_the_gate(make_agent: 
     turns = [call("count", n="three"), call("count"), text("gave up")]
     agent = make_agent(turns, tools=[counted(log)])
     paused = await agent.run("count")
-    assert paused.status == "paused" and log == []
+    assert paused.status == "paused" and paused.gate is not None and log == []
     issue = paused.gate["issues"][0]
     assert (issue["code"], issue["severity"]) == ("TOOL_ERROR", 0.90)
     assert issue["message"] == (
@@ -247,7 +263,9 @@ async def test_a_second_malformed_call_is_a_clear_error_at_the_gate(make_agent: 
         "arguments: 'n' is a required property"
     )
     messages = (await agent.get_state(paused.thread_id))["messages"]
-    assert messages[4]["content"].endswith("The one repair attempt is used up; the call was not run.")
+    assert messages[4]["content"].endswith(
+        "The one repair attempt is used up; the call was not run."
+    )
 
 
 # Clipping --------------------------------------------------------------------------------------
@@ -263,7 +281,7 @@ async def test_large_outputs_are_clipped_and_kept_in_the_run_store(make_agent: M
         seen.append(messages[-1]["content"])
         return text("ok")
 
-    dump = ToolSpec("dump", lambda a, c: big, description="Dump.", category="read_only")
+    dump = ToolSpec("dump", lambda a, c: big, description="Dump.", category=ToolCategory.READ_ONLY)
     settings = AgentSettings(tool_config={"max_output_chars": 1000})
     agent = make_agent(model=FunctionModel(reply), tools=[dump], settings=settings)
     result = await agent.run("dump it")
@@ -285,7 +303,7 @@ async def test_clipped_errors_are_clipped_too(make_agent: MakeAgent) -> None:
         "fail",
         lambda a, c: {"status": "error", "error": "E" * 5000},
         description="Fail loudly.",
-        category="read_only",
+        category=ToolCategory.READ_ONLY,
     )
     settings = AgentSettings(tool_config={"max_output_chars": 300})
     agent = make_agent([call("fail"), text("x")], tools=[failing], settings=settings)
@@ -300,7 +318,9 @@ async def test_clipped_errors_are_clipped_too(make_agent: MakeAgent) -> None:
 async def test_a_timeout_reaches_the_model_with_a_hint(make_agent: MakeAgent) -> None:
     import time
 
-    slow = ToolSpec("slow", lambda a, c: time.sleep(1), description="Slow.", category="read_only")
+    slow = ToolSpec(
+        "slow", lambda a, c: time.sleep(1), description="Slow.", category=ToolCategory.READ_ONLY
+    )
     settings = AgentSettings(tool_config={"timeout": 0.1})
     agent = make_agent([call("slow"), text("x")], tools=[slow], settings=settings)
     result = await agent.run("be slow")
@@ -317,7 +337,9 @@ async def test_call_tool_runs_under_the_same_policy(make_agent: MakeAgent, tmp_p
     agent = make_agent()
     ok = await agent.call_tool("calculator", {"expression": "2*21"})
     assert ok["content"] == "42" and ok["summary"] == "calculator: 42"
-    with pytest.raises(ApprovalRequiredError, match=r"write_file needs a person's approval") as info:
+    with pytest.raises(
+        ApprovalRequiredError, match=r"write_file needs a person's approval"
+    ) as info:
         await agent.call_tool("write_file", {"path": "a.txt", "content": "hi"})
     assert "write_file a.txt (new file):" in str(info.value)
     assert not Path("a.txt").exists()

@@ -111,7 +111,7 @@ def _fixture_handler(queries: list[str]) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(body)
 
-        def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+        def log_message(self, format: str, *args: object) -> None:
             return
 
     return Handler
@@ -123,7 +123,7 @@ def _wait_ready(url: str, proc: subprocess.Popen[bytes], seconds: float = 60) ->
         if proc.poll() is not None:
             raise RuntimeError(f"searx exited with code {proc.returncode}")
         try:
-            with urllib.request.urlopen(f"{url}/", timeout=1):  # noqa: S310 - loopback
+            with urllib.request.urlopen(f"{url}/", timeout=1):
                 return
         except OSError:
             time.sleep(0.2)

@@ -146,8 +146,11 @@ async def test_background_processes_do_not_outlive_the_call(tree: Tree) -> None:
 async def test_output_is_capped_and_streamed(tree: Tree) -> None:
     chunks: list[tuple[str, str]] = []
     reg = registry(tree.base, max_output_bytes=1000)
-    result = await bash(reg, "head -c 300000 /dev/zero | tr '\\0' x; echo done >&2",
-                        _ctx={"on_output": lambda stream, text: chunks.append((stream, text))})
+    result = await bash(
+        reg,
+        "head -c 300000 /dev/zero | tr '\\0' x; echo done >&2",
+        _ctx={"on_output": lambda stream, text: chunks.append((stream, text))},
+    )
     assert result["meta"]["stdout_bytes"] == 300000
     assert "[... 299000 more bytes not kept]" in result["content"]
     assert sum(len(t) for s, t in chunks if s == "stdout") == 300000
@@ -313,7 +316,9 @@ async def test_bwrap_has_no_network(tree: Tree) -> None:
     try:
         reg = registry(tree.base, sandbox="bwrap")
         inside = await bash(reg, f"exec 3<>/dev/tcp/127.0.0.1/{port} && echo CONNECTED")
-        outside = await bash(registry(tree.base), f"exec 3<>/dev/tcp/127.0.0.1/{port} && echo CONNECTED")
+        outside = await bash(
+            registry(tree.base), f"exec 3<>/dev/tcp/127.0.0.1/{port} && echo CONNECTED"
+        )
     finally:
         server.close()
     assert "CONNECTED" not in inside["content"] and inside["meta"]["exit_code"] != 0
@@ -338,10 +343,10 @@ def _cmdline(pid: str) -> str:
         return ""
 
 
-async def test_a_missing_bwrap_is_a_clear_error(tree: Tree, monkeypatch: pytest.MonkeyPatch) -> None:
-    import ai_agent.tools.builtin.bash as bash_module
-
-    monkeypatch.setattr(bash_module.shutil, "which", lambda name: None)
+async def test_a_missing_bwrap_is_a_clear_error(
+    tree: Tree, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(shutil, "which", lambda name: None)
     result = await bash(registry(tree.base, sandbox="bwrap"), "touch MARK")
     assert result["meta"]["code"] == "SANDBOX_UNAVAILABLE"
     assert "Debian package 'bubblewrap'" in str(result["error"])

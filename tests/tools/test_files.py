@@ -181,7 +181,9 @@ async def test_writes_refuse_special_files(tree: Tree) -> None:
     reg = registry(tree.base)
     refused(await run(reg, "write_file", path="pipe.txt", content="x"), "NOT_A_FILE")
     refused(await run(reg, "append_file", path="sub", content="x"), "NOT_A_FILE")
-    refused(await run(reg, "write_file", path="notes.txt", content="ü", encoding="ascii"), "ENCODING")
+    refused(
+        await run(reg, "write_file", path="notes.txt", content="ü", encoding="ascii"), "ENCODING"
+    )
     assert (tree.base / "notes.txt").read_text() == "line one\nline two\n"
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from langchain_core.tools import StructuredTool, ToolException
@@ -55,7 +55,10 @@ def test_tool_decorator_builds_the_schema_from_signature_and_docstring() -> None
     params = dict(spec.parameters or {})
     assert params["required"] == ["value"]
     assert params["additionalProperties"] is False
-    assert params["properties"]["value"] == {"description": "The number to scale.", "type": "number"}
+    assert params["properties"]["value"] == {
+        "description": "The number to scale.",
+        "type": "number",
+    }
     assert params["properties"]["factor"] == {
         "default": 2,
         "description": "How many times, at least one.",
@@ -237,7 +240,11 @@ class Schemed(BaseTool):
     name = "schemed"
     description = "Take a number."
     category = ToolCategory.READ_ONLY
-    parameters = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+    parameters: ClassVar[dict[str, Any]] = {
+        "type": "object",
+        "properties": {"n": {"type": "integer"}},
+        "required": ["n"],
+    }
 
     async def execute(self, ctx: dict[str, Any], **kwargs: Any) -> ToolResult:
         return {"status": "ok", "content": [kwargs["n"], ctx["thread_id"]]}
@@ -253,7 +260,7 @@ class SpecStyle(BaseTool):
     async def execute(self, fail: bool = False) -> Any:
         class Result:
             success = not fail
-            data = {"x": 1}
+            data: ClassVar[dict[str, int]] = {"x": 1}
             error_message = "it broke"
 
         return Result()

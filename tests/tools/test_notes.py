@@ -25,8 +25,10 @@ LONG = (
 
 def toy_embed(texts: list[str]) -> Sequence[Sequence[float]]:
     """An embedding that only knows two topics: oceans and cooking."""
-    return [[t.lower().count("ocean") + t.lower().count("tide"), t.lower().count("pasta")]
-            for t in texts]
+    return [
+        [t.lower().count("ocean") + t.lower().count("tide"), t.lower().count("pasta")]
+        for t in texts
+    ]
 
 
 @pytest.fixture
@@ -223,7 +225,10 @@ def test_parsing_sections_tags_and_code_fences() -> None:
         "## Two ##\ntext\n# Three\n",
     )
     assert [(s.title, s.level) for s in note.sections] == [
-        ("", 0), ("One", 1), ("Two", 2), ("Three", 1)
+        ("", 0),
+        ("One", 1),
+        ("Two", 2),
+        ("Three", 1),
     ]
     assert note.tags == frozenset({"alpha", "beta", "gamma"})
     assert note.section("missing") is None

@@ -21,9 +21,7 @@ APPROVALS: dict[str, Any] = {
 
 
 def info(category: str) -> ToolInfo:
-    return ToolInfo(
-        name="web", description="d", category=category, requires_env=[], parameters={}
-    )
+    return ToolInfo(name="web", description="d", category=category, requires_env=[], parameters={})
 
 
 def facts(category: str = "external", **kw: Any) -> CallFacts:

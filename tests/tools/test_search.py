@@ -74,9 +74,7 @@ async def test_glob_respects_gitignore_unless_told_not_to(project: Tree) -> None
     kept = await matches(registry(project.base), pattern="**/*")
     assert "build/" not in kept and "debug.log" not in kept and "keep.log" in kept
     assert not any(m.startswith(".git/") for m in kept)
-    everything = await matches(
-        registry(project.base, respect_gitignore=False), pattern="**/*.log"
-    )
+    everything = await matches(registry(project.base, respect_gitignore=False), pattern="**/*.log")
     assert everything == ["debug.log", "keep.log"]
 
 
@@ -167,8 +165,10 @@ async def test_grep_limits_and_bad_patterns(project: Tree) -> None:
     assert missing["meta"]["code"] == "NOT_FOUND"
 
 
-async def test_a_catastrophic_pattern_is_stopped(project: Tree, monkeypatch: pytest.MonkeyPatch) -> None:
-    import ai_agent.tools.builtin.search as search
+async def test_a_catastrophic_pattern_is_stopped(
+    project: Tree, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ai_agent.tools.builtin import search
 
     monkeypatch.setattr(search, "_GREP_BUDGET", 0.5)
     (project.base / "evil.txt").write_text("a" * 40 + "!\n")

@@ -65,7 +65,7 @@ UNVERIFIABLE = [
     ("${CMD} x", "a program name that is computed"),
     ("~/bin/tool", "a program name that is computed"),
     ("/bin/r? x", "a program name that is computed"),
-    ("bash -c \"$SCRIPT\"", "bash -c with a computed script"),
+    ('bash -c "$SCRIPT"', "bash -c with a computed script"),
     ("bash -c", "bash -c with a computed script"),
     ("eval $X", "eval of computed text"),
     ("case $x in a) rm;; esac", "'case' construct"),

@@ -158,12 +158,20 @@ async def test_tavily(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.mark.parametrize(
     ("status", "body", "code", "text"),
     [
-        (401, {"detail": {"error": "Unauthorized: missing or invalid API key."}}, "AUTH",
-         "tavily answered 401: Unauthorized: missing or invalid API key. Check the API key "
-         "(TAVILY_API_KEY)."),
+        (
+            401,
+            {"detail": {"error": "Unauthorized: missing or invalid API key."}},
+            "AUTH",
+            "tavily answered 401: Unauthorized: missing or invalid API key. Check the API key "
+            "(TAVILY_API_KEY).",
+        ),
         (429, {"detail": {"error": "Rate limit exceeded"}}, "RATE_LIMIT", "Rate limit exceeded"),
-        (432, {"detail": {"error": "This request exceeds your plan's set usage limit."}},
-         "RATE_LIMIT", "plan's set usage limit"),
+        (
+            432,
+            {"detail": {"error": "This request exceeds your plan's set usage limit."}},
+            "RATE_LIMIT",
+            "plan's set usage limit",
+        ),
         (400, {"detail": {"error": "Query is too long."}}, "BAD_REQUEST", "Query is too long"),
         (500, {"detail": {"error": "Internal error"}}, "UPSTREAM", "try later"),
     ],
@@ -188,14 +196,19 @@ async def test_brave_web_and_news(monkeypatch: pytest.MonkeyPatch) -> None:
         "web": {
             "type": "search",
             "results": [
-                {"title": "Tides <strong>now</strong>", "url": "https://b.example/1",
-                 "description": "Current tides."},
+                {
+                    "title": "Tides <strong>now</strong>",
+                    "url": "https://b.example/1",
+                    "description": "Current tides.",
+                },
                 {"title": "No url"},
             ],
         },
     }
-    news = {"type": "news", "results": [{"title": "Storm", "url": "https://n.example/1",
-                                          "description": "Surge."}]}
+    news = {
+        "type": "news",
+        "results": [{"title": "Storm", "url": "https://n.example/1", "description": "Surge."}],
+    }
     reg = registry(backend="brave")
     with respx.mock:
         web_route = respx.get("https://api.search.brave.com/res/v1/web/search").respond(json=web)
@@ -206,8 +219,11 @@ async def test_brave_web_and_news(monkeypatch: pytest.MonkeyPatch) -> None:
     assert request.headers["X-Subscription-Token"] == KEY
     assert request.url.params["count"] == "20"  # Brave's maximum
     assert first["content"]["results"] == [
-        {"title": "Tides <strong>now</strong>", "url": "https://b.example/1",
-         "snippet": "Current tides."}
+        {
+            "title": "Tides <strong>now</strong>",
+            "url": "https://b.example/1",
+            "snippet": "Current tides.",
+        }
     ]
     assert second["content"]["results"][0]["title"] == "Storm"
 
@@ -216,14 +232,22 @@ async def test_brave_errors_carry_retry_after(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setenv("BRAVE_API_KEY", KEY)
     invalid = {
         "type": "ErrorResponse",
-        "error": {"id": "x", "status": 422, "code": "SUBSCRIPTION_TOKEN_INVALID",
-                  "detail": "The provided subscription token is invalid."},
+        "error": {
+            "id": "x",
+            "status": 422,
+            "code": "SUBSCRIPTION_TOKEN_INVALID",
+            "detail": "The provided subscription token is invalid.",
+        },
         "time": 1,
     }
     limited = {
         "type": "ErrorResponse",
-        "error": {"id": "y", "status": 429, "code": "RATE_LIMITED", "detail": "Request rate limit "
-                  "exceeded for plan."},
+        "error": {
+            "id": "y",
+            "status": 429,
+            "code": "RATE_LIMITED",
+            "detail": "Request rate limit exceeded for plan.",
+        },
     }
     reg = registry(backend="brave")
     with respx.mock:
@@ -265,7 +289,10 @@ async def test_serpapi(monkeypatch: pytest.MonkeyPatch) -> None:
         third = await search(reg, query="zzz")
     params = route.calls[0].request.url.params
     assert (params["engine"], params["q"], params["num"], params["api_key"]) == (
-        "google", "tides", "4", KEY
+        "google",
+        "tides",
+        "4",
+        KEY,
     )
     assert route.calls[1].request.url.params["tbm"] == "nws"
     assert first["content"]["results"] == [
@@ -278,8 +305,14 @@ async def test_serpapi(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.mark.parametrize(
     ("status", "body", "code"),
     [
-        (401, {"error": "Invalid API key. Your API key should be here: "
-                        "https://serpapi.com/manage-api-key"}, "AUTH"),
+        (
+            401,
+            {
+                "error": "Invalid API key. Your API key should be here: "
+                "https://serpapi.com/manage-api-key"
+            },
+            "AUTH",
+        ),
         (429, {"error": "Your account has run out of searches."}, "RATE_LIMIT"),
         (200, {"error": "Something unusual."}, "UPSTREAM"),
         (200, "not json", "UPSTREAM"),
@@ -355,4 +388,3 @@ def test_the_cache_expires_and_stays_bounded() -> None:
     off = TTLCache(0)
     off.put(("x",), 1)
     assert off.get(("x",)) is None
-
