@@ -407,3 +407,18 @@ def test_the_untouched_check_catches_reads_writes_and_new_files(tree: Tree) -> N
         tree.secret.write_text("x")
     with pytest.raises(AssertionError, match="gained or lost"), untouched(tree.outside):
         (tree.outside / "new").write_text("x")
+
+
+async def test_read_file_can_stream_its_content(tree: Tree) -> None:
+    (tree.base / "long.txt").write_text("é" * 100_000)
+    seen: list[str] = []
+    reg = registry(tree.base)
+    call: ToolCall = {"id": "c", "name": "read_file", "args": {"path": "long.txt"}}
+    listener = lambda stream, text: seen.append(text)  # noqa: E731
+    result = await reg.execute(call, {"on_output": listener})
+    assert len(seen) > 1 and "".join(seen) == result["content"] == "é" * 100_000
+
+    def broken(stream: str, text: str) -> None:
+        raise RuntimeError("listener bug")
+
+    assert (await reg.execute(call, {"on_output": broken}))["status"] == "ok"

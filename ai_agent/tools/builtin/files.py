@@ -45,6 +45,22 @@ def sandbox_for(config: FileToolsConfig, workdir: str | os.PathLike[str]) -> San
     )
 
 
+def _streamer(ctx: dict[str, Any], encoding: str) -> Callable[[bytes], None] | None:
+    """Decoded chunks for ``ctx["on_output"]("content", text)``, when a listener is there."""
+    listener = ctx.get("on_output")
+    if listener is None:
+        return None
+    decoder = codecs.getincrementaldecoder(encoding)(errors="replace")
+
+    def feed(chunk: bytes) -> None:
+        try:
+            listener("content", decoder.decode(chunk))
+        except Exception:  # a listener's bug must not break the read
+            return
+
+    return feed
+
+
 def _error(code: str, message: str) -> ToolResult:
     return ToolResult(status="error", error=message, meta={"code": code})
 
@@ -114,7 +130,7 @@ class FileTools:
     def read_file(self, args: dict[str, Any], ctx: dict[str, Any]) -> ToolResult:
         target = self.box.resolve(args.get("path"))
         encoding = _encoding(args)
-        data = self.box.read_bytes(target)
+        data = self.box.read_bytes(target, on_chunk=_streamer(ctx, encoding))
         text = data.decode(encoding)
         return ToolResult(
             status="ok",

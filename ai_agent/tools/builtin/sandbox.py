@@ -26,7 +26,7 @@ import contextlib
 import os
 import secrets
 import stat
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -251,8 +251,13 @@ class Sandbox:
         finally:
             os.close(fd)
 
-    def read_bytes(self, target: Target) -> bytes:
-        """The whole content of a regular file no larger than ``max_read_bytes``."""
+    def read_bytes(
+        self, target: Target, *, on_chunk: Callable[[bytes], object] | None = None
+    ) -> bytes:
+        """The whole content of a regular file no larger than ``max_read_bytes``.
+
+        ``on_chunk`` sees each block as it is read (the seam for streaming a long read).
+        """
         with self.open_file(target) as (fd, info):
             if info.st_size > self.max_read_bytes:
                 raise SandboxError(
@@ -263,6 +268,8 @@ class Sandbox:
             chunks = []
             while chunk := os.read(fd, _CHUNK):
                 chunks.append(chunk)
+                if on_chunk is not None:
+                    on_chunk(chunk)
             return b"".join(chunks)
 
     # Writing ---------------------------------------------------------------------------------
