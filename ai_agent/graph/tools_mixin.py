@@ -18,7 +18,7 @@ import dataclasses
 import uuid
 from typing import Any, TypedDict
 
-from ai_agent.context import RunContext
+from ai_agent.context import ModelCaller, RunContext, ToolBox
 from ai_agent.errors import (
     ApprovalRequiredError,
     ToolPolicyViolation,
@@ -53,10 +53,15 @@ class ToolListing(TypedDict):
 class ToolsMixin(AgentCore):
     """Tool management for the Agent (see the module docstring)."""
 
-    async def _context(self, thread_id: str) -> RunContext:
-        context = await super()._context(thread_id)
-        # A view per run pins one snapshot per cycle; clipped outputs go to the run store.
-        return dataclasses.replace(context, tools=self.registry.view(), outputs=self.store)
+    async def _context(
+        self, thread_id: str, *, model: ModelCaller | None = None, tools: ToolBox | None = None
+    ) -> RunContext:
+        # A view per run pins one registry snapshot per cycle (a replay brings its own tool box);
+        # clipped outputs go to the run store.
+        context = await super()._context(
+            thread_id, model=model, tools=tools if tools is not None else self.registry.view()
+        )
+        return dataclasses.replace(context, outputs=self.store)
 
     # Registration ----------------------------------------------------------------------------
     def register_tool(
