@@ -7,13 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from langgraph.types import Command
 
 from ai_agent import Agent, GateReport, RunResult, ToolCategory, ToolSpec, UserPlan
 from ai_agent.config import AgentSettings
-from ai_agent.graph.core import config_for
-from ai_agent.state import RunState
-from ai_agent.testing import FunctionModel
 from tests.graph.conftest import MakeAgent, call, recorder, text
 
 
@@ -169,72 +165,45 @@ async def test_a_denied_category_never_runs_even_unattended(make_agent: MakeAgen
 # Forks: grants and first uses live in state ----------------------------------------------------
 
 
-async def _fork_from_the_first_pause(agent: Agent, thread_id: str, plan: UserPlan) -> RunState:
-    """Branch off the checkpoint of the first pause and answer it with another plan."""
-    async with agent._graph() as graph:
-        history = [s async for s in graph.aget_state_history(config_for(thread_id))]
-        first_pause = next(s for s in reversed(history) if s.interrupts)
-        assert first_pause.values["grants"] == [] and not first_pause.values.get("tools_used")
-        context = await agent._context(thread_id)
-        # A new checkpoint after the same reflect step: the gate runs again on the branch.
-        branch = await graph.aupdate_state(first_pause.config, None, as_node="reflect")
-        await graph.ainvoke(None, branch, context=context, durability="sync")
-        await graph.ainvoke(
-            Command(resume=plan.model_dump()),
-            config_for(thread_id),
-            context=context,
-            durability="sync",
-        )
-        state: RunState = (await graph.aget_state(config_for(thread_id))).values
-        return state
-
-
-def fresh_ids(name: str, n: int) -> FunctionModel:
-    """Like ``calls``, but every reply has new call ids, as a real model's would.
-
-    (ScriptedModel's ids repeat on a fork, and the journal, keyed by call id, would then hand
-    the fork the other branch's outcome.)
-    """
-    counter = iter(range(1000))
-
-    def reply(messages: list[Any], info: dict[str, Any]) -> dict[str, Any]:
-        if info["turn"] >= n:
-            return text("done")
-        args = {"text": f"t{info['turn']}"}
-        return {"tool_calls": [{"name": name, "args": args, "id": f"id{next(counter)}"}]}
-
-    return FunctionModel(reply)
+async def fork_at_first_pause(agent: Agent, thread_id: str) -> str:
+    """A new run branched off the checkpoint where the original first paused for a person."""
+    entries = await agent.ahistory(thread_id)
+    first_pause = next(e for e in entries if e.paused)
+    return await agent.afork(thread_id, first_pause.checkpoint_id)
 
 
 async def test_a_fork_from_before_a_grant_does_not_inherit_it(make_agent: MakeAgent) -> None:
     log: list[dict[str, Any]] = []
-    agent = make_agent(
-        model=fresh_ids("note", 2), tools=[recorder(log, category=ToolCategory.MODIFICATION)]
-    )
+    note = recorder(log, category=ToolCategory.MODIFICATION)
+    agent = make_agent(calls("note", 2), tools=[note])
     paused = await agent.run("write twice")
     done = await agent.resume(paused.thread_id, UserPlan(approve=["*"], grant_scope="tool"))
     assert done.status == "completed" and len(log) == 2
-    forked = await _fork_from_the_first_pause(
-        agent, paused.thread_id, UserPlan(approve=["*"], grant_scope="call")
-    )
-    # On the fork only the first call was approved: the second waits for a person again.
-    assert [g["scope"] for g in forked["grants"]] == ["call"]
-    assert [p["blocked"] for p in forked["pending"]] == ["APPROVAL_REQUIRED"]
-    assert len(log) == 2  # the first call's outcome is the journal's: it is not run twice
+    fork = await fork_at_first_pause(agent, paused.thread_id)
+    assert (await agent.get_state(fork))["grants"] == []
+    # On the fork only this call is approved: the next one waits for a person again.
+    forked = await agent.resume(fork, UserPlan(approve=["*"], grant_scope="call"))
+    assert forked.status == "paused" and len(log) == 3
+    assert gate(forked)["issues"][0]["code"] == "APPROVAL_REQUIRED"
+    state = await agent.get_state(fork)
+    assert [g["scope"] for g in state["grants"]] == ["call"]
+    original = await agent.get_state(paused.thread_id)
+    assert [g["scope"] for g in original["grants"]] == ["tool"]  # the original is untouched
 
 
 async def test_a_fork_from_before_a_first_use_gates_again(make_agent: MakeAgent) -> None:
     log: list[dict[str, Any]] = []
     web = recorder(log, category=ToolCategory.EXTERNAL, name="web")
-    agent = make_agent(model=fresh_ids("web", 2), tools=[web], approvals={"external": "auto"})
+    agent = make_agent(calls("web", 2), tools=[web], approvals={"external": "auto"})
     paused = await agent.run("search twice")
     done = await agent.resume(paused.thread_id, UserPlan(approve=["*"]))
     assert done.status == "completed" and len(log) == 2
-    forked = await _fork_from_the_first_pause(agent, paused.thread_id, UserPlan(deny=["*"]))
-    assert not forked.get("tools_used")
-    assert [p["blocked"] for p in forked["pending"]] == ["APPROVAL_REQUIRED"]
-    assert "first use" in forked["issues"][0]["message"]
-    assert len(log) == 2
+    assert (await agent.get_state(done.thread_id))["tools_used"] == ["web"]
+    fork = await fork_at_first_pause(agent, paused.thread_id)
+    forked = await agent.resume(fork, UserPlan(deny=["*"]))
+    assert forked.status == "paused" and len(log) == 2
+    assert "first use" in gate(forked)["issues"][0]["message"]
+    assert not (await agent.get_state(fork)).get("tools_used")
 
 
 # Secrets ---------------------------------------------------------------------------------------
