@@ -351,3 +351,45 @@ async def test_a_missing_bwrap_is_a_clear_error(
     assert result["meta"]["code"] == "SANDBOX_UNAVAILABLE"
     assert "Debian package 'bubblewrap'" in str(result["error"])
     assert not (tree.base / "MARK").exists()
+
+
+@needs_bwrap
+async def test_bwrap_takes_detached_processes_with_it(tree: Tree) -> None:
+    marker = f"{70 + os.getpid() % 20}.{time.monotonic_ns() % 1000}"
+    result = await bash(registry(tree.base, sandbox="bwrap"), f"(setsid sleep {marker} &); echo ok")
+    assert result["meta"]["exit_code"] == 0
+    assert _gone(marker)
+
+
+def _gone(marker: str, seconds: float = 5) -> bool:
+    deadline = time.monotonic() + seconds
+    while _sleepers(marker):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def _sleepers(marker: str) -> list[str]:
+    wanted = f"sleep\x00{marker}\x00"
+    return [p for p in os.listdir("/proc") if p.isdigit() and _cmdline(p) == wanted]
+
+
+async def test_a_detached_process_holding_the_output_does_not_hold_the_call(tree: Tree) -> None:
+    marker = f"{90 + os.getpid() % 9}.{time.monotonic_ns() % 1000}"
+    started = time.monotonic()
+    try:
+        result = await bash(registry(tree.base), f"(setsid sleep {marker} &); echo ok", timeout=20)
+        assert time.monotonic() - started < 8
+        assert result["status"] == "ok" and result["meta"]["exit_code"] == 0
+        assert result["meta"]["output_cut_off"] is True
+        assert "ok\n" in result["content"] and "detached from the command" in result["content"]
+    finally:  # without the OS sandbox such a process escapes: the test cleans up after itself
+        for pid in _sleepers(marker):
+            os.kill(int(pid), 9)
+
+
+async def test_background_jobs_may_finish_their_output(tree: Tree) -> None:
+    result = await bash(registry(tree.base), "(sleep 0.3; echo late) & echo early")
+    assert result["content"].splitlines()[2:4] == ["early", "late"]
+    assert result["meta"]["output_cut_off"] is False

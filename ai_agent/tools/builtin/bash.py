@@ -3,7 +3,9 @@
 - The command runs as ``bash -c`` in its own session (process group). On timeout, or when the
   call is cancelled, the whole group gets SIGTERM and, after a short grace, SIGKILL; processes
   that moved to a group or session of their own but still descend from the shell are found
-  through ``/proc`` and killed too. A child that ignores SIGTERM is therefore still gone.
+  through ``/proc`` and killed too. A child that ignores SIGTERM is therefore still gone. One
+  that detaches completely (double-forking into a session of its own after its parent exits)
+  can only be caught by the bwrap mode below, whose PID namespace dies with the call.
 - Output is read as it comes, capped per stream (the rest is counted, not kept); an optional
   ``ctx["on_output"](stream, text)`` callback receives each chunk (the seam for streaming).
 - The working directory must be inside the file sandbox. The environment is the agent's minus
@@ -52,6 +54,7 @@ _HIJACK = re.compile(
 )
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _GRACE = 1.0
+_DRAIN = 1.0  # seconds background jobs may keep writing after the shell exits
 _DESTRUCTIVE = frozenset(
     (
         "rm",
@@ -136,9 +139,9 @@ def _base_env(pass_env: list[str]) -> dict[str, str]:
     }
 
 
-def _kill_tree(pid: int) -> None:
+def _kill_tree(pid: int, known: list[int] | None = None) -> None:
     """SIGKILL the process group and session led by ``pid`` and every descendant of it."""
-    victims = _descendants(pid)
+    victims = sorted({*_descendants(pid), *(known or [])})
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
     for victim in victims:
@@ -178,6 +181,7 @@ class _Capture:
         self.name, self.limit, self.on_output = name, limit, on_output
         self.kept = bytearray()
         self.total = 0
+        self.cut_off = False  # a process that left the command kept the stream open
 
     async def read(self, stream: asyncio.StreamReader) -> None:
         while chunk := await stream.read(1 << 14):
@@ -194,6 +198,8 @@ class _Capture:
         text = self.kept.decode("utf-8", "replace")
         if self.total > len(self.kept):
             text += f"\n[... {self.total - len(self.kept)} more bytes not kept]"
+        if self.cut_off:
+            text += "\n[a process that detached from the command kept this open; not read further]"
         return text
 
 
@@ -361,43 +367,70 @@ class BashTool:
 async def _supervise(
     proc: asyncio.subprocess.Process, out: _Capture, err: _Capture, seconds: float
 ) -> bool:
-    """Wait for the command and its output; kill the whole tree on timeout or cancellation."""
+    """Wait for the shell and its output; True when it ran out of time.
+
+    However the call ends (done, timed out, cancelled), everything the command started is killed
+    before it returns: background jobs get ``_DRAIN`` seconds after the shell exits to finish
+    their output.
+    """
     if proc.stdout is None or proc.stderr is None:  # pragma: no cover - both are pipes
         raise RuntimeError("run_bash needs the command's stdout and stderr as pipes")
-    readers = asyncio.gather(out.read(proc.stdout), err.read(proc.stderr), proc.wait())
+    done = asyncio.ensure_future(
+        asyncio.gather(out.read(proc.stdout), err.read(proc.stderr), proc.wait())
+    )
     try:
-        await asyncio.wait_for(asyncio.shield(readers), seconds)
-    except TimeoutError:
-        await _terminate(proc)
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(readers, 5)
-        return True
+        timed_out = await _watch(proc, done, asyncio.get_running_loop().time() + seconds)
+        if not timed_out and not done.done():
+            await asyncio.wait({done}, timeout=_DRAIN)
     except asyncio.CancelledError:
-        await _terminate(proc)
-        readers.cancel()
+        await _stop(proc, done, out, err)
         raise
-    finally:
-        # Whatever happened, nothing the command started may outlive the call.
-        _kill_tree(proc.pid)
+    await _stop(proc, done, out, err)
+    return timed_out
+
+
+async def _watch(
+    proc: asyncio.subprocess.Process, done: asyncio.Future[Any], deadline: float
+) -> bool:
+    """Until the shell has exited (False) or the deadline has passed (True).
+
+    ``done`` finishes when the shell has exited *and* its output is closed, which is the usual
+    way; a background process holding the output open is noticed through ``returncode``.
+    """
+    loop = asyncio.get_running_loop()
+    while not done.done() and proc.returncode is None:
+        remaining = deadline - loop.time()
+        if remaining <= 0:
+            return True
+        await asyncio.wait({done}, timeout=min(remaining, 0.2))
     return False
 
 
-async def _terminate(proc: asyncio.subprocess.Process) -> None:
-    """SIGTERM the group and the tree, give it a moment, then SIGKILL whatever is left."""
-    victims = _descendants(proc.pid)
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGTERM)
-    for victim in victims:
+async def _stop(
+    proc: asyncio.subprocess.Process, done: asyncio.Future[Any], out: _Capture, err: _Capture
+) -> None:
+    """SIGTERM the command's group and tree, SIGKILL what is left; stop reading for good."""
+    if not done.done():
+        victims = _descendants(proc.pid)
         with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(victim, signal.SIGTERM)
-    with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(proc.wait(), _GRACE)
-    for victim in victims:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(victim, signal.SIGKILL)
+            os.killpg(proc.pid, signal.SIGTERM)
+        for victim in victims:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(victim, signal.SIGTERM)
+        await asyncio.wait({done}, timeout=_GRACE)
+        _kill_tree(proc.pid, victims)
+        await asyncio.wait({done}, timeout=_GRACE)
+    if not done.done():
+        # A process that left the command entirely still holds the output open: stop reading.
+        done.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await done
+        transport = getattr(proc, "_transport", None)  # asyncio offers no public close
+        if transport is not None:
+            transport.close()
+        out.cut_off = err.cut_off = True
+    # Whatever happened, nothing the command started may outlive the call.
     _kill_tree(proc.pid)
-    with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(proc.wait(), 5)
 
 
 def _result(
@@ -416,6 +449,7 @@ def _result(
         "timed_out": timed_out,
         "stdout_bytes": out.total,
         "stderr_bytes": err.total,
+        "output_cut_off": out.cut_off or err.cut_off,
         "sandboxed": sandboxed,
         "seconds": elapsed,
     }
