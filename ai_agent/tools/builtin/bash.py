@@ -484,7 +484,18 @@ def bwrap_arguments(base: Path, cwd: Path, readonly: list[Path]) -> list[str]:
 
 
 def bash_tool(sandbox: Sandbox, config: BashToolConfig) -> ToolSpec:
-    """The ``run_bash`` tool (MODIFICATION: a person sees the exact command first)."""
+    """The ``run_bash`` tool (MODIFICATION: a person sees the exact command first).
+
+    Example:
+        >>> import asyncio, tempfile
+        >>> from ai_agent.tools import ToolRegistry
+        >>> reg = ToolRegistry([bash_tool(Sandbox(tempfile.mkdtemp()), BashToolConfig())])
+        >>> call = {"id": "1", "name": "run_bash", "args": {"command": "echo hi"}}
+        >>> asyncio.run(reg.execute(call, {}))["meta"]["exit_code"]
+        0
+        >>> reg["run_bash"].escalate({"command": "rm -rf build"})
+        'run_bash: destructive command: rm -rf build'
+    """
     tool = BashTool(sandbox, config)
 
     def summary(result: ToolResult) -> str:

@@ -35,7 +35,15 @@ Fn = Callable[[dict[str, Any], dict[str, Any]], ToolResult]
 
 
 def sandbox_for(config: FileToolsConfig, workdir: str | os.PathLike[str]) -> Sandbox:
-    """The sandbox the file tools use: ``config.base_dir`` or the working directory."""
+    """The sandbox the file tools use: ``config.base_dir`` or the working directory.
+
+    Example:
+        >>> import tempfile, os
+        >>> d = tempfile.mkdtemp()
+        >>> inside = sandbox_for(FileToolsConfig(), d)
+        >>> inside.base == sandbox_for(FileToolsConfig(base_dir=d), ".").base
+        True
+    """
     return Sandbox(
         config.base_dir or workdir,
         enabled=config.sandbox,

@@ -36,6 +36,10 @@ def load_embedding(path: str) -> Embed:
 
     Raises:
         ValueError: the module or the function cannot be found, or it is not callable.
+
+    Example:
+        >>> load_embedding("math:fsum")([0.5, 0.5])
+        1.0
     """
     module_name, _, attr = path.partition(":")
     try:
@@ -184,6 +188,17 @@ def notes_tools(
         config: Ranking and reading settings.
         embed: An embedding function ``embed(texts) -> vectors`` (default: the lexical ranker,
             or ``config.embedding``).
+
+    Example:
+        >>> import asyncio, tempfile, pathlib
+        >>> from ai_agent.tools import ToolRegistry
+        >>> folder = pathlib.Path(tempfile.mkdtemp())
+        >>> _ = (folder / "tides.md").write_text("# Tides\\n\\nHigh tide comes twice a day.\\n")
+        >>> reg = ToolRegistry(notes_tools(folder, NotesConfig()))
+        >>> call = {"id": "1", "name": "find_similar", "args": {"queries": ["high tide"]}}
+        >>> hits = asyncio.run(reg.execute(call, {}))["content"]["data"]
+        >>> [(h["path"], h["section"]) for h in hits]
+        [('tides.md', 'Tides')]
     """
     t = NotesTools(folder, config, embed)
 

@@ -207,7 +207,13 @@ class WebSearch:
 
 
 def web_search_tool(config: WebSearchConfig) -> ToolSpec:
-    """The ``web_search`` tool for the configured backend."""
+    """The ``web_search`` tool for the configured backend.
+
+    Example:
+        >>> spec = web_search_tool(WebSearchConfig(backend="tavily"))
+        >>> spec.category.value, spec.requires_env
+        ('external', ('TAVILY_API_KEY',))
+    """
     search = WebSearch(config)
 
     def summary(result: ToolResult) -> str:
