@@ -19,6 +19,7 @@ from ai_agent.errors import (
     UnknownOutputError,
     UnknownToolError,
 )
+from ai_agent.graph.events import ToolOutput
 from ai_agent.testing import FunctionModel
 from tests.graph.conftest import MakeAgent, call, recorder, text
 
@@ -391,3 +392,21 @@ async def test_tool_management_on_the_agent(make_agent: MakeAgent) -> None:
     assert {t["name"]: t["policy"] for t in unattended.list_tools()}["write_file"] == (
         "auto (unattended)"
     )
+
+
+async def test_built_in_tools_stream_their_output_through_astream(make_agent: MakeAgent) -> None:
+    Path("notes.txt").write_text("line one\n")
+    turns = [
+        call("run_bash", command="echo from-bash; echo oops >&2"),
+        call("read_file", path="notes.txt"),
+        text("done"),
+    ]
+    agent = make_agent(turns, tools=["run_bash", "read_file"], unattended=True)
+    outputs = [
+        (e.tool, e.stream, e.text)
+        async for e in agent.astream("show output")
+        if isinstance(e, ToolOutput)
+    ]
+    assert ("run_bash", "stdout", "from-bash\n") in outputs
+    assert ("run_bash", "stderr", "oops\n") in outputs
+    assert ("read_file", "content", "line one\n") in outputs

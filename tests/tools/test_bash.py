@@ -13,6 +13,8 @@ from typing import Any
 import pytest
 
 from ai_agent.config import BashToolConfig
+from ai_agent.context import Event
+from ai_agent.nodes._output import output_sink
 from ai_agent.state import ToolCall, ToolResult
 from ai_agent.tools import ToolRegistry
 from ai_agent.tools.builtin.bash import bash_tool
@@ -144,21 +146,24 @@ async def test_background_processes_do_not_outlive_the_call(tree: Tree) -> None:
 
 
 async def test_output_is_capped_and_streamed(tree: Tree) -> None:
-    chunks: list[tuple[str, str]] = []
+    events: list[Event] = []
+    sink = output_sink(events.append, tool="run_bash", call_id="c", iteration=1, chunk_size=4096)
     reg = registry(tree.base, max_output_bytes=1000)
     result = await bash(
-        reg,
-        "head -c 300000 /dev/zero | tr '\\0' x; echo done >&2",
-        _ctx={"on_output": lambda stream, text: chunks.append((stream, text))},
+        reg, "head -c 300000 /dev/zero | tr '\\0' x; echo done >&2", _ctx={"on_output": sink}
     )
     assert result["meta"]["stdout_bytes"] == 300000
     assert "[... 299000 more bytes not kept]" in result["content"]
-    assert sum(len(t) for s, t in chunks if s == "stdout") == 300000
-    assert ("stderr", "done\n") in chunks
+
+    def streamed(stream: str) -> str:
+        return "".join(str(e["detail"]) for e in events if e["data"]["stream"] == stream)
+
+    assert streamed("stdout") == "x" * 300000 and streamed("stderr") == "done\n"
+    assert {e["type"] for e in events} == {"tool_output"}
 
 
 async def test_a_broken_output_listener_does_not_break_the_call(tree: Tree) -> None:
-    def listener(stream: str, text: str) -> None:
+    def listener(text: str | bytes, stream: str = "stdout") -> None:
         raise RuntimeError("listener bug")
 
     result = await bash(registry(tree.base), "echo fine", _ctx={"on_output": listener})

@@ -414,11 +414,15 @@ async def test_read_file_can_stream_its_content(tree: Tree) -> None:
     seen: list[str] = []
     reg = registry(tree.base)
     call: ToolCall = {"id": "c", "name": "read_file", "args": {"path": "long.txt"}}
-    listener = lambda stream, text: seen.append(text)  # noqa: E731
+
+    def listener(text: str, stream: str = "stdout") -> None:
+        assert stream == "content"
+        seen.append(text)
+
     result = await reg.execute(call, {"on_output": listener})
     assert len(seen) > 1 and "".join(seen) == result["content"] == "é" * 100_000
 
-    def broken(stream: str, text: str) -> None:
+    def broken(text: str, stream: str = "stdout") -> None:
         raise RuntimeError("listener bug")
 
     assert (await reg.execute(call, {"on_output": broken}))["status"] == "ok"

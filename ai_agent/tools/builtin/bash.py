@@ -6,8 +6,9 @@
   through ``/proc`` and killed too. A child that ignores SIGTERM is therefore still gone. One
   that detaches completely (double-forking into a session of its own after its parent exits)
   can only be caught by the bwrap mode below, whose PID namespace dies with the call.
-- Output is read as it comes, capped per stream (the rest is counted, not kept); an optional
-  ``ctx["on_output"](stream, text)`` callback receives each chunk (the seam for streaming).
+- Output is read as it comes, capped per stream (the rest is counted, not kept); every chunk also
+  goes to ``ctx["on_output"](data, stream)`` (``stdout``/``stderr``), which the act stage turns
+  into live ``tool_output`` events.
 - The working directory must be inside the file sandbox. The environment is the agent's minus
   anything that looks like a secret (``*KEY*``, ``*TOKEN*``, ``*SECRET*``, ``*PASSWORD*``...,
   ``MAMBA_*``) and minus variables that hijack the shell (``BASH_ENV``, ``BASH_FUNC_*``,
@@ -177,7 +178,9 @@ def _descendants(root: int) -> list[int]:
 class _Capture:
     """Reads one stream, keeping at most ``limit`` bytes and counting the rest."""
 
-    def __init__(self, name: str, limit: int, on_output: Callable[[str, str], Any] | None) -> None:
+    def __init__(
+        self, name: str, limit: int, on_output: Callable[[bytes, str], Any] | None
+    ) -> None:
         self.name, self.limit, self.on_output = name, limit, on_output
         self.kept = bytearray()
         self.total = 0
@@ -191,7 +194,7 @@ class _Capture:
                 self.kept += chunk[:room]
             if self.on_output is not None:
                 with contextlib.suppress(Exception):  # a listener's bug must not break the call
-                    self.on_output(self.name, chunk.decode("utf-8", "replace"))
+                    self.on_output(chunk, self.name)
 
     @property
     def text(self) -> str:

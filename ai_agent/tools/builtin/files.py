@@ -54,7 +54,7 @@ def sandbox_for(config: FileToolsConfig, workdir: str | os.PathLike[str]) -> San
 
 
 def _streamer(ctx: dict[str, Any], encoding: str) -> Callable[[bytes], None] | None:
-    """Decoded chunks for ``ctx["on_output"]("content", text)``, when a listener is there."""
+    """Decoded chunks for ``ctx["on_output"](text, "content")``, when a listener is there."""
     listener = ctx.get("on_output")
     if listener is None:
         return None
@@ -62,7 +62,7 @@ def _streamer(ctx: dict[str, Any], encoding: str) -> Callable[[bytes], None] | N
 
     def feed(chunk: bytes) -> None:
         try:
-            listener("content", decoder.decode(chunk))
+            listener(decoder.decode(chunk), "content")
         except Exception:  # a listener's bug must not break the read
             return
 
