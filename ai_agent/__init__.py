@@ -13,12 +13,15 @@ from ai_agent.config import AgentSettings
 from ai_agent.context import Hooks
 from ai_agent.graph import Agent, RunResult
 from ai_agent.state import GateReport, ToolResult, UserPlan
+from ai_agent.tools.base import BaseTool
+from ai_agent.tools.decorator import tool
 from ai_agent.tools.registry import make_tool_registry
 from ai_agent.tools.spec import ToolCategory, ToolSpec
 
 __all__ = [
     "Agent",
     "AgentSettings",
+    "BaseTool",
     "GateReport",
     "Hooks",
     "RunResult",
@@ -27,4 +30,5 @@ __all__ = [
     "ToolSpec",
     "UserPlan",
     "make_tool_registry",
+    "tool",
 ]

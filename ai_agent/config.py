@@ -76,15 +76,20 @@ from ai_agent.errors import ConfigError
 
 __all__ = [
     "AgentSettings",
+    "BashToolConfig",
     "BudgetConfig",
     "CompactionConfig",
     "ErrorRecoveryConfig",
+    "FileToolsConfig",
     "LoggingConfig",
     "ModelBackendSettings",
     "ModelRate",
+    "NotesConfig",
     "ObservabilityConfig",
     "StreamingConfig",
     "TokenizerConfig",
+    "ToolConfig",
+    "WebSearchConfig",
     "load_settings",
 ]
 
@@ -490,6 +495,144 @@ class StreamingConfig(_Section):
     chunk_size: int = Field(default=1024, gt=0, description="Bytes per chunk of tool output.")
 
 
+ToolCategoryName = Literal["read_only", "note_taking", "modification", "external"]
+ApprovalPolicyName = Literal["auto", "confirm", "approve", "deny"]
+
+
+def _extensions(values: list[str]) -> list[str]:
+    out = []
+    for value in values:
+        ext = value.strip().lower()
+        if not ext or ext in (".", "*"):
+            raise ValueError("extensions look like '.py' or 'py'")
+        out.append(ext if ext.startswith(".") else "." + ext)
+    return out
+
+
+class FileToolsConfig(_Section):
+    """The file, glob and grep tools (spec 5.4.1-5.4.3).
+
+    ``sandbox`` keeps every path inside ``base_dir`` (the Agent's working directory when unset),
+    after symlinks are resolved, at the moment of use. Extensions are matched case-insensitively;
+    an empty ``allowed_extensions`` allows any extension not denied.
+
+    Example:
+        >>> FileToolsConfig(denied_extensions=["PEM", ".key"]).denied_extensions
+        ['.pem', '.key']
+    """
+
+    sandbox: bool = True
+    base_dir: Path | None = None
+    max_read_bytes: int = Field(default=1_000_000, gt=0)
+    allowed_extensions: list[str] = Field(default_factory=list)
+    denied_extensions: list[str] = Field(default_factory=list)
+    max_results: int = Field(default=200, gt=0, description="Result limit of glob and grep.")
+    absolute_paths: bool = Field(default=False, description="glob/grep report absolute paths.")
+    respect_gitignore: bool = True
+
+    @field_validator("allowed_extensions", "denied_extensions")
+    @classmethod
+    def _check_extensions(cls, value: list[str]) -> list[str]:
+        return _extensions(value)
+
+
+class BashToolConfig(_Section):
+    """The ``run_bash`` tool (spec 5.4.4).
+
+    ``allow``/``deny`` name programs (``git``, ``rm``); they are checked on every command of the
+    parsed command line. ``sandbox="bwrap"`` runs commands under bubblewrap: only the file tools'
+    base directory is writable, there is no network, and the rest of the system is read-only.
+
+    Example:
+        >>> BashToolConfig(allow=["ls", "git"]).allow
+        ['ls', 'git']
+    """
+
+    allow: list[str] = Field(default_factory=list, description="Empty: any program.")
+    deny: list[str] = Field(default_factory=list)
+    confirm_destructive: bool = True
+    sandbox: Literal["none", "bwrap"] = "none"
+    max_timeout: float = Field(default=600.0, gt=0, description="Cap of a call's timeout (s).")
+    max_output_bytes: int = Field(default=100_000, gt=0, description="Per stream.")
+    pass_env: list[str] = Field(
+        default_factory=list,
+        description="Secret-looking environment variables to pass to commands anyway.",
+    )
+    readonly_paths: list[Path] = Field(
+        default_factory=list, description="Extra paths visible (read-only) inside the sandbox."
+    )
+
+
+class WebSearchConfig(_Section):
+    """The ``web_search`` tool (spec 5.4.5).
+
+    ``url`` is the SearXNG instance; the hosted backends read their key from the environment
+    variable ``api_key_env`` (default ``TAVILY_API_KEY``, ``BRAVE_API_KEY`` or
+    ``SERPAPI_API_KEY``), never from a file.
+
+    Example:
+        >>> WebSearchConfig(backend="brave").backend
+        'brave'
+    """
+
+    backend: Literal["searxng", "tavily", "brave", "serpapi"] = "searxng"
+    url: str = "http://localhost:8888"
+    api_key_env: str | None = None
+    timeout: float = Field(default=15.0, gt=0)
+    rate_limit_per_minute: int = Field(default=30, ge=0, description="0: no limit.")
+    max_wait_seconds: float = Field(default=10.0, ge=0)
+    cache_ttl_seconds: float = Field(default=0.0, ge=0, description="0: no cache.")
+    max_results: int = Field(default=20, gt=0)
+
+    @field_validator("url")
+    @classmethod
+    def _check_url(cls, value: str) -> str:
+        try:
+            _HTTP_URL.validate_python(value)
+        except ValidationError:
+            raise ValueError("must be an http:// or https:// URL") from None
+        return value.rstrip("/")
+
+
+class NotesConfig(_Section):
+    """The notes tools ``find_similar`` and ``read_note`` (notes-assistant flow).
+
+    ``embedding`` is an import path (``package.module:function``) of ``fn(texts) -> vectors``;
+    without one, a lexical (BM25) ranker is used.
+
+    Example:
+        >>> NotesConfig().mmr_lambda, NotesConfig().min_chunk_chars
+        (0.5, 160)
+    """
+
+    folder: Path | None = None
+    k: int = Field(default=20, gt=0, le=100)
+    mmr_lambda: float = Field(default=0.5, ge=0, le=1)
+    min_chunk_chars: int = Field(default=160, ge=0)
+    chunk_chars: int = Field(default=1200, ge=200)
+    read_max_chars: int = Field(default=4000, gt=0)
+    embedding: Annotated[str, AfterValidator(_check_import_path)] | None = None
+
+
+class ToolConfig(_Section):
+    """How tools run: limits for every tool, and the built-in tools' own settings.
+
+    Example:
+        >>> ToolConfig().timeout, ToolConfig().max_output_chars
+        (30.0, 12000)
+    """
+
+    timeout: float = Field(default=30.0, gt=0, description="Seconds a tool call may take.")
+    max_output_chars: int = Field(default=12_000, ge=200)
+    first_use_gate: bool = Field(
+        default=True, description="The first call of each external tool in a run waits."
+    )
+    files: FileToolsConfig = Field(default_factory=FileToolsConfig)
+    bash: BashToolConfig = Field(default_factory=BashToolConfig)
+    web_search: WebSearchConfig = Field(default_factory=WebSearchConfig)
+    notes: NotesConfig = Field(default_factory=NotesConfig)
+
+
 class AgentSettings(BaseSettings):
     """Every setting of the engine, from arguments, environment, env files and config files.
 
@@ -527,6 +670,11 @@ class AgentSettings(BaseSettings):
     tools: Annotated[list[str], NoDecode] = Field(
         default_factory=list, description="Names of built-in tools to activate."
     )
+    approvals: dict[ToolCategoryName, ApprovalPolicyName] = Field(
+        default_factory=dict, description="Approval policy per tool category (over defaults)."
+    )
+    unattended: bool = Field(default=False, description="Grant approvals (deny still holds).")
+    tool_config: ToolConfig = Field(default_factory=ToolConfig)
 
     model_backend: ModelBackendSettings = Field(default_factory=ModelBackendSettings)
     logging: LoggingConfig = Field(default_factory=LoggingConfig)

@@ -22,6 +22,7 @@ from ai_agent.state import CompactionRecord, Message, RunState, ToolCall, ToolRe
 
 __all__ = [
     "ApprovalPolicy",
+    "CallReview",
     "Event",
     "Hooks",
     "Journal",
@@ -30,6 +31,7 @@ __all__ = [
     "Meter",
     "ModelCaller",
     "ModelReply",
+    "OutputStore",
     "Prepared",
     "RunContext",
     "RunPolicy",
@@ -117,8 +119,24 @@ class ToolInfo(TypedDict):
     parameters: dict[str, Any]
 
 
+class CallReview(TypedDict):
+    """What the tool box says about one call before it runs.
+
+    ``problems`` lists what is wrong with the arguments (empty: they fit the schema);
+    ``escalate`` is why this particular call needs a person even when its category would run it
+    unasked (a destructive command), or None.
+    """
+
+    problems: list[str]
+    escalate: str | None
+
+
 class ToolBox(Protocol):
-    """The catalog of tools a run may use, and the one way to execute them."""
+    """The catalog of tools a run may use, and the one way to execute them.
+
+    ``info`` accepts a tool's name or its wire name (the name the model saw in ``schemas``) and
+    answers with the tool's own name, which is what state, grants and plans use.
+    """
 
     def catalog(self) -> list[ToolInfo]: ...  # pragma: no cover - protocol
 
@@ -127,6 +145,8 @@ class ToolBox(Protocol):
     def schemas(self, names: list[str]) -> list[dict[str, Any]]: ...  # pragma: no cover
 
     def preview(self, call: ToolCall) -> str: ...  # pragma: no cover - protocol
+
+    def review(self, call: ToolCall) -> CallReview: ...  # pragma: no cover - protocol
 
     def format_result(self, name: str, result: ToolResult) -> str: ...  # pragma: no cover
 
@@ -158,6 +178,14 @@ class Journal(Protocol):
     async def outcome(
         self, thread_id: str, iteration: int, call: ToolCall, result: ToolResult
     ) -> None: ...  # pragma: no cover - protocol
+
+
+class OutputStore(Protocol):
+    """Keeps the full text of tool outputs that were clipped before reaching the model."""
+
+    async def save_output(
+        self, thread_id: str, iteration: int, call: ToolCall, text: str
+    ) -> str: ...  # pragma: no cover - protocol
 
 
 class Memory(Protocol):
@@ -211,7 +239,14 @@ class Hooks:
 
 @dataclass(frozen=True, slots=True)
 class RunPolicy:
-    """The values that steer a run. Plain data, derived from settings by the Agent."""
+    """The values that steer a run. Plain data, derived from settings by the Agent.
+
+    ``approvals`` maps a tool category to ``auto``/``confirm``/``approve``/``deny``;
+    ``unattended`` (``--yes``) grants what would wait for a person, ``deny`` still holds.
+    ``first_use_gate``: the first call of each external tool in a run waits for a person even
+    when the external policy is ``auto``. ``max_output_chars``: longer tool outputs are clipped
+    before the model sees them (the full text goes to the run store).
+    """
 
     system_prompt: str = ""
     max_iterations: int = 10
@@ -230,6 +265,8 @@ class RunPolicy:
     workdir: str = "."
     stream_tool_results: bool = True
     stream_chunk_size: int = 1024
+    first_use_gate: bool = True
+    max_output_chars: int = 12_000
 
 
 class Event(TypedDict, total=False):
@@ -296,3 +333,4 @@ class RunContext:
     # asked to stream, so plain runs work with servers whose streaming is broken.
     watch_tokens: bool = False
     extras: Mapping[str, Any] = field(default_factory=dict)
+    outputs: OutputStore | None = None

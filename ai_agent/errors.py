@@ -23,7 +23,10 @@ secret value (API keys, header values): callers pass names, never values.
     ├── ToolError
     │   ├── ToolRegistrationError   a tool definition is invalid (caught at registration)
     │   ├── UnknownToolError        a name that no registered tool has
-    │   └── ToolPolicyViolation     a tool tried something its policy forbids
+    │   ├── ToolPolicyViolation     a tool tried something its policy forbids
+    │   ├── ApprovalRequiredError   a direct call needs a person's approval first
+    │   ├── ToolTimeoutError        a tool did not finish in time (results carry its name)
+    │   └── SchemaViolation         a call's arguments do not fit the tool's schema
     ├── RunError                    a run or resume request cannot proceed
     │   ├── UnknownThreadError      no run with that thread id exists
     │   ├── UnknownCheckpointError  the thread has no checkpoint with that id
@@ -31,7 +34,8 @@ secret value (API keys, header values): callers pass names, never values.
     │   ├── PlanRequiredError       the run is paused at the gate and needs a plan
     │   ├── InvalidPlanError        the plan failed validation; the interrupt stays pending
     │   ├── ThreadBusyError         another process holds this thread's lease
-    │   └── ReplayDivergedError     a replay asked for a call the recording does not have
+    │   ├── ReplayDivergedError     a replay asked for a call the recording does not have
+    │   └── UnknownOutputError      a run kept no tool output under that reference
     ├── StoreError                  the checkpoint database or run store cannot be used
     └── LocalBackendError           the built-in local model server could not be prepared or started
 """
@@ -40,6 +44,7 @@ from __future__ import annotations
 
 __all__ = [
     "AgentError",
+    "ApprovalRequiredError",
     "BudgetExceededError",
     "CircuitOpenError",
     "ConfigError",
@@ -57,6 +62,7 @@ __all__ = [
     "ReplayDivergedError",
     "ResponseTooLargeError",
     "RunError",
+    "SchemaViolation",
     "ScriptExhaustedError",
     "StoreError",
     "StreamInterruptedError",
@@ -64,7 +70,9 @@ __all__ = [
     "ToolError",
     "ToolPolicyViolation",
     "ToolRegistrationError",
+    "ToolTimeoutError",
     "UnknownCheckpointError",
+    "UnknownOutputError",
     "UnknownThreadError",
     "UnknownToolError",
 ]
@@ -198,6 +206,21 @@ class ToolPolicyViolation(ToolError):  # noqa: N818 - the name the toolsmaker sp
     """A tool tried to do something its policy does not allow."""
 
 
+class ApprovalRequiredError(ToolError):
+    """A direct tool call (``Agent.call_tool``) needs a person's approval under the policy.
+
+    Pass ``approved=True`` once a person has approved it, or run the Agent unattended.
+    """
+
+
+class ToolTimeoutError(ToolError):
+    """A tool did not finish in time. In a run this arrives as a result with code TIMEOUT."""
+
+
+class SchemaViolation(ToolError):  # noqa: N818 - the name the notes-assistant spec uses
+    """A call's arguments do not fit the tool's schema. In a run: a result with that code."""
+
+
 class RunError(AgentError):
     """A run or resume request cannot proceed."""
 
@@ -232,6 +255,10 @@ class ReplayDivergedError(RunError):
     The replay stops there; its ``RunResult.divergence`` says where and how the new call differs
     from the recorded one.
     """
+
+
+class UnknownOutputError(RunError):
+    """The run kept no (clipped) tool output under that reference."""
 
 
 class StoreError(AgentError):

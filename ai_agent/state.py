@@ -104,7 +104,8 @@ class ToolResult(TypedDict, total=False):
     """What a tool returns: ``{"status": "ok"|"error"|"skipped", "content", "error", "meta"}``.
 
     Recoverable problems are results with ``status="error"`` and a ``meta["code"]``; only bugs
-    raise.
+    raise. The registry adds ``execution_time_ms`` and ``summary`` (the tool's ``format_result``
+    line, shown in traces).
 
     Example:
         >>> ToolResult(status="ok", content=68.055)
@@ -116,6 +117,7 @@ class ToolResult(TypedDict, total=False):
     error: str | None
     meta: dict[str, Any]
     execution_time_ms: float
+    summary: str
 
 
 class Issue(TypedDict):
@@ -298,6 +300,9 @@ class RunState(TypedDict, total=False):
     resolving: bool
     grants: list[Grant]
     active_tools: list[str]
+    # Tools that have actually run in this run; the first-use gate of external tools reads it,
+    # and as state it is checkpointed, so a fork from before a first use gates again.
+    tools_used: list[str]
     discovered: list[Discovery]
     recalled: list[Any]
     reflection: str | None

@@ -1,9 +1,10 @@
 """The run store: runs, per-thread leases and the act journal, in SQLite beside the checkpoints.
 
 Checkpoints say where a run *is*; the run store says what it *is about* (task, status, final text,
-the pending gate), who is working on it right now (leases) and which tool calls were started and
-finished (the journal). It lives in the same database file as the checkpoints, in its own tables,
-so one file holds a whole run.
+the pending gate), who is working on it right now (leases), which tool calls were started and
+finished (the journal) and the full text of tool outputs that were clipped before reaching the
+model (outputs). It lives in the same database file as the checkpoints, in its own tables, so one
+file holds a whole run.
 
 Leases make a resume safe across processes: acquiring one is a single ``BEGIN IMMEDIATE``
 transaction, so of two processes resuming one thread exactly one wins; the other gets
@@ -39,7 +40,7 @@ from ai_agent.context import JournalEntry
 from ai_agent.errors import StoreError, ThreadBusyError
 from ai_agent.state import ToolCall, ToolResult
 
-__all__ = ["SCHEMA_VERSION", "Lease", "RunOrigin", "RunRecord", "RunStore"]
+__all__ = ["SCHEMA_VERSION", "Lease", "OutputRecord", "RunOrigin", "RunRecord", "RunStore"]
 
 RunOrigin = Literal["run", "fork", "replay"]
 
@@ -60,6 +61,18 @@ class RunRecord(TypedDict):
     parent_thread_id: str | None
     origin: RunOrigin
     fork_checkpoint_id: str | None
+
+
+class OutputRecord(TypedDict):
+    """The full text of one clipped tool output."""
+
+    ref: str
+    iteration: int
+    call_id: str
+    tool: str
+    chars: int
+    content: str
+    created_at: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -305,6 +318,50 @@ class RunStore(RecordedCalls):
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             conn.execute("VACUUM")
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    # Outputs (the OutputStore protocol) ------------------------------------------------------
+    @threaded
+    def save_output(self, thread_id: str, iteration: int, call: ToolCall, text: str) -> str:
+        """Keep the full text of a clipped output; returns its reference (``out-<iter>-<id>``)."""
+        ref = f"out-{iteration}-{call['id']}"
+        with self._tx() as conn:
+            conn.execute(
+                "INSERT OR REPLACE INTO agent_outputs (thread_id, ref, iteration, call_id, tool, "
+                "chars, content, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (thread_id, ref, iteration, call["id"], call["name"], len(text), text, time.time()),
+            )
+        return ref
+
+    @threaded
+    def get_output(self, thread_id: str, ref: str) -> OutputRecord | None:
+        """A kept output by its reference, or None."""
+        with self._read() as conn:
+            row = conn.execute(
+                "SELECT ref, iteration, call_id, tool, chars, content, created_at "
+                "FROM agent_outputs WHERE thread_id = ? AND ref = ?",
+                (thread_id, ref),
+            ).fetchone()
+        if row is None:
+            return None
+        return OutputRecord(
+            ref=row[0],
+            iteration=row[1],
+            call_id=row[2],
+            tool=row[3],
+            chars=row[4],
+            content=row[5],
+            created_at=row[6],
+        )
+
+    @threaded
+    def list_outputs(self, thread_id: str) -> list[str]:
+        """References of the outputs kept for a run, oldest first."""
+        with self._read() as conn:
+            rows = conn.execute(
+                "SELECT ref FROM agent_outputs WHERE thread_id = ? ORDER BY created_at, ref",
+                (thread_id,),
+            ).fetchall()
+        return [r[0] for r in rows]
 
 
 def _run(row: dict[str, Any]) -> RunRecord:

@@ -9,6 +9,10 @@ To change the schema: add ``_v<N>`` below, list it in ``MIGRATIONS``, bump ``SCH
 and commit a fixture of the new version (``tests/fixtures/make_fixture.py``); the fixtures of
 older versions stay, and their tests open them with the new code.
 
+A table that only ever gets added, that no existing code reads, and whose absence an older
+ai-agent does not notice, may instead be listed in ``_ADDITIVE``: it is created when missing at
+every open, at any version, without a bump (the kept full text of clipped tool outputs).
+
 Version history:
 
 1. runs, leases, the act journal.
@@ -111,6 +115,21 @@ def _v2(conn: sqlite3.Connection) -> None:
         conn.execute(statement)
 
 
+_ADDITIVE = (
+    """CREATE TABLE IF NOT EXISTS agent_outputs (
+        thread_id TEXT NOT NULL,
+        ref TEXT NOT NULL,
+        iteration INTEGER NOT NULL,
+        call_id TEXT NOT NULL,
+        tool TEXT NOT NULL,
+        chars INTEGER NOT NULL,
+        content TEXT NOT NULL,
+        created_at REAL NOT NULL,
+        PRIMARY KEY (thread_id, ref)
+    )""",
+)
+
+
 # MIGRATIONS[n] takes a database from version n to n + 1.
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _v2}
 
@@ -149,6 +168,8 @@ def ensure_schema(conn: sqlite3.Connection, path: Path) -> int | None:
         while version < SCHEMA_VERSION:
             MIGRATIONS[version](conn)
             version += 1
+        for statement in _ADDITIVE:
+            conn.execute(statement)
         conn.execute(
             "INSERT OR REPLACE INTO agent_meta VALUES ('schema_version', ?)", (str(version),)
         )

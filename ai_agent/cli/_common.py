@@ -81,7 +81,20 @@ class Parents:
         )
         runner.add_argument("--max-iterations", type=int, help="cycles before stopping")
         runner.add_argument("--system-prompt", help="system prompt for every model call")
-        runner.add_argument("--tools", default="", help="comma-separated tools to activate")
+        runner.add_argument(
+            "--tools",
+            default="",
+            help="comma-separated tools to activate: names, groups (files, search, shell, web, "
+            "notes, math) or globs (fs.*)",
+        )
+        runner.add_argument(
+            "--approval",
+            action="append",
+            default=[],
+            metavar="CATEGORY=POLICY",
+            help="approval policy of a tool category (read_only, note_taking, modification, "
+            "external) = auto, confirm, approve or deny; repeatable",
+        )
         runner.add_argument("--trace", action="store_true", help="print the structured trace")
         runner.add_argument("--quiet", action="store_true", help="no live status lines on stderr")
         live = runner.add_mutually_exclusive_group()
@@ -161,6 +174,7 @@ def build_agent(args: argparse.Namespace, **overrides: Any) -> Agent:
     if getattr(args, "max_iterations", None) is not None and args.max_iterations < 1:
         raise UsageError("--max-iterations must be at least 1")
     quiet = getattr(args, "quiet", False) or getattr(args, "json", False) or streaming(args)
+    approvals = _approvals(getattr(args, "approval", []))
     options: dict[str, Any] = {
         "model": getattr(args, "model", None),
         "tools": tools,
@@ -172,10 +186,29 @@ def build_agent(args: argparse.Namespace, **overrides: Any) -> Agent:
         "settings": settings,
         "backend": getattr(args, "backend", None),
         "unattended": getattr(args, "yes", False),
+        "approvals": approvals or None,
         "on_event": None if quiet else status_printer(sys.stderr),
     }
     options.update(overrides)
     return Agent(**options)
+
+
+_CATEGORIES = ("read_only", "note_taking", "modification", "external")
+_POLICIES = ("auto", "confirm", "approve", "deny")
+
+
+def _approvals(items: Sequence[str]) -> dict[str, str]:
+    """``--approval external=auto`` options as a policy mapping."""
+    out: dict[str, str] = {}
+    for item in items:
+        category, _, policy = item.partition("=")
+        if category.strip() not in _CATEGORIES or policy.strip() not in _POLICIES:
+            raise UsageError(
+                f"--approval {item!r}: use CATEGORY=POLICY with a category of "
+                f"{', '.join(_CATEGORIES)} and a policy of {', '.join(_POLICIES)}"
+            )
+        out[category.strip()] = policy.strip()
+    return out
 
 
 async def _closing(agent: Agent, coro: Awaitable[T]) -> T:

@@ -1,10 +1,9 @@
-"""``ai-agent runs``, ``ai-agent show`` and ``ai-agent tools``: looking at what is stored."""
+"""``ai-agent runs`` and ``ai-agent show``: looking at what is stored."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 from typing import Any
 
 from ai_agent.cli._common import (
@@ -21,7 +20,7 @@ __all__ = ["add_commands"]
 
 
 def add_commands(sub: Any, parents: Parents) -> None:
-    """Add ``runs``, ``show`` and ``tools``."""
+    """Add ``runs`` and ``show``."""
     runs = sub.add_parser("runs", parents=[parents.common], help="list runs, newest first")
     runs.add_argument(
         "--status", choices=["running", "paused", "completed", "failed", "cancelled", "forked"]
@@ -35,9 +34,6 @@ def add_commands(sub: Any, parents: Parents) -> None:
         "--checkpoint", metavar="ID", help="the run as it was at this checkpoint (see history)"
     )
     show.set_defaults(handler=_show)
-
-    tools = sub.add_parser("tools", parents=[parents.common], help="list the tool catalog")
-    tools.set_defaults(handler=_tools)
 
 
 def _runs(args: argparse.Namespace) -> int:
@@ -96,17 +92,3 @@ async def _gather(agent: Any, thread: str, checkpoint: str | None) -> Any:
         entry = next(e for e in await agent.ahistory(thread) if e.checkpoint_id == checkpoint)
         state = {"step": entry.step, "next": list(entry.next), "paused": entry.paused}
     return result, timeline, state
-
-
-def _tools(args: argparse.Namespace) -> int:
-    from ai_agent.graph import Agent
-
-    agent = Agent(checkpoint_path=os.devnull, settings=settings_of(args), memory_path=None)
-    catalog = agent.registry.catalog()
-    if args.json:
-        print_json(catalog)
-        return 0
-    for t in catalog:
-        env = f"  (needs {', '.join(t['requires_env'])})" if t["requires_env"] else ""
-        print(f"{t['name']:<20} {t['category']:<13} {t['description'][:80]}{env}")
-    return 0

@@ -25,11 +25,13 @@ from ai_agent.graph.inspection import InspectionMixin
 from ai_agent.graph.prune import PruneMixin
 from ai_agent.graph.replay import ReplayMixin
 from ai_agent.graph.streaming import StreamingMixin
+from ai_agent.graph.tools_mixin import ToolsMixin
 
 __all__ = ["Agent"]
 
 
 class Agent(
+    ToolsMixin,
     StreamingMixin,
     ExportMixin,
     InspectionMixin,
@@ -41,7 +43,8 @@ class Agent(
     """Runs tasks through the nine-stage pipeline, pausing at the gate and resuming later.
 
     See :class:`ai_agent.graph.core.AgentCore` for the constructor's arguments. Feature mixins
-    are listed before the core in the bases: checkpoints and forks (``history``, ``fork``),
+    are listed before the core in the bases: tool management (``register_tool``,
+    ``call_tool``, ``tool_output``...), checkpoints and forks (``history``, ``fork``),
     ``replay``, the inspection helpers (``get_*``, ``timeline``), pictures (``run_report``,
     ``export_html``) and ``prune``; each builds on the ones after it.
     """

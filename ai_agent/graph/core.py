@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import dataclasses
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
 
@@ -53,9 +53,7 @@ from ai_agent.nodes.gate import check_plan, parse_plan
 from ai_agent.resilience import CircuitBreaker, RetryPolicy
 from ai_agent.state import GateReport, Message, RunState, TraceEvent, UserPlan
 from ai_agent.tokens import TokenCounter
-from ai_agent.tools.builtin import builtin_tools
-from ai_agent.tools.registry import ToolRegistry
-from ai_agent.tools.spec import ToolSpec
+from ai_agent.tools.building import build_tool_set
 
 if TYPE_CHECKING:
     from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -84,45 +82,16 @@ def config_for(
     return config
 
 
-def _tool_set(tools: Any) -> tuple[ToolRegistry, list[str]]:
-    """The registry (built-ins plus the user's tools) and the names active at the start."""
-    registry = ToolRegistry(builtin_tools())
-    active: list[str] = []
-    if tools is None:
-        return registry, active
-    items: Iterable[Any] = tools.values() if isinstance(tools, Mapping) else tools
-    for item in items:
-        if isinstance(item, str):
-            if item not in registry:
-                raise ConfigError(
-                    f"unknown tool {item!r}; built-in tools: {', '.join(sorted(registry))}"
-                )
-            name = item
-        elif isinstance(item, ToolSpec):
-            registry.register(item, replace=item.name in builtin_tools_names())
-            name = item.name
-        else:
-            raise ConfigError(
-                f"cannot use {item!r} as a tool: pass a built-in tool name or a ToolSpec"
-            )
-        if name not in active:
-            active.append(name)
-    return registry, active
-
-
-def builtin_tools_names() -> set[str]:
-    """Names of the built-in tools."""
-    return {spec.name for spec in builtin_tools()}
-
-
 class AgentCore:
     """Runs tasks through the nine-stage pipeline, pausing at the gate and resuming later.
 
     Args:
         model: A LangChain chat model (``ScriptedModel``, ``ChatOpenAI``...), ``"scripted:PATH"``
             for a JSON script, a model id for the configured server, or None for the settings'.
-        tools: Built-in tool names and/or ToolSpecs to activate; other built-ins stay in the
-            catalog, available to a plan.
+        tools: Catalog names (tools, groups such as ``files``, globs such as ``fs.*``) and/or
+            tools in any supported form (ToolSpec, ``@tool`` function, BaseTool, pydantic model,
+            LangChain tool) to activate; other built-ins stay in the catalog, available to a
+            plan. See :mod:`ai_agent.tools.building`.
         system_prompt: Sent first on every model call (never stored in state).
         max_iterations: Cycles before the run stops with a summary.
         gate_threshold: Severity at which the gate intervenes (0..1).
@@ -132,12 +101,16 @@ class AgentCore:
         backend: ``"openai"`` (any OpenAI-compatible server) or ``"local"`` (built-in llama.cpp).
         gate_profile: ``interactive`` (0.60), ``default`` (0.70) or ``batch`` (0.90).
         execute_all_tool_calls: Run every call of a draft, not just the first.
-        approvals: Approval policy per tool category (auto / confirm / approve / deny).
-        unattended: Trusted batch mode: approvals are granted, ``deny`` still holds.
+        approvals: Approval policy per tool category (auto / confirm / approve / deny), over
+            the settings' ``approvals`` and the defaults (read_only and note_taking auto,
+            modification approve, external confirm).
+        unattended: Trusted batch mode: approvals, first-use gates and escalations are granted,
+            ``deny`` still holds.
         memory_path: JSONL file persist appends to (None: do not write it).
         memory_sqlite: Also keep a searchable SQLite memory that recall uses.
         on_event: Called with progress events (stage started/finished, tool running...).
-        workdir: Directory tools treat as their working directory.
+        workdir: Directory tools treat as their working directory, and the file sandbox's base
+            unless ``tool_config.files.base_dir`` names another.
         compaction_strategy: A custom :class:`~ai_agent.compaction.CompactionStrategy` used
             instead of the configured one.
     """
@@ -168,7 +141,9 @@ class AgentCore:
         self.settings = s
         self.checkpoint_path = Path(checkpoint_path or s.checkpoint_path)
         self.hooks = hooks if isinstance(hooks, Hooks) else Hooks(**dict(hooks or {}))
-        self.registry, self.initial_tools = _tool_set(tools if tools is not None else s.tools)
+        self.registry, self.initial_tools = build_tool_set(
+            tools if tools is not None else s.tools, config=s.tool_config, workdir=workdir
+        )
         self.registry.retry = RetryPolicy.for_tools(s.retry)
         self.backend = backend or s.backend
         if self.backend not in ("openai", "local"):
@@ -186,14 +161,20 @@ class AgentCore:
             execute_all_tool_calls=s.execute_all_tool_calls
             if execute_all_tool_calls is None
             else execute_all_tool_calls,
-            approvals={**RunPolicy().approvals, **dict(approvals or {})},
-            unattended=unattended,
+            approvals={
+                **RunPolicy().approvals,
+                **{str(k): v for k, v in s.approvals.items()},
+                **dict(approvals or {}),
+            },
+            unattended=unattended or s.unattended,
             memory_path=None
             if memory_path is None
             else str(s.memory_path if memory_path is _UNSET else memory_path),
             workdir=str(workdir),
             stream_tool_results=s.streaming.stream_tool_results,
             stream_chunk_size=s.streaming.chunk_size,
+            first_use_gate=s.tool_config.first_use_gate,
+            max_output_chars=s.tool_config.max_output_chars,
         )
         self._memory_sqlite = s.memory_sqlite if memory_sqlite is None else memory_sqlite
         self._on_event = on_event

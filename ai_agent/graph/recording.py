@@ -22,7 +22,7 @@ from langgraph.config import get_config
 from langgraph.runtime import get_runtime
 
 from ai_agent.checkpoints.recorded import CallPosition, ModelRequest
-from ai_agent.context import ModelCaller, ModelReply, ToolBox, ToolInfo
+from ai_agent.context import CallReview, ModelCaller, ModelReply, ToolBox, ToolInfo
 from ai_agent.errors import ModelError
 from ai_agent.models import request_hash
 from ai_agent.state import Message, ToolCall, ToolResult
@@ -199,6 +199,10 @@ class DelegatingToolBox:
     def preview(self, call: ToolCall) -> str:
         """The inner tool box's preview."""
         return self.inner.preview(call)
+
+    def review(self, call: ToolCall) -> CallReview:
+        """The inner tool box's review of a call (schema problems, escalation)."""
+        return self.inner.review(call)
 
     def format_result(self, name: str, result: ToolResult) -> str:
         """The inner tool box's rendering of a result."""

@@ -4,6 +4,10 @@ Every call is screened first (``ai_agent.tools.policy.screen_call``). Calls that
 journaled (intent before, outcome after), so a crash mid-call is found on resume instead of the
 call silently running twice. Calls that must wait stay in ``pending`` with the issue that stopped
 them; the gate then pauses for a plan and routes back here to settle them.
+
+What the model gets back is bounded: an output longer than ``policy.max_output_chars`` is clipped
+(head and tail kept) before it enters the conversation and state, and its full text goes to the
+run store, named in the clipped text so a person (or a later tool) can fetch it.
 """
 
 from __future__ import annotations
@@ -31,8 +35,9 @@ from ai_agent.state import (
     TraceEvent,
 )
 from ai_agent.tools.policy import CallFacts, Verdict, is_granted, screen_call
+from ai_agent.tools.results import clip_text
 
-__all__ = ["ActUpdate", "act"]
+__all__ = ["ActUpdate", "act", "repair_used"]
 
 
 class ActUpdate(TypedDict, total=False):
@@ -41,6 +46,7 @@ class ActUpdate(TypedDict, total=False):
     results: list[ToolOutcome]
     issues: list[Issue]
     resolving: bool
+    tools_used: list[str]
     trace: list[TraceEvent]
 
 
@@ -53,6 +59,18 @@ def _named(ids: list[str], call: ToolCall) -> bool:
     return "*" in ids or call["id"] in ids
 
 
+def repair_used(results: list[ToolOutcome], name: str, iteration: int) -> bool:
+    """True when the latest earlier call of ``name`` was rejected for its arguments.
+
+    That call was the model's one repair chance: a second violation in a row is an error.
+    """
+    for outcome in reversed(results):
+        if outcome["call"]["name"] != name or outcome["iteration"] >= iteration:
+            continue
+        return (outcome["result"].get("meta") or {}).get("code") == "SCHEMA_VIOLATION"
+    return False
+
+
 class _Cycle:
     """The work of one act step: collects messages, results, issues and trace lines."""
 
@@ -62,12 +80,18 @@ class _Cycle:
         self.answered = bool(state.get("resolving"))
         self.plan = _latest_plan(state) if self.answered else {}
         self.grants: list[Grant] = list(state.get("grants", []))
+        self.used: list[str] = list(state.get("tools_used", []))
         self.update = ActUpdate(pending=[], messages=[], results=[], issues=[], trace=[])
 
     async def verdict(self, call: ToolCall) -> Verdict:
-        context = self.context
+        context, policy = self.context, self.context.policy
         info = context.tools.info(call["name"])
         missing = [k for k in info["requires_env"] if not _env(k)] if info else []
+        review = context.tools.review(call) if info else {"problems": [], "escalate": None}
+        escalation = review["escalate"]
+        # A tool-wide grant was given for calls a person saw; it does not stretch to a call the
+        # tool itself flags as needing a person (a destructive command).
+        granted = is_granted(call, self.grants, tool_wide=escalation is None)
         return screen_call(
             CallFacts(
                 call=call,
@@ -78,9 +102,16 @@ class _Cycle:
                 missing_env=missing,
                 journal=await context.journal.lookup(context.thread_id, self.iteration, call["id"]),
                 answered=self.answered,
-                approved=is_granted(call, self.grants)
-                or _named(self.plan.get("approve", []), call),
+                approved=granted or _named(self.plan.get("approve", []), call),
                 denied=_named(self.plan.get("deny", []), call),
+                problems=review["problems"],
+                repair_used=repair_used(
+                    list(self.state.get("results", [])), call["name"], self.iteration
+                ),
+                escalation=escalation,
+                first_use=call["name"] not in self.used,
+                unattended=policy.unattended,
+                first_use_gate=policy.first_use_gate,
             )
         )
 
@@ -88,30 +119,39 @@ class _Cycle:
         call = pending["call"]
         verdict = await self.verdict(call)
         if verdict.action == "wait":
-            self.update["pending"].append(
-                PendingCall(call=call, blocked=verdict.code, preview=pending["preview"])
-            )
-            if verdict.code != "TOOL_MISSING" or self.answered:  # decide already reported it
-                self.update["issues"].append(issue(str(verdict.code), verdict.message, call=call))
-            self.update["trace"].append(
-                TraceEvent(
-                    stage="act",
-                    iteration=self.iteration,
-                    tool=call["name"],
-                    status="blocked",
-                    detail=str(verdict.code),
-                )
-            )
+            self.wait(pending, verdict)
             return
         if verdict.action == "cancel":
             result = ToolResult(
                 status="skipped", content=verdict.message, meta={"code": "CANCELLED"}
             )
-        elif verdict.action == "reuse" and verdict.result is not None:
+        elif verdict.action in ("reuse", "reject") and verdict.result is not None:
             result = verdict.result
+            if verdict.code:
+                self.update["issues"].append(issue(verdict.code, verdict.message, call=call))
         else:
             result = await self.run(call)
-        self.record(call, result)
+        if verdict.action in ("run", "reuse") and call["name"] not in self.used:
+            self.used.append(call["name"])
+            self.update["tools_used"] = list(self.used)
+        await self.record(call, result)
+
+    def wait(self, pending: PendingCall, verdict: Verdict) -> None:
+        call = pending["call"]
+        self.update["pending"].append(
+            PendingCall(call=call, blocked=verdict.code, preview=pending["preview"])
+        )
+        if verdict.code != "TOOL_MISSING" or self.answered:  # decide already reported it
+            self.update["issues"].append(issue(str(verdict.code), verdict.message, call=call))
+        self.update["trace"].append(
+            TraceEvent(
+                stage="act",
+                iteration=self.iteration,
+                tool=call["name"],
+                status="blocked",
+                detail=f"{verdict.code}: {verdict.message}"[:200],
+            )
+        )
 
     async def run(self, call: ToolCall) -> ToolResult:
         context = self.context
@@ -154,15 +194,38 @@ class _Cycle:
         )
         return result
 
-    def record(self, call: ToolCall, result: ToolResult) -> None:
+    async def clip(self, call: ToolCall, text: str, result: ToolResult) -> tuple[str, ToolResult]:
+        """Bound what the model (and state) gets; keep the full text in the run store."""
+        limit = self.context.policy.max_output_chars
+        if len(text) <= limit:
+            return text, result
+        outputs, ref = self.context.outputs, None
+        if outputs is not None:
+            ref = await outputs.save_output(self.context.thread_id, self.iteration, call, text)
+        note = (
+            f"the full output is kept as {ref} (ai-agent output {self.context.thread_id} {ref})"
+            if ref
+            else "the full output was not kept"
+        )
+        clipped = clip_text(text, limit, note=f"{note}; narrow the request to see the rest")
+        meta = dict(result.get("meta") or {})
+        meta.update(clipped=True, full_chars=len(text), output_ref=ref)
+        bounded = ToolResult(**result)
+        bounded["meta"] = meta
+        bounded["content" if result["status"] != "error" else "error"] = clipped
+        return clipped, bounded
+
+    async def record(self, call: ToolCall, result: ToolResult) -> None:
         text = self.context.tools.format_result(call["name"], result)
+        text, result = await self.clip(call, text, result)
         self.update["messages"].append(
             Message(role="tool", content=text, tool_call_id=call["id"], name=call["name"])
         )
         self.update["results"].append(
             ToolOutcome(iteration=self.iteration, call=call, result=result)
         )
-        found = issue_from_result(call, result)
+        code = (result.get("meta") or {}).get("code")
+        found = issue_from_result(call, result) if code != "SCHEMA_VIOLATION" else None
         if found is not None:
             self.update["issues"].append(found)
         line = TraceEvent(
@@ -170,7 +233,7 @@ class _Cycle:
             iteration=self.iteration,
             tool=call["name"],
             status=result["status"],
-            detail=text[:120],
+            detail=str(result.get("summary") or text)[:200],
         )
         if "execution_time_ms" in result:
             line["duration_ms"] = result["execution_time_ms"]

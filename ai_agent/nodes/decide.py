@@ -1,4 +1,9 @@
-"""decide: turn the draft into this cycle's action (tool calls) or "finish"."""
+"""decide: turn the draft into this cycle's action (tool calls) or "finish".
+
+The model calls tools by their wire names (``fs__read_file``: OpenAI names allow no dots); the
+decision uses each tool's own name (``fs.read_file``), which is what state, grants, plans and the
+journal speak. The assistant message itself keeps what the model said.
+"""
 
 from __future__ import annotations
 
@@ -6,14 +11,22 @@ from typing import TypedDict
 
 from langgraph.runtime import Runtime
 
-from ai_agent.context import RunContext
+from ai_agent.context import RunContext, ToolBox
 from ai_agent.nodes._common import last_assistant, stage
 from ai_agent.nodes._issues import issue
 from ai_agent.state import Decision, Issue, Message, PendingCall, RunState, ToolCall, TraceEvent
 
-__all__ = ["SKIPPED", "DecideUpdate", "decide"]
+__all__ = ["SKIPPED", "DecideUpdate", "canonical_call", "decide"]
 
 SKIPPED = "Skipped: one action per cycle. Call it again next cycle if it is still needed."
+
+
+def canonical_call(call: ToolCall, tools: ToolBox) -> ToolCall:
+    """The call under its tool's own name (the model may have used the wire name)."""
+    info = tools.info(call["name"])
+    if info is None or info["name"] == call["name"]:
+        return call
+    return ToolCall(id=call["id"], name=info["name"], args=call["args"])
 
 
 class DecideUpdate(TypedDict, total=False):
@@ -41,7 +54,8 @@ async def decide(state: RunState, *, runtime: Runtime[RunContext]) -> DecideUpda
             pending=[],
             trace=[TraceEvent(stage="decide", iteration=0, detail="finish")],
         )
-    chosen = calls if context.policy.execute_all_tool_calls else calls[:1]
+    picked = calls if context.policy.execute_all_tool_calls else calls[:1]
+    chosen = [canonical_call(c, context.tools) for c in picked]
     active = set(state.get("active_tools", []))
     issues = [
         issue("TOOL_MISSING", f"the model asked for {c['name']!r}, which is not active", call=c)

@@ -1,6 +1,32 @@
-"""Tools: the ToolSpec contract, the registry, call screening, and the built-in tools."""
+"""Tools: one registry for every kind of tool, the approval policy, and the built-in tools.
 
-from ai_agent.tools.registry import ToolRegistry, make_tool_registry
+Example:
+    >>> from ai_agent.tools import ToolRegistry, tool
+    >>> @tool(category="read_only")
+    ... def add(a: int, b: int) -> int:
+    ...     '''Add two integers.'''
+    ...     return a + b
+    >>> "add" in ToolRegistry([add])
+    True
+"""
+
+from ai_agent.tools.adapters import as_tool_spec
+from ai_agent.tools.base import BaseTool
+from ai_agent.tools.decorator import tool
+from ai_agent.tools.registry import ToolRegistry, TurnView, make_tool_registry
 from ai_agent.tools.spec import ToolCategory, ToolFn, ToolSpec
+from ai_agent.tools.toolset import DEFAULT_TOOL_TIMEOUT, ToolSet
 
-__all__ = ["ToolCategory", "ToolFn", "ToolRegistry", "ToolSpec", "make_tool_registry"]
+__all__ = [
+    "DEFAULT_TOOL_TIMEOUT",
+    "BaseTool",
+    "ToolCategory",
+    "ToolFn",
+    "ToolRegistry",
+    "ToolSet",
+    "ToolSpec",
+    "TurnView",
+    "as_tool_spec",
+    "make_tool_registry",
+    "tool",
+]

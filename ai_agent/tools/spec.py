@@ -1,9 +1,15 @@
 """The tool contract: ``ToolSpec(name, fn, requires_env=[...])``, ``fn(args, ctx) -> ToolResult``.
 
 A tool is a plain function (sync or async) that takes the model's arguments as a dict and a small
-context dict (thread id, task, iteration, call id, working directory) and returns a ToolResult dict.
-Recoverable problems are returned as ``{"status": "error", "error": ..., "meta": {"code": ...}}``;
-an exception from a tool is a bug in the tool and becomes a TOOL_ERROR result, never a dead run.
+context dict (thread id, task, iteration, call id, working directory, the values of its
+``requires_env`` under ``env``) and returns a ToolResult dict. Recoverable problems are returned as
+``{"status": "error", "error": ..., "meta": {"code": ...}}``; an exception from a tool is a bug in
+the tool and becomes a TOOL_ERROR result, never a dead run.
+
+Every other form of tool (``@tool`` functions, :class:`~ai_agent.tools.base.BaseTool` subclasses,
+pydantic models with ``__call__``, LangChain tools) is adapted into a ToolSpec when it is
+registered (:func:`ai_agent.tools.adapters.as_tool_spec`), so the registry, the policy and the
+stages only ever deal with this one shape.
 """
 
 from __future__ import annotations
@@ -12,16 +18,21 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ai_agent.errors import ToolRegistrationError
 
-__all__ = ["ToolCategory", "ToolFn", "ToolSpec"]
+if TYPE_CHECKING:
+    from ai_agent.state import ToolResult
+
+__all__ = ["ToolCategory", "ToolFn", "ToolSpec", "category_of"]
 
 # A tool may return a ToolResult, any dict of that shape, or a plain value (wrapped as content).
 ToolFn = Callable[[dict[str, Any], dict[str, Any]], Any]
 
-_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]{0,63}(\.[A-Za-z_][A-Za-z0-9_\-]{0,63})*$")
+_PART = r"[A-Za-z_][A-Za-z0-9_\-]{0,63}"
+_NAME = re.compile(rf"^{_PART}(\.{_PART})*$")
+_GROUP = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]{0,63}$")
 
 
 class ToolCategory(StrEnum):
@@ -29,6 +40,10 @@ class ToolCategory(StrEnum):
 
     READ_ONLY runs without asking; NOTE_TAKING runs, with optional confirmation by policy;
     MODIFICATION needs approval with a preview; EXTERNAL needs confirmation plus a first-time gate.
+
+    Example:
+        >>> ToolCategory("read_only") is ToolCategory.READ_ONLY
+        True
     """
 
     READ_ONLY = "read_only"
@@ -37,22 +52,51 @@ class ToolCategory(StrEnum):
     EXTERNAL = "external"
 
 
+def category_of(value: ToolCategory | str, owner: str) -> ToolCategory:
+    """``value`` as a ToolCategory; ToolRegistrationError naming the choices when it is none.
+
+    Example:
+        >>> category_of("read_only", "t")
+        <ToolCategory.READ_ONLY: 'read_only'>
+    """
+    try:
+        return ToolCategory(value)
+    except ValueError:
+        choices = ", ".join(c.value for c in ToolCategory)
+        raise ToolRegistrationError(
+            f"tool {owner!r}: unknown category {value!r}; use one of {choices}"
+        ) from None
+
+
 @dataclass(frozen=True, slots=True)
 class ToolSpec:
     """A tool: a name, the function, and what it needs.
 
     Args:
-        name: Unique name the model calls it by; dots namespace it (``fs.read_file``).
+        name: Unique name the model calls it by; dots namespace it (``fs.read_file``). On the
+            wire (OpenAI function names allow no dots) a dot becomes ``__``; the registry maps the
+            name back, so everything but the model sees the dotted name.
         fn: ``fn(args: dict, ctx: dict) -> ToolResult``, sync or async.
         requires_env: Environment variables that must be set before it may run. A missing one
             gives a structured error (``meta.code == "MISSING_ENV"``) and an AUTH-severity gate
-            issue, without calling ``fn``.
+            issue, without calling ``fn``. Their values reach ``fn`` as ``ctx["env"]`` and are
+            scrubbed from everything the tool returns.
         description: What it does, shown to the model. Required.
         parameters: JSON schema of ``args`` (an object schema). Defaults to "any object".
         category: Oversight category. When in doubt the spec says pick the stricter one, so a
             tool that does not say is EXTERNAL.
         timeout: Seconds before the call is abandoned with a timeout error (None: the registry's).
         preview: Optional ``preview(args) -> str`` shown to a person before approving a call.
+        format_result: Optional ``format_result(result) -> str``: the human-readable line shown
+            in traces (the model still gets the full content).
+        escalate: Optional ``escalate(args) -> str | None``: a reason why this particular call
+            needs a person even when the category policy would run it unasked (a destructive
+            shell command, a delete). A tool-wide grant does not cover an escalated call.
+        validator: Optional ``validator(args) -> [problem, ...]``; by default the registry checks
+            ``args`` against ``parameters``. A call with problems never runs (SchemaViolation).
+        group: A group name (``files``, ``shell``...) for activating or disabling tools together.
+        secret_env: Further environment variables whose values must never leave the tool
+            (optional API keys), besides ``requires_env``.
 
     Example:
         >>> def fetch_users(args, ctx):
@@ -71,30 +115,57 @@ class ToolSpec:
     category: ToolCategory = ToolCategory.EXTERNAL
     timeout: float | None = None
     preview: Callable[[dict[str, Any]], str] | None = field(default=None, compare=False)
+    format_result: Callable[[ToolResult], str] | None = field(default=None, compare=False)
+    escalate: Callable[[dict[str, Any]], str | None] | None = field(default=None, compare=False)
+    validator: Callable[[dict[str, Any]], list[str]] | None = field(default=None, compare=False)
+    group: str | None = None
+    secret_env: Sequence[str] = ()
 
     def __post_init__(self) -> None:
-        if not _NAME.match(self.name):
+        if not isinstance(self.name, str) or not _NAME.match(self.name):
             raise ToolRegistrationError(
                 f"tool name {self.name!r} is invalid: use letters, digits, '_' or '-', "
                 "optionally namespaced with dots (fs.read_file), at most 64 characters a part"
             )
         if not callable(self.fn):
             raise ToolRegistrationError(f"tool {self.name!r}: fn must be callable")
-        if not self.description.strip():
+        if not isinstance(self.description, str) or not self.description.strip():
             raise ToolRegistrationError(
                 f"tool {self.name!r} has no description: the model cannot know when to use it. "
-                "Pass description='...'."
+                "Pass description='...' (or give the function a docstring)."
             )
         if self.parameters is not None and self.parameters.get("type", "object") != "object":
             raise ToolRegistrationError(
                 f"tool {self.name!r}: parameters must be a JSON object schema"
             )
-        object.__setattr__(self, "category", ToolCategory(self.category))
+        if self.group is not None and not _GROUP.match(self.group):
+            raise ToolRegistrationError(
+                f"tool {self.name!r}: group {self.group!r} is invalid: use letters, digits, "
+                "'_' or '-'"
+            )
+        if self.timeout is not None and not self.timeout > 0:
+            raise ToolRegistrationError(f"tool {self.name!r}: timeout must be above 0 seconds")
+        object.__setattr__(self, "category", category_of(self.category, self.name))
         object.__setattr__(self, "requires_env", tuple(self.requires_env))
+        object.__setattr__(self, "secret_env", tuple(self.secret_env))
+
+    @property
+    def namespace(self) -> str | None:
+        """The part of the name before the last dot (``fs`` for ``fs.read_file``), or None.
+
+        Example:
+            >>> ToolSpec("fs.read_file", lambda a, c: None, description="Read.").namespace
+            'fs'
+        """
+        head, dot, _ = self.name.rpartition(".")
+        return head if dot else None
 
     @property
     def schema(self) -> dict[str, Any]:
-        """The OpenAI function schema the model sees."""
+        """The OpenAI function schema, under the tool's own (dotted) name.
+
+        The registry puts the wire name in before a schema reaches the model.
+        """
         params = dict(self.parameters) if self.parameters is not None else {}
         params.setdefault("type", "object")
         params.setdefault("properties", {})

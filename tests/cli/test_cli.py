@@ -151,8 +151,8 @@ def test_show_of_an_unknown_thread(tmp_path: Path, capsys: pytest.CaptureFixture
 def test_tools_lists_the_catalog(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["tools"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("calculator")
-    assert "read_only" in out
+    assert out.startswith("read_only: runs without asking (policy: auto)\n  calculator ")
+    assert "\nmodification: waits for a person's approval, with a preview" in out
     code, catalog = run_json(capsys, "tools")
     assert code == 0 and "calculator" in [t["name"] for t in catalog]
 

@@ -90,7 +90,7 @@ def test_sigkill_mid_call_gives_unknown_outcome_not_a_silent_rerun(tmp_path: Pat
     db = tmp_path / "c.sqlite"
     proc = start(db, tmp_path, "run", "t3", UNATTENDED="1", EFFECT_SLEEP="60")
     deadline = time.monotonic() + 60
-    while not (tmp_path / "started.txt").exists():
+    while not lines(tmp_path / "started.txt"):  # created first, the pid line comes after
         assert time.monotonic() < deadline and proc.poll() is None
         time.sleep(0.05)
     proc.send_signal(signal.SIGKILL)
@@ -115,7 +115,7 @@ def test_sigkill_mid_call_gives_unknown_outcome_not_a_silent_rerun(tmp_path: Pat
 def test_after_a_crash_an_approved_rerun_runs_once_more(tmp_path: Path) -> None:
     db = tmp_path / "c.sqlite"
     proc = start(db, tmp_path, "run", "t4", UNATTENDED="1", EFFECT_SLEEP="60")
-    while not (tmp_path / "started.txt").exists():
+    while not lines(tmp_path / "started.txt"):  # created first, the pid line comes after
         time.sleep(0.05)
     proc.kill()
     proc.communicate()

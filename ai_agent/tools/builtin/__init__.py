@@ -1,13 +1,56 @@
-"""Built-in tools, activated by name (``Agent(tools=["calculator"])``, ``--tools calculator``)."""
+"""Built-in tools, activated by name (``Agent(tools=["read_file", "run_bash"])``, ``--tools``).
+
+========================  ============  ====================================================
+group                     category      tools
+========================  ============  ====================================================
+``files``                 read_only     read_file, list_directory, file_info
+``files``                 modification  write_file, append_file, delete_file, move_file,
+                                        copy_file
+``search``                read_only     glob_search, grep_search
+``shell``                 modification  run_bash
+``web``                   external      web_search
+``notes``                 read_only     find_similar, read_note
+``math``                  read_only     calculator
+========================  ============  ====================================================
+
+They are built from :class:`~ai_agent.config.ToolConfig` (sandbox directory, limits, lists,
+search backend, notes folder) and the Agent's working directory.
+"""
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
+from ai_agent.config import ToolConfig
 from ai_agent.state import ToolResult
+from ai_agent.tools.builtin.bash import bash_tool
+from ai_agent.tools.builtin.files import file_tools, sandbox_for
+from ai_agent.tools.builtin.notes import notes_tools
+from ai_agent.tools.builtin.notes_rank import Embed
+from ai_agent.tools.builtin.search import search_tools
+from ai_agent.tools.builtin.web_search import web_search_tool
 from ai_agent.tools.spec import ToolCategory, ToolSpec
 
-__all__ = ["builtin_tools"]
+__all__ = ["BUILTIN_NAMES", "builtin_tools"]
+
+BUILTIN_NAMES = (
+    "read_file",
+    "write_file",
+    "append_file",
+    "list_directory",
+    "file_info",
+    "delete_file",
+    "move_file",
+    "copy_file",
+    "glob_search",
+    "grep_search",
+    "run_bash",
+    "web_search",
+    "find_similar",
+    "read_note",
+    "calculator",
+)
 
 
 def _calculator(args: dict[str, Any], ctx: dict[str, Any]) -> ToolResult:
@@ -40,9 +83,35 @@ CALCULATOR = ToolSpec(
         "required": ["expression"],
     },
     category=ToolCategory.READ_ONLY,
+    group="math",
 )
 
 
-def builtin_tools() -> list[ToolSpec]:
-    """Every built-in tool's spec (the catalog the Agent starts from)."""
-    return [CALCULATOR]
+def builtin_tools(
+    config: ToolConfig | None = None,
+    *,
+    workdir: str | os.PathLike[str] = ".",
+    embed: Embed | None = None,
+) -> list[ToolSpec]:
+    """Every built-in tool's spec (the catalog the Agent starts from).
+
+    Args:
+        config: Tool settings (defaults when None).
+        workdir: The working directory: the file sandbox's base unless the settings name one.
+        embed: An embedding function for the notes ranker (default: lexical).
+
+    Example:
+        >>> [t.name for t in builtin_tools()][-3:]
+        ['find_similar', 'read_note', 'calculator']
+    """
+    config = config or ToolConfig()
+    sandbox = sandbox_for(config.files, workdir)
+    notes_folder = config.notes.folder or sandbox.base
+    return [
+        *file_tools(sandbox, config.files),
+        *search_tools(sandbox, config.files),
+        bash_tool(sandbox, config.bash),
+        web_search_tool(config.web_search),
+        *notes_tools(notes_folder, config.notes, embed),
+        CALCULATOR,
+    ]

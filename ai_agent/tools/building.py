@@ -1,0 +1,79 @@
+"""The Agent's tool set: the built-in catalog plus the user's tools, and the ones active at start.
+
+``Agent(tools=[...])`` takes any mix of
+
+- names of catalog tools (``"read_file"``), groups (``"files"``), namespaces (``"fs"``) or globs
+  (``"fs.*"``): activated from the catalog;
+- tools in any supported form (ToolSpec, ``@tool`` function, BaseTool, pydantic model,
+  LangChain tool): registered and activated. A tool named like a built-in replaces it (this is
+  how a notes tool with an embedding function, or a differently configured ``run_bash``, is
+  swapped in);
+- or a mapping ``{name: tool}``, which names (or renames) each tool.
+
+Every other built-in stays in the catalog, inactive, for a plan to activate.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from ai_agent.config import ToolConfig
+from ai_agent.errors import ConfigError, UnknownToolError
+from ai_agent.tools.adapters import as_tool_spec, is_tool
+from ai_agent.tools.builtin import BUILTIN_NAMES, builtin_tools
+from ai_agent.tools.builtin.notes_rank import Embed
+from ai_agent.tools.registry import ToolRegistry
+
+__all__ = ["build_tool_set"]
+
+
+def _items(tools: Any) -> Iterable[tuple[str | None, Any]]:
+    if isinstance(tools, Mapping):
+        return [(str(k), v) for k, v in tools.items()]
+    if isinstance(tools, str):
+        return [(None, t.strip()) for t in tools.split(",") if t.strip()]
+    return [(None, t) for t in tools]
+
+
+def build_tool_set(
+    tools: Any,
+    *,
+    config: ToolConfig | None = None,
+    workdir: str | os.PathLike[str] = ".",
+    embed: Embed | None = None,
+) -> tuple[ToolRegistry, list[str]]:
+    """The registry (built-ins plus the user's tools) and the names active at the start.
+
+    Raises:
+        ConfigError: an unknown name, or an object that is not a tool.
+        ToolRegistrationError: a tool that is invalid (no description, bad name...).
+
+    Example:
+        >>> registry, active = build_tool_set(["calculator", "search"])
+        >>> active
+        ['calculator', 'glob_search', 'grep_search']
+    """
+    config = config or ToolConfig()
+    registry = ToolRegistry(
+        builtin_tools(config, workdir=workdir, embed=embed), timeout=config.timeout
+    )
+    active: list[str] = []
+    for key, item in _items(tools if tools is not None else ()):
+        if isinstance(item, str):
+            try:
+                names = registry.select(item)
+            except UnknownToolError as exc:
+                raise ConfigError(str(exc)) from None
+        else:
+            if not is_tool(item):
+                raise ConfigError(
+                    f"cannot use {item!r} as a tool: pass a catalog name, a ToolSpec, a @tool "
+                    "function, a BaseTool, a pydantic model with __call__ or a LangChain tool"
+                )
+            spec = as_tool_spec(item, name=key)
+            registry.register(spec, replace=spec.name in BUILTIN_NAMES)
+            names = [spec.name]
+        active += [n for n in names if n not in active]
+    return registry, active

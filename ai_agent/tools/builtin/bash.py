@@ -1,0 +1,542 @@
+"""``run_bash`` (spec 5.4.4): a shell command with stdout, stderr, exit code and a hard timeout.
+
+- The command runs as ``bash -c`` in its own session (process group). On timeout, or when the
+  call is cancelled, the whole group gets SIGTERM and, after a short grace, SIGKILL; processes
+  that moved to a group or session of their own but still descend from the shell are found
+  through ``/proc`` and killed too. A child that ignores SIGTERM is therefore still gone. One
+  that detaches completely (double-forking into a session of its own after its parent exits)
+  can only be caught by the bwrap mode below, whose PID namespace dies with the call.
+- Output is read as it comes, capped per stream (the rest is counted, not kept); every chunk also
+  goes to ``ctx["on_output"](data, stream)`` (``stdout``/``stderr``), which the act stage turns
+  into live ``tool_output`` events.
+- The working directory must be inside the file sandbox. The environment is the agent's minus
+  anything that looks like a secret (``*KEY*``, ``*TOKEN*``, ``*SECRET*``, ``*PASSWORD*``...,
+  ``MAMBA_*``) and minus variables that hijack the shell (``BASH_ENV``, ``BASH_FUNC_*``,
+  ``LD_PRELOAD``...); ``env`` adds variables, never those.
+- Allow and deny lists name programs and are checked on every command of the *parsed* command
+  line (:mod:`ai_agent.tools.builtin.shellparse`); a line that cannot be fully read is refused
+  while a list is configured. With a list configured, ``PATH`` cannot be changed either.
+- Destructive commands (``rm``, ``dd``, ``git reset --hard``, overwriting redirections...) and
+  command lines that cannot be read are escalated: they wait for a person even where shell
+  commands would otherwise run unasked.
+- ``sandbox="bwrap"`` runs the command under bubblewrap: the system read-only, only the sandbox
+  base directory writable, a private ``/tmp``, no network, and everything killed with the agent.
+
+Injection: the command string is run by a shell on purpose. Never build it by pasting untrusted
+text into a template; pass data through ``env`` and reference it as ``"$NAME"``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+import shutil
+import signal
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ai_agent.config import BashToolConfig
+from ai_agent.state import ToolResult
+from ai_agent.tools.builtin.sandbox import Sandbox, SandboxError
+from ai_agent.tools.builtin.shellparse import Parsed, parse_command
+from ai_agent.tools.builtin.walk import require_directory
+from ai_agent.tools.spec import ToolCategory, ToolSpec
+
+__all__ = ["BashTool", "bash_tool"]
+
+_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|^MAMBA_", re.IGNORECASE)
+_HIJACK = re.compile(
+    r"^(BASH_ENV|ENV|BASH_FUNC_.*|LD_PRELOAD|LD_AUDIT|LD_LIBRARY_PATH|SHELLOPTS|BASHOPTS|PS4|"
+    r"IFS|PROMPT_COMMAND|GLOBIGNORE|CDPATH|PYTHONSTARTUP|PERL5OPT|NODE_OPTIONS)$"
+)
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_GRACE = 1.0
+_DRAIN = 1.0  # seconds background jobs may keep writing after the shell exits
+_DESTRUCTIVE = frozenset(
+    (
+        "rm",
+        "rmdir",
+        "unlink",
+        "shred",
+        "dd",
+        "truncate",
+        "wipefs",
+        "fdisk",
+        "sfdisk",
+        "parted",
+        "mkswap",
+        "kill",
+        "killall",
+        "pkill",
+        "reboot",
+        "shutdown",
+        "halt",
+        "poweroff",
+        "sudo",
+        "doas",
+        "crontab",
+    )
+)
+_HARMLESS_TARGETS = frozenset(("/dev/null", "/dev/stdout", "/dev/stderr"))
+_BWRAP_ETC = (
+    "alternatives",
+    "ld.so.cache",
+    "ld.so.conf",
+    "ld.so.conf.d",
+    "passwd",
+    "group",
+    "nsswitch.conf",
+    "localtime",
+    "hosts",
+    "ssl",
+    "ca-certificates",
+    "bash.bashrc",
+    "mime.types",
+)
+
+
+def _destructive(parsed: Parsed) -> list[str]:
+    """Why the commands could destroy data or stop processes (empty when they look safe)."""
+    reasons: list[str] = []
+    for cmd in parsed.commands:
+        name, args = cmd.name, cmd.args
+        if name in _DESTRUCTIVE or name.startswith("mkfs"):
+            reasons.append(f"{name} {' '.join(args)}".strip())
+        elif name in ("chmod", "chown", "chgrp") and any(a in ("-R", "--recursive") for a in args):
+            reasons.append(f"{name} -R")
+        elif name == "find" and "-delete" in args:
+            reasons.append("find -delete")
+        elif name == "git" and _destructive_git(args):
+            reasons.append(f"git {' '.join(args)}")
+        for op, target in cmd.redirects:
+            if op in (">", ">|", "&>") and target not in _HARMLESS_TARGETS and not target.isdigit():
+                reasons.append(f"overwrites {target or 'a file'} ({op})")
+    return reasons
+
+
+def _destructive_git(args: list[str]) -> bool:
+    if not args:
+        return False
+    sub, rest = args[0], set(args[1:])
+    return (
+        (sub == "reset" and "--hard" in rest)
+        or (sub == "clean" and any(a.startswith("-") and "f" in a for a in rest))
+        or (sub == "push" and bool(rest & {"-f", "--force", "--force-with-lease"}))
+        or (sub == "branch" and "-D" in rest)
+        or (sub == "checkout" and "--" in rest)
+    )
+
+
+def _base_env(pass_env: list[str]) -> dict[str, str]:
+    keep = set(pass_env)
+    return {
+        k: v
+        for k, v in os.environ.items()
+        if k in keep or not (_SECRET_NAME.search(k) or _HIJACK.match(k))
+    }
+
+
+def _kill_tree(pid: int, known: list[int] | None = None) -> None:
+    """SIGKILL the process group and session led by ``pid`` and every descendant of it."""
+    victims = sorted({*_descendants(pid), *(known or [])})
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+    for victim in victims:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(victim, signal.SIGKILL)
+
+
+def _descendants(root: int) -> list[int]:
+    """Processes below ``root`` (by parent links) or in its session, from ``/proc``."""
+    parents: dict[int, int] = {}
+    session: list[int] = []
+    for entry in os.listdir("/proc") if os.path.isdir("/proc") else []:
+        if not entry.isdigit():
+            continue
+        try:
+            fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        pid = int(entry)
+        parents[pid] = int(fields[1])
+        if int(fields[3]) == root and pid != root:  # same session id
+            session.append(pid)
+    found, frontier = set(session), [root]
+    while frontier:
+        current = frontier.pop()
+        for pid, ppid in parents.items():
+            if ppid == current and pid not in found:
+                found.add(pid)
+                frontier.append(pid)
+    return sorted(found)
+
+
+class _Capture:
+    """Reads one stream, keeping at most ``limit`` bytes and counting the rest."""
+
+    def __init__(
+        self, name: str, limit: int, on_output: Callable[[bytes, str], Any] | None
+    ) -> None:
+        self.name, self.limit, self.on_output = name, limit, on_output
+        self.kept = bytearray()
+        self.total = 0
+        self.cut_off = False  # a process that left the command kept the stream open
+
+    async def read(self, stream: asyncio.StreamReader) -> None:
+        while chunk := await stream.read(1 << 14):
+            self.total += len(chunk)
+            room = self.limit - len(self.kept)
+            if room > 0:
+                self.kept += chunk[:room]
+            if self.on_output is not None:
+                with contextlib.suppress(Exception):  # a listener's bug must not break the call
+                    self.on_output(chunk, self.name)
+
+    @property
+    def text(self) -> str:
+        text = self.kept.decode("utf-8", "replace")
+        if self.total > len(self.kept):
+            text += f"\n[... {self.total - len(self.kept)} more bytes not kept]"
+        if self.cut_off:
+            text += "\n[a process that detached from the command kept this open; not read further]"
+        return text
+
+
+class BashTool:
+    """``run_bash`` over the file sandbox's base directory."""
+
+    def __init__(self, sandbox: Sandbox, config: BashToolConfig) -> None:
+        self.box = sandbox
+        self.config = config
+        self.allow = frozenset(config.allow)
+        self.deny = frozenset(config.deny)
+
+    @property
+    def listed(self) -> bool:
+        """True when an allow or deny list is configured."""
+        return bool(self.allow or self.deny)
+
+    # Policy ----------------------------------------------------------------------------------
+    def refusal(self, command: str, env: dict[str, Any] | None) -> str | None:
+        """Why the command may not run at all under the lists, or None."""
+        parsed = parse_command(command)
+        if self.listed and parsed.unverifiable:
+            return (
+                "the command cannot be checked against the allow/deny list because it uses "
+                f"{', '.join(parsed.unverifiable)}; write it without those constructs"
+            )
+        for name in parsed.programs:
+            if not name:
+                continue
+            if name in self.deny:
+                return f"{name!r} is on the deny list"
+            if self.allow and name not in self.allow:
+                allowed = ", ".join(sorted(self.allow))
+                return f"{name!r} is not on the allow list (allowed: {allowed})"
+        names = [a.split("=", 1)[0].split("[", 1)[0].rstrip("+") for a in parsed.assignments]
+        names += list(env or {})
+        for name in names:
+            if _HIJACK.match(name) or (self.listed and name == "PATH"):
+                return f"the command may not set {name}"
+        return None
+
+    def escalate(self, args: dict[str, Any]) -> str | None:
+        """Why a person must see this command first, or None (destructive or unreadable)."""
+        if not self.config.confirm_destructive:
+            return None
+        parsed = parse_command(str(args.get("command", "")))
+        if parsed.unverifiable:
+            return (
+                "run_bash: the command cannot be fully read ("
+                + ", ".join(parsed.unverifiable)
+                + "); a person should check it"
+            )
+        reasons = _destructive(parsed)
+        if reasons:
+            return "run_bash: destructive command: " + "; ".join(reasons)
+        return None
+
+    def preview(self, args: dict[str, Any]) -> str:
+        """The exact command, where and how it would run."""
+        command = str(args.get("command", ""))
+        where = args.get("working_dir") or "."
+        timeout = self._timeout(args)
+        mode = ", sandboxed (bwrap)" if self.config.sandbox == "bwrap" else ""
+        lines = [f"run_bash in {where} (timeout {timeout:g}s{mode}):", f"$ {command}"]
+        env = args.get("env")
+        if isinstance(env, dict) and env:
+            lines.append("env: " + ", ".join(f"{k}=..." for k in sorted(env)))
+        refused = self.refusal(command, env if isinstance(env, dict) else None)
+        if refused:
+            lines.append(f"(will be refused: {refused})")
+        return "\n".join(lines)
+
+    # Running ---------------------------------------------------------------------------------
+    def _timeout(self, args: dict[str, Any]) -> float:
+        value = args.get("timeout", 30)
+        try:
+            seconds = float(value)
+        except (TypeError, ValueError):
+            seconds = 30.0
+        return max(0.1, min(seconds, self.config.max_timeout))
+
+    def _env(self, extra: Any) -> dict[str, str]:
+        env = _base_env(self.config.pass_env)
+        if extra is None:
+            return env
+        if not isinstance(extra, dict):
+            raise SandboxError("BAD_ARGUMENTS", "env must be an object of NAME: value strings")
+        for name, value in extra.items():
+            if not _ENV_NAME.match(str(name)):
+                raise SandboxError("BAD_ARGUMENTS", f"env name {name!r} is not a valid name")
+            if not isinstance(value, str) or "\x00" in value:
+                raise SandboxError("BAD_ARGUMENTS", f"env {name} must be a string without NUL")
+            env[str(name)] = value
+        return env
+
+    def _argv(self, command: str, cwd: Path) -> list[str]:
+        if self.config.sandbox != "bwrap":
+            return ["/bin/bash", "-c", command]
+        bwrap = shutil.which("bwrap")
+        if bwrap is None:
+            raise SandboxError(
+                "SANDBOX_UNAVAILABLE",
+                "bubblewrap (bwrap) is not installed; install the Debian package 'bubblewrap' "
+                "or set tool_config.bash.sandbox = 'none'",
+            )
+        return [
+            bwrap,
+            *bwrap_arguments(self.box.base, cwd, self.config.readonly_paths),
+            "/bin/bash",
+            "-c",
+            command,
+        ]
+
+    async def run(self, args: dict[str, Any], ctx: dict[str, Any]) -> ToolResult:
+        """The tool function."""
+        try:
+            return await self._run(args, ctx)
+        except SandboxError as exc:
+            return ToolResult(status="error", error=str(exc), meta={"code": exc.code})
+
+    async def _run(self, args: dict[str, Any], ctx: dict[str, Any]) -> ToolResult:
+        command = args.get("command")
+        if not isinstance(command, str) or not command.strip() or "\x00" in command:
+            raise SandboxError("BAD_ARGUMENTS", "command must be a non-empty string")
+        refused = self.refusal(command, args.get("env"))
+        if refused:
+            return ToolResult(
+                status="error",
+                error=f"not run: {refused}",
+                meta={"code": "COMMAND_NOT_ALLOWED"},
+            )
+        where = self.box.resolve(
+            args.get("working_dir") or ".", field="working_dir", check_extension=False
+        )
+        require_directory(self.box, where.parts, where.given)
+        env = self._env(args.get("env"))
+        timeout = self._timeout(args)
+        on_output = ctx.get("on_output")
+        out = _Capture("stdout", self.config.max_output_bytes, on_output)
+        err = _Capture("stderr", self.config.max_output_bytes, on_output)
+        started = time.perf_counter()
+        proc = await asyncio.create_subprocess_exec(
+            *self._argv(command, where.path),
+            cwd=where.path,
+            env=env,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            start_new_session=True,
+        )
+        timed_out = await _supervise(proc, out, err, timeout)
+        elapsed = round(time.perf_counter() - started, 3)
+        return _result(
+            command,
+            proc.returncode,
+            out,
+            err,
+            timed_out,
+            timeout,
+            elapsed,
+            self.config.sandbox == "bwrap",
+        )
+
+
+async def _supervise(
+    proc: asyncio.subprocess.Process, out: _Capture, err: _Capture, seconds: float
+) -> bool:
+    """Wait for the shell and its output; True when it ran out of time.
+
+    However the call ends (done, timed out, cancelled), everything the command started is killed
+    before it returns: background jobs get ``_DRAIN`` seconds after the shell exits to finish
+    their output.
+    """
+    if proc.stdout is None or proc.stderr is None:  # pragma: no cover - both are pipes
+        raise RuntimeError("run_bash needs the command's stdout and stderr as pipes")
+    done = asyncio.ensure_future(
+        asyncio.gather(out.read(proc.stdout), err.read(proc.stderr), proc.wait())
+    )
+    try:
+        timed_out = await _watch(proc, done, asyncio.get_running_loop().time() + seconds)
+        if not timed_out and not done.done():
+            await asyncio.wait({done}, timeout=_DRAIN)
+    except asyncio.CancelledError:
+        await _stop(proc, done, out, err)
+        raise
+    await _stop(proc, done, out, err)
+    return timed_out
+
+
+async def _watch(
+    proc: asyncio.subprocess.Process, done: asyncio.Future[Any], deadline: float
+) -> bool:
+    """Until the shell has exited (False) or the deadline has passed (True).
+
+    ``done`` finishes when the shell has exited *and* its output is closed, which is the usual
+    way; a background process holding the output open is noticed through ``returncode``.
+    """
+    loop = asyncio.get_running_loop()
+    while not done.done() and proc.returncode is None:
+        remaining = deadline - loop.time()
+        if remaining <= 0:
+            return True
+        await asyncio.wait({done}, timeout=min(remaining, 0.2))
+    return False
+
+
+async def _stop(
+    proc: asyncio.subprocess.Process, done: asyncio.Future[Any], out: _Capture, err: _Capture
+) -> None:
+    """SIGTERM the command's group and tree, SIGKILL what is left; stop reading for good."""
+    if not done.done():
+        victims = _descendants(proc.pid)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        for victim in victims:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(victim, signal.SIGTERM)
+        await asyncio.wait({done}, timeout=_GRACE)
+        _kill_tree(proc.pid, victims)
+        await asyncio.wait({done}, timeout=_GRACE)
+    if not done.done():
+        # A process that left the command entirely still holds the output open: stop reading.
+        done.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await done
+        transport = getattr(proc, "_transport", None)  # asyncio offers no public close
+        if transport is not None:
+            transport.close()
+        out.cut_off = err.cut_off = True
+    # Whatever happened, nothing the command started may outlive the call.
+    _kill_tree(proc.pid)
+
+
+def _result(
+    command: str,
+    code: int | None,
+    out: _Capture,
+    err: _Capture,
+    timed_out: bool,
+    timeout: float,
+    elapsed: float,
+    sandboxed: bool,
+) -> ToolResult:
+    text = f"exit code: {code}\n--- stdout ---\n{out.text}\n--- stderr ---\n{err.text}"
+    meta = {
+        "exit_code": code,
+        "timed_out": timed_out,
+        "stdout_bytes": out.total,
+        "stderr_bytes": err.total,
+        "output_cut_off": out.cut_off or err.cut_off,
+        "sandboxed": sandboxed,
+        "seconds": elapsed,
+    }
+    if timed_out:
+        return ToolResult(
+            status="error",
+            error=f"ToolTimeoutError: the command did not finish within {timeout:g}s and was "
+            "killed with every process it started. Narrow the scope or raise timeout.\n" + text,
+            meta={**meta, "code": "TIMEOUT", "error_type": "ToolTimeoutError"},
+        )
+    return ToolResult(status="ok", content=text, meta=meta)
+
+
+def bwrap_arguments(base: Path, cwd: Path, readonly: list[Path]) -> list[str]:
+    """bubblewrap options: system read-only, ``base`` writable, no network, private /tmp."""
+    args = ["--die-with-parent", "--new-session", "--unshare-all", "--ro-bind", "/usr", "/usr"]
+    for top in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
+        host = Path("/") / top
+        if host.is_symlink():
+            args += ["--symlink", os.readlink(host), str(host)]
+        elif host.is_dir():
+            args += ["--ro-bind", str(host), str(host)]
+    for name in _BWRAP_ETC:
+        args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
+    for path in readonly:
+        args += ["--ro-bind-try", str(path), str(path)]
+    # /tmp inside the sandbox is a private tmpfs, not the host's.
+    args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]  # noqa: S108
+    args += ["--bind", str(base), str(base), "--chdir", str(cwd)]
+    args += ["--setenv", "HOME", "/tmp", "--setenv", "TMPDIR", "/tmp", "--"]  # noqa: S108
+    return args
+
+
+def bash_tool(sandbox: Sandbox, config: BashToolConfig) -> ToolSpec:
+    """The ``run_bash`` tool (MODIFICATION: a person sees the exact command first).
+
+    Example:
+        >>> import asyncio, tempfile
+        >>> from ai_agent.tools import ToolRegistry
+        >>> reg = ToolRegistry([bash_tool(Sandbox(tempfile.mkdtemp()), BashToolConfig())])
+        >>> call = {"id": "1", "name": "run_bash", "args": {"command": "echo hi"}}
+        >>> asyncio.run(reg.execute(call, {}))["meta"]["exit_code"]
+        0
+        >>> reg["run_bash"].escalate({"command": "rm -rf build"})
+        'run_bash: destructive command: rm -rf build'
+    """
+    tool = BashTool(sandbox, config)
+
+    def summary(result: ToolResult) -> str:
+        meta = result.get("meta") or {}
+        if meta.get("code") == "TIMEOUT":
+            return f"run_bash: killed after timeout ({meta.get('seconds')}s)"
+        if result["status"] != "ok":
+            return f"run_bash: {str(result.get('error'))[:160]}"
+        return (
+            f"run_bash: exit {meta.get('exit_code')} in {meta.get('seconds')}s "
+            f"({meta.get('stdout_bytes')} B stdout, {meta.get('stderr_bytes')} B stderr)"
+        )
+
+    return ToolSpec(
+        "run_bash",
+        tool.run,
+        description="Run a bash command and return its exit code, stdout and stderr. The "
+        "working directory must be inside the workspace; pass variables through env.",
+        parameters={
+            "type": "object",
+            "properties": {
+                "command": {"type": "string", "description": "The command line."},
+                "working_dir": {"type": "string", "default": "."},
+                "timeout": {"type": "integer", "minimum": 1, "default": 30},
+                "env": {
+                    "type": ["object", "null"],
+                    "additionalProperties": {"type": "string"},
+                    "default": None,
+                },
+            },
+            "required": ["command"],
+            "additionalProperties": False,
+        },
+        category=ToolCategory.MODIFICATION,
+        # The command's own timeout kills its processes; the registry's is only a backstop.
+        timeout=config.max_timeout + 10,
+        preview=tool.preview,
+        escalate=tool.escalate,
+        format_result=summary,
+        group="shell",
+    )

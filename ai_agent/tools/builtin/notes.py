@@ -1,0 +1,274 @@
+"""The notes tools of the notes-assistant flow: ``find_similar`` and ``read_note``.
+
+Both work on a folder of Markdown notes, through a sandbox rooted at that folder (symlinks out of
+it are never followed), and are READ_ONLY.
+
+- ``find_similar(queries, k=20, filter={folder, tag})`` returns ``{ok, data: [{path, section,
+  score, snippet}], took_ms}``: the ``k`` best chunks by relevance with MMR diversity (see
+  :mod:`ai_agent.tools.builtin.notes_rank`).
+- ``read_note(path, section=None, start=None, end=None, max_chars=...)`` returns ``{ok, text,
+  meta}``: the note or one section, optionally a character range ``[start, end)`` of it, clipped
+  to ``max_chars`` with a hint saying how to read on (``start=...``) or which sections exist.
+"""
+
+from __future__ import annotations
+
+import importlib
+import time
+from pathlib import Path
+from typing import Any
+
+from ai_agent.config import NotesConfig
+from ai_agent.state import ToolResult
+from ai_agent.tools.builtin.notes_index import NOTE_SUFFIXES, Note, NotesIndex
+from ai_agent.tools.builtin.notes_rank import Embed, rank, words
+from ai_agent.tools.builtin.sandbox import Sandbox, SandboxError
+from ai_agent.tools.spec import ToolCategory, ToolSpec
+
+__all__ = ["NotesTools", "load_embedding", "notes_tools"]
+
+_SNIPPET = 240
+_MAX_READ = 50_000
+
+
+def load_embedding(path: str) -> Embed:
+    """The embedding function an import path (``package.module:function``) names.
+
+    Raises:
+        ValueError: the module or the function cannot be found, or it is not callable.
+
+    Example:
+        >>> load_embedding("math:fsum")([0.5, 0.5])
+        1.0
+    """
+    module_name, _, attr = path.partition(":")
+    try:
+        target: Any = importlib.import_module(module_name)
+        for part in attr.split(".") if attr else []:
+            target = getattr(target, part)
+    except (ImportError, AttributeError) as exc:
+        raise ValueError(f"cannot load the embedding function {path!r}: {exc}") from None
+    if not callable(target):
+        raise ValueError(f"the embedding function {path!r} is not callable")
+    embed: Embed = target
+    return embed
+
+
+def _snippet(text: str, queries: list[str]) -> str:
+    flat = " ".join(text.split())
+    terms = {w for q in queries for w in words(q) if len(w) > 2}
+    lowered = flat.lower()
+    hits = [lowered.find(t) for t in terms if t in lowered]
+    start = max(0, min(hits) - _SNIPPET // 4) if hits else 0
+    piece = flat[start : start + _SNIPPET]
+    return ("..." if start else "") + piece + ("..." if start + _SNIPPET < len(flat) else "")
+
+
+class NotesTools:
+    """find_similar and read_note over one notes folder."""
+
+    def __init__(self, folder: str | Path, config: NotesConfig, embed: Embed | None = None) -> None:
+        self.config = config
+        self.box = Sandbox(folder, allowed_extensions=(*NOTE_SUFFIXES, ".txt"))
+        self.index = NotesIndex(self.box, chunk_chars=config.chunk_chars)
+        self.embed = embed or (load_embedding(config.embedding) if config.embedding else None)
+
+    # find_similar ----------------------------------------------------------------------------
+    def find_similar(self, args: dict[str, Any], ctx: dict[str, Any]) -> ToolResult:
+        started = time.perf_counter()
+        queries = args.get("queries")
+        if isinstance(queries, str):
+            queries = [queries]
+        if not isinstance(queries, list) or not [q for q in queries if str(q).strip()]:
+            return _error("BAD_ARGUMENTS", "queries must be a non-empty list of strings")
+        queries = [str(q) for q in queries if str(q).strip()]
+        k = max(1, min(int(args.get("k") or self.config.k), 100))
+        try:
+            chunks = self.index.refresh()
+        except SandboxError as exc:
+            return _error(exc.code, f"the notes folder cannot be read: {exc}")
+        wanted = args.get("filter") or {}
+        folder = str(wanted.get("folder") or "").strip("/")
+        tag = str(wanted.get("tag") or "").lstrip("#").lower()
+        if folder:
+            chunks = [c for c in chunks if c.path == folder or c.path.startswith(folder + "/")]
+        if tag:
+            chunks = [c for c in chunks if tag in c.tags]
+        ranked = rank(
+            queries,
+            chunks,
+            k=k,
+            mmr_lambda=self.config.mmr_lambda,
+            min_chars=self.config.min_chunk_chars,
+            embed=self.embed,
+        )
+        data = [
+            {
+                "path": r.chunk.path,
+                "section": r.chunk.section or None,
+                "score": r.score,
+                "snippet": _snippet(r.chunk.text, queries),
+            }
+            for r in ranked
+        ]
+        took = round((time.perf_counter() - started) * 1000, 1)
+        return ToolResult(
+            status="ok",
+            content={"ok": True, "data": data, "took_ms": took},
+            meta={"k": k, "queries": queries, "chunks": len(chunks)},
+        )
+
+    # read_note -------------------------------------------------------------------------------
+    def read_note(self, args: dict[str, Any], ctx: dict[str, Any]) -> ToolResult:
+        path = args.get("path")
+        try:
+            target = self.box.resolve(path)
+        except SandboxError as exc:
+            return _error(exc.code, str(exc))
+        rel = self.box.display(target.path)
+        note = self.index.read(rel)
+        if note is None:
+            return _error("NOT_FOUND", f"no readable note at {path!r} in the notes folder")
+        section_name = args.get("section")
+        text, section = note.text, None
+        if section_name:
+            section = note.section(str(section_name))
+            if section is None:
+                names = ", ".join(repr(s.title) for s in note.sections if s.title) or "none"
+                return _error(
+                    "NOT_FOUND",
+                    f"{rel} has no section {section_name!r}; its sections are: {names}",
+                )
+            text = note.section_text(section)
+        return self._clip(rel, text, section.title if section else None, note, args)
+
+    def _clip(
+        self, rel: str, text: str, section: str | None, note: Note, args: dict[str, Any]
+    ) -> ToolResult:
+        total = len(text)
+        start = max(0, int(args.get("start") or 0))
+        end = args.get("end")
+        stop = total if end is None else max(start, min(int(end), total))
+        limit = max(1, min(int(args.get("max_chars") or self.config.read_max_chars), _MAX_READ))
+        piece = text[start:stop]
+        clipped = len(piece) > limit
+        meta: dict[str, Any] = {
+            "path": rel,
+            "section": section,
+            "start": start,
+            "end": start + min(len(piece), limit),
+            "total_chars": total,
+            "clipped": clipped,
+        }
+        if clipped:
+            piece = piece[:limit]
+            others = [s.title for s in note.sections if s.title and s.title != section]
+            hint = (
+                f"clipped to {limit} of {stop - start} characters; continue with "
+                f"start={start + limit}"
+            )
+            if others and section is None:
+                hint += ", or read one section: " + ", ".join(others[:12])
+            meta["hint"] = hint
+            piece += f"\n[{hint}]"
+        return ToolResult(status="ok", content={"ok": True, "text": piece, "meta": meta})
+
+
+def _error(code: str, message: str) -> ToolResult:
+    return ToolResult(status="error", error=message, meta={"code": code})
+
+
+def notes_tools(
+    folder: str | Path, config: NotesConfig, embed: Embed | None = None
+) -> list[ToolSpec]:
+    """``find_similar`` and ``read_note`` over ``folder``.
+
+    Args:
+        folder: The notes folder.
+        config: Ranking and reading settings.
+        embed: An embedding function ``embed(texts) -> vectors`` (default: the lexical ranker,
+            or ``config.embedding``).
+
+    Example:
+        >>> import asyncio, tempfile, pathlib
+        >>> from ai_agent.tools import ToolRegistry
+        >>> folder = pathlib.Path(tempfile.mkdtemp())
+        >>> _ = (folder / "tides.md").write_text("# Tides\\n\\nHigh tide comes twice a day.\\n")
+        >>> reg = ToolRegistry(notes_tools(folder, NotesConfig()))
+        >>> call = {"id": "1", "name": "find_similar", "args": {"queries": ["high tide"]}}
+        >>> hits = asyncio.run(reg.execute(call, {}))["content"]["data"]
+        >>> [(h["path"], h["section"]) for h in hits]
+        [('tides.md', 'Tides')]
+    """
+    t = NotesTools(folder, config, embed)
+
+    def found(result: ToolResult) -> str:
+        if result["status"] != "ok":
+            return f"find_similar: {result.get('error')}"
+        content = result.get("content") or {}
+        meta = result.get("meta") or {}
+        return (
+            f"find_similar: {len(content.get('data', []))} hit(s) for "
+            f"{', '.join(repr(q) for q in meta.get('queries', []))} (K={meta.get('k')}, "
+            f"{content.get('took_ms')} ms)"
+        )
+
+    def read(result: ToolResult) -> str:
+        if result["status"] != "ok":
+            return f"read_note: {result.get('error')}"
+        meta = (result.get("content") or {}).get("meta", {})
+        where = meta.get("path", "") + (f" #{meta['section']}" if meta.get("section") else "")
+        part = f"{meta.get('start')}..{meta.get('end')} of {meta.get('total_chars')} chars"
+        return f"read_note {where}: {part}{' (clipped)' if meta.get('clipped') else ''}"
+
+    return [
+        ToolSpec(
+            "find_similar",
+            t.find_similar,
+            description="Search the notes for passages similar to one or more queries; returns "
+            "the best K chunks (path, section, score, snippet), diverse rather than repetitive.",
+            parameters={
+                "type": "object",
+                "properties": {
+                    "queries": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+                    "k": {"type": "integer", "minimum": 1, "maximum": 100, "default": config.k},
+                    "filter": {
+                        "type": "object",
+                        "properties": {"folder": {"type": "string"}, "tag": {"type": "string"}},
+                        "additionalProperties": False,
+                    },
+                },
+                "required": ["queries"],
+                "additionalProperties": False,
+            },
+            category=ToolCategory.READ_ONLY,
+            format_result=found,
+            group="notes",
+        ),
+        ToolSpec(
+            "read_note",
+            t.read_note,
+            description="Read a note, or one section of it, or a character range; long text "
+            "is clipped to max_chars with a hint on how to read on.",
+            parameters={
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string"},
+                    "section": {"type": "string"},
+                    "start": {"type": "integer", "minimum": 0},
+                    "end": {"type": "integer", "minimum": 0},
+                    "max_chars": {
+                        "type": "integer",
+                        "minimum": 1,
+                        "maximum": _MAX_READ,
+                        "default": config.read_max_chars,
+                    },
+                },
+                "required": ["path"],
+                "additionalProperties": False,
+            },
+            category=ToolCategory.READ_ONLY,
+            format_result=read,
+            group="notes",
+        ),
+    ]

@@ -1,0 +1,155 @@
+"""Ranking note chunks: relevance (BM25, or an embedding function), a short-chunk penalty, MMR.
+
+- Relevance: by default Okapi BM25 over words, each query's scores divided by its best score so
+  several queries combine by taking the maximum (a chunk is as relevant as the query it answers
+  best). With an embedding function ``embed(texts) -> vectors``, relevance is the cosine
+  similarity to the closest query instead.
+- Chunks shorter than ``min_chars`` (160) carry little evidence: their relevance is multiplied by
+  ``0.5 + 0.5 * length / min_chars``, so a fragment can halve its score but never lose it.
+- Maximal marginal relevance picks the ``k`` results: each pick maximises
+  ``lambda * relevance - (1 - lambda) * (similarity to the closest chunk already picked)``, with
+  lambda 0.5, so five near-identical chunks do not crowd out the second-best source. Similarity
+  between chunks is the cosine of their embeddings, or of their TF-IDF vectors without one.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from ai_agent.tools.builtin.notes_index import Chunk
+
+__all__ = ["Embed", "Ranked", "rank"]
+
+Embed = Callable[[list[str]], Sequence[Sequence[float]]]
+_WORD = re.compile(r"\w+", re.UNICODE)
+_K1, _B = 1.5, 0.75
+
+
+@dataclass(frozen=True, slots=True)
+class Ranked:
+    """A chunk and its (penalised) relevance."""
+
+    chunk: Chunk
+    score: float
+
+
+def words(text: str) -> list[str]:
+    """Lower-case word tokens."""
+    return [w.lower() for w in _WORD.findall(text)]
+
+
+def _bm25(queries: list[str], docs: list[list[str]]) -> list[float]:
+    n = len(docs)
+    avg = sum(len(d) for d in docs) / n if n else 0.0
+    df: Counter[str] = Counter()
+    for d in docs:
+        df.update(set(d))
+    idf = {t: math.log(1 + (n - f + 0.5) / (f + 0.5)) for t, f in df.items()}
+    best = [0.0] * n
+    tfs = [Counter(d) for d in docs]
+    for query in queries:
+        terms = set(words(query))
+        scores = []
+        for d, tf in zip(docs, tfs, strict=True):
+            norm = _K1 * (1 - _B + _B * len(d) / avg) if avg else _K1
+            scores.append(
+                sum(idf.get(t, 0.0) * tf[t] * (_K1 + 1) / (tf[t] + norm) for t in terms if tf[t])
+            )
+        top = max(scores, default=0.0)
+        if top > 0:
+            best = [max(b, s / top) for b, s in zip(best, scores, strict=True)]
+    return best
+
+
+def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    dot = sum(x * y for x, y in zip(a, b, strict=False))
+    na = math.sqrt(sum(x * x for x in a))
+    nb = math.sqrt(sum(y * y for y in b))
+    return dot / (na * nb) if na and nb else 0.0
+
+
+def _sparse_cosine(a: dict[str, float], b: dict[str, float]) -> float:
+    if len(a) > len(b):
+        a, b = b, a
+    dot = sum(v * b.get(k, 0.0) for k, v in a.items())
+    na = math.sqrt(sum(v * v for v in a.values()))
+    nb = math.sqrt(sum(v * v for v in b.values()))
+    return dot / (na * nb) if na and nb else 0.0
+
+
+def _tfidf(docs: list[list[str]]) -> list[dict[str, float]]:
+    n = len(docs)
+    df: Counter[str] = Counter()
+    for d in docs:
+        df.update(set(d))
+    out = []
+    for d in docs:
+        tf = Counter(d)
+        out.append({t: c * math.log(1 + n / df[t]) for t, c in tf.items()})
+    return out
+
+
+def _penalty(chunk: Chunk, min_chars: int) -> float:
+    length = len(chunk.text)
+    if min_chars <= 0 or length >= min_chars:
+        return 1.0
+    return 0.5 + 0.5 * length / min_chars
+
+
+def rank(
+    queries: list[str],
+    chunks: list[Chunk],
+    *,
+    k: int,
+    mmr_lambda: float = 0.5,
+    min_chars: int = 160,
+    embed: Embed | None = None,
+) -> list[Ranked]:
+    """The ``k`` most relevant, mutually diverse chunks for the queries.
+
+    Example:
+        >>> cs = [Chunk("a.md", "", "gradient descent learning rate schedule " * 8),
+        ...       Chunk("b.md", "", "gradient descent learning rate schedule " * 8),
+        ...       Chunk("c.md", "", "learning rate warmup for transformers " * 8),
+        ...       Chunk("d.md", "", "cooking pasta")]
+        >>> [r.chunk.path for r in rank(["learning rate"], cs, k=2)]
+        ['a.md', 'c.md']
+    """
+    if not chunks or k <= 0:
+        return []
+    texts = [f"{c.section} {c.text}" for c in chunks]
+    if embed is not None:
+        vectors = [list(v) for v in embed(texts)]
+        query_vectors = [list(v) for v in embed(list(queries))]
+        relevance = [max((_cosine(q, v) for q in query_vectors), default=0.0) for v in vectors]
+
+        def similar(i: int, j: int) -> float:
+            return _cosine(vectors[i], vectors[j])
+    else:
+        tokens = [words(t) for t in texts]
+        relevance = _bm25(queries, tokens)
+        sparse = _tfidf(tokens)
+
+        def similar(i: int, j: int) -> float:
+            return _sparse_cosine(sparse[i], sparse[j])
+
+    scored = [relevance[i] * _penalty(c, min_chars) for i, c in enumerate(chunks)]
+    candidates = sorted((i for i in range(len(chunks)) if scored[i] > 0), key=lambda i: -scored[i])[
+        : max(k * 4, k)
+    ]
+    picked: list[int] = []
+    while candidates and len(picked) < k:
+        best = max(
+            candidates,
+            key=lambda i: (
+                mmr_lambda * scored[i]
+                - (1 - mmr_lambda) * max((similar(i, j) for j in picked), default=0.0)
+            ),
+        )
+        picked.append(best)
+        candidates.remove(best)
+    return [Ranked(chunks[i], round(scored[i], 4)) for i in picked]

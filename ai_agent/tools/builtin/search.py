@@ -1,0 +1,350 @@
+"""``glob_search`` and ``grep_search`` (spec 5.4.2, 5.4.3), inside the file sandbox.
+
+Both walk with :func:`~ai_agent.tools.builtin.walk.walk` (symlinks are never entered), honour a
+result limit and, by default, the ``.gitignore`` files from the sandbox base down (``.git`` itself
+is always skipped then). grep reads each file through its directory's descriptor, skips binary
+files (a NUL byte in the first 8 KiB) and files over the read limit, and runs the pattern with a
+time budget, so a pathological regular expression cannot hold a worker thread for ever.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import regex
+
+from ai_agent.config import FileToolsConfig
+from ai_agent.state import ToolResult
+from ai_agent.tools.builtin.files import guarded
+from ai_agent.tools.builtin.patterns import GitIgnore, glob_regex
+from ai_agent.tools.builtin.sandbox import Sandbox, SandboxError, Target
+from ai_agent.tools.builtin.walk import Entry, require_directory, walk
+from ai_agent.tools.spec import ToolCategory, ToolSpec
+
+__all__ = ["search_tools"]
+
+_GROUP = "search"
+_GLOB_CHARS = frozenset("*?[")
+_BINARY_PROBE = 8192
+_LINE_CHARS = 500
+_GREP_BUDGET = 20.0  # seconds; under the registry's default 30 s timeout
+
+
+class _Ignorer:
+    """The .gitignore rules that apply below the sandbox base, loaded lazily per directory."""
+
+    def __init__(self, box: Sandbox, enabled: bool) -> None:
+        self.box, self.enabled = box, enabled
+        self._rules: dict[str, GitIgnore | None] = {}
+
+    def _load(self, directory: str) -> GitIgnore | None:
+        if directory not in self._rules:
+            name = f"{directory}/.gitignore" if directory else ".gitignore"
+            try:
+                target = self.box.resolve(name, check_extension=False)
+                text = self.box.read_bytes(target).decode("utf-8", "replace")
+                self._rules[directory] = GitIgnore.parse(text)
+            except (SandboxError, OSError):
+                self._rules[directory] = None
+        return self._rules[directory]
+
+    def ignored(self, rel: str, *, is_dir: bool) -> bool:
+        """Whether a path relative to the base is ignored (deeper .gitignore files win)."""
+        if not self.enabled:
+            return False
+        parts = rel.split("/")
+        if ".git" in parts:
+            return True
+        verdict = False
+        for depth in range(len(parts)):
+            directory = "/".join(parts[:depth])
+            rules = self._load(directory)
+            if rules is None:
+                continue
+            decided = rules.ignored("/".join(parts[depth:]), is_dir=is_dir)
+            if decided is not None:
+                verdict = decided
+        return verdict
+
+
+@dataclass
+class _Found:
+    items: list[Any] = field(default_factory=list)
+    truncated: bool = False
+
+
+class SearchTools:
+    """glob_search and grep_search over one sandbox."""
+
+    def __init__(self, sandbox: Sandbox, config: FileToolsConfig) -> None:
+        self.box = sandbox
+        self.config = config
+
+    def _show(self, start: Target, rel: str) -> str:
+        return self.box.display(start.path / rel, absolute=self.config.absolute_paths)
+
+    def _base_rel(self, start: Target, rel: str) -> str | None:
+        path = start.path / rel
+        return path.relative_to(self.box.base).as_posix() if self.box.inside(path) else None
+
+    def _skip(self, ignore: _Ignorer, start: Target, rel: str, *, is_dir: bool) -> bool:
+        base_rel = self._base_rel(start, rel)
+        return base_rel is not None and ignore.ignored(base_rel, is_dir=is_dir)
+
+    # glob ------------------------------------------------------------------------------------
+    def _split(self, pattern: str, root_dir: str) -> tuple[Target, str]:
+        """The literal leading directories of the pattern join the root; the rest is matched."""
+        parts = pattern.split("/")
+        literal: list[str] = []
+        for part in parts[:-1]:
+            if _GLOB_CHARS & set(part) or part == "**":
+                break
+            literal.append(part)
+        rest = "/".join(parts[len(literal) :])
+        if pattern.startswith("/"):
+            root = "/" + "/".join(p for p in literal if p)
+        else:
+            root = os.path.join(root_dir, *literal) if literal else root_dir
+        return self.box.resolve(root or ".", field="root_dir", check_extension=False), rest
+
+    def glob_search(self, args: dict[str, Any], ctx: dict[str, Any]) -> ToolResult:
+        pattern = args.get("pattern")
+        if not isinstance(pattern, str) or not pattern.strip() or "\x00" in pattern:
+            raise SandboxError("BAD_ARGUMENTS", "pattern must be a non-empty glob such as **/*.py")
+        recursive = bool(args.get("recursive", True))
+        start, rest = self._split(pattern, str(args.get("root_dir") or "."))
+        require_directory(self.box, start.parts, start.given)
+        matcher = glob_regex(rest, recursive=recursive)
+        deep = recursive and "**" in rest.split("/")
+        depth = None if deep else max(1, len([p for p in rest.split("/") if p]))
+        ignore = _Ignorer(self.box, self.config.respect_gitignore)
+        found = _Found()
+        descend = lambda rel: not self._skip(ignore, start, rel, is_dir=True)  # noqa: E731
+        for entry in walk(self.box, start.parts, max_depth=depth, descend=descend):
+            if not matcher.match(entry.rel):
+                continue
+            if self._skip(ignore, start, entry.rel, is_dir=entry.kind == "directory"):
+                continue
+            if len(found.items) >= self.config.max_results:
+                found.truncated = True
+                break
+            suffix = "/" if entry.kind == "directory" else ""
+            found.items.append(self._show(start, entry.rel) + suffix)
+        return ToolResult(
+            status="ok",
+            content={
+                "matches": found.items,
+                "count": len(found.items),
+                "truncated": found.truncated,
+            },
+        )
+
+    # grep ------------------------------------------------------------------------------------
+    def _compile(self, args: dict[str, Any]) -> regex.Pattern[str]:
+        pattern = args.get("pattern")
+        if not isinstance(pattern, str) or not pattern:
+            raise SandboxError("BAD_ARGUMENTS", "pattern must be a non-empty string")
+        flags = regex.IGNORECASE if args.get("ignore_case") else 0
+        source = pattern if args.get("regex", True) else regex.escape(pattern)
+        try:
+            return regex.compile(source, flags | regex.VERSION0)
+        except regex.error as exc:
+            raise SandboxError(
+                "BAD_ARGUMENTS",
+                f"invalid regular expression: {exc}; pass regex=false to search "
+                "for the text literally",
+            ) from None
+
+    def _files(self, start: Target, args: dict[str, Any]) -> list[Entry] | None:
+        """The files to search: None when ``path`` is one file."""
+        info = self.box.lstat(start)
+        if info is None:
+            raise SandboxError("NOT_FOUND", f"no such file or directory: {start.given!r}")
+        if not os.path.isdir(start.path):
+            return None
+        file_pattern = str(args.get("file_pattern") or "*")
+        depth = None if args.get("recursive", True) else 1
+        ignore = _Ignorer(self.box, self.config.respect_gitignore)
+        descend = lambda rel: not self._skip(ignore, start, rel, is_dir=True)  # noqa: E731
+        out = []
+        for entry in walk(self.box, start.parts, max_depth=depth, descend=descend):
+            if entry.kind != "file" or self._skip(ignore, start, entry.rel, is_dir=False):
+                continue
+            subject = entry.rel if "/" in file_pattern else entry.name
+            if fnmatch.fnmatchcase(subject, file_pattern):
+                out.append(self._copy_entry(entry))
+        return out
+
+    @staticmethod
+    def _copy_entry(entry: Entry) -> Entry:
+        # The walk's directory descriptors close as it moves on; keep the path instead.
+        return Entry(entry.rel, entry.kind, entry.size, entry.depth, -1, entry.name, entry.mtime_ns)
+
+    def grep_search(self, args: dict[str, Any], ctx: dict[str, Any]) -> ToolResult:
+        compiled = self._compile(args)
+        start = self.box.resolve(args.get("path") or ".", check_extension=False)
+        context = max(0, min(int(args.get("context_lines") or 0), 20))
+        files = self._files(start, args)
+        if files is None:
+            # A file named directly: checked like any read (extensions included).
+            targets = [(self.box.resolve(str(args.get("path"))), start.path.name)]
+        else:
+            targets = [
+                (self.box.resolve(str(start.path / e.rel), check_extension=False), e.rel)
+                for e in files
+            ]
+        deadline = time.monotonic() + _GREP_BUDGET
+        stats = {"files_searched": 0, "skipped_binary": 0, "skipped_large": 0}
+        found = _Found()
+        for target, rel in targets:
+            if found.truncated:
+                break
+            lines = self._text(target, stats)
+            if lines is None:
+                continue
+            stats["files_searched"] += 1
+            shown = (
+                self._show(start, rel)
+                if files is not None
+                else self.box.display(start.path, absolute=self.config.absolute_paths)
+            )
+            self._search(compiled, lines, shown, context, deadline, found)
+        return ToolResult(
+            status="ok",
+            content={"matches": found.items, "truncated": found.truncated, **stats},
+        )
+
+    def _text(self, target: Target, stats: dict[str, int]) -> list[str] | None:
+        try:
+            data = self.box.read_bytes(target)
+        except SandboxError as exc:
+            if exc.code == "TOO_LARGE":
+                stats["skipped_large"] += 1
+                return None
+            if exc.code in ("NOT_A_FILE", "NOT_FOUND", "PATH_CHANGED", "EXTENSION_DENIED"):
+                return None
+            raise
+        if b"\x00" in data[:_BINARY_PROBE]:
+            stats["skipped_binary"] += 1
+            return None
+        return data.decode("utf-8", "replace").splitlines()
+
+    def _search(
+        self,
+        compiled: regex.Pattern[str],
+        lines: list[str],
+        shown: str,
+        context: int,
+        deadline: float,
+        found: _Found,
+    ) -> None:
+        for number, line in enumerate(lines, start=1):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise SandboxError(
+                    "TIMEOUT",
+                    "grep_search ran out of time; narrow the path or file_pattern, or "
+                    "simplify the pattern",
+                )
+            try:
+                hit = compiled.search(line, timeout=remaining)
+            except TimeoutError:
+                raise SandboxError(
+                    "TIMEOUT",
+                    "the pattern takes too long to match (catastrophic backtracking?); "
+                    "simplify it or pass regex=false",
+                ) from None
+            if hit is None:
+                continue
+            if len(found.items) >= self.config.max_results:
+                found.truncated = True
+                return
+            item: dict[str, Any] = {"path": shown, "line": number, "text": line[:_LINE_CHARS]}
+            if context:
+                item["before"] = [
+                    t[:_LINE_CHARS] for t in lines[max(0, number - 1 - context) : number - 1]
+                ]
+                item["after"] = [t[:_LINE_CHARS] for t in lines[number : number + context]]
+            found.items.append(item)
+
+
+def _summary(name: str) -> Any:
+    def line(result: ToolResult) -> str:
+        if result["status"] != "ok":
+            return f"{name}: {result.get('error')}"
+        content = result.get("content") or {}
+        more = " (truncated)" if content.get("truncated") else ""
+        if name == "glob_search":
+            return f"glob_search: {content.get('count', 0)} match(es){more}"
+        return (
+            f"grep_search: {len(content.get('matches', []))} match(es) in "
+            f"{content.get('files_searched', 0)} file(s){more}"
+        )
+
+    return line
+
+
+def search_tools(sandbox: Sandbox, config: FileToolsConfig) -> list[ToolSpec]:
+    """``glob_search`` and ``grep_search`` over the file sandbox.
+
+    Example:
+        >>> import asyncio, tempfile, pathlib
+        >>> from ai_agent.tools import ToolRegistry
+        >>> base = pathlib.Path(tempfile.mkdtemp())
+        >>> _ = (base / "a.py").write_text("import os\\n")
+        >>> reg = ToolRegistry(search_tools(Sandbox(base), FileToolsConfig()))
+        >>> call = {"id": "1", "name": "grep_search", "args": {"pattern": "os", "path": "."}}
+        >>> asyncio.run(reg.execute(call, {}))["content"]["matches"]
+        [{'path': 'a.py', 'line': 1, 'text': 'import os'}]
+    """
+    t = SearchTools(sandbox, config)
+    return [
+        ToolSpec(
+            "glob_search",
+            guarded(t.glob_search),
+            description="Find files and directories whose path matches a glob pattern: * and ? "
+            "within a name, ** across directories, [abc] character classes. Directories end "
+            "in '/'.",
+            parameters={
+                "type": "object",
+                "properties": {
+                    "pattern": {"type": "string", "description": "Glob, e.g. src/**/*.py"},
+                    "root_dir": {"type": "string", "default": "."},
+                    "recursive": {"type": "boolean", "default": True},
+                },
+                "required": ["pattern"],
+                "additionalProperties": False,
+            },
+            category=ToolCategory.READ_ONLY,
+            format_result=_summary("glob_search"),
+            group=_GROUP,
+        ),
+        ToolSpec(
+            "grep_search",
+            guarded(t.grep_search),
+            description="Search file contents for a regular expression (or literal text with "
+            "regex=false); returns matching lines with paths and line numbers, and context "
+            "lines when asked. Binary files are skipped.",
+            parameters={
+                "type": "object",
+                "properties": {
+                    "pattern": {"type": "string"},
+                    "path": {"type": "string", "description": "A file or a directory."},
+                    "recursive": {"type": "boolean", "default": True},
+                    "file_pattern": {"type": "string", "default": "*"},
+                    "context_lines": {"type": "integer", "minimum": 0, "default": 0},
+                    "ignore_case": {"type": "boolean", "default": False},
+                    "regex": {"type": "boolean", "default": True},
+                },
+                "required": ["pattern", "path"],
+                "additionalProperties": False,
+            },
+            category=ToolCategory.READ_ONLY,
+            format_result=_summary("grep_search"),
+            group=_GROUP,
+        ),
+    ]

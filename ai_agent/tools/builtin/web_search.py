@@ -1,0 +1,253 @@
+"""``web_search`` (spec 5.4.5): structured results from a pluggable backend, rate-limited, cached.
+
+An EXTERNAL tool: a person confirms its calls (by default) and sees its first use in each run.
+The hosted backends' API key comes from the environment variable the settings name; it is a
+``requires_env`` of the tool, so a missing key pauses the run at the gate instead of failing, and
+the registry scrubs its value from anything the tool returns.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import OrderedDict, deque
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import httpx
+
+from ai_agent.config import WebSearchConfig
+from ai_agent.state import ToolResult
+from ai_agent.tools.builtin.web_backends import BACKENDS, Backend, SearchError, SearchHit
+from ai_agent.tools.spec import ToolCategory, ToolSpec
+
+__all__ = ["RateLimiter", "TTLCache", "WebSearch", "web_search_tool"]
+
+_CACHE_ENTRIES = 256
+
+
+class RateLimiter:
+    """At most ``per_minute`` calls in any 60 seconds; a call waits up to ``max_wait`` for a slot.
+
+    Example:
+        >>> limiter = RateLimiter(2, max_wait=0)
+        >>> [asyncio.run(limiter.acquire()) for _ in range(3)]
+        [None, None, 60.0]
+    """
+
+    def __init__(
+        self,
+        per_minute: int,
+        *,
+        max_wait: float,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        self.per_minute, self.max_wait = per_minute, max_wait
+        self.clock, self.sleep = clock, sleep
+        self._calls: deque[float] = deque()
+
+    async def acquire(self) -> float | None:
+        """Take a slot (waiting if needed); return the seconds still to wait when over budget."""
+        if self.per_minute <= 0:
+            return None
+        while True:
+            now = self.clock()
+            while self._calls and now - self._calls[0] >= 60:
+                self._calls.popleft()
+            if len(self._calls) < self.per_minute:
+                self._calls.append(now)
+                return None
+            wait = 60 - (now - self._calls[0])
+            if wait > self.max_wait:
+                return round(wait, 1)
+            # Checked again after the sleep: another call may have taken the slot meanwhile.
+            await self.sleep(wait)
+
+
+class TTLCache:
+    """Results kept for ``ttl`` seconds (0: nothing is kept), at most 256 entries.
+
+    Example:
+        >>> cache = TTLCache(60)
+        >>> cache.put(("q",), [1]); cache.get(("q",))
+        [1]
+    """
+
+    def __init__(self, ttl: float, *, clock: Callable[[], float] = time.monotonic) -> None:
+        self.ttl, self.clock = ttl, clock
+        self._items: OrderedDict[tuple[Any, ...], tuple[float, Any]] = OrderedDict()
+
+    def get(self, key: tuple[Any, ...]) -> Any | None:
+        """The cached value, or None when missing or expired."""
+        item = self._items.get(key)
+        if item is None or item[0] <= self.clock():
+            self._items.pop(key, None)
+            return None
+        return item[1]
+
+    def put(self, key: tuple[Any, ...], value: Any) -> None:
+        """Keep a value (ignored when the TTL is 0)."""
+        if self.ttl <= 0:
+            return
+        self._items[key] = (self.clock() + self.ttl, value)
+        self._items.move_to_end(key)
+        while len(self._items) > _CACHE_ENTRIES:
+            self._items.popitem(last=False)
+
+
+class WebSearch:
+    """The ``web_search`` tool over one configured backend."""
+
+    def __init__(self, config: WebSearchConfig, *, backend: Backend | None = None) -> None:
+        self.config = config
+        self.backend = backend or BACKENDS[config.backend]
+        self.key_env = config.api_key_env or self.backend.default_key_env
+        self.limiter = RateLimiter(config.rate_limit_per_minute, max_wait=config.max_wait_seconds)
+        self.cache = TTLCache(config.cache_ttl_seconds)
+
+    @property
+    def requires_env(self) -> list[str]:
+        """The key variable, for backends that need one."""
+        return [self.key_env] if self.backend.needs_key and self.key_env else []
+
+    def _arguments(self, args: dict[str, Any]) -> tuple[str, int, str]:
+        query = args.get("query")
+        if not isinstance(query, str) or not query.strip():
+            raise SearchError("BAD_ARGUMENTS", "query must be a non-empty string")
+        try:
+            count = int(args.get("num_results", 10))
+        except (TypeError, ValueError):
+            raise SearchError("BAD_ARGUMENTS", "num_results must be a number") from None
+        count = max(1, min(count, self.config.max_results))
+        kind = str(args.get("search_type") or "general")
+        if kind not in self.backend.types:
+            choices = ", ".join(self.backend.types)
+            raise SearchError(
+                "BAD_ARGUMENTS",
+                f"search_type {kind!r} is not offered by {self.backend.name}; use one of {choices}",
+            )
+        return query.strip(), count, kind
+
+    async def run(self, args: dict[str, Any], ctx: dict[str, Any]) -> ToolResult:
+        """The tool function."""
+        try:
+            return await self._run(args, ctx)
+        except SearchError as exc:
+            meta: dict[str, Any] = {"code": exc.code, "backend": self.backend.name}
+            if exc.retry_after is not None:
+                meta["retry_after"] = exc.retry_after
+            return ToolResult(status="error", error=f"web_search: {exc}", meta=meta)
+
+    async def _run(self, args: dict[str, Any], ctx: dict[str, Any]) -> ToolResult:
+        query, count, kind = self._arguments(args)
+        key = (self.backend.name, query, count, kind)
+        cached = self.cache.get(key)
+        if cached is not None:
+            return self._result(query, cached, cached=True)
+        wait = await self.limiter.acquire()
+        if wait is not None:
+            raise SearchError(
+                "RATE_LIMIT",
+                f"the local rate limit of {self.config.rate_limit_per_minute} searches a minute "
+                f"is reached; try again in {wait:g}s",
+                retry_after=wait,
+            )
+        secret = (ctx.get("env") or {}).get(self.key_env) if self.backend.needs_key else None
+        hits = await self._fetch(query, count, kind, secret)
+        self.cache.put(key, hits)
+        return self._result(query, hits, cached=False)
+
+    async def _fetch(self, query: str, count: int, kind: str, key: str | None) -> list[SearchHit]:
+        request = self.backend.request(self.config.url, query, count, kind, key)
+        host = request.url.host
+        try:
+            async with httpx.AsyncClient(timeout=self.config.timeout) as client:
+                response = await client.send(request)
+        except httpx.TimeoutException:
+            raise SearchError(
+                "UPSTREAM",
+                f"{self.backend.name} at {host} did not answer within {self.config.timeout:g}s",
+            ) from None
+        except httpx.HTTPError as exc:
+            raise SearchError(
+                "UNREACHABLE",
+                f"cannot reach {self.backend.name} at {host} ({type(exc).__name__}); check "
+                "that it is running and the URL in tool_config.web_search",
+            ) from None
+        self.backend.check(response)
+        try:
+            body = response.json()
+        except ValueError:
+            raise SearchError(
+                "UPSTREAM", f"{self.backend.name} at {host} did not answer with JSON"
+            ) from None
+        if not isinstance(body, dict):
+            raise SearchError("UPSTREAM", f"{self.backend.name} answered with unexpected JSON")
+        return self.backend.parse(body, count, kind)
+
+    def _result(self, query: str, hits: list[SearchHit], *, cached: bool) -> ToolResult:
+        return ToolResult(
+            status="ok",
+            content={
+                "query": query,
+                "backend": self.backend.name,
+                "results": [dict(h) for h in hits],
+            },
+            meta={"cached": cached, "count": len(hits)},
+        )
+
+    def preview(self, args: dict[str, Any]) -> str:
+        """Which service would receive which query."""
+        where = self.config.url if self.backend.name == "searxng" else self.backend.name
+        return (
+            f"web_search via {self.backend.name} ({where}): {args.get('query')!r} "
+            f"({args.get('num_results', 10)} results, {args.get('search_type', 'general')})"
+        )
+
+
+def web_search_tool(config: WebSearchConfig) -> ToolSpec:
+    """The ``web_search`` tool for the configured backend.
+
+    Example:
+        >>> spec = web_search_tool(WebSearchConfig(backend="tavily"))
+        >>> spec.category.value, spec.requires_env
+        ('external', ('TAVILY_API_KEY',))
+    """
+    search = WebSearch(config)
+
+    def summary(result: ToolResult) -> str:
+        if result["status"] != "ok":
+            return f"web_search: {result.get('error')}"
+        content = result.get("content") or {}
+        cached = " (cached)" if (result.get("meta") or {}).get("cached") else ""
+        return (
+            f"web_search ({content.get('backend')}): {len(content.get('results', []))} result(s) "
+            f"for {content.get('query')!r}{cached}"
+        )
+
+    return ToolSpec(
+        "web_search",
+        search.run,
+        requires_env=search.requires_env,
+        description="Search the web; returns results with title, url and snippet.",
+        parameters={
+            "type": "object",
+            "properties": {
+                "query": {"type": "string"},
+                "num_results": {"type": "integer", "minimum": 1, "default": 10},
+                "search_type": {
+                    "type": "string",
+                    "enum": list(search.backend.types),
+                    "default": "general",
+                },
+            },
+            "required": ["query"],
+            "additionalProperties": False,
+        },
+        category=ToolCategory.EXTERNAL,
+        timeout=config.timeout + config.max_wait_seconds + 5,
+        preview=search.preview,
+        format_result=summary,
+        group="web",
+    )

@@ -1,0 +1,219 @@
+"""Tool results: normalising what tools return, scrubbing secrets, the model's text, clipping.
+
+Results end up in checkpointed state, so everything here produces plain JSON data; and results
+cross the boundary from a tool (which may hold an API key) to the run (which must never), so every
+string in them passes the :class:`Scrubber` first.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from pydantic import BaseModel
+from pydantic_core import to_jsonable_python
+
+from ai_agent.state import ToolResult
+
+__all__ = [
+    "REDACTED",
+    "Scrubber",
+    "cap_summary",
+    "clip_text",
+    "default_summary",
+    "model_text",
+    "normalise",
+    "schema_violation",
+    "to_jsonable",
+]
+
+REDACTED = "***"
+# Shorter values are too likely to occur in ordinary text ("1", "true") to be replaced safely.
+_MIN_SECRET = 6
+_SUMMARY_CHARS = 2000
+
+
+def to_jsonable(value: Any) -> Any:
+    """``value`` as JSON data (what strict checkpoint serialization accepts).
+
+    Example:
+        >>> import datetime
+        >>> to_jsonable({"when": datetime.date(2024, 1, 2), "xs": (1, 2)})
+        {'when': '2024-01-02', 'xs': [1, 2]}
+    """
+    return to_jsonable_python(value, fallback=str)
+
+
+def _from_spec_style(outcome: Any) -> ToolResult | None:
+    """The tool-oversight spec's result shape: ``success``, ``data``, ``error_message``."""
+    if isinstance(outcome, dict):
+        success, data, error = (
+            outcome.get("success"),
+            outcome.get("data"),
+            outcome.get("error_message"),
+        )
+    elif hasattr(outcome, "success") and hasattr(outcome, "data"):
+        success, data = outcome.success, outcome.data
+        error = getattr(outcome, "error_message", None)
+    else:
+        return None
+    if not isinstance(success, bool):
+        return None
+    if success:
+        return ToolResult(status="ok", content=to_jsonable(data))
+    return ToolResult(status="error", error=str(error or "the tool failed"), content=None)
+
+
+def normalise(outcome: Any) -> ToolResult:
+    """Accept what tools commonly return and turn it into a ToolResult of JSON data.
+
+    Example:
+        >>> normalise({"status": "ok", "content": 3})
+        {'status': 'ok', 'content': 3}
+        >>> normalise([1, 2])
+        {'status': 'ok', 'content': [1, 2]}
+        >>> normalise({"success": False, "data": None, "error_message": "down"})
+        {'status': 'error', 'error': 'down', 'content': None}
+    """
+    if isinstance(outcome, dict) and outcome.get("status") in ("ok", "error", "skipped"):
+        result = ToolResult(status=outcome["status"])
+        if "content" in outcome:
+            result["content"] = to_jsonable(outcome["content"])
+        if "error" in outcome:
+            error = outcome["error"]
+            result["error"] = None if error is None else str(error)
+        if "meta" in outcome:
+            meta = to_jsonable(outcome["meta"])
+            result["meta"] = meta if isinstance(meta, dict) else {"value": meta}
+        if isinstance(outcome.get("summary"), str):
+            result["summary"] = outcome["summary"]
+        return result
+    converted = _from_spec_style(outcome)
+    if converted is not None:
+        return converted
+    if isinstance(outcome, BaseModel):
+        return ToolResult(status="ok", content=outcome.model_dump(mode="json"))
+    return ToolResult(status="ok", content=to_jsonable(outcome))
+
+
+class Scrubber:
+    """Replaces secret values wherever they occur in a result (strings, lists, dict values).
+
+    Example:
+        >>> Scrubber(["s3cret-value"]).scrub({"a": ["x s3cret-value y"]})
+        {'a': ['x *** y']}
+    """
+
+    def __init__(self, secrets: Iterable[str]) -> None:
+        # Longest first, so a secret that contains another is replaced whole.
+        self._secrets = sorted(
+            {s for s in secrets if s and len(s) >= _MIN_SECRET}, key=len, reverse=True
+        )
+
+    def __bool__(self) -> bool:
+        return bool(self._secrets)
+
+    def text(self, value: str) -> str:
+        """``value`` with every secret replaced."""
+        for secret in self._secrets:
+            if secret in value:
+                value = value.replace(secret, REDACTED)
+        return value
+
+    def scrub(self, value: Any) -> Any:
+        """A copy of ``value`` with every secret replaced, at any depth."""
+        if not self._secrets:
+            return value
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, list):
+            return [self.scrub(v) for v in value]
+        if isinstance(value, dict):
+            return {
+                self.scrub(k) if isinstance(k, str) else k: self.scrub(v) for k, v in value.items()
+            }
+        return value
+
+
+def model_text(result: ToolResult) -> str:
+    """The text the model sees for a result.
+
+    Example:
+        >>> model_text({"status": "error", "error": "no such file"})
+        'Error: no such file'
+        >>> model_text({"status": "ok", "content": {"n": 1}})
+        '{"n": 1}'
+    """
+    if result["status"] == "error":
+        return f"Error: {result.get('error') or 'the tool failed'}"
+    content = result.get("content")
+    if isinstance(content, str):
+        return content
+    return json.dumps(content, ensure_ascii=False, default=str)
+
+
+def default_summary(name: str, result: ToolResult) -> str:
+    """The trace line of a result when the tool has no ``format_result`` of its own.
+
+    Example:
+        >>> default_summary("calculator", {"status": "ok", "content": "4"})
+        'calculator: 4'
+    """
+    text = model_text(result).strip().replace("\n", " ")
+    return f"{name}: {text[:160]}{'...' if len(text) > 160 else ''}"
+
+
+def cap_summary(text: str) -> str:
+    """A tool's own summary, bounded so a chatty ``format_result`` cannot bloat the trace."""
+    return text if len(text) <= _SUMMARY_CHARS else text[: _SUMMARY_CHARS - 3] + "..."
+
+
+def clip_text(text: str, limit: int, *, note: str) -> str:
+    """Keep the head and the tail of ``text`` (two thirds and one third of ``limit``).
+
+    The middle is replaced by one marker line holding ``note`` and how much was cut, so the model
+    sees both the start (headers, first matches) and the end (errors, totals) of a long output.
+
+    Example:
+        >>> clip_text("a" * 30 + "b" * 30, 30, note="see ref x")
+        'aaaaaaaaaaaaaaaaaaaa\\n[... 30 of 60 characters clipped; see ref x ...]\\nbbbbbbbbbb'
+    """
+    if len(text) <= limit:
+        return text
+    head = limit * 2 // 3
+    tail = limit - head
+    cut = len(text) - head - tail
+    marker = f"\n[... {cut} of {len(text)} characters clipped; {note} ...]\n"
+    return text[:head] + marker + (text[-tail:] if tail else "")
+
+
+def schema_violation(name: str, problems: list[str], *, retry: bool | None = None) -> ToolResult:
+    """The result of a call whose arguments do not fit the schema (nothing was run).
+
+    ``retry`` True: the model is asked to repair the call (its one repair attempt); False: that
+    attempt is used up; None: no advice (a direct call).
+
+    Example:
+        >>> schema_violation("read_file", ["path: Field required"], retry=True)["error"]
+        ... # doctest: +ELLIPSIS
+        'SchemaViolation: the arguments for read_file ... Call read_file again with corrected...'
+    """
+    advice = {
+        True: f" Call {name} again with corrected arguments.",
+        False: " The one repair attempt is used up; the call was not run.",
+        None: "",
+    }[retry]
+    meta: dict[str, Any] = {
+        "code": "SCHEMA_VIOLATION",
+        "error_type": "SchemaViolation",
+        "problems": list(problems),
+    }
+    if retry is not None:
+        meta["retry"] = retry
+    return ToolResult(
+        status="error",
+        error=f"SchemaViolation: the arguments for {name} do not match its schema: "
+        f"{'; '.join(problems)}.{advice}",
+        meta=meta,
+    )

@@ -1,0 +1,210 @@
+"""Argument schemas: built from a function's signature, and checked before any tool runs.
+
+Two kinds of check, one interface (``validator(args) -> [problem, ...]``):
+
+- typed Python tools (``@tool`` functions, BaseTool ``execute`` signatures, pydantic models) are
+  checked by pydantic, the same model that later converts the arguments for the call;
+- tools that only give a JSON schema (a plain ToolSpec, a LangChain tool) are checked by
+  ``jsonschema`` against it.
+
+A problem names the argument and what is wrong, in words the model can act on.
+"""
+
+from __future__ import annotations
+
+import inspect
+import typing
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import jsonschema
+from jsonschema.exceptions import SchemaError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+
+from ai_agent.errors import ToolRegistrationError
+
+__all__ = [
+    "CONTEXT_PARAMETER",
+    "SignatureSchema",
+    "json_schema_of",
+    "json_schema_validator",
+    "pydantic_problems",
+    "signature_schema",
+]
+
+Validator = Callable[[dict[str, Any]], list[str]]
+
+# A parameter with this name receives the tool context dict instead of a model argument.
+CONTEXT_PARAMETER = "ctx"
+_MAX_PROBLEMS = 8
+
+
+def _where(loc: tuple[int | str, ...]) -> str:
+    return ".".join(str(p) for p in loc) or "arguments"
+
+
+def pydantic_problems(exc: ValidationError) -> list[str]:
+    """The problems of a ValidationError, one line each, without echoing the input."""
+    return [f"{_where(e['loc'])}: {e['msg']}" for e in exc.errors()[:_MAX_PROBLEMS]]
+
+
+def _strip_titles(schema: Any) -> Any:
+    """Pydantic's generated titles only repeat the names; drop them to save prompt tokens."""
+    if isinstance(schema, dict):
+        out = {k: _strip_titles(v) for k, v in schema.items() if k != "title"}
+        if "properties" in schema:
+            out["properties"] = {k: _strip_titles(v) for k, v in schema["properties"].items()}
+        return out
+    if isinstance(schema, list):
+        return [_strip_titles(v) for v in schema]
+    return schema
+
+
+def json_schema_of(model: type[BaseModel]) -> dict[str, Any]:
+    """The JSON schema of an argument model, as the model will see it."""
+    schema: dict[str, Any] = _strip_titles(model.model_json_schema())
+    schema.setdefault("properties", {})
+    return schema
+
+
+@dataclass(frozen=True, slots=True)
+class SignatureSchema:
+    """A callable's arguments as a pydantic model, and how to call it with validated values.
+
+    Attributes:
+        model: The argument model (unknown arguments are rejected).
+        positional: Names passed positionally (positional-only parameters), in order.
+        wants_context: The callable takes the tool context as ``ctx``.
+    """
+
+    model: type[BaseModel]
+    positional: tuple[str, ...]
+    wants_context: bool
+
+    @property
+    def parameters(self) -> dict[str, Any]:
+        """The JSON schema of the arguments."""
+        return json_schema_of(self.model)
+
+    def problems(self, args: dict[str, Any]) -> list[str]:
+        """What is wrong with ``args``; empty when they are valid."""
+        try:
+            self.model.model_validate(args)
+        except ValidationError as exc:
+            return pydantic_problems(exc)
+        return []
+
+    def bind(self, args: dict[str, Any], ctx: dict[str, Any]) -> tuple[list[Any], dict[str, Any]]:
+        """Validate ``args`` and split them into positional and keyword arguments.
+
+        Raises:
+            ValidationError: the arguments do not fit the model.
+        """
+        values = self.model.model_validate(args)
+        kwargs = {name: getattr(values, name) for name in type(values).model_fields}
+        positional = [kwargs.pop(name) for name in self.positional]
+        if self.wants_context:
+            kwargs[CONTEXT_PARAMETER] = ctx
+        return positional, kwargs
+
+
+def _hints(fn: Callable[..., Any], owner: str) -> dict[str, Any]:
+    try:
+        return typing.get_type_hints(fn, include_extras=True)
+    except Exception as exc:
+        raise ToolRegistrationError(
+            f"tool {owner!r}: cannot read the type hints of its parameters ({exc}); "
+            "import the types the annotations name at module level"
+        ) from None
+
+
+def signature_schema(
+    fn: Callable[..., Any], *, owner: str, docs: Mapping[str, str], skip_first: bool = False
+) -> SignatureSchema:
+    """Build the argument model of ``fn`` from its signature and its docstring's ``Args:``.
+
+    Args:
+        fn: The function (or method) the model's arguments are passed to.
+        owner: The tool's name, for error messages.
+        docs: Parameter descriptions (from the docstring).
+        skip_first: Skip the first parameter (``self`` of an unbound method).
+
+    Raises:
+        ToolRegistrationError: the signature has ``*args``/``**kwargs`` beside named parameters,
+            or an annotation pydantic cannot turn into a schema.
+
+    Example:
+        >>> def add(a: int, b: int = 2) -> int:
+        ...     return a + b
+        >>> s = signature_schema(add, owner="add", docs={"a": "First."})
+        >>> s.parameters["required"], s.parameters["properties"]["a"]["description"]
+        (['a'], 'First.')
+        >>> s.problems({"a": "x"})
+        ['a: Input should be a valid integer, unable to parse string as an integer']
+    """
+    params = list(inspect.signature(fn).parameters.values())
+    if skip_first and params:
+        params = params[1:]
+    hints = _hints(fn, owner)
+    fields: dict[str, Any] = {}
+    positional: list[str] = []
+    wants_context = False
+    for p in params:
+        if p.name == CONTEXT_PARAMETER:
+            wants_context = True
+            continue
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            raise ToolRegistrationError(
+                f"tool {owner!r}: *{p.name} cannot be described to the model; "
+                "name every parameter (or give the tool an explicit JSON schema)"
+            )
+        if p.kind is p.POSITIONAL_ONLY:
+            positional.append(p.name)
+        default = ... if p.default is p.empty else p.default
+        fields[p.name] = (hints.get(p.name, Any), Field(default, description=docs.get(p.name)))
+    try:
+        model = create_model(
+            f"{owner.replace('.', '_').replace('-', '_')}_args",
+            __config__=ConfigDict(extra="forbid", arbitrary_types_allowed=False),
+            **fields,
+        )
+        json_schema_of(model)
+    except Exception as exc:
+        raise ToolRegistrationError(
+            f"tool {owner!r}: its parameters cannot be described as a JSON schema ({exc})"
+        ) from None
+    return SignatureSchema(model, tuple(positional), wants_context)
+
+
+def json_schema_validator(schema: Mapping[str, Any], *, owner: str) -> Validator:
+    """A validator checking arguments against a JSON schema.
+
+    Raises:
+        ToolRegistrationError: ``schema`` is not a valid JSON schema.
+
+    Example:
+        >>> check = json_schema_validator(
+        ...     {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]},
+        ...     owner="t")
+        >>> check({"n": 1}), check({})
+        ([], ["arguments: 'n' is a required property"])
+    """
+    cls = jsonschema.validators.validator_for(schema)
+    try:
+        cls.check_schema(dict(schema))
+    except SchemaError as exc:
+        raise ToolRegistrationError(
+            f"tool {owner!r}: its parameters are not a valid JSON schema: {exc.message}"
+        ) from None
+    checker = cls(schema)
+
+    def validate(args: dict[str, Any]) -> list[str]:
+        errors = sorted(checker.iter_errors(args), key=lambda e: [str(p) for p in e.path])
+        return [f"{_where(tuple(e.path))}: {_short(e.message)}" for e in errors[:_MAX_PROBLEMS]]
+
+    return validate
+
+
+def _short(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
