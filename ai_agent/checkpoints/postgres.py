@@ -30,6 +30,7 @@ does not import this module.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import socket
@@ -82,6 +83,7 @@ __all__ = [
 CONNECT_TIMEOUT_SECONDS = 10
 # Any fixed 64-bit number: the advisory lock that serializes schema set-up between processes.
 _SCHEMA_LOCK = 0x61692D6167656E74  # "ai-agent"
+_SETUP_LOCK = _SCHEMA_LOCK + 1  # LangGraph's checkpoint tables
 _NOW = "extract(epoch from clock_timestamp())::float8"
 
 _TABLES = (
@@ -261,6 +263,26 @@ def _ensure_schema(conn: psycopg.Connection[Any], where: str) -> int | None:
 
 
 # The checkpointer --------------------------------------------------------------------------
+async def _setup_saver(conn: psycopg.AsyncConnection[Any]) -> None:
+    """LangGraph's ``setup()``, one process at a time.
+
+    Its migrations are not safe against a concurrent ``setup()``, so a session-level advisory
+    lock serializes them. The lock is *tried* in a loop, not waited for in a statement: a
+    statement waiting for it is an open transaction, and the ``CREATE INDEX CONCURRENTLY`` of
+    the holder's migrations waits for every open transaction, which would deadlock.
+    """
+    while True:
+        cur = await conn.execute("SELECT pg_try_advisory_lock(%s) AS ok", (_SETUP_LOCK,))
+        row = await cur.fetchone()
+        if row and row["ok"]:
+            break
+        await asyncio.sleep(0.05)
+    try:
+        await AsyncPostgresSaver(conn, serde=strict_serializer()).setup()
+    finally:
+        await conn.execute("SELECT pg_advisory_unlock(%s)", (_SETUP_LOCK,))
+
+
 @asynccontextmanager
 async def open_postgres_checkpointer(
     url: str, *, max_connections: int = 4
@@ -281,11 +303,7 @@ async def open_postgres_checkpointer(
     except psycopg.Error as exc:
         raise connect_error(url, exc) from None
     try:
-        # LangGraph's setup() is not safe against a concurrent setup() in another process:
-        # serialize it with a session-level advisory lock on the same connection.
-        await conn.execute("SELECT pg_advisory_lock(%s)", (_SCHEMA_LOCK + 1,))
-        await AsyncPostgresSaver(conn, serde=strict_serializer()).setup()
-        await conn.execute("SELECT pg_advisory_unlock(%s)", (_SCHEMA_LOCK + 1,))
+        await _setup_saver(conn)
     finally:
         await conn.close()
     pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
