@@ -125,12 +125,9 @@ class WorkerMixin(AgentCore):
         async with self._graph() as graph:
             snapshot = await graph.aget_state(config_for(thread_id))
         parsed = parse_plan(plan)
+        # The checks of a resume: unknown thread, nothing pending, not waiting for a plan (a
+        # crashed run is resumed without one), a plan that does not fit the gate.
         await self._resume_input(thread_id, snapshot, parsed)
-        if not snapshot.interrupts:
-            raise RunError(
-                f"run {thread_id} is not paused at the gate, so there is no plan to queue; "
-                f"resume it without one: ai-agent resume {thread_id}"
-            )
         return await self.store.submit_plan(
             thread_id, parsed.model_dump(mode="json"), gate_checkpoint_id=_checkpoint_id(snapshot)
         )
