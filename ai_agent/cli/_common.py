@@ -6,7 +6,7 @@ import argparse
 import asyncio
 import json
 import sys
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Coroutine, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO, TypeVar
@@ -225,8 +225,12 @@ def _approvals(items: Sequence[str]) -> dict[str, str]:
 
 
 async def _closing(agent: Agent, coro: Awaitable[T]) -> T:
-    async with agent:
-        return await coro
+    try:
+        async with agent:
+            return await coro
+    finally:
+        if isinstance(coro, Coroutine):  # never started when opening the database failed
+            coro.close()
 
 
 def run_closing(agent: Agent, coro: Awaitable[T]) -> T:
