@@ -39,7 +39,7 @@ import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any, Literal, cast
-from urllib.parse import unquote, urlsplit
+from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 import psycopg
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
@@ -185,20 +185,20 @@ _FIRST_PG_VERSION = 3
 
 
 # Connecting, and saying why it failed -------------------------------------------------------
-def _password(url: str) -> str | None:
+def _passwords(url: str) -> set[str]:
+    """The password a URL holds, in its user info or as a ``password=`` query parameter."""
     try:
-        password = urlsplit(url).password
+        parts = urlsplit(url)
+        found = [parts.password or "", *parse_qs(parts.query).get("password", [])]
     except ValueError:
-        return None
-    return password or None
+        return set()
+    return {form for p in found if p for form in (p, unquote(p), quote(p, safe=""))}
 
 
 def scrub(text: str, url: str) -> str:
     """``text`` with the URL's password (as written, and percent-decoded) replaced by ``***``."""
-    password = _password(url)
-    if password:
-        for form in {password, unquote(password)}:
-            text = text.replace(form, "***")
+    for form in sorted(_passwords(url), key=len, reverse=True):
+        text = text.replace(form, "***")
     return text
 
 

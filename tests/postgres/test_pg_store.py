@@ -182,6 +182,8 @@ def test_locations() -> None:
     assert describe_location("postgresql://u:p%40ss@h:5/db") == "postgresql://u@h:5/db"
     assert scrub("pw p@ss and p%40ss", "postgresql://u:p%40ss@h/db") == "pw *** and ***"
     assert scrub("nothing", "postgresql://h/db") == "nothing"
+    assert scrub("a s3cret b", "postgresql://h/db?sslmode=require&password=s3cret") == "a *** b"
+    assert describe_location("postgresql://h/db?password=s3cret") == "postgresql://h/db"
     assert scrub("x", "postgresql://u:p@[bad/db") == "x"
 
 
