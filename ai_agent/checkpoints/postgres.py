@@ -60,6 +60,7 @@ from ai_agent.checkpoints.recorded import (
 from ai_agent.checkpoints.runstore import (
     DEFAULT_LEASE_SECONDS,
     Lease,
+    OutputRecord,
     RunOrigin,
     RunRecord,
     _run,
@@ -175,6 +176,18 @@ _TABLES = (
     "CREATE UNIQUE INDEX IF NOT EXISTS agent_plans_open ON agent_plans (thread_id) "
     "WHERE status IN ('queued', 'claimed')",
     "CREATE INDEX IF NOT EXISTS agent_plans_status ON agent_plans (status, id)",
+    # Additive, as in SQLite's _ADDITIVE: created when missing at any version.
+    """CREATE TABLE IF NOT EXISTS agent_outputs (
+        thread_id TEXT NOT NULL,
+        ref TEXT NOT NULL,
+        iteration INTEGER NOT NULL,
+        call_id TEXT NOT NULL,
+        tool TEXT NOT NULL,
+        chars INTEGER NOT NULL,
+        content TEXT NOT NULL,
+        created_at DOUBLE PRECISION NOT NULL,
+        PRIMARY KEY (thread_id, ref)
+    )""",
 )
 
 # PG_MIGRATIONS[n] takes a PostgreSQL run store from version n to n + 1. The PostgreSQL store
@@ -734,6 +747,53 @@ class PostgresRunStore:
                 "UNION SELECT request::jsonb ->> 'tools' FROM agent_model_calls)"
             )
         return int(models.rowcount) + int(tools.rowcount)
+
+    # Outputs (the OutputStore protocol) ------------------------------------------------------
+    @threaded
+    def save_output(self, thread_id: str, iteration: int, call: ToolCall, text: str) -> str:
+        """Keep the full text of a clipped output; returns its reference (``out-<iter>-<id>``)."""
+        ref = f"out-{iteration}-{call['id']}"
+        with self._tx() as conn:
+            conn.execute(
+                "INSERT INTO agent_outputs (thread_id, ref, iteration, call_id, tool, chars, "
+                "content, created_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s) "
+                "ON CONFLICT (thread_id, ref) DO UPDATE SET iteration = EXCLUDED.iteration, "
+                "call_id = EXCLUDED.call_id, tool = EXCLUDED.tool, chars = EXCLUDED.chars, "
+                "content = EXCLUDED.content, created_at = EXCLUDED.created_at",
+                (thread_id, ref, iteration, call["id"], call["name"], len(text), text, time.time()),
+            )
+        return ref
+
+    @threaded
+    def get_output(self, thread_id: str, ref: str) -> OutputRecord | None:
+        """A kept output by its reference, or None."""
+        with self._tx() as conn:
+            row = conn.execute(
+                "SELECT ref, iteration, call_id, tool, chars, content, created_at "
+                "FROM agent_outputs WHERE thread_id = %s AND ref = %s",
+                (thread_id, ref),
+            ).fetchone()
+        if row is None:
+            return None
+        return OutputRecord(
+            ref=row[0],
+            iteration=row[1],
+            call_id=row[2],
+            tool=row[3],
+            chars=row[4],
+            content=row[5],
+            created_at=row[6],
+        )
+
+    @threaded
+    def list_outputs(self, thread_id: str) -> list[str]:
+        """References of the outputs kept for a run, oldest first."""
+        with self._tx() as conn:
+            rows = conn.execute(
+                "SELECT ref FROM agent_outputs WHERE thread_id = %s ORDER BY created_at, ref",
+                (thread_id,),
+            ).fetchall()
+        return [r[0] for r in rows]
 
     # The plan queue --------------------------------------------------------------------------
     @threaded

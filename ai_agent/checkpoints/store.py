@@ -35,7 +35,7 @@ if TYPE_CHECKING:
         ModelRequest,
         ToolCallRecord,
     )
-    from ai_agent.checkpoints.runstore import Lease, RunOrigin, RunRecord
+    from ai_agent.checkpoints.runstore import Lease, OutputRecord, RunOrigin, RunRecord
     from ai_agent.context import JournalEntry
     from ai_agent.state import Message, ToolCall, ToolResult
 
@@ -133,8 +133,9 @@ class RunStoreProtocol(Protocol):
     both provide it.
 
     Runs (task, status, outcome), per-thread leases, the act journal, the recorded model and tool
-    calls, and the queue of plans waiting for a worker. Every method but ``close`` is async.
-    ``migrated_from`` is the schema version the database had when it was opened (None: new).
+    calls, the full text of clipped tool outputs, and the queue of plans waiting for a worker.
+    Every method but ``close`` is async. ``migrated_from`` is the schema version the database had
+    when it was opened (None: new).
     """
 
     migrated_from: int | None
@@ -228,6 +229,15 @@ class RunStoreProtocol(Protocol):
     async def tool_calls(self, thread_id: str) -> list[ToolCallRecord]: ...
 
     async def delete_calls(self, thread_id: str) -> int: ...
+
+    # Kept full text of clipped tool outputs
+    async def save_output(
+        self, thread_id: str, iteration: int, call: ToolCall, text: str
+    ) -> str: ...
+
+    async def get_output(self, thread_id: str, ref: str) -> OutputRecord | None: ...
+
+    async def list_outputs(self, thread_id: str) -> list[str]: ...
 
     # The plan queue
     async def submit_plan(

@@ -166,6 +166,25 @@ async def test_the_plan_queue(store: RunStoreProtocol) -> None:
     assert await store.get_plan(10_000) is None
 
 
+async def test_clipped_outputs_are_kept_whole(store: RunStoreProtocol) -> None:
+    call = ToolCall(id="c1", name="read", args={})
+    ref = await store.save_output("t", 2, call, "x" * 10)
+    assert ref == "out-2-c1"
+    assert await store.save_output("t", 2, call, "y" * 12) == ref  # a re-run replaces it
+    kept = await store.get_output("t", ref)
+    assert kept is not None
+    assert (kept["content"], kept["chars"], kept["tool"], kept["iteration"]) == (
+        "y" * 12,
+        12,
+        "read",
+        2,
+    )
+    assert await store.get_output("t", "out-9-none") is None
+    await store.save_output("t", 3, ToolCall(id="c2", name="read", args={}), "z")
+    assert await store.list_outputs("t") == ["out-2-c1", "out-3-c2"]
+    assert await store.list_outputs("other") == []
+
+
 async def test_a_lease_of_a_dead_process_on_this_host_can_be_taken(
     store: RunStoreProtocol,
 ) -> None:
