@@ -664,6 +664,12 @@ class AgentSettings(BaseSettings):
     )
     execute_all_tool_calls: bool = False
     checkpoint_path: Path = Path(".agents/checkpoints.sqlite")
+    # A secret: a database URL may carry a password (shown only through describe_location).
+    checkpoint_url: SecretStr | None = Field(
+        default=None,
+        description="A postgresql:// URL (or a SQLite path) for checkpoints and the run store; "
+        "set, it wins over checkpoint_path.",
+    )
     memory_path: Path = Path(".agents/memory.jsonl")
     memory_sqlite: bool = Field(default=False, description="Opt in to the SQLite (FTS) memory.")
     # NoDecode: the env value is read by _split_tools, so "calculator,grep" works besides JSON.

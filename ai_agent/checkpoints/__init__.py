@@ -1,7 +1,8 @@
-"""Persistence: the SQLite checkpointer, the run store (runs, leases, journal, recorded calls)
-and the memory."""
+"""Persistence: the checkpointer, the run store (runs, leases, journal, recorded calls, plan
+queue) on SQLite or PostgreSQL, and the memory."""
 
 from ai_agent.checkpoints.memory import SqliteMemory
+from ai_agent.checkpoints.plans import PlanRecord, PlanStatus
 from ai_agent.checkpoints.recorded import (
     CallPosition,
     ModelCallRecord,
@@ -10,18 +11,32 @@ from ai_agent.checkpoints.recorded import (
 )
 from ai_agent.checkpoints.runstore import SCHEMA_VERSION, Lease, RunOrigin, RunRecord, RunStore
 from ai_agent.checkpoints.saver import open_checkpointer, strict_serializer
+from ai_agent.checkpoints.store import (
+    Location,
+    RunStoreProtocol,
+    describe_location,
+    is_postgres_url,
+    open_run_store,
+)
 
 __all__ = [
     "SCHEMA_VERSION",
     "CallPosition",
     "Lease",
+    "Location",
     "ModelCallRecord",
     "ModelRequest",
+    "PlanRecord",
+    "PlanStatus",
     "RunOrigin",
     "RunRecord",
     "RunStore",
+    "RunStoreProtocol",
     "SqliteMemory",
     "ToolCallRecord",
+    "describe_location",
+    "is_postgres_url",
     "open_checkpointer",
+    "open_run_store",
     "strict_serializer",
 ]

@@ -19,7 +19,7 @@ __all__ = ["SqliteBase", "threaded"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
-S = TypeVar("S", bound="SqliteBase")
+S = TypeVar("S")  # any store class: the PostgreSQL store uses it too
 
 
 def threaded(

@@ -11,8 +11,10 @@ transaction, so of two processes resuming one thread exactly one wins; the other
 ThreadBusyError. A lease whose owner process is gone (same host, pid dead) or whose time ran out
 can be taken over, so a crash never locks a thread forever.
 
-The recorded model and tool calls (``ai_agent.checkpoints.recorded``) are part of the store too,
-and the schema carries a version with a migration path (``ai_agent.checkpoints.schema``).
+The recorded model and tool calls (``ai_agent.checkpoints.recorded``) and the plan queue
+(``ai_agent.checkpoints.plans``) are part of the store too, and the schema carries a version with
+a migration path (``ai_agent.checkpoints.schema``). ``ai_agent.checkpoints.postgres`` has the same
+store on PostgreSQL; both provide ``ai_agent.checkpoints.store.RunStoreProtocol``.
 
 Every public method is async and does its SQLite work on a worker thread. That is not style: the
 checkpointer commits through the event loop, so a synchronous write here, on the loop's thread,
@@ -34,6 +36,7 @@ from typing import Any, Literal, TypedDict, cast
 import sqlite_utils
 
 from ai_agent.checkpoints._sqlite import threaded
+from ai_agent.checkpoints.plans import PlanQueue
 from ai_agent.checkpoints.recorded import RecordedCalls
 from ai_agent.checkpoints.schema import SCHEMA_VERSION, ensure_schema
 from ai_agent.context import JournalEntry
@@ -84,7 +87,8 @@ class Lease:
     expires_at: float
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this pid runs on this host (a zombie counts as gone)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -98,8 +102,8 @@ def _pid_alive(pid: int) -> bool:
     return state != "Z"
 
 
-class RunStore(RecordedCalls):
-    """Runs, leases, the journal and the recorded calls, in SQLite (through sqlite-utils).
+class RunStore(RecordedCalls, PlanQueue):
+    """Runs, leases, the journal, the recorded calls and the plan queue, in SQLite.
 
     Opening it creates the tables, or migrates an older file to the current schema
     (``ai_agent.checkpoints.schema``).
@@ -218,7 +222,7 @@ class RunStore(RecordedCalls):
             row = conn.execute(
                 "SELECT host, pid, expires_at FROM agent_leases WHERE thread_id = ?", (thread_id,)
             ).fetchone()
-            if row is not None and row[2] > now and (row[0] != host or _pid_alive(row[1])):
+            if row is not None and row[2] > now and (row[0] != host or pid_alive(row[1])):
                 where = f"process {row[1]} on {row[0]}"
                 raise ThreadBusyError(
                     f"thread {thread_id} is being worked on by {where}; wait for it to finish "

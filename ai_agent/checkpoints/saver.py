@@ -1,4 +1,5 @@
-"""The checkpointer: LangGraph's SQLite saver, opened the way this engine needs it.
+"""The checkpointer: LangGraph's SQLite saver, opened the way this engine needs it (or, for a
+``postgresql://`` URL, its PostgreSQL saver: ``ai_agent.checkpoints.postgres``).
 
 Strict serialization: checkpoints are read back with only LangGraph's allowlisted safe types (our
 state is plain JSON anyway), so a tampered database cannot make the engine import and call
@@ -10,12 +11,14 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from pathlib import Path
+from typing import Any
 
 import aiosqlite
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
+from ai_agent.checkpoints.store import Location, postgres_module, resolve_location
 from ai_agent.errors import StoreError
 
 __all__ = ["open_checkpointer", "strict_serializer"]
@@ -29,8 +32,11 @@ def strict_serializer() -> JsonPlusSerializer:
 
 
 @asynccontextmanager
-async def open_checkpointer(path: str | Path) -> AsyncIterator[AsyncSqliteSaver]:
+async def open_checkpointer(path: Location) -> AsyncIterator[BaseCheckpointSaver[Any]]:
     """Open (creating if needed) the SQLite checkpoint database at ``path``.
+
+    This is the backend seam: a ``postgresql://`` URL opens LangGraph's PostgreSQL saver instead
+    (``ai_agent.checkpoints.postgres``, the ``postgres`` extra).
 
     Example:
         >>> import asyncio, tempfile, os
@@ -41,7 +47,12 @@ async def open_checkpointer(path: str | Path) -> AsyncIterator[AsyncSqliteSaver]
         >>> asyncio.run(demo())
         'AsyncSqliteSaver'
     """
-    p = Path(path)
+    where = resolve_location(path)
+    if isinstance(where, str):
+        async with postgres_module().open_postgres_checkpointer(where) as pg_saver:
+            yield pg_saver
+        return
+    p = where
     p.parent.mkdir(parents=True, exist_ok=True)
     try:
         conn = await aiosqlite.connect(p, timeout=BUSY_TIMEOUT_SECONDS)

@@ -18,6 +18,10 @@ Version history:
 1. runs, leases, the act journal.
 2. recorded model and tool calls (with message bodies stored once, by hash, in ``agent_blobs``);
    a run's ``origin`` (run, fork, replay) and the checkpoint it was forked at.
+3. the plan queue (``agent_plans``, see ``ai_agent.checkpoints.plans``).
+
+The PostgreSQL run store (``ai_agent.checkpoints.postgres``) keeps the same tables under the same
+version number; a new version migrates both.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from ai_agent.errors import StoreError
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "ensure_schema", "schema_version"]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 _V1 = (
     "CREATE TABLE IF NOT EXISTS agent_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
@@ -115,6 +119,31 @@ def _v2(conn: sqlite3.Connection) -> None:
         conn.execute(statement)
 
 
+def _v3(conn: sqlite3.Connection) -> None:
+    """The plan queue."""
+    for statement in (
+        """CREATE TABLE agent_plans (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            thread_id TEXT NOT NULL,
+            plan TEXT NOT NULL,
+            status TEXT NOT NULL,
+            gate_checkpoint_id TEXT,
+            submitted_at REAL NOT NULL,
+            claimed_by TEXT,
+            claimed_at REAL,
+            attempts INTEGER NOT NULL DEFAULT 0,
+            finished_at REAL,
+            outcome TEXT,
+            error TEXT
+        )""",
+        # One open plan per thread: two answers to one gate cannot both be queued.
+        "CREATE UNIQUE INDEX agent_plans_open ON agent_plans (thread_id) "
+        "WHERE status IN ('queued', 'claimed')",
+        "CREATE INDEX agent_plans_status ON agent_plans (status, id)",
+    ):
+        conn.execute(statement)
+
+
 _ADDITIVE = (
     """CREATE TABLE IF NOT EXISTS agent_outputs (
         thread_id TEXT NOT NULL,
@@ -131,7 +160,7 @@ _ADDITIVE = (
 
 
 # MIGRATIONS[n] takes a database from version n to n + 1.
-MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _v2}
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _v2, 2: _v3}
 
 
 def schema_version(conn: sqlite3.Connection) -> int | None:

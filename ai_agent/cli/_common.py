@@ -6,12 +6,13 @@ import argparse
 import asyncio
 import json
 import sys
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Coroutine, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 if TYPE_CHECKING:
+    from ai_agent.checkpoints.store import Location
     from ai_agent.config import AgentSettings
     from ai_agent.context import Event
     from ai_agent.graph import Agent, RunResult
@@ -59,7 +60,12 @@ class Parents:
     @classmethod
     def build(cls) -> Parents:
         common = argparse.ArgumentParser(add_help=False)
-        common.add_argument("--db", help="checkpoint database (default .agents/checkpoints.sqlite)")
+        common.add_argument(
+            "--db",
+            metavar="PATH_OR_URL",
+            help="checkpoint database: a SQLite file (default .agents/checkpoints.sqlite) or a "
+            "postgresql:// URL",
+        )
         common.add_argument("--config", help="a config file (.toml, .yaml, .json) to load")
         common.add_argument("--json", action="store_true", help="print machine-readable JSON")
         common.add_argument(
@@ -157,12 +163,19 @@ def settings_of(args: argparse.Namespace) -> AgentSettings:
     return load_settings(**overrides)
 
 
-def db_path(args: argparse.Namespace, *, must_exist: bool = True) -> Path:
-    """The checkpoint database the command works on."""
-    path = Path(args.db or settings_of(args).checkpoint_path)
-    if must_exist and not path.exists():
-        raise UsageError(f"no checkpoint database at {path}; run a task first or pass --db")
-    return path
+def db_path(args: argparse.Namespace, *, must_exist: bool = True) -> Location:
+    """The checkpoint database the command works on: a SQLite path or a ``postgresql://`` URL."""
+    from ai_agent.checkpoints.store import resolve_location
+
+    if args.db:
+        location = resolve_location(args.db)
+    else:
+        settings = settings_of(args)
+        url = settings.checkpoint_url
+        location = resolve_location(url.get_secret_value() if url else settings.checkpoint_path)
+    if isinstance(location, Path) and must_exist and not location.exists():
+        raise UsageError(f"no checkpoint database at {location}; run a task first or pass --db")
+    return location
 
 
 def build_agent(args: argparse.Namespace, **overrides: Any) -> Agent:
@@ -212,8 +225,12 @@ def _approvals(items: Sequence[str]) -> dict[str, str]:
 
 
 async def _closing(agent: Agent, coro: Awaitable[T]) -> T:
-    async with agent:
-        return await coro
+    try:
+        async with agent:
+            return await coro
+    finally:
+        if isinstance(coro, Coroutine):  # never started when opening the database failed
+            coro.close()
 
 
 def run_closing(agent: Agent, coro: Awaitable[T]) -> T:

@@ -37,9 +37,9 @@ def add_commands(sub: Any, parents: Parents) -> None:
 
 
 def _runs(args: argparse.Namespace) -> int:
-    from ai_agent.checkpoints import RunStore
+    from ai_agent.checkpoints import open_run_store
 
-    store = RunStore(db_path(args))
+    store = open_run_store(db_path(args))
     try:
         runs = asyncio.run(store.list_runs(limit=args.limit, status=args.status))
     finally:

@@ -14,6 +14,7 @@ from ai_agent.cli._common import (
     Parents,
     UsageError,
     build_agent,
+    print_json,
     print_result,
     run_closing,
     streaming,
@@ -65,6 +66,11 @@ def add_commands(sub: Any, parents: Parents) -> None:
         default="call",
         help="how far an approval reaches (default: this call)",
     )
+    resume.add_argument(
+        "--queue",
+        action="store_true",
+        help="check the plan and queue it for a worker (ai-agent worker) instead of resuming here",
+    )
     resume.set_defaults(handler=_resume)
 
 
@@ -89,6 +95,8 @@ def _resume(args: argparse.Namespace) -> int:
     from ai_agent.cli._live import LivePrinter, consume
 
     agent = build_agent(args)
+    if args.queue:
+        return _queue(args, agent)
     printer = LivePrinter()
     if streaming(args):
         result = run_closing(
@@ -98,6 +106,18 @@ def _resume(args: argparse.Namespace) -> int:
         result = run_closing(agent, agent.resume(args.thread, plan_of(args)))
     print_result(result, as_json=args.json, trace=args.trace, streamed=printer.streamed)
     return EXIT[result.status]
+
+
+def _queue(args: argparse.Namespace, agent: Any) -> int:
+    plan = plan_of(args)
+    if plan is None:
+        raise UsageError("--queue needs a plan: --plan, --plan-file, --deny, --approve ...")
+    record = run_closing(agent, agent.submit_plan(args.thread, plan))
+    if args.json:
+        print_json(record)
+    else:
+        print(f"queued plan {record['id']} for run {args.thread}; a worker will resume it")
+    return EXIT["completed"]
 
 
 def plan_of(args: argparse.Namespace) -> dict[str, Any] | None:

@@ -11,6 +11,7 @@ from ai_agent.graph.player import ReplayMode
 from ai_agent.graph.prune import PruneReport
 from ai_agent.graph.replay import REPLAY_MODES, trace_signature
 from ai_agent.graph.result import RunResult
+from ai_agent.graph.worker import PlanOutcome, Worker
 
 __all__ = [
     "PROFILES",
@@ -20,9 +21,11 @@ __all__ = [
     "CostRates",
     "DivergenceReport",
     "HistoryEntry",
+    "PlanOutcome",
     "PruneReport",
     "ReplayMode",
     "RunResult",
+    "Worker",
     "build_graph",
     "mermaid",
     "recursion_limit",

@@ -26,12 +26,14 @@ from ai_agent.graph.prune import PruneMixin
 from ai_agent.graph.replay import ReplayMixin
 from ai_agent.graph.streaming import StreamingMixin
 from ai_agent.graph.tools_mixin import ToolsMixin
+from ai_agent.graph.worker import WorkerMixin
 
 __all__ = ["Agent"]
 
 
 class Agent(
     ToolsMixin,
+    WorkerMixin,
     StreamingMixin,
     ExportMixin,
     InspectionMixin,
@@ -46,5 +48,6 @@ class Agent(
     are listed before the core in the bases: tool management (``register_tool``,
     ``call_tool``, ``tool_output``...), checkpoints and forks (``history``, ``fork``),
     ``replay``, the inspection helpers (``get_*``, ``timeline``), pictures (``run_report``,
-    ``export_html``) and ``prune``; each builds on the ones after it.
+    ``export_html``), ``prune``, and the plan queue served by workers (``submit_plan``); each
+    builds on the ones after it.
     """

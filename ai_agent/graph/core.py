@@ -24,7 +24,14 @@ from langgraph.types import Command
 from pydantic import SecretStr
 
 from ai_agent.accounting import RunMeter, UsageTracker
-from ai_agent.checkpoints import RunStore, SqliteMemory, open_checkpointer
+from ai_agent.checkpoints import SqliteMemory, open_checkpointer
+from ai_agent.checkpoints.store import (
+    Location,
+    RunStoreProtocol,
+    describe_location,
+    open_run_store,
+    resolve_location,
+)
 from ai_agent.checkpoints.versions import check_state_version, stamped
 from ai_agent.compaction import CompactionStrategy, Compactor
 from ai_agent.config import AgentSettings, ModelBackendSettings, load_settings
@@ -113,6 +120,9 @@ class AgentCore:
             unless ``tool_config.files.base_dir`` names another.
         compaction_strategy: A custom :class:`~ai_agent.compaction.CompactionStrategy` used
             instead of the configured one.
+        checkpoint_url: A ``postgresql://`` URL (or a SQLite path) for the checkpoints and the
+            run store, in place of ``checkpoint_path``; needs the ``postgres`` extra. Default:
+            the settings' ``checkpoint_url``, then their ``checkpoint_path``.
     """
 
     def __init__(
@@ -136,10 +146,14 @@ class AgentCore:
         on_event: Callable[[Event], None] | None = None,
         workdir: str | Path = ".",
         compaction_strategy: CompactionStrategy | None = None,
+        checkpoint_url: str | SecretStr | None = None,
     ) -> None:
         s = settings if settings is not None else load_settings()
         self.settings = s
-        self.checkpoint_path = Path(checkpoint_path or s.checkpoint_path)
+        self.database: Location = _database(checkpoint_path, checkpoint_url, s)
+        self.checkpoint_path = (
+            self.database if isinstance(self.database, Path) else Path(s.checkpoint_path)
+        )
         self.hooks = hooks if isinstance(hooks, Hooks) else Hooks(**dict(hooks or {}))
         self.registry, self.initial_tools = build_tool_set(
             tools if tools is not None else s.tools, config=s.tool_config, workdir=workdir
@@ -178,7 +192,7 @@ class AgentCore:
         )
         self._memory_sqlite = s.memory_sqlite if memory_sqlite is None else memory_sqlite
         self._on_event = on_event
-        self._store: RunStore | None = None
+        self._store: RunStoreProtocol | None = None
         self._memory: SqliteMemory | None = None
         self._caller: ModelCaller | None = None
         self._backend: ModelBackendSettings | None = None
@@ -202,7 +216,7 @@ class AgentCore:
     async def __aenter__(self) -> Self:
         async with self._open_lock:
             if self._saver is None:
-                self._saver_cm = open_checkpointer(self.checkpoint_path)
+                self._saver_cm = open_checkpointer(self.database)
                 self._saver = await self._saver_cm.__aenter__()
         return self
 
@@ -230,10 +244,10 @@ class AgentCore:
             self._memory = None
 
     @property
-    def store(self) -> RunStore:
-        """The run store (runs, leases, journal), opened on first use."""
+    def store(self) -> RunStoreProtocol:
+        """The run store (runs, leases, journal, plans), opened on first use."""
         if self._store is None:
-            self._store = RunStore(self.checkpoint_path)
+            self._store = open_run_store(self.database)
         return self._store
 
     @contextlib.asynccontextmanager
@@ -242,7 +256,7 @@ class AgentCore:
         if self._saver is not None:
             yield build_graph(self._saver)
             return
-        async with open_checkpointer(self.checkpoint_path) as saver:
+        async with open_checkpointer(self.database) as saver:
             yield build_graph(saver)
 
     async def _model(self) -> ModelCaller:
@@ -468,7 +482,7 @@ class AgentCore:
         check_state_version(snapshot.metadata, f"run {thread_id}")
         if not snapshot.values and await self.store.get_run(thread_id) is None:
             raise UnknownThreadError(
-                f"no run with thread id {thread_id} in {self.checkpoint_path}; "
+                f"no run with thread id {thread_id} in {describe_location(self.database)}; "
                 "`ai-agent runs` lists the runs there"
             )
         if snapshot.interrupts:
@@ -610,6 +624,20 @@ def _result(thread_id: str, snapshot: StateSnapshot) -> RunResult:
     return RunResult(
         status=status, final_text=values.get("final_text"), gate=values.get("gate"), **common
     )
+
+
+def _database(
+    path: str | Path | None, url: str | SecretStr | None, settings: AgentSettings
+) -> Location:
+    """Where checkpoints and the run store live: the argument given, else the settings'."""
+    if isinstance(url, SecretStr):
+        url = url.get_secret_value()
+    if url and path:
+        raise ConfigError("give checkpoint_path or checkpoint_url, not both")
+    if not url and not path and settings.checkpoint_url is not None:
+        url = settings.checkpoint_url.get_secret_value()
+    # A URL passed as checkpoint_path works too (the CLI's --db takes either).
+    return resolve_location(url or path or settings.checkpoint_path)
 
 
 def _positive(name: str, value: int) -> int:

@@ -256,7 +256,7 @@ class HistoryMixin(AgentCore):
         """
 
         async def read() -> list[HistoryEntry]:
-            async with open_checkpointer(self.checkpoint_path) as saver:
+            async with open_checkpointer(self.database) as saver:
                 return await history_of(build_graph(saver), thread_id)
 
         return run_blocking(read)

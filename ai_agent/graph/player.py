@@ -27,7 +27,7 @@ from ai_agent.checkpoints.recorded import (
     ModelRequest,
     ToolCallRecord,
 )
-from ai_agent.checkpoints.runstore import RunStore
+from ai_agent.checkpoints.store import RunStoreProtocol
 from ai_agent.context import Hook, ModelCaller, ModelReply, ToolBox
 from ai_agent.errors import (
     CircuitOpenError,
@@ -142,7 +142,7 @@ class ReplaySession:
     mode: ReplayMode
     switch_step: int | None
     tape: Tape
-    store: RunStore
+    store: RunStoreProtocol
     plans: list[PlanRecord]
     applied: int
     source_paused: bool

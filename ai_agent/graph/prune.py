@@ -21,6 +21,7 @@ import sqlite3
 import time
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
@@ -201,6 +202,8 @@ class PruneMixin(AgentCore):
         return True
 
     def _size(self) -> int:
+        if not isinstance(self.database, Path):  # PostgreSQL: the server manages its files
+            return 0
         paths = [
             self.checkpoint_path,
             self.checkpoint_path.with_name(self.checkpoint_path.name + "-wal"),

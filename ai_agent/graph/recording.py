@@ -29,7 +29,7 @@ from ai_agent.state import Message, ToolCall, ToolResult
 from ai_agent.tools.policy import args_hash
 
 if TYPE_CHECKING:
-    from ai_agent.checkpoints.runstore import RunStore
+    from ai_agent.checkpoints.store import RunStoreProtocol
     from ai_agent.config import ModelBackendSettings
 
 __all__ = [
@@ -128,7 +128,7 @@ class RecordingModel:
     """
 
     def __init__(
-        self, inner: ModelCaller, store: RunStore, thread_id: str, params: Mapping[str, Any]
+        self, inner: ModelCaller, store: RunStoreProtocol, thread_id: str, params: Mapping[str, Any]
     ) -> None:
         self.inner = inner
         self.store = store
@@ -222,7 +222,7 @@ class RecordingToolBox(DelegatingToolBox):
         thread_id: The run they belong to.
     """
 
-    def __init__(self, inner: ToolBox, store: RunStore, thread_id: str) -> None:
+    def __init__(self, inner: ToolBox, store: RunStoreProtocol, thread_id: str) -> None:
         super().__init__(inner)
         self.store = store
         self.thread_id = thread_id

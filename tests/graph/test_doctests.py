@@ -8,6 +8,7 @@ import importlib
 import pytest
 
 MODULES = [
+    "ai_agent.checkpoints.store",
     "ai_agent.checkpoints.versions",
     "ai_agent.graph.divergence",
     "ai_agent.graph.export",
@@ -16,6 +17,7 @@ MODULES = [
     "ai_agent.graph.recording",
     "ai_agent.graph.replay",
     "ai_agent.graph.summary",
+    "ai_agent.graph.worker",
     "ai_agent.models",
 ]
 

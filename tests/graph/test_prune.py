@@ -5,11 +5,12 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
 from ai_agent import ToolCategory, UserPlan
+from ai_agent.checkpoints import RunStore
 from ai_agent.errors import ConfigError, UnknownThreadError
 from ai_agent.graph.history import checkpoint_config
 from ai_agent.graph.prune import keep_latest
@@ -77,7 +78,7 @@ async def test_prune_selects_by_age_and_count(make_agent: MakeAgent) -> None:
     agent = make_agent([text("a")])
     old = await agent.run("old")
     new = await agent.run("new")
-    with agent.store._tx() as conn:
+    with cast(RunStore, agent.store)._tx() as conn:
         conn.execute(
             "UPDATE agent_runs SET updated_at = ? WHERE thread_id = ?",
             (time.time() - 10 * 86400, old.thread_id),
@@ -92,7 +93,8 @@ async def test_prune_selects_by_age_and_count(make_agent: MakeAgent) -> None:
 async def test_prune_skips_a_run_in_progress_elsewhere(make_agent: MakeAgent) -> None:
     agent = make_agent([text("a")])
     result = await agent.run("x")
-    with agent.store._tx() as conn:  # a live lease held by another process on this host
+    # A live lease held by another process on this host.
+    with cast(RunStore, agent.store)._tx() as conn:
         conn.execute(
             "INSERT INTO agent_leases VALUES (?, 'other', 'elsewhere', ?, ?, ?)",
             (result.thread_id, os.getpid(), time.time(), time.time() + 300),

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import httpx
 import pytest
 import respx
 
 from ai_agent import Agent
-from ai_agent.checkpoints import RunStore
+from ai_agent.checkpoints import SCHEMA_VERSION, RunStore
 from ai_agent.config import AgentSettings
 from ai_agent.models import request_hash
 from ai_agent.testing import ScriptedModel
@@ -77,7 +77,7 @@ async def test_message_bodies_are_stored_once(make_agent: MakeAgent) -> None:
     sent = 0
     for m in models:
         sent += len((await agent.store.model_request(m["seq"]))["messages"])
-    with agent.store._read() as conn:
+    with cast(RunStore, agent.store)._read() as conn:
         blobs = conn.execute("SELECT count(*) FROM agent_blobs").fetchone()[0]
     assert sent == 1 + 3 + 5 + 7 + 9 + 11  # each request repeats the conversation so far
     assert blobs == 11 + 1  # but each message (and the one tool list) is stored once
@@ -92,7 +92,7 @@ async def test_deleting_a_threads_calls_keeps_bodies_others_share(make_agent: Ma
     request = await agent.store.model_request(left["seq"])
     assert request["messages"][0]["content"] == "same task"
     assert await agent.store.delete_calls(two.thread_id) == 1
-    with agent.store._read() as conn:
+    with cast(RunStore, agent.store)._read() as conn:
         assert conn.execute("SELECT count(*) FROM agent_blobs").fetchone()[0] == 0
     with pytest.raises(KeyError):
         await agent.store.model_request(left["seq"])
@@ -159,7 +159,7 @@ def test_the_store_migrates_to_the_current_schema_once(tmp_path: Path) -> None:
     assert fresh.migrated_from is None
     fresh.close()
     again = RunStore(path)
-    assert again.migrated_from == 2
+    assert again.migrated_from == SCHEMA_VERSION
     again.close()
 
 

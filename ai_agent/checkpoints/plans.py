@@ -1,0 +1,179 @@
+"""The plan queue: plans that arrived for paused runs, waiting for a worker to resume them.
+
+A person answers a paused run without keeping a process waiting: ``Agent.submit_plan`` (or
+``ai-agent resume THREAD --plan ... --queue``) checks the plan against the pending gate and adds
+it here as ``queued``. A worker (``ai-agent worker``) takes the thread's lease, then claims the
+plan (``queued`` -> ``claimed``, a compare-and-set, so one worker wins), resumes the run with it
+and records how that went (``done`` with the run's new status, or ``failed`` with the reason: the
+run then stays paused).
+
+A plan remembers the checkpoint of the gate it answers (``gate_checkpoint_id``): if the run has
+moved on by the time a worker gets to it (someone resumed it directly), the plan is not applied
+to a different question; it fails with that reason.
+
+At most one plan per thread is open (queued or claimed) at a time: a unique index says so, so two
+people answering one gate cannot both be queued.
+
+Statuses: ``queued`` -> ``claimed`` -> ``done`` | ``failed``. A ``claimed`` plan whose thread's
+lease is free again lost its worker (a crash); the next worker reclaims it.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Sequence
+from typing import Any, Literal, TypedDict
+
+from ai_agent.checkpoints._sqlite import SqliteBase, threaded
+from ai_agent.errors import RunError
+
+__all__ = ["PLAN_COLUMNS", "PlanQueue", "PlanRecord", "PlanStatus", "already_queued", "plan_record"]
+
+PlanStatus = Literal["queued", "claimed", "done", "failed"]
+
+PLAN_COLUMNS = (
+    "id, thread_id, plan, status, gate_checkpoint_id, submitted_at, claimed_by, claimed_at, "
+    "attempts, finished_at, outcome, error"
+)
+
+
+class PlanRecord(TypedDict):
+    """One plan in the queue.
+
+    ``outcome`` is the run's status after the worker resumed it (completed, paused, failed,
+    cancelled); ``error`` says why a plan failed or how the run failed.
+    """
+
+    id: int
+    thread_id: str
+    plan: dict[str, Any]
+    status: PlanStatus
+    gate_checkpoint_id: str | None
+    submitted_at: float
+    claimed_by: str | None
+    claimed_at: float | None
+    attempts: int
+    finished_at: float | None
+    outcome: str | None
+    error: str | None
+
+
+def plan_record(row: Sequence[Any]) -> PlanRecord:
+    """A PlanRecord from a row of :data:`PLAN_COLUMNS`."""
+    return PlanRecord(
+        id=int(row[0]),
+        thread_id=row[1],
+        plan=json.loads(row[2]),
+        status=row[3],
+        gate_checkpoint_id=row[4],
+        submitted_at=float(row[5]),
+        claimed_by=row[6],
+        claimed_at=None if row[7] is None else float(row[7]),
+        attempts=int(row[8]),
+        finished_at=None if row[9] is None else float(row[9]),
+        outcome=row[10],
+        error=row[11],
+    )
+
+
+def already_queued(thread_id: str, plan_id: int | None) -> RunError:
+    """The error for a second open plan on one thread."""
+    which = f" (plan {plan_id})" if plan_id is not None else ""
+    return RunError(
+        f"a plan for thread {thread_id} is already queued{which}; wait for a worker to take it "
+        "(`ai-agent plans` lists the queue)"
+    )
+
+
+class PlanQueue(SqliteBase):
+    """The plan-queue part of the SQLite run store (see the module docstring)."""
+
+    @threaded
+    def submit_plan(
+        self, thread_id: str, plan: dict[str, Any], *, gate_checkpoint_id: str | None
+    ) -> PlanRecord:
+        """Queue a plan for a paused run.
+
+        Raises:
+            RunError: a plan for this thread is already queued or being applied.
+        """
+        try:
+            with self._tx() as conn:
+                cur = conn.execute(
+                    "INSERT INTO agent_plans (thread_id, plan, status, gate_checkpoint_id, "
+                    "submitted_at, attempts) VALUES (?, ?, 'queued', ?, ?, 0)",
+                    (thread_id, json.dumps(plan, sort_keys=True), gate_checkpoint_id, time.time()),
+                )
+                plan_id = int(cur.lastrowid or 0)
+                row = conn.execute(
+                    f"SELECT {PLAN_COLUMNS} FROM agent_plans WHERE id = ?",  # noqa: S608 - fixed text
+                    (plan_id,),
+                ).fetchone()
+        except sqlite3.IntegrityError:
+            with self._read() as conn:
+                open_row = conn.execute(
+                    "SELECT id FROM agent_plans WHERE thread_id = ? "
+                    "AND status IN ('queued', 'claimed')",
+                    (thread_id,),
+                ).fetchone()
+            raise already_queued(thread_id, open_row[0] if open_row else None) from None
+        return plan_record(row)
+
+    @threaded
+    def get_plan(self, plan_id: int) -> PlanRecord | None:
+        """The plan with this id, or None."""
+        with self._read() as conn:
+            row = conn.execute(
+                f"SELECT {PLAN_COLUMNS} FROM agent_plans WHERE id = ?",  # noqa: S608 - fixed text
+                (plan_id,),
+            ).fetchone()
+        return plan_record(row) if row else None
+
+    @threaded
+    def list_plans(
+        self, *, status: str | None = None, thread_id: str | None = None, limit: int | None = 50
+    ) -> list[PlanRecord]:
+        """Plans, oldest first (the order workers take them in)."""
+        clauses, params = [], []
+        if status:
+            clauses.append("status = ?")
+            params.append(status)
+        if thread_id:
+            clauses.append("thread_id = ?")
+            params.append(thread_id)
+        where = ("WHERE " + " AND ".join(clauses)) if clauses else ""
+        with self._read() as conn:
+            rows = conn.execute(
+                f"SELECT {PLAN_COLUMNS} FROM agent_plans {where} ORDER BY id LIMIT ?",  # noqa: S608 - fixed text
+                [*params, -1 if limit is None else limit],
+            ).fetchall()
+        return [plan_record(r) for r in rows]
+
+    @threaded
+    def claim_plan(self, plan_id: int, worker: str, *, reclaim: bool = False) -> bool:
+        """Mark a queued plan as taken by ``worker``; False when it is no longer queued.
+
+        With ``reclaim``, a plan already ``claimed`` (by a worker that died) is taken over too.
+        """
+        wanted = "('queued', 'claimed')" if reclaim else "('queued')"
+        with self._tx() as conn:
+            cur = conn.execute(
+                "UPDATE agent_plans SET status = 'claimed', claimed_by = ?, claimed_at = ?, "  # noqa: S608 - fixed text
+                f"attempts = attempts + 1 WHERE id = ? AND status IN {wanted}",
+                (worker, time.time(), plan_id),
+            )
+        return cur.rowcount == 1
+
+    @threaded
+    def finish_plan(
+        self, plan_id: int, *, status: str, outcome: str | None = None, error: str | None = None
+    ) -> None:
+        """Record how applying a plan went: ``done`` (with the run's status) or ``failed``."""
+        with self._tx() as conn:
+            conn.execute(
+                "UPDATE agent_plans SET status = ?, outcome = ?, error = ?, finished_at = ? "
+                "WHERE id = ?",
+                (status, outcome, error, time.time(), plan_id),
+            )

@@ -1,0 +1,260 @@
+"""Where runs are kept: the run-store interface, database locations, and the one seam that opens
+a backend for a location.
+
+A *location* is either a SQLite file path (one machine; the default) or a ``postgresql://`` URL
+(several machines sharing one database). :func:`open_run_store` and
+:func:`ai_agent.checkpoints.open_checkpointer` take either and open the matching backend, so the
+engine itself never asks which one it has: it talks to :class:`RunStoreProtocol` and LangGraph's
+``BaseCheckpointSaver``.
+
+A PostgreSQL URL may hold a password. It is kept only in memory, for connecting: every message
+names the database through :func:`describe_location`, which drops the password (and any other
+user info) so it never reaches a log line, an exception or the terminal.
+
+Example:
+    >>> describe_location("postgresql://app:s3cret@db.internal:5432/agents")
+    'postgresql://app@db.internal:5432/agents'
+    >>> is_postgres_url("runs/checkpoints.sqlite")
+    False
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Protocol
+from urllib.parse import urlsplit
+
+from ai_agent.errors import ConfigError
+
+if TYPE_CHECKING:
+    from ai_agent.checkpoints.plans import PlanRecord
+    from ai_agent.checkpoints.recorded import (
+        CallPosition,
+        ModelCallRecord,
+        ModelRequest,
+        ToolCallRecord,
+    )
+    from ai_agent.checkpoints.runstore import Lease, OutputRecord, RunOrigin, RunRecord
+    from ai_agent.context import JournalEntry
+    from ai_agent.state import Message, ToolCall, ToolResult
+
+__all__ = [
+    "POSTGRES_SCHEMES",
+    "Location",
+    "RunStoreProtocol",
+    "describe_location",
+    "is_postgres_url",
+    "open_run_store",
+    "postgres_module",
+    "resolve_location",
+]
+
+POSTGRES_SCHEMES = ("postgresql", "postgres")
+
+Location = str | Path
+"""A SQLite file path, or a ``postgresql://`` URL (a ``str``: a Path would fold its ``//``)."""
+
+
+def is_postgres_url(location: Location) -> bool:
+    """Whether ``location`` names a PostgreSQL database (``postgresql://`` or ``postgres://``)."""
+    if isinstance(location, Path):
+        return False
+    scheme, sep, _ = location.partition("://")
+    return bool(sep) and scheme.lower() in POSTGRES_SCHEMES
+
+
+def resolve_location(location: Location) -> Location:
+    """A PostgreSQL URL as given (``str``), anything else as a SQLite file ``Path``.
+
+    ``sqlite:///path`` is accepted too, for symmetry with database URLs.
+
+    Example:
+        >>> resolve_location("sqlite:///tmp/c.sqlite")
+        PosixPath('/tmp/c.sqlite')
+    """
+    if is_postgres_url(location):
+        return str(location)
+    text = str(location)
+    if text.lower().startswith("sqlite://"):
+        return Path(text[len("sqlite://") :])
+    return Path(text)
+
+
+def describe_location(location: Location) -> str:
+    """The location as it may be shown: a URL without its password, a path as it is."""
+    if not is_postgres_url(location):
+        return str(location)
+    scheme = str(location).partition("://")[0]
+    try:
+        parts = urlsplit(str(location))
+        host = parts.hostname or "localhost"
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:  # a malformed host or port: never echo the URL (it may hold a password)
+        return f"{scheme}://(a malformed URL)"
+    user = f"{parts.username}@" if parts.username else ""
+    return f"{scheme}://{user}{host}{port}{parts.path}"
+
+
+def postgres_module() -> ModuleType:
+    """``ai_agent.checkpoints.postgres``, or a ConfigError saying how to install its extra."""
+    try:
+        from ai_agent.checkpoints import postgres
+    except ImportError as exc:
+        raise ConfigError(
+            f"PostgreSQL support needs the postgres extra ({exc.name} is missing): "
+            "pip install 'ai-agent[postgres]'"
+        ) from None
+    return postgres
+
+
+def open_run_store(location: Location, **options: Any) -> RunStoreProtocol:
+    """Open the run store at ``location``: SQLite for a path, PostgreSQL for a URL.
+
+    Args:
+        location: A SQLite file path or a ``postgresql://`` URL.
+        options: Passed to the PostgreSQL store (``host``: the name its leases carry).
+
+    Raises:
+        StoreError: the database cannot be opened, or was written by a newer ai-agent.
+        ConfigError: a PostgreSQL URL was given and the ``postgres`` extra is not installed.
+    """
+    resolved = resolve_location(location)
+    if isinstance(resolved, str):
+        store: RunStoreProtocol = postgres_module().PostgresRunStore(resolved, **options)
+        return store
+    from ai_agent.checkpoints.runstore import RunStore
+
+    return RunStore(resolved)
+
+
+class RunStoreProtocol(Protocol):
+    """What the engine needs from a run store; SQLite's ``RunStore`` and ``PostgresRunStore``
+    both provide it.
+
+    Runs (task, status, outcome), per-thread leases, the act journal, the recorded model and tool
+    calls, the full text of clipped tool outputs, and the queue of plans waiting for a worker.
+    Every method but ``close`` is async. ``migrated_from`` is the schema version the database had
+    when it was opened (None: new).
+    """
+
+    migrated_from: int | None
+
+    def close(self) -> None: ...
+
+    # Runs
+    async def create_run(
+        self,
+        thread_id: str,
+        task: str,
+        *,
+        parent_thread_id: str | None = None,
+        origin: RunOrigin = "run",
+        fork_checkpoint_id: str | None = None,
+        status: str = "running",
+    ) -> None: ...
+
+    async def update_run(
+        self,
+        thread_id: str,
+        *,
+        status: str,
+        final_text: str | None = None,
+        gate: dict[str, Any] | None = None,
+        error: str | None = None,
+    ) -> None: ...
+
+    async def get_run(self, thread_id: str) -> RunRecord | None: ...
+
+    async def list_runs(
+        self,
+        *,
+        limit: int | None = 50,
+        status: str | None = None,
+        parent_thread_id: str | None = None,
+    ) -> list[RunRecord]: ...
+
+    # Leases
+    async def acquire(self, thread_id: str, *, seconds: float = ...) -> Lease: ...
+
+    async def renew(self, lease: Lease, *, seconds: float = ...) -> Lease: ...
+
+    async def release(self, lease: Lease) -> None: ...
+
+    # Journal
+    async def lookup(self, thread_id: str, iteration: int, call_id: str) -> JournalEntry | None: ...
+
+    async def intent(self, thread_id: str, iteration: int, call: ToolCall) -> None: ...
+
+    async def outcome(
+        self, thread_id: str, iteration: int, call: ToolCall, result: ToolResult
+    ) -> None: ...
+
+    async def forget(self, thread_id: str, iteration: int, call_id: str) -> None: ...
+
+    async def delete_journal(self, thread_id: str) -> int: ...
+
+    # Recorded calls
+    async def record_model_call(
+        self,
+        thread_id: str,
+        position: CallPosition,
+        request_hash: str,
+        request: ModelRequest,
+        *,
+        message: Message | None,
+        usage: dict[str, Any],
+        error: dict[str, str] | None,
+        latency_ms: float,
+        replayed: bool = False,
+    ) -> int: ...
+
+    async def record_tool_call(
+        self,
+        thread_id: str,
+        position: CallPosition,
+        call: ToolCall,
+        args_hash: str,
+        result: ToolResult,
+        *,
+        iteration: int | None,
+        duration_ms: float,
+        replayed: bool = False,
+    ) -> int: ...
+
+    async def model_calls(self, thread_id: str) -> list[ModelCallRecord]: ...
+
+    async def model_request(self, seq: int) -> ModelRequest: ...
+
+    async def tool_calls(self, thread_id: str) -> list[ToolCallRecord]: ...
+
+    async def delete_calls(self, thread_id: str) -> int: ...
+
+    # Kept full text of clipped tool outputs
+    async def save_output(
+        self, thread_id: str, iteration: int, call: ToolCall, text: str
+    ) -> str: ...
+
+    async def get_output(self, thread_id: str, ref: str) -> OutputRecord | None: ...
+
+    async def list_outputs(self, thread_id: str) -> list[str]: ...
+
+    # The plan queue
+    async def submit_plan(
+        self, thread_id: str, plan: dict[str, Any], *, gate_checkpoint_id: str | None
+    ) -> PlanRecord: ...
+
+    async def get_plan(self, plan_id: int) -> PlanRecord | None: ...
+
+    async def list_plans(
+        self, *, status: str | None = None, thread_id: str | None = None, limit: int | None = 50
+    ) -> list[PlanRecord]: ...
+
+    async def claim_plan(self, plan_id: int, worker: str, *, reclaim: bool = False) -> bool: ...
+
+    async def finish_plan(
+        self, plan_id: int, *, status: str, outcome: str | None = None, error: str | None = None
+    ) -> None: ...
+
+    # Maintenance
+    async def vacuum(self) -> None: ...

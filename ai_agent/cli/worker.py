@@ -1,0 +1,174 @@
+"""``ai-agent worker`` (serve the plan queue) and ``ai-agent plans`` (look at it).
+
+A plan is queued with ``ai-agent resume THREAD --plan ... --queue``; a worker pointed at the same
+database (``--db postgresql://...`` on each machine) resumes the run with it. The worker needs the
+tools and model the runs were made with: pass ``--tools`` / ``--model`` as for ``run``, or
+``--app module:factory``, where ``factory(checkpoint_url)`` returns the Agent (the ``--db``
+value, or None to use the settings).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import signal
+import sys
+from typing import TYPE_CHECKING, Any
+
+from ai_agent.cli._common import (
+    Parents,
+    UsageError,
+    build_agent,
+    db_path,
+    format_table,
+    print_json,
+    run_closing,
+)
+
+if TYPE_CHECKING:
+    from ai_agent.graph import Agent, PlanOutcome
+    from ai_agent.graph.worker import WorkerEvent
+
+__all__ = ["add_commands", "load_app"]
+
+
+def add_commands(sub: Any, parents: Parents) -> None:
+    """Add ``worker`` and ``plans``."""
+    worker = sub.add_parser(
+        "worker",
+        parents=[parents.common, parents.runner],
+        help="resume runs whose plan has arrived (ai-agent resume ... --queue)",
+        description="Serve the plan queue of one database: take each queued plan's thread "
+        "lease, resume the run with the plan, record the outcome. Run one per machine (or "
+        "several); one worker works on a thread at a time. SIGTERM stops it cleanly.",
+    )
+    worker.add_argument("--once", action="store_true", help="serve what is queued, then exit")
+    worker.add_argument(
+        "--poll", type=float, default=1.0, metavar="SECONDS", help="queue poll interval (1)"
+    )
+    worker.add_argument(
+        "--concurrency", type=int, default=1, metavar="N", help="runs driven at once (1)"
+    )
+    worker.add_argument(
+        "--grace",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="on SIGTERM, time the runs in progress get to finish before they are cancelled",
+    )
+    worker.add_argument(
+        "--app",
+        metavar="MODULE:FACTORY",
+        help="build the Agent with your own factory(checkpoint_url) (for your own tools)",
+    )
+    worker.set_defaults(handler=_worker)
+
+    plans = sub.add_parser("plans", parents=[parents.common], help="list the plan queue")
+    plans.add_argument("--status", choices=["queued", "claimed", "done", "failed"])
+    plans.add_argument("--thread", help="only this run's plans")
+    plans.add_argument("--limit", type=int, default=50)
+    plans.set_defaults(handler=_plans)
+
+
+def load_app(spec: str, checkpoint_url: str | None) -> Agent:
+    """The Agent made by ``module:factory`` (called with the database location)."""
+    from ai_agent.graph import Agent
+
+    module_name, _, attr = spec.partition(":")
+    if not module_name or not attr:
+        raise UsageError(f"--app wants MODULE:FACTORY, such as myproject.agents:make (got {spec})")
+    try:
+        factory = getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as exc:
+        raise UsageError(f"cannot load --app {spec}: {exc}") from None
+    agent = factory(checkpoint_url)
+    if not isinstance(agent, Agent):
+        raise UsageError(f"--app {spec} returned {type(agent).__name__}, not an Agent")
+    return agent
+
+
+def _worker(args: argparse.Namespace) -> int:
+    from ai_agent.checkpoints.store import describe_location
+    from ai_agent.graph import Worker
+
+    if args.concurrency < 1 or args.poll <= 0:
+        raise UsageError("--concurrency must be at least 1 and --poll more than 0")
+    agent = load_app(args.app, args.db) if args.app else build_agent(args, on_event=None)
+    worker = Worker(
+        agent,
+        poll=args.poll,
+        concurrency=args.concurrency,
+        grace=args.grace,
+        on_event=None if args.json else _printer,
+    )
+    if not args.json:
+        print(
+            f"worker {worker.name} serving {describe_location(agent.database)} "
+            f"(concurrency {args.concurrency}, poll {args.poll:g}s)",
+            file=sys.stderr,
+            flush=True,
+        )
+    outcomes = run_closing(agent, _serve(worker, once=args.once))
+    if args.json:
+        print_json([o.to_dict() for o in outcomes])
+    return 0
+
+
+async def _serve(worker: Any, *, once: bool) -> list[PlanOutcome]:
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, worker.stop)
+    try:
+        outcomes: list[PlanOutcome] = await worker.run(once=once)
+    finally:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.remove_signal_handler(sig)
+    return outcomes
+
+
+def _printer(event: WorkerEvent) -> None:
+    kind = event["type"]
+    where = f"plan {event.get('plan', event.get('plan_id'))} for run {event.get('thread_id')}"
+    if kind == "done":
+        text = f"{where}: resumed, run {event['run_status']} ({event['seconds']:.2f}s)"
+    elif kind == "failed":
+        text = f"{where}: not applied: {event['error']}"
+    elif kind == "skipped":
+        text = f"{where}: skipped (another worker or process has the run)"
+    elif kind == "error":
+        text = f"{where}: error: {event['error']}"
+    else:  # stopping
+        text = f"stopping: waiting for {', '.join(event['running'])}"
+    print(text, file=sys.stderr, flush=True)
+
+
+def _plans(args: argparse.Namespace) -> int:
+    from ai_agent.checkpoints import open_run_store
+
+    store = open_run_store(db_path(args))
+    try:
+        plans = asyncio.run(
+            store.list_plans(status=args.status, thread_id=args.thread, limit=args.limit)
+        )
+    finally:
+        store.close()
+    if args.json:
+        print_json(plans)
+        return 0
+    if not plans:
+        print("no plans")
+        return 0
+    rows = [
+        (
+            str(p["id"]),
+            p["thread_id"],
+            p["status"],
+            p["outcome"] or "",
+            p["claimed_by"] or "",
+            (p["error"] or "")[:60],
+        )
+        for p in plans
+    ]
+    print(format_table(("plan", "thread", "status", "run", "worker", "error"), rows))
+    return 0

@@ -1,0 +1,363 @@
+"""Workers: plans arrive in a queue, and worker processes resume the runs they answer.
+
+A paused run does not need a process waiting for its plan. A person (or a program) queues the
+plan with :meth:`WorkerMixin.submit_plan` (``ai-agent resume THREAD --plan ... --queue``): it is
+checked against the pending gate there and then, and stored in the run store's plan queue
+(``ai_agent.checkpoints.plans``). Any number of :class:`Worker` processes (``ai-agent worker``),
+on any machine that reaches the database, poll the queue and serve each plan:
+
+1. take the thread's lease (busy: another worker or a person is on it; skip it for now);
+2. claim the plan (``queued`` -> ``claimed``, a compare-and-set: a plan another worker already
+   finished is skipped);
+3. check the plan again, with this worker's tools, against the gate as it is now: a plan that no
+   longer fits (the run moved on, a tool this worker lacks) is marked ``failed`` with the reason,
+   and the run stays paused;
+4. resume the run with it (the lease is renewed every minute while it runs);
+5. record the outcome (``done`` and the run's new status), and only then give the lease back.
+
+Because the lease is held from before the claim until after the outcome is written, a ``claimed``
+plan whose thread's lease can be taken has lost its worker (a crash, a kill): the next worker
+reclaims it. If the crash came after the plan was applied, the run is continued without it (the
+journal turns a half-done side-effecting call into an UNKNOWN_OUTCOME issue at the gate); if it
+came before, the plan is applied.
+
+On SIGTERM a worker stops taking plans, lets the runs it is driving finish for a grace period,
+then cancels them; either way every lease it holds is released on the way out.
+
+A worker needs the same tools (and model) the runs were made with: build it the same way, from
+options (``--tools``, ``--model``) or from your own factory (``ai-agent worker --app
+module:factory``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import socket
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from ai_agent.checkpoints.plans import PlanRecord
+from ai_agent.errors import AgentError, RunError, ThreadBusyError
+from ai_agent.graph.core import AgentCore, config_for
+from ai_agent.graph.result import RunResult
+from ai_agent.nodes.gate import parse_plan
+from ai_agent.state import UserPlan
+
+if TYPE_CHECKING:
+    from langgraph.types import Command, StateSnapshot
+
+    from ai_agent.checkpoints.runstore import Lease
+
+__all__ = ["PlanOutcome", "Worker", "WorkerEvent", "WorkerMixin"]
+
+WorkerEvent = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class PlanOutcome:
+    """What a worker did with one plan.
+
+    Attributes:
+        plan_id: The plan.
+        thread_id: Its run.
+        status: ``done`` (the run was resumed with it) or ``failed`` (it was not; see ``error``).
+        run_status: The run's status afterwards (completed, paused, failed, cancelled), when done.
+        error: Why the plan failed, or how the run failed.
+        seconds: Time from claiming the plan to recording its outcome.
+    """
+
+    plan_id: int
+    thread_id: str
+    status: Literal["done", "failed"]
+    run_status: str | None = None
+    error: str | None = None
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return asdict(self)
+
+
+def _checkpoint_id(snapshot: StateSnapshot) -> str | None:
+    configurable = (snapshot.config or {}).get("configurable", {})
+    value = configurable.get("checkpoint_id")
+    return str(value) if value is not None else None
+
+
+class WorkerMixin(AgentCore):
+    """``submit_plan``, ``list_plans`` and ``serve_plan`` (see the module docstring)."""
+
+    async def submit_plan(self, thread_id: str, plan: UserPlan | Mapping[str, Any]) -> PlanRecord:
+        """Queue a plan for a run paused at the gate; a worker resumes the run with it.
+
+        The plan is checked now, against the pending gate and this Agent's tools, so a mistake
+        is reported to the person who wrote it, not found later by a worker.
+
+        Raises:
+            UnknownThreadError: no such run.
+            InvalidPlanError: the plan does not fit the pending gate.
+            NothingPendingError / RunError: the run is not paused at the gate, or a plan for
+                it is already queued.
+
+        Example:
+            >>> import asyncio, tempfile, os
+            >>> from ai_agent import Agent, ToolCategory, ToolSpec
+            >>> from ai_agent.testing import ScriptedModel
+            >>> note = ToolSpec("note", lambda args, ctx: {"status": "ok", "content": "ok"},
+            ...                 description="Write a note.", category=ToolCategory.MODIFICATION)
+            >>> async def demo():
+            ...     with tempfile.TemporaryDirectory() as d:
+            ...         turns = [{"tool_calls": [{"name": "note", "args": {}}]}, {"text": "noted"}]
+            ...         agent = Agent(model=ScriptedModel(turns), tools=[note], memory_path=None,
+            ...                       checkpoint_path=os.path.join(d, "c.sqlite"))
+            ...         async with agent:
+            ...             paused = await agent.run("take a note")
+            ...             queued = await agent.submit_plan(paused.thread_id, {"approve": ["*"]})
+            ...             (outcome,) = await Worker(agent).run(once=True)
+            ...         return paused.status, queued["status"], outcome.run_status
+            >>> asyncio.run(demo())
+            ('paused', 'queued', 'completed')
+        """
+        async with self._graph() as graph:
+            snapshot = await graph.aget_state(config_for(thread_id))
+        parsed = parse_plan(plan)
+        # The checks of a resume: unknown thread, nothing pending, not waiting for a plan (a
+        # crashed run is resumed without one), a plan that does not fit the gate.
+        await self._resume_input(thread_id, snapshot, parsed)
+        return await self.store.submit_plan(
+            thread_id, parsed.model_dump(mode="json"), gate_checkpoint_id=_checkpoint_id(snapshot)
+        )
+
+    async def list_plans(
+        self, *, status: str | None = None, thread_id: str | None = None, limit: int | None = 50
+    ) -> list[PlanRecord]:
+        """Plans in the queue, oldest first (optionally only one status or one run's)."""
+        return await self.store.list_plans(status=status, thread_id=thread_id, limit=limit)
+
+    async def serve_plan(self, plan: PlanRecord, worker: str) -> PlanOutcome | None:
+        """Take one plan: lease its thread, claim it, resume the run with it, record the outcome.
+
+        Returns None when the plan is not this worker's to serve: its thread is busy (another
+        worker or a person holds the lease) or the plan was claimed by another worker first.
+        """
+        try:
+            lease = await self.store.acquire(plan["thread_id"])
+        except ThreadBusyError:
+            return None
+        started = time.monotonic()
+        handed_over = False
+        try:
+            reclaim = plan["status"] == "claimed"
+            if not await self.store.claim_plan(plan["id"], worker, reclaim=reclaim):
+                return None
+            try:
+                command = await self._plan_input(plan, reclaimed=reclaim)
+            except AgentError as exc:  # the plan does not fit (any more): the run stays as it is
+                await self.store.finish_plan(plan["id"], status="failed", error=str(exc))
+                return PlanOutcome(
+                    plan["id"], plan["thread_id"], "failed", error=str(exc), seconds=_since(started)
+                )
+            handed_over = True
+            return await self._drive_plan(plan, command, lease, started)
+        finally:
+            if not handed_over:
+                await self.store.release(lease)
+
+    async def _plan_input(self, plan: PlanRecord, *, reclaimed: bool) -> Command[Any] | None:
+        thread_id = plan["thread_id"]
+        async with self._graph() as graph:
+            snapshot = await graph.aget_state(config_for(thread_id))
+        gate = plan["gate_checkpoint_id"]
+        if snapshot.interrupts and gate and _checkpoint_id(snapshot) != gate:
+            raise RunError(
+                f"run {thread_id} has moved on since plan {plan['id']} was queued and waits at "
+                "another gate now; queue a plan for that one"
+            )
+        if reclaimed and not snapshot.interrupts and snapshot.next:
+            # The worker that claimed it applied it and died mid-run: continue from the last
+            # checkpoint, as a resume after a crash does.
+            return await self._resume_input(thread_id, snapshot, None)
+        return await self._resume_input(thread_id, snapshot, plan["plan"])
+
+    async def _drive_plan(
+        self, plan: PlanRecord, command: Command[Any] | None, lease: Lease, started: float
+    ) -> PlanOutcome:
+        thread_id = plan["thread_id"]
+        self._last_thread = thread_id
+        heartbeat = asyncio.create_task(self._heartbeat(lease))
+        try:
+            await self.store.update_run(thread_id, status="running")
+            result: RunResult = await self._invoke(thread_id, command)
+            # Recorded before the lease goes back: a claimed plan with a free lease means its
+            # worker died, and this one did not.
+            await self.store.finish_plan(
+                plan["id"], status="done", outcome=result.status, error=result.error
+            )
+        finally:
+            heartbeat.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await heartbeat
+            await self.store.release(lease)
+        return PlanOutcome(
+            plan["id"],
+            thread_id,
+            "done",
+            run_status=result.status,
+            error=result.error,
+            seconds=_since(started),
+        )
+
+
+def _since(started: float) -> float:
+    return round(time.monotonic() - started, 4)
+
+
+class Worker:
+    """Serves the plan queue of one database with one Agent (see the module docstring).
+
+    Args:
+        agent: The Agent to resume runs with: same database, tools and model as the runs.
+        poll: Seconds between looks at the queue when there is nothing to do.
+        concurrency: Runs driven at once (each on its own thread id; never two on one).
+        grace: Seconds the runs in progress get to finish after :meth:`stop`, before they are
+            cancelled (their leases are released either way).
+        name: How this worker signs its claims (default ``host:pid``).
+        on_event: Called with ``{"type": "claimed" | "done" | "failed" | "skipped" | ...}``.
+    """
+
+    def __init__(
+        self,
+        agent: WorkerMixin,
+        *,
+        poll: float = 1.0,
+        concurrency: int = 1,
+        grace: float = 30.0,
+        name: str | None = None,
+        on_event: Callable[[WorkerEvent], None] | None = None,
+    ) -> None:
+        if concurrency < 1:
+            raise RunError(f"concurrency must be at least 1 (got {concurrency})")
+        if poll <= 0:
+            raise RunError(f"poll must be more than 0 seconds (got {poll:g})")
+        self.agent = agent
+        self.poll = poll
+        self.concurrency = concurrency
+        self.grace = grace
+        self.name = name or f"{socket.gethostname()}:{os.getpid()}"
+        self.outcomes: list[PlanOutcome] = []
+        self._emit = on_event or (lambda event: None)
+        self._stop = asyncio.Event()
+        self._hurry = asyncio.Event()
+        self._running: dict[str, asyncio.Task[PlanOutcome | None]] = {}
+        self._skipped: set[int] = set()
+
+    def stop(self) -> None:
+        """Stop taking plans and let the runs in progress finish; a second call cancels them."""
+        if self._stop.is_set():
+            self._hurry.set()
+        self._stop.set()
+
+    async def run(self, *, once: bool = False) -> list[PlanOutcome]:
+        """Serve plans until :meth:`stop` (or, with ``once``, until the queue has nothing left
+        that this worker can take); returns the outcomes, in the order they finished."""
+        tried: set[int] = set()
+        try:
+            while not self._stop.is_set():
+                started = await self._start_some(tried if once else None)
+                if once and not started and not self._running:
+                    break
+                await self._wait(self.poll if not started else 0)
+        finally:
+            await self._shut_down()
+        return self.outcomes
+
+    async def _start_some(self, tried: set[int] | None) -> int:
+        free = self.concurrency - len(self._running)
+        if free <= 0:
+            return 0
+        started = 0
+        for plan in await self._candidates(free):
+            if started == free:
+                break
+            if plan["thread_id"] in self._running or (tried is not None and plan["id"] in tried):
+                continue
+            if tried is not None:
+                tried.add(plan["id"])
+            task = asyncio.create_task(self._serve(plan))
+            self._running[plan["thread_id"]] = task
+            started += 1
+        return started
+
+    async def _candidates(self, free: int) -> list[PlanRecord]:
+        store = self.agent.store
+        # Queued plans, oldest first, and claimed ones (each may have lost its worker: taking
+        # the lease tells). A few more than the free slots, since some will be busy elsewhere.
+        queued = await store.list_plans(status="queued", limit=free * 4 + len(self._running))
+        claimed = await store.list_plans(status="claimed", limit=None)
+        return [*queued, *claimed]
+
+    async def _serve(self, plan: PlanRecord) -> PlanOutcome | None:
+        thread_id = plan["thread_id"]
+        try:
+            outcome = await self.agent.serve_plan(plan, self.name)
+        except Exception as exc:  # a database or engine failure: report it, keep serving others
+            self._emit({"type": "error", "plan": plan["id"], "thread_id": thread_id, "error": exc})
+            return None
+        if outcome is None:
+            if plan["id"] not in self._skipped:  # once: a busy thread is retried every poll
+                self._skipped.add(plan["id"])
+                self._emit({"type": "skipped", "plan": plan["id"], "thread_id": thread_id})
+            return None
+        self.outcomes.append(outcome)
+        self._emit({"type": outcome.status, **outcome.to_dict()})
+        return outcome
+
+    async def _wait(self, seconds: float) -> None:
+        """Until a run finishes, ``seconds`` pass, or stop() is called (0: just yield)."""
+        if seconds > 0:
+            stop = asyncio.create_task(self._stop.wait())
+            try:
+                await asyncio.wait(
+                    {stop, *self._running.values()},
+                    timeout=seconds,
+                    return_when=asyncio.FIRST_COMPLETED,
+                )
+            finally:
+                stop.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await stop
+        else:
+            await asyncio.sleep(0)
+        for thread_id, task in list(self._running.items()):
+            if task.done():
+                del self._running[thread_id]
+
+    async def _shut_down(self) -> None:
+        """Let the runs in progress finish for ``grace`` seconds, then cancel them."""
+        if not self._running:
+            return
+        self._emit({"type": "stopping", "running": sorted(self._running)})
+        tasks = set(self._running.values())
+        hurry = asyncio.create_task(self._hurry.wait())
+        deadline = time.monotonic() + self.grace
+        try:
+            pending = {t for t in tasks if not t.done()}
+            while pending and not hurry.done() and time.monotonic() < deadline:
+                await asyncio.wait(
+                    {*pending, hurry},
+                    timeout=deadline - time.monotonic(),
+                    return_when=asyncio.FIRST_COMPLETED,
+                )
+                pending = {t for t in tasks if not t.done()}
+        finally:
+            hurry.cancel()
+            for task in tasks:
+                task.cancel()
+            # Each run's own clean-up releases its lease; a cancelled plan stays "claimed" and
+            # the next worker reclaims it.
+            await asyncio.gather(*tasks, hurry, return_exceptions=True)
+            self._running.clear()

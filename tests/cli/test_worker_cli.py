@@ -1,0 +1,86 @@
+"""``ai-agent resume --queue``, ``ai-agent plans`` and ``ai-agent worker``, by calling main()."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+from ai_agent.cli import EXIT, main
+from ai_agent.graph import Agent
+from tests.cli.test_cli import calc, script
+from tests.graph.conftest import recorder
+
+
+def paused(tmp_path: Path, thread: str = "p1") -> str:
+    model = script(tmp_path, calc("6*7"), {"text": "42"})
+    # calculator is not active: the gate pauses on TOOL_MISSING until a plan activates it.
+    assert main(["multiply", "--model", model, "--thread-id", thread, "--quiet"]) == EXIT["paused"]
+    return model
+
+
+def test_queue_then_a_worker_resumes_the_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    model = paused(tmp_path)
+    capsys.readouterr()
+    assert main(["resume", "p1", "--activate", "calculator", "--queue", "--model", model]) == 0
+    assert capsys.readouterr().out.strip() == ("queued plan 1 for run p1; a worker will resume it")
+    assert main(["plans"]) == 0
+    listing = capsys.readouterr().out.splitlines()
+    assert listing[0].split() == ["plan", "thread", "status", "run", "worker", "error"]
+    assert listing[1].split() == ["1", "p1", "queued"]
+    assert main(["worker", "--once", "--model", model]) == 0
+    err = capsys.readouterr().err
+    assert "serving .agents/checkpoints.sqlite (concurrency 1, poll 1s)" in err
+    assert "plan 1 for run p1: resumed, run completed" in err
+    assert main(["plans", "--json", "--status", "done"]) == 0
+    (plan,) = json.loads(capsys.readouterr().out)
+    assert (plan["thread_id"], plan["outcome"]) == ("p1", "completed")
+    assert main(["plans", "--thread", "other"]) == 0
+    assert capsys.readouterr().out.strip() == "no plans"
+
+
+def test_queue_json_and_worker_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    model = paused(tmp_path)
+    capsys.readouterr()
+    assert main(["resume", "p1", "--activate", "calculator", "--queue", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["status"] == "queued"
+    assert main(["worker", "--once", "--json", "--model", model, "--concurrency", "2"]) == 0
+    out = capsys.readouterr()
+    assert [o["run_status"] for o in json.loads(out.out)] == ["completed"]
+    assert out.err == ""
+
+
+def test_a_plan_a_worker_cannot_apply_is_reported(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    paused(tmp_path)
+    # Queued by a program whose Agent has a tool the CLI worker does not know.
+    submitter = Agent(tools=[recorder([], name="extra")], memory_path=None)
+    plan = {"activate_tools": ["calculator", "extra"]}
+    asyncio.run(submitter._closing(submitter.submit_plan("p1", plan)))
+    capsys.readouterr()
+    assert main(["worker", "--once"]) == 0
+    err = capsys.readouterr().err
+    assert "plan 1 for run p1: not applied: invalid plan: no tool 'extra' in the catalog" in err
+    assert main(["show", "p1", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["status"] == "paused"
+
+
+def test_queue_and_worker_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    paused(tmp_path)
+    capsys.readouterr()
+    assert main(["resume", "p1", "--queue"]) == EXIT["usage"]
+    assert "--queue needs a plan" in capsys.readouterr().err
+    assert main(["resume", "p1", "--activate", "nope", "--queue"]) == EXIT["usage"]
+    assert "no tool 'nope'" in capsys.readouterr().err
+    assert main(["worker", "--once", "--concurrency", "0"]) == EXIT["usage"]
+    assert main(["worker", "--once", "--app", "nocolon"]) == EXIT["usage"]
+    assert "MODULE:FACTORY" in capsys.readouterr().err
+    assert main(["worker", "--once", "--app", "no.such.module:make"]) == EXIT["usage"]
+    assert "cannot load --app" in capsys.readouterr().err
+    assert main(["worker", "--once", "--app", "json:dumps"]) == EXIT["usage"]
+    assert "returned str, not an Agent" in capsys.readouterr().err

@@ -1,0 +1,172 @@
+"""The plan queue and the Worker, in one process on SQLite (the multi-process and PostgreSQL
+cases are in tests/postgres/)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, cast
+
+import pytest
+
+from ai_agent import ToolCategory
+from ai_agent.checkpoints import RunStore
+from ai_agent.errors import (
+    InvalidPlanError,
+    NothingPendingError,
+    RunError,
+    UnknownThreadError,
+)
+from ai_agent.graph import Agent, Worker
+from ai_agent.graph.worker import WorkerEvent
+from tests.graph.conftest import MakeAgent, call, recorder, text
+
+APPROVE = {"approve": ["*"]}
+
+
+def gated(make_agent: MakeAgent, log: list[dict[str, Any]], **kwargs: Any) -> Agent:
+    """An agent whose run pauses for approval of the ``note`` tool (a modification)."""
+    tool = recorder(log, category=ToolCategory.MODIFICATION)
+    return make_agent([call("note", text="x"), text("noted")], tools=[tool], **kwargs)
+
+
+async def test_a_queued_plan_is_served_by_a_worker(make_agent: MakeAgent) -> None:
+    log: list[dict[str, Any]] = []
+    agent = gated(make_agent, log)
+    paused = await agent.run("note it")
+    assert paused.status == "paused"
+    queued = await agent.submit_plan(paused.thread_id, APPROVE)
+    assert (queued["status"], queued["thread_id"]) == ("queued", paused.thread_id)
+    assert log == []  # nothing runs until a worker takes the plan
+    events: list[WorkerEvent] = []
+    (outcome,) = await Worker(gated(make_agent, log), on_event=events.append).run(once=True)
+    assert (outcome.status, outcome.run_status, outcome.error) == ("done", "completed", None)
+    assert len(log) == 1
+    assert [e["type"] for e in events] == ["done"]
+    (plan,) = await agent.list_plans()
+    assert (plan["status"], plan["outcome"], plan["attempts"]) == ("done", "completed", 1)
+    assert (await agent.get_result(paused.thread_id)).final_text == "noted"
+
+
+async def test_submit_checks_the_plan_where_it_is_written(make_agent: MakeAgent) -> None:
+    agent = gated(make_agent, [])
+    with pytest.raises(UnknownThreadError):
+        await agent.submit_plan("nope", APPROVE)
+    paused = await agent.run("note it")
+    with pytest.raises(InvalidPlanError, match="no tool 'missing' in the catalog"):
+        await agent.submit_plan(paused.thread_id, {"activate_tools": ["missing"]})
+    with pytest.raises(InvalidPlanError):
+        await agent.submit_plan(paused.thread_id, {"grant_scope": "forever"})
+    await agent.submit_plan(paused.thread_id, APPROVE)
+    with pytest.raises(RunError, match="already queued"):
+        await agent.submit_plan(paused.thread_id, APPROVE)
+    await Worker(agent).run(once=True)
+    with pytest.raises(NothingPendingError):
+        await agent.submit_plan(paused.thread_id, APPROVE)
+
+
+async def test_a_plan_that_no_longer_fits_fails_and_the_run_stays_paused(
+    make_agent: MakeAgent,
+) -> None:
+    extra = recorder([], name="extra")
+    submitter = make_agent(
+        [call("note", text="x"), text("noted")],
+        tools=[recorder([], category=ToolCategory.MODIFICATION), extra],
+    )
+    paused = await submitter.run("note it")
+    await submitter.submit_plan(paused.thread_id, {"approve": ["*"], "activate_tools": ["extra"]})
+    worker_agent = gated(make_agent, [])  # has no "extra" tool
+    (outcome,) = await Worker(worker_agent).run(once=True)
+    assert outcome.status == "failed"
+    assert "no tool 'extra' in the catalog" in str(outcome.error)
+    assert (await worker_agent.get_result(paused.thread_id)).status == "paused"
+    (plan,) = await worker_agent.list_plans(status="failed")
+    assert "extra" in str(plan["error"])
+    # The gate is still open: a new plan can be queued for it.
+    await worker_agent.submit_plan(paused.thread_id, APPROVE)
+
+
+async def test_a_plan_for_a_gate_the_run_has_left_is_not_applied(make_agent: MakeAgent) -> None:
+    log: list[dict[str, Any]] = []
+    agent = gated(make_agent, log)
+    paused = await agent.run("note it")
+    plan = await agent.submit_plan(paused.thread_id, APPROVE)
+    with cast(RunStore, agent.store)._tx() as conn:  # as if queued for an earlier gate
+        conn.execute(
+            "UPDATE agent_plans SET gate_checkpoint_id = 'older' WHERE id = ?", (plan["id"],)
+        )
+    (outcome,) = await Worker(agent).run(once=True)
+    assert outcome.status == "failed" and "has moved on" in str(outcome.error)
+    assert log == []
+
+
+async def test_a_busy_thread_is_skipped_and_left_queued(make_agent: MakeAgent) -> None:
+    agent = gated(make_agent, [])
+    paused = await agent.run("note it")
+    await agent.submit_plan(paused.thread_id, APPROVE)
+    lease = await agent.store.acquire(paused.thread_id)  # someone is resuming it by hand
+    events: list[WorkerEvent] = []
+    assert await Worker(agent, on_event=events.append).run(once=True) == []
+    assert [e["type"] for e in events] == ["skipped"]
+    assert [p["status"] for p in await agent.list_plans()] == ["queued"]
+    await agent.store.release(lease)
+
+
+async def test_a_claimed_plan_whose_worker_died_is_reclaimed(make_agent: MakeAgent) -> None:
+    log: list[dict[str, Any]] = []
+    agent = gated(make_agent, log)
+    paused = await agent.run("note it")
+    plan = await agent.submit_plan(paused.thread_id, APPROVE)
+    assert await agent.store.claim_plan(plan["id"], "dead-worker")  # and then it died
+    (outcome,) = await Worker(agent).run(once=True)
+    assert (outcome.status, outcome.run_status) == ("done", "completed")
+    (after,) = await agent.list_plans()
+    assert after["attempts"] == 2 and len(log) == 1
+
+
+async def test_several_plans_at_once(make_agent: MakeAgent) -> None:
+    log: list[dict[str, Any]] = []
+    agent = gated(make_agent, log)
+    threads = [(await agent.run(f"note {i}")).thread_id for i in range(3)]
+    for thread in threads:
+        await agent.submit_plan(thread, APPROVE)
+    outcomes = await Worker(agent, concurrency=2, poll=0.01).run(once=True)
+    assert sorted(o.thread_id for o in outcomes) == sorted(threads)
+    assert {o.run_status for o in outcomes} == {"completed"} and len(log) == 3
+
+
+async def test_stop_ends_a_serving_worker(make_agent: MakeAgent) -> None:
+    log: list[dict[str, Any]] = []
+    agent = gated(make_agent, log)
+    worker = Worker(agent, poll=0.01)
+    serving = asyncio.create_task(worker.run())
+    paused = await agent.run("note it")
+    await agent.submit_plan(paused.thread_id, APPROVE)
+    for _ in range(500):
+        if worker.outcomes:
+            break
+        await asyncio.sleep(0.01)
+    worker.stop()
+    assert [o.run_status for o in await serving] == ["completed"]
+
+
+async def test_a_failing_store_is_reported_and_the_worker_goes_on(
+    make_agent: MakeAgent, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    agent = gated(make_agent, [])
+    paused = await agent.run("note it")
+    await agent.submit_plan(paused.thread_id, APPROVE)
+
+    async def broken(*args: Any, **kwargs: Any) -> None:
+        raise OSError("disk gone")
+
+    monkeypatch.setattr(agent, "serve_plan", broken)
+    events: list[WorkerEvent] = []
+    assert await Worker(agent, on_event=events.append).run(once=True) == []
+    assert events[0]["type"] == "error" and "disk gone" in str(events[0]["error"])
+
+
+def test_worker_options_are_checked(make_agent: MakeAgent) -> None:
+    with pytest.raises(RunError, match="concurrency"):
+        Worker(make_agent(), concurrency=0)
+    with pytest.raises(RunError, match="poll"):
+        Worker(make_agent(), poll=0)

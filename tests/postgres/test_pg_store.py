@@ -1,0 +1,205 @@
+"""What only PostgreSQL has to show: leases across machines, concurrent set-up, the schema
+version, and errors that never show the password."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from ai_agent.checkpoints import SCHEMA_VERSION, describe_location, open_checkpointer
+from ai_agent.checkpoints import postgres as pg
+from ai_agent.checkpoints.postgres import PostgresRunStore, scrub
+from ai_agent.checkpoints.store import is_postgres_url, open_run_store, resolve_location
+from ai_agent.errors import ConfigError, StoreError, ThreadBusyError
+from tests.postgres.cluster import Cluster
+from tests.postgres.test_store_conformance import dead_pid
+
+
+def test_many_machines_acquiring_one_thread_at_once_have_one_winner(pg_url: str) -> None:
+    stores = [PostgresRunStore(pg_url, host=f"machine-{i}") for i in range(8)]
+    for trial in range(5):
+        barrier = threading.Barrier(len(stores))
+        outcomes: list[str] = []
+
+        def take(
+            store: PostgresRunStore,
+            thread: str = f"t{trial}",
+            barrier: threading.Barrier = barrier,
+            outcomes: list[str] = outcomes,
+        ) -> None:
+            barrier.wait()
+            try:
+                asyncio.run(store.acquire(thread))
+                outcomes.append("won")
+            except ThreadBusyError:
+                outcomes.append("busy")
+
+        workers = [threading.Thread(target=take, args=(s,)) for s in stores]
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join()
+        assert sorted(outcomes) == ["busy"] * 7 + ["won"], outcomes
+    for store in stores:
+        store.close()
+
+
+async def test_another_machine_takes_a_lease_over_only_when_it_expires(pg_url: str) -> None:
+    a = PostgresRunStore(pg_url, host="machine-a")
+    b = PostgresRunStore(pg_url, host="machine-b")
+    try:
+        held = await a.acquire("t", seconds=1.0)
+        # A pid means nothing on another machine: even a dead one does not free the lease.
+        with psycopg.connect(pg_url) as conn:
+            conn.execute("UPDATE agent_leases SET pid = %s", (dead_pid(),))
+        with pytest.raises(ThreadBusyError, match=r"on machine-a; .* runs out in [01]s"):
+            await b.acquire("t")
+        await asyncio.sleep(max(0.0, held.expires_at - time.time()) + 0.3)
+        taken = await b.acquire("t")
+        await a.release(held)  # the old holder's release does not undo the takeover
+        with pytest.raises(ThreadBusyError, match="on machine-b"):
+            await a.acquire("t")
+        assert (await b.renew(taken)).expires_at > taken.expires_at
+        await b.release(taken)
+        gone = await a.renew(held)  # a lost lease is not renewed into existence
+        assert gone.owner == held.owner
+        await a.acquire("t")
+    finally:
+        a.close()
+        b.close()
+
+
+def test_processes_opening_a_new_database_at_once_set_it_up_once(pg_url: str) -> None:
+    errors: list[BaseException] = []
+    barrier = threading.Barrier(4)
+
+    def open_both() -> None:
+        barrier.wait()
+        try:
+            PostgresRunStore(pg_url).close()
+
+            async def saver() -> None:
+                async with open_checkpointer(pg_url):
+                    pass
+
+            asyncio.run(saver())
+        except BaseException as exc:  # pragma: no cover - the failure being tested for
+            errors.append(exc)
+
+    threads = [threading.Thread(target=open_both) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    with psycopg.connect(pg_url) as conn:
+        row = conn.execute("SELECT value FROM agent_meta WHERE key = 'schema_version'").fetchone()
+    assert row == (str(SCHEMA_VERSION),)
+
+
+def test_the_schema_version_is_kept_and_a_newer_one_refused(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    PostgresRunStore(pg_url).close()
+    again = PostgresRunStore(pg_url)
+    assert again.migrated_from == SCHEMA_VERSION
+    again.close()
+    with psycopg.connect(pg_url) as conn:  # as if written at an older version
+        conn.execute("UPDATE agent_meta SET value = %s", (str(SCHEMA_VERSION - 1),))
+    monkeypatch.setitem(
+        pg.PG_MIGRATIONS,
+        SCHEMA_VERSION - 1,
+        ("ALTER TABLE agent_runs ADD COLUMN IF NOT EXISTS migrated BOOLEAN",),
+    )
+    migrated = PostgresRunStore(pg_url)
+    assert migrated.migrated_from == SCHEMA_VERSION - 1
+    migrated.close()
+    with psycopg.connect(pg_url) as conn:
+        conn.execute("SELECT migrated FROM agent_runs")
+        conn.execute("UPDATE agent_meta SET value = %s", (str(SCHEMA_VERSION + 1),))
+    with pytest.raises(StoreError, match="newer than this ai-agent understands"):
+        PostgresRunStore(pg_url)
+
+
+def test_a_user_without_rights_gets_a_clear_set_up_error(pg_url: str, pg_cluster: Cluster) -> None:
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("CREATE ROLE reader LOGIN PASSWORD 'reader-canary'")
+    url = pg_url.replace(f"{pg_cluster.user}:{pg_cluster.password}", "reader:reader-canary")
+    with pytest.raises(StoreError) as caught:
+        PostgresRunStore(url)
+    text = str(caught.value)
+    assert text.startswith("cannot set up the run store at postgresql://reader@127.0.0.1:")
+    assert "permission denied" in text and "reader-canary" not in text
+
+
+def test_an_unreachable_server_is_one_line_naming_the_host_without_the_password(
+    pg_cluster: Cluster, canary: str
+) -> None:
+    url = f"postgresql://postgres:{canary}@127.0.0.1:9/agents"
+    with pytest.raises(StoreError) as caught:
+        open_run_store(url)
+    text = str(caught.value)
+    assert text.startswith(
+        "cannot connect to PostgreSQL at postgresql://postgres@127.0.0.1:9/agents"
+    )
+    assert "Connection refused" in text and "MAMBA_CHECKPOINT_URL" in text
+    assert "\n" not in text and canary not in text
+
+
+async def test_a_wrong_password_is_named_but_never_shown(pg_cluster: Cluster, canary: str) -> None:
+    wrong = f"{canary}-wrong"
+    url = pg_cluster.url(password=wrong)
+    with pytest.raises(StoreError, match="password authentication failed") as caught:
+        PostgresRunStore(url)
+    assert canary not in str(caught.value)
+    with pytest.raises(StoreError, match="password authentication failed") as caught:
+        async with open_checkpointer(url):
+            pass  # pragma: no cover - never opened
+    assert canary not in str(caught.value)
+
+
+def test_a_malformed_url_is_refused_without_echoing_it(canary: str) -> None:
+    url = f"postgresql://postgres:{canary}@127.0.0.1:54x/agents"
+    with pytest.raises(StoreError) as caught:
+        open_run_store(url)
+    assert canary not in str(caught.value)
+    assert describe_location(url) == "postgresql://(a malformed URL)"
+
+
+def test_locations() -> None:
+    assert is_postgres_url("postgres://h/db") and is_postgres_url("POSTGRESQL://h/db")
+    assert not is_postgres_url(Path("postgresql://h/db")) and not is_postgres_url("c.sqlite")
+    assert resolve_location("postgresql://h/db") == "postgresql://h/db"
+    assert resolve_location("runs/c.sqlite") == Path("runs/c.sqlite")
+    assert describe_location("postgresql://h/db") == "postgresql://h/db"
+    assert describe_location("postgresql://u:p%40ss@h:5/db") == "postgresql://u@h:5/db"
+    assert scrub("pw p@ss and p%40ss", "postgresql://u:p%40ss@h/db") == "pw *** and ***"
+    assert scrub("nothing", "postgresql://h/db") == "nothing"
+    assert scrub("a s3cret b", "postgresql://h/db?sslmode=require&password=s3cret") == "a *** b"
+    assert describe_location("postgresql://h/db?password=s3cret") == "postgresql://h/db"
+    assert scrub("x", "postgresql://u:p@[bad/db") == "x"
+
+
+def test_without_the_extra_a_url_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    import ai_agent.checkpoints
+
+    monkeypatch.delitem(sys.modules, "ai_agent.checkpoints.postgres")
+    monkeypatch.delattr(ai_agent.checkpoints, "postgres")
+    monkeypatch.setitem(sys.modules, "psycopg", None)
+    with pytest.raises(ConfigError, match=r"pip install 'ai-agent\[postgres\]'"):
+        open_run_store("postgresql://h/db")
+
+
+def test_importing_ai_agent_does_not_import_psycopg() -> None:
+    code = "import sys, ai_agent, ai_agent.cli; print('psycopg' in sys.modules)"
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.strip() == "False"

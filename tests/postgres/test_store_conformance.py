@@ -1,0 +1,213 @@
+"""The run store's interface, the same assertions on both backends (SQLite and PostgreSQL)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from ai_agent.checkpoints import CallPosition, ModelRequest, RunStoreProtocol, open_run_store
+from ai_agent.errors import RunError, ThreadBusyError
+from ai_agent.state import Message, ToolCall, ToolResult
+from tests.postgres.cluster import Cluster
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[RunStoreProtocol]:
+    if request.param == "sqlite":
+        location: str | Path = tmp_path / "c.sqlite"
+    else:
+        location = request.getfixturevalue("pg_url")
+    opened = open_run_store(location)
+    yield opened
+    opened.close()
+
+
+POSITION = CallPosition(step=3, stage="draft", checkpoint_id="cp")
+
+
+def dead_pid() -> int:
+    child = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return int(child.stdout)
+
+
+async def test_runs_round_trip(store: RunStoreProtocol) -> None:
+    assert store.migrated_from is None
+    await store.create_run("t1", "task one")
+    await store.create_run("t2", "task two", parent_thread_id="t1", origin="fork", status="paused")
+    await store.update_run("t1", status="paused", gate={"severity": 0.9}, error=None)
+    run = await store.get_run("t1")
+    assert run is not None
+    assert (run["status"], run["gate"], run["task"], run["origin"]) == (
+        "paused",
+        {"severity": 0.9},
+        "task one",
+        "run",
+    )
+    child = await store.get_run("t2")
+    assert child is not None and (child["parent_thread_id"], child["origin"]) == ("t1", "fork")
+    assert await store.get_run("none") is None
+    assert [r["thread_id"] for r in await store.list_runs()] == ["t1", "t2"]
+    assert [r["thread_id"] for r in await store.list_runs(limit=None)] == ["t1", "t2"]
+    assert [r["thread_id"] for r in await store.list_runs(limit=1)] == ["t1"]
+    assert [r["thread_id"] for r in await store.list_runs(status="paused")] == ["t1", "t2"]
+    assert [r["thread_id"] for r in await store.list_runs(parent_thread_id="t1")] == ["t2"]
+
+
+async def test_a_held_lease_makes_others_busy_until_released(store: RunStoreProtocol) -> None:
+    lease = await store.acquire("t")
+    with pytest.raises(ThreadBusyError, match=r"is being worked on by process \d+"):
+        await store.acquire("t")
+    renewed = await store.renew(lease, seconds=600)
+    assert renewed.expires_at > lease.expires_at
+    await store.release(renewed)
+    again = await store.acquire("t")
+    await store.release(lease)  # a stale holder cannot release someone else's lease
+    with pytest.raises(ThreadBusyError):
+        await store.acquire("t")
+    await store.release(again)
+
+
+async def test_an_expired_lease_can_be_taken(store: RunStoreProtocol) -> None:
+    await store.acquire("t", seconds=-1)
+    lease = await store.acquire("t")
+    assert lease.thread_id == "t"
+
+
+async def test_the_journal_records_intent_then_outcome(store: RunStoreProtocol) -> None:
+    call = ToolCall(id="c1", name="note", args={"text": "x"})
+    assert await store.lookup("t", 0, "c1") is None
+    await store.intent("t", 0, call)
+    entry = await store.lookup("t", 0, "c1")
+    assert entry is not None and (entry["status"], entry["result"]) == ("intent", None)
+    await store.intent("t", 0, call)  # a re-run after a crash replaces the intent
+    result = ToolResult(status="ok", content="noted")
+    await store.outcome("t", 0, call, result)
+    entry = await store.lookup("t", 0, "c1")
+    assert entry is not None and (entry["status"], entry["result"]) == ("done", result)
+    await store.forget("t", 0, "c1")  # only an intent can be forgotten
+    assert await store.lookup("t", 0, "c1") is not None
+    await store.intent("t", 1, call)
+    await store.forget("t", 1, "c1")
+    assert await store.lookup("t", 1, "c1") is None
+    assert await store.delete_journal("t") == 1
+
+
+async def test_recorded_calls_store_bodies_once(store: RunStoreProtocol) -> None:
+    hello = Message(role="user", content="hello")
+    answer = Message(role="assistant", content="hi")
+    request = ModelRequest(messages=[hello], tools=[{"name": "t"}], params={"temperature": 0})
+    seq = await store.record_model_call(
+        "t", POSITION, "h1", request, message=answer, usage={"total_tokens": 3}, error=None,
+        latency_ms=1.5,
+    )  # fmt: skip
+    longer = ModelRequest(messages=[hello, answer, hello], tools=[{"name": "t"}], params={})
+    await store.record_model_call(
+        "t", POSITION, "h2", longer, message=None, usage={}, error={"kind": "x"}, latency_ms=2,
+        replayed=True,
+    )  # fmt: skip
+    await store.record_model_call(
+        "u", POSITION, "h1", request, message=answer, usage={}, error=None, latency_ms=1
+    )
+    calls = await store.model_calls("t")
+    assert [(c["request_hash"], c["replayed"], c["error"]) for c in calls] == [
+        ("h1", False, None),
+        ("h2", True, {"kind": "x"}),
+    ]
+    assert calls[0]["message"] == answer and calls[0]["seq"] == seq
+    assert await store.model_request(calls[1]["seq"]) == longer
+    with pytest.raises(KeyError):
+        await store.model_request(10_000)
+    call = ToolCall(id="c1", name="note", args={"text": "x"})
+    await store.record_tool_call(
+        "t", POSITION, call, "ah", ToolResult(status="ok", content="ok"), iteration=0,
+        duration_ms=3,
+    )  # fmt: skip
+    (tool,) = await store.tool_calls("t")
+    assert (tool["call"], tool["iteration"], tool["stage"]) == (call, 0, "draft")
+    assert await store.delete_calls("t") == 3
+    assert await store.model_calls("t") == []
+    (kept,) = await store.model_calls("u")  # the other thread's bodies are still there
+    assert await store.model_request(kept["seq"]) == request
+    await store.vacuum()
+
+
+async def test_the_plan_queue(store: RunStoreProtocol) -> None:
+    plan = {"approve": ["*"], "allow_continue": True}
+    first = await store.submit_plan("t", plan, gate_checkpoint_id="cp1")
+    assert (first["status"], first["plan"], first["attempts"]) == ("queued", plan, 0)
+    with pytest.raises(RunError, match=rf"already queued \(plan {first['id']}\)"):
+        await store.submit_plan("t", plan, gate_checkpoint_id="cp1")
+    other = await store.submit_plan("u", plan, gate_checkpoint_id=None)
+    assert [p["id"] for p in await store.list_plans(status="queued")] == [first["id"], other["id"]]
+    assert [p["id"] for p in await store.list_plans(thread_id="u", limit=None)] == [other["id"]]
+    assert await store.claim_plan(first["id"], "w1")
+    assert not await store.claim_plan(first["id"], "w2")  # one claim wins
+    assert await store.claim_plan(first["id"], "w2", reclaim=True)  # w1 died: w2 takes it over
+    claimed = await store.get_plan(first["id"])
+    assert claimed is not None
+    assert (claimed["status"], claimed["claimed_by"], claimed["attempts"]) == ("claimed", "w2", 2)
+    with pytest.raises(RunError):  # still open: no second plan for t
+        await store.submit_plan("t", plan, gate_checkpoint_id="cp1")
+    await store.finish_plan(first["id"], status="done", outcome="completed")
+    done = await store.get_plan(first["id"])
+    assert done is not None and (done["status"], done["outcome"]) == ("done", "completed")
+    assert done["finished_at"] is not None
+    again = await store.submit_plan("t", plan, gate_checkpoint_id="cp2")  # the next gate's plan
+    assert again["id"] > other["id"]
+    assert await store.get_plan(10_000) is None
+
+
+async def test_clipped_outputs_are_kept_whole(store: RunStoreProtocol) -> None:
+    call = ToolCall(id="c1", name="read", args={})
+    ref = await store.save_output("t", 2, call, "x" * 10)
+    assert ref == "out-2-c1"
+    assert await store.save_output("t", 2, call, "y" * 12) == ref  # a re-run replaces it
+    kept = await store.get_output("t", ref)
+    assert kept is not None
+    assert (kept["content"], kept["chars"], kept["tool"], kept["iteration"]) == (
+        "y" * 12,
+        12,
+        "read",
+        2,
+    )
+    assert await store.get_output("t", "out-9-none") is None
+    await store.save_output("t", 3, ToolCall(id="c2", name="read", args={}), "z")
+    assert await store.list_outputs("t") == ["out-2-c1", "out-3-c2"]
+    assert await store.list_outputs("other") == []
+
+
+async def test_a_lease_of_a_dead_process_on_this_host_can_be_taken(
+    store: RunStoreProtocol,
+) -> None:
+    lease = await store.acquire("t")
+    pid = dead_pid()
+    # Make the holder a process that has exited (same host), as after a crash.
+    await _set_lease_pid(store, "t", pid)
+    taken = await store.acquire("t")
+    assert taken.owner != lease.owner
+
+
+async def _set_lease_pid(store: RunStoreProtocol, thread_id: str, pid: int) -> None:
+    from ai_agent.checkpoints import RunStore
+
+    if isinstance(store, RunStore):
+        with store._tx() as conn:
+            conn.execute("UPDATE agent_leases SET pid = ? WHERE thread_id = ?", (pid, thread_id))
+        return
+    import psycopg
+
+    with psycopg.connect(store.url) as conn:  # type: ignore[attr-defined]
+        conn.execute("UPDATE agent_leases SET pid = %s WHERE thread_id = %s", (pid, thread_id))
+
+
+def test_the_cluster_fixture_uses_a_password(pg_cluster: Cluster) -> None:
+    assert pg_cluster.password.startswith("canary-")
