@@ -162,6 +162,9 @@ class JournalEntry(TypedDict):
     tool: str
     status: Literal["intent", "done"]
     result: ToolResult | None
+    # When the latest attempt was started: identifies that attempt, so a person's approval to
+    # re-run a call whose outcome is unknown covers that attempt only, never a later one.
+    attempt: float
 
 
 class Journal(Protocol):

@@ -140,6 +140,8 @@ class PendingCall(TypedDict):
     call: ToolCall
     blocked: str | None
     preview: str
+    # For UNKNOWN_OUTCOME: the journal attempt the person is asked about (see JournalEntry).
+    attempt: NotRequired[float]
 
 
 class ToolOutcome(TypedDict):

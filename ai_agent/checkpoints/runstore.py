@@ -260,7 +260,7 @@ class RunStore(RecordedCalls, PlanQueue):
         """The journal entry of one call, or None when it was never started."""
         with self._read() as conn:
             row = conn.execute(
-                "SELECT tool, status, result FROM agent_journal "
+                "SELECT tool, status, result, intent_at FROM agent_journal "
                 "WHERE thread_id = ? AND iteration = ? AND call_id = ?",
                 (thread_id, iteration, call_id),
             ).fetchone()
@@ -268,7 +268,9 @@ class RunStore(RecordedCalls, PlanQueue):
             return None
         status: Literal["intent", "done"] = "done" if row[1] == "done" else "intent"
         result = json.loads(row[2]) if row[2] else None
-        return JournalEntry(call_id=call_id, tool=row[0], status=status, result=result)
+        return JournalEntry(
+            call_id=call_id, tool=row[0], status=status, result=result, attempt=float(row[3])
+        )
 
     @threaded
     def intent(self, thread_id: str, iteration: int, call: ToolCall) -> None:

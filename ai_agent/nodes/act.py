@@ -83,7 +83,8 @@ class _Cycle:
         self.used: list[str] = list(state.get("tools_used", []))
         self.update = ActUpdate(pending=[], messages=[], results=[], issues=[], trace=[])
 
-    async def verdict(self, call: ToolCall) -> Verdict:
+    async def verdict(self, pending: PendingCall) -> Verdict:
+        call = pending["call"]
         context, policy = self.context, self.context.policy
         info = context.tools.info(call["name"])
         missing = [k for k in info["requires_env"] if not _env(k)] if info else []
@@ -92,6 +93,15 @@ class _Cycle:
         # A tool-wide grant was given for calls a person saw; it does not stretch to a call the
         # tool itself flags as needing a person (a destructive command).
         granted = is_granted(call, self.grants, tool_wide=escalation is None)
+        journal = await context.journal.lookup(context.thread_id, self.iteration, call["id"])
+        approved_now = _named(self.plan.get("approve", []), call)
+        rerun_approved = (
+            self.answered
+            and approved_now
+            and pending["blocked"] == "UNKNOWN_OUTCOME"
+            and journal is not None
+            and pending.get("attempt") == journal["attempt"]
+        )
         return screen_call(
             CallFacts(
                 call=call,
@@ -100,9 +110,10 @@ class _Cycle:
                 grants=self.grants,
                 approvals=_approvals(context),
                 missing_env=missing,
-                journal=await context.journal.lookup(context.thread_id, self.iteration, call["id"]),
+                journal=journal,
                 answered=self.answered,
-                approved=granted or _named(self.plan.get("approve", []), call),
+                approved=granted or approved_now,
+                rerun_approved=rerun_approved,
                 denied=_named(self.plan.get("deny", []), call),
                 problems=review["problems"],
                 repair_used=repair_used(
@@ -117,7 +128,7 @@ class _Cycle:
 
     async def settle(self, pending: PendingCall) -> None:
         call = pending["call"]
-        verdict = await self.verdict(call)
+        verdict = await self.verdict(pending)
         if verdict.action == "wait":
             self.wait(pending, verdict)
             return
@@ -138,9 +149,10 @@ class _Cycle:
 
     def wait(self, pending: PendingCall, verdict: Verdict) -> None:
         call = pending["call"]
-        self.update["pending"].append(
-            PendingCall(call=call, blocked=verdict.code, preview=pending["preview"])
-        )
+        waiting = PendingCall(call=call, blocked=verdict.code, preview=pending["preview"])
+        if verdict.attempt is not None:
+            waiting["attempt"] = verdict.attempt
+        self.update["pending"].append(waiting)
         if verdict.code != "TOOL_MISSING" or self.answered:  # decide already reported it
             self.update["issues"].append(issue(str(verdict.code), verdict.message, call=call))
         self.update["trace"].append(

@@ -75,6 +75,7 @@ class Verdict:
     code: str | None = None
     message: str = ""
     result: ToolResult | None = None
+    attempt: float | None = None
 
 
 def is_granted(call: ToolCall, grants: Sequence[Grant], *, tool_wide: bool = True) -> bool:
@@ -122,6 +123,8 @@ class CallFacts:
         journal: The journal's entry for this call, if any.
         answered: A plan has answered the gate this call waited at.
         approved: The latest plan (or a grant) approved this call.
+        rerun_approved: The latest plan approved running again the very attempt whose outcome
+            is unknown (a grant, or an approval from before that attempt, never does).
         denied: The latest plan denied this call.
         problems: What is wrong with the arguments (empty: they fit the schema).
         repair_used: The model's previous call of this tool was already a schema violation.
@@ -141,6 +144,7 @@ class CallFacts:
     answered: bool
     approved: bool
     denied: bool
+    rerun_approved: bool = False
     problems: Sequence[str] = ()
     repair_used: bool = False
     escalation: str | None = None
@@ -186,15 +190,18 @@ def _journal(f: CallFacts) -> Verdict | None:
         return None
     if entry["status"] == "done" and entry["result"] is not None:
         return Verdict("reuse", result=entry["result"])
-    if info["category"] == "read_only" or f.approved:
+    # Only an approval given for this very attempt counts: a grant (or a plan) from before the
+    # crash approved running the call once, not running it again after it may have run.
+    if info["category"] == "read_only" or f.rerun_approved:
         return None
-    if f.answered:
+    if f.answered and not f.approved:
         return _cancel(f"{CANCELLED}: its earlier attempt may or may not have completed")
     return Verdict(
         "wait",
         "UNKNOWN_OUTCOME",
         f"{f.call['name']} was running when the process stopped; it may or may not have "
         "completed. Approve to run it again, or deny to skip it.",
+        attempt=entry["attempt"],
     )
 
 

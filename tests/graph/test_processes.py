@@ -126,3 +126,36 @@ def test_after_a_crash_an_approved_rerun_runs_once_more(tmp_path: Path) -> None:
     assert code == 0
     assert len(lines(tmp_path / "started.txt")) == 2
     assert len(lines(tmp_path / "effects.txt")) == 1
+
+
+def _kill_when_started(proc: subprocess.Popen[str], started: Path, count: int) -> None:
+    deadline = time.monotonic() + 60
+    while len(lines(started)) < count:
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.05)
+    proc.kill()
+    proc.communicate()
+
+
+def test_an_approval_from_before_a_crash_never_reruns_the_call(tmp_path: Path) -> None:
+    """Approving a call lets it run once; after a crash mid-call a person must decide again,
+    and an approval of one re-run does not cover a second interrupted attempt."""
+    db, started = tmp_path / "c.sqlite", tmp_path / "started.txt"
+    assert finish(start(db, tmp_path, "run", "t5"))[0] == 3
+    tool_wide = json.dumps({"approve": ["*"], "grant_scope": "tool"})
+    _kill_when_started(
+        start(db, tmp_path, "resume", "t5", tool_wide, EFFECT_SLEEP="60"), started, 1
+    )
+    code, out = finish(start(db, tmp_path, "resume", "t5"))
+    assert code == 3, out
+    assert [i["code"] for i in result_of(out)["gate"]["issues"]] == ["UNKNOWN_OUTCOME"]
+    assert len(lines(started)) == 1
+    again = json.dumps({"approve": ["*"]})
+    _kill_when_started(start(db, tmp_path, "resume", "t5", again, EFFECT_SLEEP="60"), started, 2)
+    code, out = finish(start(db, tmp_path, "resume", "t5"))
+    assert code == 3, out
+    assert [i["code"] for i in result_of(out)["gate"]["issues"]] == ["UNKNOWN_OUTCOME"]
+    assert len(lines(started)) == 2
+    code, _ = finish(start(db, tmp_path, "resume", "t5", again))
+    assert code == 0
+    assert (len(lines(started)), len(lines(tmp_path / "effects.txt"))) == (3, 1)

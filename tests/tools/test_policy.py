@@ -123,3 +123,29 @@ def test_tool_wide_grants_can_be_ignored_for_escalated_calls() -> None:
     assert is_granted(CALL, [args_grant], tool_wide=False)
     other: ToolCall = {"id": "c2", "name": "web", "args": {"q": "y"}}
     assert not is_granted(other, [args_grant, call_grant], tool_wide=False)
+
+
+def test_an_unknown_outcome_is_never_rerun_on_an_earlier_approval() -> None:
+    """Grants and approvals from before a crash do not approve running the call again."""
+    entry: Any = {
+        "call_id": "c1",
+        "tool": "web",
+        "status": "intent",
+        "result": None,
+        "attempt": 5.0,
+    }
+    grant = grants_for(CALL, "tool")
+    for stale in (
+        facts("modification", journal=entry, grants=[grant], approved=True),
+        facts("modification", journal=entry, answered=True, approved=True),
+        facts("modification", journal=entry, unattended=True),
+    ):
+        verdict = screen_call(stale)
+        assert (verdict.action, verdict.code, verdict.attempt) == ("wait", "UNKNOWN_OUTCOME", 5.0)
+    rerun = facts("modification", journal=entry, answered=True, approved=True, rerun_approved=True)
+    assert screen_call(rerun).action == "run"
+    declined = screen_call(facts("modification", journal=entry, answered=True))
+    assert declined.action == "cancel" and CANCELLED in declined.message
+    assert screen_call(facts("read_only", journal=entry)).action == "run"
+    done = {**entry, "status": "done", "result": {"status": "ok", "content": 1}}
+    assert screen_call(facts("modification", journal=done)).action == "reuse"
