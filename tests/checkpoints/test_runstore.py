@@ -71,12 +71,19 @@ async def test_journal_records_intent_then_outcome(store: RunStore) -> None:
     call = {"id": "c1", "name": "write", "args": {"p": "x"}}
     assert await store.lookup("t", 1, "c1") is None
     await store.intent("t", 1, call)  # type: ignore[arg-type]
-    assert await store.lookup("t", 1, "c1") == {
-        "call_id": "c1",
-        "tool": "write",
-        "status": "intent",
-        "result": None,
-    }
+    entry = await store.lookup("t", 1, "c1")
+    assert entry is not None
+    assert (entry["call_id"], entry["tool"], entry["status"], entry["result"]) == (
+        "c1",
+        "write",
+        "intent",
+        None,
+    )
+    assert entry["attempt"] > 0
+    first_attempt = entry["attempt"]
+    await store.intent("t", 1, call)  # type: ignore[arg-type]
+    again = await store.lookup("t", 1, "c1")
+    assert again is not None and again["attempt"] >= first_attempt
     await store.outcome("t", 1, call, {"status": "ok", "content": 1})  # type: ignore[arg-type]
     entry = await store.lookup("t", 1, "c1")
     assert entry is not None and entry["status"] == "done"

@@ -154,14 +154,17 @@ def test_a_second_sigterm_cancels_and_the_next_worker_takes_over_safely(
     assert plans(pg_url) == [("t4", "claimed", None, 1)]
     # The next worker finds the plan claimed with a free lease: its worker is gone. It reclaims
     # the plan and continues the run from its last checkpoint (past the gate: the plan was
-    # applied), instead of applying the plan a second time.
+    # applied, so it is not applied twice). The call was cut off mid-way, so its outcome is
+    # unknown: the run stops for a person instead of running the call again.
     code, out, err = finish(start_cli(tmp_path, "worker", "--db", pg_url, "--app", APP, "--once"))
     assert code == 0, err
-    assert plans(pg_url) == [("t4", "done", "completed", 2)]
+    assert plans(pg_url) == [("t4", "done", "paused", 2)]
     assert leases(pg_url) == 0
+    assert len(lines(tmp_path / "started.txt")) == 1
     code, out, _ = finish(start_cli(tmp_path, "show", "t4", "--db", pg_url, "--json"))
     shown = json.loads(out)
-    assert (shown["status"], shown["final_text"]) == ("completed", "wrote it")
+    assert shown["status"] == "paused"
+    assert [i["code"] for i in shown["gate"]["issues"]] == ["UNKNOWN_OUTCOME"]
 
 
 def test_pickup_latency_of_a_polling_worker(pg_url: str, tmp_path: Path) -> None:
