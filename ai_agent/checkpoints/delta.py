@@ -164,12 +164,24 @@ class DeltaSaver(
         self._raise_deferred()
         if threading.get_ident() == self._worker:
             return fn(*args, **kwargs)
-        return self._pool.submit(fn, *args, **kwargs).result()
+        try:
+            result = self._pool.submit(fn, *args, **kwargs).result()
+        except Exception:
+            self._raise_deferred()  # the cause, when a queued write broke the connection
+            raise
+        self._raise_deferred()
+        return result
 
     async def _acall(self, fn: Callable[P, R], /, *args: P.args, **kwargs: P.kwargs) -> R:
         """Run ``fn`` on the worker thread without blocking the event loop."""
         self._raise_deferred()
-        return await asyncio.wrap_future(self._pool.submit(fn, *args, **kwargs))
+        try:
+            result = await asyncio.wrap_future(self._pool.submit(fn, *args, **kwargs))
+        except Exception:
+            self._raise_deferred()  # the cause, when a queued write broke the connection
+            raise
+        self._raise_deferred()  # a queued write that ran just before this call and failed
+        return result
 
     def _defer(self, job: WritesJob) -> None:
         """Queue a write for the worker without waiting for it (see ``aput_writes``)."""
@@ -192,14 +204,16 @@ class DeltaSaver(
         self._closed = True
         self._pool.submit(self._store.close).result()
         self._pool.shutdown(wait=True)
+        self._raise_deferred()
 
     async def aclose(self) -> None:
         """``close`` without blocking the event loop."""
         if self._closed:
             return
         self._closed = True
-        await self._acall(self._store.close)
+        await asyncio.wrap_future(self._pool.submit(self._store.close))
         await asyncio.to_thread(self._pool.shutdown, True)
+        self._raise_deferred()
 
     def __enter__(self) -> DeltaSaver:
         return self
