@@ -80,7 +80,7 @@ def _import_thread(store: DeltaStore, thread_id: str, ns: str, path: str) -> Non
         conf = {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": parent_id}
         config: Any = {"configurable": conf}
         meta: CheckpointMetadata = json.loads(metadata) if metadata else {}
-        store.put_in_tx(config, checkpoint, meta, new_versions, replace=False)
+        store.put_in_tx(config, checkpoint, meta, new_versions)
         versions_of[checkpoint_id] = checkpoint["channel_versions"]
     tkey = cast(int, store.thread_key(thread_id, ns, create=True))
     tasks: dict[tuple[str, str], tuple[str, list[list[Any]]]] = {}

@@ -20,7 +20,7 @@ import operator
 import re
 import sqlite3
 from collections import OrderedDict
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -183,6 +183,8 @@ class DeltaStore:
         self._next_value: int | None = None
         self._data_version: int | None = None
         self._trusted = False
+        self._busy = BUSY_TIMEOUT_SECONDS
+        self.on_commit: Callable[[], None] | None = None
         self.legacy_skipped: list[str] = []
         if legacy_tables_present(self.conn):
             from ai_agent.checkpoints._legacy import import_legacy
@@ -195,14 +197,20 @@ class DeltaStore:
 
     # Plumbing ------------------------------------------------------------------------------
     @contextmanager
-    def tx(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction (``BEGIN IMMEDIATE``: the write lock is taken up front)."""
+    def tx(self, *, wait: bool = True) -> Iterator[sqlite3.Connection]:
+        """One write transaction (``BEGIN IMMEDIATE``: the write lock is taken up front).
+
+        Args:
+            wait: Wait up to the busy timeout for another connection's write lock. With False,
+                a held lock raises ``sqlite3.OperationalError`` at once (the fast path).
+        """
         conn = self.conn
+        self.busy_timeout(BUSY_TIMEOUT_SECONDS if wait else 0)
         conn.execute("BEGIN IMMEDIATE")
         try:
             version = conn.execute("PRAGMA data_version").fetchone()[0]
             self._trusted = version == self._data_version
-            if not self._trusted:
+            if not self._trusted or len(self._tips) > _MAX_LINEAGE_FACTS:
                 self._distrust()
             yield conn
             conn.execute("COMMIT")
@@ -212,10 +220,19 @@ class DeltaStore:
             self.reset()
             raise
         self._data_version = version
+        if self.on_commit is not None:
+            self.on_commit()
+
+    def busy_timeout(self, seconds: int) -> None:
+        """How long a statement waits for another connection's lock (0: fail at once)."""
+        if seconds != self._busy:
+            self.conn.execute(f"PRAGMA busy_timeout = {seconds * 1000}")
+            self._busy = seconds
 
     @contextmanager
     def snapshot(self) -> Iterator[sqlite3.Connection]:
         """A read transaction: the statements of one read see one state of the file."""
+        self.busy_timeout(BUSY_TIMEOUT_SECONDS)
         self.conn.execute("BEGIN")
         try:
             yield self.conn
@@ -224,6 +241,7 @@ class DeltaStore:
 
     def _distrust(self) -> None:
         """Another connection committed: forget facts it may have changed (ids, lengths)."""
+        self._small.clear()
         self._lineages.clear()
         self._tips.clear()
         self._next_value = None
@@ -530,22 +548,36 @@ class DeltaStore:
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
         """``BaseCheckpointSaver.put``: store what changed since the parent checkpoint."""
+        with self.tx():
+            return self.put_in_tx(config, checkpoint, metadata, new_versions)
+
+    def group(
+        self, jobs: list[Callable[[], Any]], *, wait: bool = True
+    ) -> list[tuple[bool, Any] | None]:
+        """Run write jobs in one transaction; if one fails, run them again one at a time.
+
+        Returns ``(True, result)`` or ``(False, exception)`` per job, in order, or None for a
+        job that did not run because another connection held the write lock and ``wait`` was
+        False. With ``wait=False`` nothing here waits: not for a lock (busy timeout 0), nor for
+        the disk (no fsync with ``synchronous=NORMAL``; WAL checkpoints run on their own
+        thread), so an event loop may call it.
+        """
+        began = False
         try:
-            with self.tx():
-                self.put_in_tx(config, checkpoint, metadata, new_versions, replace=False)
-        except sqlite3.IntegrityError:
-            # The checkpoint id is already stored (a re-put): redo it as a replacement, checking
-            # every cached fact against the file on the way.
-            with self.tx():
-                self.put_in_tx(config, checkpoint, metadata, new_versions, replace=True)
-        if len(self._tips) > _MAX_LINEAGE_FACTS:  # many threads served: start these over
-            self._tips.clear()
-            self._small.clear()
-            self._lineages.clear()
-        conf = _conf(config)
-        return tuple_config(
-            str(conf["thread_id"]), str(conf.get("checkpoint_ns", "")), checkpoint["id"]
-        )
+            with self.tx(wait=wait):
+                began = True
+                return [(True, job()) for job in jobs]
+        except sqlite3.OperationalError as exc:
+            if not began:
+                if wait:
+                    return [(False, exc)] * len(jobs)
+                return [None] * len(jobs)
+            error: Exception = exc
+        except Exception as exc:
+            error = exc
+        if len(jobs) == 1:
+            return [(False, error)]
+        return [outcome for job in jobs for outcome in self.group([job], wait=wait)]
 
     def put_in_tx(
         self,
@@ -553,9 +585,7 @@ class DeltaStore:
         checkpoint: Checkpoint,
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
-        *,
-        replace: bool,
-    ) -> None:
+    ) -> RunnableConfig:
         """The work of ``put`` inside a write transaction the caller holds."""
         conf = _conf(config)
         thread_id, ns = str(conf["thread_id"]), str(conf.get("checkpoint_ns", ""))
@@ -582,19 +612,24 @@ class DeltaStore:
         for lineage in batch.merges:
             self._merge(lineage)
         cid = checkpoint["id"]
-        if replace:
-            self._detach_children(tkey, cid)
         if parent is not None and parent.depth < MAX_DIFF_DEPTH:
             skel.depth, full, form = parent.depth + 1, 0, diff_form(parent, skel)
         else:
             skel.depth, full, form = 0, 1, full_form(skel)
-        self.conn.execute(
-            ("INSERT OR REPLACE" if replace else "INSERT")  # noqa: S608 - fixed text
-            + " INTO delta_checkpoints (thread, checkpoint_id, parent_id, full, depth, skeleton, "
-            "metadata) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (tkey, cid, parent_id, full, skel.depth, self.serde.dumps_typed(form)[1], meta),
-        )
+        row = (tkey, cid, parent_id, full, skel.depth, self.serde.dumps_typed(form)[1], meta)
+        try:
+            self.conn.execute(
+                "INSERT INTO delta_checkpoints (thread, checkpoint_id, parent_id, full, depth, "
+                "skeleton, metadata) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                row,
+            )
+        except sqlite3.IntegrityError:  # the same id put again: it replaces the first
+            self._detach_children(tkey, cid)
+            self.conn.execute(
+                "INSERT OR REPLACE INTO delta_checkpoints VALUES (?, ?, ?, ?, ?, ?, ?)", row
+            )
         _remember(cache, cid, skel)
+        return tuple_config(thread_id, ns, cid)
 
     def _parent(self, tkey: int, cache: _ThreadCache, parent_id: str | None) -> Skeleton | None:
         """The parent's skeleton, or None when there is no parent row to diff against."""
@@ -847,15 +882,14 @@ class DeltaStore:
     def put_writes(self, job: WritesJob) -> None:
         """``BaseCheckpointSaver.put_writes``, with SqliteSaver's replace/ignore rules."""
         with self.tx():
-            tkey = cast(int, self.thread_key(job.thread_id, job.ns, create=True))
-            self.store_writes(
-                tkey,
-                job.checkpoint_id,
-                job.task_id,
-                job.task_path,
-                job.entries,
-                replace=job.replace,
-            )
+            self.put_writes_in_tx(job)
+
+    def put_writes_in_tx(self, job: WritesJob) -> None:
+        """The work of ``put_writes`` inside a write transaction the caller holds."""
+        tkey = cast(int, self.thread_key(job.thread_id, job.ns, create=True))
+        self.store_writes(
+            tkey, job.checkpoint_id, job.task_id, job.task_path, job.entries, replace=job.replace
+        )
 
     def store_writes(
         self,
@@ -925,7 +959,11 @@ class DeltaStore:
 def _connect(path: str) -> sqlite3.Connection:
     """Open the database the way the saver needs it, creating or upgrading its tables."""
     try:
-        conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None)
+        # Used by the worker thread and by an event loop's fast path, never at the same time:
+        # DeltaSaver serializes them with one lock.
+        conn = sqlite3.connect(
+            path, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None, check_same_thread=False
+        )
     except sqlite3.Error as exc:  # pragma: no cover - an unopenable path
         raise StoreError(f"cannot open the checkpoint database at {path}: {exc}") from None
     try:

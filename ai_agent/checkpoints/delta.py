@@ -49,9 +49,10 @@ allowlisted types load back.
 from __future__ import annotations
 
 import asyncio
+import functools
 import threading
 from collections.abc import AsyncIterator, Callable, Collection, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -71,7 +72,8 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from ai_agent.checkpoints import _maintenance
 from ai_agent.checkpoints._schema import FORMAT_VERSION
 from ai_agent.checkpoints._serde import strict_serializer
-from ai_agent.checkpoints._store import DeltaStore, ReadMemo, WritesJob
+from ai_agent.checkpoints._store import DeltaStore, ReadMemo
+from ai_agent.checkpoints._worker import WalCheckpointer, Worker
 from ai_agent.errors import StoreError
 
 __all__ = ["FORMAT_VERSION", "DeltaSaver", "PruneStats"]
@@ -80,6 +82,9 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 _LIST_PAGE = 64
+
+FLUSH_AFTER = 0.05
+"""Seconds a task's writes may wait in memory for the checkpoint that follows them."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,28 +149,83 @@ class DeltaSaver(
         cache_threads: int = 256,
     ) -> None:
         super().__init__(serde=serde or strict_serializer())
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ai-agent-checkpoints")
-        self._worker: int | None = None
         self._closed = False
         self._deferred_error: BaseException | None = None
+        self._buffer: list[Callable[[], Any]] = []
+        self._flush_timer: asyncio.TimerHandle | None = None
+        self._store: DeltaStore | None = None
+        self._worker = Worker("ai-agent-checkpoints", self._group)
+        self._wal: WalCheckpointer | None = None
         try:
-            self._store = self._pool.submit(self._open, path, cache_threads).result()
+            self._store = self._worker.submit(
+                functools.partial(DeltaStore, path, self.serde, cache_threads=cache_threads)
+            ).result()
         except BaseException:
-            self._pool.shutdown(wait=True)
+            self._worker.stop()
             raise
+        if self._store.path != ":memory:":
+            # Checkpointing the WAL happens on its own thread, not inside a step's commit.
+            self._wal = WalCheckpointer(self._store.path)
+            self._store.on_commit = self._wal.committed
+            self._call(self._store.conn.execute, "PRAGMA wal_autocheckpoint = 0")
 
-    def _open(self, path: str | Path, cache_threads: int) -> DeltaStore:
-        self._worker = threading.get_ident()
-        return DeltaStore(path, self.serde, cache_threads=cache_threads)
+    @property
+    def store(self) -> DeltaStore:
+        """The storage engine (use only from the worker thread: see ``_call``)."""
+        if self._store is None:  # pragma: no cover - only while opening
+            raise StoreError("the checkpoint database is not open")
+        return self._store
+
+    def _group(self, jobs: list[Callable[[], Any]]) -> list[tuple[bool, Any]]:
+        return [o if o is not None else (False, StoreError("busy")) for o in self.store.group(jobs)]
+
+    def _write_now(self, jobs: list[Callable[[], Any]]) -> list[Future[Any]]:
+        """Run write jobs here if nothing would wait, else queue them; each job's future.
+
+        Here means the caller's thread, normally the event loop's: it is allowed only while the
+        worker is idle (so nothing queued earlier is overtaken) and the write lock is free at
+        once. Anything that could wait (a lock held by another process, a read, a WAL
+        checkpoint) stays on the worker thread.
+        """
+        outcomes: list[tuple[bool, Any] | None] = [None] * len(jobs)
+        if self._worker.lock.acquire(blocking=False):
+            try:
+                if self._worker.idle:
+                    outcomes = self.store.group(jobs, wait=False)
+            finally:
+                self._worker.lock.release()
+        futures: list[Future[Any]] = []
+        for job, outcome in zip(jobs, outcomes, strict=True):
+            if outcome is None:
+                futures.append(self._worker.submit(job, write=True))
+                continue
+            future: Future[Any] = Future()
+            if outcome[0]:
+                future.set_result(outcome[1])
+            else:
+                future.set_exception(outcome[1])
+            futures.append(future)
+        return futures
+
+    def _flush(self) -> None:
+        """Store the task writes ``aput_writes`` buffered (see there)."""
+        if self._flush_timer is not None:
+            self._flush_timer.cancel()
+            self._flush_timer = None
+        jobs, self._buffer = self._buffer, []
+        for future in self._write_now(jobs):
+            future.add_done_callback(self._note_failure)
 
     # The worker thread -----------------------------------------------------------------------
     def _call(self, fn: Callable[P, R], /, *args: P.args, **kwargs: P.kwargs) -> R:
         """Run ``fn`` on the worker thread and wait (inline when already on it)."""
+        if self._buffer:
+            self._flush()
         self._raise_deferred()
-        if threading.get_ident() == self._worker:
+        if threading.get_ident() == self._worker.ident:
             return fn(*args, **kwargs)
         try:
-            result = self._pool.submit(fn, *args, **kwargs).result()
+            result: R = self._worker.submit(functools.partial(fn, *args, **kwargs)).result()
         except Exception:
             self._raise_deferred()  # the cause, when a queued write broke the connection
             raise
@@ -174,19 +234,26 @@ class DeltaSaver(
 
     async def _acall(self, fn: Callable[P, R], /, *args: P.args, **kwargs: P.kwargs) -> R:
         """Run ``fn`` on the worker thread without blocking the event loop."""
+        if self._buffer:
+            self._flush()
+        return await self._await(self._worker.submit(functools.partial(fn, *args, **kwargs)))
+
+    async def _await(self, future: Future[R]) -> R:
         self._raise_deferred()
         try:
-            result = await asyncio.wrap_future(self._pool.submit(fn, *args, **kwargs))
+            result = future.result() if future.done() else await asyncio.wrap_future(future)
         except Exception:
             self._raise_deferred()  # the cause, when a queued write broke the connection
             raise
         self._raise_deferred()  # a queued write that ran just before this call and failed
         return result
 
-    def _defer(self, job: WritesJob) -> None:
-        """Queue a write for the worker without waiting for it (see ``aput_writes``)."""
+    def _write(self, fn: Callable[[], R]) -> Future[R]:
+        """Queue a write job: it shares a transaction with the writes queued right after it."""
+        if self._buffer:
+            self._flush()
         self._raise_deferred()
-        self._pool.submit(self._store.put_writes, job).add_done_callback(self._note_failure)
+        return self._worker.submit(fn, write=True)
 
     def _note_failure(self, future: Future[None]) -> None:
         if not future.cancelled() and future.exception() is not None:
@@ -201,18 +268,26 @@ class DeltaSaver(
         """Close the database and stop the worker thread (idempotent)."""
         if self._closed:
             return
+        if self._buffer:
+            self._flush()
         self._closed = True
-        self._pool.submit(self._store.close).result()
-        self._pool.shutdown(wait=True)
+        if self._wal is not None:
+            self._wal.stop()
+        self._worker.submit(self.store.close).result()
+        self._worker.stop()
         self._raise_deferred()
 
     async def aclose(self) -> None:
         """``close`` without blocking the event loop."""
         if self._closed:
             return
+        if self._buffer:
+            self._flush()
         self._closed = True
-        await asyncio.wrap_future(self._pool.submit(self._store.close))
-        await asyncio.to_thread(self._pool.shutdown, True)
+        if self._wal is not None:
+            await asyncio.to_thread(self._wal.stop)
+        await asyncio.wrap_future(self._worker.submit(self.store.close))
+        await asyncio.to_thread(self._worker.stop)
         self._raise_deferred()
 
     def __enter__(self) -> DeltaSaver:
@@ -240,12 +315,12 @@ class DeltaSaver(
     @property
     def path(self) -> str:
         """The database file."""
-        return self._store.path
+        return self.store.path
 
     @property
     def legacy_skipped(self) -> list[str]:
         """Threads of an old SqliteSaver database that could not be imported (see ``_legacy``)."""
-        return list(self._store.legacy_skipped)
+        return list(self.store.legacy_skipped)
 
     def with_allowlist(self, extra_allowlist: Collection[tuple[str, ...]]) -> DeltaSaver:
         """This saver unchanged: its serializer stays as strict as it was built.
@@ -272,7 +347,7 @@ class DeltaSaver(
     # Sync API --------------------------------------------------------------------------------
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """The checkpoint ``config`` names (its ``checkpoint_id``, else the thread's latest)."""
-        return self._call(self._store.get_tuple, config)
+        return self._call(self.store.get_tuple, config)
 
     def list(
         self,
@@ -288,7 +363,7 @@ class DeltaSaver(
         left = limit
         while left is None or left > 0:
             size = _LIST_PAGE if left is None else min(left, _LIST_PAGE)
-            page = self._call(self._store.list_page, config, filter, before, size, after, memo)
+            page = self._call(self.store.list_page, config, filter, before, size, after, memo)
             for item, key in page:
                 yield item
                 after = key
@@ -305,7 +380,10 @@ class DeltaSaver(
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
         """Store a checkpoint: its new values, and its skeleton as a diff of its parent's."""
-        return self._call(self._store.put, config, checkpoint, metadata, new_versions)
+        job = functools.partial(self.store.put_in_tx, config, checkpoint, metadata, new_versions)
+        if threading.get_ident() == self._worker.ident:
+            return self.store.put(config, checkpoint, metadata, new_versions)
+        return self._write(job).result()
 
     def put_writes(
         self,
@@ -315,16 +393,19 @@ class DeltaSaver(
         task_path: str = "",
     ) -> None:
         """Store a task's pending writes against a checkpoint."""
-        job = self._store.prepare_writes(config, writes, task_id, task_path)
-        self._call(self._store.put_writes, job)
+        job = self.store.prepare_writes(config, writes, task_id, task_path)
+        if threading.get_ident() == self._worker.ident:
+            self.store.put_writes(job)
+            return
+        self._write(functools.partial(self.store.put_writes_in_tx, job)).result()
 
     def delete_thread(self, thread_id: str) -> None:
         """Delete a thread: every namespace, checkpoint, value and write of it."""
-        self._call(self._store.delete_thread, thread_id)
+        self._call(self.store.delete_thread, thread_id)
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
         """Delete the checkpoints whose metadata ``run_id`` is one of ``run_ids``."""
-        self._call(_maintenance.delete_for_runs, self._store, run_ids)
+        self._call(_maintenance.delete_for_runs, self.store, run_ids)
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Copy a thread's whole history (every namespace) to a new thread id.
@@ -332,7 +413,7 @@ class DeltaSaver(
         Raises:
             StoreError: the target thread already exists.
         """
-        self._call(_maintenance.copy_thread, self._store, source_thread_id, target_thread_id)
+        self._call(_maintenance.copy_thread, self.store, source_thread_id, target_thread_id)
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """LangGraph's prune: ``"keep_latest"`` (per namespace) or ``"delete"`` everything.
@@ -368,21 +449,21 @@ class DeltaSaver(
 
     def reclaim(self) -> None:
         """Shrink the file to what it holds (after deletes), and empty the WAL."""
-        self._call(_maintenance.reclaim, self._store)
+        self._call(_maintenance.reclaim, self.store)
 
     def _prune(
         self, thread_id: str, keep: int | Sequence[str], ns: str | None, reclaim: bool
     ) -> PruneStats:
-        before = self._store.size()
-        checkpoints, values, segments = _maintenance.prune(self._store, thread_id, keep, ns)
+        before = self.store.size()
+        checkpoints, values, segments = _maintenance.prune(self.store, thread_id, keep, ns)
         if reclaim:
-            _maintenance.reclaim(self._store)
-        return PruneStats(checkpoints, values, segments, before, self._store.size())
+            _maintenance.reclaim(self.store)
+        return PruneStats(checkpoints, values, segments, before, self.store.size())
 
     # Async API -------------------------------------------------------------------------------
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """``get_tuple`` off the event loop."""
-        return await self._acall(self._store.get_tuple, config)
+        return await self._acall(self.store.get_tuple, config)
 
     async def alist(
         self,
@@ -399,7 +480,7 @@ class DeltaSaver(
         while left is None or left > 0:
             size = _LIST_PAGE if left is None else min(left, _LIST_PAGE)
             page = await self._acall(
-                self._store.list_page, config, filter, before, size, after, memo
+                self.store.list_page, config, filter, before, size, after, memo
             )
             for item, key in page:
                 yield item
@@ -416,8 +497,22 @@ class DeltaSaver(
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        """``put`` off the event loop."""
-        return await self._acall(self._store.put, config, checkpoint, metadata, new_versions)
+        """``put``, without a thread round trip when nothing has to wait (see ``_write_now``).
+
+        The task writes buffered just before it are committed in the same transaction.
+        """
+        self._raise_deferred()
+        if self._flush_timer is not None:
+            self._flush_timer.cancel()
+            self._flush_timer = None
+        jobs, self._buffer = self._buffer, []
+        jobs.append(
+            functools.partial(self.store.put_in_tx, config, checkpoint, metadata, new_versions)
+        )
+        *writes, put = self._write_now(jobs)
+        for future in writes:
+            future.add_done_callback(self._note_failure)
+        return await self._await(put)
 
     async def aput_writes(
         self,
@@ -426,26 +521,34 @@ class DeltaSaver(
         task_id: str,
         task_path: str = "",
     ) -> None:
-        """``put_writes`` off the event loop, without waiting for the commit.
+        """``put_writes`` without waiting: stored with the checkpoint that follows them.
 
-        The writes are serialized here (so a bad value raises here) and queued for the worker
-        thread, which commits everything in the order it was called: they are stored before any
-        later read, put or write of this saver runs. Not waiting saves a thread round trip per
-        step, which is most of what a small write costs; a failure is raised by the next call.
+        The writes are serialized here (so a bad value raises here) and buffered. The next put
+        commits them in its own transaction (a step's writes and its checkpoint: one commit);
+        errors, interrupts and other special writes are stored at once; and nothing waits longer
+        than ``FLUSH_AFTER`` seconds. Every other call of this saver (a read, a close) stores
+        them first, so nothing can read around them. A failure to store them is raised by the
+        next call.
         """
-        self._defer(self._store.prepare_writes(config, writes, task_id, task_path))
+        self._raise_deferred()
+        job = self.store.prepare_writes(config, writes, task_id, task_path)
+        self._buffer.append(functools.partial(self.store.put_writes_in_tx, job))
+        if job.replace:
+            self._flush()
+        elif self._flush_timer is None:
+            self._flush_timer = asyncio.get_running_loop().call_later(FLUSH_AFTER, self._flush)
 
     async def adelete_thread(self, thread_id: str) -> None:
         """``delete_thread`` off the event loop."""
-        await self._acall(self._store.delete_thread, thread_id)
+        await self._acall(self.store.delete_thread, thread_id)
 
     async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
         """``delete_for_runs`` off the event loop."""
-        await self._acall(_maintenance.delete_for_runs, self._store, run_ids)
+        await self._acall(_maintenance.delete_for_runs, self.store, run_ids)
 
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """``copy_thread`` off the event loop."""
-        await self._acall(_maintenance.copy_thread, self._store, source_thread_id, target_thread_id)
+        await self._acall(_maintenance.copy_thread, self.store, source_thread_id, target_thread_id)
 
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """``prune`` off the event loop."""
@@ -466,7 +569,7 @@ class DeltaSaver(
 
     async def areclaim(self) -> None:
         """``reclaim`` off the event loop."""
-        await self._acall(_maintenance.reclaim, self._store)
+        await self._acall(_maintenance.reclaim, self.store)
 
 
 def _keep_for(strategy: str) -> int:

@@ -281,7 +281,7 @@ async def test_a_failed_deferred_write_is_raised_by_the_next_call(tmp_path: Path
         run = Run(saver)
         run.step()
         await saver.aput_writes(config("t", run.head), [("x", 1)], "task")
-        await saver._acall(saver._store.conn.close)  # the worker's next statement fails
+        await saver._acall(saver.store.conn.close)  # the worker's next statement fails
         await saver.aput_writes(config("t", run.head), [("x", 2)], "task2")
         with pytest.raises(StoreError, match="an earlier checkpoint write failed"):
             await saver.aget_tuple(config("t"))
@@ -289,7 +289,7 @@ async def test_a_failed_deferred_write_is_raised_by_the_next_call(tmp_path: Path
 
 def test_close_is_idempotent_and_the_worker_stops(tmp_path: Path) -> None:
     saver = DeltaSaver(tmp_path / "c.sqlite")
-    worker = list(saver._pool._threads)
+    worker = list([saver._worker.thread])
     assert [t.name.startswith("ai-agent-checkpoints") for t in worker] == [True]
     saver.close()
     saver.close()
@@ -328,4 +328,4 @@ def test_memory_database(tmp_path: Path) -> None:
         for _ in range(10):
             run.step()
         run.check()
-        assert saver._call(saver._store.size) > 0
+        assert saver._call(saver.store.size) > 0
