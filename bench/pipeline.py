@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import itertools
 import random
 import sqlite3
 import time
@@ -23,6 +24,8 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from langchain_core.runnables import RunnableConfig
 
 from ai_agent.checkpoints import DeltaSaver, strict_serializer
 from ai_agent.context import Event, JournalEntry, ModelReply, RunContext, RunPolicy
@@ -59,7 +62,7 @@ class ScriptedCaller:
 
 async def fetch(args: dict[str, Any], ctx: dict[str, Any]) -> ToolResult:
     """1,000 bytes of incompressible text, different for every page."""
-    raw = random.Random(int(args["page"])).randbytes(PAYLOAD_BYTES * 3 // 4)  # noqa: S311 - test data
+    raw = random.Random(int(args["page"])).randbytes(PAYLOAD_BYTES * 3 // 4)
     return ToolResult(status="ok", content=base64.b64encode(raw).decode())
 
 
@@ -188,21 +191,23 @@ async def run_pipeline(kind: str, cycles: int, path: Path, sample: int) -> Pipel
         policy=RunPolicy(max_iterations=cycles, memory_path=None),
         emit=emit,
     )
-    config: dict[str, Any] = {
+    config: RunnableConfig = {
         "configurable": {"thread_id": "bench"},
         "recursion_limit": recursion_limit(cycles),
     }
     started = time.perf_counter()
     async with open_saver(kind, path) as saver:
         graph = build_graph(saver)
-        options: dict[str, Any] = {"durability": "sync"} if saver is not None else {}
-        await graph.ainvoke(initial_state(), config, context=context, **options)
+        if saver is not None:
+            await graph.ainvoke(initial_state(), config, context=context, durability="sync")
+        else:
+            await graph.ainvoke(initial_state(), config, context=context)
     result.seconds = time.perf_counter() - started
     marks.append((time.perf_counter(), time.process_time()))
     if kind != "none":
         result.sizes[cycles] = db_bytes(path)
-    result.wall = [b[0] - a[0] for a, b in zip(marks, marks[1:], strict=False)]
-    result.cpu = [b[1] - a[1] for a, b in zip(marks, marks[1:], strict=False)]
+    result.wall = [b[0] - a[0] for a, b in itertools.pairwise(marks)]
+    result.cpu = [b[1] - a[1] for a, b in itertools.pairwise(marks)]
     return result
 
 
@@ -213,7 +218,7 @@ async def read_latest(kind: str, path: Path, repeat: int = 3) -> tuple[list[floa
     """
     timings: list[float] = []
     messages = 0
-    config: dict[str, Any] = {"configurable": {"thread_id": "bench"}}
+    config: RunnableConfig = {"configurable": {"thread_id": "bench"}}
     for _ in range(repeat):
         async with open_saver(kind, path) as saver:
             graph = build_graph(saver)
