@@ -2,13 +2,15 @@
 
 Every cycle the scripted model asks for one ``fetch`` call with a new argument and the tool
 returns 1,000 bytes of incompressible text (the payload). The graph, nodes, context and tool are
-the engine's own (``build_graph``); only the checkpointer changes: none at all, LangGraph's
-SqliteSaver (through aiosqlite, as the engine used it), and the delta saver. Both SQLite savers
+the engine's own (``build_graph``); only the checkpointer changes: none at all, a saver that
+stores nothing (what LangGraph's own checkpointing costs), LangGraph's SqliteSaver (through
+aiosqlite, as the engine used it), and the delta saver. Both SQLite savers
 run with WAL and ``synchronous=NORMAL``, so neither pays an fsync per step and the comparison is
 about what they store. Runs use ``durability="sync"``, as the engine does.
 
-Per cycle the run records wall and CPU time (at each ``draft`` start) and, every ``sample``
-cycles, the bytes the database holds (pages in use, WAL included, free pages not).
+Per cycle the run records wall and CPU time from one ``draft`` start to the next (so the last
+cycle, which finalizes instead, is left out) and, every ``sample`` cycles, the bytes the
+database holds (pages in use, WAL included, free pages not).
 """
 
 from __future__ import annotations
@@ -19,13 +21,20 @@ import itertools
 import random
 import sqlite3
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    BaseCheckpointSaver,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+)
 
 from ai_agent.checkpoints import DeltaSaver, strict_serializer
 from ai_agent.context import Event, JournalEntry, ModelReply, RunContext, RunPolicy
@@ -37,7 +46,32 @@ from ai_agent.tools.spec import ToolCategory, ToolSpec
 __all__ = ["PAYLOAD_BYTES", "PipelineRun", "read_latest", "run_pipeline"]
 
 PAYLOAD_BYTES = 1000
-KINDS = ("none", "sqlitesaver", "delta")
+KINDS = ("none", "null", "sqlitesaver", "delta")
+
+
+class NullSaver(BaseCheckpointSaver[int]):
+    """A saver that stores nothing: what LangGraph's own checkpoint machinery costs a step."""
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        return None
+
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        return {"configurable": {**config["configurable"], "checkpoint_id": checkpoint["id"]}}
+
+    async def aput_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        return None
 
 
 class ScriptedCaller:
@@ -136,6 +170,8 @@ async def open_saver(kind: str, path: Path) -> AsyncIterator[Any]:
     """The checkpointer under test (None for ``none``)."""
     if kind == "none":
         yield None
+    elif kind == "null":
+        yield NullSaver()
     elif kind == "delta":
         saver = await asyncio.to_thread(DeltaSaver, path)
         try:
@@ -180,7 +216,7 @@ async def run_pipeline(kind: str, cycles: int, path: Path, sample: int) -> Pipel
         if event.get("type") == "stage_started" and event.get("stage") == "draft":
             marks.append((time.perf_counter(), time.process_time()))
             done = len(marks) - 1
-            if kind != "none" and done % sample == 0:
+            if kind not in ("none", "null") and done % sample == 0:
                 result.sizes[done] = db_bytes(path)
 
     context = RunContext(
@@ -203,8 +239,7 @@ async def run_pipeline(kind: str, cycles: int, path: Path, sample: int) -> Pipel
         else:
             await graph.ainvoke(initial_state(), config, context=context)
     result.seconds = time.perf_counter() - started
-    marks.append((time.perf_counter(), time.process_time()))
-    if kind != "none":
+    if kind not in ("none", "null"):
         result.sizes[cycles] = db_bytes(path)
     result.wall = [b[0] - a[0] for a, b in itertools.pairwise(marks)]
     result.cpu = [b[1] - a[1] for a, b in itertools.pairwise(marks)]

@@ -80,7 +80,12 @@ def plot(path: Path, runs: dict[str, PipelineRun], title: str) -> None:
     import matplotlib.pyplot as plt
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
-    styles = {"sqlitesaver": "tab:red", "delta": "tab:green", "none": "tab:gray"}
+    styles = {
+        "sqlitesaver": "tab:red",
+        "delta": "tab:green",
+        "none": "tab:gray",
+        "null": "tab:blue",
+    }
     for kind, run in runs.items():
         if run.sizes:
             cycles = sorted(run.sizes)

@@ -188,30 +188,21 @@ def _copy_key(store: DeltaStore, src: int, dst: int) -> None:
             "SELECT ?, start, count, merged, type, items FROM delta_segments WHERE lineage = ?",
             (lineage_map[lineage], lineage),
         )
-    value_map: dict[int, int] = {EMPTY: EMPTY}
+    # Value ids are per thread, so the copy keeps them (and the skeletons that name them).
     for ref, type_, blob, lineage, length in conn.execute(
         "SELECT id, type, value, lineage, length FROM delta_values WHERE thread = ?", (src,)
     ).fetchall():
-        value_map[ref] = cast(
-            int,
-            conn.execute(
-                "INSERT INTO delta_values (thread, type, value, lineage, length) "
-                "VALUES (?, ?, ?, ?, ?)",
-                (dst, type_, blob, lineage_map[lineage] if lineage else None, length),
-            ).lastrowid,
-        )
-    for cid, parent_id, full, depth, blob, metadata in conn.execute(
-        "SELECT checkpoint_id, parent_id, full, depth, skeleton, metadata "
-        "FROM delta_checkpoints WHERE thread = ?",
-        (src,),
-    ).fetchall():
-        data = store.loads("msgpack", blob)
-        if "r" in data:
-            data["r"] = {ch: value_map[r] for ch, r in data["r"].items()}
         conn.execute(
-            "INSERT INTO delta_checkpoints VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (dst, cid, parent_id, full, depth, store.serde.dumps_typed(data)[1], metadata),
+            "INSERT INTO delta_values (thread, id, type, value, lineage, length) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (dst, ref, type_, blob, lineage_map[lineage] if lineage else None, length),
         )
+    conn.execute(
+        "INSERT INTO delta_checkpoints (thread, checkpoint_id, parent_id, full, depth, skeleton, "
+        "metadata) SELECT ?, checkpoint_id, parent_id, full, depth, skeleton, metadata "
+        "FROM delta_checkpoints WHERE thread = ?",
+        (dst, src),
+    )
     conn.execute(
         "INSERT INTO delta_writes (thread, checkpoint_id, task_id, task_path, writes) "
         "SELECT ?, checkpoint_id, task_id, task_path, writes FROM delta_writes WHERE thread = ?",

@@ -36,14 +36,14 @@ CREATE TABLE IF NOT EXISTS delta_checkpoints (
     PRIMARY KEY (thread, checkpoint_id)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS delta_values (
-    id INTEGER PRIMARY KEY,
     thread INTEGER NOT NULL,
+    id INTEGER NOT NULL,
     type TEXT,
     value BLOB,
     lineage INTEGER,
-    length INTEGER
-);
-CREATE INDEX IF NOT EXISTS delta_values_thread ON delta_values (thread);
+    length INTEGER,
+    PRIMARY KEY (thread, id)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS delta_lineages (
     id INTEGER PRIMARY KEY,
     thread INTEGER NOT NULL,

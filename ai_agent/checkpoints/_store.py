@@ -122,7 +122,7 @@ class ReadMemo:
     """Decoded data shared by the checkpoints of one ``list`` call (they overlap heavily)."""
 
     skeletons: OrderedDict[tuple[int, str], Skeleton] = field(default_factory=OrderedDict)
-    values: dict[int, Any] = field(default_factory=dict)
+    values: dict[tuple[int, int], Any] = field(default_factory=dict)
     lineages: dict[int, list[Any]] = field(default_factory=dict)
 
 
@@ -181,7 +181,7 @@ class DeltaStore:
         self._lineages: dict[int, tuple[int | None, int]] = {}
         self._tips: dict[int, int] = {}
         self._small: dict[int, int] = {}
-        self._next_value: int | None = None
+        self._next_value: dict[int, int] = {}
         self._data_version: int | None = None
         self._trusted = False
         self._busy = BUSY_TIMEOUT_SECONDS
@@ -268,7 +268,7 @@ class DeltaStore:
         self._small.clear()
         self._lineages.clear()
         self._tips.clear()
-        self._next_value = None
+        self._next_value.clear()
 
     def reset(self) -> None:
         """Forget everything cached (after a rollback, or a change made behind our back)."""
@@ -277,7 +277,7 @@ class DeltaStore:
         self._lineages.clear()
         self._tips.clear()
         self._small.clear()
-        self._next_value = None
+        self._next_value.clear()
         self._data_version = None
 
     def thread_key(self, thread_id: str, ns: str, *, create: bool) -> int | None:
@@ -431,19 +431,20 @@ class DeltaStore:
         return items
 
     def read_values(
-        self, refs: Mapping[str, int], memo: ReadMemo | None = None
+        self, tkey: int, refs: Mapping[str, int], memo: ReadMemo | None = None
     ) -> tuple[dict[str, Any], dict[int, _Held]]:
         """Channel values for a refs map, and what was learnt about them (for the cache)."""
         wanted = sorted({r for r in refs.values() if r != EMPTY})
         if memo is not None:
-            wanted = [r for r in wanted if r not in memo.values]
+            wanted = [r for r in wanted if (tkey, r) not in memo.values]
         rows: dict[int, tuple[Any, ...]] = {}
         for i in range(0, len(wanted), 500):
             chunk = wanted[i : i + 500]
             marks = ",".join("?" * len(chunk))
             for row in self.conn.execute(
-                f"SELECT id, type, value, lineage, length FROM delta_values WHERE id IN ({marks})",  # noqa: S608 - placeholders only
-                chunk,
+                "SELECT id, type, value, lineage, length FROM delta_values "  # noqa: S608 - placeholders only
+                f"WHERE thread = ? AND id IN ({marks})",
+                [tkey, *chunk],
             ):
                 rows[int(row[0])] = row[1:]
         values: dict[str, Any] = {}
@@ -451,8 +452,8 @@ class DeltaStore:
         for channel, ref in refs.items():
             if ref == EMPTY:
                 continue
-            if memo is not None and ref in memo.values:
-                values[channel] = _fresh(memo.values[ref])
+            if memo is not None and (tkey, ref) in memo.values:
+                values[channel] = _fresh(memo.values[(tkey, ref)])
                 continue
             row = rows.get(ref)
             if row is None:
@@ -461,14 +462,14 @@ class DeltaStore:
             if lineage is not None:
                 items = self.read_items(int(lineage), int(length), memo)
                 values[channel] = items
-                held[ref] = _Held(int(lineage), int(length), items[:])
+                held[ref] = _Held(int(lineage), int(length), items)
             else:
                 value = self.loads(type_, blob)
                 values[channel] = value
                 small = len(blob or b"") <= REUSE_MAX_BYTES
                 held[ref] = _Held(None, 0, None, (type_, blob) if small else None)
                 if memo is not None:
-                    memo.values[ref] = value
+                    memo.values[(tkey, ref)] = value
         return values, held
 
     def pending_writes(self, tkey: int, checkpoint_id: str) -> list[PendingWrite]:
@@ -512,7 +513,7 @@ class DeltaStore:
                 return None
             cid, parent_id, metadata = row
             skel = self.skeleton(tkey, cid)
-            values, held = self.read_values(skel.refs)
+            values, held = self.read_values(tkey, skel.refs)
             writes = self.pending_writes(tkey, cid)
         # Remember what was handed out: a graph resumes from these very objects, so its next
         # append is recognised by identity instead of by re-reading and comparing the list.
@@ -552,7 +553,7 @@ class DeltaStore:
             rows = self.conn.execute(sql, [*params, limit]).fetchall()
             for tkey, thread_id, ns, cid, parent_id, metadata in rows:
                 skel = self.skeleton(tkey, cid, memo)
-                values, _ = self.read_values(skel.refs, memo)
+                values, _ = self.read_values(tkey, skel.refs, memo)
                 item = CheckpointTuple(
                     tuple_config(thread_id, ns, cid),
                     _checkpoint(skel, values),
@@ -623,7 +624,7 @@ class DeltaStore:
         skel = self._skeleton_of(tkey, cache, batch, checkpoint, new_versions, parent)
         if batch.values:
             self.conn.executemany(
-                "INSERT INTO delta_values (id, thread, type, value, lineage, length) "
+                "INSERT INTO delta_values (thread, id, type, value, lineage, length) "
                 "VALUES (?, ?, ?, ?, ?, ?)",
                 batch.values,
             )
@@ -713,20 +714,24 @@ class DeltaStore:
         self.cache(tkey).skeletons.pop(checkpoint_id, None)
 
     # Storing values ------------------------------------------------------------------------
-    def _value_id(self) -> int:
-        if self._next_value is None:
-            row = self.conn.execute("SELECT max(id) FROM delta_values").fetchone()
-            self._next_value = int(row[0] or 0) + 1
-        ref = self._next_value
-        self._next_value += 1
+    def _value_id(self, tkey: int) -> int:
+        """The next free value id of a thread (ids are per thread: rows cluster by thread)."""
+        ref = self._next_value.get(tkey)
+        if ref is None:
+            row = self.conn.execute(
+                "SELECT max(id) FROM delta_values WHERE thread = ?", (tkey,)
+            ).fetchone()
+            ref = int(row[0] or 0) + 1
+        self._next_value[tkey] = ref + 1
         return ref
 
-    def _held(self, cache: _ThreadCache, ref: int) -> _Held | None:
+    def _held(self, tkey: int, cache: _ThreadCache, ref: int) -> _Held | None:
         found = cache.held.get(ref)
         if found is not None:
             return found
         row = self.conn.execute(
-            "SELECT type, value, lineage, length FROM delta_values WHERE id = ?", (ref,)
+            "SELECT type, value, lineage, length FROM delta_values WHERE thread = ? AND id = ?",
+            (tkey, ref),
         ).fetchone()
         if row is None:
             return None
@@ -739,7 +744,7 @@ class DeltaStore:
         self, tkey: int, cache: _ThreadCache, batch: _Batch, value: Any, prev_ref: int | None
     ) -> int:
         """Store one channel value, or reuse or extend the previous one; returns its reference."""
-        prev = self._held(cache, prev_ref) if prev_ref else None
+        prev = self._held(tkey, cache, prev_ref) if prev_ref else None
         if type(value) is list:
             if (
                 prev is not None
@@ -750,7 +755,7 @@ class DeltaStore:
                 if len(value) > prev.length:
                     return self._append(tkey, cache, batch, prev, value)
                 if prev.items is None:  # vouched for by the stored bytes: hold it from now on
-                    cache.held[cast(int, prev_ref)] = _Held(prev.lineage, prev.length, value[:])
+                    cache.held[cast(int, prev_ref)] = _Held(prev.lineage, prev.length, value)
                 return cast(int, prev_ref)
             if len(value) >= LINEAGE_MIN_ITEMS or (
                 value and prev is not None and prev.lineage is not None
@@ -759,14 +764,17 @@ class DeltaStore:
         blob = self.serde.dumps_typed(value)
         if prev is not None and prev.blob is not None and prev.blob == blob:
             return cast(int, prev_ref)
-        ref = self._value_id()
-        batch.values.append((ref, tkey, blob[0], blob[1], None, None))
+        ref = self._value_id(tkey)
+        batch.values.append((tkey, ref, blob[0], blob[1], None, None))
         cache.held[ref] = _Held(None, 0, None, blob if len(blob[1]) <= REUSE_MAX_BYTES else None)
         return ref
 
     def _extends(self, prev: _Held, value: list[Any]) -> bool:
         """Whether ``value`` starts with exactly the items stored for ``prev``."""
-        if prev.items is not None:
+        if prev.items is not None and len(prev.items) == prev.length:
+            # The very objects stored (or handed out) for this value: a pointer comparison.
+            # (A length that changed means someone appended to that list in place; then only
+            # the stored bytes can tell.)
             if all(map(operator.is_, prev.items, value)):
                 return True
             dumps = self.serde.dumps_typed
@@ -874,9 +882,9 @@ class DeltaStore:
     def _list_view(
         self, tkey: int, cache: _ThreadCache, batch: _Batch, lineage: int, value: list[Any]
     ) -> int:
-        ref = self._value_id()
-        batch.values.append((ref, tkey, None, None, lineage, len(value)))
-        cache.held[ref] = _Held(lineage, len(value), value[:])
+        ref = self._value_id(tkey)
+        batch.values.append((tkey, ref, None, None, lineage, len(value)))
+        cache.held[ref] = _Held(lineage, len(value), value)
         return ref
 
     # Writes --------------------------------------------------------------------------------
