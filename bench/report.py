@@ -12,7 +12,7 @@ from typing import Any
 from bench.common import Figure
 from bench.pipeline import PAYLOAD_BYTES, PipelineRun
 
-__all__ = ["plot", "table", "write_json"]
+__all__ = ["markdown", "plot", "table", "write_json"]
 
 
 def _fmt(value: float | None, unit: str) -> str:
@@ -43,6 +43,20 @@ def table(figures: list[Figure]) -> str:
     lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
+
+
+def markdown(figures: list[Figure]) -> str:
+    """The figures as a Markdown table (what the README's performance section shows)."""
+    lines = [
+        "| figure | ours | baseline, same run | ratio | target | met |",
+        "|---|---|---|---|---|---|",
+    ]
+    for f in figures:
+        base = f"{_fmt(f.baseline, f.unit)} ({f.baseline_name})" if f.baseline_name else "-"
+        ratio = "-" if f.ratio is None else f"{f.ratio:.3g} ({f.ratio_name})"
+        cells = [f.name, _fmt(f.ours, f.unit), base, ratio, f.target, "yes" if f.ok else "**no**"]
+        lines.append("| " + " | ".join(c.replace("|", "/") for c in cells) + " |")
+    return "\n".join(lines) + "\n"
 
 
 def write_json(path: Path, figures: list[Figure], meta: dict[str, Any]) -> None:
