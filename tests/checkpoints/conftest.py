@@ -12,11 +12,12 @@ import uuid
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import aiosqlite
 import pytest
-from langgraph.checkpoint.base import BaseCheckpointSaver, Checkpoint
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver, Checkpoint, CheckpointMetadata
 from langgraph.checkpoint.base.id import uuid6
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
@@ -74,11 +75,16 @@ def make_checkpoint(
     )
 
 
-def config(thread_id: str, checkpoint_id: str | None = None, ns: str = "") -> dict[str, Any]:
+def config(thread_id: str, checkpoint_id: str | None = None, ns: str = "") -> RunnableConfig:
     conf: dict[str, Any] = {"thread_id": thread_id, "checkpoint_ns": ns}
     if checkpoint_id is not None:
         conf["checkpoint_id"] = checkpoint_id
     return {"configurable": conf}
+
+
+def meta(**values: Any) -> CheckpointMetadata:
+    """Checkpoint metadata with any keys (savers keep keys LangGraph does not name)."""
+    return cast(CheckpointMetadata, values)
 
 
 def new_thread() -> str:

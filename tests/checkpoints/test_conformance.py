@@ -13,13 +13,14 @@ import time
 from typing import Annotated, Any
 
 import pytest
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.serde.types import INTERRUPT
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, interrupt
 from typing_extensions import TypedDict
 
-from tests.checkpoints.conftest import config, make_checkpoint, new_thread
+from tests.checkpoints.conftest import config, make_checkpoint, meta, new_thread
 
 Saver = BaseCheckpointSaver[Any]
 
@@ -42,7 +43,7 @@ def _chain(saver: Saver, thread: str, n: int, *, ns: str = "") -> list[str]:
         saver.put(
             config(thread, parent, ns),
             cp,
-            {"source": "loop", "step": step, "writes": {}, "parents": {}, "who": f"w{step % 2}"},
+            meta(source="loop", step=step, writes={}, parents={}, who=f"w{step % 2}"),
             {"log": version, "n": version},
         )
         ids.append(cp["id"])
@@ -250,7 +251,7 @@ def _flow(saver: Saver, calls: list[str]) -> Any:
     return builder.compile(checkpointer=saver)
 
 
-def _history(graph: Any, cfg: dict[str, Any]) -> list[tuple[Any, ...]]:
+def _history(graph: Any, cfg: RunnableConfig) -> list[tuple[Any, ...]]:
     return [
         (dict(s.values), s.next, s.metadata["source"] if s.metadata else None)
         for s in graph.get_state_history(cfg)

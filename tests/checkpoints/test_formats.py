@@ -36,7 +36,7 @@ def _agent(db: Path, log: list[str]) -> Agent:
         log.append(str(args.get("text")))
         return {"status": "ok", "content": f"noted {args.get('text')}"}
 
-    script = [
+    script: list[dict[str, Any]] = [
         {"tool_calls": [{"name": "note", "args": {"text": "first"}, "id": "c1"}]},
         {"tool_calls": [{"name": "note", "args": {"text": "second"}, "id": "c2"}]},
         {"text": "all noted"},

@@ -66,7 +66,7 @@ def test_prune_keeps_the_part_of_a_lineage_a_fork_still_reads(tmp_path: Path) ->
         run.step(parent=fork)
         for _ in range(20):
             run.step()
-        forked_head = run.head
+        forked_head = run.ids[-1]
         saver.prune_thread("t", keep=[forked_head])
         run.values = {forked_head: run.values[forked_head]}
         run.check()
