@@ -25,6 +25,12 @@ def _fmt(value: float | None, unit: str) -> str:
     return f"{value:.3g} {unit}".strip()
 
 
+def _baseline(f: Figure) -> str:
+    if f.baseline is None:
+        return f.baseline_name or "-"
+    return f"{_fmt(f.baseline, f.unit)} ({f.baseline_name})"
+
+
 def table(figures: list[Figure]) -> str:
     """The figures as a text table: ours, the baseline beside it, the ratio, the target."""
     rows = [("figure", "ours", "baseline", "ratio", "target", "ok")]
@@ -33,7 +39,7 @@ def table(figures: list[Figure]) -> str:
             (
                 f.name,
                 _fmt(f.ours, f.unit),
-                f"{_fmt(f.baseline, f.unit)} ({f.baseline_name})" if f.baseline_name else "-",
+                _baseline(f),
                 "-" if f.ratio is None else f"{f.ratio:.3g} ({f.ratio_name})",
                 f.target,
                 "yes" if f.ok else "NO",
@@ -52,7 +58,7 @@ def markdown(figures: list[Figure]) -> str:
         "|---|---|---|---|---|---|",
     ]
     for f in figures:
-        base = f"{_fmt(f.baseline, f.unit)} ({f.baseline_name})" if f.baseline_name else "-"
+        base = _baseline(f)
         ratio = "-" if f.ratio is None else f"{f.ratio:.3g} ({f.ratio_name})"
         cells = [f.name, _fmt(f.ours, f.unit), base, ratio, f.target, "yes" if f.ok else "**no**"]
         lines.append("| " + " | ".join(c.replace("|", "/") for c in cells) + " |")
