@@ -198,6 +198,7 @@ class PipelineRun:
     wall: list[float] = field(default_factory=list)
     cpu: list[float] = field(default_factory=list)
     sizes: dict[int, int] = field(default_factory=dict)
+    disk: int = 0
     seconds: float = 0.0
 
     def mean(self, which: str, first: int, last: int) -> float:
@@ -238,6 +239,9 @@ async def run_pipeline(kind: str, cycles: int, path: Path, sample: int) -> Pipel
             await graph.ainvoke(initial_state(), config, context=context, durability="sync")
         else:
             await graph.ainvoke(initial_state(), config, context=context)
+        # What the files take on disk while the run is open (the WAL is emptied on close).
+        files = (path, Path(str(path) + "-wal"))
+        result.disk = sum(p.stat().st_size for p in files if p.exists())
     result.seconds = time.perf_counter() - started
     if kind not in ("none", "null"):
         result.sizes[cycles] = db_bytes(path)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import cast
 
-from ai_agent.checkpoints._store import EMPTY, DeltaStore, ReadMemo
+from ai_agent.checkpoints._store import BUSY_TIMEOUT_SECONDS, EMPTY, DeltaStore, ReadMemo
 from ai_agent.errors import StoreError
 
 __all__ = ["copy_thread", "delete_checkpoints", "delete_for_runs", "prune", "reclaim"]
@@ -144,6 +144,7 @@ def delete_for_runs(store: DeltaStore, run_ids: Sequence[str]) -> None:
 def reclaim(store: DeltaStore) -> None:
     """Give freed pages back to the file system and empty the WAL."""
     conn = store.conn
+    store.busy_timeout(BUSY_TIMEOUT_SECONDS)  # the WAL thread may be checkpointing: wait for it
     if conn.execute("PRAGMA auto_vacuum").fetchone()[0] == 2:  # incremental
         conn.execute("PRAGMA incremental_vacuum").fetchall()
     else:  # a file someone else created first: switch it over once (VACUUM applies it)

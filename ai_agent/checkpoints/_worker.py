@@ -138,18 +138,20 @@ class WalCheckpointer:
 
     SQLite normally does this inside whichever ``COMMIT`` crosses 1,000 WAL pages, so every
     hundred-and-some steps one step pays for copying the pages and two fsyncs. The saver turns
-    that off for its connection and asks this thread instead, every ``every`` commits: a PASSIVE
-    checkpoint never blocks a writer, so steps keep committing while it runs.
+    that off for its connection and asks this thread instead, every ``every`` commits, keeping
+    the log to a few megabytes.
 
     Args:
         path: The database file.
         every: Commits between two checkpoints.
     """
 
-    def __init__(self, path: str, every: int = 200) -> None:
+    def __init__(self, path: str, every: int = 100) -> None:
         self.path = path
         self.every = every
         self._commits = 0
+        self.lock = threading.Lock()
+        """Held while this thread checkpoints (a reclaim takes it: two checkpoints collide)."""
         self._wake = threading.Event()
         self._stopping = False
         self._thread = threading.Thread(target=self._loop, name="ai-agent-wal", daemon=True)
@@ -171,13 +173,20 @@ class WalCheckpointer:
     def _loop(self) -> None:
         import sqlite3
 
-        conn = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+        conn = sqlite3.connect(self.path, timeout=0, isolation_level=None)
         try:
             while True:
                 self._wake.wait()
                 self._wake.clear()
                 if self._stopping:
                     return
-                conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+                # PASSIVE copies the pages without blocking anyone. It cannot start the log over
+                # while steps keep appending to it, and a log that only grows makes every page
+                # lookup slower; so then RESTART, which needs the write lock for the little
+                # left to copy: without waiting for it (busy timeout 0), and again next time
+                # when a step holds it.
+                with self.lock:
+                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+                    conn.execute("PRAGMA wal_checkpoint(RESTART)").fetchall()
         finally:
             conn.close()

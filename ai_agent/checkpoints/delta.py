@@ -49,6 +49,7 @@ allowlisted types load back.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import threading
 from collections.abc import AsyncIterator, Callable, Collection, Iterator, Sequence
@@ -449,7 +450,12 @@ class DeltaSaver(
 
     def reclaim(self) -> None:
         """Shrink the file to what it holds (after deletes), and empty the WAL."""
-        self._call(_maintenance.reclaim, self.store)
+        self._call(self._reclaim)
+
+    def _reclaim(self) -> None:
+        # The WAL thread must not checkpoint meanwhile: SQLite refuses a second checkpointer.
+        with self._wal.lock if self._wal is not None else contextlib.nullcontext():
+            _maintenance.reclaim(self.store)
 
     def _prune(
         self, thread_id: str, keep: int | Sequence[str], ns: str | None, reclaim: bool
@@ -457,7 +463,7 @@ class DeltaSaver(
         before = self.store.size()
         checkpoints, values, segments = _maintenance.prune(self.store, thread_id, keep, ns)
         if reclaim:
-            _maintenance.reclaim(self.store)
+            self._reclaim()
         return PruneStats(checkpoints, values, segments, before, self.store.size())
 
     # Async API -------------------------------------------------------------------------------
@@ -569,7 +575,7 @@ class DeltaSaver(
 
     async def areclaim(self) -> None:
         """``reclaim`` off the event loop."""
-        await self._acall(_maintenance.reclaim, self.store)
+        await self._acall(self._reclaim)
 
 
 def _keep_for(strategy: str) -> int:
