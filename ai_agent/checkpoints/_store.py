@@ -40,6 +40,7 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
+from ai_agent.checkpoints._identity import same_prefix
 from ai_agent.checkpoints._schema import create_or_migrate, legacy_tables_present
 from ai_agent.errors import StoreError
 
@@ -775,7 +776,7 @@ class DeltaStore:
             # The very objects stored (or handed out) for this value: a pointer comparison.
             # (A length that changed means someone appended to that list in place; then only
             # the stored bytes can tell.)
-            if all(map(operator.is_, prev.items, value)):
+            if same_prefix(prev.items, value, prev.length):
                 return True
             dumps = self.serde.dumps_typed
             return all(
