@@ -241,6 +241,7 @@ def test_the_run_store_and_the_checkpoints_share_one_file(tmp_path: Path) -> Non
 async def test_sync_calls_work_on_the_event_loop_thread(tmp_path: Path) -> None:
     """AsyncSqliteSaver refuses sync calls from the loop's thread; this saver serves them."""
     async with open_checkpointer(tmp_path / "c.sqlite") as saver:
+        assert isinstance(saver, DeltaSaver)
         run = Run(saver)
         run.step()
         run.step()
@@ -252,6 +253,7 @@ async def test_sync_calls_work_on_the_event_loop_thread(tmp_path: Path) -> None:
 async def test_a_locked_database_does_not_block_the_event_loop(tmp_path: Path) -> None:
     path = tmp_path / "c.sqlite"
     async with open_checkpointer(path) as saver:
+        assert isinstance(saver, DeltaSaver)
         Run(saver).step()
         blocker = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         blocker.execute("BEGIN IMMEDIATE")  # another process holds the write lock
@@ -278,6 +280,7 @@ async def test_a_locked_database_does_not_block_the_event_loop(tmp_path: Path) -
 
 async def test_a_failed_deferred_write_is_raised_by_the_next_call(tmp_path: Path) -> None:
     async with open_checkpointer(tmp_path / "c.sqlite") as saver:
+        assert isinstance(saver, DeltaSaver)
         run = Run(saver)
         run.step()
         await saver.aput_writes(config("t", run.head), [("x", 1)], "task")
