@@ -3,20 +3,29 @@
 A task runs through nine typed stages on LangGraph; every step is checkpointed to SQLite; the
 critical gate pauses for a person's plan and the run resumes later, in any process.
 
+The public names are imported on first use (PEP 562), so ``import ai_agent`` and the command
+line's ``--help`` do not pay for LangGraph, LangChain and pydantic-settings until they are needed.
+
 Example:
     >>> from ai_agent import Agent, UserPlan
     >>> UserPlan(instructions="use the backup").allow_continue
     True
 """
 
-from ai_agent.config import AgentSettings
-from ai_agent.context import Hooks
-from ai_agent.graph import Agent, RunResult
-from ai_agent.state import GateReport, ToolResult, UserPlan
-from ai_agent.tools.base import BaseTool
-from ai_agent.tools.decorator import tool
-from ai_agent.tools.registry import make_tool_registry
-from ai_agent.tools.spec import ToolCategory, ToolSpec
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ai_agent.config import AgentSettings
+    from ai_agent.context import Hooks
+    from ai_agent.graph import Agent, RunResult
+    from ai_agent.state import GateReport, ToolResult, UserPlan
+    from ai_agent.tools.base import BaseTool
+    from ai_agent.tools.decorator import tool
+    from ai_agent.tools.registry import make_tool_registry
+    from ai_agent.tools.spec import ToolCategory, ToolSpec
 
 __all__ = [
     "Agent",
@@ -32,3 +41,31 @@ __all__ = [
     "make_tool_registry",
     "tool",
 ]
+
+_HOMES = {
+    "Agent": "ai_agent.graph",
+    "AgentSettings": "ai_agent.config",
+    "BaseTool": "ai_agent.tools.base",
+    "GateReport": "ai_agent.state",
+    "Hooks": "ai_agent.context",
+    "RunResult": "ai_agent.graph",
+    "ToolCategory": "ai_agent.tools.spec",
+    "ToolResult": "ai_agent.state",
+    "ToolSpec": "ai_agent.tools.spec",
+    "UserPlan": "ai_agent.state",
+    "make_tool_registry": "ai_agent.tools.registry",
+    "tool": "ai_agent.tools.decorator",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'ai_agent' has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value  # the next access is a plain lookup
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

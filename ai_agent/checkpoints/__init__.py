@@ -1,6 +1,7 @@
-"""Persistence: the checkpointer, the run store (runs, leases, journal, recorded calls, plan
-queue) on SQLite or PostgreSQL, and the memory."""
+"""Persistence: the delta checkpointer, the run store (runs, leases, journal, recorded calls,
+plan queue) on SQLite or PostgreSQL, and the memory."""
 
+from ai_agent.checkpoints.delta import FORMAT_VERSION, DeltaSaver, PruneStats
 from ai_agent.checkpoints.memory import SqliteMemory
 from ai_agent.checkpoints.plans import PlanRecord, PlanStatus
 from ai_agent.checkpoints.recorded import (
@@ -20,14 +21,17 @@ from ai_agent.checkpoints.store import (
 )
 
 __all__ = [
+    "FORMAT_VERSION",
     "SCHEMA_VERSION",
     "CallPosition",
+    "DeltaSaver",
     "Lease",
     "Location",
     "ModelCallRecord",
     "ModelRequest",
     "PlanRecord",
     "PlanStatus",
+    "PruneStats",
     "RunOrigin",
     "RunRecord",
     "RunStore",

@@ -12,8 +12,6 @@ import threading
 from pathlib import Path
 from typing import Any
 
-import sqlite_utils
-
 __all__ = ["SqliteMemory"]
 
 _WORD = re.compile(r"\w{2,}", re.UNICODE)
@@ -34,6 +32,8 @@ class SqliteMemory:
         if str(path) != ":memory:":
             Path(path).parent.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(str(path), timeout=30, check_same_thread=False)
+        import sqlite_utils  # on first use: importing it costs more than the rest of ai_agent
+
         self.db = sqlite_utils.Database(conn)
         self._lock = threading.Lock()
         table = self.db.table("memories")

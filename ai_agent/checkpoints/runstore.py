@@ -33,8 +33,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, TypedDict, cast
 
-import sqlite_utils
-
 from ai_agent.checkpoints._sqlite import threaded
 from ai_agent.checkpoints.plans import PlanQueue
 from ai_agent.checkpoints.recorded import RecordedCalls
@@ -123,6 +121,8 @@ class RunStore(RecordedCalls, PlanQueue):
                 f"cannot open the run store at {target}: {exc}. "
                 "Is it a SQLite database written by ai-agent?"
             ) from None
+        import sqlite_utils  # on first use: importing it costs more than the rest of ai_agent
+
         self.db = sqlite_utils.Database(conn)
 
     # Runs ------------------------------------------------------------------------------------

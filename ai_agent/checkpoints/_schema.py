@@ -1,0 +1,135 @@
+"""The delta checkpointer's tables, its format version, and the migrations between versions.
+
+The tables are prefixed ``delta_`` so they sit beside the run store's ``agent_*`` tables (and any
+``checkpoints``/``writes`` tables LangGraph's own SqliteSaver left behind) in one database file.
+``delta_meta`` holds ``format`` (the version of the layout below); a database written by a newer
+ai-agent is refused instead of being misread. See :mod:`ai_agent.checkpoints.delta` for what each
+table means.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from ai_agent.errors import StoreError
+
+__all__ = ["FORMAT_VERSION", "create_or_migrate", "legacy_tables_present"]
+
+FORMAT_VERSION = 1
+
+_DDL_V1 = """
+CREATE TABLE IF NOT EXISTS delta_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS delta_threads (
+    id INTEGER PRIMARY KEY,
+    thread_id TEXT NOT NULL,
+    checkpoint_ns TEXT NOT NULL,
+    UNIQUE (thread_id, checkpoint_ns)
+);
+CREATE TABLE IF NOT EXISTS delta_checkpoints (
+    thread INTEGER NOT NULL,
+    checkpoint_id TEXT NOT NULL,
+    parent_id TEXT,
+    full INTEGER NOT NULL,
+    depth INTEGER NOT NULL,
+    skeleton BLOB NOT NULL,
+    metadata TEXT NOT NULL,
+    PRIMARY KEY (thread, checkpoint_id)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS delta_values (
+    thread INTEGER NOT NULL,
+    id INTEGER NOT NULL,
+    type TEXT,
+    value BLOB,
+    lineage INTEGER,
+    length INTEGER,
+    PRIMARY KEY (thread, id)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS delta_lineages (
+    id INTEGER PRIMARY KEY,
+    thread INTEGER NOT NULL,
+    base INTEGER,
+    base_length INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS delta_lineages_thread ON delta_lineages (thread);
+CREATE TABLE IF NOT EXISTS delta_segments (
+    lineage INTEGER NOT NULL,
+    start INTEGER NOT NULL,
+    count INTEGER NOT NULL,
+    merged INTEGER NOT NULL,
+    type TEXT NOT NULL,
+    items BLOB NOT NULL,
+    PRIMARY KEY (lineage, start)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS delta_writes (
+    thread INTEGER NOT NULL,
+    checkpoint_id TEXT NOT NULL,
+    task_id TEXT NOT NULL,
+    task_path TEXT NOT NULL,
+    writes BLOB NOT NULL,
+    PRIMARY KEY (thread, checkpoint_id, task_id)
+) WITHOUT ROWID;
+"""
+
+# Version N -> the statements that turn a version N database into version N + 1. Empty while
+# there is only one version; the test suite keeps a version-1 database as a fixture so the first
+# real migration is tested against a file written by this code.
+_MIGRATIONS: dict[int, str] = {}
+
+
+def create_or_migrate(conn: sqlite3.Connection, *, where: str) -> None:
+    """Create the tables on a new database, or bring an older format up to date.
+
+    Args:
+        conn: An autocommit connection (``isolation_level=None``).
+        where: How to name the database in an error message.
+
+    Raises:
+        StoreError: the database was written by a newer ai-agent, or is not SQLite.
+    """
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(
+            f"{where} is not a usable checkpoint database ({exc}); point --db at another file"
+        ) from None
+    try:
+        if _table_exists(conn, "delta_meta"):
+            row = conn.execute("SELECT value FROM delta_meta WHERE key = 'format'").fetchone()
+            found = int(row[0]) if row else FORMAT_VERSION
+        else:
+            found = FORMAT_VERSION
+            for statement in _DDL_V1.split(";"):
+                if statement.strip():
+                    conn.execute(statement)
+        if found > FORMAT_VERSION:
+            raise StoreError(
+                f"the checkpoints in {where} use format {found}, newer than this ai-agent "
+                f"understands ({FORMAT_VERSION}); upgrade ai-agent"
+            )
+        while found < FORMAT_VERSION:  # pragma: no cover - no second format yet
+            for statement in _MIGRATIONS[found].split(";"):
+                if statement.strip():
+                    conn.execute(statement)
+            found += 1
+        conn.execute(
+            "INSERT OR REPLACE INTO delta_meta (key, value) VALUES ('format', ?)",
+            (str(FORMAT_VERSION),),
+        )
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+def legacy_tables_present(conn: sqlite3.Connection) -> bool:
+    """True when LangGraph's SqliteSaver tables (the engine's old default) hold checkpoints."""
+    if not (_table_exists(conn, "checkpoints") and _table_exists(conn, "writes")):
+        return False
+    return conn.execute("SELECT 1 FROM checkpoints LIMIT 1").fetchone() is not None
+
+
+def _table_exists(conn: sqlite3.Connection, name: str) -> bool:
+    row = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)
+    ).fetchone()
+    return row is not None

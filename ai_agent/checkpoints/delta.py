@@ -1,0 +1,586 @@
+"""The delta checkpointer: a LangGraph checkpoint saver for SQLite that stores only what is new.
+
+LangGraph's SqliteSaver writes the whole state at every step, so a run that grows its message
+history by a little each cycle costs the square of its length in bytes and time. This saver
+writes each channel value once per version, and a list that grew by appending (the messages, the
+results, the trace) is written as the new items plus a reference to the list it extends. A list
+that was rewritten (compaction, ``{"replace": [...]}``, a removal) starts a new lineage holding
+its full value. Reading a checkpoint rebuilds exactly the values LangGraph put.
+
+Storage format (``delta_meta.format`` = 1), beside the run store's tables in the same file::
+
+    delta_threads      id  <-  (thread_id, checkpoint_ns)           a small integer per thread
+    delta_checkpoints  (thread, checkpoint_id) -> parent_id, full, depth, skeleton, metadata
+                         skeleton = channel_versions + versions_seen + refs {channel: value id}
+                         + the checkpoint's other keys (v, id, ts, updated_channels); stored
+                         in full, or as a diff against the parent's skeleton (full = 0), with at
+                         most 31 diffs in a row: reading one walks at most 32 small rows
+    delta_values       id -> (type, bytes)            a value, written once per version
+                          | (lineage, length)          a list: the first `length` items of a lineage
+    delta_lineages     id -> base, base_length         a list that forked from another lineage's
+                                                       first base_length items (a fork, time travel)
+    delta_segments     (lineage, start) -> count, merged, type, items    items[start:start+count]
+    delta_writes       (thread, checkpoint_id, task_id) -> task_path, [idx, channel, type, bytes]
+
+How the message history of a run looks after 12 messages, 3 of them added since the last merge::
+
+    delta_checkpoints  step 40 ... refs {"messages": 93, "task": 2, ...}
+                                                   |
+    delta_values       93 = (lineage 7, length 12) |   91 = (lineage 7, length 11) <- step 37
+                                    |
+    delta_segments     lineage 7: [0..9) merged | [9..10) | [10..11) | [11..12)
+                                  32 appends are merged into one chunk, so reading a list of
+                                  n appends touches about n/32 + 32 rows, never n
+
+An append is recognised by identity: the saver keeps the items it last stored or returned for
+each channel, and a new list that starts with those very objects (a C-speed pointer comparison)
+only needs its tail written. When the cache cannot vouch for the prefix (another process wrote
+the parent, or the cache was evicted), the prefix is checked against the stored bytes instead,
+so a false "append" is impossible. Values are treated as immutable once checkpointed, as
+LangGraph's reducers treat them: a node must return new items, not edit stored ones in place.
+
+Every SQLite call runs on one worker thread owned by the saver, so the async methods never block
+the event loop and the sync methods work from any thread, the event loop's included (LangGraph's
+AsyncSqliteSaver refuses those). The connection uses WAL, a 30 s busy timeout and
+``synchronous=NORMAL`` (see :mod:`ai_agent.checkpoints._store`). Serialization is strict: only
+allowlisted types load back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import threading
+from collections.abc import AsyncIterator, Callable, Collection, Iterator, Sequence
+from concurrent.futures import Future
+from contextlib import AbstractAsyncContextManager, AbstractContextManager
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any, ParamSpec, TypeVar
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    BaseCheckpointSaver,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+)
+from langgraph.checkpoint.serde.base import SerializerProtocol
+
+from ai_agent.checkpoints import _maintenance
+from ai_agent.checkpoints._schema import FORMAT_VERSION
+from ai_agent.checkpoints._serde import strict_serializer
+from ai_agent.checkpoints._store import DeltaStore, ReadMemo
+from ai_agent.checkpoints._worker import WalCheckpointer, Worker
+from ai_agent.errors import StoreError
+
+__all__ = ["FORMAT_VERSION", "DeltaSaver", "PruneStats"]
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+_LIST_PAGE = 64
+
+FLUSH_AFTER = 0.05
+"""Seconds a task's writes may wait in memory for the checkpoint that follows them."""
+
+
+@dataclass(frozen=True, slots=True)
+class PruneStats:
+    """What a prune removed.
+
+    Attributes:
+        checkpoints: Checkpoints deleted.
+        values: Stored channel values deleted.
+        segments: List segments deleted (whole lineages, and tails no kept checkpoint reads).
+        bytes_before: Size of the database file and its WAL before.
+        bytes_after: Size after (smaller once the space was reclaimed).
+    """
+
+    checkpoints: int
+    values: int
+    segments: int
+    bytes_before: int
+    bytes_after: int
+
+
+class DeltaSaver(
+    BaseCheckpointSaver[int],
+    AbstractContextManager["DeltaSaver"],
+    AbstractAsyncContextManager["DeltaSaver"],
+):
+    """A SQLite checkpoint saver whose cost per step is what the step added, not the state.
+
+    Use it as a context manager (sync or async), or call :meth:`close`.
+
+    Args:
+        path: The SQLite file (created with its directory if missing), or ``":memory:"``.
+        serde: Serializer; default: strict msgpack (only allowlisted types load).
+        cache_threads: Threads whose newest checkpoints stay in memory for cheap appends.
+
+    Raises:
+        StoreError: the file is not a SQLite database, or was written by a newer ai-agent.
+
+    Example:
+        >>> import tempfile, os
+        >>> from langgraph.graph import StateGraph
+        >>> from typing_extensions import TypedDict
+        >>> class S(TypedDict):
+        ...     n: int
+        >>> builder = StateGraph(S)
+        >>> builder.add_node("inc", lambda s: {"n": s["n"] + 1})
+        >>> builder.set_entry_point("inc")
+        >>> builder.set_finish_point("inc")
+        >>> with tempfile.TemporaryDirectory() as d:
+        ...     with DeltaSaver(os.path.join(d, "c.sqlite")) as saver:
+        ...         graph = builder.compile(checkpointer=saver)
+        ...         config = {"configurable": {"thread_id": "1"}}
+        ...         graph.invoke({"n": 1}, config)["n"], graph.get_state(config).values["n"]
+        (2, 2)
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        serde: SerializerProtocol | None = None,
+        cache_threads: int = 256,
+    ) -> None:
+        super().__init__(serde=serde or strict_serializer())
+        self._closed = False
+        self._deferred_error: BaseException | None = None
+        self._buffer: list[Callable[[], Any]] = []
+        self._flush_timer: asyncio.TimerHandle | None = None
+        self._store: DeltaStore | None = None
+        self._worker = Worker("ai-agent-checkpoints", self._group)
+        self._wal: WalCheckpointer | None = None
+        try:
+            self._store = self._worker.submit(
+                functools.partial(DeltaStore, path, self.serde, cache_threads=cache_threads)
+            ).result()
+        except BaseException:
+            self._worker.stop()
+            raise
+        if self._store.path != ":memory:":
+            # Checkpointing the WAL happens on its own thread, not inside a step's commit.
+            self._wal = WalCheckpointer(self._store.path)
+            self._store.on_commit = self._wal.committed
+            self._call(self._store.conn.execute, "PRAGMA wal_autocheckpoint = 0")
+
+    @property
+    def store(self) -> DeltaStore:
+        """The storage engine (use only from the worker thread: see ``_call``)."""
+        if self._store is None:  # pragma: no cover - only while opening
+            raise StoreError("the checkpoint database is not open")
+        return self._store
+
+    def _group(self, jobs: list[Callable[[], Any]]) -> list[tuple[bool, Any]]:
+        return [o if o is not None else (False, StoreError("busy")) for o in self.store.group(jobs)]
+
+    def _write_now(self, jobs: list[Callable[[], Any]]) -> list[Future[Any]]:
+        """Run write jobs here if nothing would wait, else queue them; each job's future.
+
+        Here means the caller's thread, normally the event loop's: it is allowed only while the
+        worker is idle (so nothing queued earlier is overtaken) and the write lock is free at
+        once. Anything that could wait (a lock held by another process, a read, a WAL
+        checkpoint) stays on the worker thread.
+        """
+        outcomes: list[tuple[bool, Any] | None] = [None] * len(jobs)
+        if self._worker.lock.acquire(blocking=False):
+            try:
+                if self._worker.idle:
+                    outcomes = self.store.group(jobs, wait=False)
+            finally:
+                self._worker.lock.release()
+        futures: list[Future[Any]] = []
+        for job, outcome in zip(jobs, outcomes, strict=True):
+            if outcome is None:
+                futures.append(self._worker.submit(job, write=True))
+                continue
+            future: Future[Any] = Future()
+            if outcome[0]:
+                future.set_result(outcome[1])
+            else:
+                future.set_exception(outcome[1])
+            futures.append(future)
+        return futures
+
+    def _flush(self) -> None:
+        """Store the task writes ``aput_writes`` buffered (see there)."""
+        if self._flush_timer is not None:
+            self._flush_timer.cancel()
+            self._flush_timer = None
+        jobs, self._buffer = self._buffer, []
+        for future in self._write_now(jobs):
+            future.add_done_callback(self._note_failure)
+
+    # The worker thread -----------------------------------------------------------------------
+    def _call(self, fn: Callable[P, R], /, *args: P.args, **kwargs: P.kwargs) -> R:
+        """Run ``fn`` on the worker thread and wait (inline when already on it)."""
+        if self._buffer:
+            self._flush()
+        self._raise_deferred()
+        if threading.get_ident() == self._worker.ident:
+            return fn(*args, **kwargs)
+        try:
+            result: R = self._worker.submit(functools.partial(fn, *args, **kwargs)).result()
+        except Exception:
+            self._raise_deferred()  # the cause, when a queued write broke the connection
+            raise
+        self._raise_deferred()
+        return result
+
+    async def _acall(self, fn: Callable[P, R], /, *args: P.args, **kwargs: P.kwargs) -> R:
+        """Run ``fn`` on the worker thread without blocking the event loop."""
+        if self._buffer:
+            self._flush()
+        return await self._await(self._worker.submit(functools.partial(fn, *args, **kwargs)))
+
+    async def _await(self, future: Future[R]) -> R:
+        self._raise_deferred()
+        try:
+            result = future.result() if future.done() else await asyncio.wrap_future(future)
+        except Exception:
+            self._raise_deferred()  # the cause, when a queued write broke the connection
+            raise
+        self._raise_deferred()  # a queued write that ran just before this call and failed
+        return result
+
+    def _write(self, fn: Callable[[], R]) -> Future[R]:
+        """Queue a write job: it shares a transaction with the writes queued right after it."""
+        if self._buffer:
+            self._flush()
+        self._raise_deferred()
+        return self._worker.submit(fn, write=True)
+
+    def _note_failure(self, future: Future[None]) -> None:
+        if not future.cancelled() and future.exception() is not None:
+            self._deferred_error = future.exception()
+
+    def _raise_deferred(self) -> None:
+        if self._deferred_error is not None:
+            error, self._deferred_error = self._deferred_error, None
+            raise StoreError(f"an earlier checkpoint write failed: {error}") from error
+
+    def close(self) -> None:
+        """Close the database and stop the worker thread (idempotent)."""
+        if self._closed:
+            return
+        if self._buffer:
+            self._flush()
+        self._closed = True
+        if self._wal is not None:
+            self._wal.stop()
+        self._worker.submit(self.store.close).result()
+        self._worker.stop()
+        self._raise_deferred()
+
+    async def aclose(self) -> None:
+        """``close`` without blocking the event loop."""
+        if self._closed:
+            return
+        if self._buffer:
+            self._flush()
+        self._closed = True
+        if self._wal is not None:
+            await asyncio.to_thread(self._wal.stop)
+        await asyncio.wrap_future(self._worker.submit(self.store.close))
+        await asyncio.to_thread(self._worker.stop)
+        self._raise_deferred()
+
+    def __enter__(self) -> DeltaSaver:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    async def __aenter__(self) -> DeltaSaver:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    @property
+    def path(self) -> str:
+        """The database file."""
+        return self.store.path
+
+    @property
+    def legacy_skipped(self) -> list[str]:
+        """Threads of an old SqliteSaver database that could not be imported (see ``_legacy``)."""
+        return list(self.store.legacy_skipped)
+
+    def with_allowlist(self, extra_allowlist: Collection[tuple[str, ...]]) -> DeltaSaver:
+        """This saver unchanged: its serializer stays as strict as it was built.
+
+        LangGraph calls this under ``LANGGRAPH_STRICT_MSGPACK`` to *widen* a serializer to the
+        graph's schema types; the engine's state is plain JSON and needs none of them.
+        """
+        return self
+
+    # Versions --------------------------------------------------------------------------------
+    def get_next_version(self, current: Any, channel: None) -> int:
+        """The next channel version: one more than ``current`` (integers, compact in every row).
+
+        Values are addressed by their own id, not by version, so two branches that reach the
+        same version number with different values never collide (SqliteSaver needs a random
+        suffix on its version strings for that).
+        """
+        if current is None:
+            return 1
+        if isinstance(current, str):  # a version written by another saver
+            return int(current.split(".")[0]) + 1
+        return int(current) + 1
+
+    # Sync API --------------------------------------------------------------------------------
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """The checkpoint ``config`` names (its ``checkpoint_id``, else the thread's latest)."""
+        return self._call(self.store.get_tuple, config)
+
+    def list(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> Iterator[CheckpointTuple]:
+        """Checkpoints matching ``config`` / ``filter`` / ``before``, newest first."""
+        memo = ReadMemo()
+        after: tuple[str, int] | None = None
+        left = limit
+        while left is None or left > 0:
+            size = _LIST_PAGE if left is None else min(left, _LIST_PAGE)
+            page = self._call(self.store.list_page, config, filter, before, size, after, memo)
+            for item, key in page:
+                yield item
+                after = key
+            if len(page) < size:
+                return
+            if left is not None:
+                left -= len(page)
+
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        """Store a checkpoint: its new values, and its skeleton as a diff of its parent's."""
+        job = functools.partial(self.store.put_in_tx, config, checkpoint, metadata, new_versions)
+        if threading.get_ident() == self._worker.ident:
+            return self.store.put(config, checkpoint, metadata, new_versions)
+        return self._write(job).result()
+
+    def put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        """Store a task's pending writes against a checkpoint."""
+        job = self.store.prepare_writes(config, writes, task_id, task_path)
+        if threading.get_ident() == self._worker.ident:
+            self.store.put_writes(job)
+            return
+        self._write(functools.partial(self.store.put_writes_in_tx, job)).result()
+
+    def delete_thread(self, thread_id: str) -> None:
+        """Delete a thread: every namespace, checkpoint, value and write of it."""
+        self._call(self.store.delete_thread, thread_id)
+
+    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """Delete the checkpoints whose metadata ``run_id`` is one of ``run_ids``."""
+        self._call(_maintenance.delete_for_runs, self.store, run_ids)
+
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """Copy a thread's whole history (every namespace) to a new thread id.
+
+        Raises:
+            StoreError: the target thread already exists.
+        """
+        self._call(_maintenance.copy_thread, self.store, source_thread_id, target_thread_id)
+
+    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """LangGraph's prune: ``"keep_latest"`` (per namespace) or ``"delete"`` everything.
+
+        Raises:
+            ValueError: an unknown strategy.
+        """
+        keep = _keep_for(strategy)
+        for thread_id in thread_ids:
+            self.prune_thread(thread_id, keep=keep, reclaim=False)
+
+    def prune_thread(
+        self,
+        thread_id: str,
+        *,
+        keep: int | Sequence[str] = 1,
+        checkpoint_ns: str | None = None,
+        reclaim: bool = True,
+    ) -> PruneStats:
+        """Delete a thread's older checkpoints and every value only they used.
+
+        The checkpoints that stay read back exactly as before (a kept checkpoint stored as a diff
+        against a deleted one is rewritten in full first).
+
+        Args:
+            thread_id: The thread.
+            keep: How many of the newest checkpoints to keep per namespace, or exactly which
+                checkpoint ids to keep.
+            checkpoint_ns: Only this namespace (default: all of them).
+            reclaim: Give the freed space back to the file system (shrinks the file).
+        """
+        return self._call(self._prune, thread_id, keep, checkpoint_ns, reclaim)
+
+    def reclaim(self) -> None:
+        """Shrink the file to what it holds (after deletes), and empty the WAL."""
+        self._call(self._reclaim)
+
+    def _reclaim(self) -> None:
+        # The WAL thread must not checkpoint meanwhile: SQLite refuses a second checkpointer.
+        with self._wal.lock if self._wal is not None else contextlib.nullcontext():
+            _maintenance.reclaim(self.store)
+
+    def _prune(
+        self, thread_id: str, keep: int | Sequence[str], ns: str | None, reclaim: bool
+    ) -> PruneStats:
+        before = self.store.size()
+        checkpoints, values, segments = _maintenance.prune(self.store, thread_id, keep, ns)
+        if reclaim:
+            self._reclaim()
+        return PruneStats(checkpoints, values, segments, before, self.store.size())
+
+    # Async API -------------------------------------------------------------------------------
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """``get_tuple`` off the event loop."""
+        return await self._acall(self.store.get_tuple, config)
+
+    async def alist(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[CheckpointTuple]:
+        """``list`` off the event loop, a page at a time."""
+        memo = ReadMemo()
+        after: tuple[str, int] | None = None
+        left = limit
+        while left is None or left > 0:
+            size = _LIST_PAGE if left is None else min(left, _LIST_PAGE)
+            page = await self._acall(
+                self.store.list_page, config, filter, before, size, after, memo
+            )
+            for item, key in page:
+                yield item
+                after = key
+            if len(page) < size:
+                return
+            if left is not None:
+                left -= len(page)
+
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        """``put``, without a thread round trip when nothing has to wait (see ``_write_now``).
+
+        The task writes buffered just before it are committed in the same transaction.
+        """
+        self._raise_deferred()
+        if self._flush_timer is not None:
+            self._flush_timer.cancel()
+            self._flush_timer = None
+        jobs, self._buffer = self._buffer, []
+        jobs.append(
+            functools.partial(self.store.put_in_tx, config, checkpoint, metadata, new_versions)
+        )
+        *writes, put = self._write_now(jobs)
+        for future in writes:
+            future.add_done_callback(self._note_failure)
+        return await self._await(put)
+
+    async def aput_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        """``put_writes`` without waiting: stored with the checkpoint that follows them.
+
+        The writes are serialized here (so a bad value raises here) and buffered. The next put
+        commits them in its own transaction (a step's writes and its checkpoint: one commit);
+        errors, interrupts and other special writes are stored at once; and nothing waits longer
+        than ``FLUSH_AFTER`` seconds. Every other call of this saver (a read, a close) stores
+        them first, so nothing can read around them. A failure to store them is raised by the
+        next call.
+        """
+        self._raise_deferred()
+        job = self.store.prepare_writes(config, writes, task_id, task_path)
+        self._buffer.append(functools.partial(self.store.put_writes_in_tx, job))
+        if job.replace:
+            self._flush()
+        elif self._flush_timer is None:
+            self._flush_timer = asyncio.get_running_loop().call_later(FLUSH_AFTER, self._flush)
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        """``delete_thread`` off the event loop."""
+        await self._acall(self.store.delete_thread, thread_id)
+
+    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """``delete_for_runs`` off the event loop."""
+        await self._acall(_maintenance.delete_for_runs, self.store, run_ids)
+
+    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """``copy_thread`` off the event loop."""
+        await self._acall(_maintenance.copy_thread, self.store, source_thread_id, target_thread_id)
+
+    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """``prune`` off the event loop."""
+        keep = _keep_for(strategy)
+        for thread_id in thread_ids:
+            await self.aprune_thread(thread_id, keep=keep, reclaim=False)
+
+    async def aprune_thread(
+        self,
+        thread_id: str,
+        *,
+        keep: int | Sequence[str] = 1,
+        checkpoint_ns: str | None = None,
+        reclaim: bool = True,
+    ) -> PruneStats:
+        """``prune_thread`` off the event loop."""
+        return await self._acall(self._prune, thread_id, keep, checkpoint_ns, reclaim)
+
+    async def areclaim(self) -> None:
+        """``reclaim`` off the event loop."""
+        await self._acall(self._reclaim)
+
+
+def _keep_for(strategy: str) -> int:
+    if strategy == "keep_latest":
+        return 1
+    if strategy == "delete":
+        return 0
+    raise ValueError(f"unknown prune strategy {strategy!r}; use 'keep_latest' or 'delete'")

@@ -1,0 +1,430 @@
+"""``python -m bench [--quick]``: every figure against its baseline, a table, JSON and a plot.
+
+Sections, in order: the pipeline on three checkpointers (storage, time per cycle, reading the
+latest state), tool overhead, token counting, many concurrent runs (in a fresh interpreter, so
+its memory is its own) and start-up (fresh interpreters). The no-checkpointer, null-saver and
+delta runs are repeated, interleaved, and the least disturbed run of each (lowest total wall
+time) is used; all runs are in the JSON. The SqliteSaver baseline runs once, for as many cycles
+as asked (``--baseline-cycles``); when that is fewer than the run, its storage and time are
+extrapolated (quadratic storage, linear time per cycle, fitted on its own samples), and the
+figures say so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bench.common import Figure, median, subprocess_env
+from bench.pipeline import PAYLOAD_BYTES, PipelineRun, read_latest, run_pipeline
+from bench.report import markdown, plot, table, write_json
+from bench.startup import measure_startup
+from bench.tokens import measure_tokens
+from bench.tool_overhead import measure_tool_overhead
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How big a run is."""
+
+    cycles: int
+    window: int
+    sample: int
+    repeats: int
+    baseline_cycles: int
+    tool_calls: int
+    token_repeat: int
+    concurrent: int
+    startup_repeat: int
+
+
+FULL = Plan(800, 100, 50, 3, 800, 300, 5, 100, 7)
+QUICK = Plan(160, 20, 20, 1, 160, 100, 2, 50, 1)
+
+
+Rounds = dict[str, list[PipelineRun]]
+
+
+def _pipeline(plan: Plan, work: Path) -> tuple[dict[str, PipelineRun], Rounds, dict[str, Any]]:
+    runs: dict[str, list[PipelineRun]] = {"none": [], "null": [], "delta": []}
+    for i in range(plan.repeats):
+        for kind in ("none", "null", "delta"):
+            print(f"  pipeline: {kind}, {plan.cycles} cycles (round {i + 1})", flush=True)
+            path = work / f"{kind}.sqlite"
+            runs[kind].append(asyncio.run(run_pipeline(kind, plan.cycles, path, plan.sample)))
+    print(f"  pipeline: sqlitesaver, {plan.baseline_cycles} cycles", flush=True)
+    base = asyncio.run(
+        run_pipeline("sqlitesaver", plan.baseline_cycles, work / "sqlitesaver.sqlite", plan.sample)
+    )
+    best = {kind: min(rs, key=lambda r: r.seconds) for kind, rs in runs.items()}
+    best["sqlitesaver"] = base
+    summary = {
+        kind: [{"seconds": r.seconds, "sizes": r.sizes, "disk": r.disk} for r in rs]
+        for kind, rs in runs.items()
+    }
+    return best, runs, summary
+
+
+def _per_round(rounds: Rounds, which: str, first: int, last: int) -> float:
+    """Median over rounds of delta / none per cycle: runs of one round saw the same load."""
+    return median(
+        [
+            d.mean(which, first, last) / n.mean(which, first, last)
+            for d, n in zip(rounds["delta"], rounds["none"], strict=True)
+        ]
+    )
+
+
+def _extrapolate(run: PipelineRun, cycles: int, window: int) -> dict[str, float]:
+    """SqliteSaver at ``cycles`` from a shorter run: quadratic bytes, linear time per cycle."""
+    import numpy as np
+
+    xs = np.array(sorted(run.sizes), dtype=float)
+    ys = np.array([run.sizes[int(c)] for c in xs], dtype=float)
+    a, b, c = np.polyfit(xs, ys, 2)
+    size = a * cycles**2 + b * cycles + c
+    first = a * window**2 + b * window
+    last = size - (a * (cycles - window) ** 2 + b * (cycles - window) + c)
+    slope, intercept = np.polyfit(np.arange(len(run.wall), dtype=float), np.array(run.wall), 1)
+    late = slope * (cycles - window / 2) + intercept
+    early = slope * (window / 2) + intercept
+    return {
+        "bytes": float(size),
+        "growth": float(last / first),
+        "flat": float(late / early),
+        "late": float(late),
+    }
+
+
+def pipeline_figures(
+    best: dict[str, PipelineRun],
+    rounds: Rounds,
+    plan: Plan,
+    reads: dict[str, tuple[list[float], int]],
+) -> list[Figure]:
+    n, w = plan.cycles, plan.window
+    delta, none, base = best["delta"], best["none"], best["sqlitesaver"]
+    m = len(delta.wall)  # cycle times: one per draft-to-draft interval
+    payload = n * PAYLOAD_BYTES
+    delta_growth = (delta.sizes[n] - delta.sizes[n - w]) / (delta.sizes[w] - delta.sizes[0])
+    scaled = base.cycles < n
+    if scaled:
+        ex = _extrapolate(base, n, w)
+        base_bytes, base_growth, base_flat, base_late = (
+            ex["bytes"],
+            ex["growth"],
+            ex["flat"],
+            ex["late"],
+        )
+        how = f"extrapolated from a {base.cycles}-cycle run (quadratic fit)"
+    else:
+        base_bytes = base.sizes[n]
+        base_growth = (base.sizes[n] - base.sizes[n - w]) / (base.sizes[w] - base.sizes[0])
+        base_flat = base.mean("wall", m - w, m) / base.mean("wall", 0, w)
+        base_late = base.mean("wall", m - w, m)
+        how = "measured"
+    flat = median([r.mean("wall", m - w, m) / r.mean("wall", 0, w) for r in rounds["delta"]])
+    flat_cpu = median([r.mean("cpu", m - w, m) / r.mean("cpu", 0, w) for r in rounds["delta"]])
+    per_cycle = _per_round(rounds, "wall", 0, m)
+    per_cycle_cpu = _per_round(rounds, "cpu", 0, m)
+    late_ratio = _per_round(rounds, "wall", m - w, m)
+    null_ratio = median(
+        [
+            a.mean("wall", 0, m) / b.mean("wall", 0, m)
+            for a, b in zip(rounds["null"], rounds["none"], strict=True)
+        ]
+    )
+    late, late_none = delta.mean("wall", 0, m), none.mean("wall", 0, m)
+    read, read_base = median(reads["delta"][0]), median(reads["sqlitesaver"][0])
+    return [
+        Figure(
+            "pipeline",
+            f"storage after {n} cycles",
+            delta.sizes[n],
+            "bytes",
+            base_bytes,
+            f"SqliteSaver, {how}",
+            base_bytes / delta.sizes[n],
+            "baseline / ours",
+            ">= 100",
+            base_bytes / delta.sizes[n] >= 100,
+            "pages in use (WAL included, free pages not), both with WAL and synchronous=NORMAL; "
+            f"on disk before closing (file + WAL file): ours {delta.disk / 1e6:.3g} MB, "
+            f"SqliteSaver {base.disk / 1e6:.4g} MB",
+        ),
+        Figure(
+            "pipeline",
+            f"storage growth: last {w} cycles / first {w}",
+            delta_growth,
+            "x",
+            base_growth,
+            f"SqliteSaver, {how}",
+            delta_growth,
+            "ours",
+            "<= 1.2",
+            delta_growth <= 1.2,
+        ),
+        Figure(
+            "pipeline",
+            f"storage / payload after {n} cycles",
+            delta.sizes[n] / payload,
+            "x",
+            base_bytes / payload,
+            "SqliteSaver",
+            delta.sizes[n] / payload,
+            "ours",
+            "report (ideal ~1)",
+            True,
+            f"payload: {PAYLOAD_BYTES} bytes of tool output per cycle; the state holds it twice "
+            "(the tool message and the result record) plus the step's pending writes",
+        ),
+        Figure(
+            "pipeline",
+            f"time per cycle: last {w} / first {w}",
+            flat,
+            "x",
+            base_flat,
+            f"SqliteSaver, {how}",
+            flat,
+            "ours",
+            "<= 1.2",
+            flat <= 1.2,
+            f"wall time, median over {len(rounds['delta'])} runs; CPU time: {flat_cpu:.3g}",
+        ),
+        Figure(
+            "pipeline",
+            f"time per cycle over {n} cycles",
+            late * 1000,
+            "ms",
+            late_none * 1000,
+            "no checkpointer",
+            per_cycle,
+            "ours / baseline",
+            "<= 2",
+            per_cycle <= 2,
+            f"wall, median over rounds of the ratio (runs of a round are back to back); "
+            f"CPU time {per_cycle_cpu:.3g}x; last {w} cycles {late_ratio:.3g}x; a saver that "
+            f"stores nothing (LangGraph's own checkpointing) {null_ratio:.3g}x; SqliteSaver "
+            f"{base_late * 1000:.3g} ms per cycle at the end ({how}); ms: least disturbed runs",
+        ),
+        Figure(
+            "pipeline",
+            f"read the latest state of a {n}-cycle thread",
+            read * 1000,
+            "ms",
+            read_base * 1000,
+            f"SqliteSaver at {base.cycles} cycles",
+            read_base / read,
+            "baseline / ours",
+            "< 50 ms",
+            read * 1000 < 50,
+            f"graph.aget_state on a freshly opened checkpointer (median of 3); "
+            f"{reads['delta'][1]} messages read back",
+        ),
+    ]
+
+
+def other_figures(
+    tools: dict[str, float],
+    tokens: dict[str, Any],
+    many: dict[str, Any],
+    start: dict[str, float],
+) -> list[Figure]:
+    sync_over, async_over = tools["sync"] - tools["bare"], tools["async"] - tools["bare_async"]
+    imp = start["import_cost"]
+    return [
+        Figure(
+            "tools",
+            "tool overhead per call (sync tool)",
+            sync_over * 1e6,
+            "us",
+            tools["bare"] * 1e6,
+            "the tool called bare",
+            None,
+            "",
+            "< 1000 us",
+            sync_over < 1e-3,
+            "the act stage for one call: policy, journal in SQLite (lookup, intent, outcome), "
+            "registry (a worker thread for a sync tool), timing, trace",
+        ),
+        Figure(
+            "tools",
+            "tool overhead per call (async tool)",
+            async_over * 1e6,
+            "us",
+            tools["bare_async"] * 1e6,
+            "the tool awaited bare",
+            None,
+            "",
+            "< 1000 us",
+            async_over < 1e-3,
+        ),
+        Figure(
+            "tokens",
+            f"full count of {tokens['tokens']:,} tokens",
+            tokens["full"] * 1000,
+            "ms",
+            tokens["baseline_full"] * 1000,
+            "tiktoken, whole text",
+            tokens["full"] / tokens["baseline_full"],
+            "ours / baseline",
+            "< 100 ms",
+            tokens["full"] < 0.1,
+            f"counter: {tokens['counter']}; {tokens['messages']} messages",
+        ),
+        Figure(
+            "tokens",
+            "recount after one new message",
+            tokens["recount"] * 1000,
+            "ms",
+            tokens["baseline_recount"] * 1000,
+            "tiktoken, whole text",
+            tokens["baseline_recount"] / tokens["recount"],
+            "baseline / ours",
+            "< 5 ms",
+            tokens["recount"] < 0.005,
+            f"counter: {tokens['counter']}",
+        ),
+        Figure(
+            "concurrency",
+            f"{many['n']} concurrent runs: throughput",
+            many["efficiency"],
+            "of ideal",
+            None,
+            f"ideal: {many['ideal']:.3g} s = max(T1, n*C1)",
+            many["efficiency"],
+            "ideal / measured",
+            ">= 0.8",
+            many["efficiency"] >= 0.8,
+            f"measured {many['tn']:.3g} s for {many['n']} runs ({many['runs_per_second']:.3g}/s); "
+            f"one run alone: {many['t1'] * 1000:.3g} ms wall, {many['c1'] * 1000:.3g} ms CPU; "
+            f"{many['model_calls_per_run']} model calls of 20 ms each per run",
+        ),
+        Figure(
+            "concurrency",
+            "memory per extra concurrent run",
+            many["bytes_per_run"] / 1e6,
+            "MB",
+            many["rss_one"] / 1e6,
+            "RSS with one run",
+            None,
+            "",
+            "< 5 MB",
+            many["bytes_per_run"] < 5e6,
+        ),
+        Figure(
+            "startup",
+            "ai-agent --help",
+            start["help"] * 1000,
+            "ms",
+            start["python"] * 1000,
+            "python -c pass",
+            start["help"] / start["python"],
+            "ours / baseline",
+            "< 300 ms",
+            start["help"] < 0.3,
+        ),
+        Figure(
+            "startup",
+            "import cost on top of langgraph + langchain-openai",
+            imp * 1000,
+            "ms",
+            start["deps"] * 1000,
+            "importing the two",
+            imp / start["deps"],
+            "ours / baseline",
+            "< 150 ms",
+            imp < 0.15,
+            f"from ai_agent import Agent; -X importtime own times of the modules it adds; "
+            f"wall-time difference {(start['ours'] - start['deps']) * 1000:.0f} ms",
+        ),
+    ]
+
+
+def _concurrency(n: int, work: Path) -> dict[str, Any]:
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.concurrency", str(n), str(work)],
+        check=True,
+        capture_output=True,
+        text=True,
+        env=subprocess_env(),
+        timeout=600,
+    )
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="a smaller run, under a minute")
+    parser.add_argument("--out", default="bench-results", help="directory for JSON and plot")
+    parser.add_argument("--cycles", type=int, help="pipeline cycles (default 800, quick 160)")
+    parser.add_argument(
+        "--baseline-cycles", type=int, help="SqliteSaver cycles (default: as many as --cycles)"
+    )
+    args = parser.parse_args(argv)
+    plan = QUICK if args.quick else FULL
+    if args.cycles:
+        window = max(10, args.cycles // 8)
+        sizes = {"cycles": args.cycles, "window": window, "sample": window}
+        plan = Plan(**{**plan.__dict__, **sizes, "baseline_cycles": args.cycles})
+    if args.baseline_cycles:
+        plan = Plan(**{**plan.__dict__, "baseline_cycles": args.baseline_cycles})
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="ai-agent-bench-"))
+    started = time.perf_counter()
+    try:
+        print(f"ai-agent benchmark ({'quick' if args.quick else 'full'}): {plan}", flush=True)
+        best, rounds, runs = _pipeline(plan, work)
+        reads = {
+            kind: asyncio.run(read_latest(kind, work / f"{kind}.sqlite"))
+            for kind in ("delta", "sqlitesaver")
+        }
+        figures = pipeline_figures(best, rounds, plan, reads)
+        print("  tools", flush=True)
+        tools = measure_tool_overhead(plan.tool_calls, work)
+        print("  tokens", flush=True)
+        tokens = measure_tokens(repeat=plan.token_repeat)
+        print("  concurrency", flush=True)
+        many = _concurrency(plan.concurrent, work)
+        print("  start-up", flush=True)
+        start = measure_startup(plan.startup_repeat)
+        figures += other_figures(tools, tokens, many, start)
+        seconds = time.perf_counter() - started
+        print()
+        print(table(figures))
+        meta = {
+            "mode": "quick" if args.quick else "full",
+            "plan": plan.__dict__,
+            "seconds": seconds,
+            "pipeline_runs": runs,
+            "tools": tools,
+            "tokens": tokens,
+            "concurrency": many,
+            "startup": start,
+        }
+        write_json(out / "results.json", figures, meta)
+        (out / "results.md").write_text(markdown(figures))
+        title = f"{plan.cycles}-cycle pipeline, 1 KB tool output per cycle"
+        plot(out / "growth.png", best, title)
+        print(
+            f"\n{len(figures)} figures in {seconds:.0f} s; wrote {out / 'results.json'} and "
+            f"{out / 'growth.png'}"
+        )
+        return 0 if all(f.ok for f in figures) else 1
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

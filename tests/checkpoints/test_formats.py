@@ -1,0 +1,122 @@
+"""Older databases keep working: SqliteSaver's tables are imported, delta format 1 is read.
+
+The fixtures were written by ``fixtures/make_fixtures.py``: the same two engine runs (one paused
+at the gate, one finished) stored by the engine's old checkpointer (LangGraph's SqliteSaver) and
+by delta format 1. ``expected.json`` holds each thread's state as it was written.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ai_agent import Agent, ToolCategory, ToolSpec
+from ai_agent.checkpoints import DeltaSaver
+from ai_agent.config import AgentSettings
+from ai_agent.testing import ScriptedModel
+from tests.checkpoints.conftest import config
+
+FIXTURES = Path(__file__).with_name("fixtures")
+EXPECTED: dict[str, dict[str, Any]] = json.loads((FIXTURES / "expected.json").read_text())
+
+
+def copy_of(name: str, tmp_path: Path) -> Path:
+    target = tmp_path / name
+    shutil.copy(FIXTURES / name, target)
+    return target
+
+
+def _agent(db: Path, log: list[str]) -> Agent:
+    def note(args: dict[str, Any], ctx: dict[str, Any]) -> dict[str, Any]:
+        log.append(str(args.get("text")))
+        return {"status": "ok", "content": f"noted {args.get('text')}"}
+
+    script: list[dict[str, Any]] = [
+        {"tool_calls": [{"name": "note", "args": {"text": "first"}, "id": "c1"}]},
+        {"tool_calls": [{"name": "note", "args": {"text": "second"}, "id": "c2"}]},
+        {"text": "all noted"},
+    ]
+    tool = ToolSpec("note", note, description="Write a note.", category=ToolCategory.MODIFICATION)
+    return Agent(
+        model=ScriptedModel(script),
+        tools=[tool],
+        checkpoint_path=db,
+        memory_path=None,
+        settings=AgentSettings(),
+    )
+
+
+@pytest.mark.parametrize("name", ["sqlitesaver.sqlite", "delta_v1.sqlite"])
+def test_an_old_database_reads_back_as_written(name: str, tmp_path: Path) -> None:
+    db = copy_of(name, tmp_path)
+    with DeltaSaver(db) as saver:
+        assert saver.legacy_skipped == []
+        for thread, want in EXPECTED[name].items():
+            got = saver.get_tuple(config(thread))
+            assert got is not None
+            values = json.loads(json.dumps(got.checkpoint["channel_values"]))
+            assert {k: values.get(k) for k in want} == want
+            history = list(saver.list(config(thread)))
+            assert len(history) > 5
+            assert all(t.checkpoint["channel_values"] for t in history[:-1])
+
+
+@pytest.mark.parametrize("name", ["sqlitesaver.sqlite", "delta_v1.sqlite"])
+async def test_a_run_paused_in_an_old_database_resumes(name: str, tmp_path: Path) -> None:
+    db = copy_of(name, tmp_path)
+    log: list[str] = []
+    agent = _agent(db, log)
+    async with agent:
+        result = await agent.resume("paused", {"approve": ["*"], "grant_scope": "tool"})
+        assert result.status == "completed", result
+        assert result.final_text == "all noted"
+        done = await agent.get_result("done")
+        assert done.status == "completed" and done.final_text == "all noted"
+    assert log == ["first", "second"]
+
+
+def test_the_import_runs_once_and_leaves_the_old_tables(tmp_path: Path) -> None:
+    db = copy_of("sqlitesaver.sqlite", tmp_path)
+    with DeltaSaver(db):
+        pass
+    with sqlite3.connect(db) as conn:
+        before = conn.execute("SELECT count(*) FROM delta_checkpoints").fetchone()
+        legacy = conn.execute("SELECT count(*) FROM checkpoints").fetchone()
+    with DeltaSaver(db):
+        pass
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT count(*) FROM delta_checkpoints").fetchone() == before
+        assert conn.execute("SELECT count(*) FROM checkpoints").fetchone() == legacy
+        assert conn.execute(
+            "SELECT value FROM delta_meta WHERE key = 'legacy_import'"
+        ).fetchone() == ("[]",)
+
+
+def test_an_unreadable_old_thread_is_skipped_and_named(tmp_path: Path) -> None:
+    db = copy_of("sqlitesaver.sqlite", tmp_path)
+    with sqlite3.connect(db) as conn:
+        conn.execute(
+            "INSERT INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, "
+            "parent_checkpoint_id, type, checkpoint, metadata) "
+            "VALUES ('evil', '', '1', NULL, 'pickle', x'80', '{}')"
+        )
+    with DeltaSaver(db) as saver:
+        assert saver.legacy_skipped == ["evil"]
+        assert saver.get_tuple(config("evil")) is None
+        assert saver.get_tuple(config("paused")) is not None
+    with DeltaSaver(db) as saver:
+        assert saver.legacy_skipped == ["evil"]
+
+
+def test_an_old_database_without_task_paths_imports(tmp_path: Path) -> None:
+    db = copy_of("sqlitesaver.sqlite", tmp_path)
+    with sqlite3.connect(db) as conn:
+        conn.execute("ALTER TABLE writes DROP COLUMN task_path")
+    with DeltaSaver(db) as saver:
+        assert saver.legacy_skipped == []
+        assert saver.get_tuple(config("paused")) is not None
