@@ -47,7 +47,7 @@ import json
 import logging
 import sys
 import traceback
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TextIO
@@ -107,8 +107,9 @@ class EngineLogger:
     """The engine's logger: redacts message, fields and traceback before any handler sees them.
 
     ``fields`` are the event's structured data (a JSON-like mapping), kept on the record for
-    :class:`JsonFormatter`. ``exc`` attaches an exception's traceback, redacted. Nothing is
-    formatted unless the level is enabled.
+    :class:`JsonFormatter`. ``exc`` attaches an exception's traceback, redacted. ``redactor``
+    replaces the current run's redactor; ``secrets`` are masked besides (a caller used outside a
+    run knows its own key). Nothing is formatted unless the level is enabled.
     """
 
     __slots__ = ("logger",)
@@ -145,9 +146,13 @@ class EngineLogger:
         fields: Mapping[str, Any] | None = None,
         exc: BaseException | None = None,
         redactor: Redactor | None = None,
+        secrets: Sequence[str] = (),
     ) -> None:
         if self.logger.isEnabledFor(level):
-            self._emit(level, msg, args, fields, exc, redactor)
+            redact = redactor or current_redactor()
+            if secrets:
+                redact = redact.with_secrets(secrets)
+            self._emit(level, msg, args, fields, exc, redact)
 
     def _emit(
         self,
@@ -156,9 +161,8 @@ class EngineLogger:
         args: tuple[object, ...],
         fields: Mapping[str, Any] | None,
         exc: BaseException | None,
-        redactor: Redactor | None,
+        redact: Redactor,
     ) -> None:
-        redact = redactor or current_redactor()
         try:
             text = msg % args if args else msg
         except (TypeError, ValueError):

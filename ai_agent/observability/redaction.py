@@ -8,7 +8,8 @@ A :class:`Redactor` masks, in this order:
    ``X-Api-Key`` and ``Api-Key`` headers, in any form (``Authorization: Bearer x``,
    ``{"authorization": "x"}``), and any ``Bearer <token>``;
 3. with ``redact_api_keys``: credentials in query strings (``?api_key=``, ``&key=``, ``token=``,
-   ``access_token=``, ``sig=``...) and ``api_key`` / ``access_token`` assignments anywhere;
+   ``access_token=``, ``sig=``...), ``api_key`` / ``access_token`` assignments anywhere, and the
+   password of a URL (``postgresql://user:***@host/db``);
 4. every match of the user's ``sensitive_patterns`` (the whole match is masked).
 
 Example:
@@ -47,6 +48,7 @@ _QUERY_KEY = re.compile(
     r"(?i)([?&;](?:api[_-]?key|key|token|access[_-]?token|auth[_-]?token|refresh[_-]?token"
     r"|client[_-]?secret|secret|password|sig|signature)=)[^&\s#\"'<>]*"
 )
+_URL_PASSWORD = re.compile(r"(?i)(\b[a-z][a-z0-9+.-]*://[^/\s:@]*:)[^/\s@]+(@)")
 _KEY_ASSIGNMENT = re.compile(
     r"(?i)(\b(?:api[_-]?key|access[_-]?token|auth[_-]?token|client[_-]?secret)\"?'?\s*[:=]\s*\"?'?)"
     r"[^\s\"',;}&]+"
@@ -103,6 +105,18 @@ class Redactor:
             self._secrets = tuple(sorted({*self._secrets, value}, key=len, reverse=True))
             self._secret_re = re.compile("|".join(re.escape(s) for s in self._secrets))
 
+    def with_secrets(self, secrets: Iterable[str]) -> Redactor:
+        """This redactor, also masking ``secrets`` (itself when it already knows them all)."""
+        wanted = [s for s in secrets if s and len(s) >= _MIN_SECRET and s not in self._secrets]
+        if not wanted:
+            return self
+        other = Redactor(
+            authorization=self.authorization, api_keys=self.api_keys, patterns=self.patterns
+        )
+        for secret in (*self._secrets, *wanted):
+            other.add_secret(secret)
+        return other
+
     def __call__(self, text: str) -> str:
         """``text`` with every credential and sensitive match replaced by ``***``."""
         if not text:
@@ -116,6 +130,7 @@ class Redactor:
         if self.api_keys:
             text = _QUERY_KEY.sub(lambda m: m[1] + MASK, text)
             text = _KEY_ASSIGNMENT.sub(lambda m: m[1] + MASK, text)
+            text = _URL_PASSWORD.sub(lambda m: f"{m[1]}{MASK}{m[2]}", text)
         for pattern in self.patterns:
             text = pattern.sub(MASK, text)
         return text
