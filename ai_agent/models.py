@@ -36,8 +36,6 @@ from langchain_core.messages import (
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
 
 from ai_agent.context import Event, ModelReply, model_sink
-from ai_agent.observability.logs import engine_logger
-from ai_agent.observability.scopes import request_headers
 from ai_agent.errors import (
     BudgetExceededError,
     CircuitOpenError,
@@ -51,6 +49,8 @@ from ai_agent.errors import (
     ResponseTooLargeError,
     StreamInterruptedError,
 )
+from ai_agent.observability.logs import engine_logger
+from ai_agent.observability.scopes import request_headers
 from ai_agent.resilience import CircuitBreaker, RetryPolicy, parse_retry_after, with_kinds
 from ai_agent.state import Message, ToolCall
 

@@ -54,14 +54,14 @@ from ai_agent.errors import (
     UnknownThreadError,
 )
 from ai_agent.graph.build import build_graph, recursion_limit
-from ai_agent.graph.events import LifecycleEvent, RunFinished, RunStarted, lifecycle_event
+from ai_agent.graph.events import RunFinished, RunStarted, lifecycle_event
 from ai_agent.graph.observed import ObservedModel, ObservedToolBox
 from ai_agent.graph.recording import RecordingModel, RecordingToolBox, generation_params
 from ai_agent.graph.result import RunResult, RunStatusName
 from ai_agent.models import ChatModelCaller, make_chat_model
+from ai_agent.nodes.gate import check_plan, parse_plan
 from ai_agent.observability import DurationMetrics, Telemetry
 from ai_agent.observability.logs import engine_logger
-from ai_agent.nodes.gate import check_plan, parse_plan
 from ai_agent.resilience import CircuitBreaker, RetryPolicy
 from ai_agent.state import GateReport, Message, RunState, TraceEvent, UserPlan
 from ai_agent.tokens import TokenCounter
@@ -79,6 +79,7 @@ log = engine_logger("ai_agent.agent")
 
 PROFILES = {"interactive": 0.60, "default": 0.70, "batch": 0.90}
 T = TypeVar("T")
+E = TypeVar("E")
 _UNSET: Any = object()
 
 
@@ -228,9 +229,7 @@ class AgentCore:
         return cls(settings=settings, **overrides)
 
     # Observability --------------------------------------------------------------------------
-    def add_listener(
-        self, listener: Callable[[LifecycleEvent], object], *types: type
-    ) -> Callable[[], None]:
+    def add_listener(self, listener: Callable[[E], object], *types: type[E]) -> Callable[[], None]:
         """Call ``listener`` with the lifecycle events of every run of this Agent.
 
         The events are those of :data:`ai_agent.events.LifecycleEvent`: run start and end, stage
@@ -254,7 +253,7 @@ class AgentCore:
         """
         return self.telemetry.listeners.add(listener, *types)
 
-    def remove_listener(self, listener: Callable[[LifecycleEvent], object]) -> None:
+    def remove_listener(self, listener: Callable[..., object]) -> None:
         """Stop calling ``listener``."""
         self.telemetry.listeners.remove(listener)
 

@@ -133,7 +133,7 @@ class ToolFinished:
     status: str
     duration_ms: float
     iteration: int
-    telemetry: ToolTelemetry = field(default_factory=lambda: ToolTelemetry())
+    telemetry: ToolTelemetry = field(default_factory=ToolTelemetry)
 
 
 @dataclass(frozen=True, slots=True)

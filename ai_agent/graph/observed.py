@@ -55,7 +55,9 @@ class ObservedToolBox(DelegatingToolBox):
     async def execute(self, call: ToolCall, tool_ctx: dict[str, Any]) -> ToolResult:
         """Execute through the inner tool box inside a tool-call scope."""
         iteration = tool_ctx.get("iteration")
-        with tool_call_scope(call, iteration=iteration if isinstance(iteration, int) else None) as scope:
+        with tool_call_scope(
+            call, iteration=iteration if isinstance(iteration, int) else None
+        ) as scope:
             result = await self.inner.execute(call, tool_ctx)
             scope.finish(call, result)
         return result

@@ -98,7 +98,12 @@ def stage(name: str) -> Callable[[Node[U]], Node[U]]:
                     report = getattr(interrupts[0], "value", None) if interrupts else None
                     observed.pause(report if isinstance(report, dict) else None)
                     context.emit(
-                        {"type": "gate_paused", "stage": name, "iteration": iteration, "data": report}
+                        {
+                            "type": "gate_paused",
+                            "stage": name,
+                            "iteration": iteration,
+                            "data": report,
+                        }
                     )
                     raise
                 elapsed = round((time.perf_counter() - started) * 1000, 3)

@@ -46,8 +46,8 @@ from ai_agent.observability.metrics import (
     DurationMetrics,
     DurationStats,
     Metric,
-    MetricSeries,
     MetricsCollector,
+    MetricSeries,
 )
 from ai_agent.observability.redaction import Redactor
 from ai_agent.observability.telemetry import Telemetry

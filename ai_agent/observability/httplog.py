@@ -64,7 +64,7 @@ class HttpLog:
 
     def sync_event_hooks(self) -> dict[str, list[Callable[..., Any]]]:
         """Hooks for an ``httpx.Client``."""
-        return {"request": [self.request], "response": [self.response]}
+        return {"request": [self.request], "response": [self.sync_response]}
 
     async def on_request(self, request: httpx.Request) -> None:
         """The async request hook."""
@@ -73,6 +73,10 @@ class HttpLog:
     async def on_response(self, response: httpx.Response) -> None:
         """The async response hook."""
         self.response(response)
+
+    def sync_response(self, response: httpx.Response) -> None:
+        """The sync response hook."""
+        self.response(response, sync=True)
 
     def request(self, request: httpx.Request) -> None:
         """Note the start time; log headers and (when opted in) the body at DEBUG."""
@@ -101,7 +105,7 @@ class HttpLog:
                 fields={"bytes": len(request.content)},
             )
 
-    def response(self, response: httpx.Response) -> None:
+    def response(self, response: httpx.Response, *, sync: bool = False) -> None:
         """Log method, URL and status at INFO; headers (and the body, opted in) at DEBUG."""
         request = response.request
         started = request.extensions.get(_STARTED)
@@ -132,9 +136,9 @@ class HttpLog:
             redactor=redact,
         )
         if self.response_bodies:
-            self._tee(response)
+            self._tee(response, sync)
 
-    def _tee(self, response: httpx.Response) -> None:
+    def _tee(self, response: httpx.Response, sync: bool) -> None:
         keep = self.limit + _MARGIN
         kept = bytearray()
         total = [0]
@@ -146,15 +150,14 @@ class HttpLog:
 
         def done() -> None:
             text = cut_body(self.redactor(kept.decode(errors="replace")), self.limit, total[0])
-            log.debug(
-                "response body: %s", text, redactor=self.redactor, fields={"bytes": total[0]}
-            )
+            log.debug("response body: %s", text, redactor=self.redactor, fields={"bytes": total[0]})
 
+        # The client's kind decides: some streams (httpx.ByteStream) are both sync and async.
         stream = response.stream
-        if isinstance(stream, httpx.AsyncByteStream):
-            response.stream = _AsyncTee(stream, take, done)
-        elif isinstance(stream, httpx.SyncByteStream):
+        if sync and isinstance(stream, httpx.SyncByteStream):
             response.stream = _SyncTee(stream, take, done)
+        elif not sync and isinstance(stream, httpx.AsyncByteStream):
+            response.stream = _AsyncTee(stream, take, done)
 
 
 class _AsyncTee(httpx.AsyncByteStream):

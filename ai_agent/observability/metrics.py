@@ -136,7 +136,9 @@ class DurationMetrics:
         with self._lock:
             items = sorted(self._series.items(), key=lambda item: (item[0][0], str(item[0][1])))
             return [
-                MetricSeries(name, dict(attrs), DurationStats(s.count, s.total_ms, s.min_ms, s.max_ms))
+                MetricSeries(
+                    name, dict(attrs), DurationStats(s.count, s.total_ms, s.min_ms, s.max_ms)
+                )
                 for (name, attrs), s in items
             ]
 

@@ -19,9 +19,9 @@ Span names and attributes (OpenTelemetry's ``gen_ai`` conventions where they exi
                             ``ai_agent.request_id`` (the ``X-Request-ID``),
                             ``gen_ai.usage.input_tokens`` / ``output_tokens``, ``ai_agent.cost``
                             (when rates are configured), attempts, streamed, finish reason
-``execute_tool <name>``     ``gen_ai.tool.name``, ``gen_ai.tool.call.id``, ``ai_agent.tool_call_id``,
-                            ``ai_agent.tool.status``, ``ai_agent.tool.duration_ms``, chars read,
-                            K, item count, attempts
+``execute_tool <name>``     ``gen_ai.tool.name``, ``gen_ai.tool.call.id``,
+                            ``ai_agent.tool_call_id``, ``ai_agent.tool.status``,
+                            ``ai_agent.tool.duration_ms``, chars read, K, item count, attempts
 ==========================  ================================================================
 """
 
@@ -40,7 +40,7 @@ from ai_agent.observability.ids import thread_span_context
 from ai_agent.observability.logs import engine_logger
 from ai_agent.observability.redaction import cut_body
 from ai_agent.observability.tooldata import ToolTelemetry, tool_telemetry
-from ai_agent.observability.tracing import SpanLink
+from ai_agent.observability.tracing import AttributeValue, SpanLink
 
 if TYPE_CHECKING:
     from ai_agent.context import ModelReply
@@ -124,7 +124,7 @@ def run_scope(telemetry: Telemetry, thread_id: str, *, resumed: bool = False) ->
     run_id = telemetry.new_id()
     trace_id, span_id = thread_span_context(thread_id)
     link = SpanLink(trace_id, span_id, {"ai_agent.link": "thread", "ai_agent.thread_id": thread_id})
-    attributes = {
+    attributes: dict[str, AttributeValue | None] = {
         "ai_agent.thread_id": thread_id,
         "ai_agent.run_id": run_id,
         "ai_agent.run.resumed": resumed,
@@ -240,7 +240,7 @@ def stage_scope(name: str, iteration: int, *, step: int | None = None) -> Iterat
         return
     telemetry = outer.telemetry
     stage_id = telemetry.new_id()
-    attributes = {
+    attributes: dict[str, AttributeValue | None] = {
         "ai_agent.stage": name,
         "ai_agent.stage.id": stage_id,
         "ai_agent.iteration": iteration,
@@ -363,7 +363,9 @@ def model_call_scope(model: str) -> Iterator[ModelCallScope]:
         "ai_agent.thread_id": outer.thread_id,
     }
     started = time.perf_counter()
-    with telemetry.tracer.span(f"chat {model}", attributes, parent=outer.span, kind="client") as span:
+    with telemetry.tracer.span(
+        f"chat {model}", attributes, parent=outer.span, kind="client"
+    ) as span:
         scope = dataclasses.replace(outer, span=span, request_id=request_id, tool_call_id="")
         token = SCOPE.set(scope)
         call = ModelCallScope(scope, telemetry.trace_headers(span, request_id, outer.run_id))
@@ -503,7 +505,9 @@ def tool_call_scope(call: ToolCall, *, iteration: int | None = None) -> Iterator
         except BaseException as exc:
             message = scope.redactor(str(exc))
             span.error(type(exc).__name__, message)
-            telemetry.record("ai_agent.tool.duration", _ms(started), {"tool": name, "status": "error"})
+            telemetry.record(
+                "ai_agent.tool.duration", _ms(started), {"tool": name, "status": "error"}
+            )
             if not _interrupted(exc):
                 log_tool.error("tool %s raised %s: %s", name, type(exc).__name__, message)
             raise
@@ -531,11 +535,18 @@ def _end_tool_call(scope: Scope, call: ToolCall, handle: ToolCallScope, elapsed:
         }
     )
     if status == "error":
-        scope.span.error(str(facts.get("code") or "ToolError"), scope.redactor(str(result.get("error", ""))))
+        scope.span.error(
+            str(facts.get("code") or "ToolError"), scope.redactor(str(result.get("error", "")))
+        )
     scope.telemetry.record("ai_agent.tool.duration", duration, {"tool": name, "status": status})
     details = [
         f"{label}={facts[key]}"  # type: ignore[literal-required]
-        for key, label in (("chars", "chars"), ("k", "K"), ("item_count", "items"), ("attempts", "attempts"))
+        for key, label in (
+            ("chars", "chars"),
+            ("k", "K"),
+            ("item_count", "items"),
+            ("attempts", "attempts"),
+        )
         if key in facts
     ]
     fields: dict[str, Any] = {
@@ -565,5 +576,11 @@ def _end_tool_call(scope: Scope, call: ToolCall, handle: ToolCallScope, elapsed:
                 f" #{item['section']}" if item.get("section") else "",
                 item.get("score"),
                 shown,
-                fields={"event": "retrieved_item", "tool": name, "rank": rank, **item, "snippet": shown},
+                fields={
+                    "event": "retrieved_item",
+                    "tool": name,
+                    "rank": rank,
+                    **item,
+                    "snippet": shown,
+                },
             )
