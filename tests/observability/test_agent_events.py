@@ -313,3 +313,38 @@ async def test_a_failed_run_is_an_error_line(make_agent: MakeAgent, logs: Logs) 
     assert any(e["message"].startswith("model call to scripted failed") for e in errors)
     run_line = logs.where(event="run_finished")[0]
     assert run_line["level"] == "ERROR" and run_line["status"] == "failed"
+
+
+async def test_the_notes_tools_log_k_items_and_chars_read(
+    make_agent: MakeAgent, logs: Logs, tmp_path: Any
+) -> None:
+    logs.start("DEBUG")
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "tides.md").write_text(
+        "# Tides\n\nHigh tide comes twice a day, pulled by the moon. " * 6 + "\n"
+    )
+    (notes / "bread.md").write_text("# Bread\n\nFlour, water, salt and time. " * 6 + "\n")
+    events: list[Any] = []
+    agent = make_agent(
+        [
+            call("find_similar", queries=["high tide"], k=3),
+            call("read_note", path="tides.md", max_chars=100),
+            text("Twice a day."),
+        ],
+        tools=["find_similar", "read_note"],
+        settings={"tool_config": {"notes": {"folder": str(notes), "min_chunk_chars": 0}}},
+    )
+    agent.add_listener(events.append, ToolFinished)
+    async with agent:
+        result = await agent.run("when is high tide?")
+    assert result.status == "completed"
+    found, read = logs.where(event="tool_call")
+    assert (found["tool"], found["k"]) == ("find_similar", 3)
+    assert found["item_count"] >= 1 and "took_ms" in found
+    assert read["tool"] == "read_note" and read["chars"] > 100  # the clip hint comes on top
+    items = logs.where(event="retrieved_item", tool="find_similar")
+    assert items[0]["path"] == "tides.md" and items[0]["score"] > 0
+    assert "High tide" in items[0]["snippet"]
+    assert [e.telemetry.get("k") for e in events] == [3, None]
+    assert events[1].telemetry["chars"] == read["chars"]
