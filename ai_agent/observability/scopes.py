@@ -27,7 +27,6 @@ Span names and attributes (OpenTelemetry's ``gen_ai`` conventions where they exi
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import logging
 import time
@@ -73,7 +72,11 @@ def _ms(started: float) -> float:
 
 
 def _interrupted(exc: BaseException) -> bool:
-    return isinstance(exc, asyncio.CancelledError | KeyboardInterrupt | GeneratorExit)
+    if isinstance(exc, KeyboardInterrupt | GeneratorExit):
+        return True
+    import asyncio  # here, not at the top: importing the package stays cheap
+
+    return isinstance(exc, asyncio.CancelledError)
 
 
 # Runs ---------------------------------------------------------------------------------------
@@ -186,7 +189,15 @@ def _end_run(run: RunScope, elapsed: float, exc: BaseException | None) -> None:
     elif exc is not None:
         log_run.warning("run interrupted after %s (%s); it can be resumed", took, error)
     else:
-        log_run.info("run %s in %s (%s iterations)", status, took, run.iterations, fields=fields)
+        count = run.iterations or 0
+        log_run.info(
+            "run %s in %s (%d iteration%s)",
+            status,
+            took,
+            count,
+            "" if count == 1 else "s",
+            fields=fields,
+        )
 
 
 # Stages -------------------------------------------------------------------------------------
@@ -438,7 +449,7 @@ def _end_model_call(scope: Scope, model: str, reply: ModelReply, elapsed: float)
     slow = telemetry.slow_response_ms
     if slow is not None and elapsed > slow:
         log_model.warning(
-            "slow response: the model call to %s took %.1f s (over %.1f s)",
+            "slow response: the model call to %s took %.3g s (over %.3g s)",
             served_by,
             elapsed / 1000,
             slow / 1000,

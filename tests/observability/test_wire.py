@@ -127,7 +127,7 @@ async def test_slow_responses_are_warnings(
         await agent.run("go")
     slow = logs.where(event="slow_response")
     assert len(slow) == 1 and slow[0]["duration_ms"] >= 200
-    assert "took" in slow[0]["message"] and "over 0.1 s" in slow[0]["message"]
+    assert "took" in slow[0]["message"] and "(over 0.05 s)" in slow[0]["message"]
 
 
 async def test_an_unreachable_server_is_an_error_line(make_agent: MakeAgent, logs: Logs) -> None:
