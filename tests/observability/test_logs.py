@@ -170,3 +170,11 @@ def test_current_ids_outside_a_run_are_empty_and_inside_name_the_run() -> None:
         assert current_ids()["run_id"] == run.run_id
         run.finish("completed")
     assert current_ids() == {}
+
+
+def test_a_database_urls_password_is_a_known_secret(tmp_path: Path) -> None:
+    from ai_agent import Agent, AgentSettings
+
+    url = "postgresql://app:pw-canary-4471@127.0.0.1:9/runs?sslmode=disable"
+    agent = Agent(settings=AgentSettings(_env_file=None), checkpoint_url=url)
+    assert agent.telemetry.redactor("connected with pw-canary-4471") == "connected with ***"

@@ -35,6 +35,8 @@ def test_authorization_values_are_masked(text: str, expected: str) -> None:
         ('{"api_key": "sk-xyz"}', '{"api_key": "***"}'),
         ("api-key=abc rest", "api-key=*** rest"),
         ("a key=value in prose stays", "a key=value in prose stays"),
+        ("postgresql://app:s3cr3t@db:5432/runs", "postgresql://app:***@db:5432/runs"),
+        ("https://host:8443/v1 no userinfo", "https://host:8443/v1 no userinfo"),
     ],
 )
 def test_api_keys_in_query_strings_and_assignments_are_masked(text: str, expected: str) -> None:
