@@ -172,7 +172,7 @@ def test_current_ids_outside_a_run_are_empty_and_inside_name_the_run() -> None:
     assert current_ids() == {}
 
 
-def test_a_database_urls_password_is_a_known_secret(tmp_path: Path) -> None:
+def test_a_database_urls_password_is_a_known_secret() -> None:
     from ai_agent import Agent, AgentSettings
 
     url = "postgresql://app:pw-canary-4471@127.0.0.1:9/runs?sslmode=disable"
