@@ -267,6 +267,9 @@ class LoggingConfig(_Section):
     sensitive_patterns: list[Annotated[str, AfterValidator(_check_regex)]] = Field(
         default_factory=lambda: [r"password=\S+", r"secret=\S+"]
     )
+    slow_response_seconds: float = Field(
+        default=10.0, gt=0, description="Model calls slower than this are logged at WARNING."
+    )
 
     @field_validator("level", mode="before")
     @classmethod

@@ -49,6 +49,7 @@ class ModelReply(TypedDict):
 
     ``usage`` is what the server reported (OpenAI's names), empty when it reported nothing. The
     other keys are optional: a ModelCaller that does not know them leaves them out.
+    ``request_id`` is the call's id (its ``X-Request-ID``), set by the Agent's observed caller.
     """
 
     message: Message
@@ -59,6 +60,7 @@ class ModelReply(TypedDict):
     attempts: NotRequired[int]
     retries: NotRequired[list[dict[str, Any]]]
     finish_reason: NotRequired[str]
+    request_id: NotRequired[str]
 
 
 class ModelCaller(Protocol):

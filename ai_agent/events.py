@@ -1,4 +1,5 @@
-"""The typed events that `Agent.astream` and `Agent.stream` yield (from ai_agent.graph.events).
+"""The typed events that `Agent.astream` and `Agent.stream` yield, and that listeners
+(`Agent.add_listener`) receive (from ai_agent.graph.events).
 
 Example:
     >>> from ai_agent.events import FinalDelta
@@ -7,11 +8,15 @@ Example:
 """
 
 from ai_agent.graph.events import (
+    Compacted,
     FinalDelta,
     GatePaused,
+    GateResumed,
+    LifecycleEvent,
     ModelDelta,
     ModelRetry,
     RunFinished,
+    RunStarted,
     StageFinished,
     StageStarted,
     StreamEvent,
@@ -21,11 +26,15 @@ from ai_agent.graph.events import (
 )
 
 __all__ = [
+    "Compacted",
     "FinalDelta",
     "GatePaused",
+    "GateResumed",
+    "LifecycleEvent",
     "ModelDelta",
     "ModelRetry",
     "RunFinished",
+    "RunStarted",
     "StageFinished",
     "StageStarted",
     "StreamEvent",

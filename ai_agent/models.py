@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -50,6 +49,8 @@ from ai_agent.errors import (
     ResponseTooLargeError,
     StreamInterruptedError,
 )
+from ai_agent.observability.logs import engine_logger
+from ai_agent.observability.scopes import request_headers
 from ai_agent.resilience import CircuitBreaker, RetryPolicy, parse_retry_after, with_kinds
 from ai_agent.state import Message, ToolCall
 
@@ -57,6 +58,7 @@ if TYPE_CHECKING:
     from tenacity import RetryCallState
 
     from ai_agent.config import ModelBackendSettings
+    from ai_agent.observability.httplog import HttpLog
 
 __all__ = [
     "DEFAULT_MAX_RESPONSE_CHARS",
@@ -69,20 +71,27 @@ __all__ = [
     "usage_of",
 ]
 
-log = logging.getLogger("ai_agent.models")
+log = engine_logger("ai_agent.models")
 
 # A reply longer than this is a runaway generation or a broken server, not an answer.
 DEFAULT_MAX_RESPONSE_CHARS = 1_000_000
 _SHOWN_ARGUMENTS = 200
 
 
-def make_chat_model(backend: ModelBackendSettings) -> BaseChatModel:
+def make_chat_model(
+    backend: ModelBackendSettings, *, http_log: HttpLog | None = None
+) -> BaseChatModel:
     """A ChatOpenAI for the configured OpenAI-compatible server.
 
     Retries are ours (``ChatModelCaller``), so the client's own are off; usage is requested when
     streaming because langchain-openai turns it off whenever ``base_url`` is set. The model gets
     its own HTTP clients (langchain-openai otherwise shares one process-wide client, whose pooled
     connections outlive the event loop they were made on); ``ChatModelCaller.aclose`` closes them.
+
+    Args:
+        backend: The server, model and generation settings.
+        http_log: Event hooks that log each request (method, URL, status; headers and bodies at
+            DEBUG). See :class:`ai_agent.observability.httplog.HttpLog`.
     """
     import httpx
     from langchain_openai import ChatOpenAI
@@ -100,8 +109,16 @@ def make_chat_model(backend: ModelBackendSettings) -> BaseChatModel:
         "max_retries": 0,
         "use_responses_api": False,
         "stream_usage": True,
-        "http_client": httpx.Client(limits=limits, timeout=backend.timeout),
-        "http_async_client": httpx.AsyncClient(limits=limits, timeout=backend.timeout),
+        "http_client": httpx.Client(
+            limits=limits,
+            timeout=backend.timeout,
+            event_hooks=http_log.sync_event_hooks() if http_log else None,
+        ),
+        "http_async_client": httpx.AsyncClient(
+            limits=limits,
+            timeout=backend.timeout,
+            event_hooks=http_log.event_hooks() if http_log else None,
+        ),
     }
     for name in ("temperature", "max_tokens", "top_p", "seed"):
         value = getattr(backend, name, None)
@@ -445,6 +462,11 @@ class ChatModelCaller:
     :func:`ai_agent.context.streaming_to`): text deltas go to the sink as ``model_delta`` events
     and the assembled reply is returned, so wrappers of the ModelCaller seam see one reply.
 
+    Inside an observed model call (an Agent's run) the request carries the call's
+    ``X-Request-ID``, ``traceparent`` and ``tracestate`` headers, on every attempt, when the model
+    is an OpenAI client (ChatOpenAI and its kin take per-request headers; other models have no
+    HTTP request to put them on).
+
     Args:
         model: Any LangChain chat model that supports ``bind_tools``.
         base_url: Where the model lives, named in error messages and the breaker.
@@ -494,6 +516,8 @@ class ChatModelCaller:
         )
         self._secrets = tuple(secrets)
         self._sleep: Sleep = sleep or asyncio.sleep
+        # langchain-openai's models pass extra_headers through to the OpenAI client per request.
+        self._takes_headers = type(model).__module__.startswith("langchain_openai")
 
     @property
     def max_retries(self) -> int:
@@ -523,6 +547,8 @@ class ChatModelCaller:
         lc_messages = to_langchain(messages)
         turn = sum(1 for m in messages if m["role"] == "assistant")
         sink = model_sink()
+        headers = request_headers() if self._takes_headers else {}
+        options: dict[str, Any] = {"extra_headers": headers} if headers else {}
         started = time.perf_counter()
         retries: list[dict[str, Any]] = []
 
@@ -537,6 +563,13 @@ class ChatModelCaller:
                 state.attempt_number,
                 self.retry.max_retries,
                 wait,
+                fields={
+                    "event": "model_retry",
+                    "error": type(exc).__name__,
+                    "retry": state.attempt_number,
+                    "backoff_seconds": round(wait, 3),
+                },
+                secrets=self._secrets,
             )
             if sink is not None:
                 sink({"type": "model_retry", "detail": str(exc), "duration_ms": wait * 1000})
@@ -554,7 +587,7 @@ class ChatModelCaller:
             with attempt:
                 self.breaker.before_call()
                 try:
-                    reply, streamed = await self._attempt(runnable, lc_messages, sink)
+                    reply, streamed = await self._attempt(runnable, lc_messages, sink, options)
                 except ModelError as exc:
                     self.breaker.record_failure(exc)
                     raise
@@ -571,12 +604,16 @@ class ChatModelCaller:
         )
 
     async def _attempt(
-        self, runnable: Any, messages: list[BaseMessage], sink: Callable[[Event], None] | None
+        self,
+        runnable: Any,
+        messages: list[BaseMessage],
+        sink: Callable[[Event], None] | None,
+        options: Mapping[str, Any],
     ) -> tuple[BaseMessage, bool]:
         if sink is not None and self.stream:
-            return await self._streamed(runnable, messages, sink), True
+            return await self._streamed(runnable, messages, sink, options), True
         try:
-            reply: BaseMessage = await runnable.ainvoke(messages)
+            reply: BaseMessage = await runnable.ainvoke(messages, **options)
         except Exception as exc:
             raise classify_model_error(exc, base_url=self.base_url, secrets=self._secrets) from None
         size = len(_text_of(reply.content)) + sum(
@@ -592,11 +629,15 @@ class ChatModelCaller:
         return reply, False
 
     async def _streamed(
-        self, runnable: Any, messages: list[BaseMessage], sink: Callable[[Event], None]
+        self,
+        runnable: Any,
+        messages: list[BaseMessage],
+        sink: Callable[[Event], None],
+        options: Mapping[str, Any],
     ) -> BaseMessage:
         stream = _Stream(sink, self.max_response_chars)
         try:
-            async for chunk in runnable.astream(messages):
+            async for chunk in runnable.astream(messages, **options):
                 if isinstance(chunk, AIMessageChunk):
                     stream.add(chunk)
         except ModelError:

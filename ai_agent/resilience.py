@@ -50,6 +50,7 @@ from ai_agent.errors import (
     ModelUnavailableError,
     StreamInterruptedError,
 )
+from ai_agent.observability.logs import engine_logger
 from ai_agent.state import ToolResult
 
 if TYPE_CHECKING:
@@ -66,6 +67,9 @@ __all__ = [
     "tool_error_names",
     "with_kinds",
 ]
+
+log = engine_logger("ai_agent.tools")
+log_breaker = engine_logger("ai_agent.models")
 
 # 4xx answers that say "your request is wrong": sending it again cannot help.
 NEVER_RETRIED_STATUSES = frozenset({400, 401, 402, 403, 404, 405, 406, 410, 413, 415, 422})
@@ -291,6 +295,17 @@ class CircuitBreaker:
 
     def _note(self, state: str) -> None:
         self.history.append({"state": state, "at": self.clock(), "failures": self.failures})
+        if state == "open":
+            log_breaker.warning(
+                "circuit breaker for %s opened after %d failed call(s) in a row; calls fail fast "
+                "for %.0fs",
+                self.name,
+                self.failures,
+                self.cooldown,
+                fields={"event": "circuit_open", "failures": self.failures},
+            )
+        else:
+            log_breaker.info("circuit breaker for %s closed: the backend answers again", self.name)
 
 
 # Tools -------------------------------------------------------------------------------------------
@@ -343,7 +358,16 @@ async def retry_tool(
             break
         if names.isdisjoint(policy.retryable):
             break
-        await wait(policy.backoff(attempts))
+        backoff = policy.backoff(attempts)
+        log.warning(
+            "tool call failed (%s); retry %d of %d in %.2fs",
+            ", ".join(sorted(names)) or "error",
+            attempts,
+            policy.max_retries,
+            backoff,
+            fields={"event": "tool_retry", "retry": attempts, "backoff_seconds": backoff},
+        )
+        await wait(backoff)
     if attempts > 1:
         result["meta"] = {**(result.get("meta") or {}), "attempts": attempts}
     return result

@@ -212,6 +212,7 @@ class TraceEvent(TypedDict, total=False):
     status: str
     gate_score: float | None
     detail: str
+    request_id: str
 
 
 class Replace(TypedDict):

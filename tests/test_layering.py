@@ -17,13 +17,14 @@ ALLOWED: dict[str, set[str]] = {
     "state": set(),
     "config": {"errors"},
     "context": {"state"},
-    "resilience": {"errors", "state"},
+    "observability": {"errors", "state", "context", "config"},
+    "resilience": {"errors", "state", "observability"},
     "tokens": {"errors", "config"},
     "compaction": {"errors", "state", "context", "tokens"},
     "accounting": {"state", "context", "tokens", "compaction"},
     "usage": {"state"},
-    "tools": {"errors", "state", "context", "config", "resilience"},
-    "nodes": {"errors", "state", "context", "config", "tools"},
+    "tools": {"errors", "state", "context", "config", "resilience", "observability"},
+    "nodes": {"errors", "state", "context", "config", "tools", "observability"},
 }
 
 
@@ -88,6 +89,7 @@ def test_nodes_never_import_graph_or_checkpoints() -> None:
         "ai_agent.accounting",
         "ai_agent.usage",
         "ai_agent.events",
+        "ai_agent.observability",
     ],
 )
 def test_public_names_are_sorted_and_exist(module: str) -> None:

@@ -25,7 +25,7 @@ import sys
 from collections.abc import Sequence
 
 from ai_agent.cli import debug, inspect, run, tools, worker
-from ai_agent.cli._common import EXIT, Parents, UsageError, report_error
+from ai_agent.cli._common import EXIT, Parents, UsageError, logging_for, report_error
 
 __all__ = ["EXIT", "main"]
 
@@ -67,7 +67,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return EXIT["usage"]
     try:
-        code: int = args.handler(args)
+        with logging_for(args):
+            code: int = args.handler(args)
     except KeyboardInterrupt:
         thread = getattr(args, "thread_id", None) or getattr(args, "thread", None)
         hint = f"; resume it with: ai-agent resume {thread}" if thread else ""

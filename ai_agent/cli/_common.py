@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import sys
 from collections.abc import Awaitable, Coroutine, Sequence
@@ -26,6 +27,7 @@ __all__ = [
     "format_table",
     "format_timeline",
     "format_trace",
+    "logging_for",
     "print_json",
     "print_result",
     "report_error",
@@ -70,6 +72,18 @@ class Parents:
         common.add_argument("--json", action="store_true", help="print machine-readable JSON")
         common.add_argument(
             "--debug", action="store_true", help="show tracebacks of internal errors"
+        )
+        common.add_argument(
+            "--log-level",
+            type=str.upper,
+            choices=["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"],
+            help="log the engine's work to stderr at this level (DEBUG adds headers, and bodies "
+            "when the settings opt in)",
+        )
+        common.add_argument(
+            "--log-json",
+            action="store_true",
+            help="log JSON lines (with correlation ids) to stderr; INFO unless --log-level says",
         )
         runner = argparse.ArgumentParser(add_help=False)
         runner.add_argument("--model", help="model id on the server, or scripted:PATH for a script")
@@ -161,6 +175,23 @@ def settings_of(args: argparse.Namespace) -> AgentSettings:
     if getattr(args, "config", None):
         return AgentSettings.load(args.config, **overrides)
     return load_settings(**overrides)
+
+
+def logging_for(args: argparse.Namespace) -> contextlib.AbstractContextManager[object]:
+    """Engine logging to stderr for the command, when ``--log-level`` or ``--log-json`` asks.
+
+    The settings' ``logging`` section shapes the records (redaction patterns, bodies, size limit,
+    correlation ids); the options choose the level and the format. The ``ai_agent`` logger is
+    restored when the command ends.
+    """
+    level, as_json = getattr(args, "log_level", None), getattr(args, "log_json", False)
+    if not level and not as_json:
+        return contextlib.nullcontext()
+    from ai_agent.observability import logging_configured
+
+    return logging_configured(
+        settings_of(args).logging, level=level, structured=True if as_json else None
+    )
 
 
 def db_path(args: argparse.Namespace, *, must_exist: bool = True) -> Location:

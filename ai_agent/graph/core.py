@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import urllib.parse
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from pathlib import Path
@@ -53,10 +54,14 @@ from ai_agent.errors import (
     UnknownThreadError,
 )
 from ai_agent.graph.build import build_graph, recursion_limit
+from ai_agent.graph.events import RunFinished, RunStarted, lifecycle_event
+from ai_agent.graph.observed import ObservedModel, ObservedToolBox
 from ai_agent.graph.recording import RecordingModel, RecordingToolBox, generation_params
 from ai_agent.graph.result import RunResult, RunStatusName
 from ai_agent.models import ChatModelCaller, make_chat_model
 from ai_agent.nodes.gate import check_plan, parse_plan
+from ai_agent.observability import DurationMetrics, Telemetry
+from ai_agent.observability.logs import engine_logger
 from ai_agent.resilience import CircuitBreaker, RetryPolicy
 from ai_agent.state import GateReport, Message, RunState, TraceEvent, UserPlan
 from ai_agent.tokens import TokenCounter
@@ -70,8 +75,11 @@ if TYPE_CHECKING:
 
 __all__ = ["PROFILES", "AgentCore", "config_for"]
 
+log = engine_logger("ai_agent.agent")
+
 PROFILES = {"interactive": 0.60, "default": 0.70, "batch": 0.90}
 T = TypeVar("T")
+E = TypeVar("E")
 _UNSET: Any = object()
 
 
@@ -123,6 +131,8 @@ class AgentCore:
         checkpoint_url: A ``postgresql://`` URL (or a SQLite path) for the checkpoints and the
             run store, in place of ``checkpoint_path``; needs the ``postgres`` extra. Default:
             the settings' ``checkpoint_url``, then their ``checkpoint_path``.
+        tracer_provider: The OpenTelemetry ``TracerProvider`` that gets the spans when
+            ``observability.enable_otel_instrumentation`` is on (default: the global provider).
     """
 
     def __init__(
@@ -147,13 +157,19 @@ class AgentCore:
         workdir: str | Path = ".",
         compaction_strategy: CompactionStrategy | None = None,
         checkpoint_url: str | SecretStr | None = None,
+        tracer_provider: Any = None,
     ) -> None:
         s = settings if settings is not None else load_settings()
         self.settings = s
+        # Per Agent: its ids, redaction (knowing its API key), spans, metrics and listeners.
+        self.telemetry = Telemetry.from_settings(s, tracer_provider=tracer_provider)
         self.database: Location = _database(checkpoint_path, checkpoint_url, s)
         self.checkpoint_path = (
             self.database if isinstance(self.database, Path) else Path(s.checkpoint_path)
         )
+        if isinstance(self.database, str):
+            # A database URL's password is a secret like the API key: never in a log line.
+            self.telemetry.redactor.add_secret(urllib.parse.urlsplit(self.database).password)
         self.hooks = hooks if isinstance(hooks, Hooks) else Hooks(**dict(hooks or {}))
         self.registry, self.initial_tools = build_tool_set(
             tools if tools is not None else s.tools, config=s.tool_config, workdir=workdir
@@ -211,6 +227,60 @@ class AgentCore:
     def from_settings(cls, settings: AgentSettings, **overrides: Any) -> Self:
         """An Agent configured entirely from ``settings`` (keyword overrides win)."""
         return cls(settings=settings, **overrides)
+
+    # Observability --------------------------------------------------------------------------
+    def add_listener(self, listener: Callable[[E], object], *types: type[E]) -> Callable[[], None]:
+        """Call ``listener`` with the lifecycle events of every run of this Agent.
+
+        The events are those of :data:`ai_agent.events.LifecycleEvent`: run start and end, stage
+        start and end, model retries, tool calls, gate pause and resume, compaction. Listeners
+        are called synchronously on the run's task (``ai_agent.observability.current_ids()``
+        names the run); one that raises is logged at WARNING and the run goes on.
+
+        Args:
+            listener: A function of one event.
+            *types: Only events of these types (default: all).
+
+        Returns:
+            A function that removes the listener.
+
+        Example:
+            >>> from ai_agent import Agent, AgentSettings
+            >>> from ai_agent.events import StageFinished
+            >>> agent = Agent(settings=AgentSettings(_env_file=None))
+            >>> remove = agent.add_listener(print, StageFinished)
+            >>> remove()
+        """
+        return self.telemetry.listeners.add(listener, *types)
+
+    def remove_listener(self, listener: Callable[..., object]) -> None:
+        """Stop calling ``listener``."""
+        self.telemetry.listeners.remove(listener)
+
+    @property
+    def metrics(self) -> DurationMetrics | None:
+        """Durations of this Agent's runs, stages, model and tool calls (None when
+        ``observability.metrics_enabled`` is off)."""
+        return self.telemetry.metrics
+
+    def _emitter(self) -> Callable[[Event], None]:
+        """The run's event sink: the ``on_event`` callback, the log, the listeners."""
+        on_event, telemetry = self._on_event, self.telemetry
+
+        def emit(event: Event) -> None:
+            if on_event is not None:
+                try:
+                    on_event(event)
+                except Exception as exc:
+                    # A user's callback must not kill the run it watches.
+                    log.warning("the on_event callback failed; the run goes on", exc=exc)
+            telemetry.on_event(event)
+            if telemetry.listeners:
+                typed = lifecycle_event(event)
+                if typed is not None:
+                    telemetry.listeners.publish(typed)
+
+        return emit
 
     # Resources ------------------------------------------------------------------------------
     async def __aenter__(self) -> Self:
@@ -274,7 +344,8 @@ class AgentCore:
         if self.backend == "local":
             backend = await self._start_local(backend)
         self._backend = backend
-        return self._caller_for(make_chat_model(backend), backend, base_url=backend.base_url)
+        model = make_chat_model(backend, http_log=self.telemetry.http_log())
+        return self._caller_for(model, backend, base_url=backend.base_url)
 
     def _caller_for(
         self, model: BaseChatModel, backend: ModelBackendSettings, *, base_url: str
@@ -310,6 +381,7 @@ class AgentCore:
         )
         emit({"type": "backend", "detail": "starting the local llama.cpp server"})
         await self._local.start()
+        self.telemetry.redactor.add_secret(self._local.api_key)
         # The server requires a per-start random key (so no web page can use it); it is a
         # secret like any other and is scrubbed from error text.
         return backend.model_copy(
@@ -340,16 +412,25 @@ class AgentCore:
         A replay passes its own ``model`` and ``tools`` (which serve recorded replies).
         """
         caller = model if model is not None else await self._model()
+        recorded = RecordingModel(caller, self.store, thread_id, self.generation_params())
         return RunContext(
             thread_id=thread_id,
-            model=RecordingModel(caller, self.store, thread_id, self.generation_params()),
-            tools=RecordingToolBox(tools or self.registry, self.store, thread_id),
+            model=ObservedModel(recorded, self._model_label(caller)),
+            tools=ObservedToolBox(RecordingToolBox(tools or self.registry, self.store, thread_id)),
             journal=self.store,
             hooks=self.hooks,
             policy=self.policy,
-            emit=self._on_event or _ignore,
+            emit=self._emitter(),
             memory=self._memory_store(),
             meter=self._meter(thread_id, caller, replaying=model is not None),
+        )
+
+    def _model_label(self, caller: ModelCaller) -> str:
+        """The model's name in spans, metrics and logs."""
+        return str(
+            getattr(caller, "model_name", "")
+            or self.generation_params().get("model")
+            or self.settings.model_backend.model
         )
 
     def _token_counter(self, model: str | None = None) -> TokenCounter:
@@ -370,7 +451,10 @@ class AgentCore:
         counter = self._token_counter(name)
         summarizer = None if replaying else self._summarizer()
         if summarizer is not None:
-            summarizer = RecordingModel(summarizer, self.store, thread_id, self.generation_params())
+            label = self._model_label(summarizer)
+            summarizer = ObservedModel(
+                RecordingModel(summarizer, self.store, thread_id, self.generation_params()), label
+            )
         if self._compactor is None:
             self._compactor = Compactor(
                 s.context,
@@ -398,7 +482,9 @@ class AgentCore:
         if self._summary_caller is None:
             backend = self._backend.model_copy(update={"model": wanted})
             self._summary_caller = self._caller_for(
-                make_chat_model(backend), backend, base_url=backend.base_url
+                make_chat_model(backend, http_log=self.telemetry.http_log()),
+                backend,
+                base_url=backend.base_url,
             )
         return self._summary_caller
 
@@ -523,6 +609,33 @@ class AgentCore:
 
     async def _invoke(
         self, thread_id: str, graph_input: Any, context: RunContext | None = None
+    ) -> RunResult:
+        # A fresh state starts a run; a Command (a plan) or None continues the thread: a
+        # resume is a new run of the same thread, observed as its own run linked to the thread.
+        resumed = not isinstance(graph_input, dict)
+        listeners = self.telemetry.listeners
+        with self.telemetry.run(thread_id, resumed=resumed) as run:
+            listeners.publish(RunStarted(thread_id, run.run_id, resumed))
+            try:
+                result = await self._invoke_graph(thread_id, graph_input, context)
+            except BaseException as exc:
+                listeners.publish(
+                    RunFinished(
+                        RunResult(status="failed", thread_id=thread_id, error=type(exc).__name__)
+                    )
+                )
+                raise
+            run.finish(
+                result.status,
+                error=result.error,
+                iterations=result.iterations,
+                usage=result.usage,
+            )
+            listeners.publish(RunFinished(result))
+        return result
+
+    async def _invoke_graph(
+        self, thread_id: str, graph_input: Any, context: RunContext | None
     ) -> RunResult:
         limit = recursion_limit(self.policy.max_iterations)
         try:

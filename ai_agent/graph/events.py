@@ -12,6 +12,11 @@
   to be a tool call, so it never carries tool-phase text; without streaming it arrives in one piece;
 - :class:`RunFinished`: the :class:`~ai_agent.graph.result.RunResult`, always last.
 
+Listeners (``agent.add_listener``) get the lifecycle events, a subset with three more:
+:class:`RunStarted`, :class:`StageStarted` / :class:`StageFinished`, :class:`ModelRetry`,
+:class:`ToolStarted` / :class:`ToolFinished`, :class:`GatePaused`, :class:`GateResumed`,
+:class:`Compacted` and :class:`RunFinished` (see :data:`LifecycleEvent`); never the text deltas.
+
 With ``quiet_tools=True`` (the "quiet tool phases" policy) :class:`ModelDelta` and
 :class:`ToolOutput` are left out: only status events and the final answer are streamed.
 
@@ -26,27 +31,33 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from ai_agent.context import Event
 from ai_agent.graph.result import RunResult
+from ai_agent.observability.tooldata import ToolTelemetry, tool_telemetry
 from ai_agent.state import GateReport
 
 __all__ = [
+    "Compacted",
     "EventTranslator",
     "FinalDelta",
     "GatePaused",
+    "GateResumed",
+    "LifecycleEvent",
     "ModelDelta",
     "ModelRetry",
     "RunFinished",
+    "RunStarted",
     "StageFinished",
     "StageStarted",
     "StreamEvent",
     "ToolFinished",
     "ToolOutput",
     "ToolStarted",
+    "lifecycle_event",
 ]
 
 # Text held back before it is known whether a turn is the final answer or a tool call. Past this
@@ -110,13 +121,19 @@ class ToolOutput:
 
 @dataclass(frozen=True, slots=True)
 class ToolFinished:
-    """A tool call ended with ``status`` (ok, error, skipped)."""
+    """A tool call ended with ``status`` (ok, error, skipped).
+
+    ``telemetry`` holds what the result tells about the call, when it tells it: chars read,
+    retrieval K, retrieved items (path, score, snippet), attempts (see
+    :func:`ai_agent.observability.tool_telemetry`).
+    """
 
     tool: str
     call_id: str
     status: str
     duration_ms: float
     iteration: int
+    telemetry: ToolTelemetry = field(default_factory=ToolTelemetry)
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +142,38 @@ class GatePaused:
 
     iteration: int
     report: GateReport | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class GateResumed:
+    """The gate took a plan: from ``Agent.resume`` (``source="resume"``) or from the
+    ``query_user_plan`` hook (``source="hook"``)."""
+
+    iteration: int
+    source: str
+    allow_continue: bool
+    approve: tuple[str, ...] = ()
+    deny: tuple[str, ...] = ()
+    activate_tools: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Compacted:
+    """The conversation was compacted before a model call."""
+
+    iteration: int
+    strategy: str
+    tokens_before: int
+    tokens_after: int
+
+
+@dataclass(frozen=True, slots=True)
+class RunStarted:
+    """A run (or a resume: a new run of the same thread) began; listeners only."""
+
+    thread_id: str
+    run_id: str
+    resumed: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,6 +200,19 @@ StreamEvent = (
     | ToolFinished
     | GatePaused
     | FinalDelta
+    | RunFinished
+)
+
+LifecycleEvent = (
+    RunStarted
+    | StageStarted
+    | StageFinished
+    | ModelRetry
+    | ToolStarted
+    | ToolFinished
+    | GatePaused
+    | GateResumed
+    | Compacted
     | RunFinished
 )
 
@@ -183,16 +245,10 @@ class EventTranslator:
     def _stage_started(self, event: Event) -> list[StreamEvent]:
         if event.get("stage") == "draft":
             self._held, self._mode, self._streamed = [], "holding", False
-        return [StageStarted(str(event.get("stage", "")), int(event.get("iteration", 0)))]
+        return [_stage_started(event)]
 
     def _stage_finished(self, event: Event) -> list[StreamEvent]:
-        return [
-            StageFinished(
-                str(event.get("stage", "")),
-                int(event.get("iteration", 0)),
-                float(event.get("duration_ms", 0.0)),
-            )
-        ]
+        return [_stage_finished(event)]
 
     def _delta(self, event: Event) -> list[StreamEvent]:
         text = str(event.get("detail", ""))
@@ -225,12 +281,10 @@ class EventTranslator:
         return [FinalDelta(text)] if text else []
 
     def _retry(self, event: Event) -> list[StreamEvent]:
-        wait = float(event.get("duration_ms", 0.0)) / 1000
-        return [ModelRetry(str(event.get("detail", "")), wait, int(event.get("iteration", 0)))]
+        return [_retry(event)]
 
     def _tool_started(self, event: Event) -> list[StreamEvent]:
-        call_id = str(_data(event).get("call_id", ""))
-        return [ToolStarted(str(event.get("tool", "")), call_id, int(event.get("iteration", 0)))]
+        return [_tool_started(event)]
 
     def _tool_output(self, event: Event) -> list[StreamEvent]:
         if self.quiet_tools:
@@ -247,19 +301,107 @@ class EventTranslator:
         ]
 
     def _tool_finished(self, event: Event) -> list[StreamEvent]:
-        return [
-            ToolFinished(
-                str(event.get("tool", "")),
-                str(_data(event).get("call_id", "")),
-                str(event.get("detail", "")),
-                float(event.get("duration_ms", 0.0)),
-                int(event.get("iteration", 0)),
-            )
-        ]
+        return [_tool_finished(event)]
 
     def _gate_paused(self, event: Event) -> list[StreamEvent]:
-        report = event.get("data")
-        return [GatePaused(int(event.get("iteration", 0)), report if report else None)]
+        return [_gate_paused(event)]
+
+
+# Builders of the events that are both stream and lifecycle events (no translator state).
+
+
+def _stage_started(event: Event) -> StageStarted:
+    return StageStarted(str(event.get("stage", "")), int(event.get("iteration", 0)))
+
+
+def _stage_finished(event: Event) -> StageFinished:
+    return StageFinished(
+        str(event.get("stage", "")),
+        int(event.get("iteration", 0)),
+        float(event.get("duration_ms", 0.0)),
+    )
+
+
+def _retry(event: Event) -> ModelRetry:
+    wait = float(event.get("duration_ms", 0.0)) / 1000
+    return ModelRetry(str(event.get("detail", "")), wait, int(event.get("iteration", 0)))
+
+
+def _tool_started(event: Event) -> ToolStarted:
+    call_id = str(_data(event).get("call_id", ""))
+    return ToolStarted(str(event.get("tool", "")), call_id, int(event.get("iteration", 0)))
+
+
+def _gate_paused(event: Event) -> GatePaused:
+    report = event.get("data")
+    return GatePaused(int(event.get("iteration", 0)), report if report else None)
+
+
+def _tool_finished(event: Event) -> ToolFinished:
+    data = _data(event)
+    call, result = data.get("call"), data.get("result")
+    facts = tool_telemetry(call, result) if call and result else ToolTelemetry()
+    return ToolFinished(
+        str(event.get("tool", "")),
+        str(data.get("call_id", "")),
+        str(event.get("detail", "")),
+        float(event.get("duration_ms", 0.0)),
+        int(event.get("iteration", 0)),
+        facts,
+    )
+
+
+def _strings(value: Any) -> tuple[str, ...]:
+    return tuple(str(v) for v in value) if isinstance(value, list | tuple) else ()
+
+
+def _gate_resumed(event: Event) -> GateResumed:
+    data = _data(event)
+    plan: Mapping[str, Any] = data.get("plan") or {}
+    return GateResumed(
+        int(event.get("iteration", 0)),
+        str(data.get("source", "resume")),
+        bool(plan.get("allow_continue", True)),
+        _strings(plan.get("approve")),
+        _strings(plan.get("deny")),
+        _strings(plan.get("activate_tools")),
+    )
+
+
+def _compacted(event: Event) -> Compacted:
+    data = _data(event)
+    return Compacted(
+        int(event.get("iteration", 0)),
+        str(data.get("strategy", "")),
+        int(data.get("tokens_before", 0)),
+        int(data.get("tokens_after", 0)),
+    )
+
+
+def lifecycle_event(event: Event) -> LifecycleEvent | None:
+    """The typed lifecycle event for a progress event, or None (deltas, output, waiting...).
+
+    Example:
+        >>> lifecycle_event({"type": "stage_finished", "stage": "act", "iteration": 2,
+        ...                  "duration_ms": 1.5})
+        StageFinished(stage='act', iteration=2, duration_ms=1.5)
+        >>> lifecycle_event({"type": "model_delta", "detail": "Hi"}) is None
+        True
+    """
+    build = _LIFECYCLE.get(str(event.get("type", "")))
+    return build(event) if build is not None else None
+
+
+_LIFECYCLE: dict[str, Callable[[Event], LifecycleEvent]] = {
+    "stage_started": _stage_started,
+    "stage_finished": _stage_finished,
+    "model_retry": _retry,
+    "tool_started": _tool_started,
+    "gate_paused": _gate_paused,
+    "tool_finished": _tool_finished,
+    "gate_resumed": _gate_resumed,
+    "compacted": _compacted,
+}
 
 
 _HANDLERS: dict[str, Callable[[EventTranslator, Event], list[StreamEvent]]] = {

@@ -8,10 +8,12 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol, TypeVar, cast
 
+from langgraph.config import get_config
 from langgraph.errors import GraphInterrupt
 from langgraph.runtime import Runtime
 
 from ai_agent.context import RunContext
+from ai_agent.observability.scopes import stage_scope
 from ai_agent.state import Message, RunState, TraceEvent
 
 __all__ = ["call_hook", "hook_view", "last_assistant", "stage"]
@@ -62,12 +64,23 @@ def last_assistant(state: RunState) -> Message | None:
     return None
 
 
+def _step() -> int | None:
+    """LangGraph's step number of the running node (None outside a graph run)."""
+    try:
+        step = get_config().get("metadata", {}).get("langgraph_step")
+    except RuntimeError:
+        return None
+    return step if isinstance(step, int) else None
+
+
 def stage(name: str) -> Callable[[Node[U]], Node[U]]:
-    """Wrap a stage: announce it, time it, and complete its trace lines.
+    """Wrap a stage: announce it, time it, observe it, and complete its trace lines.
 
     A stage returns its own trace details (``{"trace": [{"tool": ..., "status": ...}]}``); the
     wrapper fills in the stage name, iteration, start time and duration, and adds one line when the
-    stage gave none. An interrupt from the gate passes through untouched.
+    stage gave none. The stage runs in an observability scope (its id, span, duration metric and
+    log lines; see :mod:`ai_agent.observability.scopes`). An interrupt from the gate passes through
+    untouched.
     """
 
     def wrap(fn: Node[U]) -> Node[U]:
@@ -75,30 +88,40 @@ def stage(name: str) -> Callable[[Node[U]], Node[U]]:
         async def run(state: RunState, *, runtime: Runtime[RunContext]) -> U:
             context = runtime.context
             iteration = state.get("iteration", 0)
-            context.emit({"type": "stage_started", "stage": name, "iteration": iteration})
-            started_at, started = time.time(), time.perf_counter()
-            try:
-                update = await fn(state, runtime=runtime)
-            except GraphInterrupt as exc:
-                interrupts = exc.args[0] if exc.args else ()
-                report = getattr(interrupts[0], "value", None) if interrupts else None
+            with stage_scope(name, iteration, step=_step()) as observed:
+                context.emit({"type": "stage_started", "stage": name, "iteration": iteration})
+                started_at, started = time.time(), time.perf_counter()
+                try:
+                    update = await fn(state, runtime=runtime)
+                except GraphInterrupt as exc:
+                    interrupts = exc.args[0] if exc.args else ()
+                    report = getattr(interrupts[0], "value", None) if interrupts else None
+                    observed.pause(report if isinstance(report, dict) else None)
+                    context.emit(
+                        {
+                            "type": "gate_paused",
+                            "stage": name,
+                            "iteration": iteration,
+                            "data": report,
+                        }
+                    )
+                    raise
+                elapsed = round((time.perf_counter() - started) * 1000, 3)
+                out = cast(dict[str, Any], update)
+                iteration = out.get("iteration", iteration)
+                observed.finish(iteration)
+                lines: list[TraceEvent] = out.get("trace") or [TraceEvent(stage=name, iteration=0)]
+                out["trace"] = [
+                    _complete(line, name, iteration, started_at, elapsed) for line in lines
+                ]
                 context.emit(
-                    {"type": "gate_paused", "stage": name, "iteration": iteration, "data": report}
+                    {
+                        "type": "stage_finished",
+                        "stage": name,
+                        "iteration": iteration,
+                        "duration_ms": elapsed,
+                    }
                 )
-                raise
-            elapsed = round((time.perf_counter() - started) * 1000, 3)
-            out = cast(dict[str, Any], update)
-            iteration = out.get("iteration", iteration)
-            lines: list[TraceEvent] = out.get("trace") or [TraceEvent(stage=name, iteration=0)]
-            out["trace"] = [_complete(line, name, iteration, started_at, elapsed) for line in lines]
-            context.emit(
-                {
-                    "type": "stage_finished",
-                    "stage": name,
-                    "iteration": iteration,
-                    "duration_ms": elapsed,
-                }
-            )
             return update
 
         return run

@@ -201,7 +201,8 @@ class _Cycle:
                 "iteration": self.iteration,
                 "detail": result["status"],
                 "duration_ms": float(result.get("execution_time_ms", 0.0)),
-                "data": {"call_id": call["id"]},
+                # The call and result let listeners see what the result tells (chars, K, items).
+                "data": {"call_id": call["id"], "call": call, "result": result},
             }
         )
         return result

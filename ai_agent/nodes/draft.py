@@ -23,6 +23,7 @@ from ai_agent.errors import (
 )
 from ai_agent.nodes._common import stage
 from ai_agent.nodes._issues import issue
+from ai_agent.observability.scopes import set_iteration
 from ai_agent.state import (
     CompactionRecord,
     Issue,
@@ -127,6 +128,7 @@ async def draft(state: RunState, *, runtime: Runtime[RunContext]) -> DraftUpdate
     """Call the model once; a gated model failure becomes an issue instead of a reply."""
     context = runtime.context
     iteration = state.get("iteration", 0) + 1
+    set_iteration(iteration)  # the draft starts the next iteration: its logs and calls say so
     tools = context.tools.schemas(list(state.get("active_tools", [])))
     system_prompt = context.policy.system_prompt
     if context.meter is not None:
@@ -140,6 +142,15 @@ async def draft(state: RunState, *, runtime: Runtime[RunContext]) -> DraftUpdate
     else:
         prepared = Prepared(messages=list(state.get("messages", [])), estimate=0)
     work = _Draft(state, iteration, prepared)
+    if work.compacted:
+        context.emit(
+            {
+                "type": "compacted",
+                "stage": "draft",
+                "iteration": iteration,
+                "data": dict(prepared["compaction"]),
+            }
+        )
     if "budget_issue" in prepared:
         line = TraceEvent(stage="draft", iteration=iteration, status="error", detail="BUDGET")
         return work.done(None, line, [issue("BUDGET", prepared["budget_issue"])])
@@ -171,6 +182,8 @@ async def draft(state: RunState, *, runtime: Runtime[RunContext]) -> DraftUpdate
     else:
         work.add(reply["usage"])
     line = TraceEvent(stage="draft", iteration=iteration, detail=_summary(message))
+    if reply.get("request_id"):
+        line["request_id"] = reply["request_id"]  # matches the call's log lines and headers
     tokens = reply["usage"].get("total_tokens") or (work.log[-1]["total_tokens"] if work.log else 0)
     if tokens:
         line["tokens"] = tokens  # type: ignore[typeddict-unknown-key]

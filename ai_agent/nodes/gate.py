@@ -18,6 +18,7 @@ from pydantic import ValidationError
 from ai_agent.context import RunContext
 from ai_agent.errors import InvalidPlanError
 from ai_agent.nodes._common import call_hook, hook_view, stage
+from ai_agent.observability.scopes import note_gate_plan
 from ai_agent.state import (
     GateReport,
     Grant,
@@ -257,6 +258,16 @@ async def gate(state: RunState, *, runtime: Runtime[RunContext]) -> GateUpdate:
         raw = interrupt(report)  # the one pause of this step; the plan is the resume value
     plan = parse_plan(raw)
     check_plan(plan, report, catalog)
+    taken = plan.model_dump()
+    note_gate_plan(report, taken, source)
+    context.emit(
+        {
+            "type": "gate_resumed",
+            "stage": "gate",
+            "iteration": report["iteration"],
+            "data": {"source": source, "plan": taken},
+        }
+    )
     update = _apply(state, report, plan, source, limit)
     line["status"] = "plan" if plan.allow_continue else "cancelled"
     line["detail"] = ", ".join(i["code"] for i in report["issues"])

@@ -1,0 +1,80 @@
+"""Observability: logs, ids, trace context, spans, duration metrics and lifecycle listeners.
+
+Nothing here acts on its own. Importing the package, or building an Agent, configures no logging
+handler, starts no exporter and sends nothing anywhere:
+
+- logs go through standard ``logging`` under ``ai_agent.*``; :func:`configure_logging` (or the
+  CLI's ``--log-level`` / ``--log-json``) installs a handler when asked. Every record is redacted
+  at the source (:class:`Redactor`) and carries the run's correlation ids
+  (:class:`CorrelationFilter`, :func:`current_ids`);
+- every run, stage, model call and tool call gets an id (``request_id_format``: uuid4 or ulid);
+  model requests carry ``X-Request-ID``, ``traceparent`` and ``tracestate`` when
+  ``propagate_trace_context`` is on;
+- OpenTelemetry spans (run -> stage -> model call / tool call) exist only with
+  ``enable_otel_instrumentation`` and the ``otel`` extra, sent to the tracer provider the
+  application gives;
+- durations of runs, stages, model calls and tool calls go to :class:`DurationMetrics`
+  (``agent.metrics``) and to the collectors of ``custom_collectors``;
+- ``agent.add_listener(fn)`` calls ``fn`` with the typed lifecycle events of every run.
+
+Example:
+    >>> import io
+    >>> from ai_agent.config import LoggingConfig
+    >>> out = io.StringIO()
+    >>> _ = configure_logging(LoggingConfig(level="INFO", structured=True), stream=out)
+    >>> telemetry = Telemetry()
+    >>> with telemetry.run("thread-1") as run:
+    ...     run.finish("completed", iterations=1)
+    >>> import json
+    >>> [json.loads(line)["message"].split(" in ")[0] for line in out.getvalue().splitlines()]
+    ['run started (thread thread-1)', 'run completed']
+    >>> unconfigure_logging()
+"""
+
+from ai_agent.observability._scope import current_ids
+from ai_agent.observability.hooks import Listener, Listeners
+from ai_agent.observability.ids import new_id, parse_traceparent, traceparent, ulid
+from ai_agent.observability.logs import (
+    CorrelationFilter,
+    JsonFormatter,
+    TextFormatter,
+    configure_logging,
+    logging_configured,
+    unconfigure_logging,
+)
+from ai_agent.observability.metrics import (
+    DurationMetrics,
+    DurationStats,
+    Metric,
+    MetricsCollector,
+    MetricSeries,
+)
+from ai_agent.observability.redaction import Redactor
+from ai_agent.observability.telemetry import Telemetry
+from ai_agent.observability.tooldata import RetrievedItem, ToolTelemetry, tool_telemetry
+
+__all__ = [
+    "CorrelationFilter",
+    "DurationMetrics",
+    "DurationStats",
+    "JsonFormatter",
+    "Listener",
+    "Listeners",
+    "Metric",
+    "MetricSeries",
+    "MetricsCollector",
+    "Redactor",
+    "RetrievedItem",
+    "Telemetry",
+    "TextFormatter",
+    "ToolTelemetry",
+    "configure_logging",
+    "current_ids",
+    "logging_configured",
+    "new_id",
+    "parse_traceparent",
+    "tool_telemetry",
+    "traceparent",
+    "ulid",
+    "unconfigure_logging",
+]

@@ -1,0 +1,72 @@
+"""The current run's observability scope: one context variable, read by logs, spans and headers.
+
+A scope is immutable; entering a stage, a model call or a tool call sets a new one (the outer
+fields copied) and restores the previous one on the way out. A context variable, so each asyncio
+task (and each worker thread started with the task's context) sees its own run's ids.
+"""
+
+from __future__ import annotations
+
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ai_agent.observability.redaction import Redactor
+    from ai_agent.observability.telemetry import Telemetry
+    from ai_agent.observability.tracing import Span
+
+__all__ = ["SCOPE", "Scope", "current_ids"]
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """Where the code running now is: which run, stage, model call or tool call."""
+
+    telemetry: Telemetry
+    redactor: Redactor
+    span: Span
+    thread_id: str
+    run_id: str
+    stage: str = ""
+    stage_id: str = ""
+    iteration: int | None = None
+    step: int | None = None
+    request_id: str = ""
+    tool_call_id: str = ""
+
+    def ids(self) -> dict[str, Any]:
+        """The correlation ids that are set, trace and span ids included."""
+        out: dict[str, Any] = {"thread_id": self.thread_id, "run_id": self.run_id}
+        if self.stage:
+            out["stage"] = self.stage
+            out["stage_id"] = self.stage_id
+        if self.iteration is not None:
+            out["iteration"] = self.iteration
+        if self.step is not None:
+            out["step"] = self.step
+        if self.request_id:
+            out["request_id"] = self.request_id
+        if self.tool_call_id:
+            out["tool_call_id"] = self.tool_call_id
+        out["trace_id"] = self.span.trace_id
+        out["span_id"] = self.span.span_id
+        return out
+
+
+SCOPE: ContextVar[Scope | None] = ContextVar("ai_agent_observability_scope", default=None)
+
+
+def current_ids() -> dict[str, Any]:
+    """The correlation ids of the code running now; empty outside a run.
+
+    Keys, when set: ``thread_id``, ``run_id``, ``stage``, ``stage_id``, ``iteration``, ``step``
+    (LangGraph's), ``request_id`` (inside a model call: its ``X-Request-ID``), ``tool_call_id``
+    (inside a tool call), ``trace_id`` and ``span_id`` (W3C, of the innermost span).
+
+    Example:
+        >>> current_ids()
+        {}
+    """
+    scope = SCOPE.get()
+    return scope.ids() if scope is not None else {}
