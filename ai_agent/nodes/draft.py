@@ -1,5 +1,8 @@
 """draft: one model call with the conversation and the active tools' schemas.
 
+Issues the Agent found before the run could go on (``RunContext.take_issues``: an MCP server that
+failed to start or refused its key) are raised instead, once, before any model call.
+
 Around the call, the run's Meter (when there is one) estimates the request, compacts the
 conversation when it reaches the trigger, and checks the budget: a call that could pass the run's
 token or cost limit is not made, and the gate gets a BUDGET issue instead. Token deltas of a
@@ -126,6 +129,14 @@ class _Draft:
 async def draft(state: RunState, *, runtime: Runtime[RunContext]) -> DraftUpdate:
     """Call the model once; a gated model failure becomes an issue instead of a reply."""
     context = runtime.context
+    early = context.take_issues()
+    if early:
+        # Found before the run could go on (an MCP server that refused its key): the gate
+        # hears of it before the model is asked anything. No cycle is used up.
+        at = state.get("iteration", 0)
+        detail = ", ".join(i["code"] for i in early)
+        line = TraceEvent(stage="draft", iteration=at, status="blocked", detail=detail)
+        return DraftUpdate(issues=early, trace=[line])
     iteration = state.get("iteration", 0) + 1
     tools = context.tools.schemas(list(state.get("active_tools", [])))
     system_prompt = context.policy.system_prompt
