@@ -26,8 +26,10 @@ from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Self
 
 from ai_agent.context import ModelCaller, RunContext, ToolBox
+from ai_agent.errors import UnknownThreadError
 from ai_agent.graph.replay import ReplayMixin
 from ai_agent.graph.tools_mixin import ToolsMixin
+from ai_agent.nodes.gate import parse_plan
 from ai_agent.state import SEVERITY, Issue, ToolResult, UserPlan
 from ai_agent.tools.mcp.manager import McpFailure, McpManager
 
@@ -98,13 +100,40 @@ class McpMixin(ToolsMixin, ReplayMixin):
     async def resume(
         self, thread_id: str, plan: UserPlan | Mapping[str, Any] | None = None
     ) -> RunResult:
-        """Resume a run (see ``AgentCore.resume``), connecting the MCP servers again."""
+        """Resume a run (see ``AgentCore.resume``), connecting the MCP servers again.
+
+        A plan also activates the tools of active servers the run does not have yet (a server
+        that failed when the run started and connects now, or one added since).
+        """
         async with self.mcp.use() as failures:
             token = _FAILURES.set(failures)
             try:
-                return await super().resume(thread_id, plan)
+                return await super().resume(thread_id, await self._with_mcp_tools(thread_id, plan))
             finally:
                 _FAILURES.reset(token)
+
+    async def _with_mcp_tools(
+        self, thread_id: str, plan: UserPlan | Mapping[str, Any] | None
+    ) -> UserPlan | Mapping[str, Any] | None:
+        if plan is None or not self.mcp:
+            return plan
+        parsed = parse_plan(plan)
+        if not parsed.allow_continue:
+            return parsed
+        try:
+            active = set((await self.get_state(thread_id)).get("active_tools", []))
+        except UnknownThreadError:
+            return parsed  # the resume itself says so
+        wanted = [
+            name
+            for server in self.mcp.servers
+            if server.active
+            for name in self.mcp.tool_names(server.name)
+            if name not in active and name not in parsed.activate_tools
+        ]
+        if not wanted:
+            return parsed
+        return parsed.model_copy(update={"activate_tools": [*parsed.activate_tools, *wanted]})
 
     async def replay(
         self, thread_id: str, checkpoint_id: str | None = None, mode: ReplayMode = "recorded"

@@ -49,6 +49,7 @@ from ai_agent.state import ToolResult
 from ai_agent.tools.mcp.adapt import convert_result
 from ai_agent.tools.mcp.manager import McpServerStatus, ServerState
 from ai_agent.tools.mcp.resolve import Resolved, resolve
+from ai_agent.tools.results import Scrubber
 from ai_agent.tools.mcp.stdio import stdio_transport
 
 if TYPE_CHECKING:
@@ -65,6 +66,20 @@ _CLIENT = mcp_types.Implementation(name="ai-agent", version="0.1.0")
 # HTTP sessions are kept open for a whole run or Agent block; the SSE stream may stay quiet for
 # long. A dead server is noticed by the calls (and their pings), not by this read timeout.
 _STREAM_READ_TIMEOUT = 24 * 3600.0
+# Where the MCP client and its HTTP stack log. At DEBUG they log whole protocol messages (a tool
+# result holding a key the server printed, a URL with a key in its query): while a connection is
+# open, a filter of its own scrubs its secrets from their records. "" is the root logger, which
+# the MCP session logs some warnings to directly.
+_CLIENT_LOGGERS = (
+    "mcp.client.session",
+    "mcp.client.sse",
+    "mcp.client.stdio",
+    "mcp.client.streamable_http",
+    "mcp.os.posix.utilities",
+    "langchain_mcp_adapters.sessions",
+    "httpx",
+    "",
+)
 _STDERR_LINES = 40
 _SHOWN_STDERR = 6
 _PING_LIMIT = 5.0
@@ -88,6 +103,26 @@ class _Live:
 
 class _SessionEndedError(Exception):
     """The session of a call ended while the call waited for its reply."""
+
+
+class _Redact(logging.Filter):
+    """Scrubs one connection's secrets from the records of the MCP client's loggers."""
+
+    def __init__(self, scrubber: Scrubber) -> None:
+        super().__init__()
+        self.scrubber = scrubber
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = record.getMessage()
+        clean = self.scrubber.text(text)
+        if clean != text:
+            record.msg, record.args = clean, None
+        if record.exc_info and not record.exc_text:
+            # The standard Formatter prints exc_text when it is set: render it scrubbed now.
+            record.exc_text = self.scrubber.text(
+                logging.Formatter().formatException(record.exc_info)
+            )
+        return True
 
 
 def _leaves(exc: BaseException) -> list[BaseException]:
@@ -146,6 +181,7 @@ class McpConnection:
         self._resolved: Resolved | None = None
         self._stderr: deque[str] = deque(maxlen=_STDERR_LINES)
         self._background: set[asyncio.Task[Any]] = set()
+        self._filter: _Redact | None = None
 
     # Status ----------------------------------------------------------------------------------
     @property
@@ -216,6 +252,7 @@ class McpConnection:
             await self._halt()
             if was_running or self.state != "failed":
                 self.state, self.error = "stopped", None
+            self._redact(None)
             if was_running:
                 self._event(f"MCP server {self.name!r} stopped")
 
@@ -230,6 +267,7 @@ class McpConnection:
             self._fail(exc)
             raise
         self._resolved = resolved
+        self._redact(resolved)
         ready: asyncio.Future[_Live] = asyncio.get_running_loop().create_future()
         self._stop = asyncio.Event()
         self._task = asyncio.create_task(
@@ -268,6 +306,16 @@ class McpConnection:
         )
         if self.on_tools is not None:
             self.on_tools(live.tools)
+
+    def _redact(self, resolved: Resolved | None) -> None:
+        """Put this connection's log filter in place (None: take it away)."""
+        if self._filter is not None:
+            for name in _CLIENT_LOGGERS:
+                logging.getLogger(name).removeFilter(self._filter)
+        self._filter = _Redact(resolved.scrubber) if resolved and resolved.secrets else None
+        if self._filter is not None:
+            for name in _CLIENT_LOGGERS:
+                logging.getLogger(name).addFilter(self._filter)
 
     def _fail(self, error: McpServerError) -> None:
         self.state, self.error, self._live = "failed", error, None
