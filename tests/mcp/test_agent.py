@@ -66,7 +66,7 @@ async def test_a_run_reads_through_an_mcp_server_without_asking(
     outcome = state["results"][0]
     assert outcome["call"]["name"] == "fs.read_text_file"
     assert outcome["result"]["content"] == "the meeting is at noon"
-    assert [t for t in result.trace if t["stage"] == "act"][0]["tool"] == "fs.read_text_file"
+    assert next(t for t in result.trace if t["stage"] == "act")["tool"] == "fs.read_text_file"
     # Outside an `async with` block the servers live as long as the run.
     assert wait_gone(descendants() - before) == set()
     await agent.aclose()
@@ -291,7 +291,7 @@ async def test_direct_calls_follow_the_policy(filesystem_entry: Path, tmp_path: 
         listing = {t["name"]: t for t in agent.list_tools()}
         assert listing["fs.write_file"]["policy"] == "approve"
         assert listing["fs.read_text_file"]["policy"] == "auto"
-        with pytest.raises(ApprovalRequiredError, match="fs.write_file"):
+        with pytest.raises(ApprovalRequiredError, match=r"fs\.write_file"):
             await agent.call_tool("fs.write_file", {"path": str(tmp_path / "x"), "content": "x"})
         done = await agent.call_tool(
             "fs.write_file", {"path": str(tmp_path / "x"), "content": "x"}, approved=True

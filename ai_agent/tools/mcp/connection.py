@@ -49,8 +49,8 @@ from ai_agent.state import ToolResult
 from ai_agent.tools.mcp.adapt import convert_result
 from ai_agent.tools.mcp.manager import McpServerStatus, ServerState
 from ai_agent.tools.mcp.resolve import Resolved, resolve
-from ai_agent.tools.results import Scrubber
 from ai_agent.tools.mcp.stdio import stdio_transport
+from ai_agent.tools.results import Scrubber
 
 if TYPE_CHECKING:
     from anyio.abc import Process
