@@ -17,7 +17,7 @@ import pytest
 from ai_agent import Agent, UserPlan
 from ai_agent.config import AgentSettings, McpServerConfig
 from ai_agent.context import Event
-from ai_agent.errors import ApprovalRequiredError
+from ai_agent.errors import ApprovalRequiredError, UnknownThreadError
 from ai_agent.graph.events import ToolFinished
 from ai_agent.testing import FunctionModel, ScriptedModel
 from tests.mcp.conftest import (
@@ -383,3 +383,17 @@ async def test_a_key_never_reaches_logs_traces_checkpoints_or_the_run_store(
         for secret in (canary, KEY):
             assert secret not in content, f"a key leaked into {where}"
     assert "MCP server 'bad' refused the credentials" in places["result"]
+
+
+async def test_resumes_that_deny_or_name_no_run(filesystem_entry: Path, tmp_path: Path) -> None:
+    target = tmp_path / "never.txt"
+    turns = [call("fs__write_file", path=str(target), content="no"), text("stopped")]
+    agent = make_agent(tmp_path, turns, [filesystem_server(filesystem_entry, tmp_path)])
+    async with agent:
+        paused = await agent.run("write it")
+        assert paused.status == "paused"
+        stopped = await agent.resume(paused.thread_id, {"allow_continue": False})
+        assert stopped.status == "cancelled"
+        with pytest.raises(UnknownThreadError):
+            await agent.resume("no-such-thread", UserPlan(instructions="go"))
+    assert not target.exists()

@@ -20,6 +20,7 @@ from ai_agent.state import ToolResult
 from ai_agent.tools import ToolCategory, ToolRegistry
 from ai_agent.tools.mcp import McpManager
 from tests.mcp.conftest import (
+    FASTMCP,
     KEY,
     HttpServer,
     alive,
@@ -531,3 +532,61 @@ async def test_add_and_remove_servers(everything_entry: Path) -> None:
         await mgr.remove("every")
         assert "every.echo" not in mgr.registry
     assert mgr.servers == []
+
+
+async def test_removed_tools_leave_the_registry() -> None:
+    events: list[str] = []
+    mgr = manager(fastmcp_stdio(), events=events)
+    async with mgr.use():
+        assert "py.plain" in mgr.registry
+        assert (await call(mgr, "py.shrink"))["content"] == "shrunk"
+        for _ in range(100):
+            if "py.plain" not in mgr.registry:
+                break
+            await asyncio.sleep(0.05)
+        assert "py.plain" not in mgr.registry
+    assert any("changed its tools" in e for e in events)
+
+
+async def test_a_server_that_prints_other_things_still_works(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level("DEBUG", logger="ai_agent.tools.mcp")
+    server = McpServerConfig(
+        name="noisy",
+        command=sys.executable,
+        args=[str(FASTMCP), "--transport", "stdio", "--noisy"],
+    )
+    mgr = manager(server)
+    async with mgr.use():
+        assert (await call(mgr, "noisy.echo", text="fine"))["content"] == "fine"
+    logged = "\n".join(r.getMessage() for r in caplog.records)
+    assert "a warning without a newline" in logged  # its stderr, logged at DEBUG
+    assert "MCP server 'noisy': " in logged  # the line that is no JSON-RPC
+
+
+async def test_a_tool_whose_name_is_taken_is_left_out(everything_entry: Path) -> None:
+    from ai_agent.tools import ToolSpec
+
+    events: list[str] = []
+    mgr = manager(everything_server(everything_entry, tools=["echo", "get-sum"]), events=events)
+    mgr.registry.register(ToolSpec("every.echo", lambda a, c: "mine", description="Mine."))
+    async with mgr.use():
+        assert mgr.tool_names("every") == ["every.get-sum"]
+        assert mgr.registry["every.echo"].description == "Mine."
+    assert any("tool 'echo' left out" in e for e in events)
+
+
+async def test_an_empty_manager_and_servers_never_started() -> None:
+    mgr = manager()
+    async with mgr.use() as failures:
+        assert failures == []
+    assert await mgr.health() == {}
+    mgr.add(McpServerConfig(name="idle", command="x", enabled=False))
+    async with mgr.use() as failures:
+        assert failures == []  # disabled: never started
+    assert mgr.status()[0]["state"] == "stopped"
+    assert await mgr.health() == {"idle": None}
+    await mgr.remove("idle")
+    with pytest.raises(ConfigError, match="no MCP server named 'idle'"):
+        await mgr.remove("idle")

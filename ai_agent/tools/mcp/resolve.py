@@ -26,8 +26,10 @@ from ai_agent.tools.results import Scrubber
 __all__ = ["Resolved", "referenced_variables", "resolve"]
 
 _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH", re.IGNORECASE)
-# Control characters in a header value would break (or inject into) the HTTP request.
-_BAD_HEADER_VALUE = re.compile(r"[\x00-\x1f\x7f]")
+# Control characters in a header value would break (or inject into) the HTTP request; a key with
+# spaces in it is a copy-and-paste accident.
+_BAD_KEY = re.compile(r"[\s\x00-\x1f\x7f]")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 @dataclass(frozen=True)
@@ -139,7 +141,7 @@ def _auth_header(config: McpServerConfig, expand: _Expander) -> dict[str, str]:
     else:  # the model's validator guarantees key when there is no key_env
         written = auth.key.get_secret_value() if auth.key is not None else ""
         key = expand.text(written, "auth.key", secret=True)
-    if _BAD_HEADER_VALUE.search(key) or key != key.strip():
+    if _BAD_KEY.search(key):
         raise McpEnvError(
             f"MCP server {config.name!r}: the API key has spaces or control characters around or "
             "in it; check the variable that holds it",
@@ -180,6 +182,14 @@ def resolve(config: McpServerConfig, environ: Mapping[str, str] | None = None) -
         name: expand.text(value, f"headers.{name}", secret=True)
         for name, value in config.headers.items()
     }
+    for name, value in headers.items():
+        if _CONTROL.search(value):
+            raise McpEnvError(
+                f"MCP server {config.name!r}: the value of header {name} has line breaks or "
+                "control characters; check it and the variables it uses",
+                server=config.name,
+                variable=f"headers.{name}",
+            )
     headers.update(_auth_header(config, expand))
     transport = config.transport or "stdio"
     url = expand.text(config.url, "url") if config.url is not None else None

@@ -14,8 +14,8 @@ reaches MCP at all, as a gateway in front of a real server would answer.
 Tools: ``count`` (a counter kept per session: state across calls), ``echo``, ``read_file`` (the
 same name as server-filesystem's), ``pid``, ``env`` (one variable of its environment), ``sleep``
 (answers after a while), ``hang`` (never answers), ``crash`` (the process dies mid-call), ``fail``
-(an MCP tool error), ``grow`` (adds a tool and says the list changed), and tools carrying
-each kind of annotation.
+(an MCP tool error), ``grow`` and ``shrink`` (add or remove a tool and say the list changed), and
+tools carrying each kind of annotation. ``--noisy`` prints lines that are not JSON-RPC first.
 """
 
 from __future__ import annotations
@@ -126,6 +126,22 @@ async def grow(ctx: Context[Any, Any, Any]) -> str:
     return "grown"
 
 
+@mcp.tool(annotations=ToolAnnotations(readOnlyHint=False))
+async def shrink(ctx: Context[Any, Any, Any]) -> str:
+    """Remove the tool 'plain' and tell the client the tool list changed."""
+    mcp.remove_tool("plain")
+    await ctx.session.send_tool_list_changed()
+    return "shrunk"
+
+
+def _noisy() -> None:
+    """Before serving: lines on stdout that are no JSON-RPC, and stderr without a newline."""
+    sys.stdout.write("\nstarting up, not JSON\n")
+    sys.stdout.flush()
+    sys.stderr.write("a warning without a newline")
+    sys.stderr.flush()
+
+
 def _guarded(app: Any, key: str, header: str) -> Any:
     """The app behind a key check: 401 without the right key, before MCP sees the request."""
     expected = key if header.lower() != "authorization" else f"Bearer {key}"
@@ -179,7 +195,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--transport", choices=["stdio", "sse", "streamable-http"], default="stdio")
     parser.add_argument("--key-env", help="environment variable holding the key requests need")
     parser.add_argument("--header", default="Authorization", help="header that carries the key")
+    parser.add_argument("--noisy", action="store_true", help="print non-protocol lines first")
     args = parser.parse_args(argv)
+    if args.noisy:
+        _noisy()
     if args.transport == "stdio":
         mcp.run("stdio")
         return 0
