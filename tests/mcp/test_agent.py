@@ -135,10 +135,14 @@ def test_a_resume_in_a_new_process_reconnects(filesystem_entry: Path, tmp_path: 
     assert target.read_text() == "two processes"
 
 
+@pytest.mark.parametrize("transport", ["streamable-http", "sse"])
 async def test_a_refused_key_pauses_the_run_with_an_auth_issue_and_a_fixed_key_resumes(
-    start_fastmcp: Callable[..., HttpServer], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    start_fastmcp: Callable[..., HttpServer],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    transport: str,
 ) -> None:
-    server = start_fastmcp("streamable-http", key=True)
+    server = start_fastmcp(transport, key=True)
     monkeypatch.setenv("SECURED_KEY", "wrong-key-4242")
     asked: list[list[str]] = []
 
@@ -149,7 +153,12 @@ async def test_a_refused_key_pauses_the_run_with_an_auth_issue_and_a_fixed_key_r
             return call("secured__echo", text="through")
         return text("answered")
 
-    config = McpServerConfig(name="secured", url=server.url, auth={"key_env": "SECURED_KEY"})
+    config = McpServerConfig(
+        name="secured",
+        url=server.url,
+        transport="sse" if transport == "sse" else "streamable_http",
+        auth={"key_env": "SECURED_KEY"},
+    )
     agent = Agent(
         model=FunctionModel(reply),
         mcp_servers=[config],
