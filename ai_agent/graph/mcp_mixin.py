@@ -5,7 +5,8 @@
 like an earlier one replaces it (settings, then the files in order, then ``mcp_servers``; see
 :func:`~ai_agent.tools.mcp.manager.gather_servers`).
 
-Lifecycle: every run, resume, replay and direct ``call_tool`` is a span that needs the servers
+Lifecycle: every run, resume, replay, plan served by a worker and direct ``call_tool`` is a span
+that needs the servers
 (:meth:`McpManager.use <ai_agent.tools.mcp.McpManager.use>`). Outside an ``async with Agent``
 block the servers start when the span begins and stop when it ends; inside one they start with
 the first span and stay open, sessions and server state included, until the block closes
@@ -29,11 +30,13 @@ from ai_agent.context import ModelCaller, RunContext, ToolBox
 from ai_agent.errors import UnknownThreadError
 from ai_agent.graph.replay import ReplayMixin
 from ai_agent.graph.tools_mixin import ToolsMixin
+from ai_agent.graph.worker import PlanOutcome, WorkerMixin
 from ai_agent.nodes.gate import parse_plan
 from ai_agent.state import SEVERITY, Issue, ToolResult, UserPlan
 from ai_agent.tools.mcp.manager import McpFailure, McpManager
 
 if TYPE_CHECKING:
+    from ai_agent.checkpoints.plans import PlanRecord
     from ai_agent.graph.player import ReplayMode
     from ai_agent.graph.result import RunResult
 
@@ -54,7 +57,7 @@ def _issue(failure: McpFailure) -> Issue:
     )
 
 
-class McpMixin(ToolsMixin, ReplayMixin):
+class McpMixin(ToolsMixin, WorkerMixin, ReplayMixin):
     """MCP servers for the Agent (see the module docstring); ``agent.mcp`` is their manager."""
 
     @functools.cached_property
@@ -134,6 +137,15 @@ class McpMixin(ToolsMixin, ReplayMixin):
         if not wanted:
             return parsed
         return parsed.model_copy(update={"activate_tools": [*parsed.activate_tools, *wanted]})
+
+    async def serve_plan(self, plan: PlanRecord, worker: str) -> PlanOutcome | None:
+        """Serve a queued plan (see ``WorkerMixin.serve_plan``), with the MCP servers started."""
+        async with self.mcp.use() as failures:
+            token = _FAILURES.set(failures)
+            try:
+                return await super().serve_plan(plan, worker)
+            finally:
+                _FAILURES.reset(token)
 
     async def replay(
         self, thread_id: str, checkpoint_id: str | None = None, mode: ReplayMode = "recorded"

@@ -71,7 +71,10 @@ async def test_journal_records_intent_then_outcome(store: RunStore) -> None:
     call = {"id": "c1", "name": "write", "args": {"p": "x"}}
     assert await store.lookup("t", 1, "c1") is None
     await store.intent("t", 1, call)  # type: ignore[arg-type]
-    assert await store.lookup("t", 1, "c1") == {
+    intent = await store.lookup("t", 1, "c1")
+    assert intent is not None
+    assert intent["attempt"] > 0  # identifies the attempt an approval may cover
+    assert {k: v for k, v in intent.items() if k != "attempt"} == {
         "call_id": "c1",
         "tool": "write",
         "status": "intent",

@@ -406,3 +406,21 @@ async def test_resumes_that_deny_or_name_no_run(filesystem_entry: Path, tmp_path
         with pytest.raises(UnknownThreadError):
             await agent.resume("no-such-thread", UserPlan(instructions="go"))
     assert not target.exists()
+
+
+async def test_a_worker_serves_a_queued_plan_with_the_servers_started(
+    filesystem_entry: Path, tmp_path: Path
+) -> None:
+    from ai_agent.graph.worker import Worker
+
+    target = tmp_path / "by-worker.txt"
+    turns = [call("fs__write_file", path=str(target), content="queued"), text("written")]
+    servers = [filesystem_server(filesystem_entry, tmp_path)]
+    paused = await make_agent(tmp_path, turns, servers).run("write it")
+    assert paused.status == "paused"
+    agent = make_agent(tmp_path, turns, servers)
+    async with agent:
+        await agent.submit_plan(paused.thread_id, {"approve": ["*"]})
+        (outcome,) = await Worker(agent).run(once=True)
+    assert outcome.run_status == "completed", outcome.error
+    assert target.read_text() == "queued"

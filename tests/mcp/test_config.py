@@ -171,7 +171,9 @@ def test_settings_errors_point_into_the_list(monkeypatch: pytest.MonkeyPatch) ->
 
 def test_transport_aliases_and_defaults() -> None:
     for alias in ("http", "streamable-http", "streamableHttp", "streamable_http"):
-        server = McpServerConfig(name="a", url="http://h/mcp", transport=alias)  # type: ignore[arg-type]
+        server = McpServerConfig.model_validate(
+            {"name": "a", "url": "http://h/mcp", "transport": alias}
+        )
         assert server.transport == "streamable_http"
     server = McpServerConfig(name="a", command="x")
     assert (server.timeout, server.startup_timeout, server.max_restarts) == (30.0, 30.0, 1)

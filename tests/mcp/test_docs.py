@@ -60,7 +60,7 @@ async def _python(code: str, namespace: dict[str, Any]) -> str:
     compiled = compile(code, str(DOC), "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        outcome = eval(compiled, namespace)  # noqa: S307 - the documentation's own examples
+        outcome = eval(compiled, namespace)
         if outcome is not None:
             await outcome
     return out.getvalue()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import base64
-from types import SimpleNamespace as NS
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -15,6 +15,8 @@ from ai_agent.tools import ToolCategory
 from ai_agent.tools.mcp import category_for, convert_result, local_names, resolve
 from ai_agent.tools.mcp.adapt import mcp_tool_spec, selected
 from ai_agent.tools.mcp.resolve import referenced_variables
+
+Ns = SimpleNamespace  # results and tools of the MCP client are read by attribute
 
 
 # ${VAR} expansion and auth ----------------------------------------------------------------------
@@ -60,7 +62,7 @@ def test_auth_headers(auth: dict[str, Any], header: str, value: str) -> None:
     config = McpServerConfig(name="s", url="http://h/mcp", auth=auth, headers={"X-Tenant": "t1"})
     resolved = resolve(config, {"K": "k-123456"})
     assert dict(resolved.headers) == {"X-Tenant": "t1", header: value}
-    key = value.split()[-1]
+    key = value.rsplit(maxsplit=1)[-1]
     assert key in resolved.secrets
     assert resolved.scrubber.text(f"sent {value}") == f"sent {value.replace(key, '***')}"
 
@@ -122,7 +124,7 @@ def test_referenced_variables() -> None:
 )
 def test_categories_from_annotations(hints: Any, expected: ToolCategory) -> None:
     assert category_for(hints, "t") is expected
-    as_object = NS(**hints) if hints is not None else None
+    as_object = Ns(**hints) if hints is not None else None
     assert category_for(as_object, "t") is expected
 
 
@@ -154,22 +156,22 @@ def test_local_names_fit_the_wire_and_never_collide() -> None:
 
 
 # Results ----------------------------------------------------------------------------------------
-def _result(*content: Any, structured: Any = None, error: bool = False) -> NS:
-    return NS(content=list(content), structuredContent=structured, isError=error)
+def _result(*content: Any, structured: Any = None, error: bool = False) -> SimpleNamespace:
+    return Ns(content=list(content), structuredContent=structured, isError=error)
 
 
 def test_results_of_every_content_kind() -> None:
     png = base64.b64encode(b"\x89PNG" + b"0" * 96).decode()
     result = convert_result(
         _result(
-            NS(type="text", text="hello"),
-            NS(type="image", mimeType="image/png", data=png),
-            NS(type="audio", mimeType="audio/wav", data="!!not base64!!"),
-            NS(type="resource_link", uri="file:///a.txt", name="a.txt"),
-            NS(type="resource_link", uri="file:///b.txt", name=""),
-            NS(type="resource", resource=NS(uri="file:///c.txt", text="inline text")),
-            NS(type="resource", resource=NS(uri="file:///d.bin", blob=png, mimeType=None)),
-            NS(type="something-new"),
+            Ns(type="text", text="hello"),
+            Ns(type="image", mimeType="image/png", data=png),
+            Ns(type="audio", mimeType="audio/wav", data="!!not base64!!"),
+            Ns(type="resource_link", uri="file:///a.txt", name="a.txt"),
+            Ns(type="resource_link", uri="file:///b.txt", name=""),
+            Ns(type="resource", resource=Ns(uri="file:///c.txt", text="inline text")),
+            Ns(type="resource", resource=Ns(uri="file:///d.bin", blob=png, mimeType=None)),
+            Ns(type="something-new"),
         ),
         server="s",
         tool="t",
@@ -204,7 +206,7 @@ async def test_tool_specs() -> None:
         seen.append((tool, args))
         return ToolResult(status="ok", content="done")
 
-    tool = NS(name="do.it", description="", title="Do it", inputSchema=None, annotations=None)
+    tool = Ns(name="do.it", description="", title="Do it", inputSchema=None, annotations=None)
     spec = mcp_tool_spec(config, tool, "do_it", invoke, target="run --flag")
     assert spec.name == "srv.do_it"
     assert spec.description == "Do it"
@@ -217,8 +219,8 @@ async def test_tool_specs() -> None:
     assert (
         spec.preview({"x": 1}) == "srv.do_it({\"x\": 1})\non MCP server 'srv' (stdio: run --flag)"
     )
-    bare = NS(name="t", description=None, title=None, inputSchema={}, annotations=None)
+    bare = Ns(name="t", description=None, title=None, inputSchema={}, annotations=None)
     assert "a tool of the MCP server 'srv'" in mcp_tool_spec(config, bare, "t", invoke).description
-    broken = NS(name="b", description="B.", inputSchema={"type": "object", "properties": 3})
+    broken = Ns(name="b", description="B.", inputSchema={"type": "object", "properties": 3})
     with pytest.raises(ToolRegistrationError):
         mcp_tool_spec(config, broken, "b", invoke)
