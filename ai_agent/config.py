@@ -787,8 +787,10 @@ class McpServerConfig(_Section):
     args: Annotated[list[str], AfterValidator(_check_reference_list)] = Field(
         default_factory=list, description="Its arguments."
     )
+    # env and headers may hold keys written out: kept out of repr (errors never show them).
     env: Annotated[dict[str, str], AfterValidator(_check_reference_map)] = Field(
         default_factory=dict,
+        repr=False,
         description="Environment of a stdio server, besides HOME, LOGNAME, PATH, SHELL, TERM "
         "and USER (nothing else of the agent's environment is passed on).",
     )
@@ -799,7 +801,9 @@ class McpServerConfig(_Section):
         default=None, description="Endpoint of an HTTP server (/mcp, or /sse for sse)."
     )
     headers: Annotated[dict[str, str], AfterValidator(_check_reference_map)] = Field(
-        default_factory=dict, description="Extra HTTP headers (values are treated as secrets)."
+        default_factory=dict,
+        repr=False,
+        description="Extra HTTP headers (values are treated as secrets).",
     )
     auth: McpAuthConfig | None = None
     timeout: float = Field(default=30.0, gt=0, description="Seconds each tool call may take.")

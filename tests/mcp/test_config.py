@@ -182,6 +182,19 @@ def test_transport_aliases_and_defaults() -> None:
     assert McpServerConfig(name="b", url="${BASE}/mcp").url == "${BASE}/mcp"
 
 
+def test_written_out_secrets_stay_out_of_repr() -> None:
+    server = McpServerConfig(
+        name="a",
+        url="http://h/mcp",
+        headers={"X-Token": "literal-token-1"},
+        auth={"key": "literal-key-2"},
+    )
+    stdio = McpServerConfig(name="b", command="x", env={"API_KEY": "literal-key-3"})
+    shown = repr(server) + str(server) + repr(stdio)
+    for secret in ("literal-token-1", "literal-key-2", "literal-key-3"):
+        assert secret not in shown
+
+
 def test_auth_defaults() -> None:
     auth = McpAuthConfig(key_env="K")
     assert (auth.type, auth.header, auth.scheme) == ("api_key", "Authorization", None)
