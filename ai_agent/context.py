@@ -18,7 +18,15 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Literal, NotRequired, Protocol, TypedDict
 
-from ai_agent.state import CompactionRecord, Message, RunState, ToolCall, ToolResult, UsageRecord
+from ai_agent.state import (
+    CompactionRecord,
+    Issue,
+    Message,
+    RunState,
+    ToolCall,
+    ToolResult,
+    UsageRecord,
+)
 
 __all__ = [
     "ApprovalPolicy",
@@ -290,6 +298,11 @@ def _ignore(event: Event) -> None:
     """The default event sink: nobody is listening."""
 
 
+def _no_issues() -> list[Issue]:
+    """The default of ``RunContext.take_issues``: nothing was found before the run."""
+    return []
+
+
 # Where a streaming ModelCaller sends token deltas. A context variable rather than an argument,
 # so the ModelCaller seam stays ``(messages, tools) -> ModelReply`` and wrappers (recording,
 # replay) need not know about streaming; each asyncio task sees the sink its draft set.
@@ -339,3 +352,7 @@ class RunContext:
     watch_tokens: bool = False
     extras: Mapping[str, Any] = field(default_factory=dict)
     outputs: OutputStore | None = None
+    # Issues the Agent found while preparing this run or resume (an MCP server that refused its
+    # key or did not start). The first draft takes them and goes to the gate instead of asking
+    # the model; later calls return nothing. A function, so the context stays immutable.
+    take_issues: Callable[[], list[Issue]] = _no_issues

@@ -52,6 +52,10 @@ __all__ = [
     "InvalidPlanError",
     "LocalBackendError",
     "MalformedToolCallError",
+    "McpAuthError",
+    "McpConnectError",
+    "McpEnvError",
+    "McpServerError",
     "ModelAuthError",
     "ModelError",
     "ModelRateLimitError",
@@ -219,6 +223,47 @@ class ToolTimeoutError(ToolError):
 
 class SchemaViolation(ToolError):  # noqa: N818 - the name the notes-assistant spec uses
     """A call's arguments do not fit the tool's schema. In a run: a result with that code."""
+
+
+class McpServerError(ToolError):
+    """An MCP server could not be used. The message names the server and what to do, never a key.
+
+    Attributes:
+        server: The server's configured name.
+        issue_code: The gate issue it becomes in a run (``AUTH``, ``MISSING_ENV``,
+            ``TOOL_ERROR``).
+    """
+
+    issue_code = "TOOL_ERROR"
+
+    def __init__(self, message: str, *, server: str) -> None:
+        super().__init__(message)
+        self.server = server
+
+
+class McpAuthError(McpServerError):
+    """The MCP server refused the credentials (HTTP 401 or 403): a gate issue of code AUTH."""
+
+    issue_code = "AUTH"
+
+
+class McpEnvError(McpServerError):
+    """An environment variable the server's configuration refers to (``${VAR}``, ``key_env``) is
+    not set: a gate issue of code MISSING_ENV.
+
+    Attributes:
+        variable: The variable's name.
+    """
+
+    issue_code = "MISSING_ENV"
+
+    def __init__(self, message: str, *, server: str, variable: str) -> None:
+        super().__init__(message, server=server)
+        self.variable = variable
+
+
+class McpConnectError(McpServerError):
+    """The MCP server could not be started, reached or initialized in time."""
 
 
 class RunError(AgentError):

@@ -24,12 +24,12 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from ai_agent.cli import debug, inspect, run, tools, worker
+from ai_agent.cli import debug, inspect, mcp, run, tools, worker
 from ai_agent.cli._common import EXIT, Parents, UsageError, logging_for, report_error
 
 __all__ = ["EXIT", "main"]
 
-COMMAND_MODULES = (run, inspect, debug, tools, worker)
+COMMAND_MODULES = (run, inspect, debug, tools, worker, mcp)
 
 
 def _parser() -> tuple[argparse.ArgumentParser, list[str]]:

@@ -108,6 +108,14 @@ class Parents:
             "notes, math) or globs (fs.*)",
         )
         runner.add_argument(
+            "--mcp-config",
+            action="append",
+            default=[],
+            metavar="FILE",
+            help="MCP servers to use (YAML/JSON/TOML, see docs/mcp.md), besides those of the "
+            "settings; repeatable",
+        )
+        runner.add_argument(
             "--approval",
             action="append",
             default=[],
@@ -232,6 +240,7 @@ def build_agent(args: argparse.Namespace, **overrides: Any) -> Agent:
         "unattended": getattr(args, "yes", False),
         "approvals": approvals or None,
         "on_event": None if quiet else status_printer(sys.stderr),
+        "mcp_config": getattr(args, "mcp_config", None) or None,
     }
     options.update(overrides)
     return Agent(**options)
@@ -284,6 +293,8 @@ def status_printer(stream: TextIO) -> Any:
             text = f"[{it}] gate: paused for a plan"
         elif kind == "backend":
             text = f"[backend] {event.get('detail')}"
+        elif kind == "mcp":
+            text = f"[mcp] {event.get('detail')}"
         else:
             return
         print(text, file=stream, flush=True)

@@ -22,6 +22,7 @@ from ai_agent.graph.core import AgentCore
 from ai_agent.graph.export import ExportMixin
 from ai_agent.graph.history import HistoryMixin
 from ai_agent.graph.inspection import InspectionMixin
+from ai_agent.graph.mcp_mixin import McpMixin
 from ai_agent.graph.prune import PruneMixin
 from ai_agent.graph.replay import ReplayMixin
 from ai_agent.graph.streaming import StreamingMixin
@@ -32,6 +33,7 @@ __all__ = ["Agent"]
 
 
 class Agent(
+    McpMixin,
     ToolsMixin,
     WorkerMixin,
     StreamingMixin,
@@ -45,9 +47,9 @@ class Agent(
     """Runs tasks through the nine-stage pipeline, pausing at the gate and resuming later.
 
     See :class:`ai_agent.graph.core.AgentCore` for the constructor's arguments. Feature mixins
-    are listed before the core in the bases: tool management (``register_tool``,
-    ``call_tool``, ``tool_output``...), checkpoints and forks (``history``, ``fork``),
-    ``replay``, the inspection helpers (``get_*``, ``timeline``), pictures (``run_report``,
-    ``export_html``), ``prune``, and the plan queue served by workers (``submit_plan``); each
-    builds on the ones after it.
+    are listed before the core in the bases: MCP servers (``agent.mcp``), tool management
+    (``register_tool``, ``call_tool``, ``tool_output``...), checkpoints and forks (``history``,
+    ``fork``), ``replay``, the inspection helpers (``get_*``, ``timeline``), pictures
+    (``run_report``, ``export_html``), ``prune``, and the plan queue served by workers
+    (``submit_plan``); each builds on the ones after it.
     """

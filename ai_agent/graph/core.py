@@ -15,7 +15,7 @@ import contextlib
 import dataclasses
 import urllib.parse
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
 
@@ -35,7 +35,7 @@ from ai_agent.checkpoints.store import (
 )
 from ai_agent.checkpoints.versions import check_state_version, stamped
 from ai_agent.compaction import CompactionStrategy, Compactor
-from ai_agent.config import AgentSettings, ModelBackendSettings, load_settings
+from ai_agent.config import AgentSettings, McpServerConfig, ModelBackendSettings, load_settings
 from ai_agent.context import (
     ApprovalPolicy,
     Event,
@@ -66,6 +66,7 @@ from ai_agent.resilience import CircuitBreaker, RetryPolicy
 from ai_agent.state import GateReport, Message, RunState, TraceEvent, UserPlan
 from ai_agent.tokens import TokenCounter
 from ai_agent.tools.building import build_tool_set
+from ai_agent.tools.mcp.manager import gather_servers
 
 if TYPE_CHECKING:
     from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -133,6 +134,10 @@ class AgentCore:
             the settings' ``checkpoint_url``, then their ``checkpoint_path``.
         tracer_provider: The OpenTelemetry ``TracerProvider`` that gets the spans when
             ``observability.enable_otel_instrumentation`` is on (default: the global provider).
+        mcp_servers: MCP servers (``McpServerConfig`` or dicts of its shape) besides the
+            settings' ``mcp_servers``; their tools join the catalog when they start (see
+            :mod:`ai_agent.graph.mcp_mixin`).
+        mcp_config: A YAML, JSON or TOML file of MCP servers (or a list of them), read now.
     """
 
     def __init__(
@@ -158,6 +163,8 @@ class AgentCore:
         compaction_strategy: CompactionStrategy | None = None,
         checkpoint_url: str | SecretStr | None = None,
         tracer_provider: Any = None,
+        mcp_servers: Sequence[McpServerConfig | Mapping[str, Any]] | None = None,
+        mcp_config: str | Path | Sequence[str | Path] | None = None,
     ) -> None:
         s = settings if settings is not None else load_settings()
         self.settings = s
@@ -170,6 +177,9 @@ class AgentCore:
         if isinstance(self.database, str):
             # A database URL's password is a secret like the API key: never in a log line.
             self.telemetry.redactor.add_secret(urllib.parse.urlsplit(self.database).password)
+        # Validated (and files read) now, so a bad server is a usage error; graph/mcp_mixin.py
+        # starts them when runs need them.
+        self.mcp_servers = gather_servers(s.mcp_servers, mcp_config, mcp_servers)
         self.hooks = hooks if isinstance(hooks, Hooks) else Hooks(**dict(hooks or {}))
         self.registry, self.initial_tools = build_tool_set(
             tools if tools is not None else s.tools, config=s.tool_config, workdir=workdir

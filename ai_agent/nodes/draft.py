@@ -1,5 +1,8 @@
 """draft: one model call with the conversation and the active tools' schemas.
 
+Issues the Agent found before the run could go on (``RunContext.take_issues``: an MCP server that
+failed to start or refused its key) are raised instead, once, before any model call.
+
 Around the call, the run's Meter (when there is one) estimates the request, compacts the
 conversation when it reaches the trigger, and checks the budget: a call that could pass the run's
 token or cost limit is not made, and the gate gets a BUDGET issue instead. Token deltas of a
@@ -123,24 +126,47 @@ class _Draft:
         return self.update
 
 
+def _early_issues(state: RunState, context: RunContext) -> DraftUpdate | None:
+    """Issues found before the run could go on (an MCP server that refused its key).
+
+    The gate hears of them before the model is asked anything; no cycle is used up.
+    """
+    early = context.take_issues()
+    if not early:
+        return None
+    at = state.get("iteration", 0)
+    detail = ", ".join(i["code"] for i in early)
+    line = TraceEvent(stage="draft", iteration=at, status="blocked", detail=detail)
+    return DraftUpdate(issues=early, trace=[line])
+
+
+async def _prepare(
+    state: RunState,
+    context: RunContext,
+    system_prompt: str,
+    tools: list[dict[str, Any]],
+    iteration: int,
+) -> Prepared:
+    """The history the model sees: counted, budgeted and compacted when a meter is set."""
+    if context.meter is None:
+        return Prepared(messages=list(state.get("messages", [])), estimate=0)
+    return await context.meter.prepare(
+        state, system_prompt=system_prompt, tools=tools, model=context.model, iteration=iteration
+    )
+
+
 @stage("draft")
 async def draft(state: RunState, *, runtime: Runtime[RunContext]) -> DraftUpdate:
     """Call the model once; a gated model failure becomes an issue instead of a reply."""
     context = runtime.context
+    early = _early_issues(state, context)
+    if early is not None:
+        return early
     iteration = state.get("iteration", 0) + 1
     set_iteration(iteration)  # the draft starts the next iteration: its logs and calls say so
     tools = context.tools.schemas(list(state.get("active_tools", [])))
     system_prompt = context.policy.system_prompt
-    if context.meter is not None:
-        prepared = await context.meter.prepare(
-            state,
-            system_prompt=system_prompt,
-            tools=tools,
-            model=context.model,
-            iteration=iteration,
-        )
-    else:
-        prepared = Prepared(messages=list(state.get("messages", [])), estimate=0)
+    prepared = await _prepare(state, context, system_prompt, tools, iteration)
     work = _Draft(state, iteration, prepared)
     if work.compacted:
         context.emit(

@@ -1,0 +1,179 @@
+"""MCP servers on the Agent: configured with it, started for its runs, closed with it.
+
+``Agent(mcp_servers=[...], mcp_config="mcp.yaml")`` adds servers to those of the settings
+(``mcp_servers`` in ``config.yaml`` / ``config.toml`` / ``MAMBA_MCP_SERVERS``); a server named
+like an earlier one replaces it (settings, then the files in order, then ``mcp_servers``; see
+:func:`~ai_agent.tools.mcp.manager.gather_servers`).
+
+Lifecycle: every run, resume, replay, plan served by a worker and direct ``call_tool`` is a span
+that needs the servers
+(:meth:`McpManager.use <ai_agent.tools.mcp.McpManager.use>`). Outside an ``async with Agent``
+block the servers start when the span begins and stop when it ends; inside one they start with
+the first span and stay open, sessions and server state included, until the block closes
+(``aclose``). A resume in a new process starts them again.
+
+A required server that cannot be started does not fail the run: its problem reaches the gate
+before the model is asked anything (an ``AUTH`` issue for a refused key, ``MISSING_ENV`` for a
+variable that is not set, ``TOOL_ERROR`` otherwise), so a person can fix it and resume; the
+resume connects again. An optional server (``required: false``) only loses its tools.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Mapping
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, Any, Self
+
+from ai_agent.context import ModelCaller, RunContext, ToolBox
+from ai_agent.errors import UnknownThreadError
+from ai_agent.graph.replay import ReplayMixin
+from ai_agent.graph.tools_mixin import ToolsMixin
+from ai_agent.graph.worker import PlanOutcome, WorkerMixin
+from ai_agent.nodes.gate import parse_plan
+from ai_agent.state import SEVERITY, Issue, ToolResult, UserPlan
+from ai_agent.tools.mcp.manager import McpFailure, McpManager
+
+if TYPE_CHECKING:
+    from ai_agent.checkpoints.plans import PlanRecord
+    from ai_agent.graph.player import ReplayMode
+    from ai_agent.graph.result import RunResult
+
+__all__ = ["McpMixin"]
+
+# The servers that failed to start for the run being prepared in this task; _context hands them
+# to the run (a context variable: concurrent runs of one Agent each see their own).
+_FAILURES: ContextVar[list[McpFailure] | None] = ContextVar("ai_agent_mcp_failures", default=None)
+
+
+def _issue(failure: McpFailure) -> Issue:
+    return Issue(
+        code=failure.code,
+        severity=SEVERITY.get(failure.code, SEVERITY["TOOL_ERROR"]),
+        message=failure.message,
+        tool=None,
+        call_id=None,
+    )
+
+
+class McpMixin(ToolsMixin, WorkerMixin, ReplayMixin):
+    """MCP servers for the Agent (see the module docstring); ``agent.mcp`` is their manager."""
+
+    @functools.cached_property
+    def mcp(self) -> McpManager:
+        """The Agent's MCP servers: status, health, start/stop, adding servers at run time."""
+        return McpManager(
+            self.mcp_servers,
+            registry=self.registry,
+            on_activate=self._activate_mcp_tools,
+            on_event=self._mcp_event,
+        )
+
+    def _activate_mcp_tools(self, names: list[str]) -> None:
+        self.initial_tools.extend(n for n in names if n not in self.initial_tools)
+
+    def _mcp_event(self, text: str) -> None:
+        if self._on_event is not None:
+            self._on_event({"type": "mcp", "detail": text})
+
+    # Resources -------------------------------------------------------------------------------
+    async def __aenter__(self) -> Self:
+        agent = await super().__aenter__()
+        self.mcp.hold()
+        return agent
+
+    async def aclose(self) -> None:
+        """Stop the MCP servers, then close what the core opened."""
+        try:
+            await self.mcp.aclose()
+        finally:
+            await super().aclose()
+
+    # Spans that need the servers -------------------------------------------------------------
+    async def run(self, task: str, *, thread_id: str | None = None) -> RunResult:
+        """Run a task (see ``AgentCore.run``), with the MCP servers started for it."""
+        async with self.mcp.use() as failures:
+            token = _FAILURES.set(failures)
+            try:
+                return await super().run(task, thread_id=thread_id)
+            finally:
+                _FAILURES.reset(token)
+
+    async def resume(
+        self, thread_id: str, plan: UserPlan | Mapping[str, Any] | None = None
+    ) -> RunResult:
+        """Resume a run (see ``AgentCore.resume``), connecting the MCP servers again.
+
+        A plan also activates the tools of active servers the run does not have yet (a server
+        that failed when the run started and connects now, or one added since).
+        """
+        async with self.mcp.use() as failures:
+            token = _FAILURES.set(failures)
+            try:
+                return await super().resume(thread_id, await self._with_mcp_tools(thread_id, plan))
+            finally:
+                _FAILURES.reset(token)
+
+    async def _with_mcp_tools(
+        self, thread_id: str, plan: UserPlan | Mapping[str, Any] | None
+    ) -> UserPlan | Mapping[str, Any] | None:
+        if plan is None or not self.mcp:
+            return plan
+        parsed = parse_plan(plan)
+        if not parsed.allow_continue:
+            return parsed
+        try:
+            active = set((await self.get_state(thread_id)).get("active_tools", []))
+        except UnknownThreadError:
+            return parsed  # the resume itself says so
+        wanted = [
+            name
+            for server in self.mcp.servers
+            if server.active
+            for name in self.mcp.tool_names(server.name)
+            if name not in active and name not in parsed.activate_tools
+        ]
+        if not wanted:
+            return parsed
+        return parsed.model_copy(update={"activate_tools": [*parsed.activate_tools, *wanted]})
+
+    async def serve_plan(self, plan: PlanRecord, worker: str) -> PlanOutcome | None:
+        """Serve a queued plan (see ``WorkerMixin.serve_plan``), with the MCP servers started."""
+        async with self.mcp.use() as failures:
+            token = _FAILURES.set(failures)
+            try:
+                return await super().serve_plan(plan, worker)
+            finally:
+                _FAILURES.reset(token)
+
+    async def replay(
+        self, thread_id: str, checkpoint_id: str | None = None, mode: ReplayMode = "recorded"
+    ) -> RunResult:
+        """Replay a run (see ``ReplayMixin.replay``). The servers are started so their tools'
+        schemas are those the model saw; a server that fails only loses its tools."""
+        async with self.mcp.use():
+            return await super().replay(thread_id, checkpoint_id, mode)
+
+    async def call_tool(
+        self, name: str, args: dict[str, Any] | None = None, *, approved: bool = False
+    ) -> ToolResult:
+        """Call one tool directly (see ``ToolsMixin.call_tool``); MCP tools start their server."""
+        async with self.mcp.use():
+            return await super().call_tool(name, args, approved=approved)
+
+    async def _context(
+        self, thread_id: str, *, model: ModelCaller | None = None, tools: ToolBox | None = None
+    ) -> RunContext:
+        context = await super()._context(thread_id, model=model, tools=tools)
+        failures = [f for f in _FAILURES.get() or [] if f.required]
+        if model is not None or not failures:
+            return context  # a replay brings its own model and gets no start-up issues
+        pending = [_issue(f) for f in failures]
+
+        def take_issues() -> list[Issue]:
+            taken = list(pending)
+            pending.clear()
+            return taken
+
+        return dataclasses.replace(context, take_issues=take_issues)

@@ -1,0 +1,36 @@
+"""MCP servers as tools: configuration, connections kept open for a run, tools in the registry.
+
+A server is configured with :class:`McpServerConfig` (in code, in ``config.yaml`` /
+``config.toml`` under ``mcp_servers``, or in a file read by :func:`load_mcp_config`); the Agent
+owns an :class:`McpManager` that starts the servers when a run needs them, registers their tools
+as ``<server>.<tool>`` with categories from their annotations, restarts a server that crashes
+(once per run), and stops them all when the run or the Agent closes. See docs/mcp.md.
+
+Importing this package does not import the MCP client: it is loaded when a server starts.
+
+Example:
+    >>> from ai_agent.tools.mcp import McpServerConfig, category_for
+    >>> McpServerConfig(name="fs", command="npx", args=["-y", "pkg", "/data"]).transport
+    'stdio'
+    >>> category_for({"readOnlyHint": True}, "read_file").value
+    'read_only'
+"""
+
+from ai_agent.config import McpAuthConfig, McpServerConfig, load_mcp_config
+from ai_agent.tools.mcp.adapt import category_for, convert_result, local_names
+from ai_agent.tools.mcp.manager import McpFailure, McpManager, McpServerStatus
+from ai_agent.tools.mcp.resolve import Resolved, resolve
+
+__all__ = [
+    "McpAuthConfig",
+    "McpFailure",
+    "McpManager",
+    "McpServerConfig",
+    "McpServerStatus",
+    "Resolved",
+    "category_for",
+    "convert_result",
+    "load_mcp_config",
+    "local_names",
+    "resolve",
+]

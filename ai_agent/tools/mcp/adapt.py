@@ -1,0 +1,257 @@
+"""MCP tools as ToolSpecs: names namespaced by server, categories from annotations, results as data.
+
+Names: a server's tool ``read_file`` joins the registry as ``<server>.read_file`` (on the wire
+``<server>__read_file``), so two servers' tools of the same name never shadow each other. A tool
+name that our names cannot carry (a dot, a space, a leading digit, too long for the 64 characters
+OpenAI allows on the wire) is made safe and, where that could collide, given a short hash; the
+call still goes out under the server's own name.
+
+Categories come from the tool's annotations, the strictest that applies:
+
+=====================================  ================
+annotation                             category
+=====================================  ================
+``openWorldHint: true``                EXTERNAL
+``readOnlyHint: true``                 READ_ONLY
+``destructiveHint: true``, or          MODIFICATION
+``readOnlyHint: false``
+none of them                           EXTERNAL
+=====================================  ================
+
+A server's ``categories`` setting (tool name or glob -> category) wins over the annotations, which
+are the server's own claims.
+
+This module never imports ``mcp``: results and tools are read by their attributes, so importing
+the engine does not load the MCP client.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import fnmatch
+import hashlib
+import json
+import re
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from ai_agent.config import McpServerConfig
+from ai_agent.state import ToolResult
+from ai_agent.tools.results import to_jsonable
+from ai_agent.tools.schema import json_schema_validator
+from ai_agent.tools.spec import ToolCategory, ToolSpec
+
+__all__ = [
+    "MCP_GROUP",
+    "category_for",
+    "convert_result",
+    "local_names",
+    "mcp_tool_spec",
+    "selected",
+]
+
+MCP_GROUP = "mcp"
+_WIRE_LIMIT = 64
+_UNSAFE = re.compile(r"[^A-Za-z0-9_\-]")
+_HASH_CHARS = 6
+
+
+def category_for(
+    annotations: Any, name: str, overrides: Mapping[str, str] | None = None
+) -> ToolCategory:
+    """The oversight category of an MCP tool (see the module docstring).
+
+    Args:
+        annotations: The tool's ``ToolAnnotations`` (or a dict of the hints), or None.
+        name: The tool's name on its server, matched against ``overrides``.
+        overrides: Tool name or glob -> category; the first match wins.
+
+    Example:
+        >>> category_for({"readOnlyHint": True, "openWorldHint": False}, "read_file")
+        <ToolCategory.READ_ONLY: 'read_only'>
+        >>> category_for({"readOnlyHint": True, "openWorldHint": True}, "search").value
+        'external'
+        >>> category_for({"destructiveHint": True}, "write_file").value
+        'modification'
+        >>> category_for(None, "anything").value
+        'external'
+        >>> category_for(None, "echo", {"ec*": "read_only"}).value
+        'read_only'
+    """
+    for pattern, category in (overrides or {}).items():
+        if fnmatch.fnmatchcase(name, pattern):
+            return ToolCategory(category)
+
+    def hint(key: str) -> Any:
+        if isinstance(annotations, Mapping):
+            return annotations.get(key)
+        return getattr(annotations, key, None)
+
+    if hint("openWorldHint") is True:
+        return ToolCategory.EXTERNAL
+    if hint("readOnlyHint") is True:
+        return ToolCategory.READ_ONLY
+    if hint("destructiveHint") is True or hint("readOnlyHint") is False:
+        return ToolCategory.MODIFICATION
+    return ToolCategory.EXTERNAL
+
+
+def selected(name: str, include: Sequence[str], exclude: Sequence[str]) -> bool:
+    """Whether a server's tool is kept under its ``tools`` / ``exclude_tools`` settings.
+
+    Example:
+        >>> selected("read_file", ["read_*"], []), selected("read_file", [], ["*file"])
+        (True, False)
+    """
+    if include and not any(fnmatch.fnmatchcase(name, p) for p in include):
+        return False
+    return not any(fnmatch.fnmatchcase(name, p) for p in exclude)
+
+
+def _short_hash(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:_HASH_CHARS]
+
+
+def local_names(server: str, names: Iterable[str]) -> dict[str, str]:
+    """Registry-safe names for a server's tools: ``{local name: the server's name}``.
+
+    The local name is the server's name when it fits (letters, digits, ``_``, ``-``, starting
+    with a letter or ``_``, and short enough that ``<server>__<name>`` is at most 64 characters);
+    otherwise it is made to fit, with a hash of the original so two tools never share one.
+
+    Example:
+        >>> local_names("fs", ["read_file", "files.list", "2fa"])
+        {'read_file': 'read_file', 'files_list': 'files.list', '_2fa': '2fa'}
+    """
+    room = _WIRE_LIMIT - len(server) - 2
+    out: dict[str, str] = {}
+    for original in names:
+        local = _UNSAFE.sub("_", original) or "_"
+        if not (local[0].isalpha() or local[0] == "_"):
+            local = "_" + local
+        if len(local) > room or local in out:
+            tail = "_" + _short_hash(original)
+            local = local[: room - len(tail)] + tail
+        out[local] = original
+    return out
+
+
+def _block_text(block: Any) -> str:
+    """One MCP content block as text for the model (media are described, not inlined)."""
+    kind = getattr(block, "type", None)
+    if kind == "text":
+        return str(block.text)
+    if kind in ("image", "audio"):
+        return f"[{kind} {block.mimeType}, {_decoded_size(block.data)} bytes]"
+    if kind == "resource_link":
+        return f"[resource {block.uri}" + (f" ({block.name})" if block.name else "") + "]"
+    if kind == "resource":
+        resource = block.resource
+        text = getattr(resource, "text", None)
+        if text is not None:
+            return str(text)
+        mime = getattr(resource, "mimeType", None) or "application/octet-stream"
+        size = _decoded_size(getattr(resource, "blob", ""))
+        return f"[binary resource {resource.uri}, {mime}, {size} bytes]"
+    return f"[{kind or 'unknown'} content]"
+
+
+def _decoded_size(data: str) -> int:
+    try:
+        return len(base64.b64decode(data, validate=False))
+    except (binascii.Error, ValueError):
+        return len(data)
+
+
+def convert_result(result: Any, *, server: str, tool: str) -> ToolResult:
+    """An MCP ``CallToolResult`` as a ToolResult of JSON data.
+
+    Text blocks become the content (joined by newlines); a result with structured content and no
+    text gives the structured content; images, audio and binary resources are described (type,
+    size), since the model gets text. ``isError`` results are errors with code
+    ``MCP_TOOL_ERROR`` carrying the server's message.
+
+    Example:
+        >>> from types import SimpleNamespace as NS
+        >>> ok = NS(content=[NS(type="text", text="hello")], structuredContent=None,
+        ...         isError=False)
+        >>> convert_result(ok, server="fs", tool="read_file")["content"]
+        'hello'
+        >>> bad = NS(content=[NS(type="text", text="ENOENT: no such file")],
+        ...          structuredContent=None, isError=True)
+        >>> convert_result(bad, server="fs", tool="read_file")["error"]
+        'ENOENT: no such file'
+    """
+    text = "\n".join(_block_text(block) for block in result.content or [])
+    meta: dict[str, Any] = {"mcp_server": server, "mcp_tool": tool}
+    if result.isError:
+        meta["code"] = "MCP_TOOL_ERROR"
+        return ToolResult(
+            status="error",
+            error=text or f"the MCP tool {tool} reported an error without a message",
+            meta=meta,
+        )
+    structured = result.structuredContent
+    content: Any = text
+    if not text and structured is not None:
+        content = to_jsonable(structured)
+    return ToolResult(status="ok", content=content, meta=meta)
+
+
+def _description(tool: Any, server: str) -> str:
+    text = (getattr(tool, "description", None) or "").strip()
+    title = (getattr(tool, "title", None) or "").strip()
+    if text:
+        return text
+    return title or f"{tool.name} (a tool of the MCP server {server!r})"
+
+
+def _parameters(tool: Any) -> dict[str, Any]:
+    schema = dict(getattr(tool, "inputSchema", None) or {})
+    schema.setdefault("type", "object")
+    schema.setdefault("properties", {})
+    return schema
+
+
+def mcp_tool_spec(
+    config: McpServerConfig,
+    tool: Any,
+    local: str,
+    invoke: Callable[[str, dict[str, Any]], Awaitable[ToolResult]],
+    *,
+    secret_env: Sequence[str] = (),
+    target: str = "",
+    timeout: float | None = None,
+) -> ToolSpec:
+    """The ToolSpec of one MCP tool, calling it through ``invoke(server_tool_name, args)``.
+
+    Raises:
+        ToolRegistrationError: the tool's input schema is not a valid JSON schema.
+    """
+    name = f"{config.name}.{local}"
+    parameters = _parameters(tool)
+    validator = json_schema_validator(parameters, owner=name)
+    original = str(tool.name)
+
+    async def call(args: dict[str, Any], ctx: dict[str, Any]) -> ToolResult:
+        return await invoke(original, args)
+
+    where = f"MCP server {config.name!r} ({config.transport}: {target or config.target})"
+
+    def preview(args: dict[str, Any]) -> str:
+        shown = json.dumps(args, sort_keys=True, ensure_ascii=False, default=str)
+        return f"{name}({shown})\non {where}"
+
+    return ToolSpec(
+        name=name,
+        fn=call,
+        description=_description(tool, config.name),
+        parameters=parameters,
+        category=category_for(getattr(tool, "annotations", None), original, config.categories),
+        timeout=timeout,
+        preview=preview,
+        validator=validator,
+        group=MCP_GROUP,
+        secret_env=tuple(secret_env),
+    )

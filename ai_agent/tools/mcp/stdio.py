@@ -1,0 +1,163 @@
+"""The stdio transport: the server as a child process, JSON-RPC lines over its stdin and stdout.
+
+The same protocol as ``mcp.client.stdio.stdio_client`` (whose building blocks it uses), with what
+a managed lifecycle needs and that client does not give: the process itself (its pid, and whether
+it has exited, for health checks and crash detection), and its stderr read line by line instead of
+going to ours (the tail explains a failed start; each line is logged at DEBUG).
+
+The child starts in a session of its own. On close, stdin is closed (the MCP way to ask a stdio
+server to exit), then after ``grace`` seconds the whole process group gets SIGTERM and SIGKILL,
+and finally anything left in the group is killed, so a server that started helpers (``npx``
+starts ``node``) leaves no orphans.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import anyio.lowlevel
+from anyio.streams.text import TextReceiveStream
+from mcp import types
+from mcp.client.stdio import get_default_environment
+from mcp.os.posix.utilities import terminate_posix_process_tree
+from mcp.shared.message import SessionMessage
+
+if TYPE_CHECKING:
+    from anyio.abc import Process
+    from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+__all__ = ["stdio_transport"]
+
+
+async def _pump_stdout(process: Process, sink: MemoryObjectSendStream[Any]) -> None:
+    if process.stdout is None:  # pragma: no cover - opened with a pipe
+        return
+    try:
+        async with sink:
+            buffer = ""
+            async for chunk in TextReceiveStream(process.stdout, encoding="utf-8"):
+                lines = (buffer + chunk).split("\n")
+                buffer = lines.pop()
+                for line in lines:
+                    if not line.strip():
+                        continue
+                    try:
+                        message = types.JSONRPCMessage.model_validate_json(line)
+                    except Exception as exc:
+                        # A server printing something else on stdout: the session hears of it.
+                        await sink.send(exc)
+                        continue
+                    await sink.send(SessionMessage(message))
+    except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+        await anyio.lowlevel.checkpoint()
+
+
+async def _pump_stdin(process: Process, source: MemoryObjectReceiveStream[SessionMessage]) -> None:
+    if process.stdin is None:  # pragma: no cover - opened with a pipe
+        return
+    try:
+        async with source:
+            async for message in source:
+                line = message.message.model_dump_json(by_alias=True, exclude_none=True)
+                await process.stdin.send((line + "\n").encode())
+    except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+        await anyio.lowlevel.checkpoint()
+
+
+async def _pump_stderr(process: Process, on_line: Callable[[str], None]) -> None:
+    if process.stderr is None:  # pragma: no cover - opened with a pipe
+        return
+    buffer = ""
+    with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+        async for chunk in TextReceiveStream(process.stderr, encoding="utf-8", errors="replace"):
+            lines = (buffer + chunk).split("\n")
+            buffer = lines.pop()
+            for line in lines:
+                on_line(line)
+    if buffer:
+        on_line(buffer)
+
+
+def _kill_group(pid: int) -> None:
+    """SIGKILL whatever is left in the process group the server led."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+
+
+async def _shut_down(process: Process, grace: float) -> None:
+    if process.stdin is not None:
+        with contextlib.suppress(Exception):
+            await process.stdin.aclose()
+    exited = False
+    with anyio.move_on_after(grace):
+        await process.wait()
+        exited = True
+    if not exited:
+        await terminate_posix_process_tree(process, grace)
+        with anyio.move_on_after(grace):
+            await process.wait()
+    _kill_group(process.pid)
+
+
+@asynccontextmanager
+async def stdio_transport(
+    command: str,
+    args: list[str],
+    *,
+    env: dict[str, str] | None = None,
+    cwd: str | None = None,
+    on_stderr: Callable[[str], None] = lambda line: None,
+    grace: float = 2.0,
+) -> AsyncIterator[
+    tuple[MemoryObjectReceiveStream[Any], MemoryObjectSendStream[SessionMessage], Process]
+]:
+    """Start the server process and yield ``(read, write, process)`` for a ClientSession.
+
+    Args:
+        command: The program.
+        args: Its arguments.
+        env: Variables added to the small default environment (HOME, LOGNAME, PATH, SHELL,
+            TERM, USER): the agent's own environment, and its keys, are not passed on.
+        cwd: Working directory.
+        on_stderr: Called with each line the server writes to stderr.
+        grace: Seconds the server gets to exit after stdin closes, and after SIGTERM.
+
+    Raises:
+        OSError: The program cannot be started (not found, not executable).
+    """
+    read_in, read_out = anyio.create_memory_object_stream[Any](0)
+    write_in, write_out = anyio.create_memory_object_stream[SessionMessage](0)
+    try:
+        process = await anyio.open_process(
+            [command, *args],
+            env={**get_default_environment(), **(env or {})},
+            cwd=cwd,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+    except OSError:
+        for stream in (read_in, read_out, write_in, write_out):
+            await stream.aclose()
+        raise
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(_pump_stdout, process, read_in)
+        tasks.start_soon(_pump_stdin, process, write_out)
+        tasks.start_soon(_pump_stderr, process, on_stderr)
+        try:
+            yield read_out, write_in, process
+        finally:
+            with anyio.CancelScope(shield=True):
+                await _shut_down(process, grace)
+                for stream in (read_out, write_in):
+                    await stream.aclose()
+                tasks.cancel_scope.cancel()
+                await process.aclose()

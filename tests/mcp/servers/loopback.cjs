@@ -1,0 +1,14 @@
+// Preloaded into the reference servers (node --require): a server that listens without naming a
+// host (server-everything's app.listen(PORT)) listens on 127.0.0.1 only, never on every interface.
+"use strict";
+const net = require("net");
+const listen = net.Server.prototype.listen;
+net.Server.prototype.listen = function (...args) {
+  const port = args[0];
+  if (typeof port === "number" || (typeof port === "string" && /^\d+$/.test(port))) {
+    if (typeof args[1] !== "string") args.splice(1, 0, "127.0.0.1");
+  } else if (port && typeof port === "object" && port.port !== undefined && !port.host) {
+    args[0] = { ...port, host: "127.0.0.1" };
+  }
+  return listen.apply(this, args);
+};
