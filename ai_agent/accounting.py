@@ -1,10 +1,10 @@
 """Token accounting of a run: estimates, compaction, budgets and usage records.
 
-:class:`RunMeter` is the :class:`~ai_agent.context.Meter` the draft stage uses around each model
+`RunMeter` is the `Meter` the draft stage uses around each model
 call. Before the call it estimates the request (incrementally), compacts the conversation when it
 reaches the trigger, and checks the run's budget: a call that could pass ``max_tokens`` or
 ``max_cost`` is not made, and the gate gets a BUDGET issue instead. After the call it turns the
-reply into a :class:`~ai_agent.state.UsageRecord`: the server's usage when reported (with the
+reply into a `UsageRecord`: the server's usage when reported (with the
 estimate's error), else the estimate, plus cost and per-tool attribution.
 
 Estimates are *calibrated*: a server's chat template adds tokens tiktoken cannot see (a default
@@ -12,7 +12,7 @@ system prompt, the tool-calling instructions), so once the server has reported u
 between its count and our estimate for the previous request is added to the next estimate. The
 calibrated figure drives compaction and budget checks; both figures and their errors are recorded.
 
-:class:`UsageTracker` sums the records of every run an Agent drives in this process (the
+`UsageTracker` sums the records of every run an Agent drives in this process (the
 per-agent totals; the per-session totals live in each run's state).
 
 Example:

@@ -1,8 +1,8 @@
 """Settings for the engine: the only module that reads environment variables and config files.
 
-:class:`AgentSettings` gathers every setting from these sources, highest priority first:
+`AgentSettings` gathers every setting from these sources, highest priority first:
 
-1. arguments to the constructor (or to :meth:`AgentSettings.load` / :func:`load_settings`);
+1. arguments to the constructor (or to `AgentSettings.load` / `load_settings`);
 2. environment variables, prefix ``MAMBA_``, nested fields joined by ``__``
    (``MAMBA_MODEL_BACKEND__TIMEOUT=10``);
 3. ``.env`` in the working directory;
@@ -19,9 +19,9 @@ place of ``config.toml`` / ``config.yaml``.
 Every section rejects unknown keys, so a typo in a config file (``timout = 5``) is an error rather
 than a silently ignored line. Unrelated top-level ``MAMBA_*`` variables are ignored.
 
-Secrets are :class:`pydantic.SecretStr`. Their value never appears in ``repr``, ``str``,
-``model_dump_json`` or any error text: pydantic's own errors hide inputs, and :class:`ConfigError`
-messages show the given value only for non-secret fields. :meth:`ModelBackendSettings.get_headers`
+Secrets are `pydantic.SecretStr`. Their value never appears in ``repr``, ``str``,
+``model_dump_json`` or any error text: pydantic's own errors hide inputs, and `ConfigError`
+messages show the given value only for non-secret fields. `ModelBackendSettings.get_headers`
 is where the key is read for use.
 
 Example:
@@ -462,7 +462,7 @@ class BudgetConfig(_Section):
     """Cost rates per model and the limits of one run (spec 5.6.4).
 
     ``rates`` maps a model id, or a part of one (the longest match wins; ``"*"`` matches any),
-    to its :class:`ModelRate`. Before each model call the run checks that the call cannot pass
+    to its `ModelRate`. Before each model call the run checks that the call cannot pass
     ``max_tokens`` or ``max_cost``; if it could, the gate gets a BUDGET issue instead, and a plan
     that continues grants one more budget of the same size.
 
@@ -931,8 +931,8 @@ def _check_unique_servers(servers: list[McpServerConfig]) -> list[McpServerConfi
 class AgentSettings(BaseSettings):
     """Every setting of the engine, from arguments, environment, env files and config files.
 
-    See the module docstring for the order of the sources. Build it with :meth:`load` or
-    :func:`load_settings` to get a :class:`ConfigError` that names each bad field; the plain
+    See the module docstring for the order of the sources. Build it with `load` or
+    `load_settings` to get a `ConfigError` that names each bad field; the plain
     constructor raises pydantic's ``ValidationError`` (with inputs hidden).
 
     Example:
@@ -1052,7 +1052,7 @@ class AgentSettings(BaseSettings):
 
     @classmethod
     def load(cls, config_file: str | Path | None = None, **overrides: Any) -> AgentSettings:
-        """Load settings, turning every validation problem into one :class:`ConfigError`.
+        """Load settings, turning every validation problem into one `ConfigError`.
 
         Args:
             config_file: A ``.toml``, ``.yaml``, ``.yml`` or ``.json`` file read in place of
@@ -1094,10 +1094,10 @@ class AgentSettings(BaseSettings):
 
 
 def load_settings(**kwargs: Any) -> AgentSettings:
-    """Load :class:`AgentSettings` from all sources; same as :meth:`AgentSettings.load`.
+    """Load `AgentSettings` from all sources; same as `AgentSettings.load`.
 
     Args:
-        **kwargs: ``config_file`` (see :meth:`AgentSettings.load`), field values and
+        **kwargs: ``config_file`` (see `AgentSettings.load`), field values and
             pydantic-settings options such as ``_env_file``.
 
     Raises:

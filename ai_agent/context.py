@@ -312,7 +312,7 @@ _MODEL_SINK: ContextVar[Callable[[Event], None] | None] = ContextVar(
 
 
 def model_sink() -> Callable[[Event], None] | None:
-    """The sink set by :func:`streaming_to` for the current task, or None (nobody listens)."""
+    """The sink set by `streaming_to` for the current task, or None (nobody listens)."""
     return _MODEL_SINK.get()
 
 

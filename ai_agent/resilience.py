@@ -1,6 +1,6 @@
 """Retries by level and a circuit breaker: how model and tool calls survive flaky backends.
 
-:class:`RetryPolicy` turns :class:`~ai_agent.config.ErrorRecoveryConfig` into tenacity settings:
+`RetryPolicy` turns `ErrorRecoveryConfig` into tenacity settings:
 
 =====  ============  =============  ==================
 level  tool retries  model retries  backoff multiplier
@@ -18,11 +18,11 @@ not retried at all (the error goes to the gate, which can wait as long as it tak
 What is retried is decided by name: an error matches an entry of ``retryable_model_errors`` /
 ``retryable_tool_errors`` when the entry names the error's class, a base class, the class of the
 client exception behind it, or one of its *kinds* (``RateLimitError``, ``ServiceUnavailable``,
-``Timeout``, ``ConnectionError``...; see :func:`error_names`). Client mistakes are never retried,
+``Timeout``, ``ConnectionError``...; see `error_names`). Client mistakes are never retried,
 whatever the lists say: a 400, 401, 403, 404 or 422 will fail the same way again.
 
-:class:`CircuitBreaker` watches one backend. After ``threshold`` failed attempts in a row it opens,
-and calls fail fast with :class:`~ai_agent.errors.CircuitOpenError` (which the gate shows as a
+`CircuitBreaker` watches one backend. After ``threshold`` failed attempts in a row it opens,
+and calls fail fast with `CircuitOpenError` (which the gate shows as a
 ``CIRCUIT_OPEN`` issue) instead of waiting on a dead server. After ``cooldown`` seconds one trial
 call is let through (half-open): success closes the breaker, failure opens it again.
 
@@ -144,7 +144,7 @@ class RetryPolicy:
         initial_backoff: Seconds before the first retry.
         max_backoff: Upper bound of any wait; a longer ``Retry-After`` ends the retries.
         multiplier: Growth of the wait between retries.
-        retryable: Names of retryable errors (see :func:`error_names`).
+        retryable: Names of retryable errors (see `error_names`).
 
     Example:
         >>> policy = RetryPolicy(max_retries=3, retryable=("Timeout",))

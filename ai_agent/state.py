@@ -2,14 +2,14 @@
 
 State holds data only: plain JSON values (str, int, float, bool, None, lists and dicts), so a
 checkpoint can be read back by strict serialization and inspected by people. Collaborators (the
-model, tools, hooks, settings, stores) travel in :class:`ai_agent.context.RunContext`, and secrets
+model, tools, hooks, settings, stores) travel in `ai_agent.context.RunContext`, and secrets
 never enter state at all.
 
 Two list channels grow by appending (``messages``, ``results``, ``trace``, ``plans``); a node may
 also replace ``messages`` or ``issues`` wholesale by returning ``{"replace": [...]}`` (compaction
 and the gate use this), which keeps appends cheap for the delta checkpointer.
 
-:class:`UserPlan` is the one pydantic model here: a plan arrives from outside (another process, a
+`UserPlan` is the one pydantic model here: a plan arrives from outside (another process, a
 person, a JSON file), so it is validated at the edge.
 """
 

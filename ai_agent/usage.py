@@ -1,7 +1,7 @@
 """Token usage, cost and context inspection: pure functions over a run's state.
 
-The draft stage keeps one :class:`~ai_agent.state.UsageRecord` per model request in the run's
-``usage_log`` and one :class:`~ai_agent.state.CompactionRecord` per compaction in ``compactions``.
+The draft stage keeps one `UsageRecord` per model request in the run's
+``usage_log`` and one `CompactionRecord` per compaction in ``compactions``.
 These functions read them (and the conversation) back as the inspection helpers of spec 5.8:
 the Agent's ``get_token_usage()`` and friends call them with the state of a thread, and anything
 else holding a state (a replay, a recorded run) can call them too.

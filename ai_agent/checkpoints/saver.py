@@ -1,7 +1,7 @@
 """The checkpointer the engine runs on: the delta saver, opened the way this engine needs it (or,
 for a ``postgresql://`` URL, LangGraph's PostgreSQL saver: ``ai_agent.checkpoints.postgres``).
 
-:class:`~ai_agent.checkpoints.delta.DeltaSaver` stores what each step added instead of the whole
+`DeltaSaver` stores what each step added instead of the whole
 state (see its module for the format). Strict serialization: checkpoints are read back with only
 LangGraph's allowlisted safe types (our state is plain JSON anyway), so a tampered database
 cannot make the engine import and call arbitrary code. The connection waits up to 30 s for a lock

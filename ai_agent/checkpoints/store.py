@@ -2,13 +2,13 @@
 a backend for a location.
 
 A *location* is either a SQLite file path (one machine; the default) or a ``postgresql://`` URL
-(several machines sharing one database). :func:`open_run_store` and
-:func:`ai_agent.checkpoints.open_checkpointer` take either and open the matching backend, so the
-engine itself never asks which one it has: it talks to :class:`RunStoreProtocol` and LangGraph's
+(several machines sharing one database). `open_run_store` and
+`ai_agent.checkpoints.open_checkpointer` take either and open the matching backend, so the
+engine itself never asks which one it has: it talks to `RunStoreProtocol` and LangGraph's
 ``BaseCheckpointSaver``.
 
 A PostgreSQL URL may hold a password. It is kept only in memory, for connecting: every message
-names the database through :func:`describe_location`, which drops the password (and any other
+names the database through `describe_location`, which drops the password (and any other
 user info) so it never reaches a log line, an exception or the terminal.
 
 Example:

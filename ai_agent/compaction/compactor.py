@@ -136,7 +136,7 @@ class Compactor:
     Args:
         config: Strategy, trigger, target, recent turns, hybrid weights.
         counter: Counts tokens.
-        strategy: A custom strategy (any :class:`CompactionStrategy`) used instead of
+        strategy: A custom strategy (any `CompactionStrategy`) used instead of
             ``config.strategy``.
         context_window: The model's window, when known: compaction then also starts before a
             request could overflow it (with the counter's safety margin and ``reserve`` tokens

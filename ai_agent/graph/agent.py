@@ -46,7 +46,7 @@ class Agent(
 ):
     """Runs tasks through the nine-stage pipeline, pausing at the gate and resuming later.
 
-    See :class:`ai_agent.graph.core.AgentCore` for the constructor's arguments. Feature mixins
+    See `ai_agent.graph.core.AgentCore` for the constructor's arguments. Feature mixins
     are listed before the core in the bases: MCP servers (``agent.mcp``), tool management
     (``register_tool``, ``call_tool``, ``tool_output``...), checkpoints and forks (``history``,
     ``fork``), ``replay``, the inspection helpers (``get_*``, ``timeline``), pictures

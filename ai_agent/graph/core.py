@@ -1,7 +1,7 @@
 """AgentCore: configuration, collaborators, resources, and run/resume of the nine-stage graph.
 
 Features that sit on top of running (replay, inspection, streaming, tool management, the
-toolsmaker) are mixins over this core, composed into :class:`ai_agent.graph.agent.Agent`.
+toolsmaker) are mixins over this core, composed into `ai_agent.graph.agent.Agent`.
 
 An Agent holds configuration and collaborators, never run data: every run lives in the checkpoint
 database under its thread id, so any Agent built the same way, in any process, can resume it.
@@ -107,7 +107,7 @@ class AgentCore:
         tools: Catalog names (tools, groups such as ``files``, globs such as ``fs.*``) and/or
             tools in any supported form (ToolSpec, ``@tool`` function, BaseTool, pydantic model,
             LangChain tool) to activate; other built-ins stay in the catalog, available to a
-            plan. See :mod:`ai_agent.tools.building`.
+            plan. See `ai_agent.tools.building`.
         system_prompt: Sent first on every model call (never stored in state).
         max_iterations: Cycles before the run stops with a summary.
         gate_threshold: Severity at which the gate intervenes (0..1).
@@ -127,7 +127,7 @@ class AgentCore:
         on_event: Called with progress events (stage started/finished, tool running...).
         workdir: Directory tools treat as their working directory, and the file sandbox's base
             unless ``tool_config.files.base_dir`` names another.
-        compaction_strategy: A custom :class:`~ai_agent.compaction.CompactionStrategy` used
+        compaction_strategy: A custom `CompactionStrategy` used
             instead of the configured one.
         checkpoint_url: A ``postgresql://`` URL (or a SQLite path) for the checkpoints and the
             run store, in place of ``checkpoint_path``; needs the ``postgres`` extra. Default:
@@ -136,7 +136,7 @@ class AgentCore:
             ``observability.enable_otel_instrumentation`` is on (default: the global provider).
         mcp_servers: MCP servers (``McpServerConfig`` or dicts of its shape) besides the
             settings' ``mcp_servers``; their tools join the catalog when they start (see
-            :mod:`ai_agent.graph.mcp_mixin`).
+            `ai_agent.graph.mcp_mixin`).
         mcp_config: A YAML, JSON or TOML file of MCP servers (or a list of them), read now.
     """
 
@@ -242,7 +242,7 @@ class AgentCore:
     def add_listener(self, listener: Callable[[E], object], *types: type[E]) -> Callable[[], None]:
         """Call ``listener`` with the lifecycle events of every run of this Agent.
 
-        The events are those of :data:`ai_agent.events.LifecycleEvent`: run start and end, stage
+        The events are those of `ai_agent.events.LifecycleEvent`: run start and end, stage
         start and end, model retries, tool calls, gate pause and resume, compaction. Listeners
         are called synchronously on the run's task (``ai_agent.observability.current_ids()``
         names the run); one that raises is logged at WARNING and the run goes on.

@@ -82,7 +82,7 @@ def _message_lines(index: int, message: Message) -> list[str]:
 
 
 def request_lines(request: ModelRequest) -> list[str]:
-    """A model request as lines of text, for people and for :func:`text_diff`.
+    """A model request as lines of text, for people and for `text_diff`.
 
     Example:
         >>> request_lines({"messages": [{"role": "user", "content": "hi"}], "tools": [],

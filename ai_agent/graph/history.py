@@ -3,7 +3,7 @@
 History reads checkpoints through LangGraph's ``aget_state_history`` and forking copies them with
 the ``BaseCheckpointSaver`` API only (``alist``, ``aput``, ``aput_writes``), so both work with
 any checkpointer, the SQLite one and the delta one alike. LangGraph's own ``copy_thread`` is not
-implemented by the SQLite saver, and would copy more than a fork wants (see :func:`copy_run`).
+implemented by the SQLite saver, and would copy more than a fork wants (see `copy_run`).
 
 ``history()`` and ``fork()`` are the blocking forms the design documents. ``history()`` may be
 called anywhere, even on a thread whose event loop is running (a notebook): it reads through a
@@ -271,7 +271,7 @@ class HistoryMixin(AgentCore):
     ) -> str:
         """Copy a run up to a checkpoint into a new thread; return the new thread's id.
 
-        Blocking; in async code use ``await afork(...)``. See :meth:`afork`.
+        Blocking; in async code use ``await afork(...)``. See `afork`.
 
         Raises:
             RunError: called on a thread that runs an event loop.

@@ -157,7 +157,7 @@ class UsagePoint(TypedDict, total=False):
     """One model request in the usage time series.
 
     The first keys are always there; the rest come from the run's usage record of the request
-    (see :class:`~ai_agent.state.UsageRecord`): where the counts come from, our estimate and its
+    (see `UsageRecord`): where the counts come from, our estimate and its
     error, cost, and which tools the request involved.
     """
 

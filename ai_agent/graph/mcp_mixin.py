@@ -3,11 +3,11 @@
 ``Agent(mcp_servers=[...], mcp_config="mcp.yaml")`` adds servers to those of the settings
 (``mcp_servers`` in ``config.yaml`` / ``config.toml`` / ``MAMBA_MCP_SERVERS``); a server named
 like an earlier one replaces it (settings, then the files in order, then ``mcp_servers``; see
-:func:`~ai_agent.tools.mcp.manager.gather_servers`).
+`gather_servers`).
 
 Lifecycle: every run, resume, replay, plan served by a worker and direct ``call_tool`` is a span
 that needs the servers
-(:meth:`McpManager.use <ai_agent.tools.mcp.McpManager.use>`). Outside an ``async with Agent``
+(`McpManager.use <ai_agent.tools.mcp.McpManager.use>`). Outside an ``async with Agent``
 block the servers start when the span begins and stop when it ends; inside one they start with
 the first span and stay open, sessions and server state included, until the block closes
 (``aclose``). A resume in a new process starts them again.

@@ -10,7 +10,7 @@ Matching. Several recorded calls may share a hash (a step re-run after a crash m
 request twice). The player prefers the one recorded at the same step (the last of them: that is
 the one whose reply the run went on with), then the first not used yet, then the last one.
 
-A call the recording cannot answer stops the replay with a :class:`DivergenceReport`: the step,
+A call the recording cannot answer stops the replay with a `DivergenceReport`: the step,
 the stage, and a diff between the new request and the one recorded at that point.
 """
 

@@ -3,7 +3,7 @@
 Modes:
 
 - ``"recorded"``: model replies and tool results come from the recording, matched by request
-  hash (see :mod:`ai_agent.graph.player`); no model server is asked, no tool runs, nothing is
+  hash (see `ai_agent.graph.player`); no model server is asked, no tool runs, nothing is
   written to long-term memory. Plans the original received at the gate are given again at the
   same gates. A call the recording cannot answer stops the replay with a DivergenceReport.
 - ``"live"``: the model and the tools are called again under the normal policy and approvals;

@@ -1,14 +1,14 @@
 """Tool management on the Agent: register, enable, list, call directly, fetch clipped outputs.
 
 Changes to the registry take effect for every run at its next cycle: a run pins one registry
-snapshot per cycle (:class:`~ai_agent.tools.registry.TurnView`), so a cycle that already showed
+snapshot per cycle (`TurnView`), so a cycle that already showed
 the model its tools runs exactly those, even if a tool is replaced or removed meanwhile.
 
 ``call_tool`` runs one tool outside any run under the same rules a run applies, except that there
 is no run to pause: where a run would wait for a person, ``call_tool`` raises
-:class:`~ai_agent.errors.ApprovalRequiredError` unless the caller says a person approved
+`ApprovalRequiredError` unless the caller says a person approved
 (``approved=True``) or the Agent is unattended. ``deny`` raises
-:class:`~ai_agent.errors.ToolPolicyViolation` whatever the caller says. The first-time gate of
+`ToolPolicyViolation` whatever the caller says. The first-time gate of
 external tools belongs to runs (it is recorded in run state) and does not apply here.
 """
 

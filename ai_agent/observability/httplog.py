@@ -184,7 +184,7 @@ class _AsyncTee(httpx.AsyncByteStream):
 
 
 class _SyncTee(httpx.SyncByteStream):
-    """The synchronous twin of :class:`_AsyncTee`, for ``httpx.Client``."""
+    """The synchronous twin of `_AsyncTee`, for ``httpx.Client``."""
 
     def __init__(
         self, inner: httpx.SyncByteStream, take: Callable[[bytes], None], done: Callable[[], None]

@@ -10,7 +10,7 @@ The ULID generator is the dozen lines below rather than a dependency: the format
 bit layout, and the engine needs neither parsing nor monotonic ordering within one millisecond.
 
 Trace and span ids are the W3C trace-context ones: 16 and 8 random bytes as lower-case hex, never
-all zeros. :func:`traceparent` puts them in the ``traceparent`` header's version-00 format.
+all zeros. `traceparent` puts them in the ``traceparent`` header's version-00 format.
 
 Example:
     >>> len(new_id("ulid")), len(new_id("uuid4"))

@@ -2,7 +2,7 @@
 
 The library never configures logging on its own: importing it or building an Agent adds no
 handler and changes no level. An application either routes the ``ai_agent`` logger as it routes
-any other, or calls :func:`configure_logging` (the command line does, for ``--log-level`` and
+any other, or calls `configure_logging` (the command line does, for ``--log-level`` and
 ``--log-json``) to get a stderr handler with the formats of ``LoggingConfig``:
 
 - text: ``2025-01-02T10:00:00.123Z INFO  ai_agent.models [thread=... run=... stage=draft it=1
@@ -26,8 +26,8 @@ ERROR    failed runs; model calls that failed for good (connection failures incl
 =======  ======================================================================================
 
 Every record the engine makes is redacted before it leaves the engine (see
-:mod:`ai_agent.observability.redaction`): message, fields and traceback, whatever handler the
-application attaches. :class:`CorrelationFilter` adds the ids of the current run, stage, model call
+`ai_agent.observability.redaction`): message, fields and traceback, whatever handler the
+application attaches. `CorrelationFilter` adds the ids of the current run, stage, model call
 and tool call to records (attach it to your own handlers to tag third-party records too).
 
 Example:
@@ -107,7 +107,7 @@ class EngineLogger:
     """The engine's logger: redacts message, fields and traceback before any handler sees them.
 
     ``fields`` are the event's structured data (a JSON-like mapping), kept on the record for
-    :class:`JsonFormatter`. ``exc`` attaches an exception's traceback, redacted. ``redactor``
+    `JsonFormatter`. ``exc`` attaches an exception's traceback, redacted. ``redactor``
     replaces the current run's redactor; ``secrets`` are masked besides (a caller used outside a
     run knows its own key). Nothing is formatted unless the level is enabled.
     """
@@ -335,7 +335,7 @@ def configure_logging(
 
 
 def unconfigure_logging() -> None:
-    """Remove the handler :func:`configure_logging` added and reset the ``ai_agent`` level."""
+    """Remove the handler `configure_logging` added and reset the ``ai_agent`` level."""
     logger = logging.getLogger(ROOT_LOGGER)
     _remove_handlers(logger)
     logger.setLevel(logging.NOTSET)
@@ -345,7 +345,7 @@ def unconfigure_logging() -> None:
 def logging_configured(
     config: LoggingConfig | None = None, **options: Any
 ) -> Iterator[logging.Handler]:
-    """:func:`configure_logging` for the block; the ``ai_agent`` logger is restored after it."""
+    """`configure_logging` for the block; the ``ai_agent`` logger is restored after it."""
     logger = logging.getLogger(ROOT_LOGGER)
     level, handlers = logger.level, list(logger.handlers)
     try:

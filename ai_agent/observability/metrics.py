@@ -1,7 +1,7 @@
 """Duration metrics: runs, stages, model calls and tool calls, handed to collectors.
 
 With ``ObservabilityConfig.metrics_enabled`` (the default) the engine times every run, stage,
-model call and tool call and hands each duration, as a :class:`Metric`, to every collector:
+model call and tool call and hands each duration, as a `Metric`, to every collector:
 
 ============================  ===================================================
 name                          attributes
@@ -16,7 +16,7 @@ Values are milliseconds. Attributes are few and low in cardinality (never ids), 
 can turn them straight into labelled histograms.
 
 A collector is an object with ``record(metric)``, or a plain function of one metric. The Agent
-always has a :class:`DurationMetrics` (``agent.metrics``) that keeps count, total, minimum and
+always has a `DurationMetrics` (``agent.metrics``) that keeps count, total, minimum and
 maximum per series; ``custom_collectors`` names more by import path, and
 ``agent.telemetry.add_collector`` adds objects. A collector that raises is logged at WARNING and
 never stops a run.
@@ -113,7 +113,7 @@ class MetricSeries:
 
 
 class DurationMetrics:
-    """An in-memory collector: :class:`DurationStats` per metric name and attributes.
+    """An in-memory collector: `DurationStats` per metric name and attributes.
 
     Thread-safe: an Agent may drive runs on several threads (``run_sync``, ``stream``).
     """

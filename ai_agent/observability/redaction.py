@@ -1,6 +1,6 @@
 """Redaction: what the engine logs, and puts in spans, never carries a credential.
 
-A :class:`Redactor` masks, in this order:
+A `Redactor` masks, in this order:
 
 1. the secret values the engine knows (the configured API key, the local server's key), always,
    whatever the settings say: the design's invariant is that no key ever reaches a log;

@@ -1,11 +1,11 @@
 """Spans: the engine's thin tracing seam, with OpenTelemetry behind it only when asked for.
 
-The engine opens spans through a :class:`Tracer`. Two exist:
+The engine opens spans through a `Tracer`. Two exist:
 
-- :class:`NullTracer` (the default) records nothing and exports nothing. It still gives every
+- `NullTracer` (the default) records nothing and exports nothing. It still gives every
   span W3C ids, so the ``traceparent`` header a model request carries is valid without
   OpenTelemetry;
-- :class:`~ai_agent.observability.otel.OtelTracer` (``enable_otel_instrumentation = true``, the
+- `OtelTracer` (``enable_otel_instrumentation = true``, the
   ``otel`` extra) creates real OpenTelemetry spans through the tracer provider the user gives, or
   OpenTelemetry's global one. Whatever is exported, and where to, is the provider's business:
   the engine never sets up an exporter.

@@ -1,10 +1,10 @@
-"""Every form of tool, adapted into the one :class:`~ai_agent.tools.spec.ToolSpec` shape.
+"""Every form of tool, adapted into the one `ToolSpec` shape.
 
 Accepted forms, tried in this order:
 
 1. a ``ToolSpec`` (the original contract);
 2. anything ``@tool`` decorated (a function or a pydantic model class);
-3. a :class:`~ai_agent.tools.base.BaseTool` instance (or a subclass with a no-argument
+3. a `BaseTool` instance (or a subclass with a no-argument
    constructor);
 4. a LangChain tool (``langchain_core.tools.BaseTool``);
 5. a pydantic model class with ``__call__``;
@@ -164,7 +164,7 @@ def _plain(obj: Any, options: dict[str, Any]) -> ToolSpec | None:
 
 
 def is_tool(obj: Any) -> bool:
-    """Whether ``obj`` is in one of the forms :func:`as_tool_spec` accepts (valid or not).
+    """Whether ``obj`` is in one of the forms `as_tool_spec` accepts (valid or not).
 
     Example:
         >>> def f(x: int) -> int:

@@ -2,7 +2,7 @@
 
 Results end up in checkpointed state, so everything here produces plain JSON data; and results
 cross the boundary from a tool (which may hold an API key) to the run (which must never), so every
-string in them passes the :class:`Scrubber` first.
+string in them passes the `Scrubber` first.
 """
 
 from __future__ import annotations

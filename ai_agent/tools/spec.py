@@ -6,9 +6,9 @@ context dict (thread id, task, iteration, call id, working directory, the values
 ``{"status": "error", "error": ..., "meta": {"code": ...}}``; an exception from a tool is a bug in
 the tool and becomes a TOOL_ERROR result, never a dead run.
 
-Every other form of tool (``@tool`` functions, :class:`~ai_agent.tools.base.BaseTool` subclasses,
+Every other form of tool (``@tool`` functions, `BaseTool` subclasses,
 pydantic models with ``__call__``, LangChain tools) is adapted into a ToolSpec when it is
-registered (:func:`ai_agent.tools.adapters.as_tool_spec`), so the registry, the policy and the
+registered (`ai_agent.tools.adapters.as_tool_spec`), so the registry, the policy and the
 stages only ever deal with this one shape.
 """
 

@@ -13,7 +13,7 @@ group                     category      tools
 ``math``                  read_only     calculator
 ========================  ============  ====================================================
 
-They are built from :class:`~ai_agent.config.ToolConfig` (sandbox directory, limits, lists,
+They are built from `ToolConfig` (sandbox directory, limits, lists,
 search backend, notes folder) and the Agent's working directory.
 """
 

@@ -14,7 +14,7 @@
   ``MAMBA_*``) and minus variables that hijack the shell (``BASH_ENV``, ``BASH_FUNC_*``,
   ``LD_PRELOAD``...); ``env`` adds variables, never those.
 - Allow and deny lists name programs and are checked on every command of the *parsed* command
-  line (:mod:`ai_agent.tools.builtin.shellparse`); a line that cannot be fully read is refused
+  line (`ai_agent.tools.builtin.shellparse`); a line that cannot be fully read is refused
   while a list is configured. With a list configured, ``PATH`` cannot be changed either.
 - Destructive commands (``rm``, ``dd``, ``git reset --hard``, overwriting redirections...) and
   command lines that cannot be read are escalated: they wait for a person even where shell

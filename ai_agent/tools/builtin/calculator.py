@@ -2,9 +2,9 @@
 
 The input is never handed to ``eval``, ``exec`` or ``compile``: a small tokenizer and a
 recursive-descent parser compute the value directly, with exact fractions (so ``0.1 + 0.2`` is
-``0.3``), and turn it into a :class:`~decimal.Decimal` at the end.
+``0.3``), and turn it into a `Decimal` at the end.
 
-Grammar, loosest binding first::
+Grammar, loosest binding first:
 
     expression := term (("+" | "-") term)*
     term       := unary (("*" | "/" | "//" | "%" | "mod") unary)*

@@ -1,6 +1,6 @@
 """The file tools (spec 5.4.1): read, write, append, list, info, delete, move, copy.
 
-Every path goes through the :class:`~ai_agent.tools.builtin.sandbox.Sandbox`. Reading tools are
+Every path goes through the `Sandbox`. Reading tools are
 READ_ONLY; the others are MODIFICATION tools, and their previews show a person exactly what would
 change: a unified diff for ``write_file`` and ``append_file``, the target (and what it is) for
 ``delete_file``, ``move_file`` and ``copy_file``.

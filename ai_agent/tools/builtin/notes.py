@@ -5,7 +5,7 @@ it are never followed), and are READ_ONLY.
 
 - ``find_similar(queries, k=20, filter={folder, tag})`` returns ``{ok, data: [{path, section,
   score, snippet}], took_ms}``: the ``k`` best chunks by relevance with MMR diversity (see
-  :mod:`ai_agent.tools.builtin.notes_rank`).
+  `ai_agent.tools.builtin.notes_rank`).
 - ``read_note(path, section=None, start=None, end=None, max_chars=...)`` returns ``{ok, text,
   meta}``: the note or one section, optionally a character range ``[start, end)`` of it, clipped
   to ``max_chars`` with a hint saying how to read on (``start=...``) or which sections exist.

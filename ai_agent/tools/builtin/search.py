@@ -1,6 +1,6 @@
 """``glob_search`` and ``grep_search`` (spec 5.4.2, 5.4.3), inside the file sandbox.
 
-Both walk with :func:`~ai_agent.tools.builtin.walk.walk` (symlinks are never entered), honour a
+Both walk with `walk` (symlinks are never entered), honour a
 result limit and, by default, the ``.gitignore`` files from the sandbox base down (``.git`` itself
 is always skipped then). grep reads each file through its directory's descriptor, skips binary
 files (a NUL byte in the first 8 KiB) and files over the read limit, and runs the pattern with a

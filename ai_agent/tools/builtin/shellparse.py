@@ -10,7 +10,7 @@ recursively. Wrappers that run another program (``env``, ``sudo``, ``timeout``, 
 
 What cannot be read statically (a program name built from ``$VAR`` or a glob, ``case``,
 function definitions, here-documents, arithmetic, ``env -S``...) is reported in
-:attr:`Parsed.unverifiable`; with an allow or deny list configured such a command is refused,
+`Parsed.unverifiable`; with an allow or deny list configured such a command is refused,
 never guessed at.
 
 This is a policy filter, not a sandbox: it decides which commands may be *attempted*. What a

@@ -1,14 +1,14 @@
 """Many MCP servers at once: start them together, keep their tools in the registry, stop them.
 
-:class:`McpManager` owns one :class:`~ai_agent.tools.mcp.connection.McpConnection` per configured
+`McpManager` owns one `McpConnection` per configured
 server. It starts them concurrently, registers each server's tools in the tool registry as
 ``<server>.<tool>`` (and again after a restart or a ``tools/list_changed``, removing tools that
 went away), and routes every call of those tools to the server's live session.
 
-Scope: :meth:`McpManager.use` marks a span that needs the servers (a run, a resume, a direct
+Scope: `McpManager.use` marks a span that needs the servers (a run, a resume, a direct
 call). The first use starts them; when the last use ends, they are stopped, unless the manager is
-:meth:`held <McpManager.hold>` (an ``async with Agent(...)`` block), in which case they stay open
-until :meth:`McpManager.aclose`. Each use that begins gives every server its restart allowance
+`held <McpManager.hold>` (an ``async with Agent(...)`` block), in which case they stay open
+until `McpManager.aclose`. Each use that begins gives every server its restart allowance
 again ("restarted once per run").
 
 The MCP client (``mcp``, ``httpx``, ``langchain-mcp-adapters``) is imported only when a server is
@@ -43,7 +43,7 @@ _OUTER_MARGIN = 5.0
 
 
 class McpServerStatus(TypedDict):
-    """One server as :meth:`McpManager.status` and ``ai-agent mcp list`` show it.
+    """One server as `McpManager.status` and ``ai-agent mcp list`` show it.
 
     ``tools`` are the registry names of its tools; ``started_ms`` how long its last start took
     (process, initialize, tool list); ``error`` / ``error_code`` why it is not running.
@@ -127,7 +127,7 @@ class McpManager:
         return bool(self._configs)
 
     def add(self, config: McpServerConfig | Mapping[str, Any]) -> McpServerConfig:
-        """Add a server; it starts with the next use (or :meth:`start`).
+        """Add a server; it starts with the next use (or `start`).
 
         Raises:
             ConfigError: the configuration is invalid or the name is taken.
@@ -204,7 +204,7 @@ class McpManager:
         await asyncio.gather(*(c.stop() for c in self._connections.values()))
 
     def hold(self) -> None:
-        """Keep the servers open between uses until :meth:`aclose` (an ``async with`` block)."""
+        """Keep the servers open between uses until `aclose` (an ``async with`` block)."""
         self._held = True
 
     async def aclose(self) -> None:

@@ -4,7 +4,7 @@ header, and the list of values that must never leave the process.
 Expansion happens when a server is connected, never when the configuration is loaded, so a key
 set (or rotated) after the Agent was built is used, and a key is held only by the connection that
 needs it. A reference to a variable that is not set (or is empty, unless a ``:-default`` is given)
-is an :class:`~ai_agent.errors.McpEnvError` naming the variable and where it is used; no message
+is an `McpEnvError` naming the variable and where it is used; no message
 ever holds a value.
 
 Which values are secrets: everything in ``auth`` and ``headers``, every ``env`` entry whose name
