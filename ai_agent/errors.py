@@ -249,8 +249,9 @@ class McpAuthError(McpServerError):
 
 
 class McpEnvError(McpServerError):
-    """An environment variable the server's configuration refers to (``${VAR}``, ``key_env``) is
-    not set: a gate issue of code MISSING_ENV.
+    """An environment variable the server's configuration refers to is not set.
+
+    A ``${VAR}`` or ``key_env`` without a value: a gate issue of code MISSING_ENV.
 
     Attributes:
         variable: The variable's name.

@@ -543,6 +543,7 @@ class ChatModelCaller:
             sync_client.close()
 
     async def __call__(self, messages: list[Message], tools: list[dict[str, Any]]) -> ModelReply:
+        """Call the model with retries, the breaker and streaming; return the reply."""
         runnable: Any = self.model.bind_tools(tools) if tools else self.model
         lc_messages = to_langchain(messages)
         turn = sum(1 for m in messages if m["role"] == "assistant")

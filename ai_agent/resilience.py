@@ -197,8 +197,11 @@ class RetryPolicy:
         return not error_names(exc).isdisjoint(self.retryable)
 
     def wait(self, retry: int, exc: BaseException | None) -> float:
-        """The wait before retry ``retry``: the server's Retry-After when it sent one (it knows
-        when it will have capacity), else the backoff; never more than ``max_backoff``."""
+        """The wait before retry number ``retry``.
+
+        The server's Retry-After when it sent one (it knows when it will have capacity), else
+        the backoff; never more than ``max_backoff``.
+        """
         hinted = getattr(exc, "retry_after", None)
         wait = float(hinted) if hinted is not None else self.backoff(retry)
         return float(min(wait, self.max_backoff))

@@ -1,5 +1,7 @@
-"""The checkpointer the engine runs on: the delta saver, opened the way this engine needs it (or,
-for a ``postgresql://`` URL, LangGraph's PostgreSQL saver: ``ai_agent.checkpoints.postgres``).
+"""The checkpointer the engine runs on: the delta saver, opened the way this engine needs it.
+
+For a ``postgresql://`` URL it is LangGraph's PostgreSQL saver instead
+(``ai_agent.checkpoints.postgres``).
 
 `DeltaSaver` stores what each step added instead of the whole
 state (see its module for the format). Strict serialization: checkpoints are read back with only

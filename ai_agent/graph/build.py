@@ -1,9 +1,9 @@
-"""The pipeline as a LangGraph state machine.
+r"""The pipeline as a LangGraph state machine.
 
 ```text
 recall -> draft -> decide -> discover -> act -> reflect -> gate -> finalize -> persist
-            ^  \\        \\-- finish ---------------------------/^
-            |   \\-- model issue -> gate                        |
+            ^  \        \-- finish ---------------------------/^
+            |   \-- model issue -> gate                        |
             +------------------ continue <--------------------+  (gate -> act: settle calls)
 ```
 

@@ -87,8 +87,10 @@ _UNSET: Any = object()
 def config_for(
     thread_id: str, limit: int | None = None, *, checkpoint_id: str | None = None
 ) -> dict[str, Any]:
-    """The one place that writes LangGraph's ``configurable``: the thread id (and, to address one
-    checkpoint, its id), nothing secret."""
+    """The one place that writes LangGraph's ``configurable``.
+
+    It holds the thread id (and, to address one checkpoint, its id), nothing secret.
+    """
     configurable: dict[str, Any] = {"thread_id": thread_id, "checkpoint_ns": ""}
     if checkpoint_id is not None:
         configurable["checkpoint_id"] = checkpoint_id
@@ -269,8 +271,10 @@ class AgentCore:
 
     @property
     def metrics(self) -> DurationMetrics | None:
-        """Durations of this Agent's runs, stages, model and tool calls (None when
-        ``observability.metrics_enabled`` is off)."""
+        """Durations of this Agent's runs, stages, model and tool calls.
+
+        None when ``observability.metrics_enabled`` is off.
+        """
         return self.telemetry.metrics
 
     def _emitter(self) -> Callable[[Event], None]:

@@ -21,7 +21,7 @@ __all__ = ["DivergenceReport", "call_lines", "request_lines", "text_diff"]
 
 @dataclass(frozen=True, slots=True)
 class DivergenceReport:
-    """Why a replay stopped: the first call that the recording could not answer.
+    r"""Why a replay stopped: the first call that the recording could not answer.
 
     Attributes:
         source_thread_id: The run being replayed.
@@ -36,7 +36,7 @@ class DivergenceReport:
         new: What the replay asked for instead.
 
     Example:
-        >>> report = DivergenceReport("t1", "t2", 3, "draft", "a new request", "-a\\n+b")
+        >>> report = DivergenceReport("t1", "t2", 3, "draft", "a new request", "-a\n+b")
         >>> print(report)
         replay of t1 diverged at step 3 (draft): a new request
         -a
@@ -112,8 +112,9 @@ def call_lines(call: ToolCall) -> list[str]:
 
 
 def text_diff(recorded: Sequence[str], new: Sequence[str]) -> str:
-    """A unified diff from the recorded lines to the new ones (all of ``new`` if nothing
-    was recorded).
+    """A unified diff from the recorded lines to the new ones.
+
+    All of ``new`` when nothing was recorded.
 
     Example:
         >>> print(text_diff(["a", "b"], ["a", "c"]))

@@ -146,8 +146,11 @@ class GatePaused:
 
 @dataclass(frozen=True, slots=True)
 class GateResumed:
-    """The gate took a plan: from ``Agent.resume`` (``source="resume"``) or from the
-    ``query_user_plan`` hook (``source="hook"``)."""
+    """The gate took a plan.
+
+    It came from ``Agent.resume`` (``source="resume"``) or from the ``query_user_plan`` hook
+    (``source="hook"``).
+    """
 
     iteration: int
     source: str

@@ -22,8 +22,10 @@ __all__ = ["ExportMixin", "mermaid"]
 
 
 def mermaid(visits: dict[str, int] | None = None) -> str:
-    """The pipeline as a Mermaid flowchart; with ``visits``, stages a run went through are
-    marked and labelled with how often they ran.
+    """The pipeline as a Mermaid flowchart.
+
+    With ``visits``, the stages a run went through are marked and labelled with how often they
+    ran.
 
     Example:
         >>> text = mermaid({"draft": 2})

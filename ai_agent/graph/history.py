@@ -77,8 +77,10 @@ class HistoryEntry:
 
 
 def run_blocking(factory: Callable[[], Coroutine[Any, Any, T]]) -> T:
-    """Run a coroutine to completion from synchronous code, on a worker thread if this thread
-    already runs an event loop."""
+    """Run a coroutine to completion from synchronous code.
+
+    It runs on a worker thread if this thread already runs an event loop.
+    """
     try:
         asyncio.get_running_loop()
     except RuntimeError:
@@ -285,8 +287,9 @@ class HistoryMixin(AgentCore):
     async def afork(
         self, thread_id: str, checkpoint_id: str, update: Mapping[str, Any] | None = None
     ) -> str:
-        """Copy a run up to a checkpoint into a new thread, ready to resume; the original is
-        never changed.
+        """Copy a run up to a checkpoint into a new thread, ready to resume.
+
+        The original is never changed.
 
         The fork has the run's state as it was at that checkpoint: its messages, its tools, and
         its grants (a fork from before an approval does not have it). ``resume(new_id)``

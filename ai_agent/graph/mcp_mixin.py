@@ -150,8 +150,11 @@ class McpMixin(ToolsMixin, WorkerMixin, ReplayMixin):
     async def replay(
         self, thread_id: str, checkpoint_id: str | None = None, mode: ReplayMode = "recorded"
     ) -> RunResult:
-        """Replay a run (see ``ReplayMixin.replay``). The servers are started so their tools'
-        schemas are those the model saw; a server that fails only loses its tools."""
+        """Replay a run (see ``ReplayMixin.replay``).
+
+        The servers are started so their tools' schemas are those the model saw; a server that
+        fails only loses its tools.
+        """
         async with self.mcp.use():
             return await super().replay(thread_id, checkpoint_id, mode)
 

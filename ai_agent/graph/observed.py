@@ -46,8 +46,11 @@ class ObservedModel:
 
 
 class ObservedToolBox(DelegatingToolBox):
-    """A ToolBox whose every execution is observed (id, span, metric, logs with the telemetry
-    items: chars read, K, retrieved items, attempts)."""
+    """A ToolBox whose every execution is observed.
+
+    Each call gets an id, a span, a metric and log lines with the telemetry items: chars read,
+    K, retrieved items, attempts.
+    """
 
     def __init__(self, inner: ToolBox) -> None:
         super().__init__(inner)

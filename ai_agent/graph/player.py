@@ -272,6 +272,7 @@ class ReplayModel:
         self.last_source: Literal["live", "recorded"] = "recorded"
 
     async def __call__(self, messages: list[Message], tools: list[dict[str, Any]]) -> ModelReply:
+        """Answer from the recording; past the recorded steps, call the live model."""
         position = call_position()
         session = self.session
         if not session.recorded_at(position["step"]):
@@ -320,8 +321,11 @@ class ReplayToolBox(DelegatingToolBox):
 
 
 def plan_hook(session: ReplaySession, original: Hook | None) -> Hook:
-    """The ``query_user_plan`` hook of a replay: where it is recorded, a plan the original got
-    from its hook comes from the recording; a plan it got by pausing is left to the driver."""
+    """The ``query_user_plan`` hook of a replay.
+
+    A plan the original got from its hook comes from the recording; a plan it got by pausing
+    is left to the driver.
+    """
 
     async def hook(task: str, report: GateReport, ctx: dict[str, Any]) -> Any:
         position = call_position()

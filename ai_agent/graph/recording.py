@@ -136,6 +136,7 @@ class RecordingModel:
         self.params = dict(params)
 
     async def __call__(self, messages: list[Message], tools: list[dict[str, Any]]) -> ModelReply:
+        """Call the inner model and record the request and its reply (or error)."""
         position = call_position()
         request = ModelRequest(messages=list(messages), tools=list(tools), params=self.params)
         digest = request_hash(messages, tools, self.params)

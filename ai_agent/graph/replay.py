@@ -51,8 +51,10 @@ _RECALL_STEP = 1
 
 
 def trace_signature(trace: Sequence[TraceEvent]) -> list[tuple[Any, ...]]:
-    """What two runs must share to have taken the same path: each trace line without timings
-    (and without where ``persist`` saved the result, which a recorded replay does not do).
+    """What two runs must share to have taken the same path.
+
+    Each trace line without timings (and without where ``persist`` saved the result, which a
+    recorded replay does not do).
 
     Example:
         >>> trace_signature([{"stage": "draft", "iteration": 1, "duration_ms": 3.0,
@@ -153,8 +155,10 @@ class ReplayMixin(HistoryMixin):
     async def _recording(
         self, thread_id: str
     ) -> tuple[list[ModelCallRecord], list[ToolCallRecord]]:
-        """The calls recorded for a run, with its ancestors' up to where it was forked from them
-        (a fork's first steps were made, and recorded, by its parent)."""
+        """The calls recorded for a run, with its ancestors' up to where it was forked.
+
+        A fork's first steps were made, and recorded, by its parent.
+        """
         models = await self.store.model_calls(thread_id)
         tools = await self.store.tool_calls(thread_id)
         record = await self.store.get_run(thread_id)

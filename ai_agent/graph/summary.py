@@ -13,10 +13,10 @@ _MAX = 160
 
 
 def clip(text: str, limit: int = 60) -> str:
-    """One line of at most ``limit`` characters.
+    r"""One line of at most ``limit`` characters.
 
     Example:
-        >>> clip("a long\\nanswer", 8)
+        >>> clip("a long\nanswer", 8)
         'a long…'
     """
     flat = " ".join(text.split())

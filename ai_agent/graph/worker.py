@@ -262,8 +262,14 @@ class Worker:
         self._stop.set()
 
     async def run(self, *, once: bool = False) -> list[PlanOutcome]:
-        """Serve plans until `stop` (or, with ``once``, until the queue has nothing left
-        that this worker can take); returns the outcomes, in the order they finished."""
+        """Serve plans until `stop`, or with ``once`` until nothing is left to take.
+
+        Args:
+            once: Stop when the queue has nothing left that this worker can take.
+
+        Returns:
+            The outcomes, in the order they finished.
+        """
         tried: set[int] = set()
         try:
             while not self._stop.is_set():

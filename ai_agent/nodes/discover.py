@@ -25,6 +25,8 @@ _STOP = frozenset(
 
 
 class DiscoverUpdate(TypedDict, total=False):
+    """What the discover stage writes to the run state."""
+
     discovered: list[Discovery]
     trace: list[TraceEvent]
 

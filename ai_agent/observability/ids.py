@@ -48,14 +48,14 @@ _TRACEPARENT = re.compile(r"00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})")
 
 
 def ulid(*, now_ms: int | None = None, randomness: bytes | None = None) -> str:
-    """A ULID: 48 bits of Unix time in milliseconds, then 80 random bits, in Crockford base 32.
+    r"""A ULID: 48 bits of Unix time in milliseconds, then 80 random bits, in Crockford base 32.
 
     Args:
         now_ms: The timestamp (default: now).
         randomness: The 10 random bytes (default: from ``os.urandom``).
 
     Example:
-        >>> ulid(now_ms=1_700_000_000_000, randomness=b"\\xff" * 10)
+        >>> ulid(now_ms=1_700_000_000_000, randomness=b"\xff" * 10)
         '01HF7YAT00ZZZZZZZZZZZZZZZZ'
     """
     ms = int(time.time() * 1000) if now_ms is None else now_ms

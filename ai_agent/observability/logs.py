@@ -1,4 +1,4 @@
-"""Logging: standard ``logging`` under ``ai_agent.*``, redacted, with correlation ids.
+r"""Logging: standard ``logging`` under ``ai_agent.*``, redacted, with correlation ids.
 
 The library never configures logging on its own: importing it or building an Agent adds no
 handler and changes no level. An application either routes the ``ai_agent`` logger as it routes
@@ -36,7 +36,7 @@ Example:
     >>> handler = configure_logging(stream=out, level="INFO")
     >>> engine_logger("ai_agent.demo").info("GET %s", "/v1/models?api_key=sk-123")
     >>> out.getvalue().split(" ", 1)[1]
-    'INFO    ai_agent.demo GET /v1/models?api_key=***\\n'
+    'INFO    ai_agent.demo GET /v1/models?api_key=***\n'
     >>> unconfigure_logging()
 """
 
@@ -279,8 +279,11 @@ class JsonFormatter(_Formatter):
 
 
 class _EngineHandler(logging.StreamHandler):  # type: ignore[type-arg]
-    """The handler configure_logging installs; without a stream it writes to the current
-    ``sys.stderr`` (looked up on every record, so a replaced stderr is followed)."""
+    """The handler configure_logging installs.
+
+    Without a stream it writes to the current ``sys.stderr`` (looked up on every record, so a
+    replaced stderr is followed).
+    """
 
     def __init__(self, stream: TextIO | None) -> None:
         super().__init__(stream)

@@ -181,8 +181,9 @@ class _FunctionCollector:
 
 
 def as_collector(value: Any) -> MetricsCollector:
-    """A collector from an object with ``record``, a class (instantiated without arguments) or a
-    function of one metric.
+    """A collector from an object with ``record``, a class, or a function of one metric.
+
+    A class is instantiated without arguments.
 
     Raises:
         TypeError: ``value`` is none of those.

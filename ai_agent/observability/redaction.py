@@ -1,4 +1,4 @@
-"""Redaction: what the engine logs, and puts in spans, never carries a credential.
+r"""Redaction: what the engine logs, and puts in spans, never carries a credential.
 
 A `Redactor` masks, in this order:
 
@@ -13,7 +13,7 @@ A `Redactor` masks, in this order:
 4. every match of the user's ``sensitive_patterns`` (the whole match is masked).
 
 Example:
-    >>> redact = Redactor(patterns=[r"password=\\S+"], secrets=["sk-canary-1234"])
+    >>> redact = Redactor(patterns=[r"password=\S+"], secrets=["sk-canary-1234"])
     >>> redact("GET /v1/models?api_key=abc&limit=5 Authorization: Bearer xyz")
     'GET /v1/models?api_key=***&limit=5 Authorization: Bearer ***'
     >>> redact("key sk-canary-1234 and password=hunter2")

@@ -1,5 +1,6 @@
-"""Scopes: a run, a stage, a model call, a tool call. Each gets an id, a span, a duration metric
-and its log lines.
+"""Scopes: a run, a stage, a model call, a tool call.
+
+Each gets an id, a span, a duration metric and its log lines.
 
 The Agent opens a run scope around each run or resume (`Telemetry.run`); inside it the stage
 wrapper opens a stage scope, and the Agent's model and tool wrappers open model-call and tool-call
@@ -348,8 +349,10 @@ class ModelCallScope:
 
 
 def request_headers() -> dict[str, str]:
-    """The trace headers of the model call running now (empty outside one, or when
-    ``propagate_trace_context`` is off)."""
+    """The trace headers of the model call running now.
+
+    Empty outside one, or when ``propagate_trace_context`` is off.
+    """
     scope = SCOPE.get()
     if scope is None or not scope.request_id:
         return {}

@@ -173,8 +173,11 @@ class Telemetry:
         return run_scope(self, thread_id, resumed=resumed)
 
     def trace_headers(self, span: Span, request_id: str, run_id: str) -> dict[str, str]:
-        """The headers a model request carries: ``X-Request-ID``, ``traceparent``,
-        ``tracestate``; none when ``propagate_trace_context`` is off."""
+        """The headers a model request carries.
+
+        ``X-Request-ID``, ``traceparent`` and ``tracestate``; none when
+        ``propagate_trace_context`` is off.
+        """
         if not self.config.propagate_trace_context:
             return {}
         from ai_agent.observability.ids import traceparent
@@ -186,7 +189,7 @@ class Telemetry:
         }
 
     def http_log(self) -> HttpLog:
-        """httpx event hooks that log model requests with these settings."""
+        """Httpx event hooks that log model requests with these settings."""
         from ai_agent.observability.httplog import HttpLog
 
         return HttpLog(self.logging, self.redactor)

@@ -99,7 +99,8 @@ class Tracer(Protocol):
         parent: Span | None = None,
         kind: SpanKind = "internal",
         links: Sequence[SpanLink] = (),
-    ) -> AbstractContextManager[Span]: ...  # pragma: no cover - protocol
+    ) -> AbstractContextManager[Span]:
+        """A span around a block of work, a child of ``parent`` when given."""
 
 
 def clean_attributes(

@@ -170,14 +170,14 @@ def cap_summary(text: str) -> str:
 
 
 def clip_text(text: str, limit: int, *, note: str) -> str:
-    """Keep the head and the tail of ``text`` (two thirds and one third of ``limit``).
+    r"""Keep the head and the tail of ``text`` (two thirds and one third of ``limit``).
 
     The middle is replaced by one marker line holding ``note`` and how much was cut, so the model
     sees both the start (headers, first matches) and the end (errors, totals) of a long output.
 
     Example:
         >>> clip_text("a" * 30 + "b" * 30, 30, note="see ref x")
-        'aaaaaaaaaaaaaaaaaaaa\\n[... 30 of 60 characters clipped; see ref x ...]\\nbbbbbbbbbb'
+        'aaaaaaaaaaaaaaaaaaaa\n[... 30 of 60 characters clipped; see ref x ...]\nbbbbbbbbbb'
     """
     if len(text) <= limit:
         return text

@@ -467,7 +467,7 @@ def _result(
 
 
 def bwrap_arguments(base: Path, cwd: Path, readonly: list[Path]) -> list[str]:
-    """bubblewrap options: system read-only, ``base`` writable, no network, private /tmp."""
+    """Bubblewrap options: system read-only, ``base`` writable, no network, private /tmp."""
     args = ["--die-with-parent", "--new-session", "--unshare-all", "--ro-bind", "/usr", "/usr"]
     for top in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
         host = Path("/") / top

@@ -80,10 +80,10 @@ class _Rule:
 
 
 class GitIgnore:
-    """The ignore rules of one ``.gitignore``, for paths relative to its directory.
+    r"""The ignore rules of one ``.gitignore``, for paths relative to its directory.
 
     Example:
-        >>> rules = GitIgnore.parse("build/\\n*.log\\n!keep.log\\n/top.txt\\n")
+        >>> rules = GitIgnore.parse("build/\n*.log\n!keep.log\n/top.txt\n")
         >>> rules.ignored("build", is_dir=True), rules.ignored("x/a.log", is_dir=False)
         (True, True)
         >>> rules.ignored("keep.log", is_dir=False), rules.ignored("x/top.txt", is_dir=False)

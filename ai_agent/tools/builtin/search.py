@@ -289,13 +289,13 @@ def _summary(name: str) -> Any:
 
 
 def search_tools(sandbox: Sandbox, config: FileToolsConfig) -> list[ToolSpec]:
-    """``glob_search`` and ``grep_search`` over the file sandbox.
+    r"""``glob_search`` and ``grep_search`` over the file sandbox.
 
     Example:
         >>> import asyncio, tempfile, pathlib
         >>> from ai_agent.tools import ToolRegistry
         >>> base = pathlib.Path(tempfile.mkdtemp())
-        >>> _ = (base / "a.py").write_text("import os\\n")
+        >>> _ = (base / "a.py").write_text("import os\n")
         >>> reg = ToolRegistry(search_tools(Sandbox(base), FileToolsConfig()))
         >>> call = {"id": "1", "name": "grep_search", "args": {"pattern": "os", "path": "."}}
         >>> asyncio.run(reg.execute(call, {}))["content"]["matches"]

@@ -214,8 +214,11 @@ class McpManager:
 
     @asynccontextmanager
     async def use(self) -> AsyncIterator[list[McpFailure]]:
-        """A span that needs the servers (a run): they are started, and stopped after the last
-        span ends unless held. Yields the servers that could not be started."""
+        """A span that needs the servers (a run).
+
+        They are started, and stopped after the last span ends unless held. Yields the servers
+        that could not be started.
+        """
         if not self._configs:
             yield []
             return

@@ -1,5 +1,7 @@
-"""A server's configuration made concrete at connect time: ``${VAR}`` expanded, auth turned into a
-header, and the list of values that must never leave the process.
+"""A server's configuration made concrete at connect time.
+
+``${VAR}`` expanded, auth turned into a header, and the list of values that must never leave the
+process.
 
 Expansion happens when a server is connected, never when the configuration is loaded, so a key
 set (or rotated) after the Agent was built is used, and a key is held only by the connection that
