@@ -131,9 +131,8 @@ class DeltaSaver(
         >>> class S(TypedDict):
         ...     n: int
         >>> builder = StateGraph(S)
-        >>> builder.add_node("inc", lambda s: {"n": s["n"] + 1})
-        >>> builder.set_entry_point("inc")
-        >>> builder.set_finish_point("inc")
+        >>> builder = builder.add_node("inc", lambda s: {"n": s["n"] + 1})
+        >>> builder = builder.set_entry_point("inc").set_finish_point("inc")
         >>> with tempfile.TemporaryDirectory() as d:
         ...     with DeltaSaver(os.path.join(d, "c.sqlite")) as saver:
         ...         graph = builder.compile(checkpointer=saver)
