@@ -183,10 +183,18 @@ class ModelBackendSettings(_Section):
     model: str = Field(default="llama3.2", min_length=1, description="Model identifier.")
     timeout: float = Field(default=30.0, gt=0, description="Request timeout in seconds.")
     max_retries: int = Field(default=3, ge=0, description="Retry attempts for failed requests.")
-    temperature: float | None = Field(default=None, ge=0, le=2)
-    max_tokens: int | None = Field(default=None, gt=0)
-    top_p: float | None = Field(default=None, ge=0, le=1)
-    seed: int | None = None
+    temperature: float | None = Field(
+        default=None, ge=0, le=2, description="Sampling temperature; unset: the server's default."
+    )
+    max_tokens: int | None = Field(
+        default=None, gt=0, description="Most tokens in one reply; unset: the server's default."
+    )
+    top_p: float | None = Field(
+        default=None, ge=0, le=1, description="Nucleus sampling; unset: the server's default."
+    )
+    seed: int | None = Field(
+        default=None, description="Sampling seed, for servers that honour one."
+    )
     context_window: int | None = Field(
         default=None, gt=0, description="The model's context window in tokens, when known."
     )
@@ -261,16 +269,32 @@ class LoggingConfig(_Section):
         'DEBUG'
     """
 
-    level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "INFO"
-    structured: bool = False
-    include_request_body: bool = False
-    include_response_body: bool = False
+    level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = Field(
+        default="INFO",
+        description="The ai_agent logger's level, when configure_logging or the CLI installs a "
+        "handler.",
+    )
+    structured: bool = Field(default=False, description="JSON lines instead of text.")
+    include_request_body: bool = Field(
+        default=False, description="Log model request bodies at DEBUG."
+    )
+    include_response_body: bool = Field(
+        default=False, description="Log model response bodies at DEBUG."
+    )
     body_size_limit: int = Field(default=1024, ge=0, description="Max bytes of a logged body.")
-    include_correlation_id: bool = True
-    redact_authorization: bool = True
-    redact_api_keys: bool = True
+    include_correlation_id: bool = Field(
+        default=True,
+        description="Thread, run, stage, iteration, request and tool-call ids on every line.",
+    )
+    redact_authorization: bool = Field(
+        default=True, description="Mask Authorization headers and bearer tokens."
+    )
+    redact_api_keys: bool = Field(
+        default=True, description="Mask API keys in query strings (api_key=, key=, token=)."
+    )
     sensitive_patterns: list[Annotated[str, AfterValidator(_check_regex)]] = Field(
-        default_factory=lambda: [r"password=\S+", r"secret=\S+"]
+        default_factory=lambda: [r"password=\S+", r"secret=\S+"],
+        description="Regular expressions whose matches are masked in every record.",
     )
     slow_response_seconds: float = Field(
         default=10.0, gt=0, description="Model calls slower than this are logged at WARNING."
@@ -303,12 +327,22 @@ class ObservabilityConfig(_Section):
         'ulid'
     """
 
-    request_id_format: Literal["uuid4", "ulid"] = "uuid4"
-    propagate_trace_context: bool = True
-    enable_otel_instrumentation: bool = False
-    metrics_enabled: bool = True
+    request_id_format: Literal["uuid4", "ulid"] = Field(
+        default="uuid4", description="uuid4, or ulid (26 characters that sort by time)."
+    )
+    propagate_trace_context: bool = Field(
+        default=True, description="Model requests carry X-Request-ID, traceparent and tracestate."
+    )
+    enable_otel_instrumentation: bool = Field(
+        default=False,
+        description="OpenTelemetry spans for runs, stages, model and tool calls (the otel extra).",
+    )
+    metrics_enabled: bool = Field(
+        default=True, description="Time runs, stages, model and tool calls (agent.metrics)."
+    )
     custom_collectors: list[Annotated[str, AfterValidator(_check_import_path)]] = Field(
-        default_factory=list
+        default_factory=list,
+        description="Import paths of more metric collectors (package.module:Name).",
     )
 
 
@@ -325,22 +359,49 @@ class ErrorRecoveryConfig(_Section):
     """
 
     retry_level: int = Field(default=2, ge=1, le=3, description="1 conservative .. 3 aggressive.")
-    tool_max_retries: int | None = Field(default=None, ge=0)
-    model_max_retries: int | None = Field(default=None, ge=0)
+    tool_max_retries: int | None = Field(
+        default=None,
+        ge=0,
+        description="Retries of a failed tool call; unset: 1, 2 or 3 by retry_level.",
+    )
+    model_max_retries: int | None = Field(
+        default=None,
+        ge=0,
+        description="Retries of a failed model call; unset: 2, 3 or 5 by retry_level.",
+    )
     # The spec's environment table names MAMBA_RETRY__MAX_ATTEMPTS: total attempts of a model
     # call, the first one included (so 3 means up to 2 retries). model_max_retries wins if both.
-    max_attempts: int | None = Field(default=None, ge=1)
-    initial_backoff_seconds: float = Field(default=1.0, ge=0)
+    max_attempts: int | None = Field(
+        default=None,
+        ge=1,
+        description="Attempts of a model call, the first included (model_max_retries wins).",
+    )
+    initial_backoff_seconds: float = Field(
+        default=1.0,
+        ge=0,
+        description="Wait before the first retry; later waits grow by the level's multiplier.",
+    )
     # validate_default: the cross-check must also run when only initial_backoff_seconds is set.
-    max_backoff_seconds: float = Field(default=60.0, ge=0, validate_default=True)
+    max_backoff_seconds: float = Field(
+        default=60.0,
+        ge=0,
+        validate_default=True,
+        description="Longest wait between retries; a longer Retry-After ends the retries.",
+    )
     retryable_tool_errors: list[str] = Field(
-        default_factory=lambda: ["TimeoutError", "ConnectionError", "TemporaryFailure"]
+        default_factory=lambda: ["TimeoutError", "ConnectionError", "TemporaryFailure"],
+        description="Error names and codes that make a tool call retryable.",
     )
     retryable_model_errors: list[str] = Field(
-        default_factory=lambda: ["RateLimitError", "ServiceUnavailable", "Timeout"]
+        default_factory=lambda: ["RateLimitError", "ServiceUnavailable", "Timeout"],
+        description="Error names and kinds that make a model call retryable.",
     )
-    circuit_breaker_threshold: int = Field(default=5, ge=1)
-    circuit_breaker_timeout: float = Field(default=30.0, gt=0)
+    circuit_breaker_threshold: int = Field(
+        default=5, ge=1, description="Failed model calls in a row that open the circuit breaker."
+    )
+    circuit_breaker_timeout: float = Field(
+        default=30.0, gt=0, description="Seconds the breaker stays open before one trial call."
+    )
 
     @field_validator("max_backoff_seconds")
     @classmethod
@@ -381,14 +442,27 @@ class TokenizerConfig(_Section):
         0.05
     """
 
-    encoding: str = Field(default="cl100k_base", min_length=1)
-    fallback_encoding: str = Field(default="cl100k_base", min_length=1)
-    model_mapping: dict[str, str] = Field(
-        default_factory=lambda: {"llama": "cl100k_base", "mistral": "cl100k_base"}
+    encoding: str = Field(
+        default="cl100k_base", min_length=1, description="tiktoken encoding used for counting."
     )
-    cache_tokenizer: bool = True
-    count_special_tokens: bool = True
-    safety_margin: float = Field(default=0.05, ge=0, le=0.5)
+    fallback_encoding: str = Field(
+        default="cl100k_base",
+        min_length=1,
+        description="Encoding used when encoding cannot be loaded.",
+    )
+    model_mapping: dict[str, str] = Field(
+        default_factory=lambda: {"llama": "cl100k_base", "mistral": "cl100k_base"},
+        description="Encoding by a part of the model id (the longest match wins).",
+    )
+    cache_tokenizer: bool = Field(
+        default=True, description="Share each loaded encoding in the process."
+    )
+    count_special_tokens: bool = Field(
+        default=True, description="Special tokens in a text count as one token each."
+    )
+    safety_margin: float = Field(
+        default=0.05, ge=0, le=0.5, description="Added to counts in window checks (0.05 is 5 %)."
+    )
 
 
 def _default_hybrid_weights() -> dict[HybridComponent, float]:
@@ -405,14 +479,36 @@ class CompactionConfig(_Section):
         80000
     """
 
-    strategy: CompactionStrategy = "summarize_older"
-    trigger_threshold_tokens: int = Field(default=100_000, gt=0)
-    target_tokens: int = Field(default=80_000, gt=0, validate_default=True)
-    preserve_recent_turns: int = Field(default=10, ge=0)
-    preserve_system_prompt: bool = True
-    summarization_model: str = Field(default="same", min_length=1)
+    strategy: CompactionStrategy = Field(
+        default="summarize_older",
+        description="sliding_window, summarize_older, selective_pruning, importance_scoring or "
+        "hybrid.",
+    )
+    trigger_threshold_tokens: int = Field(
+        default=100_000,
+        gt=0,
+        description="Compact when a request's calibrated estimate reaches this.",
+    )
+    target_tokens: int = Field(
+        default=80_000,
+        gt=0,
+        validate_default=True,
+        description="Compact down to this (below the trigger).",
+    )
+    preserve_recent_turns: int = Field(
+        default=10, ge=0, description="Most recent blocks kept verbatim."
+    )
+    preserve_system_prompt: bool = Field(
+        default=True, description="Never compact away a system message in the conversation."
+    )
+    summarization_model: str = Field(
+        default="same",
+        min_length=1,
+        description="Model for summaries and scores: same, or another model id on the same server.",
+    )
     hybrid_weights: dict[HybridComponent, Annotated[float, Field(ge=0)]] = Field(
-        default_factory=_default_hybrid_weights
+        default_factory=_default_hybrid_weights,
+        description="Weights of the other strategies when strategy is hybrid.",
     )
 
     @field_validator("target_tokens")
@@ -442,9 +538,15 @@ class ModelRate(_Section):
         0.00045
     """
 
-    prompt_per_1m: float = Field(default=0.0, ge=0)
-    completion_per_1m: float = Field(default=0.0, ge=0)
-    cached_per_1m: float | None = Field(default=None, ge=0)
+    prompt_per_1m: float = Field(default=0.0, ge=0, description="Cost of a million prompt tokens.")
+    completion_per_1m: float = Field(
+        default=0.0, ge=0, description="Cost of a million completion tokens."
+    )
+    cached_per_1m: float | None = Field(
+        default=None,
+        ge=0,
+        description="Cost of a million cached prompt tokens; unset: as other prompt tokens.",
+    )
 
     def cost(self, prompt_tokens: int, completion_tokens: int, cached_tokens: int = 0) -> float:
         """The cost of one request, rounded to 1e-9."""
@@ -474,8 +576,14 @@ class BudgetConfig(_Section):
         0.0
     """
 
-    rates: dict[str, ModelRate] = Field(default_factory=dict)
-    currency: str = Field(default="USD", min_length=1)
+    rates: dict[str, ModelRate] = Field(
+        default_factory=dict,
+        description="ModelRate (prompt_per_1m, completion_per_1m, cached_per_1m) by model id, a "
+        "part of one, or *.",
+    )
+    currency: str = Field(
+        default="USD", min_length=1, description="Currency of the rates and costs."
+    )
     max_tokens: int | None = Field(default=None, gt=0, description="Total tokens per run.")
     max_cost: float | None = Field(default=None, gt=0, description="Cost per run.")
 
@@ -498,8 +606,12 @@ class StreamingConfig(_Section):
         4096
     """
 
-    stream_model_responses: bool = True
-    stream_tool_results: bool = True
+    stream_model_responses: bool = Field(
+        default=True, description="Ask the server for streamed replies while someone watches."
+    )
+    stream_tool_results: bool = Field(
+        default=True, description="Send tool output events as it arrives."
+    )
     chunk_size: int = Field(default=1024, gt=0, description="Bytes per chunk of tool output.")
 
 
@@ -529,14 +641,28 @@ class FileToolsConfig(_Section):
         ['.pem', '.key']
     """
 
-    sandbox: bool = True
-    base_dir: Path | None = None
-    max_read_bytes: int = Field(default=1_000_000, gt=0)
-    allowed_extensions: list[str] = Field(default_factory=list)
-    denied_extensions: list[str] = Field(default_factory=list)
+    sandbox: bool = Field(
+        default=True,
+        description="Keep every path inside base_dir, after symlinks, at the moment of use.",
+    )
+    base_dir: Path | None = Field(
+        default=None, description="Root of the file sandbox; unset: the Agent's working directory."
+    )
+    max_read_bytes: int = Field(
+        default=1_000_000, gt=0, description="Largest file read_file reads and grep searches."
+    )
+    allowed_extensions: list[str] = Field(
+        default_factory=list,
+        description="Only these extensions may be read or written; empty: any not denied.",
+    )
+    denied_extensions: list[str] = Field(
+        default_factory=list, description="Extensions never read or written (.pem, .key...)."
+    )
     max_results: int = Field(default=200, gt=0, description="Result limit of glob and grep.")
     absolute_paths: bool = Field(default=False, description="glob/grep report absolute paths.")
-    respect_gitignore: bool = True
+    respect_gitignore: bool = Field(
+        default=True, description="glob and grep skip what .gitignore files ignore."
+    )
 
     @field_validator("allowed_extensions", "denied_extensions")
     @classmethod
@@ -557,9 +683,19 @@ class BashToolConfig(_Section):
     """
 
     allow: list[str] = Field(default_factory=list, description="Empty: any program.")
-    deny: list[str] = Field(default_factory=list)
-    confirm_destructive: bool = True
-    sandbox: Literal["none", "bwrap"] = "none"
+    deny: list[str] = Field(
+        default_factory=list,
+        description="Programs never run, checked on every command of the parsed line.",
+    )
+    confirm_destructive: bool = Field(
+        default=True,
+        description="Destructive commands (rm, dd, git reset --hard...) wait for a person.",
+    )
+    sandbox: Literal["none", "bwrap"] = Field(
+        default="none",
+        description="bwrap: run commands under bubblewrap (system read-only, base_dir writable, no "
+        "network); none: no OS sandbox.",
+    )
     max_timeout: float = Field(default=600.0, gt=0, description="Cap of a call's timeout (s).")
     max_output_bytes: int = Field(default=100_000, gt=0, description="Per stream.")
     pass_env: list[str] = Field(
@@ -583,14 +719,25 @@ class WebSearchConfig(_Section):
         'brave'
     """
 
-    backend: Literal["searxng", "tavily", "brave", "serpapi"] = "searxng"
-    url: str = "http://localhost:8888"
-    api_key_env: str | None = None
-    timeout: float = Field(default=15.0, gt=0)
+    backend: Literal["searxng", "tavily", "brave", "serpapi"] = Field(
+        default="searxng", description="searxng, tavily, brave or serpapi."
+    )
+    url: str = Field(
+        default="http://localhost:8888",
+        description="The SearXNG instance (it must allow JSON output).",
+    )
+    api_key_env: str | None = Field(
+        default=None,
+        description="Environment variable holding a hosted backend's key; unset: TAVILY_API_KEY, "
+        "BRAVE_API_KEY or SERPAPI_API_KEY.",
+    )
+    timeout: float = Field(default=15.0, gt=0, description="Seconds one search request may take.")
     rate_limit_per_minute: int = Field(default=30, ge=0, description="0: no limit.")
-    max_wait_seconds: float = Field(default=10.0, ge=0)
+    max_wait_seconds: float = Field(
+        default=10.0, ge=0, description="Longest wait for a rate-limit slot before the call fails."
+    )
     cache_ttl_seconds: float = Field(default=0.0, ge=0, description="0: no cache.")
-    max_results: int = Field(default=20, gt=0)
+    max_results: int = Field(default=20, gt=0, description="Most results one search returns.")
 
     @field_validator("url")
     @classmethod
@@ -613,13 +760,34 @@ class NotesConfig(_Section):
         (0.5, 160)
     """
 
-    folder: Path | None = None
-    k: int = Field(default=20, gt=0, le=100)
-    mmr_lambda: float = Field(default=0.5, ge=0, le=1)
-    min_chunk_chars: int = Field(default=160, ge=0)
-    chunk_chars: int = Field(default=1200, ge=200)
-    read_max_chars: int = Field(default=4000, gt=0)
-    embedding: Annotated[str, AfterValidator(_check_import_path)] | None = None
+    folder: Path | None = Field(
+        default=None, description="Folder of Markdown notes; unset: the file sandbox's base."
+    )
+    k: int = Field(
+        default=20,
+        gt=0,
+        le=100,
+        description="Results find_similar returns when the call does not say.",
+    )
+    mmr_lambda: float = Field(
+        default=0.5,
+        ge=0,
+        le=1,
+        description="Relevance against diversity when picking results (maximal marginal "
+        "relevance).",
+    )
+    min_chunk_chars: int = Field(
+        default=160, ge=0, description="Chunks shorter than this are ranked lower."
+    )
+    chunk_chars: int = Field(
+        default=1200, ge=200, description="Target size of a chunk of a note's section."
+    )
+    read_max_chars: int = Field(
+        default=4000, gt=0, description="Most characters read_note returns in one call."
+    )
+    embedding: Annotated[str, AfterValidator(_check_import_path)] | None = Field(
+        default=None, description="Import path of fn(texts) -> vectors; unset: BM25 ranking."
+    )
 
 
 class ToolConfig(_Section):
@@ -631,7 +799,12 @@ class ToolConfig(_Section):
     """
 
     timeout: float = Field(default=30.0, gt=0, description="Seconds a tool call may take.")
-    max_output_chars: int = Field(default=12_000, ge=200)
+    max_output_chars: int = Field(
+        default=12_000,
+        ge=200,
+        description="Longer tool outputs are clipped (head and tail kept) before the model sees "
+        "them; the full text stays in the run store.",
+    )
     first_use_gate: bool = Field(
         default=True, description="The first call of each external tool in a run waits."
     )
@@ -950,22 +1123,45 @@ class AgentSettings(BaseSettings):
         hide_input_in_errors=True,
     )
 
-    backend: Literal["openai", "local"] = "openai"
-    system_prompt: str = ""
-    max_iterations: int = Field(default=10, ge=1, le=1000)
-    gate_profile: Literal["interactive", "default", "batch"] = "default"
+    backend: Literal["openai", "local"] = Field(
+        default="openai",
+        description="openai: any OpenAI-compatible server (model_backend); local: the built-in "
+        "llama.cpp server with a small model (the local extra).",
+    )
+    system_prompt: str = Field(
+        default="", description="Sent first on every model call; never stored in the run state."
+    )
+    max_iterations: int = Field(
+        default=10,
+        ge=1,
+        le=1000,
+        description="Cycles (draft to gate) before a run stops with a summary.",
+    )
+    gate_profile: Literal["interactive", "default", "batch"] = Field(
+        default="default",
+        description="The gate threshold when gate_threshold is unset: interactive 0.60, default "
+        "0.70, batch 0.90.",
+    )
     gate_threshold: float | None = Field(
         default=None, ge=0, le=1, description="None: the gate profile's threshold applies."
     )
-    execute_all_tool_calls: bool = False
-    checkpoint_path: Path = Path(".agents/checkpoints.sqlite")
+    execute_all_tool_calls: bool = Field(
+        default=False, description="Run every tool call of a draft, not only the first."
+    )
+    checkpoint_path: Path = Field(
+        default=Path(".agents/checkpoints.sqlite"),
+        description="SQLite file of the checkpoints and the run store.",
+    )
     # A secret: a database URL may carry a password (shown only through describe_location).
     checkpoint_url: SecretStr | None = Field(
         default=None,
         description="A postgresql:// URL (or a SQLite path) for checkpoints and the run store; "
         "set, it wins over checkpoint_path.",
     )
-    memory_path: Path = Path(".agents/memory.jsonl")
+    memory_path: Path = Field(
+        default=Path(".agents/memory.jsonl"),
+        description="JSONL file the persist stage appends each finished run to.",
+    )
     memory_sqlite: bool = Field(default=False, description="Opt in to the SQLite (FTS) memory.")
     # NoDecode: the env value is read by _split_tools, so "calculator,grep" works besides JSON.
     tools: Annotated[list[str], NoDecode] = Field(
