@@ -1143,7 +1143,10 @@ class AgentSettings(BaseSettings):
         "0.70, batch 0.90.",
     )
     gate_threshold: float | None = Field(
-        default=None, ge=0, le=1, description="None: the gate profile's threshold applies."
+        default=None,
+        ge=0,
+        le=1,
+        description="Severity at which the gate intervenes; unset: the gate profile's threshold.",
     )
     execute_all_tool_calls: bool = Field(
         default=False, description="Run every tool call of a draft, not only the first."
@@ -1165,7 +1168,9 @@ class AgentSettings(BaseSettings):
     memory_sqlite: bool = Field(default=False, description="Opt in to the SQLite (FTS) memory.")
     # NoDecode: the env value is read by _split_tools, so "calculator,grep" works besides JSON.
     tools: Annotated[list[str], NoDecode] = Field(
-        default_factory=list, description="Names of built-in tools to activate."
+        default_factory=list,
+        description="Tools to activate: names, groups or globs (in the environment a JSON list, "
+        "or names separated by commas).",
     )
     approvals: dict[ToolCategoryName, ApprovalPolicyName] = Field(
         default_factory=dict, description="Approval policy per tool category (over defaults)."

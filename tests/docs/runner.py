@@ -16,7 +16,11 @@ A page's fenced blocks are taken in order:
   says ``exit N``; a following ``text`` block is what the commands printed. Other shell lines
   (``pip``, ``uv``, ``ollama``...) are not run.
 - ``json`` / ``yaml`` / ``toml`` blocks must parse; one with ``title="NAME"`` is written to the
-  file ``NAME`` in the working directory, for later blocks to use (a script, a config file).
+  file ``NAME`` in the working directory, for later blocks to use (a script, a config file), and so
+  is an ``ini`` block with a title (a ``.env`` file).
+
+The page runs in the test's private working directory; the environment variables and the working
+directory are put back as they were when the page is done.
 
 A block opts out only visibly: a python or bash block whose first line is
 ``# not run as a test: <reason>`` is skipped, and the reason must say why (at least a few words).
@@ -31,6 +35,7 @@ import doctest
 import inspect
 import io
 import json
+import os
 import re
 import shlex
 import textwrap
@@ -56,7 +61,7 @@ _PLACEHOLDER = re.compile(r"\b(?:THREAD|CHECKPOINT|CP|URL|CALL_ID|TOOL|DAYS|N|FI
 _NEEDS_OUTSIDE = re.compile(r"--backend local|postgresql://|--base-url|--live\b|--app\b")
 _PYTHON = {"python", "py", "pycon"}
 _SHELL = {"bash", "console", "shell", "sh"}
-_DATA = {"json", "yaml", "yml", "toml"}
+_DATA = {"json", "yaml", "yml", "toml", "ini"}
 
 
 @dataclass
@@ -177,6 +182,7 @@ class PageRunner:
     def run(self) -> Report:
         found = blocks(self.page.read_text(encoding="utf-8"))
         loop = asyncio.new_event_loop()
+        environ, cwd = dict(os.environ), Path.cwd()
         try:
             for index, block in enumerate(found):
                 following = found[index + 1] if index + 1 < len(found) else None
@@ -184,6 +190,9 @@ class PageRunner:
                 self._block(block, want, loop)
         finally:
             _close(loop)
+            os.chdir(cwd)
+            os.environ.clear()
+            os.environ.update(environ)
         return self.report
 
     def _where(self, block: Block) -> str:
@@ -250,7 +259,7 @@ class PageRunner:
             json.loads(block.code)
         elif block.lang == "toml":
             tomllib.loads(block.code)
-        else:
+        elif block.lang != "ini":
             yaml.safe_load(block.code)
         if block.title:
             target = Path(block.title)
