@@ -15,7 +15,7 @@ calibrated figure drives compaction and budget checks; both figures and their er
 `UsageTracker` sums the records of every run an Agent drives in this process (the
 per-agent totals; the per-session totals live in each run's state).
 
-Example:
+Examples:
     >>> from ai_agent.tokens import TokenCounter
     >>> meter = RunMeter(counter=TokenCounter(), model_name="m")
     >>> meter.estimate([{"role": "user", "content": "hi"}], [])
@@ -46,7 +46,7 @@ _TOTAL_KEYS = ("prompt_tokens", "completion_tokens", "total_tokens", "cached_tok
 def add_usage(total: Mapping[str, Any] | None, record: UsageRecord) -> dict[str, Any]:
     """A running total with one more record (tokens, requests, cost).
 
-    Example:
+    Examples:
         >>> add_usage({}, {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7,
         ...                "iteration": 1, "at": 0.0, "cost": 0.5})["requests"]
         1
@@ -86,7 +86,7 @@ def budget_granted(state: RunState) -> bool:
 class UsageTracker:
     """Totals of every model request an Agent made in this process, across its runs.
 
-    Example:
+    Examples:
         >>> tracker = UsageTracker()
         >>> tracker.add("t1", {"iteration": 1, "at": 0.0, "prompt_tokens": 3,
         ...                    "completion_tokens": 1, "total_tokens": 4})

@@ -24,7 +24,7 @@ Secrets are `pydantic.SecretStr`. Their value never appears in ``repr``, ``str``
 messages show the given value only for non-secret fields. `ModelBackendSettings.get_headers`
 is where the key is read for use.
 
-Example:
+Examples:
     >>> settings = AgentSettings(_env_file=None, max_iterations=5)
     >>> settings.max_iterations, settings.model_backend.model
     (5, 'llama3.2')
@@ -165,7 +165,7 @@ class ModelBackendSettings(_Section):
 
     The generation parameters left at ``None`` are not sent, so the server's defaults apply.
 
-    Example:
+    Examples:
         >>> backend = ModelBackendSettings(api_key="sk-example", temperature=0.2)
         >>> backend.api_key
         SecretStr('**********')
@@ -237,7 +237,7 @@ class ModelBackendSettings(_Section):
         Returns:
             ``{"Authorization": "Bearer <key>"}`` when a key is set, else an empty dict.
 
-        Example:
+        Examples:
             >>> ModelBackendSettings().get_headers()
             {}
         """
@@ -248,7 +248,7 @@ class ModelBackendSettings(_Section):
     def generation_params(self) -> dict[str, float | int]:
         """The generation parameters that are set, ready for a chat-completions request.
 
-        Example:
+        Examples:
             >>> ModelBackendSettings(max_tokens=256, seed=7).generation_params()
             {'max_tokens': 256, 'seed': 7}
         """
@@ -264,7 +264,7 @@ class ModelBackendSettings(_Section):
 class LoggingConfig(_Section):
     """How the engine logs (spec 6.2.2). Every pattern must compile, or loading fails.
 
-    Example:
+    Examples:
         >>> LoggingConfig(level="debug").level
         'DEBUG'
     """
@@ -309,7 +309,7 @@ class LoggingConfig(_Section):
     def compiled_patterns(self) -> list[re.Pattern[str]]:
         """The sensitive patterns, compiled.
 
-        Example:
+        Examples:
             >>> LoggingConfig().compiled_patterns[0].sub("***", "password=hunter2")
             '***'
         """
@@ -322,7 +322,7 @@ class ObservabilityConfig(_Section):
     ``custom_collectors`` holds import paths (``package.module:Name``); this module only checks
     their form and never imports them.
 
-    Example:
+    Examples:
         >>> ObservabilityConfig(request_id_format="ulid").request_id_format
         'ulid'
     """
@@ -352,7 +352,7 @@ class ErrorRecoveryConfig(_Section):
     ``retry_level`` picks the retry counts and the backoff multiplier; ``tool_max_retries`` and
     ``model_max_retries`` override the counts.
 
-    Example:
+    Examples:
         >>> cfg = ErrorRecoveryConfig(retry_level=3, tool_max_retries=0)
         >>> cfg.tool_retries, cfg.model_retries, cfg.backoff_multiplier
         (0, 5, 1.2)
@@ -437,7 +437,7 @@ class ErrorRecoveryConfig(_Section):
 class TokenizerConfig(_Section):
     """Token counting with tiktoken (spec 5.6.1). Counts are approximate, hence the margin.
 
-    Example:
+    Examples:
         >>> TokenizerConfig().safety_margin
         0.05
     """
@@ -474,7 +474,7 @@ class CompactionConfig(_Section):
 
     ``hybrid_weights`` weighs the other strategies when ``strategy`` is ``"hybrid"``.
 
-    Example:
+    Examples:
         >>> CompactionConfig(strategy="sliding_window").target_tokens
         80000
     """
@@ -533,7 +533,7 @@ class ModelRate(_Section):
     ``cached_per_1m`` prices prompt tokens served from the server's cache; None prices them
     like other prompt tokens.
 
-    Example:
+    Examples:
         >>> ModelRate(prompt_per_1m=0.15, completion_per_1m=0.6).cost(1000, 500)
         0.00045
     """
@@ -568,7 +568,7 @@ class BudgetConfig(_Section):
     ``max_tokens`` or ``max_cost``; if it could, the gate gets a BUDGET issue instead, and a plan
     that continues grants one more budget of the same size.
 
-    Example:
+    Examples:
         >>> cfg = BudgetConfig(rates={"gpt-4o-mini": {"prompt_per_1m": 0.15}}, max_cost=1.0)
         >>> cfg.rate_for("gpt-4o-mini-2024").prompt_per_1m
         0.15
@@ -601,7 +601,7 @@ class BudgetConfig(_Section):
 class StreamingConfig(_Section):
     """What is streamed (spec 5.3.1).
 
-    Example:
+    Examples:
         >>> StreamingConfig(chunk_size=4096).chunk_size
         4096
     """
@@ -636,7 +636,7 @@ class FileToolsConfig(_Section):
     after symlinks are resolved, at the moment of use. Extensions are matched case-insensitively;
     an empty ``allowed_extensions`` allows any extension not denied.
 
-    Example:
+    Examples:
         >>> FileToolsConfig(denied_extensions=["PEM", ".key"]).denied_extensions
         ['.pem', '.key']
     """
@@ -677,7 +677,7 @@ class BashToolConfig(_Section):
     parsed command line. ``sandbox="bwrap"`` runs commands under bubblewrap: only the file tools'
     base directory is writable, there is no network, and the rest of the system is read-only.
 
-    Example:
+    Examples:
         >>> BashToolConfig(allow=["ls", "git"]).allow
         ['ls', 'git']
     """
@@ -714,7 +714,7 @@ class WebSearchConfig(_Section):
     variable ``api_key_env`` (default ``TAVILY_API_KEY``, ``BRAVE_API_KEY`` or
     ``SERPAPI_API_KEY``), never from a file.
 
-    Example:
+    Examples:
         >>> WebSearchConfig(backend="brave").backend
         'brave'
     """
@@ -755,7 +755,7 @@ class NotesConfig(_Section):
     ``embedding`` is an import path (``package.module:function``) of ``fn(texts) -> vectors``;
     without one, a lexical (BM25) ranker is used.
 
-    Example:
+    Examples:
         >>> NotesConfig().mmr_lambda, NotesConfig().min_chunk_chars
         (0.5, 160)
     """
@@ -793,7 +793,7 @@ class NotesConfig(_Section):
 class ToolConfig(_Section):
     """How tools run: limits for every tool, and the built-in tools' own settings.
 
-    Example:
+    Examples:
         >>> ToolConfig().timeout, ToolConfig().max_output_chars
         (30.0, 12000)
     """
@@ -863,7 +863,7 @@ class McpAuthConfig(_Section):
     is connected, never earlier, and never written anywhere. It is sent as
     ``Authorization: Bearer <key>``, or bare in the header named by ``header`` (``X-API-Key``).
 
-    Example:
+    Examples:
         >>> McpAuthConfig(key_env="MCP_API_KEY").header
         'Authorization'
         >>> McpAuthConfig(key="${MCP_API_KEY}", header="X-API-Key").key
@@ -943,7 +943,7 @@ class McpServerConfig(_Section):
     tool's MCP annotations unless ``categories`` says otherwise (``{"write_*": "modification"}``,
     or ``{"*": "external"}`` to distrust the server's hints).
 
-    Example:
+    Examples:
         >>> fs = McpServerConfig(name="fs", command="npx",
         ...                      args=["-y", "@modelcontextprotocol/server-filesystem", "/data"])
         >>> fs.transport, fs.timeout
@@ -1083,7 +1083,7 @@ class McpServerConfig(_Section):
     def target(self) -> str:
         """Where the server is: its command line or its URL, as configured (unexpanded).
 
-        Example:
+        Examples:
             >>> McpServerConfig(name="e", command="node", args=["server.js"]).target
             'node server.js'
         """
@@ -1108,7 +1108,7 @@ class AgentSettings(BaseSettings):
     `load_settings` to get a `ConfigError` that names each bad field; the plain
     constructor raises pydantic's ``ValidationError`` (with inputs hidden).
 
-    Example:
+    Examples:
         >>> settings = AgentSettings(_env_file=None, gate_profile="batch")
         >>> settings.effective_gate_threshold
         0.9
@@ -1220,7 +1220,7 @@ class AgentSettings(BaseSettings):
     def effective_gate_threshold(self) -> float:
         """The gate threshold in force: ``gate_threshold`` if set, else the profile's value.
 
-        Example:
+        Examples:
             >>> AgentSettings(_env_file=None, gate_profile="interactive").effective_gate_threshold
             0.6
         """
@@ -1269,7 +1269,7 @@ class AgentSettings(BaseSettings):
                 parsed, or a value is invalid. The message names each field by its dotted path,
                 what is allowed, the value given (never for secrets) and where it was set.
 
-        Example:
+        Examples:
             >>> AgentSettings.load(_env_file=None, max_iterations=3).max_iterations
             3
         """
@@ -1304,7 +1304,7 @@ def load_settings(**kwargs: Any) -> AgentSettings:
     Raises:
         ConfigError: A setting is invalid or a config file cannot be read.
 
-    Example:
+    Examples:
         >>> load_settings(_env_file=None, backend="local").backend
         'local'
     """
@@ -1337,7 +1337,7 @@ def load_mcp_config(path: str | Path) -> list[McpServerConfig]:
         ConfigError: The file is missing or unreadable, or a server is invalid; the message names
             each problem by its place in the file (``mcp_servers[1].transport``) and what to fix.
 
-    Example:
+    Examples:
         >>> import json, tempfile, os
         >>> path = os.path.join(tempfile.mkdtemp(), "mcp.json")
         >>> with open(path, "w") as f:

@@ -241,7 +241,7 @@ class Hooks:
         persist: ``persist(task, ctx, final_text, gate, discovered)`` saves the result. Default:
             append JSONL to ``.agents/memory.jsonl``.
 
-    Example:
+    Examples:
         >>> hooks = Hooks(finalize=lambda task, ctx: "done: " + task)
         >>> hooks.finalize("x", {})
         'done: x'
@@ -326,7 +326,7 @@ def model_sink() -> Callable[[Event], None] | None:
 def streaming_to(sink: Callable[[Event], None] | None) -> Iterator[None]:
     """Send the token deltas of model calls made inside the block to ``sink``.
 
-    Example:
+    Examples:
         >>> seen = []
         >>> with streaming_to(seen.append):
         ...     model_sink()({"type": "model_delta", "detail": "hi"})

@@ -3,7 +3,7 @@
 `Agent.astream` and `Agent.stream` yield them, and listeners (`Agent.add_listener`) receive
 them. They are defined in ``ai_agent.graph.events``.
 
-Example:
+Examples:
     >>> from ai_agent.events import FinalDelta
     >>> FinalDelta("Hello").text
     'Hello'

@@ -6,7 +6,7 @@ and LangChain messages at the call boundary, maps client exceptions onto the eng
 `ChatModelCaller`: streamed or not, retried by level, behind a circuit breaker, with every
 broken reply (cut stream, no choices, bad tool-call JSON, oversized) turned into a typed error.
 
-Example:
+Examples:
     >>> from ai_agent.testing import ScriptedModel
     >>> import asyncio
     >>> caller = ChatModelCaller(ScriptedModel(["hello"]), max_retries=0)
@@ -202,7 +202,7 @@ def request_hash(
 
     ``params`` are the generation parameters (model, temperature, seed...), never credentials.
 
-    Example:
+    Examples:
         >>> a = request_hash([{"role": "user", "content": "hi"}], [], {"temperature": 0})
         >>> a == request_hash([{"content": "hi", "role": "user"}], [], {"temperature": 0})
         True

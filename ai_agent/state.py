@@ -107,7 +107,7 @@ class ToolResult(TypedDict, total=False):
     raise. The registry adds ``execution_time_ms`` and ``summary`` (the tool's ``format_result``
     line, shown in traces).
 
-    Example:
+    Examples:
         >>> ToolResult(status="ok", content=68.055)
         {'status': 'ok', 'content': 68.055}
     """
@@ -224,7 +224,7 @@ class Replace(TypedDict):
 def append_or_replace(left: list[Any] | None, right: list[Any] | Replace | None) -> list[Any]:
     """Reducer: append a list, or replace the value when given ``{"replace": [...]}``.
 
-    Example:
+    Examples:
         >>> append_or_replace([1], [2])
         [1, 2]
         >>> append_or_replace([1], {"replace": [3]})
@@ -321,7 +321,7 @@ class RunState(TypedDict, total=False):
 class UserPlan(BaseModel):
     """A person's answer to a paused run, validated before it reaches the graph.
 
-    Example:
+    Examples:
         >>> UserPlan(allow_continue=True, instructions="Use the backup file").allow_continue
         True
         >>> UserPlan(allow_continue=False).approve

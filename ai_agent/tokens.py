@@ -16,7 +16,7 @@ Counting is incremental: each message's count is cached by content, and
 `ConversationTokens` recounts only the messages that changed since the last count, so
 adding one message to a long history costs one message.
 
-Example:
+Examples:
     >>> counter = TokenCounter()
     >>> counter.count_text("hello world")
     2
@@ -135,7 +135,7 @@ def load_encoding(name: str = "cl100k_base", *, cache: bool = True) -> tiktoken.
     Raises:
         ConfigError: the encoding is unknown or cannot be loaded offline.
 
-    Example:
+    Examples:
         >>> load_encoding().name
         'cl100k_base'
     """
@@ -165,7 +165,7 @@ class TokenCounter:
         encoding_name: The encoding in use.
         fell_back: True when the chosen encoding could not be loaded and the fallback is used.
 
-    Example:
+    Examples:
         >>> from ai_agent.config import TokenizerConfig
         >>> counter = TokenCounter(TokenizerConfig(safety_margin=0.1))
         >>> counter.with_margin(100)
@@ -272,7 +272,7 @@ class ConversationTokens:
     compaction that replaces the history costs what it changed (unchanged messages hit the
     counter's cache).
 
-    Example:
+    Examples:
         >>> running = ConversationTokens(TokenCounter())
         >>> history = [{"role": "user", "content": "hi"}]
         >>> running.update(history)

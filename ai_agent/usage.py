@@ -6,7 +6,7 @@ These functions read them (and the conversation) back as the inspection helpers 
 the Agent's ``get_token_usage()`` and friends call them with the state of a thread, and anything
 else holding a state (a replay, a recorded run) can call them too.
 
-Example:
+Examples:
     >>> state = {"usage_log": [{"iteration": 1, "at": 0.0, "prompt_tokens": 10,
     ...     "completion_tokens": 5, "total_tokens": 15, "cost": 0.25, "source": "server",
     ...     "estimate_error": 0.02}]}

@@ -124,7 +124,7 @@ class DeltaSaver(
     Raises:
         StoreError: the file is not a SQLite database, or was written by a newer ai-agent.
 
-    Example:
+    Examples:
         >>> import tempfile, os
         >>> from langgraph.graph import StateGraph
         >>> from typing_extensions import TypedDict

@@ -38,7 +38,7 @@ async def open_checkpointer(path: Location) -> AsyncIterator[BaseCheckpointSaver
     Raises:
         StoreError: ``path`` is not a SQLite database, or was written by a newer ai-agent.
 
-    Example:
+    Examples:
         >>> import asyncio, tempfile, os
         >>> async def demo():
         ...     with tempfile.TemporaryDirectory() as d:

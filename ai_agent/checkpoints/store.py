@@ -12,7 +12,7 @@ A PostgreSQL URL may hold a password. It is kept only in memory, for connecting:
 names the database through `describe_location`, which drops the password (and any other
 user info) so it never reaches a log line, an exception or the terminal.
 
-Example:
+Examples:
     >>> describe_location("postgresql://app:s3cret@db.internal:5432/agents")
     'postgresql://app@db.internal:5432/agents'
     >>> is_postgres_url("runs/checkpoints.sqlite")
@@ -70,7 +70,7 @@ def resolve_location(location: Location) -> Location:
 
     ``sqlite:///path`` is accepted too, for symmetry with database URLs.
 
-    Example:
+    Examples:
         >>> resolve_location("sqlite:///tmp/c.sqlite")
         PosixPath('/tmp/c.sqlite')
     """

@@ -38,7 +38,7 @@ STATE_MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {}
 def stamped(config: dict[str, Any]) -> dict[str, Any]:
     """``config`` with the state version in its metadata, so every checkpoint it writes has it.
 
-    Example:
+    Examples:
         >>> stamped({"configurable": {"thread_id": "t"}})["metadata"]
         {'ai_agent_state_version': 1}
     """

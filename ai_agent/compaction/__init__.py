@@ -5,7 +5,7 @@ Five strategies ship (``sliding_window``, ``summarize_older``, ``selective_pruni
 custom one (`CompactionStrategy`). `Compactor` decides when to compact and makes sure
 the result fits; every compaction is recorded in the run's ``compactions`` history.
 
-Example:
+Examples:
     >>> from ai_agent.compaction import BUILTIN_STRATEGIES, CompactionStrategy
     >>> isinstance(BUILTIN_STRATEGIES["hybrid"](), CompactionStrategy)
     True

@@ -13,7 +13,7 @@ every request), so it is always kept. The last ``preserve_recent_turns`` blocks 
 
 A custom strategy is any object with a ``name`` and an async ``compact(data)``:
 
-Example:
+Examples:
     >>> class DropAll:
     ...     name = "drop_all"
     ...     async def compact(self, data):

@@ -7,7 +7,7 @@ remaining candidates (shrinking the recent window down to the last turn) and, as
 shortens the longest tool results. The task, the latest plan and the system prompt always stay,
 and no tool call is ever separated from its result.
 
-Example:
+Examples:
     >>> import asyncio
     >>> from ai_agent.config import CompactionConfig
     >>> from ai_agent.tokens import TokenCounter
@@ -106,7 +106,7 @@ class ModelCallerHelper:
 def parse_scores(answer: str, count: int) -> list[float]:
     """The first JSON list of numbers in ``answer``, scaled to 0..1; [] when there is none.
 
-    Example:
+    Examples:
         >>> parse_scores("Scores: [10, 0, 5]", 3)
         [1.0, 0.0, 0.5]
     """

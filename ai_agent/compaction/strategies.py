@@ -5,7 +5,7 @@ or least useful first, until the conversation fits its budget. A strategy that c
 budget on its own leaves the rest to the compactor, which then drops the oldest candidates and,
 as a last resort, shortens oversized tool results.
 
-Example:
+Examples:
     >>> sorted(BUILTIN_STRATEGIES)
     ['hybrid', 'importance_scoring', 'selective_pruning', 'sliding_window', 'summarize_older']
 """

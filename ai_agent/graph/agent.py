@@ -1,6 +1,6 @@
 """The Agent: runs, pauses and resumes tasks; composed from the core and its feature mixins.
 
-Example:
+Examples:
     >>> import asyncio, tempfile, os
     >>> from ai_agent.testing import ScriptedModel
     >>> async def demo():
@@ -96,7 +96,7 @@ class Agent(
             `ai_agent.graph.mcp_mixin`).
         mcp_config: A YAML, JSON or TOML file of MCP servers (or a list of them), read now.
 
-    Example:
+    Examples:
         >>> import asyncio
         >>> from ai_agent.testing import ScriptedModel
         >>> ask = {"name": "calculator", "args": {"expression": "19.5% of 349"}}

@@ -220,7 +220,7 @@ class AgentCore:
         Returns:
             A function that removes the listener.
 
-        Example:
+        Examples:
             >>> from ai_agent import Agent, AgentSettings
             >>> from ai_agent.events import StageFinished
             >>> agent = Agent(settings=AgentSettings(_env_file=None))

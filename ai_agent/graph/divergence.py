@@ -35,7 +35,7 @@ class DivergenceReport:
         recorded: What was recorded at that point (a request, a call, a plan), or None.
         new: What the replay asked for instead.
 
-    Example:
+    Examples:
         >>> report = DivergenceReport("t1", "t2", 3, "draft", "a new request", "-a\n+b")
         >>> print(report)
         replay of t1 diverged at step 3 (draft): a new request
@@ -84,7 +84,7 @@ def _message_lines(index: int, message: Message) -> list[str]:
 def request_lines(request: ModelRequest) -> list[str]:
     """A model request as lines of text, for people and for `text_diff`.
 
-    Example:
+    Examples:
         >>> request_lines({"messages": [{"role": "user", "content": "hi"}], "tools": [],
         ...                "params": {"seed": 1}})
         ['params: {"seed": 1}', 'tools: (none)', '[0] user: hi']
@@ -104,7 +104,7 @@ def request_lines(request: ModelRequest) -> list[str]:
 def call_lines(call: ToolCall) -> list[str]:
     """A tool call as lines of text.
 
-    Example:
+    Examples:
         >>> call_lines({"id": "c1", "name": "calculator", "args": {"expression": "2+2"}})
         ['call calculator #c1', 'args: {"expression": "2+2"}']
     """
@@ -116,7 +116,7 @@ def text_diff(recorded: Sequence[str], new: Sequence[str]) -> str:
 
     All of ``new`` when nothing was recorded.
 
-    Example:
+    Examples:
         >>> print(text_diff(["a", "b"], ["a", "c"]))
         --- recorded
         +++ replay

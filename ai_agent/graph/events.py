@@ -20,7 +20,7 @@ Listeners (``agent.add_listener``) get the lifecycle events, a subset with three
 With ``quiet_tools=True`` (the "quiet tool phases" policy) `ModelDelta` and
 `ToolOutput` are left out: only status events and the final answer are streamed.
 
-Example:
+Examples:
     >>> translate = EventTranslator()
     >>> translate({"type": "model_delta", "detail": "Hi", "iteration": 1})
     [ModelDelta(text='Hi', iteration=1)]
@@ -384,7 +384,7 @@ def _compacted(event: Event) -> Compacted:
 def lifecycle_event(event: Event) -> LifecycleEvent | None:
     """The typed lifecycle event for a progress event, or None (deltas, output, waiting...).
 
-    Example:
+    Examples:
         >>> lifecycle_event({"type": "stage_finished", "stage": "act", "iteration": 2,
         ...                  "duration_ms": 1.5})
         StageFinished(stage='act', iteration=2, duration_ms=1.5)

@@ -27,7 +27,7 @@ def mermaid(visits: dict[str, int] | None = None) -> str:
     With ``visits``, the stages a run went through are marked and labelled with how often they
     ran.
 
-    Example:
+    Examples:
         >>> text = mermaid({"draft": 2})
         >>> 'draft("draft x2"):::visited' in text and "classDef visited" in text
         True

@@ -245,7 +245,7 @@ class HistoryMixin(AgentCore):
         Raises:
             UnknownThreadError: the thread has no checkpoints.
 
-        Example:
+        Examples:
             >>> import asyncio, tempfile, os
             >>> from ai_agent import Agent
             >>> from ai_agent.testing import ScriptedModel

@@ -57,7 +57,7 @@ __all__ = [
 def estimate_tokens(text: str) -> int:
     """A rough token count (about four characters per token; never zero for non-empty text).
 
-    Example:
+    Examples:
         >>> estimate_tokens(""), estimate_tokens("hello"), estimate_tokens("x" * 400)
         (0, 2, 100)
     """
@@ -127,7 +127,7 @@ class TokenBreakdown(TypedDict):
 class CostRates:
     """Prices per million tokens.
 
-    Example:
+    Examples:
         >>> CostRates(prompt_per_million=0.15, completion_per_million=0.6).currency
         'USD'
     """

@@ -108,7 +108,7 @@ class McpMixin(ToolsMixin, WorkerMixin, ReplayMixin):
             ConfigError: the task is empty.
             RunError: the thread id is already taken.
 
-        Example:
+        Examples:
             >>> import asyncio
             >>> from ai_agent import Agent
             >>> from ai_agent.testing import ScriptedModel

@@ -77,7 +77,7 @@ def generation_params(
         backend: ``"openai"`` or ``"local"``.
         settings: The model backend settings.
 
-    Example:
+    Examples:
         >>> from ai_agent.config import ModelBackendSettings
         >>> generation_params("qwen", "openai", ModelBackendSettings(temperature=0.2))
         {'backend': 'openai', 'model': 'qwen', 'temperature': 0.2}

@@ -56,7 +56,7 @@ def trace_signature(trace: Sequence[TraceEvent]) -> list[tuple[Any, ...]]:
     Each trace line without timings (and without where ``persist`` saved the result, which a
     recorded replay does not do).
 
-    Example:
+    Examples:
         >>> trace_signature([{"stage": "draft", "iteration": 1, "duration_ms": 3.0,
         ...                   "status": "ok", "detail": "text reply"}])
         [('draft', 1, None, 'ok', None, 'text reply')]
@@ -98,7 +98,7 @@ class ReplayMixin(HistoryMixin):
             ConfigError: an unknown mode.
             UnknownThreadError / UnknownCheckpointError: no such run or checkpoint.
 
-        Example:
+        Examples:
             >>> import asyncio, tempfile, os
             >>> from ai_agent import Agent
             >>> from ai_agent.testing import ScriptedModel

@@ -81,7 +81,7 @@ class ToolsMixin(AgentCore):
         Raises:
             ToolRegistrationError: the tool is invalid or its name is taken.
 
-        Example:
+        Examples:
             >>> from ai_agent import Agent, tool
             >>> @tool(category="read_only")
             ... def shout(text: str) -> str:
@@ -166,7 +166,7 @@ class ToolsMixin(AgentCore):
             ApprovalRequiredError: the policy (or the tool, for this call) needs a person and
                 ``approved`` is False outside unattended mode. The message shows the preview.
 
-        Example:
+        Examples:
             >>> import asyncio
             >>> from ai_agent import Agent
             >>> agent = Agent(checkpoint_path=":memory:", memory_path=None)

@@ -103,7 +103,7 @@ class WorkerMixin(AgentCore):
             NothingPendingError / RunError: the run is not paused at the gate, or a plan for
                 it is already queued.
 
-        Example:
+        Examples:
             >>> import asyncio, tempfile, os
             >>> from ai_agent import Agent, ToolCategory, ToolSpec
             >>> from ai_agent.testing import ScriptedModel

@@ -4,7 +4,7 @@ Install with ``pip install 'ai-agent[local]'`` (or ``uv sync --extra local``). I
 package loads neither ``xllamacpp`` nor the model; `LocalModelServer` does that when it
 starts, in a child process.
 
-Example:
+Examples:
     ```python
     async with LocalModelServer(n_threads=1) as server:
         model = ChatOpenAI(

@@ -102,7 +102,7 @@ def adapt_chat_template(template: str) -> str:
     Raises:
         LocalBackendError: The template is not the Qwen2.5 one these edits are written for.
 
-    Example:
+    Examples:
         >>> adapt_chat_template("{{ messages }}")
         Traceback (most recent call last):
         ...

@@ -134,7 +134,7 @@ def ensure_model(
         LocalBackendError: The file could not be downloaded or verified; the message says what
             to do instead.
 
-    Example:
+    Examples:
         The first call downloads about 491 MB; later calls return at once:
 
             path = ensure_model()

@@ -17,7 +17,7 @@ handler, starts no exporter and sends nothing anywhere:
   (``agent.metrics``) and to the collectors of ``custom_collectors``;
 - ``agent.add_listener(fn)`` calls ``fn`` with the typed lifecycle events of every run.
 
-Example:
+Examples:
     >>> import io
     >>> from ai_agent.config import LoggingConfig
     >>> out = io.StringIO()

@@ -11,7 +11,7 @@ stage) the event belongs to. Keep them quick: hand slow work to a queue or a thr
 that raises is logged at WARNING (with its traceback, redacted) and the run goes on; one that
 returns a coroutine is told off the same way, as nothing would ever await it.
 
-Example:
+Examples:
     >>> from dataclasses import dataclass
     >>> @dataclass
     ... class Ping:

@@ -12,7 +12,7 @@
 The hooks run on the task that makes the request, so the records carry the model call's ids
 (``request_id`` is its ``X-Request-ID``).
 
-Example:
+Examples:
     >>> import httpx
     >>> hooks = HttpLog(None, Redactor()).event_hooks()
     >>> client = httpx.AsyncClient(event_hooks=hooks)

@@ -30,7 +30,7 @@ Every record the engine makes is redacted before it leaves the engine (see
 application attaches. `CorrelationFilter` adds the ids of the current run, stage, model call
 and tool call to records (attach it to your own handlers to tag third-party records too).
 
-Example:
+Examples:
     >>> import io
     >>> out = io.StringIO()
     >>> handler = configure_logging(stream=out, level="INFO")

@@ -21,7 +21,7 @@ maximum per series; ``custom_collectors`` names more by import path, and
 ``agent.telemetry.add_collector`` adds objects. A collector that raises is logged at WARNING and
 never stops a run.
 
-Example:
+Examples:
     >>> metrics = DurationMetrics()
     >>> metrics.record(Metric("ai_agent.stage.duration", 12.0, {"stage": "draft"}))
     >>> metrics.record(Metric("ai_agent.stage.duration", 4.0, {"stage": "act"}))
@@ -145,7 +145,7 @@ class DurationMetrics:
     def stats(self, name: str, **attributes: MetricAttribute) -> DurationStats:
         """The stats of ``name`` over every series whose attributes include ``attributes``.
 
-        Example:
+        Examples:
             >>> m = DurationMetrics()
             >>> m.record(Metric("ai_agent.tool.duration", 3.0, {"tool": "grep", "status": "ok"}))
             >>> m.stats("ai_agent.tool.duration", tool="grep").max_ms, m.stats("nothing").count
@@ -203,7 +203,7 @@ def load_collectors(paths: Iterable[str]) -> list[MetricsCollector]:
     Raises:
         ConfigError: A path cannot be imported, or does not name a collector.
 
-    Example:
+    Examples:
         >>> [type(c).__name__ for c in load_collectors(["ai_agent.observability:DurationMetrics"])]
         ['DurationMetrics']
     """

@@ -5,7 +5,7 @@ the tracer (OpenTelemetry only when enabled), the metrics collectors, the listen
 events, and the logging settings that shape records (bodies, size limit, slow threshold). It is
 per Agent, never process-wide: two Agents in one process may observe differently.
 
-Example:
+Examples:
     >>> from ai_agent.config import ObservabilityConfig
     >>> telemetry = Telemetry(observability=ObservabilityConfig(request_id_format="ulid"))
     >>> with telemetry.run("thread-1") as run:
@@ -54,7 +54,7 @@ TRACESTATE_KEY = "aiagent"
 def tracestate(existing: str, run_id: str) -> str:
     """A ``tracestate`` with the engine's entry first (W3C: a changed entry moves to the front).
 
-    Example:
+    Examples:
         >>> tracestate("rojo=00f067aa0ba902b7,aiagent=old", "run1")
         'aiagent=run1,rojo=00f067aa0ba902b7'
     """

@@ -10,7 +10,7 @@ The engine opens spans through a `Tracer`. Two exist:
   OpenTelemetry's global one. Whatever is exported, and where to, is the provider's business:
   the engine never sets up an exporter.
 
-Example:
+Examples:
     >>> tracer = NullTracer()
     >>> with tracer.span("ai_agent.run", {"ai_agent.thread_id": "t1"}) as run:
     ...     with tracer.span("ai_agent.stage.draft", {}, parent=run) as stage:
@@ -108,7 +108,7 @@ def clean_attributes(
 ) -> dict[str, AttributeValue]:
     """The attributes without None values (OpenTelemetry rejects them).
 
-    Example:
+    Examples:
         >>> clean_attributes({"a": 1, "b": None, "c": "x"})
         {'a': 1, 'c': 'x'}
     """

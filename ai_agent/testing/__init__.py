@@ -6,7 +6,7 @@
   with scripted `Reply` items and `Fault` items (429, 500, 503, hang, cut stream,
   malformed tool arguments...), for exercising the real client end to end.
 
-Example:
+Examples:
     >>> from ai_agent.testing import MockOpenAIServer, ScriptedModel
     >>> ScriptedModel(["hi"]).invoke("hello").content
     'hi'

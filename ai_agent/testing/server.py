@@ -15,7 +15,7 @@ Each request takes the next item of the script:
 When the script runs out, ``responder(request)`` answers if given, else the server answers 500
 naming the problem.
 
-Example:
+Examples:
     >>> from langchain_openai import ChatOpenAI
     >>> with MockOpenAIServer(["Hello!"]) as server:
     ...     model = ChatOpenAI(base_url=server.base_url, api_key="k", model="m", max_retries=0)
@@ -441,7 +441,7 @@ class MockOpenAIServer:
     Attributes:
         requests: Every request received, in order.
 
-    Example:
+    Examples:
         >>> server = MockOpenAIServer([Fault.rate_limit(retry_after=1), "ok"])
         >>> with server:
         ...     server.base_url.startswith("http://127.0.0.1:")

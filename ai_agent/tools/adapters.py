@@ -166,7 +166,7 @@ def _plain(obj: Any, options: dict[str, Any]) -> ToolSpec | None:
 def is_tool(obj: Any) -> bool:
     """Whether ``obj`` is in one of the forms `as_tool_spec` accepts (valid or not).
 
-    Example:
+    Examples:
         >>> def f(x: int) -> int:
         ...     return x
         >>> is_tool(f), is_tool(42)
@@ -195,7 +195,7 @@ def as_tool_spec(obj: Any, **options: Any) -> ToolSpec:
         ToolRegistrationError: the object is no tool, or it is an invalid one (no description,
             no schema, a bad name).
 
-    Example:
+    Examples:
         >>> def shout(text: str) -> str:
         ...     '''Upper-case a text.'''
         ...     return text.upper()

@@ -32,7 +32,7 @@ class BaseTool(ABC):
     Class attributes a subclass may set: ``requires_env`` (environment variables it needs),
     ``timeout`` (seconds), ``parameters`` (an explicit JSON schema), ``group``.
 
-    Example:
+    Examples:
         >>> import asyncio
         >>> class Shout(BaseTool):
         ...     name = "shout"

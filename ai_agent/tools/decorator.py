@@ -208,7 +208,7 @@ def tool(fn: Any = None, /, **options: Any) -> Any:
     Raises:
         ToolRegistrationError: no description, or parameters without a JSON schema.
 
-    Example:
+    Examples:
         >>> @tool(category="read_only")
         ... def add(a: int, b: int = 1) -> int:
         ...     '''Add two integers.

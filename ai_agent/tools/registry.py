@@ -46,7 +46,7 @@ class ToolRegistry(Mapping[str, ToolSpec]):
         tools: Tools in any supported form (see `as_tool_spec`).
         timeout: Seconds a call may take when its tool does not say (30 by default).
 
-    Example:
+    Examples:
         >>> from ai_agent.tools.spec import ToolSpec, ToolCategory
         >>> reg = make_tool_registry([ToolSpec("echo", lambda a, c: {"status": "ok",
         ...     "content": a.get("text")}, description="Echo text.",
@@ -264,7 +264,7 @@ class TurnView:
     every other method answers from that pinned snapshot until the next cycle's ``schemas``. A
     view is made per run (per resume), so concurrent runs pin independently.
 
-    Example:
+    Examples:
         >>> from ai_agent.tools.spec import ToolSpec
         >>> reg = ToolRegistry([ToolSpec("a", lambda x, c: 1, description="A.")])
         >>> view = reg.view()
@@ -318,7 +318,7 @@ class TurnView:
 def make_tool_registry(tools: Iterable[Any]) -> ToolRegistry:
     """Build a registry (a ``{name: ToolSpec}`` mapping) from tools in any supported form.
 
-    Example:
+    Examples:
         >>> from ai_agent.tools.spec import ToolSpec
         >>> reg = make_tool_registry([ToolSpec("t", lambda a, c: {"status": "ok"},
         ...                                    description="A tool.")])

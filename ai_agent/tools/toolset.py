@@ -79,7 +79,7 @@ class ToolSet:
         timeout: Seconds a call may take when its spec does not say.
         retry: Retries of retryable failures (``ai_agent.resilience``; None: no retries).
 
-    Example:
+    Examples:
         >>> import asyncio
         >>> from ai_agent.tools.spec import ToolCategory
         >>> echo = ToolSpec("fs.echo", lambda a, c: a["text"], description="Echo a text.",

@@ -100,7 +100,7 @@ def builtin_tools(
         workdir: The working directory: the file sandbox's base unless the settings name one.
         embed: An embedding function for the notes ranker (default: lexical).
 
-    Example:
+    Examples:
         >>> [t.name for t in builtin_tools()][-3:]
         ['find_similar', 'read_note', 'calculator']
     """

@@ -489,7 +489,7 @@ def bwrap_arguments(base: Path, cwd: Path, readonly: list[Path]) -> list[str]:
 def bash_tool(sandbox: Sandbox, config: BashToolConfig) -> ToolSpec:
     """The ``run_bash`` tool (MODIFICATION: a person sees the exact command first).
 
-    Example:
+    Examples:
         >>> import asyncio, tempfile
         >>> from ai_agent.tools import ToolRegistry
         >>> reg = ToolRegistry([bash_tool(Sandbox(tempfile.mkdtemp()), BashToolConfig())])

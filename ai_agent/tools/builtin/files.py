@@ -37,7 +37,7 @@ Fn = Callable[[dict[str, Any], dict[str, Any]], ToolResult]
 def sandbox_for(config: FileToolsConfig, workdir: str | os.PathLike[str]) -> Sandbox:
     """The sandbox the file tools use: ``config.base_dir`` or the working directory.
 
-    Example:
+    Examples:
         >>> import tempfile, os
         >>> d = tempfile.mkdtemp()
         >>> inside = sandbox_for(FileToolsConfig(), d)
@@ -383,7 +383,7 @@ def _summary(verb: str) -> Callable[[ToolResult], str]:
 def file_tools(sandbox: Sandbox, config: FileToolsConfig) -> list[ToolSpec]:
     """The eight file tools, sharing one sandbox.
 
-    Example:
+    Examples:
         >>> import tempfile
         >>> from ai_agent.config import FileToolsConfig
         >>> box = Sandbox(tempfile.mkdtemp())

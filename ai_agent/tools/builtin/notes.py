@@ -37,7 +37,7 @@ def load_embedding(path: str) -> Embed:
     Raises:
         ValueError: the module or the function cannot be found, or it is not callable.
 
-    Example:
+    Examples:
         >>> load_embedding("math:fsum")([0.5, 0.5])
         1.0
     """
@@ -191,7 +191,7 @@ def notes_tools(
         embed: An embedding function ``embed(texts) -> vectors`` (default: the lexical ranker,
             or ``config.embedding``).
 
-    Example:
+    Examples:
         >>> import asyncio, tempfile, pathlib
         >>> from ai_agent.tools import ToolRegistry
         >>> folder = pathlib.Path(tempfile.mkdtemp())

@@ -106,7 +106,7 @@ def _front_matter(text: str) -> tuple[dict[str, Any], int]:
 def parse_note(path: str, text: str) -> Note:
     r"""Sections and tags of a Markdown note.
 
-    Example:
+    Examples:
         >>> note = parse_note("a.md", "---\ntags: [ml]\n---\nIntro #draft\n# Setup\nsteps\n")
         >>> sorted(note.tags), [s.title for s in note.sections]
         (['draft', 'ml'], ['', 'Setup'])

@@ -49,7 +49,7 @@ def glob_regex(pattern: str, *, recursive: bool = True, hidden: bool = False) ->
         recursive: When False, ``**`` is a plain ``*`` (one segment).
         hidden: Wildcards match a leading dot too (gitignore's rule, not the shell's).
 
-    Example:
+    Examples:
         >>> bool(glob_regex("**/*.py").match("a/b/c.py")), bool(glob_regex("*.py").match("a/c.py"))
         (True, False)
         >>> bool(glob_regex("src/**").match("src/x/y"))
@@ -82,7 +82,7 @@ class _Rule:
 class GitIgnore:
     r"""The ignore rules of one ``.gitignore``, for paths relative to its directory.
 
-    Example:
+    Examples:
         >>> rules = GitIgnore.parse("build/\n*.log\n!keep.log\n/top.txt\n")
         >>> rules.ignored("build", is_dir=True), rules.ignored("x/a.log", is_dir=False)
         (True, True)

@@ -79,7 +79,7 @@ class Sandbox:
         denied_extensions: Extensions that may never be used.
         max_read_bytes: Files larger than this are not read.
 
-    Example:
+    Examples:
         >>> import tempfile
         >>> box = Sandbox(tempfile.mkdtemp())
         >>> box.resolve("notes/a.txt").parts

@@ -291,7 +291,7 @@ def _summary(name: str) -> Any:
 def search_tools(sandbox: Sandbox, config: FileToolsConfig) -> list[ToolSpec]:
     r"""``glob_search`` and ``grep_search`` over the file sandbox.
 
-    Example:
+    Examples:
         >>> import asyncio, tempfile, pathlib
         >>> from ai_agent.tools import ToolRegistry
         >>> base = pathlib.Path(tempfile.mkdtemp())

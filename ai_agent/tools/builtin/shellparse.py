@@ -497,7 +497,7 @@ def _parse_into(source: str, parsed: Parsed, depth: int) -> None:
 def parse_command(source: str) -> Parsed:
     r"""Every program a bash command line would run, and what could not be read.
 
-    Example:
+    Examples:
         >>> parse_command("ls -l && echo \"$(rm -rf x)\" | sh").programs
         ['rm', 'ls', 'echo', 'sh']
         >>> parse_command("timeout 5 env A=1 python3 -c 'print(1)'").programs

@@ -8,7 +8,7 @@ as ``<server>.<tool>`` with categories from their annotations, restarts a server
 
 Importing this package does not import the MCP client: it is loaded when a server starts.
 
-Example:
+Examples:
     >>> from ai_agent.tools.mcp import McpServerConfig, category_for
     >>> McpServerConfig(name="fs", command="npx", args=["-y", "pkg", "/data"]).transport
     'stdio'

@@ -89,7 +89,7 @@ class McpManager:
             (the Agent adds them to the tools new runs start with).
         on_event: Called with a line about each lifecycle step.
 
-    Example:
+    Examples:
         >>> from ai_agent.tools import ToolRegistry
         >>> manager = McpManager([McpServerConfig(name="fs", command="npx", args=["-y", "x"])],
         ...                      registry=ToolRegistry())
@@ -318,7 +318,7 @@ def gather_servers(
     Raises:
         ConfigError: a file cannot be read, or a server is invalid.
 
-    Example:
+    Examples:
         >>> old = McpServerConfig(name="fs", command="old")
         >>> [s.command for s in gather_servers([old], None, [{"name": "fs", "command": "new"}])]
         ['new']

@@ -76,7 +76,7 @@ class Resolved:
 def referenced_variables(config: McpServerConfig) -> list[str]:
     """Every environment variable the configuration names (``${VAR}``, ``key_env``), in order.
 
-    Example:
+    Examples:
         >>> referenced_variables(McpServerConfig(name="a", url="http://h/${PATH_PART}",
         ...     auth={"key_env": "API_KEY"}))
         ['PATH_PART', 'API_KEY']
@@ -164,7 +164,7 @@ def resolve(config: McpServerConfig, environ: Mapping[str, str] | None = None) -
     Raises:
         McpEnvError: A referenced variable is not set; the message names it, never a value.
 
-    Example:
+    Examples:
         >>> config = McpServerConfig(name="api", url="http://localhost:8080/mcp",
         ...                          auth={"key": "${DEMO_KEY}", "header": "X-API-Key"})
         >>> resolved = resolve(config, {"DEMO_KEY": "k-123456"})
