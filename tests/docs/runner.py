@@ -9,8 +9,9 @@ A page's fenced blocks are taken in order:
   (``...`` matches anything, as in doctest).
 - ``bash`` / ``console`` / ``shell``: every ``ai-agent ...`` command (also after ``uv run``) is
   parsed by the real CLI parser, so a renamed option fails. Commands that need nothing outside the
-  test run too, by calling ``main(argv)``: those with ``--model scripted:FILE``, and the commands
-  that only read the database (``runs``, ``show``, ``history``, ``replay`` without ``--live``...).
+  test run too, by calling ``main(argv)``: those with ``--model scripted:FILE``, a plan queued with
+  ``--queue``, and the commands that only read the database (``runs``, ``show``, ``history``,
+  ``replay`` without ``--live``...).
   A command needing a real model server, the local model, PostgreSQL, or holding a placeholder
   (``THREAD``, ``$DB``, ``...``) is parsed only. The exit code must be 0 unless the line's comment
   says ``exit N``; a following ``text`` block is what the commands printed. Other shell lines
@@ -147,6 +148,8 @@ def runnable(line: str) -> bool:
         return False
     argv = shlex.split(command)[1:]
     if "--model" in argv and argv[argv.index("--model") + 1].startswith("scripted:"):
+        return True
+    if "--queue" in argv:  # a queued plan is checked and stored; no model is asked
         return True
     return bool(argv) and (argv[0] in _OFFLINE_COMMANDS or argv[0] == "replay")
 
