@@ -158,9 +158,11 @@ def check_parses(argv: list[str], where: str) -> None:
     """The CLI parser accepts ``argv`` (its options exist and their values are valid)."""
     parser, commands = _parser()
     try:
-        parser.parse_args(_argv(argv, commands))
+        with contextlib.redirect_stdout(io.StringIO()):  # --help prints, then exits 0
+            parser.parse_args(_argv(argv, commands))
     except SystemExit as exc:
-        raise AssertionError(f"{where}: the CLI rejects `ai-agent {shlex.join(argv)}`") from exc
+        if exc.code:
+            raise AssertionError(f"{where}: the CLI rejects `ai-agent {shlex.join(argv)}`") from exc
 
 
 def same_output(want: str, got: str) -> bool:
