@@ -516,12 +516,7 @@ class AgentCore:
     ) -> RunResult:
         """Continue a run: with a plan when it is paused at the gate, without after a crash.
 
-        Raises:
-            UnknownThreadError: no such thread.
-            PlanRequiredError: it is paused at the gate and no plan was given.
-            InvalidPlanError: the plan is invalid (the run stays paused).
-            NothingPendingError: the run has finished.
-            ThreadBusyError: another process is working on it.
+        The arguments, the result and the errors are documented on `ai_agent.Agent.resume`.
         """
         lease = await self.store.acquire(thread_id)
         try:

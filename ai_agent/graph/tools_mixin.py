@@ -152,19 +152,7 @@ class ToolsMixin(AgentCore):
     ) -> ToolResult:
         """Run one tool directly, under the same policy a run applies.
 
-        Args:
-            name: The tool's name (or its wire name).
-            args: Its arguments.
-            approved: A person approved this call (needed where a run would wait for one).
-
-        Returns:
-            The full ToolResult (never clipped), with ``execution_time_ms`` and ``summary``.
-
-        Raises:
-            UnknownToolError: no enabled tool has this name; nothing runs.
-            ToolPolicyViolation: the category's policy is ``deny``.
-            ApprovalRequiredError: the policy (or the tool, for this call) needs a person and
-                ``approved`` is False outside unattended mode. The message shows the preview.
+        The arguments, the result and the errors are documented on `ai_agent.Agent.call_tool`.
 
         Examples:
             >>> import asyncio
