@@ -31,7 +31,7 @@ def cli_help() -> str:
     """Markdown: one section per command, its help text in a code block."""
     from ai_agent.cli import _parser
 
-    with _columns(96):
+    with _columns(80):  # fits the page's code block without scrolling
         parser, _ = _parser()
         sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
         parts = ["## ai-agent", "", "```text", parser.format_help().rstrip(), "```", ""]
