@@ -6,7 +6,7 @@ critical gate pauses for a person's plan and the run resumes later, in any proce
 The public names are imported on first use (PEP 562), so ``import ai_agent`` and the command
 line's ``--help`` do not pay for LangGraph, LangChain and pydantic-settings until they are needed.
 
-Example:
+Examples:
     >>> from ai_agent import Agent, UserPlan
     >>> UserPlan(instructions="use the backup").allow_continue
     True

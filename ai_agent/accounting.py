@@ -1,10 +1,10 @@
 """Token accounting of a run: estimates, compaction, budgets and usage records.
 
-:class:`RunMeter` is the :class:`~ai_agent.context.Meter` the draft stage uses around each model
+`RunMeter` is the `Meter` the draft stage uses around each model
 call. Before the call it estimates the request (incrementally), compacts the conversation when it
 reaches the trigger, and checks the run's budget: a call that could pass ``max_tokens`` or
 ``max_cost`` is not made, and the gate gets a BUDGET issue instead. After the call it turns the
-reply into a :class:`~ai_agent.state.UsageRecord`: the server's usage when reported (with the
+reply into a `UsageRecord`: the server's usage when reported (with the
 estimate's error), else the estimate, plus cost and per-tool attribution.
 
 Estimates are *calibrated*: a server's chat template adds tokens tiktoken cannot see (a default
@@ -12,10 +12,10 @@ system prompt, the tool-calling instructions), so once the server has reported u
 between its count and our estimate for the previous request is added to the next estimate. The
 calibrated figure drives compaction and budget checks; both figures and their errors are recorded.
 
-:class:`UsageTracker` sums the records of every run an Agent drives in this process (the
+`UsageTracker` sums the records of every run an Agent drives in this process (the
 per-agent totals; the per-session totals live in each run's state).
 
-Example:
+Examples:
     >>> from ai_agent.tokens import TokenCounter
     >>> meter = RunMeter(counter=TokenCounter(), model_name="m")
     >>> meter.estimate([{"role": "user", "content": "hi"}], [])
@@ -46,7 +46,7 @@ _TOTAL_KEYS = ("prompt_tokens", "completion_tokens", "total_tokens", "cached_tok
 def add_usage(total: Mapping[str, Any] | None, record: UsageRecord) -> dict[str, Any]:
     """A running total with one more record (tokens, requests, cost).
 
-    Example:
+    Examples:
         >>> add_usage({}, {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7,
         ...                "iteration": 1, "at": 0.0, "cost": 0.5})["requests"]
         1
@@ -86,7 +86,7 @@ def budget_granted(state: RunState) -> bool:
 class UsageTracker:
     """Totals of every model request an Agent made in this process, across its runs.
 
-    Example:
+    Examples:
         >>> tracker = UsageTracker()
         >>> tracker.add("t1", {"iteration": 1, "at": 0.0, "prompt_tokens": 3,
         ...                    "completion_tokens": 1, "total_tokens": 4})

@@ -1,8 +1,8 @@
 """Settings for the engine: the only module that reads environment variables and config files.
 
-:class:`AgentSettings` gathers every setting from these sources, highest priority first:
+`AgentSettings` gathers every setting from these sources, highest priority first:
 
-1. arguments to the constructor (or to :meth:`AgentSettings.load` / :func:`load_settings`);
+1. arguments to the constructor (or to `AgentSettings.load` / `load_settings`);
 2. environment variables, prefix ``MAMBA_``, nested fields joined by ``__``
    (``MAMBA_MODEL_BACKEND__TIMEOUT=10``);
 3. ``.env`` in the working directory;
@@ -19,12 +19,12 @@ place of ``config.toml`` / ``config.yaml``.
 Every section rejects unknown keys, so a typo in a config file (``timout = 5``) is an error rather
 than a silently ignored line. Unrelated top-level ``MAMBA_*`` variables are ignored.
 
-Secrets are :class:`pydantic.SecretStr`. Their value never appears in ``repr``, ``str``,
-``model_dump_json`` or any error text: pydantic's own errors hide inputs, and :class:`ConfigError`
-messages show the given value only for non-secret fields. :meth:`ModelBackendSettings.get_headers`
+Secrets are `pydantic.SecretStr`. Their value never appears in ``repr``, ``str``,
+``model_dump_json`` or any error text: pydantic's own errors hide inputs, and `ConfigError`
+messages show the given value only for non-secret fields. `ModelBackendSettings.get_headers`
 is where the key is read for use.
 
-Example:
+Examples:
     >>> settings = AgentSettings(_env_file=None, max_iterations=5)
     >>> settings.max_iterations, settings.model_backend.model
     (5, 'llama3.2')
@@ -165,7 +165,7 @@ class ModelBackendSettings(_Section):
 
     The generation parameters left at ``None`` are not sent, so the server's defaults apply.
 
-    Example:
+    Examples:
         >>> backend = ModelBackendSettings(api_key="sk-example", temperature=0.2)
         >>> backend.api_key
         SecretStr('**********')
@@ -183,10 +183,18 @@ class ModelBackendSettings(_Section):
     model: str = Field(default="llama3.2", min_length=1, description="Model identifier.")
     timeout: float = Field(default=30.0, gt=0, description="Request timeout in seconds.")
     max_retries: int = Field(default=3, ge=0, description="Retry attempts for failed requests.")
-    temperature: float | None = Field(default=None, ge=0, le=2)
-    max_tokens: int | None = Field(default=None, gt=0)
-    top_p: float | None = Field(default=None, ge=0, le=1)
-    seed: int | None = None
+    temperature: float | None = Field(
+        default=None, ge=0, le=2, description="Sampling temperature; unset: the server's default."
+    )
+    max_tokens: int | None = Field(
+        default=None, gt=0, description="Most tokens in one reply; unset: the server's default."
+    )
+    top_p: float | None = Field(
+        default=None, ge=0, le=1, description="Nucleus sampling; unset: the server's default."
+    )
+    seed: int | None = Field(
+        default=None, description="Sampling seed, for servers that honour one."
+    )
     context_window: int | None = Field(
         default=None, gt=0, description="The model's context window in tokens, when known."
     )
@@ -229,7 +237,7 @@ class ModelBackendSettings(_Section):
         Returns:
             ``{"Authorization": "Bearer <key>"}`` when a key is set, else an empty dict.
 
-        Example:
+        Examples:
             >>> ModelBackendSettings().get_headers()
             {}
         """
@@ -240,7 +248,7 @@ class ModelBackendSettings(_Section):
     def generation_params(self) -> dict[str, float | int]:
         """The generation parameters that are set, ready for a chat-completions request.
 
-        Example:
+        Examples:
             >>> ModelBackendSettings(max_tokens=256, seed=7).generation_params()
             {'max_tokens': 256, 'seed': 7}
         """
@@ -256,21 +264,37 @@ class ModelBackendSettings(_Section):
 class LoggingConfig(_Section):
     """How the engine logs (spec 6.2.2). Every pattern must compile, or loading fails.
 
-    Example:
+    Examples:
         >>> LoggingConfig(level="debug").level
         'DEBUG'
     """
 
-    level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "INFO"
-    structured: bool = False
-    include_request_body: bool = False
-    include_response_body: bool = False
+    level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = Field(
+        default="INFO",
+        description="The ai_agent logger's level, when configure_logging or the CLI installs a "
+        "handler.",
+    )
+    structured: bool = Field(default=False, description="JSON lines instead of text.")
+    include_request_body: bool = Field(
+        default=False, description="Log model request bodies at DEBUG."
+    )
+    include_response_body: bool = Field(
+        default=False, description="Log model response bodies at DEBUG."
+    )
     body_size_limit: int = Field(default=1024, ge=0, description="Max bytes of a logged body.")
-    include_correlation_id: bool = True
-    redact_authorization: bool = True
-    redact_api_keys: bool = True
+    include_correlation_id: bool = Field(
+        default=True,
+        description="Thread, run, stage, iteration, request and tool-call ids on every line.",
+    )
+    redact_authorization: bool = Field(
+        default=True, description="Mask Authorization headers and bearer tokens."
+    )
+    redact_api_keys: bool = Field(
+        default=True, description="Mask API keys in query strings (api_key=, key=, token=)."
+    )
     sensitive_patterns: list[Annotated[str, AfterValidator(_check_regex)]] = Field(
-        default_factory=lambda: [r"password=\S+", r"secret=\S+"]
+        default_factory=lambda: [r"password=\S+", r"secret=\S+"],
+        description="Regular expressions whose matches are masked in every record.",
     )
     slow_response_seconds: float = Field(
         default=10.0, gt=0, description="Model calls slower than this are logged at WARNING."
@@ -285,7 +309,7 @@ class LoggingConfig(_Section):
     def compiled_patterns(self) -> list[re.Pattern[str]]:
         """The sensitive patterns, compiled.
 
-        Example:
+        Examples:
             >>> LoggingConfig().compiled_patterns[0].sub("***", "password=hunter2")
             '***'
         """
@@ -298,17 +322,27 @@ class ObservabilityConfig(_Section):
     ``custom_collectors`` holds import paths (``package.module:Name``); this module only checks
     their form and never imports them.
 
-    Example:
+    Examples:
         >>> ObservabilityConfig(request_id_format="ulid").request_id_format
         'ulid'
     """
 
-    request_id_format: Literal["uuid4", "ulid"] = "uuid4"
-    propagate_trace_context: bool = True
-    enable_otel_instrumentation: bool = False
-    metrics_enabled: bool = True
+    request_id_format: Literal["uuid4", "ulid"] = Field(
+        default="uuid4", description="uuid4, or ulid (26 characters that sort by time)."
+    )
+    propagate_trace_context: bool = Field(
+        default=True, description="Model requests carry X-Request-ID, traceparent and tracestate."
+    )
+    enable_otel_instrumentation: bool = Field(
+        default=False,
+        description="OpenTelemetry spans for runs, stages, model and tool calls (the otel extra).",
+    )
+    metrics_enabled: bool = Field(
+        default=True, description="Time runs, stages, model and tool calls (agent.metrics)."
+    )
     custom_collectors: list[Annotated[str, AfterValidator(_check_import_path)]] = Field(
-        default_factory=list
+        default_factory=list,
+        description="Import paths of more metric collectors (package.module:Name).",
     )
 
 
@@ -318,29 +352,56 @@ class ErrorRecoveryConfig(_Section):
     ``retry_level`` picks the retry counts and the backoff multiplier; ``tool_max_retries`` and
     ``model_max_retries`` override the counts.
 
-    Example:
+    Examples:
         >>> cfg = ErrorRecoveryConfig(retry_level=3, tool_max_retries=0)
         >>> cfg.tool_retries, cfg.model_retries, cfg.backoff_multiplier
         (0, 5, 1.2)
     """
 
     retry_level: int = Field(default=2, ge=1, le=3, description="1 conservative .. 3 aggressive.")
-    tool_max_retries: int | None = Field(default=None, ge=0)
-    model_max_retries: int | None = Field(default=None, ge=0)
+    tool_max_retries: int | None = Field(
+        default=None,
+        ge=0,
+        description="Retries of a failed tool call; unset: 1, 2 or 3 by retry_level.",
+    )
+    model_max_retries: int | None = Field(
+        default=None,
+        ge=0,
+        description="Retries of a failed model call; unset: 2, 3 or 5 by retry_level.",
+    )
     # The spec's environment table names MAMBA_RETRY__MAX_ATTEMPTS: total attempts of a model
     # call, the first one included (so 3 means up to 2 retries). model_max_retries wins if both.
-    max_attempts: int | None = Field(default=None, ge=1)
-    initial_backoff_seconds: float = Field(default=1.0, ge=0)
+    max_attempts: int | None = Field(
+        default=None,
+        ge=1,
+        description="Attempts of a model call, the first included (model_max_retries wins).",
+    )
+    initial_backoff_seconds: float = Field(
+        default=1.0,
+        ge=0,
+        description="Wait before the first retry; later waits grow by the level's multiplier.",
+    )
     # validate_default: the cross-check must also run when only initial_backoff_seconds is set.
-    max_backoff_seconds: float = Field(default=60.0, ge=0, validate_default=True)
+    max_backoff_seconds: float = Field(
+        default=60.0,
+        ge=0,
+        validate_default=True,
+        description="Longest wait between retries; a longer Retry-After ends the retries.",
+    )
     retryable_tool_errors: list[str] = Field(
-        default_factory=lambda: ["TimeoutError", "ConnectionError", "TemporaryFailure"]
+        default_factory=lambda: ["TimeoutError", "ConnectionError", "TemporaryFailure"],
+        description="Error names and codes that make a tool call retryable.",
     )
     retryable_model_errors: list[str] = Field(
-        default_factory=lambda: ["RateLimitError", "ServiceUnavailable", "Timeout"]
+        default_factory=lambda: ["RateLimitError", "ServiceUnavailable", "Timeout"],
+        description="Error names and kinds that make a model call retryable.",
     )
-    circuit_breaker_threshold: int = Field(default=5, ge=1)
-    circuit_breaker_timeout: float = Field(default=30.0, gt=0)
+    circuit_breaker_threshold: int = Field(
+        default=5, ge=1, description="Failed model calls in a row that open the circuit breaker."
+    )
+    circuit_breaker_timeout: float = Field(
+        default=30.0, gt=0, description="Seconds the breaker stays open before one trial call."
+    )
 
     @field_validator("max_backoff_seconds")
     @classmethod
@@ -376,19 +437,32 @@ class ErrorRecoveryConfig(_Section):
 class TokenizerConfig(_Section):
     """Token counting with tiktoken (spec 5.6.1). Counts are approximate, hence the margin.
 
-    Example:
+    Examples:
         >>> TokenizerConfig().safety_margin
         0.05
     """
 
-    encoding: str = Field(default="cl100k_base", min_length=1)
-    fallback_encoding: str = Field(default="cl100k_base", min_length=1)
-    model_mapping: dict[str, str] = Field(
-        default_factory=lambda: {"llama": "cl100k_base", "mistral": "cl100k_base"}
+    encoding: str = Field(
+        default="cl100k_base", min_length=1, description="tiktoken encoding used for counting."
     )
-    cache_tokenizer: bool = True
-    count_special_tokens: bool = True
-    safety_margin: float = Field(default=0.05, ge=0, le=0.5)
+    fallback_encoding: str = Field(
+        default="cl100k_base",
+        min_length=1,
+        description="Encoding used when encoding cannot be loaded.",
+    )
+    model_mapping: dict[str, str] = Field(
+        default_factory=lambda: {"llama": "cl100k_base", "mistral": "cl100k_base"},
+        description="Encoding by a part of the model id (the longest match wins).",
+    )
+    cache_tokenizer: bool = Field(
+        default=True, description="Share each loaded encoding in the process."
+    )
+    count_special_tokens: bool = Field(
+        default=True, description="Special tokens in a text count as one token each."
+    )
+    safety_margin: float = Field(
+        default=0.05, ge=0, le=0.5, description="Added to counts in window checks (0.05 is 5 %)."
+    )
 
 
 def _default_hybrid_weights() -> dict[HybridComponent, float]:
@@ -400,19 +474,41 @@ class CompactionConfig(_Section):
 
     ``hybrid_weights`` weighs the other strategies when ``strategy`` is ``"hybrid"``.
 
-    Example:
+    Examples:
         >>> CompactionConfig(strategy="sliding_window").target_tokens
         80000
     """
 
-    strategy: CompactionStrategy = "summarize_older"
-    trigger_threshold_tokens: int = Field(default=100_000, gt=0)
-    target_tokens: int = Field(default=80_000, gt=0, validate_default=True)
-    preserve_recent_turns: int = Field(default=10, ge=0)
-    preserve_system_prompt: bool = True
-    summarization_model: str = Field(default="same", min_length=1)
+    strategy: CompactionStrategy = Field(
+        default="summarize_older",
+        description="sliding_window, summarize_older, selective_pruning, importance_scoring or "
+        "hybrid.",
+    )
+    trigger_threshold_tokens: int = Field(
+        default=100_000,
+        gt=0,
+        description="Compact when a request's calibrated estimate reaches this.",
+    )
+    target_tokens: int = Field(
+        default=80_000,
+        gt=0,
+        validate_default=True,
+        description="Compact down to this (below the trigger).",
+    )
+    preserve_recent_turns: int = Field(
+        default=10, ge=0, description="Most recent blocks kept verbatim."
+    )
+    preserve_system_prompt: bool = Field(
+        default=True, description="Never compact away a system message in the conversation."
+    )
+    summarization_model: str = Field(
+        default="same",
+        min_length=1,
+        description="Model for summaries and scores: same, or another model id on the same server.",
+    )
     hybrid_weights: dict[HybridComponent, Annotated[float, Field(ge=0)]] = Field(
-        default_factory=_default_hybrid_weights
+        default_factory=_default_hybrid_weights,
+        description="Weights of the other strategies when strategy is hybrid.",
     )
 
     @field_validator("target_tokens")
@@ -437,14 +533,20 @@ class ModelRate(_Section):
     ``cached_per_1m`` prices prompt tokens served from the server's cache; None prices them
     like other prompt tokens.
 
-    Example:
+    Examples:
         >>> ModelRate(prompt_per_1m=0.15, completion_per_1m=0.6).cost(1000, 500)
         0.00045
     """
 
-    prompt_per_1m: float = Field(default=0.0, ge=0)
-    completion_per_1m: float = Field(default=0.0, ge=0)
-    cached_per_1m: float | None = Field(default=None, ge=0)
+    prompt_per_1m: float = Field(default=0.0, ge=0, description="Cost of a million prompt tokens.")
+    completion_per_1m: float = Field(
+        default=0.0, ge=0, description="Cost of a million completion tokens."
+    )
+    cached_per_1m: float | None = Field(
+        default=None,
+        ge=0,
+        description="Cost of a million cached prompt tokens; unset: as other prompt tokens.",
+    )
 
     def cost(self, prompt_tokens: int, completion_tokens: int, cached_tokens: int = 0) -> float:
         """The cost of one request, rounded to 1e-9."""
@@ -462,11 +564,11 @@ class BudgetConfig(_Section):
     """Cost rates per model and the limits of one run (spec 5.6.4).
 
     ``rates`` maps a model id, or a part of one (the longest match wins; ``"*"`` matches any),
-    to its :class:`ModelRate`. Before each model call the run checks that the call cannot pass
+    to its `ModelRate`. Before each model call the run checks that the call cannot pass
     ``max_tokens`` or ``max_cost``; if it could, the gate gets a BUDGET issue instead, and a plan
     that continues grants one more budget of the same size.
 
-    Example:
+    Examples:
         >>> cfg = BudgetConfig(rates={"gpt-4o-mini": {"prompt_per_1m": 0.15}}, max_cost=1.0)
         >>> cfg.rate_for("gpt-4o-mini-2024").prompt_per_1m
         0.15
@@ -474,8 +576,14 @@ class BudgetConfig(_Section):
         0.0
     """
 
-    rates: dict[str, ModelRate] = Field(default_factory=dict)
-    currency: str = Field(default="USD", min_length=1)
+    rates: dict[str, ModelRate] = Field(
+        default_factory=dict,
+        description="ModelRate (prompt_per_1m, completion_per_1m, cached_per_1m) by model id, a "
+        "part of one, or *.",
+    )
+    currency: str = Field(
+        default="USD", min_length=1, description="Currency of the rates and costs."
+    )
     max_tokens: int | None = Field(default=None, gt=0, description="Total tokens per run.")
     max_cost: float | None = Field(default=None, gt=0, description="Cost per run.")
 
@@ -493,13 +601,17 @@ class BudgetConfig(_Section):
 class StreamingConfig(_Section):
     """What is streamed (spec 5.3.1).
 
-    Example:
+    Examples:
         >>> StreamingConfig(chunk_size=4096).chunk_size
         4096
     """
 
-    stream_model_responses: bool = True
-    stream_tool_results: bool = True
+    stream_model_responses: bool = Field(
+        default=True, description="Ask the server for streamed replies while someone watches."
+    )
+    stream_tool_results: bool = Field(
+        default=True, description="Send tool output events as it arrives."
+    )
     chunk_size: int = Field(default=1024, gt=0, description="Bytes per chunk of tool output.")
 
 
@@ -524,19 +636,33 @@ class FileToolsConfig(_Section):
     after symlinks are resolved, at the moment of use. Extensions are matched case-insensitively;
     an empty ``allowed_extensions`` allows any extension not denied.
 
-    Example:
+    Examples:
         >>> FileToolsConfig(denied_extensions=["PEM", ".key"]).denied_extensions
         ['.pem', '.key']
     """
 
-    sandbox: bool = True
-    base_dir: Path | None = None
-    max_read_bytes: int = Field(default=1_000_000, gt=0)
-    allowed_extensions: list[str] = Field(default_factory=list)
-    denied_extensions: list[str] = Field(default_factory=list)
+    sandbox: bool = Field(
+        default=True,
+        description="Keep every path inside base_dir, after symlinks, at the moment of use.",
+    )
+    base_dir: Path | None = Field(
+        default=None, description="Root of the file sandbox; unset: the Agent's working directory."
+    )
+    max_read_bytes: int = Field(
+        default=1_000_000, gt=0, description="Largest file read_file reads and grep searches."
+    )
+    allowed_extensions: list[str] = Field(
+        default_factory=list,
+        description="Only these extensions may be read or written; empty: any not denied.",
+    )
+    denied_extensions: list[str] = Field(
+        default_factory=list, description="Extensions never read or written (.pem, .key...)."
+    )
     max_results: int = Field(default=200, gt=0, description="Result limit of glob and grep.")
     absolute_paths: bool = Field(default=False, description="glob/grep report absolute paths.")
-    respect_gitignore: bool = True
+    respect_gitignore: bool = Field(
+        default=True, description="glob and grep skip what .gitignore files ignore."
+    )
 
     @field_validator("allowed_extensions", "denied_extensions")
     @classmethod
@@ -551,15 +677,25 @@ class BashToolConfig(_Section):
     parsed command line. ``sandbox="bwrap"`` runs commands under bubblewrap: only the file tools'
     base directory is writable, there is no network, and the rest of the system is read-only.
 
-    Example:
+    Examples:
         >>> BashToolConfig(allow=["ls", "git"]).allow
         ['ls', 'git']
     """
 
     allow: list[str] = Field(default_factory=list, description="Empty: any program.")
-    deny: list[str] = Field(default_factory=list)
-    confirm_destructive: bool = True
-    sandbox: Literal["none", "bwrap"] = "none"
+    deny: list[str] = Field(
+        default_factory=list,
+        description="Programs never run, checked on every command of the parsed line.",
+    )
+    confirm_destructive: bool = Field(
+        default=True,
+        description="Destructive commands (rm, dd, git reset --hard...) wait for a person.",
+    )
+    sandbox: Literal["none", "bwrap"] = Field(
+        default="none",
+        description="bwrap: run commands under bubblewrap (system read-only, base_dir writable, no "
+        "network); none: no OS sandbox.",
+    )
     max_timeout: float = Field(default=600.0, gt=0, description="Cap of a call's timeout (s).")
     max_output_bytes: int = Field(default=100_000, gt=0, description="Per stream.")
     pass_env: list[str] = Field(
@@ -578,19 +714,30 @@ class WebSearchConfig(_Section):
     variable ``api_key_env`` (default ``TAVILY_API_KEY``, ``BRAVE_API_KEY`` or
     ``SERPAPI_API_KEY``), never from a file.
 
-    Example:
+    Examples:
         >>> WebSearchConfig(backend="brave").backend
         'brave'
     """
 
-    backend: Literal["searxng", "tavily", "brave", "serpapi"] = "searxng"
-    url: str = "http://localhost:8888"
-    api_key_env: str | None = None
-    timeout: float = Field(default=15.0, gt=0)
+    backend: Literal["searxng", "tavily", "brave", "serpapi"] = Field(
+        default="searxng", description="searxng, tavily, brave or serpapi."
+    )
+    url: str = Field(
+        default="http://localhost:8888",
+        description="The SearXNG instance (it must allow JSON output).",
+    )
+    api_key_env: str | None = Field(
+        default=None,
+        description="Environment variable holding a hosted backend's key; unset: TAVILY_API_KEY, "
+        "BRAVE_API_KEY or SERPAPI_API_KEY.",
+    )
+    timeout: float = Field(default=15.0, gt=0, description="Seconds one search request may take.")
     rate_limit_per_minute: int = Field(default=30, ge=0, description="0: no limit.")
-    max_wait_seconds: float = Field(default=10.0, ge=0)
+    max_wait_seconds: float = Field(
+        default=10.0, ge=0, description="Longest wait for a rate-limit slot before the call fails."
+    )
     cache_ttl_seconds: float = Field(default=0.0, ge=0, description="0: no cache.")
-    max_results: int = Field(default=20, gt=0)
+    max_results: int = Field(default=20, gt=0, description="Most results one search returns.")
 
     @field_validator("url")
     @classmethod
@@ -608,30 +755,56 @@ class NotesConfig(_Section):
     ``embedding`` is an import path (``package.module:function``) of ``fn(texts) -> vectors``;
     without one, a lexical (BM25) ranker is used.
 
-    Example:
+    Examples:
         >>> NotesConfig().mmr_lambda, NotesConfig().min_chunk_chars
         (0.5, 160)
     """
 
-    folder: Path | None = None
-    k: int = Field(default=20, gt=0, le=100)
-    mmr_lambda: float = Field(default=0.5, ge=0, le=1)
-    min_chunk_chars: int = Field(default=160, ge=0)
-    chunk_chars: int = Field(default=1200, ge=200)
-    read_max_chars: int = Field(default=4000, gt=0)
-    embedding: Annotated[str, AfterValidator(_check_import_path)] | None = None
+    folder: Path | None = Field(
+        default=None, description="Folder of Markdown notes; unset: the file sandbox's base."
+    )
+    k: int = Field(
+        default=20,
+        gt=0,
+        le=100,
+        description="Results find_similar returns when the call does not say.",
+    )
+    mmr_lambda: float = Field(
+        default=0.5,
+        ge=0,
+        le=1,
+        description="Relevance against diversity when picking results (maximal marginal "
+        "relevance).",
+    )
+    min_chunk_chars: int = Field(
+        default=160, ge=0, description="Chunks shorter than this are ranked lower."
+    )
+    chunk_chars: int = Field(
+        default=1200, ge=200, description="Target size of a chunk of a note's section."
+    )
+    read_max_chars: int = Field(
+        default=4000, gt=0, description="Most characters read_note returns in one call."
+    )
+    embedding: Annotated[str, AfterValidator(_check_import_path)] | None = Field(
+        default=None, description="Import path of fn(texts) -> vectors; unset: BM25 ranking."
+    )
 
 
 class ToolConfig(_Section):
     """How tools run: limits for every tool, and the built-in tools' own settings.
 
-    Example:
+    Examples:
         >>> ToolConfig().timeout, ToolConfig().max_output_chars
         (30.0, 12000)
     """
 
     timeout: float = Field(default=30.0, gt=0, description="Seconds a tool call may take.")
-    max_output_chars: int = Field(default=12_000, ge=200)
+    max_output_chars: int = Field(
+        default=12_000,
+        ge=200,
+        description="Longer tool outputs are clipped (head and tail kept) before the model sees "
+        "them; the full text stays in the run store.",
+    )
     first_use_gate: bool = Field(
         default=True, description="The first call of each external tool in a run waits."
     )
@@ -690,7 +863,7 @@ class McpAuthConfig(_Section):
     is connected, never earlier, and never written anywhere. It is sent as
     ``Authorization: Bearer <key>``, or bare in the header named by ``header`` (``X-API-Key``).
 
-    Example:
+    Examples:
         >>> McpAuthConfig(key_env="MCP_API_KEY").header
         'Authorization'
         >>> McpAuthConfig(key="${MCP_API_KEY}", header="X-API-Key").key
@@ -770,7 +943,7 @@ class McpServerConfig(_Section):
     tool's MCP annotations unless ``categories`` says otherwise (``{"write_*": "modification"}``,
     or ``{"*": "external"}`` to distrust the server's hints).
 
-    Example:
+    Examples:
         >>> fs = McpServerConfig(name="fs", command="npx",
         ...                      args=["-y", "@modelcontextprotocol/server-filesystem", "/data"])
         >>> fs.transport, fs.timeout
@@ -910,7 +1083,7 @@ class McpServerConfig(_Section):
     def target(self) -> str:
         """Where the server is: its command line or its URL, as configured (unexpanded).
 
-        Example:
+        Examples:
             >>> McpServerConfig(name="e", command="node", args=["server.js"]).target
             'node server.js'
         """
@@ -931,11 +1104,11 @@ def _check_unique_servers(servers: list[McpServerConfig]) -> list[McpServerConfi
 class AgentSettings(BaseSettings):
     """Every setting of the engine, from arguments, environment, env files and config files.
 
-    See the module docstring for the order of the sources. Build it with :meth:`load` or
-    :func:`load_settings` to get a :class:`ConfigError` that names each bad field; the plain
+    See the module docstring for the order of the sources. Build it with `load` or
+    `load_settings` to get a `ConfigError` that names each bad field; the plain
     constructor raises pydantic's ``ValidationError`` (with inputs hidden).
 
-    Example:
+    Examples:
         >>> settings = AgentSettings(_env_file=None, gate_profile="batch")
         >>> settings.effective_gate_threshold
         0.9
@@ -950,26 +1123,54 @@ class AgentSettings(BaseSettings):
         hide_input_in_errors=True,
     )
 
-    backend: Literal["openai", "local"] = "openai"
-    system_prompt: str = ""
-    max_iterations: int = Field(default=10, ge=1, le=1000)
-    gate_profile: Literal["interactive", "default", "batch"] = "default"
-    gate_threshold: float | None = Field(
-        default=None, ge=0, le=1, description="None: the gate profile's threshold applies."
+    backend: Literal["openai", "local"] = Field(
+        default="openai",
+        description="openai: any OpenAI-compatible server (model_backend); local: the built-in "
+        "llama.cpp server with a small model (the local extra).",
     )
-    execute_all_tool_calls: bool = False
-    checkpoint_path: Path = Path(".agents/checkpoints.sqlite")
+    system_prompt: str = Field(
+        default="", description="Sent first on every model call; never stored in the run state."
+    )
+    max_iterations: int = Field(
+        default=10,
+        ge=1,
+        le=1000,
+        description="Cycles (draft to gate) before a run stops with a summary.",
+    )
+    gate_profile: Literal["interactive", "default", "batch"] = Field(
+        default="default",
+        description="The gate threshold when gate_threshold is unset: interactive 0.60, default "
+        "0.70, batch 0.90.",
+    )
+    gate_threshold: float | None = Field(
+        default=None,
+        ge=0,
+        le=1,
+        description="Severity at which the gate intervenes; unset: the gate profile's threshold.",
+    )
+    execute_all_tool_calls: bool = Field(
+        default=False, description="Run every tool call of a draft, not only the first."
+    )
+    checkpoint_path: Path = Field(
+        default=Path(".agents/checkpoints.sqlite"),
+        description="SQLite file of the checkpoints and the run store.",
+    )
     # A secret: a database URL may carry a password (shown only through describe_location).
     checkpoint_url: SecretStr | None = Field(
         default=None,
         description="A postgresql:// URL (or a SQLite path) for checkpoints and the run store; "
         "set, it wins over checkpoint_path.",
     )
-    memory_path: Path = Path(".agents/memory.jsonl")
+    memory_path: Path = Field(
+        default=Path(".agents/memory.jsonl"),
+        description="JSONL file the persist stage appends each finished run to.",
+    )
     memory_sqlite: bool = Field(default=False, description="Opt in to the SQLite (FTS) memory.")
     # NoDecode: the env value is read by _split_tools, so "calculator,grep" works besides JSON.
     tools: Annotated[list[str], NoDecode] = Field(
-        default_factory=list, description="Names of built-in tools to activate."
+        default_factory=list,
+        description="Tools to activate: names, groups or globs (in the environment a JSON list, "
+        "or names separated by commas).",
     )
     approvals: dict[ToolCategoryName, ApprovalPolicyName] = Field(
         default_factory=dict, description="Approval policy per tool category (over defaults)."
@@ -1019,7 +1220,7 @@ class AgentSettings(BaseSettings):
     def effective_gate_threshold(self) -> float:
         """The gate threshold in force: ``gate_threshold`` if set, else the profile's value.
 
-        Example:
+        Examples:
             >>> AgentSettings(_env_file=None, gate_profile="interactive").effective_gate_threshold
             0.6
         """
@@ -1052,7 +1253,7 @@ class AgentSettings(BaseSettings):
 
     @classmethod
     def load(cls, config_file: str | Path | None = None, **overrides: Any) -> AgentSettings:
-        """Load settings, turning every validation problem into one :class:`ConfigError`.
+        """Load settings, turning every validation problem into one `ConfigError`.
 
         Args:
             config_file: A ``.toml``, ``.yaml``, ``.yml`` or ``.json`` file read in place of
@@ -1068,7 +1269,7 @@ class AgentSettings(BaseSettings):
                 parsed, or a value is invalid. The message names each field by its dotted path,
                 what is allowed, the value given (never for secrets) and where it was set.
 
-        Example:
+        Examples:
             >>> AgentSettings.load(_env_file=None, max_iterations=3).max_iterations
             3
         """
@@ -1094,16 +1295,16 @@ class AgentSettings(BaseSettings):
 
 
 def load_settings(**kwargs: Any) -> AgentSettings:
-    """Load :class:`AgentSettings` from all sources; same as :meth:`AgentSettings.load`.
+    """Load `AgentSettings` from all sources; same as `AgentSettings.load`.
 
     Args:
-        **kwargs: ``config_file`` (see :meth:`AgentSettings.load`), field values and
+        **kwargs: ``config_file`` (see `AgentSettings.load`), field values and
             pydantic-settings options such as ``_env_file``.
 
     Raises:
         ConfigError: A setting is invalid or a config file cannot be read.
 
-    Example:
+    Examples:
         >>> load_settings(_env_file=None, backend="local").backend
         'local'
     """
@@ -1136,7 +1337,7 @@ def load_mcp_config(path: str | Path) -> list[McpServerConfig]:
         ConfigError: The file is missing or unreadable, or a server is invalid; the message names
             each problem by its place in the file (``mcp_servers[1].transport``) and what to fix.
 
-    Example:
+    Examples:
         >>> import json, tempfile, os
         >>> path = os.path.join(tempfile.mkdtemp(), "mcp.json")
         >>> with open(path, "w") as f:

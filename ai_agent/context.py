@@ -74,9 +74,8 @@ class ModelReply(TypedDict):
 class ModelCaller(Protocol):
     """Calls the model with the conversation and the active tools' schemas."""
 
-    async def __call__(
-        self, messages: list[Message], tools: list[dict[str, Any]]
-    ) -> ModelReply: ...  # pragma: no cover - protocol
+    async def __call__(self, messages: list[Message], tools: list[dict[str, Any]]) -> ModelReply:
+        """Send the conversation and the tool schemas; return the assembled reply."""
 
 
 class Prepared(TypedDict, total=False):
@@ -112,11 +111,13 @@ class Meter(Protocol):
         tools: list[dict[str, Any]],
         model: ModelCaller,
         iteration: int,
-    ) -> Prepared: ...  # pragma: no cover - protocol
+    ) -> Prepared:
+        """Make a model call ready: estimate its tokens, compact if needed, check the budget."""
 
     def record(
         self, reply: ModelReply, *, iteration: int, request: list[Message], prepared: Prepared
-    ) -> UsageRecord: ...  # pragma: no cover - protocol
+    ) -> UsageRecord:
+        """Record the usage of a model reply (the server's counts, else the estimate)."""
 
 
 class ToolInfo(TypedDict):
@@ -148,21 +149,26 @@ class ToolBox(Protocol):
     answers with the tool's own name, which is what state, grants and plans use.
     """
 
-    def catalog(self) -> list[ToolInfo]: ...  # pragma: no cover - protocol
+    def catalog(self) -> list[ToolInfo]:
+        """Every tool a run could use, active or not."""
 
-    def info(self, name: str) -> ToolInfo | None: ...  # pragma: no cover - protocol
+    def info(self, name: str) -> ToolInfo | None:
+        """One tool by its name or wire name, or None when there is none."""
 
-    def schemas(self, names: list[str]) -> list[dict[str, Any]]: ...  # pragma: no cover
+    def schemas(self, names: list[str]) -> list[dict[str, Any]]:
+        """The OpenAI function schemas of the named tools (what the model is offered)."""
 
-    def preview(self, call: ToolCall) -> str: ...  # pragma: no cover - protocol
+    def preview(self, call: ToolCall) -> str:
+        """What a call would do, in words a person can approve."""
 
-    def review(self, call: ToolCall) -> CallReview: ...  # pragma: no cover - protocol
+    def review(self, call: ToolCall) -> CallReview:
+        """Problems with a call's arguments, and whether it needs a person anyway."""
 
-    def format_result(self, name: str, result: ToolResult) -> str: ...  # pragma: no cover
+    def format_result(self, name: str, result: ToolResult) -> str:
+        """The one-line summary of a result that traces show."""
 
-    async def execute(
-        self, call: ToolCall, tool_ctx: dict[str, Any]
-    ) -> ToolResult: ...  # pragma: no cover - protocol
+    async def execute(self, call: ToolCall, tool_ctx: dict[str, Any]) -> ToolResult:
+        """Run one call under the tool's checks, timeout and output cap."""
 
 
 class JournalEntry(TypedDict):
@@ -180,33 +186,33 @@ class JournalEntry(TypedDict):
 class Journal(Protocol):
     """Intent before a tool runs, outcome after: how a crash mid-call is detected on resume."""
 
-    async def lookup(
-        self, thread_id: str, iteration: int, call_id: str
-    ) -> JournalEntry | None: ...  # pragma: no cover - protocol
+    async def lookup(self, thread_id: str, iteration: int, call_id: str) -> JournalEntry | None:
+        """The journal entry of one call, or None when it was never started."""
 
-    async def intent(
-        self, thread_id: str, iteration: int, call: ToolCall
-    ) -> None: ...  # pragma: no cover - protocol
+    async def intent(self, thread_id: str, iteration: int, call: ToolCall) -> None:
+        """Record that a call is about to run (committed before the tool starts)."""
 
     async def outcome(
         self, thread_id: str, iteration: int, call: ToolCall, result: ToolResult
-    ) -> None: ...  # pragma: no cover - protocol
+    ) -> None:
+        """Record a call's result."""
 
 
 class OutputStore(Protocol):
     """Keeps the full text of tool outputs that were clipped before reaching the model."""
 
-    async def save_output(
-        self, thread_id: str, iteration: int, call: ToolCall, text: str
-    ) -> str: ...  # pragma: no cover - protocol
+    async def save_output(self, thread_id: str, iteration: int, call: ToolCall, text: str) -> str:
+        """Keep the full text of a clipped output; return its reference."""
 
 
 class Memory(Protocol):
     """Long-term memory of past runs, searched by recall and written by persist."""
 
-    def search(self, query: str, limit: int = 5) -> list[dict[str, Any]]: ...  # pragma: no cover
+    def search(self, query: str, limit: int = 5) -> list[dict[str, Any]]:
+        """Records of past runs that match ``query``, best first."""
 
-    def add(self, record: dict[str, Any]) -> None: ...  # pragma: no cover - protocol
+    def add(self, record: dict[str, Any]) -> None:
+        """Remember one finished run."""
 
 
 Hook = Callable[..., Any | Awaitable[Any]]
@@ -235,7 +241,7 @@ class Hooks:
         persist: ``persist(task, ctx, final_text, gate, discovered)`` saves the result. Default:
             append JSONL to ``.agents/memory.jsonl``.
 
-    Example:
+    Examples:
         >>> hooks = Hooks(finalize=lambda task, ctx: "done: " + task)
         >>> hooks.finalize("x", {})
         'done: x'
@@ -312,7 +318,7 @@ _MODEL_SINK: ContextVar[Callable[[Event], None] | None] = ContextVar(
 
 
 def model_sink() -> Callable[[Event], None] | None:
-    """The sink set by :func:`streaming_to` for the current task, or None (nobody listens)."""
+    """The sink set by `streaming_to` for the current task, or None (nobody listens)."""
     return _MODEL_SINK.get()
 
 
@@ -320,7 +326,7 @@ def model_sink() -> Callable[[Event], None] | None:
 def streaming_to(sink: Callable[[Event], None] | None) -> Iterator[None]:
     """Send the token deltas of model calls made inside the block to ``sink``.
 
-    Example:
+    Examples:
         >>> seen = []
         >>> with streaming_to(seen.append):
         ...     model_sink()({"type": "model_delta", "detail": "hi"})

@@ -1,43 +1,44 @@
 """One exception tree for the whole engine.
 
-Every error the engine raises on purpose derives from :class:`AgentError`, and every message says
+Every error the engine raises on purpose derives from `AgentError`, and every message says
 what happened and what to do next. Nothing here logs in its constructor, and no message ever holds a
 secret value (API keys, header values): callers pass names, never values.
 
-::
+```text
+AgentError
+├── ConfigError                 settings or a config file failed validation
+├── ModelError                  the model backend could not give a usable reply
+│   ├── ModelUnavailableError   the server could not be reached (names the URL)
+│   ├── ModelAuthError          401/403 from the server
+│   ├── ModelRateLimitError     429 or a quota message
+│   ├── ModelResponseError      empty, cut, malformed or oversized reply
+│   │   ├── EmptyResponseError      the server sent no choices / nothing at all
+│   │   ├── StreamInterruptedError  the stream stopped before the reply was complete
+│   │   ├── MalformedToolCallError  a tool call's arguments are not a JSON object
+│   │   └── ResponseTooLargeError   the reply passed the configured size cap
+│   ├── CircuitOpenError        the breaker for this backend is open; calls fail fast
+│   ├── BudgetExceededError     the next call would pass a token or cost limit
+│   └── ScriptExhaustedError    a ScriptedModel was asked for a turn it does not have
+├── ToolError
+│   ├── ToolRegistrationError   a tool definition is invalid (caught at registration)
+│   ├── UnknownToolError        a name that no registered tool has
+│   ├── ToolPolicyViolation     a tool tried something its policy forbids
+│   ├── ApprovalRequiredError   a direct call needs a person's approval first
+│   ├── ToolTimeoutError        a tool did not finish in time (results carry its name)
+│   └── SchemaViolation         a call's arguments do not fit the tool's schema
+├── RunError                    a run or resume request cannot proceed
+│   ├── UnknownThreadError      no run with that thread id exists
+│   ├── UnknownCheckpointError  the thread has no checkpoint with that id
+│   ├── NothingPendingError     the run has nothing left to resume
+│   ├── PlanRequiredError       the run is paused at the gate and needs a plan
+│   ├── InvalidPlanError        the plan failed validation; the interrupt stays pending
+│   ├── ThreadBusyError         another process holds this thread's lease
+│   ├── ReplayDivergedError     a replay asked for a call the recording does not have
+│   └── UnknownOutputError      a run kept no tool output under that reference
+├── StoreError                  the checkpoint database or run store cannot be used
+└── LocalBackendError           the built-in local model server could not be prepared or started
+```
 
-    AgentError
-    ├── ConfigError                 settings or a config file failed validation
-    ├── ModelError                  the model backend could not give a usable reply
-    │   ├── ModelUnavailableError   the server could not be reached (names the URL)
-    │   ├── ModelAuthError          401/403 from the server
-    │   ├── ModelRateLimitError     429 or a quota message
-    │   ├── ModelResponseError      empty, cut, malformed or oversized reply
-    │   │   ├── EmptyResponseError      the server sent no choices / nothing at all
-    │   │   ├── StreamInterruptedError  the stream stopped before the reply was complete
-    │   │   ├── MalformedToolCallError  a tool call's arguments are not a JSON object
-    │   │   └── ResponseTooLargeError   the reply passed the configured size cap
-    │   ├── CircuitOpenError        the breaker for this backend is open; calls fail fast
-    │   ├── BudgetExceededError     the next call would pass a token or cost limit
-    │   └── ScriptExhaustedError    a ScriptedModel was asked for a turn it does not have
-    ├── ToolError
-    │   ├── ToolRegistrationError   a tool definition is invalid (caught at registration)
-    │   ├── UnknownToolError        a name that no registered tool has
-    │   ├── ToolPolicyViolation     a tool tried something its policy forbids
-    │   ├── ApprovalRequiredError   a direct call needs a person's approval first
-    │   ├── ToolTimeoutError        a tool did not finish in time (results carry its name)
-    │   └── SchemaViolation         a call's arguments do not fit the tool's schema
-    ├── RunError                    a run or resume request cannot proceed
-    │   ├── UnknownThreadError      no run with that thread id exists
-    │   ├── UnknownCheckpointError  the thread has no checkpoint with that id
-    │   ├── NothingPendingError     the run has nothing left to resume
-    │   ├── PlanRequiredError       the run is paused at the gate and needs a plan
-    │   ├── InvalidPlanError        the plan failed validation; the interrupt stays pending
-    │   ├── ThreadBusyError         another process holds this thread's lease
-    │   ├── ReplayDivergedError     a replay asked for a call the recording does not have
-    │   └── UnknownOutputError      a run kept no tool output under that reference
-    ├── StoreError                  the checkpoint database or run store cannot be used
-    └── LocalBackendError           the built-in local model server could not be prepared or started
 """
 
 from __future__ import annotations
@@ -248,8 +249,9 @@ class McpAuthError(McpServerError):
 
 
 class McpEnvError(McpServerError):
-    """An environment variable the server's configuration refers to (``${VAR}``, ``key_env``) is
-    not set: a gate issue of code MISSING_ENV.
+    """An environment variable the server's configuration refers to is not set.
+
+    A ``${VAR}`` or ``key_env`` without a value: a gate issue of code MISSING_ENV.
 
     Attributes:
         variable: The variable's name.

@@ -1,7 +1,9 @@
-"""The typed events that `Agent.astream` and `Agent.stream` yield, and that listeners
-(`Agent.add_listener`) receive (from ai_agent.graph.events).
+"""The typed events of streams and listeners.
 
-Example:
+`Agent.astream` and `Agent.stream` yield them, and listeners (`Agent.add_listener`) receive
+them. They are defined in ``ai_agent.graph.events``.
+
+Examples:
     >>> from ai_agent.events import FinalDelta
     >>> FinalDelta("Hello").text
     'Hello'

@@ -3,10 +3,10 @@
 This module turns settings into a LangChain chat model, converts between the run's JSON messages
 and LangChain messages at the call boundary, maps client exceptions onto the engine's error tree
 (with messages that say what to do, and never a secret), and calls the model through
-:class:`ChatModelCaller`: streamed or not, retried by level, behind a circuit breaker, with every
+`ChatModelCaller`: streamed or not, retried by level, behind a circuit breaker, with every
 broken reply (cut stream, no choices, bad tool-call JSON, oversized) turned into a typed error.
 
-Example:
+Examples:
     >>> from ai_agent.testing import ScriptedModel
     >>> import asyncio
     >>> caller = ChatModelCaller(ScriptedModel(["hello"]), max_retries=0)
@@ -91,7 +91,7 @@ def make_chat_model(
     Args:
         backend: The server, model and generation settings.
         http_log: Event hooks that log each request (method, URL, status; headers and bodies at
-            DEBUG). See :class:`ai_agent.observability.httplog.HttpLog`.
+            DEBUG). See `ai_agent.observability.httplog.HttpLog`.
     """
     import httpx
     from langchain_openai import ChatOpenAI
@@ -202,7 +202,7 @@ def request_hash(
 
     ``params`` are the generation parameters (model, temperature, seed...), never credentials.
 
-    Example:
+    Examples:
         >>> a = request_hash([{"role": "user", "content": "hi"}], [], {"temperature": 0})
         >>> a == request_hash([{"content": "hi", "role": "user"}], [], {"temperature": 0})
         True
@@ -263,7 +263,7 @@ def classify_model_error(
         base_url: The server, named in the message.
         secrets: Values to scrub from the message (the API key).
         partial_text: The text streamed before the failure, when it happened mid-stream: the
-            failure is then a :class:`StreamInterruptedError`.
+            failure is then a `StreamInterruptedError`.
     """
     import openai
 
@@ -459,7 +459,7 @@ class ChatModelCaller:
     """Calls a LangChain chat model for a draft: streamed, retried, behind a circuit breaker.
 
     Streaming happens when ``stream`` is on and a sink is listening (see
-    :func:`ai_agent.context.streaming_to`): text deltas go to the sink as ``model_delta`` events
+    `ai_agent.context.streaming_to`): text deltas go to the sink as ``model_delta`` events
     and the assembled reply is returned, so wrappers of the ModelCaller seam see one reply.
 
     Inside an observed model call (an Agent's run) the request carries the call's
@@ -474,7 +474,7 @@ class ChatModelCaller:
         initial_backoff: Seconds before the first retry (when ``retry`` is not given).
         max_backoff: Upper bound of any wait (when ``retry`` is not given).
         multiplier: Growth of the wait between retries (when ``retry`` is not given).
-        retry: The full retry policy; see :class:`ai_agent.resilience.RetryPolicy`.
+        retry: The full retry policy; see `ai_agent.resilience.RetryPolicy`.
         breaker: The circuit breaker of this backend (default: one that never opens).
         stream: Stream replies when someone listens.
         max_response_chars: Size cap of a reply (text plus tool-call arguments).
@@ -543,6 +543,7 @@ class ChatModelCaller:
             sync_client.close()
 
     async def __call__(self, messages: list[Message], tools: list[dict[str, Any]]) -> ModelReply:
+        """Call the model with retries, the breaker and streaming; return the reply."""
         runnable: Any = self.model.bind_tools(tools) if tools else self.model
         lc_messages = to_langchain(messages)
         turn = sum(1 for m in messages if m["role"] == "assistant")

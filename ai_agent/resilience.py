@@ -1,6 +1,6 @@
 """Retries by level and a circuit breaker: how model and tool calls survive flaky backends.
 
-:class:`RetryPolicy` turns :class:`~ai_agent.config.ErrorRecoveryConfig` into tenacity settings:
+`RetryPolicy` turns `ErrorRecoveryConfig` into tenacity settings:
 
 =====  ============  =============  ==================
 level  tool retries  model retries  backoff multiplier
@@ -18,15 +18,15 @@ not retried at all (the error goes to the gate, which can wait as long as it tak
 What is retried is decided by name: an error matches an entry of ``retryable_model_errors`` /
 ``retryable_tool_errors`` when the entry names the error's class, a base class, the class of the
 client exception behind it, or one of its *kinds* (``RateLimitError``, ``ServiceUnavailable``,
-``Timeout``, ``ConnectionError``...; see :func:`error_names`). Client mistakes are never retried,
+``Timeout``, ``ConnectionError``...; see `error_names`). Client mistakes are never retried,
 whatever the lists say: a 400, 401, 403, 404 or 422 will fail the same way again.
 
-:class:`CircuitBreaker` watches one backend. After ``threshold`` failed attempts in a row it opens,
-and calls fail fast with :class:`~ai_agent.errors.CircuitOpenError` (which the gate shows as a
+`CircuitBreaker` watches one backend. After ``threshold`` failed attempts in a row it opens,
+and calls fail fast with `CircuitOpenError` (which the gate shows as a
 ``CIRCUIT_OPEN`` issue) instead of waiting on a dead server. After ``cooldown`` seconds one trial
 call is let through (half-open): success closes the breaker, failure opens it again.
 
-Example:
+Examples:
     >>> from ai_agent.config import ErrorRecoveryConfig
     >>> policy = RetryPolicy.for_models(ErrorRecoveryConfig(retry_level=1))
     >>> policy.max_retries, [policy.backoff(n) for n in (1, 2, 3)]
@@ -83,7 +83,7 @@ def with_kinds(exc: BaseException, *kinds: str, status: int | None = None) -> Ba
     The engine's errors are raised ``from None`` (client exceptions can carry request details), so
     what the original was is kept here, as names.
 
-    Example:
+    Examples:
         >>> err = with_kinds(ValueError("x"), "Timeout")
         >>> "Timeout" in error_names(err)
         True
@@ -98,7 +98,7 @@ def with_kinds(exc: BaseException, *kinds: str, status: int | None = None) -> Ba
 def error_names(exc: BaseException) -> set[str]:
     """Every name an error answers to: its classes, its kinds, and its cause's classes.
 
-    Example:
+    Examples:
         >>> sorted(error_names(TimeoutError("slow")))
         ['BaseException', 'Exception', 'OSError', 'Timeout', 'TimeoutError']
     """
@@ -115,7 +115,7 @@ def error_names(exc: BaseException) -> set[str]:
 def parse_retry_after(value: str | None, *, now: float | None = None) -> float | None:
     """Seconds to wait from a ``Retry-After`` header: delta-seconds or an HTTP date.
 
-    Example:
+    Examples:
         >>> parse_retry_after("2.5"), parse_retry_after("soon")
         (2.5, None)
     """
@@ -144,9 +144,9 @@ class RetryPolicy:
         initial_backoff: Seconds before the first retry.
         max_backoff: Upper bound of any wait; a longer ``Retry-After`` ends the retries.
         multiplier: Growth of the wait between retries.
-        retryable: Names of retryable errors (see :func:`error_names`).
+        retryable: Names of retryable errors (see `error_names`).
 
-    Example:
+    Examples:
         >>> policy = RetryPolicy(max_retries=3, retryable=("Timeout",))
         >>> policy.should_retry(TimeoutError("slow")), policy.should_retry(ValueError("bad"))
         (True, False)
@@ -197,8 +197,11 @@ class RetryPolicy:
         return not error_names(exc).isdisjoint(self.retryable)
 
     def wait(self, retry: int, exc: BaseException | None) -> float:
-        """The wait before retry ``retry``: the server's Retry-After when it sent one (it knows
-        when it will have capacity), else the backoff; never more than ``max_backoff``."""
+        """The wait before retry number ``retry``.
+
+        The server's Retry-After when it sent one (it knows when it will have capacity), else
+        the backoff; never more than ``max_backoff``.
+        """
         hinted = getattr(exc, "retry_after", None)
         wait = float(hinted) if hinted is not None else self.backoff(retry)
         return float(min(wait, self.max_backoff))
@@ -224,7 +227,7 @@ class CircuitBreaker:
         counts: Which errors count as backend failures (default: unavailable, timeouts, rate
             limits, cut streams, empty replies).
 
-    Example:
+    Examples:
         >>> now = [0.0]
         >>> breaker = CircuitBreaker("srv", threshold=2, cooldown=10, clock=lambda: now[0])
         >>> for _ in range(2):
@@ -318,7 +321,7 @@ _TEMPORARY_CODES = frozenset({"TemporaryFailure", "TEMPORARY_FAILURE", "TEMPORAR
 def tool_error_names(result: ToolResult) -> set[str]:
     """The names a failed tool result answers to: its code, its exception's classes, kinds.
 
-    Example:
+    Examples:
         >>> sorted(tool_error_names({"status": "error", "meta": {"code": "TIMEOUT"}}))
         ['TIMEOUT', 'Timeout', 'TimeoutError']
     """

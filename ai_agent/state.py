@@ -2,14 +2,14 @@
 
 State holds data only: plain JSON values (str, int, float, bool, None, lists and dicts), so a
 checkpoint can be read back by strict serialization and inspected by people. Collaborators (the
-model, tools, hooks, settings, stores) travel in :class:`ai_agent.context.RunContext`, and secrets
+model, tools, hooks, settings, stores) travel in `ai_agent.context.RunContext`, and secrets
 never enter state at all.
 
 Two list channels grow by appending (``messages``, ``results``, ``trace``, ``plans``); a node may
 also replace ``messages`` or ``issues`` wholesale by returning ``{"replace": [...]}`` (compaction
 and the gate use this), which keeps appends cheap for the delta checkpointer.
 
-:class:`UserPlan` is the one pydantic model here: a plan arrives from outside (another process, a
+`UserPlan` is the one pydantic model here: a plan arrives from outside (another process, a
 person, a JSON file), so it is validated at the edge.
 """
 
@@ -107,7 +107,7 @@ class ToolResult(TypedDict, total=False):
     raise. The registry adds ``execution_time_ms`` and ``summary`` (the tool's ``format_result``
     line, shown in traces).
 
-    Example:
+    Examples:
         >>> ToolResult(status="ok", content=68.055)
         {'status': 'ok', 'content': 68.055}
     """
@@ -224,7 +224,7 @@ class Replace(TypedDict):
 def append_or_replace(left: list[Any] | None, right: list[Any] | Replace | None) -> list[Any]:
     """Reducer: append a list, or replace the value when given ``{"replace": [...]}``.
 
-    Example:
+    Examples:
         >>> append_or_replace([1], [2])
         [1, 2]
         >>> append_or_replace([1], {"replace": [3]})
@@ -321,7 +321,7 @@ class RunState(TypedDict, total=False):
 class UserPlan(BaseModel):
     """A person's answer to a paused run, validated before it reaches the graph.
 
-    Example:
+    Examples:
         >>> UserPlan(allow_continue=True, instructions="Use the backup file").allow_continue
         True
         >>> UserPlan(allow_continue=False).approve

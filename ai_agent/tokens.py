@@ -4,19 +4,19 @@
 works on a fresh machine with no network and no cache: nothing is downloaded, and no environment
 variable is changed (tiktoken's own ``get_encoding`` would fetch the file on first use). Other
 encodings go through tiktoken as usual (its cache, else a download); when that fails,
-``fallback_encoding`` is used and :attr:`TokenCounter.fell_back` says so.
+``fallback_encoding`` is used and `TokenCounter.fell_back` says so.
 
 Counts follow OpenAI's chat accounting: each message costs its text plus a fixed overhead (the
 role and the ``<|im_start|>``/``<|im_end|>`` markers), tool calls cost their name and JSON
 arguments, and every request is primed with a few tokens for the reply. Counts are estimates for
-models with other tokenizers, hence :meth:`TokenCounter.with_margin` (5 % by default) for window
+models with other tokenizers, hence `TokenCounter.with_margin` (5 % by default) for window
 checks; where the server reports usage, that figure wins and the estimate's error is recorded.
 
 Counting is incremental: each message's count is cached by content, and
-:class:`ConversationTokens` recounts only the messages that changed since the last count, so
+`ConversationTokens` recounts only the messages that changed since the last count, so
 adding one message to a long history costs one message.
 
-Example:
+Examples:
     >>> counter = TokenCounter()
     >>> counter.count_text("hello world")
     2
@@ -135,7 +135,7 @@ def load_encoding(name: str = "cl100k_base", *, cache: bool = True) -> tiktoken.
     Raises:
         ConfigError: the encoding is unknown or cannot be loaded offline.
 
-    Example:
+    Examples:
         >>> load_encoding().name
         'cl100k_base'
     """
@@ -165,7 +165,7 @@ class TokenCounter:
         encoding_name: The encoding in use.
         fell_back: True when the chosen encoding could not be loaded and the fallback is used.
 
-    Example:
+    Examples:
         >>> from ai_agent.config import TokenizerConfig
         >>> counter = TokenCounter(TokenizerConfig(safety_margin=0.1))
         >>> counter.with_margin(100)
@@ -272,7 +272,7 @@ class ConversationTokens:
     compaction that replaces the history costs what it changed (unchanged messages hit the
     counter's cache).
 
-    Example:
+    Examples:
         >>> running = ConversationTokens(TokenCounter())
         >>> history = [{"role": "user", "content": "hi"}]
         >>> running.update(history)
@@ -301,7 +301,7 @@ class ConversationTokens:
         return list(self._counts)
 
     def update(self, messages: Sequence[Message] | Sequence[Mapping[str, Any]]) -> int:
-        """Bring the count up to date with ``messages``; returns :attr:`total`."""
+        """Bring the count up to date with ``messages``; returns `total`."""
         keep = 0
         limit = min(len(self._messages), len(messages))
         old = self._messages
@@ -319,7 +319,7 @@ class ConversationTokens:
         return self.total
 
     def append(self, message: Mapping[str, Any]) -> int:
-        """Add one message; returns :attr:`total`."""
+        """Add one message; returns `total`."""
         count = self.counter.count_message(message)
         self._messages.append(message)
         self._counts.append(count)

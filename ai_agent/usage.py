@@ -1,12 +1,12 @@
 """Token usage, cost and context inspection: pure functions over a run's state.
 
-The draft stage keeps one :class:`~ai_agent.state.UsageRecord` per model request in the run's
-``usage_log`` and one :class:`~ai_agent.state.CompactionRecord` per compaction in ``compactions``.
+The draft stage keeps one `UsageRecord` per model request in the run's
+``usage_log`` and one `CompactionRecord` per compaction in ``compactions``.
 These functions read them (and the conversation) back as the inspection helpers of spec 5.8:
 the Agent's ``get_token_usage()`` and friends call them with the state of a thread, and anything
 else holding a state (a replay, a recorded run) can call them too.
 
-Example:
+Examples:
     >>> state = {"usage_log": [{"iteration": 1, "at": 0.0, "prompt_tokens": 10,
     ...     "completion_tokens": 5, "total_tokens": 15, "cost": 0.25, "source": "server",
     ...     "estimate_error": 0.02}]}

@@ -1,5 +1,8 @@
-"""Persistence: the delta checkpointer, the run store (runs, leases, journal, recorded calls,
-plan queue) on SQLite or PostgreSQL, and the memory."""
+"""Persistence: the delta checkpointer, the run store, and the memory.
+
+The run store keeps runs, leases, the act journal, the recorded calls and the plan queue, on
+SQLite or PostgreSQL.
+"""
 
 from ai_agent.checkpoints.delta import FORMAT_VERSION, DeltaSaver, PruneStats
 from ai_agent.checkpoints.memory import SqliteMemory

@@ -3,7 +3,7 @@
 The tables are prefixed ``delta_`` so they sit beside the run store's ``agent_*`` tables (and any
 ``checkpoints``/``writes`` tables LangGraph's own SqliteSaver left behind) in one database file.
 ``delta_meta`` holds ``format`` (the version of the layout below); a database written by a newer
-ai-agent is refused instead of being misread. See :mod:`ai_agent.checkpoints.delta` for what each
+ai-agent is refused instead of being misread. See `ai_agent.checkpoints.delta` for what each
 table means.
 """
 

@@ -37,9 +37,9 @@ def threaded(
 class SqliteBase:
     """One autocommit connection shared by threads, guarded by a lock.
 
-    Subclasses open it with :meth:`_connect` and use :meth:`_tx` for writes (``BEGIN
+    Subclasses open it with `_connect` and use `_tx` for writes (``BEGIN
     IMMEDIATE``: the write lock is taken up front, so two processes never deadlock on upgrade)
-    and :meth:`_read` for reads.
+    and `_read` for reads.
     """
 
     path: Path

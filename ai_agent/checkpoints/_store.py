@@ -1,6 +1,6 @@
 """The delta checkpointer's storage engine: the SQLite statements it runs, on one thread.
 
-:class:`DeltaStore` is not thread-safe on purpose: :class:`ai_agent.checkpoints.delta.DeltaSaver`
+`DeltaStore` is not thread-safe on purpose: `ai_agent.checkpoints.delta.DeltaSaver`
 owns one and calls it only from its single worker thread, so the connection, the caches and the
 transactions never need a lock. The storage format is drawn in the ``delta`` module's docstring;
 this module reads and writes it. Pruning, copying and deleting runs live in ``_maintenance``.

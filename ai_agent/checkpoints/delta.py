@@ -7,7 +7,7 @@ results, the trace) is written as the new items plus a reference to the list it 
 that was rewritten (compaction, ``{"replace": [...]}``, a removal) starts a new lineage holding
 its full value. Reading a checkpoint rebuilds exactly the values LangGraph put.
 
-Storage format (``delta_meta.format`` = 1), beside the run store's tables in the same file::
+Storage format (``delta_meta.format`` = 1), beside the run store's tables in the same file:
 
     delta_threads      id  <-  (thread_id, checkpoint_ns)           a small integer per thread
     delta_checkpoints  (thread, checkpoint_id) -> parent_id, full, depth, skeleton, metadata
@@ -22,7 +22,7 @@ Storage format (``delta_meta.format`` = 1), beside the run store's tables in the
     delta_segments     (lineage, start) -> count, merged, type, items    items[start:start+count]
     delta_writes       (thread, checkpoint_id, task_id) -> task_path, [idx, channel, type, bytes]
 
-How the message history of a run looks after 12 messages, 3 of them added since the last merge::
+How the message history of a run looks after 12 messages, 3 of them added since the last merge:
 
     delta_checkpoints  step 40 ... refs {"messages": 93, "task": 2, ...}
                                                    |
@@ -42,7 +42,7 @@ LangGraph's reducers treat them: a node must return new items, not edit stored o
 Every SQLite call runs on one worker thread owned by the saver, so the async methods never block
 the event loop and the sync methods work from any thread, the event loop's included (LangGraph's
 AsyncSqliteSaver refuses those). The connection uses WAL, a 30 s busy timeout and
-``synchronous=NORMAL`` (see :mod:`ai_agent.checkpoints._store`). Serialization is strict: only
+``synchronous=NORMAL`` (see `ai_agent.checkpoints._store`). Serialization is strict: only
 allowlisted types load back.
 """
 
@@ -114,7 +114,7 @@ class DeltaSaver(
 ):
     """A SQLite checkpoint saver whose cost per step is what the step added, not the state.
 
-    Use it as a context manager (sync or async), or call :meth:`close`.
+    Use it as a context manager (sync or async), or call `close`.
 
     Args:
         path: The SQLite file (created with its directory if missing), or ``":memory:"``.
@@ -124,16 +124,15 @@ class DeltaSaver(
     Raises:
         StoreError: the file is not a SQLite database, or was written by a newer ai-agent.
 
-    Example:
+    Examples:
         >>> import tempfile, os
         >>> from langgraph.graph import StateGraph
         >>> from typing_extensions import TypedDict
         >>> class S(TypedDict):
         ...     n: int
         >>> builder = StateGraph(S)
-        >>> builder.add_node("inc", lambda s: {"n": s["n"] + 1})
-        >>> builder.set_entry_point("inc")
-        >>> builder.set_finish_point("inc")
+        >>> builder = builder.add_node("inc", lambda s: {"n": s["n"] + 1})
+        >>> builder = builder.set_entry_point("inc").set_finish_point("inc")
         >>> with tempfile.TemporaryDirectory() as d:
         ...     with DeltaSaver(os.path.join(d, "c.sqlite")) as saver:
         ...         graph = builder.compile(checkpointer=saver)

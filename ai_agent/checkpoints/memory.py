@@ -20,7 +20,7 @@ _WORD = re.compile(r"\w{2,}", re.UNICODE)
 class SqliteMemory:
     """Past runs, searchable by the words of a task (SQLite FTS5, ranked by bm25).
 
-    Example:
+    Examples:
         >>> mem = SqliteMemory(":memory:")
         >>> mem.add({"thread_id": "t1", "task": "sum the invoices", "final_text": "42",
         ...          "status": "completed"})

@@ -61,7 +61,7 @@ class PlanRecord(TypedDict):
 
 
 def plan_record(row: Sequence[Any]) -> PlanRecord:
-    """A PlanRecord from a row of :data:`PLAN_COLUMNS`."""
+    """A PlanRecord from a row of `PLAN_COLUMNS`."""
     return PlanRecord(
         id=int(row[0]),
         thread_id=row[1],

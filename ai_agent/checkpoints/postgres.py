@@ -6,7 +6,7 @@ strict serialization as with SQLite); the run store (runs, leases, journal, reco
 queue) has the same tables and schema version as the SQLite one (``ai_agent.checkpoints.schema``),
 behind the same interface (``ai_agent.checkpoints.store.RunStoreProtocol``).
 
-Leases across machines. Acquiring one is a single statement::
+Leases across machines. Acquiring one is a single statement:
 
     INSERT ... ON CONFLICT (thread_id) DO UPDATE ... WHERE <the held lease has expired>
 

@@ -1,7 +1,9 @@
-"""The checkpointer the engine runs on: the delta saver, opened the way this engine needs it (or,
-for a ``postgresql://`` URL, LangGraph's PostgreSQL saver: ``ai_agent.checkpoints.postgres``).
+"""The checkpointer the engine runs on: the delta saver, opened the way this engine needs it.
 
-:class:`~ai_agent.checkpoints.delta.DeltaSaver` stores what each step added instead of the whole
+For a ``postgresql://`` URL it is LangGraph's PostgreSQL saver instead
+(``ai_agent.checkpoints.postgres``).
+
+`DeltaSaver` stores what each step added instead of the whole
 state (see its module for the format). Strict serialization: checkpoints are read back with only
 LangGraph's allowlisted safe types (our state is plain JSON anyway), so a tampered database
 cannot make the engine import and call arbitrary code. The connection waits up to 30 s for a lock
@@ -36,7 +38,7 @@ async def open_checkpointer(path: Location) -> AsyncIterator[BaseCheckpointSaver
     Raises:
         StoreError: ``path`` is not a SQLite database, or was written by a newer ai-agent.
 
-    Example:
+    Examples:
         >>> import asyncio, tempfile, os
         >>> async def demo():
         ...     with tempfile.TemporaryDirectory() as d:

@@ -1,6 +1,6 @@
 """The run store's schema: its version, the tables of version 1, and the migrations since.
 
-A database is brought to :data:`SCHEMA_VERSION` when it is opened: the version-1 tables are
+A database is brought to `SCHEMA_VERSION` when it is opened: the version-1 tables are
 created if missing, then each migration from the stored version upwards runs, all in one
 ``BEGIN IMMEDIATE`` transaction, so two processes opening an old file at once migrate it once.
 A file written by a newer ai-agent is refused instead of being damaged.
@@ -175,7 +175,7 @@ def schema_version(conn: sqlite3.Connection) -> int | None:
 
 
 def ensure_schema(conn: sqlite3.Connection, path: Path) -> int | None:
-    """Create or migrate the run store's tables to :data:`SCHEMA_VERSION`.
+    """Create or migrate the run store's tables to `SCHEMA_VERSION`.
 
     Returns:
         The version the database had before (None: it had no run store yet).

@@ -1,17 +1,18 @@
-"""Where runs are kept: the run-store interface, database locations, and the one seam that opens
-a backend for a location.
+"""Where runs are kept: the run-store interface, database locations, and how a backend opens.
+
+`open_checkpointer` and `open_run_store` are the one seam that opens a backend for a location.
 
 A *location* is either a SQLite file path (one machine; the default) or a ``postgresql://`` URL
-(several machines sharing one database). :func:`open_run_store` and
-:func:`ai_agent.checkpoints.open_checkpointer` take either and open the matching backend, so the
-engine itself never asks which one it has: it talks to :class:`RunStoreProtocol` and LangGraph's
+(several machines sharing one database). `open_run_store` and
+`ai_agent.checkpoints.open_checkpointer` take either and open the matching backend, so the
+engine itself never asks which one it has: it talks to `RunStoreProtocol` and LangGraph's
 ``BaseCheckpointSaver``.
 
 A PostgreSQL URL may hold a password. It is kept only in memory, for connecting: every message
-names the database through :func:`describe_location`, which drops the password (and any other
+names the database through `describe_location`, which drops the password (and any other
 user info) so it never reaches a log line, an exception or the terminal.
 
-Example:
+Examples:
     >>> describe_location("postgresql://app:s3cret@db.internal:5432/agents")
     'postgresql://app@db.internal:5432/agents'
     >>> is_postgres_url("runs/checkpoints.sqlite")
@@ -69,7 +70,7 @@ def resolve_location(location: Location) -> Location:
 
     ``sqlite:///path`` is accepted too, for symmetry with database URLs.
 
-    Example:
+    Examples:
         >>> resolve_location("sqlite:///tmp/c.sqlite")
         PosixPath('/tmp/c.sqlite')
     """
@@ -129,8 +130,9 @@ def open_run_store(location: Location, **options: Any) -> RunStoreProtocol:
 
 
 class RunStoreProtocol(Protocol):
-    """What the engine needs from a run store; SQLite's ``RunStore`` and ``PostgresRunStore``
-    both provide it.
+    """What the engine needs from a run store.
+
+    SQLite's ``RunStore`` and ``PostgresRunStore`` both provide it.
 
     Runs (task, status, outcome), per-thread leases, the act journal, the recorded model and tool
     calls, the full text of clipped tool outputs, and the queue of plans waiting for a worker.
@@ -140,7 +142,8 @@ class RunStoreProtocol(Protocol):
 
     migrated_from: int | None
 
-    def close(self) -> None: ...
+    def close(self) -> None:
+        """Close the connection."""
 
     # Runs
     async def create_run(
@@ -152,7 +155,8 @@ class RunStoreProtocol(Protocol):
         origin: RunOrigin = "run",
         fork_checkpoint_id: str | None = None,
         status: str = "running",
-    ) -> None: ...
+    ) -> None:
+        """Record a new run (by default as running)."""
 
     async def update_run(
         self,
@@ -162,9 +166,11 @@ class RunStoreProtocol(Protocol):
         final_text: str | None = None,
         gate: dict[str, Any] | None = None,
         error: str | None = None,
-    ) -> None: ...
+    ) -> None:
+        """Set a run's status and outcome."""
 
-    async def get_run(self, thread_id: str) -> RunRecord | None: ...
+    async def get_run(self, thread_id: str) -> RunRecord | None:
+        """The run with this thread id, or None."""
 
     async def list_runs(
         self,
@@ -172,27 +178,36 @@ class RunStoreProtocol(Protocol):
         limit: int | None = 50,
         status: str | None = None,
         parent_thread_id: str | None = None,
-    ) -> list[RunRecord]: ...
+    ) -> list[RunRecord]:
+        """Runs, most recently updated first (all of them with ``limit=None``)."""
 
     # Leases
-    async def acquire(self, thread_id: str, *, seconds: float = ...) -> Lease: ...
+    async def acquire(self, thread_id: str, *, seconds: float = ...) -> Lease:
+        """Take the thread's lease, or raise ThreadBusyError when another live process holds it."""
 
-    async def renew(self, lease: Lease, *, seconds: float = ...) -> Lease: ...
+    async def renew(self, lease: Lease, *, seconds: float = ...) -> Lease:
+        """Extend a lease this process holds."""
 
-    async def release(self, lease: Lease) -> None: ...
+    async def release(self, lease: Lease) -> None:
+        """Give the lease back (only if this holder still has it)."""
 
     # Journal
-    async def lookup(self, thread_id: str, iteration: int, call_id: str) -> JournalEntry | None: ...
+    async def lookup(self, thread_id: str, iteration: int, call_id: str) -> JournalEntry | None:
+        """The journal entry of one call, or None when it was never started."""
 
-    async def intent(self, thread_id: str, iteration: int, call: ToolCall) -> None: ...
+    async def intent(self, thread_id: str, iteration: int, call: ToolCall) -> None:
+        """Record that a call is about to run (committed before the tool starts)."""
 
     async def outcome(
         self, thread_id: str, iteration: int, call: ToolCall, result: ToolResult
-    ) -> None: ...
+    ) -> None:
+        """Record a call's result."""
 
-    async def forget(self, thread_id: str, iteration: int, call_id: str) -> None: ...
+    async def forget(self, thread_id: str, iteration: int, call_id: str) -> None:
+        """Drop a journal entry whose call is known not to have run (a replay stopped at it)."""
 
-    async def delete_journal(self, thread_id: str) -> int: ...
+    async def delete_journal(self, thread_id: str) -> int:
+        """Delete a finished run's journal (a paused run needs its journal to resume safely)."""
 
     # Recorded calls
     async def record_model_call(
@@ -207,7 +222,8 @@ class RunStoreProtocol(Protocol):
         error: dict[str, str] | None,
         latency_ms: float,
         replayed: bool = False,
-    ) -> int: ...
+    ) -> int:
+        """Record one model call: its reply, or the model error it ended with. Returns its seq."""
 
     async def record_tool_call(
         self,
@@ -220,41 +236,53 @@ class RunStoreProtocol(Protocol):
         iteration: int | None,
         duration_ms: float,
         replayed: bool = False,
-    ) -> int: ...
+    ) -> int:
+        """Record one tool call and its result. Returns its seq."""
 
-    async def model_calls(self, thread_id: str) -> list[ModelCallRecord]: ...
+    async def model_calls(self, thread_id: str) -> list[ModelCallRecord]:
+        """The thread's recorded model calls, in the order they were made."""
 
-    async def model_request(self, seq: int) -> ModelRequest: ...
+    async def model_request(self, seq: int) -> ModelRequest:
+        """The full request of one recorded model call."""
 
-    async def tool_calls(self, thread_id: str) -> list[ToolCallRecord]: ...
+    async def tool_calls(self, thread_id: str) -> list[ToolCallRecord]:
+        """The thread's recorded tool calls, in the order they were made."""
 
-    async def delete_calls(self, thread_id: str) -> int: ...
+    async def delete_calls(self, thread_id: str) -> int:
+        """Delete a thread's recorded calls (and bodies nothing else uses); returns how many."""
 
     # Kept full text of clipped tool outputs
-    async def save_output(
-        self, thread_id: str, iteration: int, call: ToolCall, text: str
-    ) -> str: ...
+    async def save_output(self, thread_id: str, iteration: int, call: ToolCall, text: str) -> str:
+        """Keep the full text of a clipped output; returns its reference (``out-<iter>-<id>``)."""
 
-    async def get_output(self, thread_id: str, ref: str) -> OutputRecord | None: ...
+    async def get_output(self, thread_id: str, ref: str) -> OutputRecord | None:
+        """A kept output by its reference, or None."""
 
-    async def list_outputs(self, thread_id: str) -> list[str]: ...
+    async def list_outputs(self, thread_id: str) -> list[str]:
+        """References of the outputs kept for a run, oldest first."""
 
     # The plan queue
     async def submit_plan(
         self, thread_id: str, plan: dict[str, Any], *, gate_checkpoint_id: str | None
-    ) -> PlanRecord: ...
+    ) -> PlanRecord:
+        """Queue a plan for a paused run."""
 
-    async def get_plan(self, plan_id: int) -> PlanRecord | None: ...
+    async def get_plan(self, plan_id: int) -> PlanRecord | None:
+        """The plan with this id, or None."""
 
     async def list_plans(
         self, *, status: str | None = None, thread_id: str | None = None, limit: int | None = 50
-    ) -> list[PlanRecord]: ...
+    ) -> list[PlanRecord]:
+        """Plans, oldest first (the order workers take them in)."""
 
-    async def claim_plan(self, plan_id: int, worker: str, *, reclaim: bool = False) -> bool: ...
+    async def claim_plan(self, plan_id: int, worker: str, *, reclaim: bool = False) -> bool:
+        """Mark a queued plan as taken by ``worker``; False when it is no longer queued."""
 
     async def finish_plan(
         self, plan_id: int, *, status: str, outcome: str | None = None, error: str | None = None
-    ) -> None: ...
+    ) -> None:
+        """Record how applying a plan went: ``done`` (with the run's status) or ``failed``."""
 
     # Maintenance
-    async def vacuum(self) -> None: ...
+    async def vacuum(self) -> None:
+        """Reclaim the space of deleted rows: fold the WAL into the file, then rebuild it."""

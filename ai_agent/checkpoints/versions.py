@@ -6,7 +6,7 @@ before the stamp existed, which is version 1. Code that continues, forks or repl
 the version first, so a run written by a newer ai-agent is refused with a clear message instead of
 being misread.
 
-To change the shape of ``RunState`` incompatibly: bump :data:`STATE_VERSION`, add a function to
+To change the shape of ``RunState`` incompatibly: bump `STATE_VERSION`, add a function to
 ``STATE_MIGRATIONS`` that turns state values of the previous version into the new shape, and keep a
 fixture of the old version (``tests/fixtures/``).
 """
@@ -38,7 +38,7 @@ STATE_MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {}
 def stamped(config: dict[str, Any]) -> dict[str, Any]:
     """``config`` with the state version in its metadata, so every checkpoint it writes has it.
 
-    Example:
+    Examples:
         >>> stamped({"configurable": {"thread_id": "t"}})["metadata"]
         {'ai_agent_state_version': 1}
     """
@@ -64,7 +64,7 @@ def check_state_version(metadata: Mapping[str, Any] | None, where: str) -> int:
 
 
 def upgrade_state(values: Mapping[str, Any], version: int) -> dict[str, Any]:
-    """State values of ``version`` brought to :data:`STATE_VERSION` through the migrations."""
+    """State values of ``version`` brought to `STATE_VERSION` through the migrations."""
     out = dict(values)
     for step in range(version, STATE_VERSION):
         out = STATE_MIGRATIONS[step](out)

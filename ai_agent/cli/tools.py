@@ -1,5 +1,8 @@
-"""``ai-agent tools`` (the catalog by category, with the approval policy in force) and
-``ai-agent output`` (the full text of a tool output that was clipped in a run)."""
+"""``ai-agent tools`` and ``ai-agent output``.
+
+``tools`` lists the catalog by category, with the approval policy in force; ``output`` prints the
+full text of a tool output that was clipped in a run.
+"""
 
 from __future__ import annotations
 

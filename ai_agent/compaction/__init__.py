@@ -2,10 +2,10 @@
 
 Five strategies ship (``sliding_window``, ``summarize_older``, ``selective_pruning``,
 ``importance_scoring``, ``hybrid``); any object with a ``name`` and an async ``compact(data)`` is a
-custom one (:class:`CompactionStrategy`). :class:`Compactor` decides when to compact and makes sure
+custom one (`CompactionStrategy`). `Compactor` decides when to compact and makes sure
 the result fits; every compaction is recorded in the run's ``compactions`` history.
 
-Example:
+Examples:
     >>> from ai_agent.compaction import BUILTIN_STRATEGIES, CompactionStrategy
     >>> isinstance(BUILTIN_STRATEGIES["hybrid"](), CompactionStrategy)
     True

@@ -13,7 +13,7 @@ every request), so it is always kept. The last ``preserve_recent_turns`` blocks 
 
 A custom strategy is any object with a ``name`` and an async ``compact(data)``:
 
-Example:
+Examples:
     >>> class DropAll:
     ...     name = "drop_all"
     ...     async def compact(self, data):
@@ -114,9 +114,11 @@ def split_blocks(
 class ModelHelper(Protocol):
     """What strategies may ask of a model: a summary, or importance scores."""
 
-    async def summarize(self, blocks: Sequence[Block]) -> str: ...  # pragma: no cover
+    async def summarize(self, blocks: Sequence[Block]) -> str:
+        """One summary of the blocks, written by the model."""
 
-    async def score(self, blocks: Sequence[Block]) -> list[float]: ...  # pragma: no cover
+    async def score(self, blocks: Sequence[Block]) -> list[float]:
+        """The importance of each block, 0 to 10, by the model."""
 
 
 @dataclass
@@ -191,4 +193,5 @@ class CompactionStrategy(Protocol):
 
     name: str
 
-    async def compact(self, data: CompactionInput) -> CompactionResult: ...  # pragma: no cover
+    async def compact(self, data: CompactionInput) -> CompactionResult:
+        """Shrink the conversation toward ``data.target``; say what was removed."""

@@ -7,7 +7,7 @@ remaining candidates (shrinking the recent window down to the last turn) and, as
 shortens the longest tool results. The task, the latest plan and the system prompt always stay,
 and no tool call is ever separated from its result.
 
-Example:
+Examples:
     >>> import asyncio
     >>> from ai_agent.config import CompactionConfig
     >>> from ai_agent.tokens import TokenCounter
@@ -106,7 +106,7 @@ class ModelCallerHelper:
 def parse_scores(answer: str, count: int) -> list[float]:
     """The first JSON list of numbers in ``answer``, scaled to 0..1; [] when there is none.
 
-    Example:
+    Examples:
         >>> parse_scores("Scores: [10, 0, 5]", 3)
         [1.0, 0.0, 0.5]
     """
@@ -136,7 +136,7 @@ class Compactor:
     Args:
         config: Strategy, trigger, target, recent turns, hybrid weights.
         counter: Counts tokens.
-        strategy: A custom strategy (any :class:`CompactionStrategy`) used instead of
+        strategy: A custom strategy (any `CompactionStrategy`) used instead of
             ``config.strategy``.
         context_window: The model's window, when known: compaction then also starts before a
             request could overflow it (with the counter's safety margin and ``reserve`` tokens

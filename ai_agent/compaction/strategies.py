@@ -1,11 +1,11 @@
 """The five built-in compaction strategies (spec 5.7.2).
 
-Each removes or summarizes *candidate* blocks only (see :mod:`ai_agent.compaction.base`), oldest
+Each removes or summarizes *candidate* blocks only (see `ai_agent.compaction.base`), oldest
 or least useful first, until the conversation fits its budget. A strategy that cannot reach the
 budget on its own leaves the rest to the compactor, which then drops the oldest candidates and,
 as a last resort, shortens oversized tool results.
 
-Example:
+Examples:
     >>> sorted(BUILTIN_STRATEGIES)
     ['hybrid', 'importance_scoring', 'selective_pruning', 'sliding_window', 'summarize_older']
 """

@@ -1,11 +1,12 @@
-"""The pipeline as a LangGraph state machine.
+r"""The pipeline as a LangGraph state machine.
 
-::
+```text
+recall -> draft -> decide -> discover -> act -> reflect -> gate -> finalize -> persist
+            ^  \        \-- finish ---------------------------/^
+            |   \-- model issue -> gate                        |
+            +------------------ continue <--------------------+  (gate -> act: settle calls)
+```
 
-    recall -> draft -> decide -> discover -> act -> reflect -> gate -> finalize -> persist
-                ^  \\        \\-- finish ---------------------------/^
-                |   \\-- model issue -> gate                        |
-                +------------------ continue <--------------------+  (gate -> act: settle calls)
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """AgentCore: configuration, collaborators, resources, and run/resume of the nine-stage graph.
 
 Features that sit on top of running (replay, inspection, streaming, tool management, the
-toolsmaker) are mixins over this core, composed into :class:`ai_agent.graph.agent.Agent`.
+toolsmaker) are mixins over this core, composed into `ai_agent.graph.agent.Agent`.
 
 An Agent holds configuration and collaborators, never run data: every run lives in the checkpoint
 database under its thread id, so any Agent built the same way, in any process, can resume it.
@@ -87,8 +87,10 @@ _UNSET: Any = object()
 def config_for(
     thread_id: str, limit: int | None = None, *, checkpoint_id: str | None = None
 ) -> dict[str, Any]:
-    """The one place that writes LangGraph's ``configurable``: the thread id (and, to address one
-    checkpoint, its id), nothing secret."""
+    """The one place that writes LangGraph's ``configurable``.
+
+    It holds the thread id (and, to address one checkpoint, its id), nothing secret.
+    """
     configurable: dict[str, Any] = {"thread_id": thread_id, "checkpoint_ns": ""}
     if checkpoint_id is not None:
         configurable["checkpoint_id"] = checkpoint_id
@@ -99,45 +101,9 @@ def config_for(
 
 
 class AgentCore:
-    """Runs tasks through the nine-stage pipeline, pausing at the gate and resuming later.
+    """The core of `ai_agent.Agent`: configuration, collaborators, resources, run and resume.
 
-    Args:
-        model: A LangChain chat model (``ScriptedModel``, ``ChatOpenAI``...), ``"scripted:PATH"``
-            for a JSON script, a model id for the configured server, or None for the settings'.
-        tools: Catalog names (tools, groups such as ``files``, globs such as ``fs.*``) and/or
-            tools in any supported form (ToolSpec, ``@tool`` function, BaseTool, pydantic model,
-            LangChain tool) to activate; other built-ins stay in the catalog, available to a
-            plan. See :mod:`ai_agent.tools.building`.
-        system_prompt: Sent first on every model call (never stored in state).
-        max_iterations: Cycles before the run stops with a summary.
-        gate_threshold: Severity at which the gate intervenes (0..1).
-        checkpoint_path: The SQLite database of checkpoints and the run store.
-        hooks: A ``Hooks`` (or a dict of hook functions) replacing stage defaults.
-        settings: ``AgentSettings``; loaded from env and files when not given.
-        backend: ``"openai"`` (any OpenAI-compatible server) or ``"local"`` (built-in llama.cpp).
-        gate_profile: ``interactive`` (0.60), ``default`` (0.70) or ``batch`` (0.90).
-        execute_all_tool_calls: Run every call of a draft, not just the first.
-        approvals: Approval policy per tool category (auto / confirm / approve / deny), over
-            the settings' ``approvals`` and the defaults (read_only and note_taking auto,
-            modification approve, external confirm).
-        unattended: Trusted batch mode: approvals, first-use gates and escalations are granted,
-            ``deny`` still holds.
-        memory_path: JSONL file persist appends to (None: do not write it).
-        memory_sqlite: Also keep a searchable SQLite memory that recall uses.
-        on_event: Called with progress events (stage started/finished, tool running...).
-        workdir: Directory tools treat as their working directory, and the file sandbox's base
-            unless ``tool_config.files.base_dir`` names another.
-        compaction_strategy: A custom :class:`~ai_agent.compaction.CompactionStrategy` used
-            instead of the configured one.
-        checkpoint_url: A ``postgresql://`` URL (or a SQLite path) for the checkpoints and the
-            run store, in place of ``checkpoint_path``; needs the ``postgres`` extra. Default:
-            the settings' ``checkpoint_url``, then their ``checkpoint_path``.
-        tracer_provider: The OpenTelemetry ``TracerProvider`` that gets the spans when
-            ``observability.enable_otel_instrumentation`` is on (default: the global provider).
-        mcp_servers: MCP servers (``McpServerConfig`` or dicts of its shape) besides the
-            settings' ``mcp_servers``; their tools join the catalog when they start (see
-            :mod:`ai_agent.graph.mcp_mixin`).
-        mcp_config: A YAML, JSON or TOML file of MCP servers (or a list of them), read now.
+    The constructor's arguments are documented on `ai_agent.Agent`.
     """
 
     def __init__(
@@ -242,7 +208,7 @@ class AgentCore:
     def add_listener(self, listener: Callable[[E], object], *types: type[E]) -> Callable[[], None]:
         """Call ``listener`` with the lifecycle events of every run of this Agent.
 
-        The events are those of :data:`ai_agent.events.LifecycleEvent`: run start and end, stage
+        The events are those of `ai_agent.events.LifecycleEvent`: run start and end, stage
         start and end, model retries, tool calls, gate pause and resume, compaction. Listeners
         are called synchronously on the run's task (``ai_agent.observability.current_ids()``
         names the run); one that raises is logged at WARNING and the run goes on.
@@ -254,7 +220,7 @@ class AgentCore:
         Returns:
             A function that removes the listener.
 
-        Example:
+        Examples:
             >>> from ai_agent import Agent, AgentSettings
             >>> from ai_agent.events import StageFinished
             >>> agent = Agent(settings=AgentSettings(_env_file=None))
@@ -269,8 +235,10 @@ class AgentCore:
 
     @property
     def metrics(self) -> DurationMetrics | None:
-        """Durations of this Agent's runs, stages, model and tool calls (None when
-        ``observability.metrics_enabled`` is off)."""
+        """Durations of this Agent's runs, stages, model and tool calls.
+
+        None when ``observability.metrics_enabled`` is off.
+        """
         return self.telemetry.metrics
 
     def _emitter(self) -> Callable[[Event], None]:
@@ -548,12 +516,7 @@ class AgentCore:
     ) -> RunResult:
         """Continue a run: with a plan when it is paused at the gate, without after a crash.
 
-        Raises:
-            UnknownThreadError: no such thread.
-            PlanRequiredError: it is paused at the gate and no plan was given.
-            InvalidPlanError: the plan is invalid (the run stays paused).
-            NothingPendingError: the run has finished.
-            ThreadBusyError: another process is working on it.
+        The arguments, the result and the errors are documented on `ai_agent.Agent.resume`.
         """
         lease = await self.store.acquire(thread_id)
         try:

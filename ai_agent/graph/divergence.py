@@ -21,7 +21,7 @@ __all__ = ["DivergenceReport", "call_lines", "request_lines", "text_diff"]
 
 @dataclass(frozen=True, slots=True)
 class DivergenceReport:
-    """Why a replay stopped: the first call that the recording could not answer.
+    r"""Why a replay stopped: the first call that the recording could not answer.
 
     Attributes:
         source_thread_id: The run being replayed.
@@ -35,8 +35,8 @@ class DivergenceReport:
         recorded: What was recorded at that point (a request, a call, a plan), or None.
         new: What the replay asked for instead.
 
-    Example:
-        >>> report = DivergenceReport("t1", "t2", 3, "draft", "a new request", "-a\\n+b")
+    Examples:
+        >>> report = DivergenceReport("t1", "t2", 3, "draft", "a new request", "-a\n+b")
         >>> print(report)
         replay of t1 diverged at step 3 (draft): a new request
         -a
@@ -82,9 +82,9 @@ def _message_lines(index: int, message: Message) -> list[str]:
 
 
 def request_lines(request: ModelRequest) -> list[str]:
-    """A model request as lines of text, for people and for :func:`text_diff`.
+    """A model request as lines of text, for people and for `text_diff`.
 
-    Example:
+    Examples:
         >>> request_lines({"messages": [{"role": "user", "content": "hi"}], "tools": [],
         ...                "params": {"seed": 1}})
         ['params: {"seed": 1}', 'tools: (none)', '[0] user: hi']
@@ -104,7 +104,7 @@ def request_lines(request: ModelRequest) -> list[str]:
 def call_lines(call: ToolCall) -> list[str]:
     """A tool call as lines of text.
 
-    Example:
+    Examples:
         >>> call_lines({"id": "c1", "name": "calculator", "args": {"expression": "2+2"}})
         ['call calculator #c1', 'args: {"expression": "2+2"}']
     """
@@ -112,10 +112,11 @@ def call_lines(call: ToolCall) -> list[str]:
 
 
 def text_diff(recorded: Sequence[str], new: Sequence[str]) -> str:
-    """A unified diff from the recorded lines to the new ones (all of ``new`` if nothing
-    was recorded).
+    """A unified diff from the recorded lines to the new ones.
 
-    Example:
+    All of ``new`` when nothing was recorded.
+
+    Examples:
         >>> print(text_diff(["a", "b"], ["a", "c"]))
         --- recorded
         +++ replay

@@ -2,25 +2,25 @@
 
 ``Agent.astream`` / ``Agent.stream`` yield these, in order:
 
-- :class:`StageStarted` / :class:`StageFinished` around each of the nine stages;
-- :class:`ModelDelta`: text as the model writes it, every turn (tool phases included);
-- :class:`ModelRetry`: a failed model call about to be retried, and how long until then;
-- :class:`ToolStarted`, :class:`ToolOutput` (live chunks of a long tool's output),
-  :class:`ToolFinished`;
-- :class:`GatePaused`: the run stopped at the gate and waits for a plan;
-- :class:`FinalDelta`: the final answer's text. It is held back while a turn could still turn out
+- `StageStarted` / `StageFinished` around each of the nine stages;
+- `ModelDelta`: text as the model writes it, every turn (tool phases included);
+- `ModelRetry`: a failed model call about to be retried, and how long until then;
+- `ToolStarted`, `ToolOutput` (live chunks of a long tool's output),
+  `ToolFinished`;
+- `GatePaused`: the run stopped at the gate and waits for a plan;
+- `FinalDelta`: the final answer's text. It is held back while a turn could still turn out
   to be a tool call, so it never carries tool-phase text; without streaming it arrives in one piece;
-- :class:`RunFinished`: the :class:`~ai_agent.graph.result.RunResult`, always last.
+- `RunFinished`: the `RunResult`, always last.
 
 Listeners (``agent.add_listener``) get the lifecycle events, a subset with three more:
-:class:`RunStarted`, :class:`StageStarted` / :class:`StageFinished`, :class:`ModelRetry`,
-:class:`ToolStarted` / :class:`ToolFinished`, :class:`GatePaused`, :class:`GateResumed`,
-:class:`Compacted` and :class:`RunFinished` (see :data:`LifecycleEvent`); never the text deltas.
+`RunStarted`, `StageStarted` / `StageFinished`, `ModelRetry`,
+`ToolStarted` / `ToolFinished`, `GatePaused`, `GateResumed`,
+`Compacted` and `RunFinished` (see `LifecycleEvent`); never the text deltas.
 
-With ``quiet_tools=True`` (the "quiet tool phases" policy) :class:`ModelDelta` and
-:class:`ToolOutput` are left out: only status events and the final answer are streamed.
+With ``quiet_tools=True`` (the "quiet tool phases" policy) `ModelDelta` and
+`ToolOutput` are left out: only status events and the final answer are streamed.
 
-Example:
+Examples:
     >>> translate = EventTranslator()
     >>> translate({"type": "model_delta", "detail": "Hi", "iteration": 1})
     [ModelDelta(text='Hi', iteration=1)]
@@ -125,7 +125,7 @@ class ToolFinished:
 
     ``telemetry`` holds what the result tells about the call, when it tells it: chars read,
     retrieval K, retrieved items (path, score, snippet), attempts (see
-    :func:`ai_agent.observability.tool_telemetry`).
+    `ai_agent.observability.tool_telemetry`).
     """
 
     tool: str
@@ -146,8 +146,11 @@ class GatePaused:
 
 @dataclass(frozen=True, slots=True)
 class GateResumed:
-    """The gate took a plan: from ``Agent.resume`` (``source="resume"``) or from the
-    ``query_user_plan`` hook (``source="hook"``)."""
+    """The gate took a plan.
+
+    It came from ``Agent.resume`` (``source="resume"``) or from the ``query_user_plan`` hook
+    (``source="hook"``).
+    """
 
     iteration: int
     source: str
@@ -381,7 +384,7 @@ def _compacted(event: Event) -> Compacted:
 def lifecycle_event(event: Event) -> LifecycleEvent | None:
     """The typed lifecycle event for a progress event, or None (deltas, output, waiting...).
 
-    Example:
+    Examples:
         >>> lifecycle_event({"type": "stage_finished", "stage": "act", "iteration": 2,
         ...                  "duration_ms": 1.5})
         StageFinished(stage='act', iteration=2, duration_ms=1.5)

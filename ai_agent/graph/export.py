@@ -22,10 +22,12 @@ __all__ = ["ExportMixin", "mermaid"]
 
 
 def mermaid(visits: dict[str, int] | None = None) -> str:
-    """The pipeline as a Mermaid flowchart; with ``visits``, stages a run went through are
-    marked and labelled with how often they ran.
+    """The pipeline as a Mermaid flowchart.
 
-    Example:
+    With ``visits``, the stages a run went through are marked and labelled with how often they
+    ran.
+
+    Examples:
         >>> text = mermaid({"draft": 2})
         >>> 'draft("draft x2"):::visited' in text and "classDef visited" in text
         True

@@ -3,7 +3,7 @@
 History reads checkpoints through LangGraph's ``aget_state_history`` and forking copies them with
 the ``BaseCheckpointSaver`` API only (``alist``, ``aput``, ``aput_writes``), so both work with
 any checkpointer, the SQLite one and the delta one alike. LangGraph's own ``copy_thread`` is not
-implemented by the SQLite saver, and would copy more than a fork wants (see :func:`copy_run`).
+implemented by the SQLite saver, and would copy more than a fork wants (see `copy_run`).
 
 ``history()`` and ``fork()`` are the blocking forms the design documents. ``history()`` may be
 called anywhere, even on a thread whose event loop is running (a notebook): it reads through a
@@ -77,8 +77,10 @@ class HistoryEntry:
 
 
 def run_blocking(factory: Callable[[], Coroutine[Any, Any, T]]) -> T:
-    """Run a coroutine to completion from synchronous code, on a worker thread if this thread
-    already runs an event loop."""
+    """Run a coroutine to completion from synchronous code.
+
+    It runs on a worker thread if this thread already runs an event loop.
+    """
     try:
         asyncio.get_running_loop()
     except RuntimeError:
@@ -243,7 +245,7 @@ class HistoryMixin(AgentCore):
         Raises:
             UnknownThreadError: the thread has no checkpoints.
 
-        Example:
+        Examples:
             >>> import asyncio, tempfile, os
             >>> from ai_agent import Agent
             >>> from ai_agent.testing import ScriptedModel
@@ -271,7 +273,7 @@ class HistoryMixin(AgentCore):
     ) -> str:
         """Copy a run up to a checkpoint into a new thread; return the new thread's id.
 
-        Blocking; in async code use ``await afork(...)``. See :meth:`afork`.
+        Blocking; in async code use ``await afork(...)``. See `afork`.
 
         Raises:
             RunError: called on a thread that runs an event loop.
@@ -285,8 +287,9 @@ class HistoryMixin(AgentCore):
     async def afork(
         self, thread_id: str, checkpoint_id: str, update: Mapping[str, Any] | None = None
     ) -> str:
-        """Copy a run up to a checkpoint into a new thread, ready to resume; the original is
-        never changed.
+        """Copy a run up to a checkpoint into a new thread, ready to resume.
+
+        The original is never changed.
 
         The fork has the run's state as it was at that checkpoint: its messages, its tools, and
         its grants (a fork from before an approval does not have it). ``resume(new_id)``

@@ -57,7 +57,7 @@ __all__ = [
 def estimate_tokens(text: str) -> int:
     """A rough token count (about four characters per token; never zero for non-empty text).
 
-    Example:
+    Examples:
         >>> estimate_tokens(""), estimate_tokens("hello"), estimate_tokens("x" * 400)
         (0, 2, 100)
     """
@@ -127,7 +127,7 @@ class TokenBreakdown(TypedDict):
 class CostRates:
     """Prices per million tokens.
 
-    Example:
+    Examples:
         >>> CostRates(prompt_per_million=0.15, completion_per_million=0.6).currency
         'USD'
     """
@@ -157,7 +157,7 @@ class UsagePoint(TypedDict, total=False):
     """One model request in the usage time series.
 
     The first keys are always there; the rest come from the run's usage record of the request
-    (see :class:`~ai_agent.state.UsageRecord`): where the counts come from, our estimate and its
+    (see `UsageRecord`): where the counts come from, our estimate and its
     error, cost, and which tools the request involved.
     """
 
@@ -402,8 +402,11 @@ class InspectionMixin(ReplayMixin):
         )
 
     async def get_token_breakdown(self, thread_id: str | None = None) -> TokenBreakdown:
-        """Tokens of the current context (system prompt, messages by role and kind, tool
-        schemas, tool results by tool) and the tokens attributed to each tool."""
+        """Tokens of the current context by component, and the tokens attributed to each tool.
+
+        Components: the system prompt, messages by role and kind, tool schemas, tool results
+        by tool.
+        """
         thread, state, _ = await self._state(thread_id)
         counter = self._token_counter()
         schemas = self.registry.schemas(list(state.get("active_tools", [])))
@@ -442,8 +445,11 @@ class InspectionMixin(ReplayMixin):
     async def get_cost_estimate(
         self, thread_id: str | None = None, *, rates: CostRates | None = None
     ) -> CostEstimate:
-        """The run's cost: at the configured rates per model (``BudgetConfig.rates``, as
-        recorded with each request), or at ``rates`` for every request when given."""
+        """The run's cost.
+
+        Priced at the configured rates per model (``BudgetConfig.rates``, as recorded with
+        each request), or at ``rates`` for every request when given.
+        """
         thread = self._thread(thread_id)
         points = await self.get_usage_history(thread)
         budget = self.settings.budget
@@ -525,8 +531,10 @@ class InspectionMixin(ReplayMixin):
     async def timeline(
         self, thread_id: str | None = None, checkpoint_id: str | None = None
     ) -> list[TimelineRow]:
-        """The run's trace as a timeline (step, stage, duration, tokens, tool, status, gate
-        score), up to ``checkpoint_id`` when given."""
+        """The run's trace as a timeline, up to ``checkpoint_id`` when given.
+
+        Each row: step, stage, duration, tokens, tool, status, gate score.
+        """
         thread = self._thread(thread_id)
         entries = await self.ahistory(thread)
         if checkpoint_id is not None:

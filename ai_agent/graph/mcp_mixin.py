@@ -3,11 +3,11 @@
 ``Agent(mcp_servers=[...], mcp_config="mcp.yaml")`` adds servers to those of the settings
 (``mcp_servers`` in ``config.yaml`` / ``config.toml`` / ``MAMBA_MCP_SERVERS``); a server named
 like an earlier one replaces it (settings, then the files in order, then ``mcp_servers``; see
-:func:`~ai_agent.tools.mcp.manager.gather_servers`).
+`gather_servers`).
 
 Lifecycle: every run, resume, replay, plan served by a worker and direct ``call_tool`` is a span
 that needs the servers
-(:meth:`McpManager.use <ai_agent.tools.mcp.McpManager.use>`). Outside an ``async with Agent``
+(`McpManager.use <ai_agent.tools.mcp.McpManager.use>`). Outside an ``async with Agent``
 block the servers start when the span begins and stop when it ends; inside one they start with
 the first span and stay open, sessions and server state included, until the block closes
 (``aclose``). A resume in a new process starts them again.
@@ -92,7 +92,31 @@ class McpMixin(ToolsMixin, WorkerMixin, ReplayMixin):
 
     # Spans that need the servers -------------------------------------------------------------
     async def run(self, task: str, *, thread_id: str | None = None) -> RunResult:
-        """Run a task (see ``AgentCore.run``), with the MCP servers started for it."""
+        """Run a task until it finishes, fails, or pauses at the gate.
+
+        The MCP servers the run needs are started first (and kept open for the whole run).
+
+        Args:
+            task: What to do, in plain language.
+            thread_id: Id for the new run (default: a fresh one). It must not exist yet.
+
+        Returns:
+            The RunResult: ``completed``, ``paused`` (``result.gate`` says why and what a plan
+            may do), ``failed`` (``result.error``) or ``cancelled``.
+
+        Raises:
+            ConfigError: the task is empty.
+            RunError: the thread id is already taken.
+
+        Examples:
+            >>> import asyncio
+            >>> from ai_agent import Agent
+            >>> from ai_agent.testing import ScriptedModel
+            >>> agent = Agent(model=ScriptedModel(["Hello."]), checkpoint_path=":memory:",
+            ...               memory_path=None)
+            >>> asyncio.run(agent.run("say hello")).final_text
+            'Hello.'
+        """
         async with self.mcp.use() as failures:
             token = _FAILURES.set(failures)
             try:
@@ -103,10 +127,27 @@ class McpMixin(ToolsMixin, WorkerMixin, ReplayMixin):
     async def resume(
         self, thread_id: str, plan: UserPlan | Mapping[str, Any] | None = None
     ) -> RunResult:
-        """Resume a run (see ``AgentCore.resume``), connecting the MCP servers again.
+        """Continue a run: with a plan when it is paused at the gate, without after a crash.
 
-        A plan also activates the tools of active servers the run does not have yet (a server
-        that failed when the run started and connects now, or one added since).
+        Any Agent built the same way, in any process, can resume a run: everything the run
+        knows is in the checkpoint database. The MCP servers are connected again, and a plan
+        also activates the tools of active servers the run does not have yet (a server that
+        failed when the run started and connects now, or one added since).
+
+        Args:
+            thread_id: The run to continue.
+            plan: The person's answer to the gate: a `UserPlan` or a dict of its fields.
+                Leave it out to continue a run that stopped mid-step (a crash).
+
+        Returns:
+            The RunResult, as for `run`.
+
+        Raises:
+            UnknownThreadError: no such thread.
+            PlanRequiredError: it is paused at the gate and no plan was given.
+            InvalidPlanError: the plan is invalid (the run stays paused).
+            NothingPendingError: the run has finished.
+            ThreadBusyError: another process is working on it.
         """
         async with self.mcp.use() as failures:
             token = _FAILURES.set(failures)
@@ -150,15 +191,52 @@ class McpMixin(ToolsMixin, WorkerMixin, ReplayMixin):
     async def replay(
         self, thread_id: str, checkpoint_id: str | None = None, mode: ReplayMode = "recorded"
     ) -> RunResult:
-        """Replay a run (see ``ReplayMixin.replay``). The servers are started so their tools'
-        schemas are those the model saw; a server that fails only loses its tools."""
+        """Re-execute a stored run into a new thread and return the new thread's RunResult.
+
+        The MCP servers are started so their tools' schemas are those the model saw; a server
+        that fails only loses its tools.
+
+        Args:
+            thread_id: The run to replay.
+            checkpoint_id: Where to start (``recorded``, ``live``; default: the beginning), or
+                where to switch to live (``live-after``; default: the original's last
+                checkpoint).
+            mode: ``"recorded"`` (answers from the recording: no model server, no tool runs),
+                ``"live"`` (model and tools called again) or ``"live-after"``.
+
+        Returns:
+            The replay's RunResult. When the recording could not answer a call, the replay
+            stops there and ``result.divergence`` says where and how the new call differs.
+
+        Raises:
+            ConfigError: an unknown mode.
+            UnknownThreadError: no such run.
+            UnknownCheckpointError: no such checkpoint in that run.
+        """
         async with self.mcp.use():
             return await super().replay(thread_id, checkpoint_id, mode)
 
     async def call_tool(
         self, name: str, args: dict[str, Any] | None = None, *, approved: bool = False
     ) -> ToolResult:
-        """Call one tool directly (see ``ToolsMixin.call_tool``); MCP tools start their server."""
+        """Run one tool directly, under the same policy a run applies.
+
+        An MCP tool starts its server first.
+
+        Args:
+            name: The tool's name (or its wire name).
+            args: Its arguments.
+            approved: A person approved this call (needed where a run would wait for one).
+
+        Returns:
+            The full ToolResult (never clipped), with ``execution_time_ms`` and ``summary``.
+
+        Raises:
+            UnknownToolError: no enabled tool has this name; nothing runs.
+            ToolPolicyViolation: the category's policy is ``deny``.
+            ApprovalRequiredError: the policy (or the tool, for this call) needs a person and
+                ``approved`` is False outside unattended mode. The message shows the preview.
+        """
         async with self.mcp.use():
             return await super().call_tool(name, args, approved=approved)
 

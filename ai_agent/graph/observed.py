@@ -1,10 +1,10 @@
 """Observed collaborators: the run context's model caller and tool box, inside a scope each.
 
-``AgentCore._context`` wraps the (recording) ModelCaller in :class:`ObservedModel` and the
-(recording) ToolBox in :class:`ObservedToolBox`. Each call then gets its id, its span, its
-duration metric and its log lines (see :mod:`ai_agent.observability.scopes`), and a model call's
+``AgentCore._context`` wraps the (recording) ModelCaller in `ObservedModel` and the
+(recording) ToolBox in `ObservedToolBox`. Each call then gets its id, its span, its
+duration metric and its log lines (see `ai_agent.observability.scopes`), and a model call's
 HTTP request carries the call's ``X-Request-ID`` and trace context: the live caller reads them
-from the scope (:func:`ai_agent.observability.scopes.request_headers`).
+from the scope (`ai_agent.observability.scopes.request_headers`).
 
 The recording happens inside the scope, so a log line and the recorded call share the thread,
 LangGraph step and stage; the draft's trace line also carries the call's ``request_id``.
@@ -46,8 +46,11 @@ class ObservedModel:
 
 
 class ObservedToolBox(DelegatingToolBox):
-    """A ToolBox whose every execution is observed (id, span, metric, logs with the telemetry
-    items: chars read, K, retrieved items, attempts)."""
+    """A ToolBox whose every execution is observed.
+
+    Each call gets an id, a span, a metric and log lines with the telemetry items: chars read,
+    K, retrieved items, attempts.
+    """
 
     def __init__(self, inner: ToolBox) -> None:
         super().__init__(inner)

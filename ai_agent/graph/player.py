@@ -10,7 +10,7 @@ Matching. Several recorded calls may share a hash (a step re-run after a crash m
 request twice). The player prefers the one recorded at the same step (the last of them: that is
 the one whose reply the run went on with), then the first not used yet, then the last one.
 
-A call the recording cannot answer stops the replay with a :class:`DivergenceReport`: the step,
+A call the recording cannot answer stops the replay with a `DivergenceReport`: the step,
 the stage, and a diff between the new request and the one recorded at that point.
 """
 
@@ -272,6 +272,7 @@ class ReplayModel:
         self.last_source: Literal["live", "recorded"] = "recorded"
 
     async def __call__(self, messages: list[Message], tools: list[dict[str, Any]]) -> ModelReply:
+        """Answer from the recording; past the recorded steps, call the live model."""
         position = call_position()
         session = self.session
         if not session.recorded_at(position["step"]):
@@ -320,8 +321,11 @@ class ReplayToolBox(DelegatingToolBox):
 
 
 def plan_hook(session: ReplaySession, original: Hook | None) -> Hook:
-    """The ``query_user_plan`` hook of a replay: where it is recorded, a plan the original got
-    from its hook comes from the recording; a plan it got by pausing is left to the driver."""
+    """The ``query_user_plan`` hook of a replay.
+
+    A plan the original got from its hook comes from the recording; a plan it got by pausing
+    is left to the driver.
+    """
 
     async def hook(task: str, report: GateReport, ctx: dict[str, Any]) -> Any:
         position = call_position()

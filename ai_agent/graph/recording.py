@@ -1,12 +1,12 @@
 """Recording: every model call and tool call of a run is written to the run store.
 
-The Agent wraps the run context's ModelCaller in :class:`RecordingModel` and its ToolBox in
-:class:`RecordingToolBox` (``AgentCore._context``), so the stages never know they are being
+The Agent wraps the run context's ModelCaller in `RecordingModel` and its ToolBox in
+`RecordingToolBox` (``AgentCore._context``), so the stages never know they are being
 recorded. Each record says where it happened: the thread, LangGraph's step and node, and the
 checkpoint the node started from (read from LangGraph's runtime, never from ``configurable``).
 
-A model request is identified by :func:`ai_agent.models.request_hash` over the messages, the tool
-schemas and the generation parameters from :func:`generation_params`. Those parameters come from
+A model request is identified by `ai_agent.models.request_hash` over the messages, the tool
+schemas and the generation parameters from `generation_params`. Those parameters come from
 the Agent's configuration (model id, temperature, seed...), through an allowlist: the API key,
 the base URL and headers are never among them, and never reach a ModelCaller's arguments.
 """
@@ -77,7 +77,7 @@ def generation_params(
         backend: ``"openai"`` or ``"local"``.
         settings: The model backend settings.
 
-    Example:
+    Examples:
         >>> from ai_agent.config import ModelBackendSettings
         >>> generation_params("qwen", "openai", ModelBackendSettings(temperature=0.2))
         {'backend': 'openai', 'model': 'qwen', 'temperature': 0.2}
@@ -124,7 +124,7 @@ class RecordingModel:
         inner: The caller that does the work (the live model, or a replay's player).
         store: Where calls are recorded.
         thread_id: The run they belong to.
-        params: The generation parameters (see :func:`generation_params`).
+        params: The generation parameters (see `generation_params`).
     """
 
     def __init__(
@@ -136,6 +136,7 @@ class RecordingModel:
         self.params = dict(params)
 
     async def __call__(self, messages: list[Message], tools: list[dict[str, Any]]) -> ModelReply:
+        """Call the inner model and record the request and its reply (or error)."""
         position = call_position()
         request = ModelRequest(messages=list(messages), tools=list(tools), params=self.params)
         digest = request_hash(messages, tools, self.params)

@@ -3,7 +3,7 @@
 Modes:
 
 - ``"recorded"``: model replies and tool results come from the recording, matched by request
-  hash (see :mod:`ai_agent.graph.player`); no model server is asked, no tool runs, nothing is
+  hash (see `ai_agent.graph.player`); no model server is asked, no tool runs, nothing is
   written to long-term memory. Plans the original received at the gate are given again at the
   same gates. A call the recording cannot answer stops the replay with a DivergenceReport.
 - ``"live"``: the model and the tools are called again under the normal policy and approvals;
@@ -51,10 +51,12 @@ _RECALL_STEP = 1
 
 
 def trace_signature(trace: Sequence[TraceEvent]) -> list[tuple[Any, ...]]:
-    """What two runs must share to have taken the same path: each trace line without timings
-    (and without where ``persist`` saved the result, which a recorded replay does not do).
+    """What two runs must share to have taken the same path.
 
-    Example:
+    Each trace line without timings (and without where ``persist`` saved the result, which a
+    recorded replay does not do).
+
+    Examples:
         >>> trace_signature([{"stage": "draft", "iteration": 1, "duration_ms": 3.0,
         ...                   "status": "ok", "detail": "text reply"}])
         [('draft', 1, None, 'ok', None, 'text reply')]
@@ -96,7 +98,7 @@ class ReplayMixin(HistoryMixin):
             ConfigError: an unknown mode.
             UnknownThreadError / UnknownCheckpointError: no such run or checkpoint.
 
-        Example:
+        Examples:
             >>> import asyncio, tempfile, os
             >>> from ai_agent import Agent
             >>> from ai_agent.testing import ScriptedModel
@@ -153,8 +155,10 @@ class ReplayMixin(HistoryMixin):
     async def _recording(
         self, thread_id: str
     ) -> tuple[list[ModelCallRecord], list[ToolCallRecord]]:
-        """The calls recorded for a run, with its ancestors' up to where it was forked from them
-        (a fork's first steps were made, and recorded, by its parent)."""
+        """The calls recorded for a run, with its ancestors' up to where it was forked.
+
+        A fork's first steps were made, and recorded, by its parent.
+        """
         models = await self.store.model_calls(thread_id)
         tools = await self.store.tool_calls(thread_id)
         record = await self.store.get_run(thread_id)

@@ -4,7 +4,7 @@ The run itself is the same as ``Agent.run``: the stream is a view of its progres
 through a per-run sink, so several streams on one Agent do not mix. Leaving the loop early
 cancels the run; it stays resumable from its last checkpoint.
 
-Example:
+Examples:
     >>> import asyncio, tempfile, os
     >>> from ai_agent import Agent
     >>> from ai_agent.graph.events import FinalDelta, RunFinished

@@ -13,10 +13,10 @@ _MAX = 160
 
 
 def clip(text: str, limit: int = 60) -> str:
-    """One line of at most ``limit`` characters.
+    r"""One line of at most ``limit`` characters.
 
-    Example:
-        >>> clip("a long\\nanswer", 8)
+    Examples:
+        >>> clip("a long\nanswer", 8)
         'a long…'
     """
     flat = " ".join(text.split())
@@ -26,7 +26,7 @@ def clip(text: str, limit: int = 60) -> str:
 def describe_message(message: Message) -> str:
     """What a new message means, in a few words.
 
-    Example:
+    Examples:
         >>> describe_message({"role": "tool", "name": "calculator", "content": "4"})
         'tool calculator: 4'
     """
@@ -52,7 +52,7 @@ def describe_message(message: Message) -> str:
 def describe_plan(record: PlanRecord) -> str:
     """A plan in a few words.
 
-    Example:
+    Examples:
         >>> describe_plan({"iteration": 1, "source": "resume",
         ...                "plan": {"allow_continue": True, "approve": ["*"]}})
         'plan (resume): approve *'
@@ -113,7 +113,7 @@ def _fields(before: RunState, after: RunState) -> list[str]:
 def change_summary(before: RunState, after: RunState, *, paused: bool = False) -> str:
     """What changed from ``before`` to ``after``, in one line.
 
-    Example:
+    Examples:
         >>> change_summary({"messages": []},
         ...                {"messages": [{"role": "assistant", "content": "hi"}]})
         "model answers 'hi'"

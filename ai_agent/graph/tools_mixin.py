@@ -1,14 +1,14 @@
 """Tool management on the Agent: register, enable, list, call directly, fetch clipped outputs.
 
 Changes to the registry take effect for every run at its next cycle: a run pins one registry
-snapshot per cycle (:class:`~ai_agent.tools.registry.TurnView`), so a cycle that already showed
+snapshot per cycle (`TurnView`), so a cycle that already showed
 the model its tools runs exactly those, even if a tool is replaced or removed meanwhile.
 
 ``call_tool`` runs one tool outside any run under the same rules a run applies, except that there
 is no run to pause: where a run would wait for a person, ``call_tool`` raises
-:class:`~ai_agent.errors.ApprovalRequiredError` unless the caller says a person approved
+`ApprovalRequiredError` unless the caller says a person approved
 (``approved=True``) or the Agent is unattended. ``deny`` raises
-:class:`~ai_agent.errors.ToolPolicyViolation` whatever the caller says. The first-time gate of
+`ToolPolicyViolation` whatever the caller says. The first-time gate of
 external tools belongs to runs (it is recorded in run state) and does not apply here.
 """
 
@@ -81,7 +81,7 @@ class ToolsMixin(AgentCore):
         Raises:
             ToolRegistrationError: the tool is invalid or its name is taken.
 
-        Example:
+        Examples:
             >>> from ai_agent import Agent, tool
             >>> @tool(category="read_only")
             ... def shout(text: str) -> str:
@@ -152,21 +152,9 @@ class ToolsMixin(AgentCore):
     ) -> ToolResult:
         """Run one tool directly, under the same policy a run applies.
 
-        Args:
-            name: The tool's name (or its wire name).
-            args: Its arguments.
-            approved: A person approved this call (needed where a run would wait for one).
+        The arguments, the result and the errors are documented on `ai_agent.Agent.call_tool`.
 
-        Returns:
-            The full ToolResult (never clipped), with ``execution_time_ms`` and ``summary``.
-
-        Raises:
-            UnknownToolError: no enabled tool has this name; nothing runs.
-            ToolPolicyViolation: the category's policy is ``deny``.
-            ApprovalRequiredError: the policy (or the tool, for this call) needs a person and
-                ``approved`` is False outside unattended mode. The message shows the preview.
-
-        Example:
+        Examples:
             >>> import asyncio
             >>> from ai_agent import Agent
             >>> agent = Agent(checkpoint_path=":memory:", memory_path=None)

@@ -1,9 +1,9 @@
 """Workers: plans arrive in a queue, and worker processes resume the runs they answer.
 
 A paused run does not need a process waiting for its plan. A person (or a program) queues the
-plan with :meth:`WorkerMixin.submit_plan` (``ai-agent resume THREAD --plan ... --queue``): it is
+plan with `WorkerMixin.submit_plan` (``ai-agent resume THREAD --plan ... --queue``): it is
 checked against the pending gate there and then, and stored in the run store's plan queue
-(``ai_agent.checkpoints.plans``). Any number of :class:`Worker` processes (``ai-agent worker``),
+(``ai_agent.checkpoints.plans``). Any number of `Worker` processes (``ai-agent worker``),
 on any machine that reaches the database, poll the queue and serve each plan:
 
 1. take the thread's lease (busy: another worker or a person is on it; skip it for now);
@@ -103,7 +103,7 @@ class WorkerMixin(AgentCore):
             NothingPendingError / RunError: the run is not paused at the gate, or a plan for
                 it is already queued.
 
-        Example:
+        Examples:
             >>> import asyncio, tempfile, os
             >>> from ai_agent import Agent, ToolCategory, ToolSpec
             >>> from ai_agent.testing import ScriptedModel
@@ -223,7 +223,7 @@ class Worker:
         agent: The Agent to resume runs with: same database, tools and model as the runs.
         poll: Seconds between looks at the queue when there is nothing to do.
         concurrency: Runs driven at once (each on its own thread id; never two on one).
-        grace: Seconds the runs in progress get to finish after :meth:`stop`, before they are
+        grace: Seconds the runs in progress get to finish after `stop`, before they are
             cancelled (their leases are released either way).
         name: How this worker signs its claims (default ``host:pid``).
         on_event: Called with ``{"type": "claimed" | "done" | "failed" | "skipped" | ...}``.
@@ -262,8 +262,14 @@ class Worker:
         self._stop.set()
 
     async def run(self, *, once: bool = False) -> list[PlanOutcome]:
-        """Serve plans until :meth:`stop` (or, with ``once``, until the queue has nothing left
-        that this worker can take); returns the outcomes, in the order they finished."""
+        """Serve plans until `stop`, or with ``once`` until nothing is left to take.
+
+        Args:
+            once: Stop when the queue has nothing left that this worker can take.
+
+        Returns:
+            The outcomes, in the order they finished.
+        """
         tried: set[int] = set()
         try:
             while not self._stop.is_set():

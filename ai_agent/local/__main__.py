@@ -2,7 +2,7 @@
 
 ``fetch`` downloads and verifies the model once and prints its path (CI runs it to fill the cache
 before the tests). ``serve`` runs llama.cpp's server in the foreground; it is what
-:class:`~ai_agent.local.LocalModelServer` starts as its child process.
+`LocalModelServer` starts as its child process.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     Returns:
         The exit code: 0 on success, 1 when the model cannot be prepared, 2 for bad usage, and
-        the codes of :func:`ai_agent.local.serve.serve` for a server that does not start.
+        the codes of `ai_agent.local.serve.serve` for a server that does not start.
     """
     args = list(sys.argv[1:] if argv is None else argv)
     if args[:1] == ["serve"]:

@@ -7,7 +7,7 @@ model and that rendering have to agree. Measured with ``use_jinja=True``:
 
 * calls rendered as ``<tool_call>{...}</tool_call>`` (the original): the model writes bare JSON or a
   fenced block, neither is parsed;
-* calls rendered as a fenced block, and the model asked for one::
+* calls rendered as a fenced block, and the model asked for one:
 
       ```json
       {"name": "get_weather", "arguments": {"city": "Paris"}}
@@ -19,7 +19,7 @@ After tool results the model tends to call the same tool again; a system turn af
 ("do not call the same tool again, answer in plain text") stopped that in each case tried, where
 the same words inside the user turn did not.
 
-How it is shipped: a pure, deterministic transformation (:func:`adapt_chat_template`) applied to
+How it is shipped: a pure, deterministic transformation (`adapt_chat_template`) applied to
 the template read from the GGUF file at start, rather than a copy of a template in the package.
 The GGUF stays the single source of the rest of the template, every edit is anchored on exact
 text that must occur once (anything else raises, so a different model fails loudly instead of
@@ -102,7 +102,7 @@ def adapt_chat_template(template: str) -> str:
     Raises:
         LocalBackendError: The template is not the Qwen2.5 one these edits are written for.
 
-    Example:
+    Examples:
         >>> adapt_chat_template("{{ messages }}")
         Traceback (most recent call last):
         ...
@@ -155,9 +155,9 @@ def server_chat_template(model_path: Path) -> str:
         model_path: The GGUF file.
 
     Returns:
-        :func:`adapt_chat_template` applied to the file's own template.
+        `adapt_chat_template` applied to the file's own template.
 
     Raises:
-        LocalBackendError: See :func:`read_chat_template` and :func:`adapt_chat_template`.
+        LocalBackendError: See `read_chat_template` and `adapt_chat_template`.
     """
     return adapt_chat_template(read_chat_template(model_path))

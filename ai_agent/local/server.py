@@ -1,8 +1,8 @@
 """Start and stop the local llama.cpp server from async code.
 
-:class:`LocalModelServer` finds (or downloads) the model, adapts its chat template, runs
-:mod:`ai_agent.local.serve` as a child process on a free port of 127.0.0.1 (see
-:mod:`ai_agent.local.serve` for why a child and not in-process), waits for ``/health`` and stops the
+`LocalModelServer` finds (or downloads) the model, adapts its chat template, runs
+`ai_agent.local.serve` as a child process on a free port of 127.0.0.1 (see
+`ai_agent.local.serve` for why a child and not in-process), waits for ``/health`` and stops the
 child again. The child's log goes to a private temporary folder; its last lines are quoted in every
 start failure, and the folder is removed on stop.
 """
@@ -46,7 +46,7 @@ _TEMPLATE_FILE = "chat_template.jinja"
 class LocalModelServer:
     """A llama.cpp server for the small local model, on 127.0.0.1, for the life of a block.
 
-    Use it as an async context manager, or call :meth:`start` and :meth:`stop`::
+    Use it as an async context manager, or call `start` and `stop`::
 
         async with LocalModelServer(n_threads=1) as server:
             model = ChatOpenAI(
@@ -57,20 +57,20 @@ class LocalModelServer:
             )
 
     Args:
-        model_path: A GGUF file; None runs :func:`~ai_agent.local.ensure_model` at start (which
+        model_path: A GGUF file; None runs `ensure_model` at start (which
             honours ``AI_AGENT_MODEL_PATH`` and downloads the default model once).
         n_ctx: Context length in tokens.
         n_threads: CPU threads the server may use.
         seed: Sampling seed, fixed so runs repeat.
         startup_timeout: Seconds to wait for ``/health`` after the process starts.
         chat_template: A Jinja chat template to use as is; None adapts the model's own with
-            :func:`~ai_agent.local.adapt_chat_template`.
+            `adapt_chat_template`.
         model_id: The model name the server answers to; defaults to the default model's id, or
             the file's stem for another ``model_path``.
         api_key: The bearer key the server requires; None makes a random one. Any web page the
             user's browser opens can reach 127.0.0.1, so the server is never left open.
-        cache_dir: Passed to :func:`~ai_agent.local.ensure_model`.
-        progress: Passed to :func:`~ai_agent.local.ensure_model`: told about a first download.
+        cache_dir: Passed to `ensure_model`.
+        progress: Passed to `ensure_model`: told about a first download.
     """
 
     def __init__(

@@ -79,7 +79,7 @@ def stage(name: str) -> Callable[[Node[U]], Node[U]]:
     A stage returns its own trace details (``{"trace": [{"tool": ..., "status": ...}]}``); the
     wrapper fills in the stage name, iteration, start time and duration, and adds one line when the
     stage gave none. The stage runs in an observability scope (its id, span, duration metric and
-    log lines; see :mod:`ai_agent.observability.scopes`). An interrupt from the gate passes through
+    log lines; see `ai_agent.observability.scopes`). An interrupt from the gate passes through
     untouched.
     """
 

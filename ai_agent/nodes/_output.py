@@ -6,7 +6,7 @@ UTF-8 character), which ``Agent.astream`` yields as ``ToolOutput`` and the CLI p
 tool still returns its whole result as usual: streaming is for watching, the result is for the
 model. With ``stream_tool_results`` off, ``on_output`` does nothing, so tools call it freely.
 
-Example:
+Examples:
     >>> events = []
     >>> emit = output_sink(events.append, tool="t", call_id="c1", iteration=1, chunk_size=4)
     >>> emit("abcdef")

@@ -41,6 +41,8 @@ __all__ = ["ActUpdate", "act", "repair_used"]
 
 
 class ActUpdate(TypedDict, total=False):
+    """What the act stage writes to the run state."""
+
     pending: list[PendingCall]
     messages: list[Message]
     results: list[ToolOutcome]

@@ -30,6 +30,8 @@ def canonical_call(call: ToolCall, tools: ToolBox) -> ToolCall:
 
 
 class DecideUpdate(TypedDict, total=False):
+    """What the decide stage writes to the run state."""
+
     decision: Decision
     pending: list[PendingCall]
     issues: list[Issue]

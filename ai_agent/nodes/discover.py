@@ -25,6 +25,8 @@ _STOP = frozenset(
 
 
 class DiscoverUpdate(TypedDict, total=False):
+    """What the discover stage writes to the run state."""
+
     discovered: list[Discovery]
     trace: list[TraceEvent]
 
@@ -36,7 +38,7 @@ def _words(text: str) -> set[str]:
 def keyword_proposals(text: str, catalog: list[ToolInfo], active: set[str]) -> list[Discovery]:
     """Inactive catalog tools whose name or description shares words with ``text``.
 
-    Example:
+    Examples:
         >>> cat = [{"name": "read_file", "description": "Read a file", "category": "read_only",
         ...         "requires_env": [], "parameters": {}}]
         >>> keyword_proposals("read the config file", cat, set())[0]["name"]

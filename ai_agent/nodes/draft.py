@@ -51,6 +51,8 @@ _GATED: tuple[tuple[type[Exception], str], ...] = (
 
 
 class DraftUpdate(TypedDict, total=False):
+    """What the draft stage writes to the run state."""
+
     iteration: int
     messages: list[Message] | Replace
     issues: list[Issue]

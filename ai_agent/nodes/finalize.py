@@ -14,6 +14,8 @@ __all__ = ["FinalizeUpdate", "default_final_text", "finalize"]
 
 
 class FinalizeUpdate(TypedDict, total=False):
+    """What the finalize stage writes to the run state."""
+
     final_text: str
     status: RunStatus
     trace: list[TraceEvent]

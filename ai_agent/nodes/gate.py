@@ -50,6 +50,8 @@ _ADVICE = {
 
 
 class GateUpdate(TypedDict, total=False):
+    """What the gate stage writes to the run state."""
+
     gate: GateReport
     issues: Replace
     plans: list[PlanRecord]

@@ -17,6 +17,8 @@ __all__ = ["PersistUpdate", "persist"]
 
 
 class PersistUpdate(TypedDict, total=False):
+    """What the persist stage writes to the run state."""
+
     trace: list[TraceEvent]
 
 

@@ -15,6 +15,8 @@ __all__ = ["RecallUpdate", "recall"]
 
 
 class RecallUpdate(TypedDict, total=False):
+    """What the recall stage writes to the run state."""
+
     recalled: list[Any]
     messages: Replace
     trace: list[TraceEvent]

@@ -16,6 +16,8 @@ __all__ = ["ReflectUpdate", "reflect", "repeated_calls"]
 
 
 class ReflectUpdate(TypedDict, total=False):
+    """What the reflect stage writes to the run state."""
+
     reflection: str | None
     issues: list[Issue]
     trace: list[TraceEvent]

@@ -3,21 +3,21 @@
 Nothing here acts on its own. Importing the package, or building an Agent, configures no logging
 handler, starts no exporter and sends nothing anywhere:
 
-- logs go through standard ``logging`` under ``ai_agent.*``; :func:`configure_logging` (or the
+- logs go through standard ``logging`` under ``ai_agent.*``; `configure_logging` (or the
   CLI's ``--log-level`` / ``--log-json``) installs a handler when asked. Every record is redacted
-  at the source (:class:`Redactor`) and carries the run's correlation ids
-  (:class:`CorrelationFilter`, :func:`current_ids`);
+  at the source (`Redactor`) and carries the run's correlation ids
+  (`CorrelationFilter`, `current_ids`);
 - every run, stage, model call and tool call gets an id (``request_id_format``: uuid4 or ulid);
   model requests carry ``X-Request-ID``, ``traceparent`` and ``tracestate`` when
   ``propagate_trace_context`` is on;
 - OpenTelemetry spans (run -> stage -> model call / tool call) exist only with
   ``enable_otel_instrumentation`` and the ``otel`` extra, sent to the tracer provider the
   application gives;
-- durations of runs, stages, model calls and tool calls go to :class:`DurationMetrics`
+- durations of runs, stages, model calls and tool calls go to `DurationMetrics`
   (``agent.metrics``) and to the collectors of ``custom_collectors``;
 - ``agent.add_listener(fn)`` calls ``fn`` with the typed lifecycle events of every run.
 
-Example:
+Examples:
     >>> import io
     >>> from ai_agent.config import LoggingConfig
     >>> out = io.StringIO()

@@ -64,7 +64,7 @@ def current_ids() -> dict[str, Any]:
     (LangGraph's), ``request_id`` (inside a model call: its ``X-Request-ID``), ``tool_call_id``
     (inside a tool call), ``trace_id`` and ``span_id`` (W3C, of the innermost span).
 
-    Example:
+    Examples:
         >>> current_ids()
         {}
     """

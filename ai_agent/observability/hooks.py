@@ -1,17 +1,17 @@
 """Listeners: the users' functions called with the typed lifecycle events of every run.
 
 ``agent.add_listener(fn)`` registers ``fn``; it is then called with each lifecycle event (see
-:mod:`ai_agent.events`): run start and end, stage start and end, model retries, tool calls, gate
+`ai_agent.events`): run start and end, stage start and end, model retries, tool calls, gate
 pause and resume, compaction. ``agent.add_listener(fn, ToolFinished, GatePaused)`` calls it with
 those types only.
 
 Listeners are called synchronously, in order, on the run's own task, so
-:func:`~ai_agent.observability.current_ids` inside a listener names the run (thread, run id,
+`current_ids` inside a listener names the run (thread, run id,
 stage) the event belongs to. Keep them quick: hand slow work to a queue or a thread. A listener
 that raises is logged at WARNING (with its traceback, redacted) and the run goes on; one that
 returns a coroutine is told off the same way, as nothing would ever await it.
 
-Example:
+Examples:
     >>> from dataclasses import dataclass
     >>> @dataclass
     ... class Ping:

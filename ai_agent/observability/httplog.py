@@ -12,7 +12,7 @@
 The hooks run on the task that makes the request, so the records carry the model call's ids
 (``request_id`` is its ``X-Request-ID``).
 
-Example:
+Examples:
     >>> import httpx
     >>> hooks = HttpLog(None, Redactor()).event_hooks()
     >>> client = httpx.AsyncClient(event_hooks=hooks)
@@ -184,7 +184,7 @@ class _AsyncTee(httpx.AsyncByteStream):
 
 
 class _SyncTee(httpx.SyncByteStream):
-    """The synchronous twin of :class:`_AsyncTee`, for ``httpx.Client``."""
+    """The synchronous twin of `_AsyncTee`, for ``httpx.Client``."""
 
     def __init__(
         self, inner: httpx.SyncByteStream, take: Callable[[bytes], None], done: Callable[[], None]

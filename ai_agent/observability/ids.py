@@ -10,9 +10,9 @@ The ULID generator is the dozen lines below rather than a dependency: the format
 bit layout, and the engine needs neither parsing nor monotonic ordering within one millisecond.
 
 Trace and span ids are the W3C trace-context ones: 16 and 8 random bytes as lower-case hex, never
-all zeros. :func:`traceparent` puts them in the ``traceparent`` header's version-00 format.
+all zeros. `traceparent` puts them in the ``traceparent`` header's version-00 format.
 
-Example:
+Examples:
     >>> len(new_id("ulid")), len(new_id("uuid4"))
     (26, 36)
     >>> ulid(now_ms=0, randomness=bytes(10))
@@ -48,14 +48,14 @@ _TRACEPARENT = re.compile(r"00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})")
 
 
 def ulid(*, now_ms: int | None = None, randomness: bytes | None = None) -> str:
-    """A ULID: 48 bits of Unix time in milliseconds, then 80 random bits, in Crockford base 32.
+    r"""A ULID: 48 bits of Unix time in milliseconds, then 80 random bits, in Crockford base 32.
 
     Args:
         now_ms: The timestamp (default: now).
         randomness: The 10 random bytes (default: from ``os.urandom``).
 
-    Example:
-        >>> ulid(now_ms=1_700_000_000_000, randomness=b"\\xff" * 10)
+    Examples:
+        >>> ulid(now_ms=1_700_000_000_000, randomness=b"\xff" * 10)
         '01HF7YAT00ZZZZZZZZZZZZZZZZ'
     """
     ms = int(time.time() * 1000) if now_ms is None else now_ms
@@ -95,7 +95,7 @@ def traceparent(trace_id: str, span_id: str, *, sampled: bool) -> str:
 def parse_traceparent(value: str) -> tuple[str, str, bool] | None:
     """``(trace_id, span_id, sampled)`` of a version-00 ``traceparent``, or None if invalid.
 
-    Example:
+    Examples:
         >>> parse_traceparent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
         ('4bf92f3577b34da6a3ce929d0e0e4736', '00f067aa0ba902b7', True)
         >>> parse_traceparent("00-" + "0" * 32 + "-00f067aa0ba902b7-01") is None
@@ -117,7 +117,7 @@ def thread_span_context(thread_id: str) -> tuple[str, str]:
     this context, so a tracing backend can gather a thread's runs without the engine storing
     anything: the same thread id always gives the same ids.
 
-    Example:
+    Examples:
         >>> thread_span_context("t1") == thread_span_context("t1")
         True
     """

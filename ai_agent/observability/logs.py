@@ -1,8 +1,8 @@
-"""Logging: standard ``logging`` under ``ai_agent.*``, redacted, with correlation ids.
+r"""Logging: standard ``logging`` under ``ai_agent.*``, redacted, with correlation ids.
 
 The library never configures logging on its own: importing it or building an Agent adds no
 handler and changes no level. An application either routes the ``ai_agent`` logger as it routes
-any other, or calls :func:`configure_logging` (the command line does, for ``--log-level`` and
+any other, or calls `configure_logging` (the command line does, for ``--log-level`` and
 ``--log-json``) to get a stderr handler with the formats of ``LoggingConfig``:
 
 - text: ``2025-01-02T10:00:00.123Z INFO  ai_agent.models [thread=... run=... stage=draft it=1
@@ -26,17 +26,17 @@ ERROR    failed runs; model calls that failed for good (connection failures incl
 =======  ======================================================================================
 
 Every record the engine makes is redacted before it leaves the engine (see
-:mod:`ai_agent.observability.redaction`): message, fields and traceback, whatever handler the
-application attaches. :class:`CorrelationFilter` adds the ids of the current run, stage, model call
+`ai_agent.observability.redaction`): message, fields and traceback, whatever handler the
+application attaches. `CorrelationFilter` adds the ids of the current run, stage, model call
 and tool call to records (attach it to your own handlers to tag third-party records too).
 
-Example:
+Examples:
     >>> import io
     >>> out = io.StringIO()
     >>> handler = configure_logging(stream=out, level="INFO")
     >>> engine_logger("ai_agent.demo").info("GET %s", "/v1/models?api_key=sk-123")
     >>> out.getvalue().split(" ", 1)[1]
-    'INFO    ai_agent.demo GET /v1/models?api_key=***\\n'
+    'INFO    ai_agent.demo GET /v1/models?api_key=***\n'
     >>> unconfigure_logging()
 """
 
@@ -107,7 +107,7 @@ class EngineLogger:
     """The engine's logger: redacts message, fields and traceback before any handler sees them.
 
     ``fields`` are the event's structured data (a JSON-like mapping), kept on the record for
-    :class:`JsonFormatter`. ``exc`` attaches an exception's traceback, redacted. ``redactor``
+    `JsonFormatter`. ``exc`` attaches an exception's traceback, redacted. ``redactor``
     replaces the current run's redactor; ``secrets`` are masked besides (a caller used outside a
     run knows its own key). Nothing is formatted unless the level is enabled.
     """
@@ -279,8 +279,11 @@ class JsonFormatter(_Formatter):
 
 
 class _EngineHandler(logging.StreamHandler):  # type: ignore[type-arg]
-    """The handler configure_logging installs; without a stream it writes to the current
-    ``sys.stderr`` (looked up on every record, so a replaced stderr is followed)."""
+    """The handler configure_logging installs.
+
+    Without a stream it writes to the current ``sys.stderr`` (looked up on every record, so a
+    replaced stderr is followed).
+    """
 
     def __init__(self, stream: TextIO | None) -> None:
         super().__init__(stream)
@@ -335,7 +338,7 @@ def configure_logging(
 
 
 def unconfigure_logging() -> None:
-    """Remove the handler :func:`configure_logging` added and reset the ``ai_agent`` level."""
+    """Remove the handler `configure_logging` added and reset the ``ai_agent`` level."""
     logger = logging.getLogger(ROOT_LOGGER)
     _remove_handlers(logger)
     logger.setLevel(logging.NOTSET)
@@ -345,7 +348,7 @@ def unconfigure_logging() -> None:
 def logging_configured(
     config: LoggingConfig | None = None, **options: Any
 ) -> Iterator[logging.Handler]:
-    """:func:`configure_logging` for the block; the ``ai_agent`` logger is restored after it."""
+    """`configure_logging` for the block; the ``ai_agent`` logger is restored after it."""
     logger = logging.getLogger(ROOT_LOGGER)
     level, handlers = logger.level, list(logger.handlers)
     try:

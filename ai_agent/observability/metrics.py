@@ -1,7 +1,7 @@
 """Duration metrics: runs, stages, model calls and tool calls, handed to collectors.
 
 With ``ObservabilityConfig.metrics_enabled`` (the default) the engine times every run, stage,
-model call and tool call and hands each duration, as a :class:`Metric`, to every collector:
+model call and tool call and hands each duration, as a `Metric`, to every collector:
 
 ============================  ===================================================
 name                          attributes
@@ -16,12 +16,12 @@ Values are milliseconds. Attributes are few and low in cardinality (never ids), 
 can turn them straight into labelled histograms.
 
 A collector is an object with ``record(metric)``, or a plain function of one metric. The Agent
-always has a :class:`DurationMetrics` (``agent.metrics``) that keeps count, total, minimum and
+always has a `DurationMetrics` (``agent.metrics``) that keeps count, total, minimum and
 maximum per series; ``custom_collectors`` names more by import path, and
 ``agent.telemetry.add_collector`` adds objects. A collector that raises is logged at WARNING and
 never stops a run.
 
-Example:
+Examples:
     >>> metrics = DurationMetrics()
     >>> metrics.record(Metric("ai_agent.stage.duration", 12.0, {"stage": "draft"}))
     >>> metrics.record(Metric("ai_agent.stage.duration", 4.0, {"stage": "act"}))
@@ -113,7 +113,7 @@ class MetricSeries:
 
 
 class DurationMetrics:
-    """An in-memory collector: :class:`DurationStats` per metric name and attributes.
+    """An in-memory collector: `DurationStats` per metric name and attributes.
 
     Thread-safe: an Agent may drive runs on several threads (``run_sync``, ``stream``).
     """
@@ -145,7 +145,7 @@ class DurationMetrics:
     def stats(self, name: str, **attributes: MetricAttribute) -> DurationStats:
         """The stats of ``name`` over every series whose attributes include ``attributes``.
 
-        Example:
+        Examples:
             >>> m = DurationMetrics()
             >>> m.record(Metric("ai_agent.tool.duration", 3.0, {"tool": "grep", "status": "ok"}))
             >>> m.stats("ai_agent.tool.duration", tool="grep").max_ms, m.stats("nothing").count
@@ -181,8 +181,9 @@ class _FunctionCollector:
 
 
 def as_collector(value: Any) -> MetricsCollector:
-    """A collector from an object with ``record``, a class (instantiated without arguments) or a
-    function of one metric.
+    """A collector from an object with ``record``, a class, or a function of one metric.
+
+    A class is instantiated without arguments.
 
     Raises:
         TypeError: ``value`` is none of those.
@@ -202,7 +203,7 @@ def load_collectors(paths: Iterable[str]) -> list[MetricsCollector]:
     Raises:
         ConfigError: A path cannot be imported, or does not name a collector.
 
-    Example:
+    Examples:
         >>> [type(c).__name__ for c in load_collectors(["ai_agent.observability:DurationMetrics"])]
         ['DurationMetrics']
     """

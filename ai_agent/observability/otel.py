@@ -37,7 +37,7 @@ INSTRUMENTATION_NAME = "ai_agent"
 
 
 class OtelSpan:
-    """An OpenTelemetry span behind the engine's :class:`~ai_agent.observability.tracing.Span`."""
+    """An OpenTelemetry span behind the engine's `Span`."""
 
     def __init__(self, span: OtelSpanType) -> None:
         self.otel_span = span
@@ -123,7 +123,7 @@ class OtelTracer:
 
         ``parent`` is not needed: OpenTelemetry's context already says which span is current.
         Exceptions are not recorded here (their text may hold values): the engine reports them
-        through :meth:`OtelSpan.error`, redacted.
+        through `OtelSpan.error`, redacted.
         """
         trace = self._trace
         otel_links = [

@@ -1,6 +1,6 @@
-"""Redaction: what the engine logs, and puts in spans, never carries a credential.
+r"""Redaction: what the engine logs, and puts in spans, never carries a credential.
 
-A :class:`Redactor` masks, in this order:
+A `Redactor` masks, in this order:
 
 1. the secret values the engine knows (the configured API key, the local server's key), always,
    whatever the settings say: the design's invariant is that no key ever reaches a log;
@@ -12,8 +12,8 @@ A :class:`Redactor` masks, in this order:
    password of a URL (``postgresql://user:***@host/db``);
 4. every match of the user's ``sensitive_patterns`` (the whole match is masked).
 
-Example:
-    >>> redact = Redactor(patterns=[r"password=\\S+"], secrets=["sk-canary-1234"])
+Examples:
+    >>> redact = Redactor(patterns=[r"password=\S+"], secrets=["sk-canary-1234"])
     >>> redact("GET /v1/models?api_key=abc&limit=5 Authorization: Bearer xyz")
     'GET /v1/models?api_key=***&limit=5 Authorization: Bearer ***'
     >>> redact("key sk-canary-1234 and password=hunter2")
@@ -138,7 +138,7 @@ class Redactor:
     def value(self, value: Any) -> Any:
         """A JSON-like value with every string in it redacted (keys included), as a copy.
 
-        Example:
+        Examples:
             >>> Redactor().value({"url": "/x?token=abc", "n": [1, "Bearer t"]})
             {'url': '/x?token=***', 'n': [1, 'Bearer ***']}
         """
@@ -153,7 +153,7 @@ class Redactor:
     def headers(self, headers: Iterable[tuple[str, str]] | Mapping[str, str]) -> dict[str, str]:
         """HTTP headers fit to log: sensitive ones masked (when so configured), all redacted.
 
-        Example:
+        Examples:
             >>> Redactor().headers({"Authorization": "Bearer sk-1", "Accept": "*/*"})
             {'Authorization': '***', 'Accept': '*/*'}
         """
@@ -173,7 +173,7 @@ def cut_body(text: str, limit: int, total: int | None = None) -> str:
         limit: Bytes to show at most.
         total: The whole body's size in bytes, when ``text`` is only its start.
 
-    Example:
+    Examples:
         >>> cut_body("héllo world", 6)
         'héllo... (12 bytes in all)'
         >>> cut_body("short", 100)

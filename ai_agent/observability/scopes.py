@@ -1,7 +1,8 @@
-"""Scopes: a run, a stage, a model call, a tool call. Each gets an id, a span, a duration metric
-and its log lines.
+"""Scopes: a run, a stage, a model call, a tool call.
 
-The Agent opens a run scope around each run or resume (:meth:`Telemetry.run`); inside it the stage
+Each gets an id, a span, a duration metric and its log lines.
+
+The Agent opens a run scope around each run or resume (`Telemetry.run`); inside it the stage
 wrapper opens a stage scope, and the Agent's model and tool wrappers open model-call and tool-call
 scopes. Outside a run scope every scope here is a cheap no-op, so stages and callers can be used
 alone (in tests, in a hook) without any of it.
@@ -83,7 +84,7 @@ def _interrupted(exc: BaseException) -> bool:
 
 
 class RunScope:
-    """An open run: its ids; :meth:`finish` says how it ended."""
+    """An open run: its ids; `finish` says how it ended."""
 
     def __init__(self, scope: Scope, resumed: bool) -> None:
         self.scope = scope
@@ -123,7 +124,7 @@ class RunScope:
 
 @contextmanager
 def run_scope(telemetry: Telemetry, thread_id: str, *, resumed: bool = False) -> Iterator[RunScope]:
-    """The scope of one run (see :meth:`Telemetry.run`)."""
+    """The scope of one run (see `Telemetry.run`)."""
     run_id = telemetry.new_id()
     trace_id, span_id = thread_span_context(thread_id)
     link = SpanLink(trace_id, span_id, {"ai_agent.link": "thread", "ai_agent.thread_id": thread_id})
@@ -348,8 +349,10 @@ class ModelCallScope:
 
 
 def request_headers() -> dict[str, str]:
-    """The trace headers of the model call running now (empty outside one, or when
-    ``propagate_trace_context`` is off)."""
+    """The trace headers of the model call running now.
+
+    Empty outside one, or when ``propagate_trace_context`` is off.
+    """
     scope = SCOPE.get()
     if scope is None or not scope.request_id:
         return {}
@@ -461,7 +464,7 @@ def _end_model_call(scope: Scope, model: str, reply: ModelReply, elapsed: float)
 
 
 class ToolCallScope:
-    """An open tool call; :meth:`finish` gives it its result."""
+    """An open tool call; `finish` gives it its result."""
 
     def __init__(self, scope: Scope | None) -> None:
         self.scope = scope

@@ -5,7 +5,7 @@ the tracer (OpenTelemetry only when enabled), the metrics collectors, the listen
 events, and the logging settings that shape records (bodies, size limit, slow threshold). It is
 per Agent, never process-wide: two Agents in one process may observe differently.
 
-Example:
+Examples:
     >>> from ai_agent.config import ObservabilityConfig
     >>> telemetry = Telemetry(observability=ObservabilityConfig(request_id_format="ulid"))
     >>> with telemetry.run("thread-1") as run:
@@ -54,7 +54,7 @@ TRACESTATE_KEY = "aiagent"
 def tracestate(existing: str, run_id: str) -> str:
     """A ``tracestate`` with the engine's entry first (W3C: a changed entry moves to the front).
 
-    Example:
+    Examples:
         >>> tracestate("rojo=00f067aa0ba902b7,aiagent=old", "run1")
         'aiagent=run1,rojo=00f067aa0ba902b7'
     """
@@ -173,8 +173,11 @@ class Telemetry:
         return run_scope(self, thread_id, resumed=resumed)
 
     def trace_headers(self, span: Span, request_id: str, run_id: str) -> dict[str, str]:
-        """The headers a model request carries: ``X-Request-ID``, ``traceparent``,
-        ``tracestate``; none when ``propagate_trace_context`` is off."""
+        """The headers a model request carries.
+
+        ``X-Request-ID``, ``traceparent`` and ``tracestate``; none when
+        ``propagate_trace_context`` is off.
+        """
         if not self.config.propagate_trace_context:
             return {}
         from ai_agent.observability.ids import traceparent
@@ -186,7 +189,7 @@ class Telemetry:
         }
 
     def http_log(self) -> HttpLog:
-        """httpx event hooks that log model requests with these settings."""
+        """Httpx event hooks that log model requests with these settings."""
         from ai_agent.observability.httplog import HttpLog
 
         return HttpLog(self.logging, self.redactor)

@@ -11,7 +11,7 @@ any tool that returns the same shapes is described the same way:
 - ``attempts``: how many runs the call took when it was retried (``meta.attempts``);
 - ``took_ms``: the tool's own timing, when it reports one; ``code``: the error code, if any.
 
-Example:
+Examples:
     >>> call = {"id": "c1", "name": "find_similar", "args": {"queries": ["tide"], "k": 5}}
     >>> result = {"status": "ok", "content": {"ok": True, "took_ms": 2.5, "data": [
     ...     {"path": "tides.md", "section": "Tides", "score": 0.82, "snippet": "High tide..."}]}}

@@ -1,16 +1,16 @@
 """Spans: the engine's thin tracing seam, with OpenTelemetry behind it only when asked for.
 
-The engine opens spans through a :class:`Tracer`. Two exist:
+The engine opens spans through a `Tracer`. Two exist:
 
-- :class:`NullTracer` (the default) records nothing and exports nothing. It still gives every
+- `NullTracer` (the default) records nothing and exports nothing. It still gives every
   span W3C ids, so the ``traceparent`` header a model request carries is valid without
   OpenTelemetry;
-- :class:`~ai_agent.observability.otel.OtelTracer` (``enable_otel_instrumentation = true``, the
+- `OtelTracer` (``enable_otel_instrumentation = true``, the
   ``otel`` extra) creates real OpenTelemetry spans through the tracer provider the user gives, or
   OpenTelemetry's global one. Whatever is exported, and where to, is the provider's business:
   the engine never sets up an exporter.
 
-Example:
+Examples:
     >>> tracer = NullTracer()
     >>> with tracer.span("ai_agent.run", {"ai_agent.thread_id": "t1"}) as run:
     ...     with tracer.span("ai_agent.stage.draft", {}, parent=run) as stage:
@@ -99,7 +99,8 @@ class Tracer(Protocol):
         parent: Span | None = None,
         kind: SpanKind = "internal",
         links: Sequence[SpanLink] = (),
-    ) -> AbstractContextManager[Span]: ...  # pragma: no cover - protocol
+    ) -> AbstractContextManager[Span]:
+        """A span around a block of work, a child of ``parent`` when given."""
 
 
 def clean_attributes(
@@ -107,7 +108,7 @@ def clean_attributes(
 ) -> dict[str, AttributeValue]:
     """The attributes without None values (OpenTelemetry rejects them).
 
-    Example:
+    Examples:
         >>> clean_attributes({"a": 1, "b": None, "c": "x"})
         {'a': 1, 'c': 'x'}
     """

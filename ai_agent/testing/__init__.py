@@ -1,12 +1,12 @@
 """Test doubles that ship with the package: fake chat models and a mock OpenAI-compatible server.
 
-- :class:`ScriptedModel` / :class:`FunctionModel`: LangChain chat models that answer from a script
+- `ScriptedModel` / `FunctionModel`: LangChain chat models that answer from a script
   or a function, in-process (no HTTP).
-- :class:`MockOpenAIServer`: a real HTTP server on 127.0.0.1 speaking ``/v1/chat/completions``,
-  with scripted :class:`Reply` items and :class:`Fault` items (429, 500, 503, hang, cut stream,
+- `MockOpenAIServer`: a real HTTP server on 127.0.0.1 speaking ``/v1/chat/completions``,
+  with scripted `Reply` items and `Fault` items (429, 500, 503, hang, cut stream,
   malformed tool arguments...), for exercising the real client end to end.
 
-Example:
+Examples:
     >>> from ai_agent.testing import MockOpenAIServer, ScriptedModel
     >>> ScriptedModel(["hi"]).invoke("hello").content
     'hi'

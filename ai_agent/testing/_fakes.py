@@ -8,7 +8,7 @@ same script.
 A turn is ``{"text": "..."}`` or ``{"tool_calls": [{"name": "...", "args": {...}}]}`` (both keys
 may be given; ``usage`` optionally sets the reported token usage).
 
-Example:
+Examples:
     >>> model = ScriptedModel([
     ...     {"tool_calls": [{"name": "calculator", "args": {"expression": "2+2"}}]},
     ...     {"text": "2 + 2 = 4"},
@@ -195,7 +195,7 @@ class FunctionModel(_FakeChatModel):
     schemas; ``turn``: the number of assistant replies so far) and returns a string, a turn dict
     (``{"text": ...}`` / ``{"tool_calls": [...]}``) or an AIMessage.
 
-    Example:
+    Examples:
         >>> model = FunctionModel(lambda messages, info: "seen %d" % len(messages))
         >>> model.invoke("hi").content
         'seen 1'

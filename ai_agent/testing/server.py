@@ -6,8 +6,8 @@ and OpenAI-style errors. Every request is recorded, so a test can check what the
 
 Each request takes the next item of the script:
 
-- a :class:`Reply` (or a string, or a dict of Reply fields): text, tool calls, usage, delays;
-- a :class:`Fault`: ``Fault.rate_limit(retry_after=2)`` (429), ``Fault.server_error()`` (500),
+- a `Reply` (or a string, or a dict of Reply fields): text, tool calls, usage, delays;
+- a `Fault`: ``Fault.rate_limit(retry_after=2)`` (429), ``Fault.server_error()`` (500),
   ``Fault.unavailable()`` (503), ``Fault.status_code(400)``, ``Fault.hang()`` (never answers),
   ``Fault.cut(...)`` (the stream stops mid-reply), ``Fault.malformed_tool_args(...)``,
   ``Fault.empty_choices()``, ``Fault.giant(...)`` and ``Fault.slow(...)``.
@@ -15,7 +15,7 @@ Each request takes the next item of the script:
 When the script runs out, ``responder(request)`` answers if given, else the server answers 500
 naming the problem.
 
-Example:
+Examples:
     >>> from langchain_openai import ChatOpenAI
     >>> with MockOpenAIServer(["Hello!"]) as server:
     ...     model = ChatOpenAI(base_url=server.base_url, api_key="k", model="m", max_retries=0)
@@ -441,7 +441,7 @@ class MockOpenAIServer:
     Attributes:
         requests: Every request received, in order.
 
-    Example:
+    Examples:
         >>> server = MockOpenAIServer([Fault.rate_limit(retry_after=1), "ok"])
         >>> with server:
         ...     server.base_url.startswith("http://127.0.0.1:")

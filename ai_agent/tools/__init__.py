@@ -1,6 +1,6 @@
 """Tools: one registry for every kind of tool, the approval policy, and the built-in tools.
 
-Example:
+Examples:
     >>> from ai_agent.tools import ToolRegistry, tool
     >>> @tool(category="read_only")
     ... def add(a: int, b: int) -> int:

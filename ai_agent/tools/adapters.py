@@ -1,10 +1,10 @@
-"""Every form of tool, adapted into the one :class:`~ai_agent.tools.spec.ToolSpec` shape.
+"""Every form of tool, adapted into the one `ToolSpec` shape.
 
 Accepted forms, tried in this order:
 
 1. a ``ToolSpec`` (the original contract);
 2. anything ``@tool`` decorated (a function or a pydantic model class);
-3. a :class:`~ai_agent.tools.base.BaseTool` instance (or a subclass with a no-argument
+3. a `BaseTool` instance (or a subclass with a no-argument
    constructor);
 4. a LangChain tool (``langchain_core.tools.BaseTool``);
 5. a pydantic model class with ``__call__``;
@@ -164,9 +164,9 @@ def _plain(obj: Any, options: dict[str, Any]) -> ToolSpec | None:
 
 
 def is_tool(obj: Any) -> bool:
-    """Whether ``obj`` is in one of the forms :func:`as_tool_spec` accepts (valid or not).
+    """Whether ``obj`` is in one of the forms `as_tool_spec` accepts (valid or not).
 
-    Example:
+    Examples:
         >>> def f(x: int) -> int:
         ...     return x
         >>> is_tool(f), is_tool(42)
@@ -195,7 +195,7 @@ def as_tool_spec(obj: Any, **options: Any) -> ToolSpec:
         ToolRegistrationError: the object is no tool, or it is an invalid one (no description,
             no schema, a bad name).
 
-    Example:
+    Examples:
         >>> def shout(text: str) -> str:
         ...     '''Upper-case a text.'''
         ...     return text.upper()

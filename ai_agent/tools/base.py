@@ -9,7 +9,7 @@ for ``@tool`` functions; an ``execute(self, **kwargs)`` without named parameters
 unless the class sets ``parameters`` to a JSON schema. A parameter named ``ctx`` receives the tool
 context (thread id, iteration, working directory, ``env``).
 
-Registering an instance adapts it into a ToolSpec (:func:`ai_agent.tools.adapters.as_tool_spec`).
+Registering an instance adapts it into a ToolSpec (`ai_agent.tools.adapters.as_tool_spec`).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ class BaseTool(ABC):
     Class attributes a subclass may set: ``requires_env`` (environment variables it needs),
     ``timeout`` (seconds), ``parameters`` (an explicit JSON schema), ``group``.
 
-    Example:
+    Examples:
         >>> import asyncio
         >>> class Shout(BaseTool):
         ...     name = "shout"

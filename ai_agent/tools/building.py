@@ -50,7 +50,7 @@ def build_tool_set(
         ConfigError: an unknown name, or an object that is not a tool.
         ToolRegistrationError: a tool that is invalid (no description, bad name...).
 
-    Example:
+    Examples:
         >>> registry, active = build_tool_set(["calculator", "search"])
         >>> active
         ['calculator', 'glob_search', 'grep_search']

@@ -4,7 +4,7 @@ The schema comes from the signature (types, defaults) and the Google-style docst
 description and each parameter's text). A function without a description fails here, when it is
 decorated, not when a model first calls it. The decorator returns the function unchanged, so it
 can still be called and tested directly; the adapted ToolSpec rides along on it and
-:func:`ai_agent.tools.adapters.as_tool_spec` (which the registry and ``Agent(tools=...)`` use)
+`ai_agent.tools.adapters.as_tool_spec` (which the registry and ``Agent(tools=...)`` use)
 picks it up.
 """
 
@@ -200,7 +200,7 @@ def tool(fn: Any = None, /, **options: Any) -> Any:
         fn: The function or model class (when used bare).
         **options: ``name``, ``description`` (default: the docstring), ``category``,
             ``requires_env``, ``timeout``, ``group``, ``preview``, ``format_result``,
-            ``escalate`` (see :class:`~ai_agent.tools.spec.ToolSpec`).
+            ``escalate`` (see `ToolSpec`).
 
     Returns:
         The function or class itself, unchanged, carrying its ToolSpec.
@@ -208,7 +208,7 @@ def tool(fn: Any = None, /, **options: Any) -> Any:
     Raises:
         ToolRegistrationError: no description, or parameters without a JSON schema.
 
-    Example:
+    Examples:
         >>> @tool(category="read_only")
         ... def add(a: int, b: int = 1) -> int:
         ...     '''Add two integers.

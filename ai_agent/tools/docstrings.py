@@ -63,7 +63,7 @@ def _read_args(lines: list[str]) -> dict[str, str]:
 def parse_docstring(doc: str | None) -> Docstring:
     """Read the description and the ``Args:`` of a Google-style docstring.
 
-    Example:
+    Examples:
         >>> d = parse_docstring('''Add two numbers.
         ...
         ...     Args:

@@ -23,7 +23,7 @@ _SEPARATOR = "__"
 def wire_name(name: str) -> str:
     """The name the model sees for a tool.
 
-    Example:
+    Examples:
         >>> wire_name("fs.read_file")
         'fs__read_file'
         >>> wire_name("calculator")
@@ -35,7 +35,7 @@ def wire_name(name: str) -> str:
 def check_wire_name(name: str) -> str:
     """The wire name of ``name``, or ToolRegistrationError when the wire cannot carry it.
 
-    Example:
+    Examples:
         >>> check_wire_name("fs.read_file")
         'fs__read_file'
         >>> check_wire_name("a." + "b" * 70)  # doctest: +ELLIPSIS

@@ -6,8 +6,8 @@ unregistering, a tool can be disabled without removing it (it leaves the catalog
 it is enabled again), and tools can be selected together by group (``files``) or namespace
 (``fs.*``).
 
-Every change makes a new immutable :class:`~ai_agent.tools.toolset.ToolSet`. A run does not see
-the registry directly but a :class:`TurnView`, which pins one snapshot per cycle (when the draft
+Every change makes a new immutable `ToolSet`. A run does not see
+the registry directly but a `TurnView`, which pins one snapshot per cycle (when the draft
 asks for the schemas): the model, the decision and the act stage of one cycle see the same tools,
 even while the registry changes underneath (the toolsmaker changes it mid-run).
 """
@@ -43,10 +43,10 @@ class ToolRegistry(Mapping[str, ToolSpec]):
     """A mapping of tool name to ToolSpec, with registration, selection and execution.
 
     Args:
-        tools: Tools in any supported form (see :func:`~ai_agent.tools.adapters.as_tool_spec`).
+        tools: Tools in any supported form (see `as_tool_spec`).
         timeout: Seconds a call may take when its tool does not say (30 by default).
 
-    Example:
+    Examples:
         >>> from ai_agent.tools.spec import ToolSpec, ToolCategory
         >>> reg = make_tool_registry([ToolSpec("echo", lambda a, c: {"status": "ok",
         ...     "content": a.get("text")}, description="Echo text.",
@@ -264,7 +264,7 @@ class TurnView:
     every other method answers from that pinned snapshot until the next cycle's ``schemas``. A
     view is made per run (per resume), so concurrent runs pin independently.
 
-    Example:
+    Examples:
         >>> from ai_agent.tools.spec import ToolSpec
         >>> reg = ToolRegistry([ToolSpec("a", lambda x, c: 1, description="A.")])
         >>> view = reg.view()
@@ -291,34 +291,34 @@ class TurnView:
         return self._pinned.schemas(names)
 
     def info(self, name: str) -> ToolInfo | None:
-        """See :meth:`ToolSet.info`."""
+        """See `ToolSet.info`."""
         return self._pinned.info(name)
 
     def catalog(self) -> list[ToolInfo]:
-        """See :meth:`ToolSet.catalog`."""
+        """See `ToolSet.catalog`."""
         return self._pinned.catalog()
 
     def preview(self, call: ToolCall) -> str:
-        """See :meth:`ToolSet.preview`."""
+        """See `ToolSet.preview`."""
         return self._pinned.preview(call)
 
     def review(self, call: ToolCall) -> CallReview:
-        """See :meth:`ToolSet.review`."""
+        """See `ToolSet.review`."""
         return self._pinned.review(call)
 
     def format_result(self, name: str, result: ToolResult) -> str:
-        """See :meth:`ToolSet.format_result`."""
+        """See `ToolSet.format_result`."""
         return self._pinned.format_result(name, result)
 
     async def execute(self, call: ToolCall, tool_ctx: dict[str, Any]) -> ToolResult:
-        """See :meth:`ToolSet.execute`."""
+        """See `ToolSet.execute`."""
         return await self._pinned.execute(call, tool_ctx)
 
 
 def make_tool_registry(tools: Iterable[Any]) -> ToolRegistry:
     """Build a registry (a ``{name: ToolSpec}`` mapping) from tools in any supported form.
 
-    Example:
+    Examples:
         >>> from ai_agent.tools.spec import ToolSpec
         >>> reg = make_tool_registry([ToolSpec("t", lambda a, c: {"status": "ok"},
         ...                                    description="A tool.")])

@@ -2,7 +2,7 @@
 
 Results end up in checkpointed state, so everything here produces plain JSON data; and results
 cross the boundary from a tool (which may hold an API key) to the run (which must never), so every
-string in them passes the :class:`Scrubber` first.
+string in them passes the `Scrubber` first.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ _SUMMARY_CHARS = 2000
 def to_jsonable(value: Any) -> Any:
     """``value`` as JSON data (what strict checkpoint serialization accepts).
 
-    Example:
+    Examples:
         >>> import datetime
         >>> to_jsonable({"when": datetime.date(2024, 1, 2), "xs": (1, 2)})
         {'when': '2024-01-02', 'xs': [1, 2]}
@@ -68,7 +68,7 @@ def _from_spec_style(outcome: Any) -> ToolResult | None:
 def normalise(outcome: Any) -> ToolResult:
     """Accept what tools commonly return and turn it into a ToolResult of JSON data.
 
-    Example:
+    Examples:
         >>> normalise({"status": "ok", "content": 3})
         {'status': 'ok', 'content': 3}
         >>> normalise([1, 2])
@@ -100,7 +100,7 @@ def normalise(outcome: Any) -> ToolResult:
 class Scrubber:
     """Replaces secret values wherever they occur in a result (strings, lists, dict values).
 
-    Example:
+    Examples:
         >>> Scrubber(["s3cret-value"]).scrub({"a": ["x s3cret-value y"]})
         {'a': ['x *** y']}
     """
@@ -139,7 +139,7 @@ class Scrubber:
 def model_text(result: ToolResult) -> str:
     """The text the model sees for a result.
 
-    Example:
+    Examples:
         >>> model_text({"status": "error", "error": "no such file"})
         'Error: no such file'
         >>> model_text({"status": "ok", "content": {"n": 1}})
@@ -156,7 +156,7 @@ def model_text(result: ToolResult) -> str:
 def default_summary(name: str, result: ToolResult) -> str:
     """The trace line of a result when the tool has no ``format_result`` of its own.
 
-    Example:
+    Examples:
         >>> default_summary("calculator", {"status": "ok", "content": "4"})
         'calculator: 4'
     """
@@ -170,14 +170,14 @@ def cap_summary(text: str) -> str:
 
 
 def clip_text(text: str, limit: int, *, note: str) -> str:
-    """Keep the head and the tail of ``text`` (two thirds and one third of ``limit``).
+    r"""Keep the head and the tail of ``text`` (two thirds and one third of ``limit``).
 
     The middle is replaced by one marker line holding ``note`` and how much was cut, so the model
     sees both the start (headers, first matches) and the end (errors, totals) of a long output.
 
-    Example:
+    Examples:
         >>> clip_text("a" * 30 + "b" * 30, 30, note="see ref x")
-        'aaaaaaaaaaaaaaaaaaaa\\n[... 30 of 60 characters clipped; see ref x ...]\\nbbbbbbbbbb'
+        'aaaaaaaaaaaaaaaaaaaa\n[... 30 of 60 characters clipped; see ref x ...]\nbbbbbbbbbb'
     """
     if len(text) <= limit:
         return text
@@ -194,7 +194,7 @@ def schema_violation(name: str, problems: list[str], *, retry: bool | None = Non
     ``retry`` True: the model is asked to repair the call (its one repair attempt); False: that
     attempt is used up; None: no advice (a direct call).
 
-    Example:
+    Examples:
         >>> schema_violation("read_file", ["path: Field required"], retry=True)["error"]
         ... # doctest: +ELLIPSIS
         'SchemaViolation: the arguments for read_file ... Call read_file again with corrected...'

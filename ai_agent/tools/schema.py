@@ -134,7 +134,7 @@ def signature_schema(
         ToolRegistrationError: the signature has ``*args``/``**kwargs`` beside named parameters,
             or an annotation pydantic cannot turn into a schema.
 
-    Example:
+    Examples:
         >>> def add(a: int, b: int = 2) -> int:
         ...     return a + b
         >>> s = signature_schema(add, owner="add", docs={"a": "First."})
@@ -183,7 +183,7 @@ def json_schema_validator(schema: Mapping[str, Any], *, owner: str) -> Validator
     Raises:
         ToolRegistrationError: ``schema`` is not a valid JSON schema.
 
-    Example:
+    Examples:
         >>> check = json_schema_validator(
         ...     {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]},
         ...     owner="t")

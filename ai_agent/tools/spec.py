@@ -6,9 +6,9 @@ context dict (thread id, task, iteration, call id, working directory, the values
 ``{"status": "error", "error": ..., "meta": {"code": ...}}``; an exception from a tool is a bug in
 the tool and becomes a TOOL_ERROR result, never a dead run.
 
-Every other form of tool (``@tool`` functions, :class:`~ai_agent.tools.base.BaseTool` subclasses,
+Every other form of tool (``@tool`` functions, `BaseTool` subclasses,
 pydantic models with ``__call__``, LangChain tools) is adapted into a ToolSpec when it is
-registered (:func:`ai_agent.tools.adapters.as_tool_spec`), so the registry, the policy and the
+registered (`ai_agent.tools.adapters.as_tool_spec`), so the registry, the policy and the
 stages only ever deal with this one shape.
 """
 
@@ -41,7 +41,7 @@ class ToolCategory(StrEnum):
     READ_ONLY runs without asking; NOTE_TAKING runs, with optional confirmation by policy;
     MODIFICATION needs approval with a preview; EXTERNAL needs confirmation plus a first-time gate.
 
-    Example:
+    Examples:
         >>> ToolCategory("read_only") is ToolCategory.READ_ONLY
         True
     """
@@ -55,7 +55,7 @@ class ToolCategory(StrEnum):
 def category_of(value: ToolCategory | str, owner: str) -> ToolCategory:
     """``value`` as a ToolCategory; ToolRegistrationError naming the choices when it is none.
 
-    Example:
+    Examples:
         >>> category_of("read_only", "t")
         <ToolCategory.READ_ONLY: 'read_only'>
     """
@@ -98,7 +98,7 @@ class ToolSpec:
         secret_env: Further environment variables whose values must never leave the tool
             (optional API keys), besides ``requires_env``.
 
-    Example:
+    Examples:
         >>> def fetch_users(args, ctx):
         ...     return {"status": "ok", "content": ["ada"]}
         >>> spec = ToolSpec("fetch_users", fetch_users, requires_env=["MY_API_KEY"],
@@ -153,7 +153,7 @@ class ToolSpec:
     def namespace(self) -> str | None:
         """The part of the name before the last dot (``fs`` for ``fs.read_file``), or None.
 
-        Example:
+        Examples:
             >>> ToolSpec("fs.read_file", lambda a, c: None, description="Read.").namespace
             'fs'
         """

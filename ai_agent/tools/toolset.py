@@ -2,7 +2,7 @@
 
 A ToolSet never changes after it is built, so a run that pinned one for a cycle sees the same
 tools, schemas and functions from draft to act even while someone registers, replaces, disables
-or removes tools on the registry (:class:`ai_agent.tools.registry.TurnView` does the pinning).
+or removes tools on the registry (`ai_agent.tools.registry.TurnView` does the pinning).
 
 ``execute`` wraps every call the same way: the arguments are checked against the schema (a call
 that does not fit never runs), the environment keys are checked and handed over in
@@ -79,7 +79,7 @@ class ToolSet:
         timeout: Seconds a call may take when its spec does not say.
         retry: Retries of retryable failures (``ai_agent.resilience``; None: no retries).
 
-    Example:
+    Examples:
         >>> import asyncio
         >>> from ai_agent.tools.spec import ToolCategory
         >>> echo = ToolSpec("fs.echo", lambda a, c: a["text"], description="Echo a text.",

@@ -13,7 +13,7 @@ group                     category      tools
 ``math``                  read_only     calculator
 ========================  ============  ====================================================
 
-They are built from :class:`~ai_agent.config.ToolConfig` (sandbox directory, limits, lists,
+They are built from `ToolConfig` (sandbox directory, limits, lists,
 search backend, notes folder) and the Agent's working directory.
 """
 
@@ -100,7 +100,7 @@ def builtin_tools(
         workdir: The working directory: the file sandbox's base unless the settings name one.
         embed: An embedding function for the notes ranker (default: lexical).
 
-    Example:
+    Examples:
         >>> [t.name for t in builtin_tools()][-3:]
         ['find_similar', 'read_note', 'calculator']
     """

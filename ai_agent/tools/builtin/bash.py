@@ -14,7 +14,7 @@
   ``MAMBA_*``) and minus variables that hijack the shell (``BASH_ENV``, ``BASH_FUNC_*``,
   ``LD_PRELOAD``...); ``env`` adds variables, never those.
 - Allow and deny lists name programs and are checked on every command of the *parsed* command
-  line (:mod:`ai_agent.tools.builtin.shellparse`); a line that cannot be fully read is refused
+  line (`ai_agent.tools.builtin.shellparse`); a line that cannot be fully read is refused
   while a list is configured. With a list configured, ``PATH`` cannot be changed either.
 - Destructive commands (``rm``, ``dd``, ``git reset --hard``, overwriting redirections...) and
   command lines that cannot be read are escalated: they wait for a person even where shell
@@ -467,7 +467,7 @@ def _result(
 
 
 def bwrap_arguments(base: Path, cwd: Path, readonly: list[Path]) -> list[str]:
-    """bubblewrap options: system read-only, ``base`` writable, no network, private /tmp."""
+    """Bubblewrap options: system read-only, ``base`` writable, no network, private /tmp."""
     args = ["--die-with-parent", "--new-session", "--unshare-all", "--ro-bind", "/usr", "/usr"]
     for top in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
         host = Path("/") / top
@@ -489,7 +489,7 @@ def bwrap_arguments(base: Path, cwd: Path, readonly: list[Path]) -> list[str]:
 def bash_tool(sandbox: Sandbox, config: BashToolConfig) -> ToolSpec:
     """The ``run_bash`` tool (MODIFICATION: a person sees the exact command first).
 
-    Example:
+    Examples:
         >>> import asyncio, tempfile
         >>> from ai_agent.tools import ToolRegistry
         >>> reg = ToolRegistry([bash_tool(Sandbox(tempfile.mkdtemp()), BashToolConfig())])

@@ -2,9 +2,9 @@
 
 The input is never handed to ``eval``, ``exec`` or ``compile``: a small tokenizer and a
 recursive-descent parser compute the value directly, with exact fractions (so ``0.1 + 0.2`` is
-``0.3``), and turn it into a :class:`~decimal.Decimal` at the end.
+``0.3``), and turn it into a `Decimal` at the end.
 
-Grammar, loosest binding first::
+Grammar, loosest binding first:
 
     expression := term (("+" | "-") term)*
     term       := unary (("*" | "/" | "//" | "%" | "mod") unary)*
@@ -42,7 +42,7 @@ Limits keep every input fast: at most 1,000 characters, 64 levels of nesting, an
 rather than computed. Integer results are exact; other results keep every digit of their integer
 part and at least 28 significant digits.
 
-Example:
+Examples:
     >>> format_number(evaluate("what is 19.5% of 349?"))
     '68.055'
     >>> format_number(evaluate("50 + 10%"))
@@ -101,7 +101,7 @@ class CalculatorError(ValueError):
     Attributes:
         position: 1-based character position of the problem in the input, when there is one.
 
-    Example:
+    Examples:
         >>> try:
         ...     evaluate("2 +* 3")
         ... except CalculatorError as exc:
@@ -145,7 +145,7 @@ def evaluate(expression: str) -> Decimal:
             or a number grows beyond the limits. The message names the position and what was
             expected there.
 
-    Example:
+    Examples:
         >>> evaluate("(1 + 2) * 3 // 2")
         Decimal('4')
         >>> evaluate("0.1 + 0.2")
@@ -169,7 +169,7 @@ def format_number(value: Decimal) -> str:
         ``"68.055"``, ``"2"``, ``"0.5"``, ``"-1234567"``; beyond ``1e50`` or below ``1e-20``
         in magnitude, exponent notation such as ``"1.5E+60"``.
 
-    Example:
+    Examples:
         >>> format_number(Decimal("2.500")), format_number(Decimal("1E+3"))
         ('2.5', '1000')
     """

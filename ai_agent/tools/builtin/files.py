@@ -1,6 +1,6 @@
 """The file tools (spec 5.4.1): read, write, append, list, info, delete, move, copy.
 
-Every path goes through the :class:`~ai_agent.tools.builtin.sandbox.Sandbox`. Reading tools are
+Every path goes through the `Sandbox`. Reading tools are
 READ_ONLY; the others are MODIFICATION tools, and their previews show a person exactly what would
 change: a unified diff for ``write_file`` and ``append_file``, the target (and what it is) for
 ``delete_file``, ``move_file`` and ``copy_file``.
@@ -37,7 +37,7 @@ Fn = Callable[[dict[str, Any], dict[str, Any]], ToolResult]
 def sandbox_for(config: FileToolsConfig, workdir: str | os.PathLike[str]) -> Sandbox:
     """The sandbox the file tools use: ``config.base_dir`` or the working directory.
 
-    Example:
+    Examples:
         >>> import tempfile, os
         >>> d = tempfile.mkdtemp()
         >>> inside = sandbox_for(FileToolsConfig(), d)
@@ -383,7 +383,7 @@ def _summary(verb: str) -> Callable[[ToolResult], str]:
 def file_tools(sandbox: Sandbox, config: FileToolsConfig) -> list[ToolSpec]:
     """The eight file tools, sharing one sandbox.
 
-    Example:
+    Examples:
         >>> import tempfile
         >>> from ai_agent.config import FileToolsConfig
         >>> box = Sandbox(tempfile.mkdtemp())

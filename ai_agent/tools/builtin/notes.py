@@ -5,7 +5,7 @@ it are never followed), and are READ_ONLY.
 
 - ``find_similar(queries, k=20, filter={folder, tag})`` returns ``{ok, data: [{path, section,
   score, snippet}], took_ms}``: the ``k`` best chunks by relevance with MMR diversity (see
-  :mod:`ai_agent.tools.builtin.notes_rank`).
+  `ai_agent.tools.builtin.notes_rank`).
 - ``read_note(path, section=None, start=None, end=None, max_chars=...)`` returns ``{ok, text,
   meta}``: the note or one section, optionally a character range ``[start, end)`` of it, clipped
   to ``max_chars`` with a hint saying how to read on (``start=...``) or which sections exist.
@@ -37,7 +37,7 @@ def load_embedding(path: str) -> Embed:
     Raises:
         ValueError: the module or the function cannot be found, or it is not callable.
 
-    Example:
+    Examples:
         >>> load_embedding("math:fsum")([0.5, 0.5])
         1.0
     """
@@ -75,6 +75,7 @@ class NotesTools:
 
     # find_similar ----------------------------------------------------------------------------
     def find_similar(self, args: dict[str, Any], ctx: dict[str, Any]) -> ToolResult:
+        """The ``find_similar`` tool: the chunks of the notes that best match the queries."""
         started = time.perf_counter()
         queries = args.get("queries")
         if isinstance(queries, str):
@@ -120,6 +121,7 @@ class NotesTools:
 
     # read_note -------------------------------------------------------------------------------
     def read_note(self, args: dict[str, Any], ctx: dict[str, Any]) -> ToolResult:
+        """The ``read_note`` tool: a note, a section or a character range, clipped."""
         path = args.get("path")
         try:
             target = self.box.resolve(path)
@@ -181,7 +183,7 @@ def _error(code: str, message: str) -> ToolResult:
 def notes_tools(
     folder: str | Path, config: NotesConfig, embed: Embed | None = None
 ) -> list[ToolSpec]:
-    """``find_similar`` and ``read_note`` over ``folder``.
+    r"""``find_similar`` and ``read_note`` over ``folder``.
 
     Args:
         folder: The notes folder.
@@ -189,11 +191,11 @@ def notes_tools(
         embed: An embedding function ``embed(texts) -> vectors`` (default: the lexical ranker,
             or ``config.embedding``).
 
-    Example:
+    Examples:
         >>> import asyncio, tempfile, pathlib
         >>> from ai_agent.tools import ToolRegistry
         >>> folder = pathlib.Path(tempfile.mkdtemp())
-        >>> _ = (folder / "tides.md").write_text("# Tides\\n\\nHigh tide comes twice a day.\\n")
+        >>> _ = (folder / "tides.md").write_text("# Tides\n\nHigh tide comes twice a day.\n")
         >>> reg = ToolRegistry(notes_tools(folder, NotesConfig()))
         >>> call = {"id": "1", "name": "find_similar", "args": {"queries": ["high tide"]}}
         >>> hits = asyncio.run(reg.execute(call, {}))["content"]["data"]

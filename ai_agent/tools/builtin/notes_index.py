@@ -53,8 +53,10 @@ class Note:
         return None
 
     def section_text(self, section: Section) -> str:
-        """The section's text: its heading line and its body, up to the next heading of the
-        same or a higher level."""
+        """The section's text.
+
+        Its heading line and its body, up to the next heading of the same or a higher level.
+        """
         end = len(self.text)
         after = False
         for s in self.sections:
@@ -102,10 +104,10 @@ def _front_matter(text: str) -> tuple[dict[str, Any], int]:
 
 
 def parse_note(path: str, text: str) -> Note:
-    """Sections and tags of a Markdown note.
+    r"""Sections and tags of a Markdown note.
 
-    Example:
-        >>> note = parse_note("a.md", "---\\ntags: [ml]\\n---\\nIntro #draft\\n# Setup\\nsteps\\n")
+    Examples:
+        >>> note = parse_note("a.md", "---\ntags: [ml]\n---\nIntro #draft\n# Setup\nsteps\n")
         >>> sorted(note.tags), [s.title for s in note.sections]
         (['draft', 'ml'], ['', 'Setup'])
     """

@@ -111,7 +111,7 @@ def rank(
 ) -> list[Ranked]:
     """The ``k`` most relevant, mutually diverse chunks for the queries.
 
-    Example:
+    Examples:
         >>> cs = [Chunk("a.md", "", "gradient descent learning rate schedule " * 8),
         ...       Chunk("b.md", "", "gradient descent learning rate schedule " * 8),
         ...       Chunk("c.md", "", "learning rate warmup for transformers " * 8),

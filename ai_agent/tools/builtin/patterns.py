@@ -49,7 +49,7 @@ def glob_regex(pattern: str, *, recursive: bool = True, hidden: bool = False) ->
         recursive: When False, ``**`` is a plain ``*`` (one segment).
         hidden: Wildcards match a leading dot too (gitignore's rule, not the shell's).
 
-    Example:
+    Examples:
         >>> bool(glob_regex("**/*.py").match("a/b/c.py")), bool(glob_regex("*.py").match("a/c.py"))
         (True, False)
         >>> bool(glob_regex("src/**").match("src/x/y"))
@@ -80,10 +80,10 @@ class _Rule:
 
 
 class GitIgnore:
-    """The ignore rules of one ``.gitignore``, for paths relative to its directory.
+    r"""The ignore rules of one ``.gitignore``, for paths relative to its directory.
 
-    Example:
-        >>> rules = GitIgnore.parse("build/\\n*.log\\n!keep.log\\n/top.txt\\n")
+    Examples:
+        >>> rules = GitIgnore.parse("build/\n*.log\n!keep.log\n/top.txt\n")
         >>> rules.ignored("build", is_dir=True), rules.ignored("x/a.log", is_dir=False)
         (True, True)
         >>> rules.ignored("keep.log", is_dir=False), rules.ignored("x/top.txt", is_dir=False)

@@ -79,7 +79,7 @@ class Sandbox:
         denied_extensions: Extensions that may never be used.
         max_read_bytes: Files larger than this are not read.
 
-    Example:
+    Examples:
         >>> import tempfile
         >>> box = Sandbox(tempfile.mkdtemp())
         >>> box.resolve("notes/a.txt").parts
@@ -140,7 +140,7 @@ class Sandbox:
     def resolve_entry(
         self, given: object, *, field: str = "path", check_extension: bool = True
     ) -> Target:
-        """Like :meth:`resolve`, but the final component is the entry itself, not followed.
+        """Like `resolve`, but the final component is the entry itself, not followed.
 
         Deleting or moving a symlink acts on the link (``rm link`` semantics); only the
         directory holding it must be inside the sandbox.

@@ -1,6 +1,6 @@
 """``glob_search`` and ``grep_search`` (spec 5.4.2, 5.4.3), inside the file sandbox.
 
-Both walk with :func:`~ai_agent.tools.builtin.walk.walk` (symlinks are never entered), honour a
+Both walk with `walk` (symlinks are never entered), honour a
 result limit and, by default, the ``.gitignore`` files from the sandbox base down (``.git`` itself
 is always skipped then). grep reads each file through its directory's descriptor, skips binary
 files (a NUL byte in the first 8 KiB) and files over the read limit, and runs the pattern with a
@@ -289,13 +289,13 @@ def _summary(name: str) -> Any:
 
 
 def search_tools(sandbox: Sandbox, config: FileToolsConfig) -> list[ToolSpec]:
-    """``glob_search`` and ``grep_search`` over the file sandbox.
+    r"""``glob_search`` and ``grep_search`` over the file sandbox.
 
-    Example:
+    Examples:
         >>> import asyncio, tempfile, pathlib
         >>> from ai_agent.tools import ToolRegistry
         >>> base = pathlib.Path(tempfile.mkdtemp())
-        >>> _ = (base / "a.py").write_text("import os\\n")
+        >>> _ = (base / "a.py").write_text("import os\n")
         >>> reg = ToolRegistry(search_tools(Sandbox(base), FileToolsConfig()))
         >>> call = {"id": "1", "name": "grep_search", "args": {"pattern": "os", "path": "."}}
         >>> asyncio.run(reg.execute(call, {}))["content"]["matches"]

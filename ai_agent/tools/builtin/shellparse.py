@@ -1,7 +1,7 @@
-"""Reading a bash command line well enough to know every program it would run.
+r"""Reading a bash command line well enough to know every program it would run.
 
 An allowlist checked against the first word of a command string is no check at all: ``ls; rm -rf
-x``, ``ls && rm x``, ``ls | sh``, ``echo $(rm x)``, ``echo `rm x```, ``ls\\nrm x`` all start with
+x``, ``ls && rm x``, ``ls | sh``, ``echo $(rm x)``, ``echo `rm x```, ``ls\nrm x`` all start with
 ``ls``. So the command is tokenised the way bash does it (quotes, escapes, operators, comments),
 split into simple commands at every operator and newline, and every command substitution
 (``$(...)``, backticks, also inside double quotes) and process substitution (``<(...)``) is parsed
@@ -10,7 +10,7 @@ recursively. Wrappers that run another program (``env``, ``sudo``, ``timeout``, 
 
 What cannot be read statically (a program name built from ``$VAR`` or a glob, ``case``,
 function definitions, here-documents, arithmetic, ``env -S``...) is reported in
-:attr:`Parsed.unverifiable`; with an allow or deny list configured such a command is refused,
+`Parsed.unverifiable`; with an allow or deny list configured such a command is refused,
 never guessed at.
 
 This is a policy filter, not a sandbox: it decides which commands may be *attempted*. What a
@@ -495,10 +495,10 @@ def _parse_into(source: str, parsed: Parsed, depth: int) -> None:
 
 
 def parse_command(source: str) -> Parsed:
-    """Every program a bash command line would run, and what could not be read.
+    r"""Every program a bash command line would run, and what could not be read.
 
-    Example:
-        >>> parse_command("ls -l && echo \\"$(rm -rf x)\\" | sh").programs
+    Examples:
+        >>> parse_command("ls -l && echo \"$(rm -rf x)\" | sh").programs
         ['rm', 'ls', 'echo', 'sh']
         >>> parse_command("timeout 5 env A=1 python3 -c 'print(1)'").programs
         ['timeout', 'env', 'python3']

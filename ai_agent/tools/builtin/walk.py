@@ -63,7 +63,7 @@ def walk(
 
     Args:
         sandbox: The sandbox the directory is in.
-        parts: The directory's components (from :meth:`Sandbox.resolve`).
+        parts: The directory's components (from `Sandbox.resolve`).
         max_depth: 1 lists only the directory's own entries; None has no limit.
         descend: Whether to enter a subdirectory (by its ``rel`` path); ignored ones are still
             yielded.

@@ -1,7 +1,7 @@
 """Search backends for ``web_search``: SearXNG (default, self-hosted), Tavily, Brave, SerpAPI.
 
 Each backend turns (query, number of results, search type) into one HTTP request and the reply
-into ``[{title, url, snippet}]``. HTTP failures become :class:`SearchError` with a code the gate
+into ``[{title, url, snippet}]``. HTTP failures become `SearchError` with a code the gate
 understands (AUTH, RATE_LIMIT, ...) and a message that names the backend and what to do, never
 the API key (SerpAPI puts it in the URL, so URLs are never quoted).
 """

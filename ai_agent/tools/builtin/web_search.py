@@ -29,7 +29,7 @@ _CACHE_ENTRIES = 256
 class RateLimiter:
     """At most ``per_minute`` calls in any 60 seconds; a call waits up to ``max_wait`` for a slot.
 
-    Example:
+    Examples:
         >>> limiter = RateLimiter(2, max_wait=0)
         >>> [asyncio.run(limiter.acquire()) for _ in range(3)]
         [None, None, 60.0]
@@ -68,7 +68,7 @@ class RateLimiter:
 class TTLCache:
     """Results kept for ``ttl`` seconds (0: nothing is kept), at most 256 entries.
 
-    Example:
+    Examples:
         >>> cache = TTLCache(60)
         >>> cache.put(("q",), [1]); cache.get(("q",))
         [1]
@@ -209,7 +209,7 @@ class WebSearch:
 def web_search_tool(config: WebSearchConfig) -> ToolSpec:
     """The ``web_search`` tool for the configured backend.
 
-    Example:
+    Examples:
         >>> spec = web_search_tool(WebSearchConfig(backend="tavily"))
         >>> spec.category.value, spec.requires_env
         ('external', ('TAVILY_API_KEY',))

@@ -1,14 +1,14 @@
 """MCP servers as tools: configuration, connections kept open for a run, tools in the registry.
 
-A server is configured with :class:`McpServerConfig` (in code, in ``config.yaml`` /
-``config.toml`` under ``mcp_servers``, or in a file read by :func:`load_mcp_config`); the Agent
-owns an :class:`McpManager` that starts the servers when a run needs them, registers their tools
+A server is configured with `McpServerConfig` (in code, in ``config.yaml`` /
+``config.toml`` under ``mcp_servers``, or in a file read by `load_mcp_config`); the Agent
+owns an `McpManager` that starts the servers when a run needs them, registers their tools
 as ``<server>.<tool>`` with categories from their annotations, restarts a server that crashes
 (once per run), and stops them all when the run or the Agent closes. See docs/mcp.md.
 
 Importing this package does not import the MCP client: it is loaded when a server starts.
 
-Example:
+Examples:
     >>> from ai_agent.tools.mcp import McpServerConfig, category_for
     >>> McpServerConfig(name="fs", command="npx", args=["-y", "pkg", "/data"]).transport
     'stdio'

@@ -67,7 +67,7 @@ def category_for(
         name: The tool's name on its server, matched against ``overrides``.
         overrides: Tool name or glob -> category; the first match wins.
 
-    Example:
+    Examples:
         >>> category_for({"readOnlyHint": True, "openWorldHint": False}, "read_file")
         <ToolCategory.READ_ONLY: 'read_only'>
         >>> category_for({"readOnlyHint": True, "openWorldHint": True}, "search").value
@@ -100,7 +100,7 @@ def category_for(
 def selected(name: str, include: Sequence[str], exclude: Sequence[str]) -> bool:
     """Whether a server's tool is kept under its ``tools`` / ``exclude_tools`` settings.
 
-    Example:
+    Examples:
         >>> selected("read_file", ["read_*"], []), selected("read_file", [], ["*file"])
         (True, False)
     """
@@ -120,7 +120,7 @@ def local_names(server: str, names: Iterable[str]) -> dict[str, str]:
     with a letter or ``_``, and short enough that ``<server>__<name>`` is at most 64 characters);
     otherwise it is made to fit, with a hash of the original so two tools never share one.
 
-    Example:
+    Examples:
         >>> local_names("fs", ["read_file", "files.list", "2fa"])
         {'read_file': 'read_file', 'files_list': 'files.list', '_2fa': '2fa'}
     """
@@ -172,7 +172,7 @@ def convert_result(result: Any, *, server: str, tool: str) -> ToolResult:
     size), since the model gets text. ``isError`` results are errors with code
     ``MCP_TOOL_ERROR`` carrying the server's message.
 
-    Example:
+    Examples:
         >>> from types import SimpleNamespace as NS
         >>> ok = NS(content=[NS(type="text", text="hello")], structuredContent=None,
         ...         isError=False)

@@ -1,30 +1,30 @@
 """One MCP server, kept connected: start, discover, call, health-check, restart once, stop.
 
 The session of a server lives in a task of its own (the MCP transports are anyio task groups,
-which must be entered and left by the same task), started by :meth:`McpConnection.start` and
-ended by :meth:`McpConnection.stop`. Calls use the session from any task.
+which must be entered and left by the same task), started by `McpConnection.start` and
+ended by `McpConnection.stop`. Calls use the session from any task.
 
 Lifecycle:
 
-- **start**: ``${VAR}`` expanded (a missing variable: :class:`~ai_agent.errors.McpEnvError`),
+- **start**: ``${VAR}`` expanded (a missing variable: `McpEnvError`),
   the transport opened, ``initialize`` and ``tools/list`` answered, all within
-  ``startup_timeout``. A 401/403 is :class:`~ai_agent.errors.McpAuthError`; anything else that
-  stops it is :class:`~ai_agent.errors.McpConnectError`, with the server's last stderr lines.
+  ``startup_timeout``. A 401/403 is `McpAuthError`; anything else that
+  stops it is `McpConnectError`, with the server's last stderr lines.
 - **health**: before a call, a session known to be broken (the process exited, the connection
   closed) or suspect (its last call timed out and it does not answer a ping) is restarted. While
   a streamable HTTP call is in flight, a ping every ``health_interval`` seconds notices a server
   that died (that transport alone would wait for the timeout).
 - **crash mid-call**: the call returns a typed error (``MCP_SERVER_CRASHED``: its outcome is
   unknown), the server is restarted, and the next call runs on the new session. Restarts are
-  limited to ``max_restarts`` per run (:meth:`McpConnection.reset_restarts`); past that the
+  limited to ``max_restarts`` per run (`McpConnection.reset_restarts`); past that the
   server stays down and its calls fail at once with a clear message.
 - **timeout**: a call that takes longer than ``timeout`` returns a ``TIMEOUT`` error at the
   limit, and the server is sent a cancellation for it.
 - **stop**: the session is closed; a stdio server's stdin is closed, then its process group gets
-  SIGTERM and SIGKILL (see :mod:`ai_agent.tools.mcp.stdio`): nothing outlives the connection.
+  SIGTERM and SIGKILL (see `ai_agent.tools.mcp.stdio`): nothing outlives the connection.
 
 No key ever reaches a message, a log line or a result: everything leaving is scrubbed of the
-server's secrets (:mod:`ai_agent.tools.mcp.resolve`).
+server's secrets (`ai_agent.tools.mcp.resolve`).
 """
 
 from __future__ import annotations

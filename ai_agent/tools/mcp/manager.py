@@ -1,14 +1,14 @@
 """Many MCP servers at once: start them together, keep their tools in the registry, stop them.
 
-:class:`McpManager` owns one :class:`~ai_agent.tools.mcp.connection.McpConnection` per configured
+`McpManager` owns one `McpConnection` per configured
 server. It starts them concurrently, registers each server's tools in the tool registry as
 ``<server>.<tool>`` (and again after a restart or a ``tools/list_changed``, removing tools that
 went away), and routes every call of those tools to the server's live session.
 
-Scope: :meth:`McpManager.use` marks a span that needs the servers (a run, a resume, a direct
+Scope: `McpManager.use` marks a span that needs the servers (a run, a resume, a direct
 call). The first use starts them; when the last use ends, they are stopped, unless the manager is
-:meth:`held <McpManager.hold>` (an ``async with Agent(...)`` block), in which case they stay open
-until :meth:`McpManager.aclose`. Each use that begins gives every server its restart allowance
+`held <McpManager.hold>` (an ``async with Agent(...)`` block), in which case they stay open
+until `McpManager.aclose`. Each use that begins gives every server its restart allowance
 again ("restarted once per run").
 
 The MCP client (``mcp``, ``httpx``, ``langchain-mcp-adapters``) is imported only when a server is
@@ -43,7 +43,7 @@ _OUTER_MARGIN = 5.0
 
 
 class McpServerStatus(TypedDict):
-    """One server as :meth:`McpManager.status` and ``ai-agent mcp list`` show it.
+    """One server as `McpManager.status` and ``ai-agent mcp list`` show it.
 
     ``tools`` are the registry names of its tools; ``started_ms`` how long its last start took
     (process, initialize, tool list); ``error`` / ``error_code`` why it is not running.
@@ -89,7 +89,7 @@ class McpManager:
             (the Agent adds them to the tools new runs start with).
         on_event: Called with a line about each lifecycle step.
 
-    Example:
+    Examples:
         >>> from ai_agent.tools import ToolRegistry
         >>> manager = McpManager([McpServerConfig(name="fs", command="npx", args=["-y", "x"])],
         ...                      registry=ToolRegistry())
@@ -127,7 +127,7 @@ class McpManager:
         return bool(self._configs)
 
     def add(self, config: McpServerConfig | Mapping[str, Any]) -> McpServerConfig:
-        """Add a server; it starts with the next use (or :meth:`start`).
+        """Add a server; it starts with the next use (or `start`).
 
         Raises:
             ConfigError: the configuration is invalid or the name is taken.
@@ -204,7 +204,7 @@ class McpManager:
         await asyncio.gather(*(c.stop() for c in self._connections.values()))
 
     def hold(self) -> None:
-        """Keep the servers open between uses until :meth:`aclose` (an ``async with`` block)."""
+        """Keep the servers open between uses until `aclose` (an ``async with`` block)."""
         self._held = True
 
     async def aclose(self) -> None:
@@ -214,8 +214,11 @@ class McpManager:
 
     @asynccontextmanager
     async def use(self) -> AsyncIterator[list[McpFailure]]:
-        """A span that needs the servers (a run): they are started, and stopped after the last
-        span ends unless held. Yields the servers that could not be started."""
+        """A span that needs the servers (a run).
+
+        They are started, and stopped after the last span ends unless held. Yields the servers
+        that could not be started.
+        """
         if not self._configs:
             yield []
             return
@@ -315,7 +318,7 @@ def gather_servers(
     Raises:
         ConfigError: a file cannot be read, or a server is invalid.
 
-    Example:
+    Examples:
         >>> old = McpServerConfig(name="fs", command="old")
         >>> [s.command for s in gather_servers([old], None, [{"name": "fs", "command": "new"}])]
         ['new']

@@ -1,10 +1,12 @@
-"""A server's configuration made concrete at connect time: ``${VAR}`` expanded, auth turned into a
-header, and the list of values that must never leave the process.
+"""A server's configuration made concrete at connect time.
+
+``${VAR}`` expanded, auth turned into a header, and the list of values that must never leave the
+process.
 
 Expansion happens when a server is connected, never when the configuration is loaded, so a key
 set (or rotated) after the Agent was built is used, and a key is held only by the connection that
 needs it. A reference to a variable that is not set (or is empty, unless a ``:-default`` is given)
-is an :class:`~ai_agent.errors.McpEnvError` naming the variable and where it is used; no message
+is an `McpEnvError` naming the variable and where it is used; no message
 ever holds a value.
 
 Which values are secrets: everything in ``auth`` and ``headers``, every ``env`` entry whose name
@@ -74,7 +76,7 @@ class Resolved:
 def referenced_variables(config: McpServerConfig) -> list[str]:
     """Every environment variable the configuration names (``${VAR}``, ``key_env``), in order.
 
-    Example:
+    Examples:
         >>> referenced_variables(McpServerConfig(name="a", url="http://h/${PATH_PART}",
         ...     auth={"key_env": "API_KEY"}))
         ['PATH_PART', 'API_KEY']
@@ -162,7 +164,7 @@ def resolve(config: McpServerConfig, environ: Mapping[str, str] | None = None) -
     Raises:
         McpEnvError: A referenced variable is not set; the message names it, never a value.
 
-    Example:
+    Examples:
         >>> config = McpServerConfig(name="api", url="http://localhost:8080/mcp",
         ...                          auth={"key": "${DEMO_KEY}", "header": "X-API-Key"})
         >>> resolved = resolve(config, {"DEMO_KEY": "k-123456"})
