@@ -104,6 +104,7 @@ class _Cycle:
             and journal is not None
             and pending.get("attempt") == journal["attempt"]
         )
+        results: list[ToolOutcome] = self.state.get("results", [])
         return screen_call(
             CallFacts(
                 call=call,
@@ -118,9 +119,7 @@ class _Cycle:
                 rerun_approved=rerun_approved,
                 denied=_named(self.plan.get("deny", []), call),
                 problems=review["problems"],
-                repair_used=repair_used(
-                    list(self.state.get("results", [])), call["name"], self.iteration
-                ),
+                repair_used=repair_used(results, call["name"], self.iteration),
                 escalation=escalation,
                 first_use=call["name"] not in self.used,
                 unattended=policy.unattended,

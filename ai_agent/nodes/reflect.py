@@ -24,11 +24,16 @@ class ReflectUpdate(TypedDict, total=False):
 
 
 def _signature(outcomes: list[ToolOutcome], iteration: int) -> list[str]:
-    return sorted(
-        json.dumps([o["call"]["name"], o["call"]["args"]], sort_keys=True, default=str)
-        for o in outcomes
-        if o["iteration"] == iteration
-    )
+    # Outcomes are appended cycle by cycle, so the wanted ones sit at the end: walking back
+    # keeps a reflect step's cost flat however long the run is.
+    found = []
+    for outcome in reversed(outcomes):
+        if outcome["iteration"] < iteration:
+            break
+        if outcome["iteration"] == iteration:
+            call = outcome["call"]
+            found.append(json.dumps([call["name"], call["args"]], sort_keys=True, default=str))
+    return sorted(found)
 
 
 def repeated_calls(results: list[ToolOutcome], iteration: int) -> bool:
