@@ -1,0 +1,190 @@
+"""The runner inside the sandbox: limits itself, then loads and calls one generated tool.
+
+It runs as ``python -I -S -B -X utf8 -c <this file> FD`` under bubblewrap, with the standard
+library only (no site-packages, no ``ai_agent``). ``FD`` is its end of a socket pair to the
+engine; everything goes over it as frames (4-byte big-endian length, then UTF-8 JSON):
+
+1. the engine sends ``{"code", "filename", "args", "secrets", "rlimits", "seccomp"}``;
+2. the runner sets the rlimits (soft = hard, so they cannot be raised again), installs the
+   seccomp filter, and only then compiles and runs the tool's module;
+3. ``self.http.request(...)`` sends ``{"op": "http", ...}`` and waits for the broker's answer;
+4. the runner sends ``{"op": "result", "value"}`` or ``{"op": "error", "type", "message"}``.
+
+Nothing here is trusted by the engine: once the tool's code runs it shares this process and can
+change anything in it. The engine checks every frame, and the kernel enforces the limits, the
+filter and the namespaces whatever happens here.
+
+The seccomp filter (x86_64) kills the whole process (SIGSYS) on any system call that starts a
+program (execve, execveat), a process or thread (fork, vfork, clone, clone3), opens a socket
+(socket, socketpair), or reaches the kernel's larger attack surface (ptrace, mount and the new
+mount API, unshare, setns, bpf, keyctl, io_uring, userfaultfd, perf_event_open, kexec and module
+loading, process_vm_*, SysV IPC and POSIX message queues, memfd, personality...). 32-bit and x32
+system calls are killed too. Everything else is allowed: the namespaces and mounts decide what
+the remaining calls can reach.
+
+This file is excluded from coverage measurement: it only ever runs inside the sandbox, under
+``python -I -S``, where coverage cannot be imported; the confinement tests exercise it.
+"""
+
+import json
+import os
+import struct
+import sys
+
+AUDIT_ARCH_X86_64 = 0xC000003E
+X32_BIT = 0x40000000
+RET_KILL_PROCESS = 0x80000000
+RET_ALLOW = 0x7FFF0000
+PR_SET_NO_NEW_PRIVS = 38
+PR_SET_SECCOMP = 22
+SECCOMP_MODE_FILTER = 2
+# x86_64 system call numbers (asm/unistd_64.h).
+DENIED = (
+    59, 322,  # execve, execveat
+    57, 58, 56, 435,  # fork, vfork, clone, clone3
+    41, 53,  # socket, socketpair
+    101, 310, 311, 312, 438, 434,  # ptrace, process_vm_readv/writev, kcmp, pidfd_getfd/open
+    165, 166, 155, 161, 272, 308,  # mount, umount2, pivot_root, chroot, unshare, setns
+    428, 429, 430, 431, 432, 433, 442,  # open_tree, move_mount, fsopen/config/mount/pick, setattr
+    321, 250, 248, 249, 298, 323,  # bpf, keyctl, add_key, request_key, perf_event_open, uffd
+    425, 426, 427,  # io_uring_setup, io_uring_enter, io_uring_register
+    246, 320, 175, 313, 176,  # kexec_load, kexec_file_load, init/finit/delete_module
+    303, 304, 133, 259,  # name_to_handle_at, open_by_handle_at, mknod, mknodat
+    29, 30, 31, 64, 68, 240,  # shmget, shmat, shmctl, semget, msgget, mq_open
+    319, 447, 135, 154, 172, 173,  # memfd_create, memfd_secret, personality, modify_ldt, iopl/ioperm
+    163, 167, 168, 169, 170, 171,  # acct, swapon, swapoff, reboot, sethostname, setdomainname
+    164, 227, 159, 179, 103, 153, 134,  # settimeofday, clock_settime, adjtimex, quotactl, syslog..
+    300, 237, 238, 256, 279, 440,  # fanotify_init, mbind, set_mempolicy, migrate/move_pages, ...
+)
+FD = int(sys.argv[1])
+
+
+def _exact(count):
+    data = b""
+    while len(data) < count:
+        chunk = os.read(FD, count - len(data))
+        if not chunk:
+            raise EOFError("the engine closed the channel")
+        data += chunk
+    return data
+
+
+def recv():
+    (length,) = struct.unpack(">I", _exact(4))
+    return json.loads(_exact(length))
+
+
+def send(message):
+    data = json.dumps(message, default=str, ensure_ascii=False).encode("utf-8", "replace")
+    view = memoryview(struct.pack(">I", len(data)) + data)
+    while view:
+        view = view[os.write(FD, view):]
+
+
+def _instruction(code, jt, jf, k):
+    return struct.pack("HBBI", code, jt, jf, k)
+
+
+def seccomp_program():
+    ld, jeq, jge, ret = 0x20, 0x15, 0x35, 0x06
+    prog = [
+        _instruction(ld, 0, 0, 4),  # seccomp_data.arch
+        _instruction(jeq, 1, 0, AUDIT_ARCH_X86_64),
+        _instruction(ret, 0, 0, RET_KILL_PROCESS),
+        _instruction(ld, 0, 0, 0),  # seccomp_data.nr
+        _instruction(jge, 0, 1, X32_BIT),
+        _instruction(ret, 0, 0, RET_KILL_PROCESS),
+    ]
+    for index, number in enumerate(DENIED):
+        prog.append(_instruction(jeq, len(DENIED) - index, 0, number))
+    prog.append(_instruction(ret, 0, 0, RET_ALLOW))
+    prog.append(_instruction(ret, 0, 0, RET_KILL_PROCESS))
+    return b"".join(prog), len(prog)
+
+
+def install_seccomp():
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    blob, count = seccomp_program()
+    buffer = ctypes.create_string_buffer(blob, len(blob))
+
+    class Program(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+    program = Program(count, ctypes.addressof(buffer))
+    if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
+    if libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(program), 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_SECCOMP) failed")
+
+
+def set_limits(limits):
+    import resource
+
+    for name, (soft, hard) in limits.items():
+        resource.setrlimit(getattr(resource, name), (soft, hard))
+
+
+class Http:
+    """HTTP through the engine's broker; the engine decides which hosts are reachable."""
+
+    def request(self, method, url, headers=None, body=None, follow_redirects=True):
+        send(
+            {
+                "op": "http",
+                "method": str(method).upper(),
+                "url": str(url),
+                "headers": dict(headers or {}),
+                "body": body,
+                "follow_redirects": bool(follow_redirects),
+            }
+        )
+        reply = recv()
+        if not reply.get("ok"):
+            raise OSError(reply.get("error") or "the request failed")
+        return reply["response"]
+
+    def get(self, url, **options):
+        return self.request("GET", url, **options)
+
+    def post(self, url, body=None, **options):
+        return self.request("POST", url, body=body, **options)
+
+
+def main():
+    setup = recv()
+    try:
+        set_limits(setup["rlimits"])
+        if setup["seccomp"]:
+            install_seccomp()
+    except Exception as exc:
+        send({"op": "setup_failed", "message": "%s: %s" % (type(exc).__name__, exc)})
+        return 3
+    namespace = {"__name__": "generated_tool"}
+    try:
+        exec(compile(setup["code"], setup["filename"], "exec"), namespace)
+        tool = namespace["GeneratedTool"]()
+        for attr, value in (
+            ("http", Http()),
+            ("secrets", {k: os.environ.get(k, "") for k in setup["secrets"]}),
+            ("workspace", os.getcwd()),
+        ):
+            try:
+                setattr(tool, attr, value)
+            except Exception:
+                pass
+        value = tool.execute(**setup["args"])
+    except BaseException as exc:
+        send({"op": "error", "type": type(exc).__name__, "message": str(exc)[:2000]})
+        return 1
+    try:
+        send({"op": "result", "value": value})
+    except (TypeError, ValueError) as exc:
+        send({"op": "error", "type": "TypeError", "message": "the result is not JSON: %s" % exc})
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
