@@ -27,6 +27,7 @@ from ai_agent.graph.prune import PruneMixin
 from ai_agent.graph.replay import ReplayMixin
 from ai_agent.graph.streaming import StreamingMixin
 from ai_agent.graph.tools_mixin import ToolsMixin
+from ai_agent.graph.toolsmaker_mixin import ToolsmakerMixin
 from ai_agent.graph.worker import WorkerMixin
 
 __all__ = ["Agent"]
@@ -34,6 +35,7 @@ __all__ = ["Agent"]
 
 class Agent(
     McpMixin,
+    ToolsmakerMixin,
     ToolsMixin,
     WorkerMixin,
     StreamingMixin,
@@ -47,7 +49,9 @@ class Agent(
     """Runs tasks through the nine-stage pipeline, pausing at the gate and resuming later.
 
     See :class:`ai_agent.graph.core.AgentCore` for the constructor's arguments. Feature mixins
-    are listed before the core in the bases: MCP servers (``agent.mcp``), tool management
+    are listed before the core in the bases: MCP servers (``agent.mcp``), generated tools (the
+    toolsmaker: ``build_dynamic_tool``, ``approve_dynamic_tool``, ``activate_tool_version``...;
+    options ``toolsmaker_dir`` and ``toolsmaker_audit_path``), tool management
     (``register_tool``, ``call_tool``, ``tool_output``...), checkpoints and forks (``history``,
     ``fork``), ``replay``, the inspection helpers (``get_*``, ``timeline``), pictures
     (``run_report``, ``export_html``), ``prune``, and the plan queue served by workers

@@ -49,10 +49,14 @@ def check_transition(name: str, version: int, current: ToolStatus, target: ToolS
     allowed = TRANSITIONS[current]
     if target in allowed:
         return
-    nexts = " or ".join(sorted(s.value for s in allowed)) or "nothing (final)"
+    if not allowed:
+        why = f"{current.value} is final"
+    else:
+        why = f"from {current.value} it can only become " + " or ".join(
+            sorted(s.value for s in allowed)
+        )
     raise ToolTransitionError(
-        f"{name} v{version} is {current.value}; it cannot become {target.value} "
-        f"(from {current.value} it can only become {nexts})"
+        f"{name} v{version} is {current.value}; it cannot become {target.value} ({why})"
     )
 
 
