@@ -74,6 +74,7 @@ __all__ = [
 WORKSPACE = "/workspace"
 _SANDBOX_UID = "65534"
 _KEEP_LOG = 4000  # bytes of stdout/stderr kept for the result's meta
+_REAP_SECONDS = 5.0
 _SIGNALS = {
     signal.SIGSYS: ("forbidden_syscall", "made a system call the sandbox forbids (starting a "
                     "program, a process or a thread, opening a socket, ...) and was killed"),
@@ -466,8 +467,7 @@ async def _supervise(
         writer.close()
         with contextlib.suppress(Exception):
             await writer.wait_closed()
-        stderr = await proc.stderr.read(_KEEP_LOG) if proc.stderr and kind == "not_started" else b""
-        await proc.wait()
+        stderr = await _reap(proc, keep=kind == "not_started")
         killer.close()
     outcome = Outcome(kind, error=error, reason=reason, exit_status=proc.returncode)
     outcome.stdout = session.logs["stdout"].decode("utf-8", "replace")
@@ -479,6 +479,30 @@ async def _supervise(
             f"{outcome.stderr.strip()[:500] or 'no reason given'}"
         )
     return outcome if kind else _ending(session, outcome)
+
+
+async def _reap(proc: asyncio.subprocess.Process, *, keep: bool) -> bytes:
+    """Wait for the killed sandbox, reading its pipes to the end (what ``keep`` says is kept).
+
+    asyncio resolves ``wait()`` only once both pipes reached end of file; nobody reading them
+    would leave a full pipe buffer that never does, so what is left is read and dropped.
+    """
+
+    async def rest(stream: asyncio.StreamReader | None, store: bytearray | None) -> None:
+        while stream is not None and (chunk := await stream.read(1 << 16)):
+            if store is not None and len(store) < _KEEP_LOG:
+                store += chunk
+    kept = bytearray()
+    waiting = asyncio.gather(rest(proc.stdout, None), rest(proc.stderr, kept if keep else None))
+    try:
+        await asyncio.wait_for(asyncio.shield(waiting), _REAP_SECONDS)
+    except TimeoutError:  # pragma: no cover - everything in the namespace is dead by now
+        waiting.cancel()
+        transport = getattr(proc, "_transport", None)  # asyncio has no public close
+        if transport is not None:
+            transport.close()
+    await proc.wait()
+    return bytes(kept[:_KEEP_LOG])
 
 
 class _NotStarted(Exception):
