@@ -360,6 +360,7 @@ class ToolsmakerRegistry:
         with self.layout.locked():
             record = self.record(name, version)
             self._check(record, ToolStatus.ACTIVATED, by=by)
+            self._check_shadow(name)
             record.max_output_chars = max_output_chars
             spec = self._load(record)  # refuses changed code before anything is marked active
             self._move(record, ToolStatus.ACTIVATED, by=by)
@@ -400,6 +401,7 @@ class ToolsmakerRegistry:
                     f"{name} cannot roll back to {wanted}: only versions that were activated "
                     f"before can be made active again (active: v{current})"
                 )
+            self._check_shadow(name)
             spec = self._load(target)
             self._set_active(name, target.version)
             self.audit(
@@ -426,13 +428,17 @@ class ToolsmakerRegistry:
             protected=self.protected,
         )
 
-    def _register(self, spec: ToolSpec, version: int) -> ToolSpec:
-        if spec.name in self.runtime and spec.name not in self._loaded:
-            if self.runtime[spec.name].group != GENERATED_GROUP:
+    def _check_shadow(self, name: str) -> None:
+        """Refuse to let a generated tool take the place of a static one."""
+        if name in self.runtime and name not in self._loaded:
+            if self.runtime[name].group != GENERATED_GROUP:
                 raise ToolBuildError(
-                    f"a tool named {spec.name!r} that is not generated is registered; a "
+                    f"a tool named {name!r} that is not generated is registered; a "
                     "generated tool never replaces it"
                 )
+
+    def _register(self, spec: ToolSpec, version: int) -> ToolSpec:
+        self._check_shadow(spec.name)
         self.runtime.register(spec, replace=True)
         self._loaded[spec.name] = version
         return spec
