@@ -187,7 +187,10 @@ def verify_audit(path: Path) -> AuditReport:
     if head is None:
         if lines:
             problems.append("the head file is missing, so a cut-off end cannot be ruled out")
-    elif head.get("lines") != len(lines) or head.get("last") != (prev if lines else head["last"]):
+    elif not isinstance(head, dict) or head.get("lines") != len(lines) or (
+        lines and head.get("last") != prev
+    ):
+        head = head if isinstance(head, dict) else {}
         problems.append(
             f"the head names {head.get('lines')} line(s) ending in {str(head.get('last'))[:12]}, "
             f"the log has {len(lines)} ending in {prev[:12]} (lines were removed or the end "
