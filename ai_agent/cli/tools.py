@@ -132,7 +132,9 @@ def _maker_commands(tools: Any, parents: Parents) -> None:
     rollback.add_argument("tool", metavar="NAME[@VERSION]")
     rollback.set_defaults(handler=_rollback)
     audit = sub.add_parser("audit", parents=[maker], help="the toolsmaker's audit log")
-    audit.add_argument("--verify", action="store_true", help="check the hash chain (exit 1 if broken)")
+    audit.add_argument(
+        "--verify", action="store_true", help="check the hash chain (exit 1 if broken)"
+    )
     audit.add_argument("--tail", type=int, default=20, help="events to print (default 20)")
     audit.set_defaults(handler=_audit)
 
@@ -186,8 +188,10 @@ def _pending(args: argparse.Namespace) -> int:
         review = maker.review(r.name, r.version)
         print(f"{r.name}@{r.version}  ({r.spec.risk} risk)  {r.spec.purpose.splitlines()[0][:60]}")
         print(f"  review: {maker.layout.root / str(r.review_path)}")
-        print(f"  approve: ai-agent tools approve {r.name}@{r.version}   "
-              f"reject: ai-agent tools reject {r.name}@{r.version} --reason '...'")
+        print(
+            f"  approve: ai-agent tools approve {r.name}@{r.version}   "
+            f"reject: ai-agent tools reject {r.name}@{r.version} --reason '...'"
+        )
         if review.get("spec_changes"):
             print("  changes: " + "; ".join(review["spec_changes"]))
     return 0
@@ -269,8 +273,12 @@ def _audit(args: argparse.Namespace) -> int:
         report = maker.verify_audit()
         if args.json:
             print_json(
-                {"ok": report.ok, "lines": report.lines, "head": report.head,
-                 "problems": report.problems}
+                {
+                    "ok": report.ok,
+                    "lines": report.lines,
+                    "head": report.head,
+                    "problems": report.problems,
+                }
             )
         elif report.ok:
             print(f"audit log intact: {report.lines} event(s), head {report.head}")

@@ -72,9 +72,7 @@ class ToolsmakerMixin(ToolsMixin):
         config = self.settings.tool_config.toolsmaker
         self.toolsmaker_dir = Path(toolsmaker_dir or config.dir)
         audit = toolsmaker_audit_path or config.audit_path
-        self.toolsmaker_audit_path = (
-            Path(audit) if audit else self.toolsmaker_dir / "audit.jsonl"
-        )
+        self.toolsmaker_audit_path = Path(audit) if audit else self.toolsmaker_dir / "audit.jsonl"
         self._toolsmaker: ToolsmakerRegistry | None = None
         self._bind_propose_tool()
         if (self.toolsmaker_dir / "active_versions.json").exists():
@@ -146,9 +144,11 @@ class ToolsmakerMixin(ToolsMixin):
         Raises:
             ConfigError: an unknown name, or an object that is not a tool.
         """
-        items = [t.strip() for t in tools.split(",") if t.strip()] if isinstance(
-            tools, str
-        ) else list(tools)
+        items = (
+            [t.strip() for t in tools.split(",") if t.strip()]
+            if isinstance(tools, str)
+            else list(tools)
+        )
         names: list[str] = []
         for item in items:
             if isinstance(item, str):

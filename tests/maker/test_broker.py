@@ -91,8 +91,11 @@ def _fetcher(approve_tool: ApproveTool, hosts: list[str], **intent: Any) -> Any:
         imports="",
         capabilities=["http"],
         allowed_domains=hosts,
-        inputs={"url": "string", "method": {"type": "string", "default": "GET"},
-                "body": {"type": ["string", "null"], "default": None}},
+        inputs={
+            "url": "string",
+            "method": {"type": "string", "default": "GET"},
+            "body": {"type": ["string", "null"], "default": None},
+        },
         **intent,
     )
 
@@ -196,9 +199,7 @@ async def test_a_tool_without_the_http_capability_cannot_use_the_broker(
     maker: ToolsmakerRegistry,
     careless_validator: None,
 ) -> None:
-    tool = approve_tool(
-        f'return self.http.get("http://127.0.0.1:{allowed.port}/")', imports=""
-    )
+    tool = approve_tool(f'return self.http.get("http://127.0.0.1:{allowed.port}/")', imports="")
     with pytest.raises(ToolPolicyViolation, match="http_not_declared"):
         await call_tool(tool)
     assert allowed.seen == []
@@ -234,8 +235,10 @@ def _broker(*hosts: str, **options: Any) -> HttpBroker:
     async def resolve(host: str, port: int) -> list[str]:
         if host == "down.example.com":
             raise OSError("no such host")
-        return {"public.example.com": ["93.184.215.14"], "mixed.example.com":
-                ["93.184.215.14", "10.0.0.1"]}.get(host, ["169.254.169.254"])
+        return {
+            "public.example.com": ["93.184.215.14"],
+            "mixed.example.com": ["93.184.215.14", "10.0.0.1"],
+        }.get(host, ["169.254.169.254"])
 
     return HttpBroker(
         [parse_host_rule(h) for h in hosts],
@@ -306,11 +309,15 @@ async def test_the_broker_drops_hop_by_hop_headers_and_rewrites_posts_on_303() -
         return ["93.184.215.14"]
 
     broker = HttpBroker(
-        [parse_host_rule("public.example.com")], resolve=resolve,
+        [parse_host_rule("public.example.com")],
+        resolve=resolve,
         transport=httpx.MockTransport(handler),
     )
     reply = await _ask(
-        broker, url="http://public.example.com/form", method="POST", body="x",
+        broker,
+        url="http://public.example.com/form",
+        method="POST",
+        body="x",
         headers={"Connection": "close", "X-Token": "t", "Host": "evil.example.com"},
     )
     assert reply["response"]["status"] == 200

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -46,7 +47,7 @@ return results
 """
 
 
-def _code(probes: list[tuple[str, object]]) -> str:
+def _code(probes: Sequence[tuple[str, object]]) -> str:
     return (
         "import os\n\nPROBES = " + repr(probes) + "\n\n\nclass GeneratedTool:\n"
         "    def execute(self, **kwargs):\n"
@@ -95,9 +96,7 @@ async def test_reads_outside_the_allowed_paths_find_nothing(
         ("sysfs", "/sys/kernel/"),
     ]
     maker.build_from_intent({"name": "bystander", "purpose": "Leaves audit lines."})
-    tool = approve_tool(
-        code=_code(probes), capabilities=["fs_read"], allowed_paths=["data"]
-    )
+    tool = approve_tool(code=_code(probes), capabilities=["fs_read"], allowed_paths=["data"])
     result = await call_tool(tool)
     values = result["content"]
     assert result["status"] == "ok", result
@@ -138,15 +137,21 @@ async def test_writes_go_only_to_writable_allowed_paths(
         ("read_link", "out/link"),
         ("rename_out", ("rename", "out/ok.txt", "../moved.txt")),
     ]
-    tool = approve_tool(
-        code=_code(probes), capabilities=["fs_write"], allowed_paths=["out"]
-    )
+    tool = approve_tool(code=_code(probes), capabilities=["fs_write"], allowed_paths=["out"])
     result = await call_tool(tool)
     values = result["content"]
     assert values["allowed"] == "written"
     assert values["host_tmp"] == "written"
-    for label in ("root", "dotdot", "out_dotdot", "read_only_sibling", "host_absolute",
-                  "policy", "audit", "rename_out"):
+    for label in (
+        "root",
+        "dotdot",
+        "out_dotdot",
+        "read_only_sibling",
+        "host_absolute",
+        "policy",
+        "audit",
+        "rename_out",
+    ):
         assert str(values[label]).startswith("error: "), (label, values[label])
     assert values["read_link"].startswith("error: ")  # the link leads nowhere inside
     assert _leaks(values) == []
@@ -156,7 +161,7 @@ async def test_writes_go_only_to_writable_allowed_paths(
     assert not (workspace / "moved.txt").exists()
     assert not (workspace / "data" / "new.txt").exists()
     assert not (tmp_path / "outside" / "new.txt").exists()
-    assert not Path("/tmp", marker).exists()  # noqa: S108 - the host's /tmp, checked untouched
+    assert not Path("/tmp", marker).exists()  # the host's /tmp is untouched
     after = maker.layout.active.read_text()
     assert before is None or after == before
     assert json.loads(after) == {tool.name: 1}
@@ -211,8 +216,13 @@ async def test_an_allowed_path_that_holds_the_toolsmaker_is_refused(
     maker_dir = workspace / "shared" / "tm"
     maker = ToolsmakerRegistry(maker_dir, base_dir=workspace, limits=SandboxLimits(timeout=10))
     built = maker.build_from_intent(
-        {"name": "peek", "purpose": "Writes in shared.", "capabilities": ["fs_write"],
-         "allowed_paths": ["shared"], "inputs": {"path": "string", "content": "string"}}
+        {
+            "name": "peek",
+            "purpose": "Writes in shared.",
+            "capabilities": ["fs_write"],
+            "allowed_paths": ["shared"],
+            "inputs": {"path": "string", "content": "string"},
+        }
     )
     maker.approve("peek", built.spec.version)
     tool = maker.activate("peek", built.spec.version)
@@ -224,7 +234,10 @@ async def test_an_allowed_path_that_holds_the_toolsmaker_is_refused(
 async def test_a_missing_read_path_is_simply_absent(
     approve_tool: ApproveTool, call_tool: CallTool, workspace: Path
 ) -> None:
-    tool = approve_tool(code=_code([("list", "/workspace/")]), capabilities=["fs_read"],
-                        allowed_paths=["nothing_here"])
+    tool = approve_tool(
+        code=_code([("list", "/workspace/")]),
+        capabilities=["fs_read"],
+        allowed_paths=["nothing_here"],
+    )
     assert (await call_tool(tool))["content"] == {"list": []}
     assert not (workspace / "nothing_here").exists()  # reading never creates it

@@ -32,7 +32,7 @@ RUN_A_PROGRAM = {
     "execv_shell": ("import os", 'os.execv("/bin/sh", ["sh", "-c", "touch out/pwned"])'),
     "execv_python": (
         "import os, sys",
-        'os.execv(sys.executable, [sys.executable, "-c", "open(\'out/pwned\', \'w\')"])',
+        "os.execv(sys.executable, [sys.executable, \"-c\", \"open('out/pwned', 'w')\"])",
     ),
     "posix_spawn": (
         "import os",
@@ -113,7 +113,7 @@ async def test_without_seccomp_there_is_still_no_shell_and_no_network(
         '    ("bash", lambda: os.posix_spawn("/usr/bin/bash", ["bash"], {})),\n'
         '    ("inet", lambda: socket.create_connection(("1.1.1.1", 80), 1)),\n'
         '    ("loopback", lambda: socket.create_connection(("127.0.0.1", 9), 1)),\n'
-        ']',
+        "]",
         limits=NO_SECCOMP,
     )
     result = await call_tool(tool)
@@ -324,9 +324,7 @@ async def test_a_long_result_within_the_cap_is_clipped_to_max_output_chars(
             "Too many open files",
         ),
         (
-            "import resource\n"
-            "resource.setrlimit(resource.RLIMIT_AS, (-1, -1))\n"
-            'return "raised"',
+            'import resource\nresource.setrlimit(resource.RLIMIT_AS, (-1, -1))\nreturn "raised"',
             SandboxLimits(),
             "ValueError",
         ),
@@ -352,9 +350,7 @@ async def test_resource_limits_hold(
 async def test_cpu_time_is_limited(
     approve_tool: ApproveTool, call_tool: CallTool, maker: ToolsmakerRegistry
 ) -> None:
-    tool = approve_tool(
-        "while True:\n    pass", limits=SandboxLimits(timeout=30, cpu_seconds=1)
-    )
+    tool = approve_tool("while True:\n    pass", limits=SandboxLimits(timeout=30, cpu_seconds=1))
     started = time.perf_counter()
     with pytest.raises(ToolPolicyViolation, match="cpu_limit"):
         await call_tool(tool)

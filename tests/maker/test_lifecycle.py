@@ -59,8 +59,16 @@ def test_a_build_goes_from_draft_to_approval_required_with_every_file(
     assert record["spec"]["code_sha256"] == built.spec.code_sha256
     review = json.loads((root / "reviews/echo_v1.json").read_text())
     assert set(review) == {
-        "name", "version", "previous_version", "summary", "spec_changes", "diff",
-        "validation", "code_path", "code_sha256", "spec",
+        "name",
+        "version",
+        "previous_version",
+        "summary",
+        "spec_changes",
+        "diff",
+        "validation",
+        "code_path",
+        "code_sha256",
+        "spec",
     }
     assert review["diff"].startswith("--- /dev/null\n+++ echo_v1.py\n")
     assert review["code_path"] == built.code_path
@@ -88,8 +96,10 @@ async def test_approve_then_activate_registers_the_tool(
     assert (await call_tool(spec, {"text": "hi"}))["content"] == {"result": {"text": "hi"}}
     assert [e for e, _, _ in _events(maker)][-2:] == ["tool_approved", "tool_activated"]
     history = maker.record("echo").history
-    assert [(h["status"], h["by"]) for h in history][-2:] == [("approved", "ada"),
-                                                             ("activated", "ada")]
+    assert [(h["status"], h["by"]) for h in history][-2:] == [
+        ("approved", "ada"),
+        ("activated", "ada"),
+    ]
 
 
 def test_reject_is_final(maker: ToolsmakerRegistry) -> None:
@@ -159,8 +169,11 @@ def test_a_draft_that_failed_validation_never_reaches_a_person(
     maker: ToolsmakerRegistry,
 ) -> None:
     built = maker.build_from_intent(
-        {**ECHO, "code": "import subprocess\nclass GeneratedTool:\n    def execute(self, **kw):"
-                         "\n        return subprocess.run(['id'])\n"}
+        {
+            **ECHO,
+            "code": "import subprocess\nclass GeneratedTool:\n    def execute(self, **kw):"
+            "\n        return subprocess.run(['id'])\n",
+        }
     )
     assert built.status is ToolStatus.DRAFT and not built.ok
     assert built.review_path is None
@@ -187,8 +200,12 @@ def test_versions_and_review_diffs(maker: ToolsmakerRegistry) -> None:
     maker.activate("echo", 1)
     v2 = maker.build_from_intent({**ECHO, "purpose": "Echo a text back."})
     v3 = maker.build_from_intent(
-        {**ECHO, "purpose": "Echo a text back.", "capabilities": ["fs_read"],
-         "allowed_paths": ["notes"]}
+        {
+            **ECHO,
+            "purpose": "Echo a text back.",
+            "capabilities": ["fs_read"],
+            "allowed_paths": ["notes"],
+        }
     )
     assert (v2.spec.version, v3.spec.version) == (2, 3)
     review = maker.review("echo", 3)
@@ -258,9 +275,7 @@ def test_load_active_skips_tampered_and_missing_tools(
 
 
 def test_a_generated_tool_never_replaces_a_static_one(workspace: Path, tmp_path: Path) -> None:
-    runtime = ToolRegistry(
-        [ToolSpec("echo", lambda a, c: None, description="A static echo.")]
-    )
+    runtime = ToolRegistry([ToolSpec("echo", lambda a, c: None, description="A static echo.")])
     maker = ToolsmakerRegistry(tmp_path / "tm", runtime=runtime, base_dir=workspace)
     built = maker.build_from_intent(ECHO)
     assert "taken by a tool that is not generated" in built.validation["errors"][0]
@@ -300,9 +315,7 @@ def test_processes_building_at_once_get_distinct_versions_and_one_chain(
 ) -> None:
     context = multiprocessing.get_context("spawn")
     procs = [
-        context.Process(
-            target=_build_in_process, args=(str(maker.layout.root), str(workspace), i)
-        )
+        context.Process(target=_build_in_process, args=(str(maker.layout.root), str(workspace), i))
         for i in range(4)
     ]
     for proc in procs:

@@ -1,4 +1,4 @@
-"""The toolsmaker: the agent proposes tools at run time; a person reviews them; the OS confines them.
+"""The toolsmaker: the agent proposes tools at run time, a person reviews, the OS confines them.
 
 A structured intent becomes a :class:`ToolBuildRequest`, then a canonical spec and Python code
 (:mod:`.builder`), checked by :mod:`.validator` (a filter and review aid, not the boundary), moved

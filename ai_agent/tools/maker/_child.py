@@ -26,10 +26,14 @@ This file is excluded from coverage measurement: it only ever runs inside the sa
 ``python -I -S``, where coverage cannot be imported; the confinement tests exercise it.
 """
 
+from __future__ import annotations
+
+import contextlib
 import json
 import os
 import struct
 import sys
+from typing import Any
 
 AUDIT_ARCH_X86_64 = 0xC000003E
 X32_BIT = 0x40000000
@@ -38,28 +42,29 @@ RET_ALLOW = 0x7FFF0000
 PR_SET_NO_NEW_PRIVS = 38
 PR_SET_SECCOMP = 22
 SECCOMP_MODE_FILTER = 2
-# x86_64 system call numbers (asm/unistd_64.h).
-DENIED = (
-    59, 322,  # execve, execveat
-    57, 58, 56, 435,  # fork, vfork, clone, clone3
-    41, 53,  # socket, socketpair
-    101, 310, 311, 312, 438, 434,  # ptrace, process_vm_readv/writev, kcmp, pidfd_getfd/open
-    165, 166, 155, 161, 272, 308,  # mount, umount2, pivot_root, chroot, unshare, setns
-    428, 429, 430, 431, 432, 433, 442,  # open_tree, move_mount, fsopen/config/mount/pick, setattr
-    321, 250, 248, 249, 298, 323,  # bpf, keyctl, add_key, request_key, perf_event_open, uffd
-    425, 426, 427,  # io_uring_setup, io_uring_enter, io_uring_register
-    246, 320, 175, 313, 176,  # kexec_load, kexec_file_load, init/finit/delete_module
-    303, 304, 133, 259,  # name_to_handle_at, open_by_handle_at, mknod, mknodat
-    29, 30, 31, 64, 68, 240,  # shmget, shmat, shmctl, semget, msgget, mq_open
-    319, 447, 135, 154, 172, 173,  # memfd_create, memfd_secret, personality, modify_ldt, iopl/ioperm
-    163, 167, 168, 169, 170, 171,  # acct, swapon, swapoff, reboot, sethostname, setdomainname
-    164, 227, 159, 179, 103, 153, 134,  # settimeofday, clock_settime, adjtimex, quotactl, syslog..
-    300, 237, 238, 256, 279, 440,  # fanotify_init, mbind, set_mempolicy, migrate/move_pages, ...
+# x86_64 system call numbers (asm/unistd_64.h), grouped by what they would let a tool do.
+DENIED_GROUPS = (
+    (59, 322),  # execve, execveat
+    (57, 58, 56, 435),  # fork, vfork, clone, clone3
+    (41, 53),  # socket, socketpair
+    (101, 310, 311, 312, 438, 434),  # ptrace, process_vm_readv/writev, kcmp, pidfd_getfd/open
+    (165, 166, 155, 161, 272, 308),  # mount, umount2, pivot_root, chroot, unshare, setns
+    (428, 429, 430, 431, 432, 433, 442),  # open_tree, move_mount, fsopen/config/mount/pick...
+    (321, 250, 248, 249, 298, 323),  # bpf, keyctl, add/request_key, perf_event_open, uffd
+    (425, 426, 427),  # io_uring_setup, io_uring_enter, io_uring_register
+    (246, 320, 175, 313, 176),  # kexec_load, kexec_file_load, init/finit/delete_module
+    (303, 304, 133, 259),  # name_to_handle_at, open_by_handle_at, mknod, mknodat
+    (29, 30, 31, 64, 68, 240),  # shmget, shmat, shmctl, semget, msgget, mq_open
+    (319, 447, 135, 154, 172, 173),  # memfd_create/secret, personality, modify_ldt, iopl/ioperm
+    (163, 167, 168, 169, 170, 171),  # acct, swapon, swapoff, reboot, sethostname/domainname
+    (164, 227, 159, 179, 103, 153, 134),  # settimeofday, clock_settime, adjtimex, quotactl...
+    (300, 237, 238, 256, 279, 440),  # fanotify_init, mbind, set_mempolicy, migrate/move_pages...
 )
+DENIED = tuple(number for group in DENIED_GROUPS for number in group)
 FD = int(sys.argv[1])
 
 
-def _exact(count):
+def _exact(count: int) -> bytes:
     data = b""
     while len(data) < count:
         chunk = os.read(FD, count - len(data))
@@ -69,23 +74,23 @@ def _exact(count):
     return data
 
 
-def recv():
+def recv() -> Any:
     (length,) = struct.unpack(">I", _exact(4))
     return json.loads(_exact(length))
 
 
-def send(message):
+def send(message: dict[str, Any]) -> None:
     data = json.dumps(message, default=str, ensure_ascii=False).encode("utf-8", "replace")
     view = memoryview(struct.pack(">I", len(data)) + data)
     while view:
-        view = view[os.write(FD, view):]
+        view = view[os.write(FD, view) :]
 
 
-def _instruction(code, jt, jf, k):
+def _instruction(code: int, jt: int, jf: int, k: int) -> bytes:
     return struct.pack("HBBI", code, jt, jf, k)
 
 
-def seccomp_program():
+def seccomp_program() -> tuple[bytes, int]:
     ld, jeq, jge, ret = 0x20, 0x15, 0x35, 0x06
     prog = [
         _instruction(ld, 0, 0, 4),  # seccomp_data.arch
@@ -102,7 +107,7 @@ def seccomp_program():
     return b"".join(prog), len(prog)
 
 
-def install_seccomp():
+def install_seccomp() -> None:
     import ctypes
 
     libc = ctypes.CDLL(None, use_errno=True)
@@ -119,7 +124,7 @@ def install_seccomp():
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_SECCOMP) failed")
 
 
-def set_limits(limits):
+def set_limits(limits: dict[str, list[int]]) -> None:
     import resource
 
     for name, (soft, hard) in limits.items():
@@ -129,7 +134,14 @@ def set_limits(limits):
 class Http:
     """HTTP through the engine's broker; the engine decides which hosts are reachable."""
 
-    def request(self, method, url, headers=None, body=None, follow_redirects=True):
+    def request(
+        self,
+        method: str,
+        url: str,
+        headers: dict[str, str] | None = None,
+        body: str | None = None,
+        follow_redirects: bool = True,
+    ) -> Any:
         send(
             {
                 "op": "http",
@@ -145,35 +157,36 @@ class Http:
             raise OSError(reply.get("error") or "the request failed")
         return reply["response"]
 
-    def get(self, url, **options):
+    def get(self, url: str, **options: Any) -> Any:
         return self.request("GET", url, **options)
 
-    def post(self, url, body=None, **options):
+    def post(self, url: str, body: str | None = None, **options: Any) -> Any:
         return self.request("POST", url, body=body, **options)
 
 
-def main():
+def main() -> int:
     setup = recv()
     try:
         set_limits(setup["rlimits"])
         if setup["seccomp"]:
             install_seccomp()
     except Exception as exc:
-        send({"op": "setup_failed", "message": "%s: %s" % (type(exc).__name__, exc)})
+        send({"op": "setup_failed", "message": f"{type(exc).__name__}: {exc}"})
         return 3
-    namespace = {"__name__": "generated_tool"}
+    namespace: dict[str, Any] = {"__name__": "generated_tool"}
     try:
-        exec(compile(setup["code"], setup["filename"], "exec"), namespace)
+        # Running the tool's code is this process's whole purpose: the rlimits, the seccomp
+        # filter and bwrap's namespaces are already in place, and they are the boundary.
+        exec(compile(setup["code"], setup["filename"], "exec"), namespace)  # noqa: S102
         tool = namespace["GeneratedTool"]()
         for attr, value in (
             ("http", Http()),
             ("secrets", {k: os.environ.get(k, "") for k in setup["secrets"]}),
             ("workspace", os.getcwd()),
         ):
-            try:
+            # A tool with __slots__ or read-only properties simply goes without that helper.
+            with contextlib.suppress(Exception):
                 setattr(tool, attr, value)
-            except Exception:
-                pass
         value = tool.execute(**setup["args"])
     except BaseException as exc:
         send({"op": "error", "type": type(exc).__name__, "message": str(exc)[:2000]})
@@ -181,7 +194,7 @@ def main():
     try:
         send({"op": "result", "value": value})
     except (TypeError, ValueError) as exc:
-        send({"op": "error", "type": "TypeError", "message": "the result is not JSON: %s" % exc})
+        send({"op": "error", "type": "TypeError", "message": f"the result is not JSON: {exc}"})
         return 1
     return 0
 

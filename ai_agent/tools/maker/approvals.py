@@ -41,10 +41,11 @@ def check_transition(name: str, version: int, current: ToolStatus, target: ToolS
 
     Example:
         >>> check_transition("t", 1, ToolStatus.APPROVAL_REQUIRED, ToolStatus.APPROVED)
-        >>> check_transition("t", 1, ToolStatus.DRAFT, ToolStatus.ACTIVATED)
-        Traceback (most recent call last):
-        ...
-        ai_agent.errors.ToolTransitionError: t v1 is draft; it cannot become activated (from draft it can only become validated)
+        >>> try:
+        ...     check_transition("t", 1, ToolStatus.DRAFT, ToolStatus.ACTIVATED)
+        ... except ToolTransitionError as exc:
+        ...     print(exc)
+        t v1 is draft; it cannot become activated (from draft it can only become validated)
     """
     allowed = TRANSITIONS[current]
     if target in allowed:
@@ -78,14 +79,14 @@ def _access(spec: GeneratedToolSpec) -> list[str]:
 
 
 def review_summary(
-    spec: GeneratedToolSpec, validation: dict[str, Any], previous: GeneratedToolSpec | None,
+    spec: GeneratedToolSpec,
+    validation: dict[str, Any],
+    previous: GeneratedToolSpec | None,
     diff: str,
 ) -> str:
     """A few lines a person reads first: what the tool does and may touch, what changed."""
     added = sum(1 for ln in diff.splitlines() if ln.startswith("+") and not ln.startswith("+++"))
-    removed = sum(
-        1 for ln in diff.splitlines() if ln.startswith("-") and not ln.startswith("---")
-    )
+    removed = sum(1 for ln in diff.splitlines() if ln.startswith("-") and not ln.startswith("---"))
     origin = "template" if spec.generated else "code written by the requester"
     lines = [
         f"{spec.name} v{spec.version} ({spec.risk} risk, {origin}): {spec.purpose}",

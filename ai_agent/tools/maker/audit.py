@@ -187,8 +187,10 @@ def verify_audit(path: Path) -> AuditReport:
     if head is None:
         if lines:
             problems.append("the head file is missing, so a cut-off end cannot be ruled out")
-    elif not isinstance(head, dict) or head.get("lines") != len(lines) or (
-        lines and head.get("last") != prev
+    elif (
+        not isinstance(head, dict)
+        or head.get("lines") != len(lines)
+        or (lines and head.get("last") != prev)
     ):
         head = head if isinstance(head, dict) else {}
         problems.append(

@@ -41,8 +41,18 @@ _METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
 _TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,64}$")
 _DROP = frozenset(
-    {"host", "connection", "keep-alive", "proxy-authorization", "proxy-connection", "te",
-     "trailer", "transfer-encoding", "upgrade", "content-length"}
+    {
+        "host",
+        "connection",
+        "keep-alive",
+        "proxy-authorization",
+        "proxy-connection",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+        "content-length",
+    }
 )
 _REQUEST_TIMEOUT = 30.0
 
@@ -52,7 +62,7 @@ async def _system_resolve(host: str, port: int) -> list[str]:
     return sorted({str(info[4][0]) for info in infos})
 
 
-class _Failed(Exception):
+class _RequestFailedError(Exception):
     """A request that failed in transport: answered to the tool, not a violation."""
 
 
@@ -90,7 +100,7 @@ class HttpBroker:
             response = await self._follow(
                 method, url, headers, body, bool(message.get("follow_redirects", True)), deadline
             )
-        except _Failed as exc:
+        except _RequestFailedError as exc:
             return {"ok": False, "error": str(exc)}
         return {"ok": True, "response": response}
 
@@ -117,7 +127,7 @@ class HttpBroker:
             url = urljoin(url, location)
             if status == 303 or (status in (301, 302) and method == "POST"):
                 method, body = "GET", None
-        raise _Failed(f"more than {self.max_redirects} redirects")
+        raise _RequestFailedError(f"more than {self.max_redirects} redirects")
 
     async def _target(self, url: str) -> tuple[str, str, HostRule, str]:
         """Check ``url`` against the allowlist; (host, host header, rule, address to connect)."""
@@ -143,7 +153,7 @@ class HttpBroker:
             try:
                 addresses = await self.resolve(host, port)
             except OSError as exc:
-                raise _Failed(f"cannot resolve {host}: {exc}") from None
+                raise _RequestFailedError(f"cannot resolve {host}: {exc}") from None
         bad = [a for a in addresses if not address_ok(a, rule)]
         if bad or not addresses:
             raise Violation(
@@ -186,7 +196,7 @@ class HttpBroker:
                 finally:
                     await response.aclose()
             except httpx.HTTPError as exc:
-                raise _Failed(f"{type(exc).__name__}: {exc}") from None
+                raise _RequestFailedError(f"{type(exc).__name__}: {exc}") from None
         reply = {k.lower(): v for k, v in response.headers.items()}
         return response.status_code, reply, content
 
@@ -195,7 +205,7 @@ class HttpBroker:
         async for chunk in response.aiter_bytes():
             chunks += chunk
             if len(chunks) > self.max_response_bytes:
-                raise _Failed(
+                raise _RequestFailedError(
                     f"the response is larger than {self.max_response_bytes} bytes; not passed on"
                 )
         return bytes(chunks)
@@ -204,22 +214,24 @@ class HttpBroker:
 def _request_parts(message: dict[str, Any]) -> tuple[str, str, dict[str, str], bytes | None]:
     method = str(message.get("method", "GET")).upper()
     if method not in _METHODS:
-        raise _Failed(f"method {method[:20]!r} is not supported")
+        raise _RequestFailedError(f"method {method[:20]!r} is not supported")
     url = message.get("url")
     if not isinstance(url, str) or len(url) > 8192:
-        raise _Failed("url must be a string of at most 8192 characters")
+        raise _RequestFailedError("url must be a string of at most 8192 characters")
     raw = message.get("headers") or {}
     if not isinstance(raw, dict) or len(raw) > 64:
-        raise _Failed("headers must be an object of at most 64 entries")
+        raise _RequestFailedError("headers must be an object of at most 64 entries")
     headers: dict[str, str] = {}
     for name, value in raw.items():
-        if not _TOKEN.match(str(name)) or not isinstance(value, str) or any(
-            c in value for c in "\r\n\x00"
+        if (
+            not _TOKEN.match(str(name))
+            or not isinstance(value, str)
+            or any(c in value for c in "\r\n\x00")
         ):
-            raise _Failed(f"header {str(name)[:40]!r} is not a valid header")
+            raise _RequestFailedError(f"header {str(name)[:40]!r} is not a valid header")
         if name.lower() not in _DROP:
             headers[name] = value
     body = message.get("body")
     if body is not None and not isinstance(body, str):
-        raise _Failed("body must be a string or null")
+        raise _RequestFailedError("body must be a string or null")
     return method, url, headers, body.encode() if body is not None else None

@@ -24,8 +24,14 @@ from typing import Any
 from ai_agent.errors import ToolBuildError
 from ai_agent.tools.maker.records import GeneratedToolSpec, ToolBuildRequest
 
-__all__ = ["INTENT_KEYS", "build", "canonical_spec", "code_sha256", "render_code",
-           "request_from_intent"]
+__all__ = [
+    "INTENT_KEYS",
+    "build",
+    "canonical_spec",
+    "code_sha256",
+    "render_code",
+    "request_from_intent",
+]
 
 INTENT_KEYS = (
     "name",
@@ -55,8 +61,7 @@ def request_from_intent(intent: Mapping[str, Any]) -> ToolBuildRequest:
     unknown = sorted(set(intent) - set(INTENT_KEYS))
     if unknown:
         raise ToolBuildError(
-            f"unknown intent field(s) {', '.join(map(str, unknown))}; "
-            f"use {', '.join(INTENT_KEYS)}"
+            f"unknown intent field(s) {', '.join(map(str, unknown))}; use {', '.join(INTENT_KEYS)}"
         )
     missing = [k for k in ("name", "purpose") if not intent.get(k)]
     if missing:

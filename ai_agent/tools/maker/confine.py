@@ -76,8 +76,11 @@ _SANDBOX_UID = "65534"
 _KEEP_LOG = 4000  # bytes of stdout/stderr kept for the result's meta
 _REAP_SECONDS = 5.0
 _SIGNALS = {
-    signal.SIGSYS: ("forbidden_syscall", "made a system call the sandbox forbids (starting a "
-                    "program, a process or a thread, opening a socket, ...) and was killed"),
+    signal.SIGSYS: (
+        "forbidden_syscall",
+        "made a system call the sandbox forbids (starting a "
+        "program, a process or a thread, opening a socket, ...) and was killed",
+    ),
     signal.SIGXCPU: ("cpu_limit", "used up its CPU time limit and was killed"),
     signal.SIGXFSZ: ("file_size_limit", "wrote a file past its size limit and was killed"),
 }
@@ -442,7 +445,7 @@ async def _supervise(
     try:
         pid = await asyncio.wait_for(_read_info(info_r), call.limits.timeout)
         if pid is None:
-            raise _NotStarted
+            raise _NotStartedError
         killer.watch(pid)
         tasks = [
             asyncio.ensure_future(session.drain(proc.stdout, "stdout")),
@@ -457,7 +460,7 @@ async def _supervise(
         kind, error, reason = "violation", str(exc), exc.reason
     except (ConnectionError, asyncio.IncompleteReadError):
         kind, error = "crashed", "the sandbox closed its channel mid-message"
-    except _NotStarted:
+    except _NotStartedError:
         kind = "not_started"
     finally:
         killer.kill()
@@ -492,6 +495,7 @@ async def _reap(proc: asyncio.subprocess.Process, *, keep: bool) -> bytes:
         while stream is not None and (chunk := await stream.read(1 << 16)):
             if store is not None and len(store) < _KEEP_LOG:
                 store += chunk
+
     kept = bytearray()
     waiting = asyncio.gather(rest(proc.stdout, None), rest(proc.stderr, kept if keep else None))
     try:
@@ -505,7 +509,7 @@ async def _reap(proc: asyncio.subprocess.Process, *, keep: bool) -> bytes:
     return bytes(kept[:_KEEP_LOG])
 
 
-class _NotStarted(Exception):
+class _NotStartedError(Exception):
     """bwrap exited before its sandbox existed (it wrote no ``--info-fd`` record)."""
 
 

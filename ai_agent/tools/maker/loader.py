@@ -69,7 +69,10 @@ def load_tool(
         problem = "changed after it was reviewed" if code_sha256(code) != spec.code_sha256 else ""
     if problem:
         audit(
-            "tool_policy_blocked", tool=spec.name, version=spec.version, reason="integrity",
+            "tool_policy_blocked",
+            tool=spec.name,
+            version=spec.version,
+            reason="integrity",
             detail=f"{code_path.name} {problem}",
         )
         raise ToolPolicyViolation(

@@ -344,7 +344,9 @@ class PolicyGuardedTool:
         if outcome.kind != "ok":
             code = "TOOL_EXCEPTION" if outcome.kind == "error" else "CRASHED"
             return ToolResult(
-                status="error", error=f"{name} v{version}: {outcome.error}", meta={**meta, "code": code}
+                status="error",
+                error=f"{name} v{version}: {outcome.error}",
+                meta={**meta, "code": code},
             )
         return ToolResult(status="ok", content=self._clip(outcome.value, meta), meta=meta)
 

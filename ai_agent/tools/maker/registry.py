@@ -213,14 +213,21 @@ class ToolsmakerRegistry:
         name, version = spec.name, spec.version
         summary = {k: v for k, v in request.to_json().items() if k != "code"}
         self.audit(
-            "tool_build_requested", tool=name, version=version, by=by,
-            request=summary, carries_code=request.code is not None,
+            "tool_build_requested",
+            tool=name,
+            version=version,
+            by=by,
+            request=summary,
+            carries_code=request.code is not None,
         )
         code_file = self.layout.code(name, version)
         atomic_write(code_file, code)
         self.audit(
-            "tool_build_generated", tool=name, version=version,
-            code_path=self.layout.relative(code_file), code_sha256=spec.code_sha256,
+            "tool_build_generated",
+            tool=name,
+            version=version,
+            code_path=self.layout.relative(code_file),
+            code_sha256=spec.code_sha256,
             from_template=spec.generated,
         )
         report = validate_request(request, reserved=self._static_names())
@@ -241,8 +248,12 @@ class ToolsmakerRegistry:
         )
         self._save(record)
         self.audit(
-            "tool_build_validated", tool=name, version=version, ok=report.ok,
-            errors=report.errors, warnings=report.warnings,
+            "tool_build_validated",
+            tool=name,
+            version=version,
+            ok=report.ok,
+            errors=report.errors,
+            warnings=report.warnings,
         )
         if not report.ok:
             return self._result(record)
@@ -250,8 +261,11 @@ class ToolsmakerRegistry:
         self._write_review(record, code, versions)
         self._move(record, ToolStatus.APPROVAL_REQUIRED, by="toolsmaker")
         self.audit(
-            "tool_approval_required", tool=name, version=version,
-            review_path=record.review_path, code_sha256=spec.code_sha256,
+            "tool_approval_required",
+            tool=name,
+            version=version,
+            review_path=record.review_path,
+            code_sha256=spec.code_sha256,
         )
         return self._result(record)
 
@@ -273,8 +287,11 @@ class ToolsmakerRegistry:
                 previous_code = ""
         path = self.layout.review(record.name, record.version)
         artifact = review_artifact(
-            record, code, code_path=str(self.layout.root / record.code_path),
-            previous=previous, previous_code=previous_code,
+            record,
+            code,
+            code_path=str(self.layout.root / record.code_path),
+            previous=previous,
+            previous_code=previous_code,
         )
         atomic_write(path, dumps(artifact))
         record.review_path = self.layout.relative(path)
@@ -299,8 +316,13 @@ class ToolsmakerRegistry:
             check_transition(record.name, record.version, record.status, target)
         except ToolTransitionError as exc:
             self.audit(
-                "tool_transition_refused", tool=record.name, version=record.version,
-                current=record.status.value, wanted=target.value, by=by, message=str(exc),
+                "tool_transition_refused",
+                tool=record.name,
+                version=record.version,
+                current=record.status.value,
+                wanted=target.value,
+                by=by,
+                message=str(exc),
             )
             raise
 
@@ -326,7 +348,10 @@ class ToolsmakerRegistry:
             record = self.record(name, version)
             self._move(record, ToolStatus.APPROVED, by=by)
             self.audit(
-                "tool_approved", tool=name, version=version, by=by,
+                "tool_approved",
+                tool=name,
+                version=version,
+                by=by,
                 code_sha256=record.spec.code_sha256,
             )
             return record
@@ -366,7 +391,11 @@ class ToolsmakerRegistry:
             self._move(record, ToolStatus.ACTIVATED, by=by)
             previous = self._set_active(name, version)
             self.audit(
-                "tool_activated", tool=name, version=version, by=by, previous_version=previous,
+                "tool_activated",
+                tool=name,
+                version=version,
+                by=by,
+                previous_version=previous,
                 max_output_chars=max_output_chars,
             )
         return self._register(spec, version)
@@ -383,7 +412,8 @@ class ToolsmakerRegistry:
             if current is None:
                 raise ToolTransitionError(f"{name} has no active version to roll back from")
             earlier = [
-                r for r in self.records(name)
+                r
+                for r in self.records(name)
                 if r.status is ToolStatus.ACTIVATED and r.version != current
             ]
             if version is None:
@@ -394,7 +424,10 @@ class ToolsmakerRegistry:
             if target is None:
                 wanted = f"v{version}" if version is not None else "an earlier version"
                 self.audit(
-                    "tool_transition_refused", tool=name, version=version, by=by,
+                    "tool_transition_refused",
+                    tool=name,
+                    version=version,
+                    by=by,
                     message=f"rollback to {wanted}: not an activated version other than v{current}",
                 )
                 raise ToolTransitionError(
@@ -405,7 +438,10 @@ class ToolsmakerRegistry:
             spec = self._load(target)
             self._set_active(name, target.version)
             self.audit(
-                "tool_rolled_back", tool=name, version=target.version, by=by,
+                "tool_rolled_back",
+                tool=name,
+                version=target.version,
+                by=by,
                 from_version=current,
             )
         return self._register(spec, target.version)
@@ -430,12 +466,12 @@ class ToolsmakerRegistry:
 
     def _check_shadow(self, name: str) -> None:
         """Refuse to let a generated tool take the place of a static one."""
-        if name in self.runtime and name not in self._loaded:
-            if self.runtime[name].group != GENERATED_GROUP:
-                raise ToolBuildError(
-                    f"a tool named {name!r} that is not generated is registered; a "
-                    "generated tool never replaces it"
-                )
+        taken = name in self.runtime and name not in self._loaded
+        if taken and self.runtime[name].group != GENERATED_GROUP:
+            raise ToolBuildError(
+                f"a tool named {name!r} that is not generated is registered; a "
+                "generated tool never replaces it"
+            )
 
     def _register(self, spec: ToolSpec, version: int) -> ToolSpec:
         self._check_shadow(spec.name)

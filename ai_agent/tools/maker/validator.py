@@ -164,14 +164,46 @@ _OS_FORBIDDEN = re.compile(
     r"sendfile|splice|copy_file_range|plock|startfile|getpgid|setpgrp|tcsetpgrp)$"
 )
 _OS_WRITES = frozenset(
-    {"remove", "unlink", "rmdir", "removedirs", "rename", "renames", "replace", "mkdir",
-     "makedirs", "truncate", "utime"}
+    {
+        "remove",
+        "unlink",
+        "rmdir",
+        "removedirs",
+        "rename",
+        "renames",
+        "replace",
+        "mkdir",
+        "makedirs",
+        "truncate",
+        "utime",
+    }
 )
 _ALLOWED_DUNDERS = frozenset(
-    {"__init__", "__post_init__", "__name__", "__doc__", "__repr__", "__str__", "__eq__",
-     "__hash__", "__len__", "__iter__", "__next__", "__enter__", "__exit__", "__lt__", "__le__",
-     "__gt__", "__ge__", "__contains__", "__bool__", "__future__", "__annotations__",
-     "__slots__", "__debug__"}
+    {
+        "__init__",
+        "__post_init__",
+        "__name__",
+        "__doc__",
+        "__repr__",
+        "__str__",
+        "__eq__",
+        "__hash__",
+        "__len__",
+        "__iter__",
+        "__next__",
+        "__enter__",
+        "__exit__",
+        "__lt__",
+        "__le__",
+        "__gt__",
+        "__ge__",
+        "__contains__",
+        "__bool__",
+        "__future__",
+        "__annotations__",
+        "__slots__",
+        "__debug__",
+    }
 )
 _DUNDER = re.compile(r"__[A-Za-z0-9_]+__")
 _FORMAT_FIELD_DUNDER = re.compile(r"\{[^{}]*__[A-Za-z0-9_]+__[^{}]*\}")
@@ -230,9 +262,7 @@ def _check_inputs(inputs: Any, report: ValidationReport) -> None:
             )
 
 
-def _check_list(
-    values: Any, what: str, report: ValidationReport, check: Any
-) -> list[str]:
+def _check_list(values: Any, what: str, report: ValidationReport, check: Any) -> list[str]:
     if isinstance(values, str) or not isinstance(values, (list, tuple)):
         report.errors.append(f"{what} must be a list")
         return []
@@ -320,7 +350,8 @@ def validate_request(
             report.errors.append(problem)
     if request.risk not in _RISKS:
         report.errors.append(f"risk {request.risk!r} is not one of {', '.join(_RISKS)}")
-    if request.code is not None and not isinstance(request.code, str):
+    code: object = request.code  # an intent is untyped data, whatever the annotation says
+    if code is not None and not isinstance(code, str):
         report.errors.append("code must be a string holding a Python module")
     return report
 
@@ -343,13 +374,14 @@ class _Checker(ast.NodeVisitor):
     def _module(self, node: ast.AST, name: str) -> bool:
         if name in ALLOWED_MODULES:
             return True
-        top = name.split(".")[0]
+        top = name.split(".", maxsplit=1)[0]
         if name in KNOWN_DANGEROUS or top in KNOWN_DANGEROUS:
             self.error(node, f"import of {name!r} is forbidden (it reaches outside the tool)")
         else:
             self.error(
-                node, f"import of {name!r} is not allowed; generated tools may import only "
-                "standard modules on the toolsmaker's list"
+                node,
+                f"import of {name!r} is not allowed; generated tools may import only "
+                "standard modules on the toolsmaker's list",
             )
         return False
 
@@ -498,9 +530,7 @@ def _interface(tree: ast.Module, inputs: Collection[str], report: ValidationRepo
     named = {a.arg for a in [*positional[1:], *args.kwonlyargs]}
     missing = sorted(set(inputs) - named)
     if missing:
-        report.errors.append(
-            f"execute takes neither **kwargs nor the inputs {', '.join(missing)}"
-        )
+        report.errors.append(f"execute takes neither **kwargs nor the inputs {', '.join(missing)}")
 
 
 def validate_code(
