@@ -226,7 +226,7 @@ async def test_an_allowed_path_that_holds_the_toolsmaker_is_refused(
     )
     maker.approve("peek", built.spec.version)
     tool = maker.activate("peek", built.spec.version)
-    with pytest.raises(ToolPolicyViolation, match="toolsmaker's own files"):
+    with pytest.raises(ToolPolicyViolation, match="engine's own files"):
         await call_tool(tool, {"path": "shared/tm/active_versions.json", "content": "{}"})
     assert maker.active_versions() == {"peek": 1}
 

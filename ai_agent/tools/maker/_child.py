@@ -18,9 +18,12 @@ The seccomp filter (x86_64) kills the whole process (SIGSYS) on any system call 
 program (execve, execveat), a process or thread (fork, vfork, clone, clone3), opens a socket
 (socket, socketpair), or reaches the kernel's larger attack surface (ptrace, mount and the new
 mount API, unshare, setns, bpf, keyctl, io_uring, userfaultfd, perf_event_open, kexec and module
-loading, process_vm_*, SysV IPC and POSIX message queues, memfd, personality...). 32-bit and x32
-system calls are killed too. Everything else is allowed: the namespaces and mounts decide what
-the remaining calls can reach.
+loading, process_vm_*, SysV IPC and POSIX message queues, memfd, personality...). It also kills
+a call that would make a set-user-ID or set-group-ID file or directory (chmod, open, creat, mkdir
+and their relatives with those mode bits; ``openat2``, whose mode the filter cannot read): the
+sandbox's user is the engine's user outside, so such a file in a writable path would let anyone
+who can run it act as the engine's user. 32-bit and x32 system calls are killed too. Everything
+else is allowed: the namespaces and mounts decide what the remaining calls can reach.
 
 This file is excluded from coverage measurement: it only ever runs inside the sandbox, under
 ``python -I -S``, where coverage cannot be imported; the confinement tests exercise it.
@@ -59,8 +62,22 @@ DENIED_GROUPS = (
     (163, 167, 168, 169, 170, 171),  # acct, swapon, swapoff, reboot, sethostname/domainname
     (164, 227, 159, 179, 103, 153, 134),  # settimeofday, clock_settime, adjtimex, quotactl...
     (300, 237, 238, 256, 279, 440),  # fanotify_init, mbind, set_mempolicy, migrate/move_pages...
+    (437,),  # openat2 (its mode sits in a struct the filter cannot read)
 )
 DENIED = tuple(number for group in DENIED_GROUPS for number in group)
+# System call -> the index of its mode argument: killed when the mode has S_ISUID or S_ISGID.
+MODE_ARGUMENT = {
+    2: 2,  # open(path, flags, mode)
+    85: 1,  # creat(path, mode)
+    257: 3,  # openat(dirfd, path, flags, mode)
+    90: 1,  # chmod(path, mode)
+    91: 1,  # fchmod(fd, mode)
+    268: 2,  # fchmodat(dirfd, path, mode)
+    452: 2,  # fchmodat2(dirfd, path, mode, flags)
+    83: 1,  # mkdir(path, mode)
+    258: 2,  # mkdirat(dirfd, path, mode)
+}
+SET_ID_BITS = 0o6000
 FD = int(sys.argv[1])
 
 
@@ -91,17 +108,36 @@ def _instruction(code: int, jt: int, jf: int, k: int) -> bytes:
 
 
 def seccomp_program() -> tuple[bytes, int]:
-    ld, jeq, jge, ret = 0x20, 0x15, 0x35, 0x06
-    prog = [
-        _instruction(ld, 0, 0, 4),  # seccomp_data.arch
-        _instruction(jeq, 1, 0, AUDIT_ARCH_X86_64),
-        _instruction(ret, 0, 0, RET_KILL_PROCESS),
-        _instruction(ld, 0, 0, 0),  # seccomp_data.nr
-        _instruction(jge, 0, 1, X32_BIT),
-        _instruction(ret, 0, 0, RET_KILL_PROCESS),
+    """The classic-BPF filter: architecture, then denied numbers, then mode arguments.
+
+    Jump offsets count instructions after the jump; ``allow`` and ``kill`` are the last two.
+    """
+    ld, jeq, jge, jset, ret = 0x20, 0x15, 0x35, 0x45, 0x06
+    # (code, k, jt, jf) where a jump target is an offset, or "allow" / "kill".
+    steps: list[tuple[int, int, int | str, int | str]] = [
+        (ld, 4, 0, 0),  # seccomp_data.arch
+        (jeq, AUDIT_ARCH_X86_64, 0, "kill"),
+        (ld, 0, 0, 0),  # seccomp_data.nr
+        (jge, X32_BIT, "kill", 0),
     ]
-    for index, number in enumerate(DENIED):
-        prog.append(_instruction(jeq, len(DENIED) - index, 0, number))
+    steps += [(jeq, number, "kill", 0) for number in DENIED]
+    for number, index in MODE_ARGUMENT.items():
+        steps += [
+            (jeq, number, 0, 2),  # another call: skip the next two
+            (ld, 16 + 8 * index, 0, 0),  # low 32 bits of seccomp_data.args[index]
+            (jset, SET_ID_BITS, "kill", "allow"),
+        ]
+    allow, kill = len(steps), len(steps) + 1
+
+    def offset(target: int | str, here: int) -> int:
+        if isinstance(target, int):
+            return target
+        return (allow if target == "allow" else kill) - here - 1
+
+    prog = [
+        _instruction(code, offset(jt, here), offset(jf, here), k)
+        for here, (code, k, jt, jf) in enumerate(steps)
+    ]
     prog.append(_instruction(ret, 0, 0, RET_ALLOW))
     prog.append(_instruction(ret, 0, 0, RET_KILL_PROCESS))
     return b"".join(prog), len(prog)
@@ -193,7 +229,7 @@ def main() -> int:
         return 1
     try:
         send({"op": "result", "value": value})
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, RecursionError) as exc:
         send({"op": "error", "type": "TypeError", "message": f"the result is not JSON: {exc}"})
         return 1
     return 0

@@ -20,7 +20,8 @@ no network                 a new, empty network namespace (only a down ``lo``); 
 no other processes         a new PID namespace: the engine and everything else are invisible;
                            no ``/proc`` is mounted
 runs no program, no fork   seccomp (installed by the runner before the tool's code loads):
-                           execve/clone/fork/socket/ptrace/mount/... kill the process
+                           execve/clone/fork/socket/ptrace/mount/... kill the process, and
+                           so does making a set-user-ID or set-group-ID file
 no privileges              user namespace, uid 65534, no capabilities, no_new_privs, no
                            further user namespaces (``--disable-userns``)
 environment                only the declared secrets (bwrap starts from the environment the
@@ -62,6 +63,7 @@ from ai_agent.tools.builtin.sandbox import Sandbox, SandboxError
 from ai_agent.tools.maker.policy import SandboxLimits
 
 __all__ = [
+    "MAX_DEPTH",
     "WORKSPACE",
     "ConfinedCall",
     "Outcome",
@@ -75,11 +77,13 @@ WORKSPACE = "/workspace"
 _SANDBOX_UID = "65534"
 _KEEP_LOG = 4000  # bytes of stdout/stderr kept for the result's meta
 _REAP_SECONDS = 5.0
+MAX_DEPTH = 64  # lists and objects inside one another in a frame (results included)
 _SIGNALS = {
     signal.SIGSYS: (
         "forbidden_syscall",
         "made a system call the sandbox forbids (starting a "
-        "program, a process or a thread, opening a socket, ...) and was killed",
+        "program, a process or a thread, opening a socket, making a set-user-ID file, ...) "
+        "and was killed",
     ),
     signal.SIGXCPU: ("cpu_limit", "used up its CPU time limit and was killed"),
     signal.SIGXFSZ: ("file_size_limit", "wrote a file past its size limit and was killed"),
@@ -107,7 +111,7 @@ class ConfinedCall:
         read_paths: Allowed paths mounted read-only.
         write_paths: Allowed paths mounted writable.
         secrets: Environment of the tool: declared secret name -> value.
-        protected: Host paths no mount may contain (the toolsmaker's own files).
+        protected: Host paths no mount may contain or lie inside (the engine's own files).
         limits: The limits of the call.
         http: The broker for ``http`` requests, or None when the tool may not make any.
     """
@@ -192,6 +196,7 @@ def _mounts(call: ConfinedCall) -> Iterator[tuple[list[str], list[int]]]:
     """bwrap options and descriptors for the allowed paths, held open until bwrap has them."""
     box = Sandbox(call.base_dir)
     protected = [Path(os.path.realpath(p)) for p in call.protected]
+
     wanted = [(p, False) for p in call.read_paths] + [(p, True) for p in call.write_paths]
     # Parents before children, so a writable subdirectory is mounted over a read-only parent.
     wanted.sort(key=lambda item: (item[0].count("/"), item[0]))
@@ -201,11 +206,14 @@ def _mounts(call: ConfinedCall) -> Iterator[tuple[list[str], list[int]]]:
         for rel, writable in wanted:
             try:
                 target = box.resolve(rel, check_extension=False)
-                host = target.path
-                if any(_under(p, host) for p in protected):
+                host = Path(os.path.realpath(target.path))
+                # Either way round: a mount holding the toolsmaker's files, or one inside them
+                # (``toolsmaker_dir/specs`` would let a tool rewrite another tool's spec).
+                if any(_under(p, host) or _under(host, p) for p in protected):
                     raise Violation(
                         "path_refused",
-                        f"allowed path {rel!r} holds the toolsmaker's own files; not mounted",
+                        f"allowed path {rel!r} overlaps the engine's own files (toolsmaker, "
+                        "audit log, checkpoints, memory); not mounted",
                     )
                 fd = stack.enter_context(box.directory(target.parts, create=writable))
             except SandboxError as exc:
@@ -348,9 +356,34 @@ def _parse(data: bytes) -> dict[str, Any]:
         message = json.loads(data)
     except ValueError:
         raise Violation("protocol", "sent a message that is not JSON") from None
+    except RecursionError:
+        # The engine's JSON parser recurses once per level; the depth is the tool's to choose.
+        message = None
+    if message is None or _too_deep(message):
+        raise Violation(
+            "protocol", f"sent a message nested too deeply (over {MAX_DEPTH} levels) to read"
+        )
     if not isinstance(message, dict):
         raise Violation("protocol", "sent a message that is not an object")
     return message
+
+
+def _too_deep(value: Any) -> bool:
+    """True when ``value`` nests lists and objects deeper than MAX_DEPTH (checked iteratively).
+
+    What the engine accepts travels on into results, checkpoints and logs, whose serialisers
+    recurse too; a bound here keeps a tool from breaking them.
+    """
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            item = list(item.values())
+        if isinstance(item, list):
+            if depth > MAX_DEPTH:
+                return True
+            stack += [(child, depth + 1) for child in item]
+    return False
 
 
 async def _read_info(fd: int) -> int | None:

@@ -251,7 +251,7 @@ class PolicyGuardedTool:
         base_dir: The workspace its ``allowed_paths`` are relative to.
         limits: The call's limits (``max_output_chars`` clips the result text).
         audit: ``audit(event, tool=, version=, **data)``, for ``tool_policy_blocked``.
-        protected: Host paths no mount may contain (the toolsmaker's own files).
+        protected: Host paths no mount may contain or lie inside (the engine's own files).
 
     A call ends in one of: the tool's result (``ok``); the tool's exception as an error result;
     a ``TIMEOUT`` error result after the sandbox was killed at the deadline; or, for a policy
