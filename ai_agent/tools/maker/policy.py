@@ -205,11 +205,11 @@ def parse_host_rule(entry: object) -> HostRule:
         port = _port(raw, entry)
     else:
         host = text
+    if "*" in host:
+        raise ValueError(f"{entry!r}: a wildcard may only lead ('*.example.com')")
     literal = _check_host(host, entry)
     if literal and subdomains:
         raise ValueError(f"{entry!r}: '*.' goes with host names, not addresses")
-    if "*" in host:
-        raise ValueError(f"{entry!r}: a wildcard may only lead ('*.example.com')")
     return HostRule(host=host, port=port, subdomains=subdomains, literal_ip=literal)
 
 

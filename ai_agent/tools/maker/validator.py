@@ -357,14 +357,39 @@ def validate_request(
 
 
 # Code ------------------------------------------------------------------------------------------
+def _imported_modules(tree: ast.Module) -> tuple[set[str], set[str]]:
+    """Names bound to allowed modules anywhere in the module (all of them, and those of os).
+
+    Collected before the checks, so a use above its import is judged like any other.
+    """
+    modules: set[str] = set()
+    os_names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name in ALLOWED_MODULES:
+                    bound = alias.asname or alias.name.split(".", maxsplit=1)[0]
+                    modules.add(bound)
+                    if alias.name.split(".", maxsplit=1)[0] == "os":
+                        os_names.add(bound)
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            for alias in node.names:
+                if f"{node.module}.{alias.name}" in ALLOWED_MODULES:  # from os import path
+                    modules.add(alias.asname or alias.name)
+    return modules, os_names
+
+
 class _Checker(ast.NodeVisitor):
     """Walks the module once, collecting errors, warnings and uses."""
 
-    def __init__(self, caps: Collection[str], report: ValidationReport) -> None:
+    def __init__(self, caps: Collection[str], report: ValidationReport, tree: ast.Module) -> None:
         self.caps = caps
         self.report = report
-        self.os_names: set[str] = set()
-        self.module_names: set[str] = set()
+        self.module_names, self.os_names = _imported_modules(tree)
+        self.parents = {
+            child: parent for parent in ast.walk(tree) for child in ast.iter_child_nodes(parent)
+        }
+        self.getattr_bases: set[ast.AST] = set()
 
     def error(self, node: ast.AST, text: str) -> None:
         line = getattr(node, "lineno", 0)
@@ -387,12 +412,8 @@ class _Checker(ast.NodeVisitor):
 
     def visit_Import(self, node: ast.Import) -> None:
         for alias in node.names:
-            if self._module(node, alias.name):
-                bound = alias.asname or alias.name.split(".")[0]
-                self.module_names.add(bound)
-                if alias.name.split(".")[0] == "os":
-                    self.os_names.add(bound)
-                    self.report.uses.append("os")
+            if self._module(node, alias.name) and alias.name.split(".")[0] == "os":
+                self.report.uses.append("os")
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
         if node.level:
@@ -406,14 +427,19 @@ class _Checker(ast.NodeVisitor):
                 self.error(node, f"'from {module} import *' is not allowed; name what you use")
             elif module == "os" and _OS_FORBIDDEN.match(alias.name):
                 self.error(node, f"os.{alias.name} is forbidden in generated tools")
-            elif alias.name.startswith("__"):
-                self.error(node, f"importing {alias.name!r} is not allowed")
+            elif alias.name.startswith("_"):
+                self.error(node, f"importing the private name {alias.name!r} is not allowed")
             if module in ("os", "os.path"):
                 self.report.uses.append("os")
         self.generic_visit(node)
 
     # Names and attributes ---------------------------------------------------------------------
     def visit_Name(self, node: ast.Name) -> None:
+        if node.id in self.module_names and node not in self.getattr_bases:
+            parent = self.parents.get(node)
+            if not (isinstance(parent, ast.Attribute) and parent.value is node):
+                # Aliased or passed around, a module hides what is finally called on it.
+                self.error(node, f"the module {node.id!r} may only be used as {node.id}.name")
         if node.id in FORBIDDEN_NAMES:
             self.error(node, f"{node.id!r} is forbidden in generated tools")
         elif _DUNDER.fullmatch(node.id) and node.id not in _ALLOWED_DUNDERS:
@@ -430,6 +456,9 @@ class _Checker(ast.NodeVisitor):
         if _DUNDER.fullmatch(attr) and attr not in _ALLOWED_DUNDERS:
             self.error(node, f"the attribute {attr!r} is forbidden (a classic sandbox escape)")
         base = node.value
+        root = _root(node)
+        if root is not None and root.id in self.module_names:
+            self._module_attribute(node, attr)
         if isinstance(base, ast.Name) and base.id in self.os_names:
             if _OS_FORBIDDEN.match(attr):
                 self.error(node, f"os.{attr} is forbidden in generated tools")
@@ -438,6 +467,17 @@ class _Checker(ast.NodeVisitor):
         if isinstance(base, ast.Name) and base.id == "self":
             self._self_use(node, attr)
         self.generic_visit(node)
+
+    def _module_attribute(self, node: ast.AST, attr: str) -> None:
+        """``module.attr`` chains: no private names, no modules the tool may not import.
+
+        Allowed modules hold others as attributes (``os.path.os``, ``random._os``...), which
+        would reach ``os.system`` without naming it.
+        """
+        if attr.startswith("_") and not _DUNDER.fullmatch(attr):
+            self.error(node, f"the private attribute {attr!r} of a module is not allowed")
+        elif attr == "os" or attr in KNOWN_DANGEROUS:
+            self.error(node, f"reaching the module {attr!r} through another module is forbidden")
 
     def _self_use(self, node: ast.AST, attr: str) -> None:
         if attr == "http":
@@ -457,7 +497,11 @@ class _Checker(ast.NodeVisitor):
                 self.error(node, "getattr may only be called with a constant attribute name")
             elif name.value.startswith("_"):
                 self.error(node, f"getattr of {name.value!r} is forbidden")
-            for arg in [*node.args, *[k.value for k in node.keywords]]:
+            elif node.args:
+                # getattr(x, "name") is x.name: the same checks apply.
+                self.getattr_bases.add(node.args[0])
+                self.visit(ast.copy_location(ast.Attribute(node.args[0], name.value), node))
+            for arg in [*node.args[1:], *[k.value for k in node.keywords]]:
                 self.visit(arg)
             return
         if isinstance(func, ast.Name) and func.id == "open":
@@ -498,6 +542,14 @@ class _Checker(ast.NodeVisitor):
 
     def visit_Global(self, node: ast.Global) -> None:
         self.report.warnings.append(f"line {node.lineno}: global state does not survive calls")
+
+
+def _root(node: ast.Attribute) -> ast.Name | None:
+    """The name at the start of an attribute chain (``os`` in ``os.path.join``), if any."""
+    value = node.value
+    while isinstance(value, ast.Attribute):
+        value = value.value
+    return value if isinstance(value, ast.Name) else None
 
 
 def _interface(tree: ast.Module, inputs: Collection[str], report: ValidationReport) -> None:
@@ -562,7 +614,7 @@ def validate_code(
     except (SyntaxError, ValueError) as exc:
         report.errors.append(f"the code does not parse: {exc}")
         return report
-    _Checker(capabilities, report).visit(tree)
+    _Checker(capabilities, report, tree).visit(tree)
     _interface(tree, inputs, report)
     caps = set(capabilities)
     if "fs_write" in caps:
