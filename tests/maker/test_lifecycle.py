@@ -337,3 +337,29 @@ def test_limits_default_and_custom(workspace: Path, tmp_path: Path) -> None:
     assert maker.limits == SandboxLimits()
     assert maker.limits.rlimits()["RLIMIT_CPU"] == [30, 31]
     assert SandboxLimits(cpu_seconds=3).rlimits()["RLIMIT_AS"] == [512 << 20, 512 << 20]
+
+
+def test_a_failed_write_leaves_the_old_file_and_no_temporary_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ai_agent.tools.maker import storage
+
+    target = tmp_path / "tm" / "active_versions.json"
+    storage.atomic_write(target, '{"echo": 1}')
+
+    def full_disk(fd: int) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr("os.fsync", full_disk)
+    with pytest.raises(OSError, match="No space left"):
+        storage.atomic_write(target, '{"echo": 2}')
+    assert target.read_text() == '{"echo": 1}'
+    assert [p.name for p in target.parent.iterdir()] == ["active_versions.json"]
+
+
+def test_paths_outside_the_directory_are_kept_whole(tmp_path: Path) -> None:
+    from ai_agent.tools.maker.storage import Layout
+
+    layout = Layout(tmp_path / "tm", tmp_path / "logs" / "audit.jsonl")
+    assert layout.relative(layout.code("t", 1)) == "generated/t_v1.py"
+    assert layout.relative(layout.audit) == str(tmp_path / "logs" / "audit.jsonl")
