@@ -10,7 +10,7 @@ import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -42,7 +42,7 @@ def test_intents_become_requests() -> None:
     assert request.secrets == () and request.risk == "medium" and request.code is None
     with pytest.raises(ToolBuildError, match="an intent is an object"):
         request_from_intent(["name"])  # type: ignore[arg-type]
-    with pytest.raises(ToolBuildError, match="unknown intent field.s. colour"):
+    with pytest.raises(ToolBuildError, match=r"unknown intent field\(s\) colour"):
         request_from_intent({"name": "t", "purpose": "p", "colour": "red"})
     with pytest.raises(ToolBuildError, match="the intent needs name and purpose"):
         request_from_intent({"inputs": {}})
@@ -135,12 +135,12 @@ async def test_the_file_templates(
 
 
 class _Recorder(BaseHTTPRequestHandler):
-    seen: list[dict[str, str | None]] = []
+    seen: ClassVar[list[dict[str, str | None]]] = []
 
     def log_message(self, *args: Any) -> None:
         pass
 
-    def do_GET(self) -> None:  # noqa: N802 - the name http.server calls
+    def do_GET(self) -> None:
         self.seen.append({"path": self.path, "auth": self.headers.get("Authorization")})
         body = b'{"price": 3}'
         self.send_response(200)
