@@ -135,11 +135,15 @@ class ToolsmakerMixin(ToolsMixin):
 
     # The spec's tool lifecycle ----------------------------------------------------------------
     def set_tools(self, tools: Iterable[Any] | str) -> list[str]:
-        """Replace the tools new runs start with; returns their names.
+        """Replace the tools new runs start with.
 
         Args:
-            tools: Catalog names, groups, namespaces or globs, and/or tools in any supported
-                form (registered first, replacing a tool of the same name).
+            tools: Catalog names, groups, namespaces or globs (a list, or one comma-separated
+                string), and/or tools in any supported form (registered first, replacing a
+                tool of the same name).
+
+        Returns:
+            The names new runs start with, in order.
 
         Raises:
             ConfigError: an unknown name, or an object that is not a tool.
@@ -165,7 +169,18 @@ class ToolsmakerMixin(ToolsMixin):
         return names
 
     def add_tool(self, tool: Any, **options: Any) -> ToolSpec:
-        """Register a tool and make it active in new runs (``register_tool`` with activate)."""
+        """Register a tool and make it active in new runs (``register_tool`` with activate).
+
+        Args:
+            tool: A tool in any supported form.
+            **options: ``register_tool``'s options (``name``, ``namespace``, ``replace``...).
+
+        Returns:
+            Its ToolSpec.
+
+        Raises:
+            ToolRegistrationError: an invalid tool, or a name taken (without ``replace``).
+        """
         return self.register_tool(tool, activate=True, **options)
 
     def remove_tool(self, name: str) -> ToolSpec:
@@ -173,28 +188,95 @@ class ToolsmakerMixin(ToolsMixin):
 
         For a generated tool this only affects this Agent: its version stays active on disk
         (``rollback`` or a newer version changes that) and is loaded again by the next Agent.
+
+        Args:
+            name: The tool's name.
+
+        Returns:
+            The ToolSpec that was removed.
+
+        Raises:
+            UnknownToolError: no tool has this name.
         """
         return self.unregister_tool(name)
 
     # The toolsmaker flow ----------------------------------------------------------------------
     def create_tool_build_request_from_intent(self, intent: Mapping[str, Any]) -> ToolBuildRequest:
-        """A :class:`~ai_agent.tools.maker.ToolBuildRequest` from a structured intent."""
+        """A build request from a structured intent.
+
+        Args:
+            intent: ``name``, ``purpose``, ``inputs``, ``outputs``, ``capabilities``,
+                ``allowed_paths``, ``allowed_domains``, ``secrets``, ``risk`` and optionally
+                ``code``.
+
+        Returns:
+            The :class:`~ai_agent.tools.maker.ToolBuildRequest`.
+
+        Raises:
+            ToolBuildError: not a mapping, unknown fields, or no name or purpose.
+        """
         return self.toolsmaker.request_from_intent(intent)
 
     def build_dynamic_tool(self, request: ToolBuildRequest) -> BuildResult:
-        """Build, validate and prepare a tool version for review (``approval_required``)."""
+        """Build, validate and prepare a tool version for review.
+
+        Args:
+            request: What to build.
+
+        Returns:
+            The result: ``approval_required`` with the review artifact when it passed
+            validation (an identical earlier build is reused), ``draft`` when it did not.
+
+        Raises:
+            ToolBuildError: a name that cannot name files.
+        """
         return self.toolsmaker.build(request)
 
     def build_dynamic_tool_from_intent(self, intent: Mapping[str, Any]) -> BuildResult:
-        """:meth:`create_tool_build_request_from_intent` then :meth:`build_dynamic_tool`."""
+        """:meth:`create_tool_build_request_from_intent` then :meth:`build_dynamic_tool`.
+
+        Args:
+            intent: The structured intent.
+
+        Returns:
+            The build's result.
+
+        Raises:
+            ToolBuildError: not an intent.
+        """
         return self.toolsmaker.build_from_intent(intent)
 
     def approve_dynamic_tool(self, name: str, version: int) -> BuildRecord:
-        """A person approved this version (``approval_required -> approved``)."""
+        """A person approved this version (``approval_required -> approved``).
+
+        Args:
+            name: The tool.
+            version: The version.
+
+        Returns:
+            The updated build record.
+
+        Raises:
+            UnknownToolError: no such version.
+            ToolTransitionError: it is not waiting for approval.
+        """
         return self.toolsmaker.approve(name, version)
 
     def reject_dynamic_tool(self, name: str, version: int, reason: str = "") -> BuildRecord:
-        """A person rejected this version (``approval_required -> rejected``)."""
+        """A person rejected this version (``approval_required -> rejected``, final).
+
+        Args:
+            name: The tool.
+            version: The version.
+            reason: Why (kept in the record and the audit log).
+
+        Returns:
+            The updated build record.
+
+        Raises:
+            UnknownToolError: no such version.
+            ToolTransitionError: it is not waiting for approval.
+        """
         return self.toolsmaker.reject(name, version, reason=reason or "rejected")
 
     def activate_tool_version(
@@ -204,13 +286,37 @@ class ToolsmakerMixin(ToolsMixin):
 
         It becomes active in new runs; a run already going gets it in its catalog from its next
         cycle (a plan can activate it there).
+
+        Args:
+            name: The tool.
+            version: An approved version.
+            max_output_chars: Cap of its result text (None: the Agent's ``max_output_chars``).
+
+        Returns:
+            Its runtime ToolSpec.
+
+        Raises:
+            ToolTransitionError: the version is not approved.
+            ToolPolicyViolation: its code changed on disk since the review.
+            ToolBuildError: a static tool holds the name.
         """
         spec = self.toolsmaker.activate(name, version, max_output_chars=max_output_chars)
         self._start_with(name)
         return spec
 
     def rollback_tool(self, name: str, version: int | None = None) -> ToolSpec:
-        """Make an earlier activated version of a generated tool active again."""
+        """Make an earlier activated version of a generated tool active again.
+
+        Args:
+            name: The tool.
+            version: The version to return to (None: the one activated before the active one).
+
+        Returns:
+            That version's runtime ToolSpec (active in new runs).
+
+        Raises:
+            ToolTransitionError: nothing to roll back to.
+        """
         spec = self.toolsmaker.rollback(name, version)
         self._start_with(name)
         return spec

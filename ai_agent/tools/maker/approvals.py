@@ -39,6 +39,16 @@ TRANSITIONS: dict[ToolStatus, frozenset[ToolStatus]] = {
 def check_transition(name: str, version: int, current: ToolStatus, target: ToolStatus) -> None:
     """Raise ToolTransitionError unless ``current -> target`` is in the lifecycle.
 
+    Args:
+        name: The tool (for the message).
+        version: Its version (for the message).
+        current: The version's status now.
+        target: The status it should move to.
+
+    Raises:
+        ToolTransitionError: the lifecycle has no such step; the message says which steps
+            ``current`` allows.
+
     Example:
         >>> check_transition("t", 1, ToolStatus.APPROVAL_REQUIRED, ToolStatus.APPROVED)
         >>> try:
@@ -84,7 +94,17 @@ def review_summary(
     previous: GeneratedToolSpec | None,
     diff: str,
 ) -> str:
-    """A few lines a person reads first: what the tool does and may touch, what changed."""
+    """A few lines a person reads first: what the tool does and may touch, what changed.
+
+    Args:
+        spec: The version under review.
+        validation: Its validation report (JSON data).
+        previous: The version it is compared with (None for a new tool).
+        diff: The unified diff of the code against ``previous``.
+
+    Returns:
+        The summary, one statement per line.
+    """
     added = sum(1 for ln in diff.splitlines() if ln.startswith("+") and not ln.startswith("+++"))
     removed = sum(1 for ln in diff.splitlines() if ln.startswith("-") and not ln.startswith("---"))
     origin = "template" if spec.generated else "code written by the requester"
@@ -113,7 +133,19 @@ def review_artifact(
     previous: BuildRecord | None = None,
     previous_code: str = "",
 ) -> dict[str, Any]:
-    """The review artifact of ``record`` (JSON data), diffed against ``previous``."""
+    """The review artifact of ``record`` (JSON data), diffed against ``previous``.
+
+    Args:
+        record: The version under review.
+        code: Its module.
+        code_path: Where the module is, as shown to the reviewer.
+        previous: The version to diff against (the active one, else the latest earlier one).
+        previous_code: That version's module ("" when there is none).
+
+    Returns:
+        ``name``, ``version``, ``previous_version``, ``summary``, ``spec_changes``, ``diff``,
+        ``validation``, ``code_path``, ``code_sha256`` and ``spec``.
+    """
     old_name = f"{previous.name}_v{previous.version}.py" if previous else "/dev/null"
     new_name = f"{record.name}_v{record.version}.py"
     diff = "".join(

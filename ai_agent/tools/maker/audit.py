@@ -102,7 +102,18 @@ class AuditLog:
     def append(
         self, event: str, *, tool: str | None = None, version: int | None = None, **data: Any
     ) -> dict[str, Any]:
-        """Add one event at the end of the chain; returns the entry as written."""
+        """Add one event at the end of the chain (under the log's lock).
+
+        Args:
+            event: The event's name (one of ``EVENTS``).
+            tool: The tool it concerns.
+            version: The version it concerns.
+            **data: Anything else worth keeping (JSON data; other values are written as str).
+
+        Returns:
+            The entry as written (``seq``, ``ts``, ``event``, ``tool``, ``version``, ``data``,
+            ``prev``).
+        """
         with self._locked():
             lines, last = self._tail()
             entry = {
@@ -136,7 +147,12 @@ class AuditLog:
         return (len(lines), _digest(lines[-1])) if lines else (0, GENESIS)
 
     def events(self) -> list[dict[str, Any]]:
-        """Every entry, oldest first (lines that are not JSON are skipped)."""
+        """Every entry, oldest first.
+
+        Returns:
+            The parsed lines; lines that are not JSON are skipped (``verify_audit`` reports
+            them).
+        """
         out = []
         with contextlib.suppress(FileNotFoundError):
             for raw in self.path.read_bytes().splitlines():
@@ -169,6 +185,12 @@ def verify_audit(path: Path) -> AuditReport:
     """Recompute the chain of the log at ``path`` and compare it with its head.
 
     A log that does not exist (and has no head) is an empty, intact log.
+
+    Args:
+        path: The audit log (its head is ``path`` + ``.head``).
+
+    Returns:
+        The report: ``ok``, the number of lines, the hash of the last one, and each problem.
     """
     path = Path(path)
     try:

@@ -94,7 +94,21 @@ class HttpBroker:
         self.transport = transport
 
     async def __call__(self, message: dict[str, Any], deadline: float) -> dict[str, Any]:
-        """Answer one ``{"op": "http", ...}`` frame; Violation when the host is not allowed."""
+        """Answer one ``{"op": "http", ...}`` frame from the sandbox.
+
+        Args:
+            message: The frame: ``method``, ``url``, ``headers``, ``body``,
+                ``follow_redirects``.
+            deadline: The call's deadline on the event loop's clock.
+
+        Returns:
+            ``{"ok": True, "response": {status, headers, body, url, redirects}}``, or
+            ``{"ok": False, "error": ...}`` for a request that failed in transport or was
+            malformed.
+
+        Raises:
+            Violation: a URL, host or address outside the allowlist (at any hop).
+        """
         try:
             method, url, headers, body = _request_parts(message)
             response = await self._follow(

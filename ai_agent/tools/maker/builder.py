@@ -53,6 +53,12 @@ def request_from_intent(intent: Mapping[str, Any]) -> ToolBuildRequest:
 
     Field values are checked by the validator, not here; this only refuses what is not an intent.
 
+    Args:
+        intent: ``name`` and ``purpose``, and any of the other ``INTENT_KEYS``.
+
+    Returns:
+        The request (missing fields take their defaults).
+
     Raises:
         ToolBuildError: not a mapping, ``name``/``purpose`` missing, or unknown keys.
     """
@@ -74,7 +80,14 @@ def request_from_intent(intent: Mapping[str, Any]) -> ToolBuildRequest:
 
 
 def code_sha256(code: str) -> str:
-    """The hash that pins reviewed code to what runs."""
+    """The hash that pins reviewed code to what runs.
+
+    Args:
+        code: A module's source.
+
+    Returns:
+        The sha256 of its UTF-8 bytes, in hex.
+    """
     return hashlib.sha256(code.encode()).hexdigest()
 
 
@@ -100,7 +113,16 @@ def _sorted(values: Any) -> tuple[str, ...]:
 
 
 def canonical_spec(request: ToolBuildRequest, version: int, code: str) -> GeneratedToolSpec:
-    """The canonical spec of ``request`` at ``version`` with ``code`` (sorted, de-duplicated)."""
+    """The canonical spec of ``request`` at ``version`` with ``code`` (sorted, de-duplicated).
+
+    Args:
+        request: What was asked for.
+        version: The version number it gets.
+        code: The module it runs (hashed into the spec).
+
+    Returns:
+        The spec, with the arguments' JSON schema built from ``request.inputs``.
+    """
     return GeneratedToolSpec(
         name=request.name,
         version=version,
@@ -118,7 +140,15 @@ def canonical_spec(request: ToolBuildRequest, version: int, code: str) -> Genera
 
 
 def build(request: ToolBuildRequest, version: int) -> tuple[GeneratedToolSpec, str]:
-    """The canonical spec and the code of one version (the request's code, or the template's)."""
+    """The canonical spec and the code of one version (the request's code, or the template's).
+
+    Args:
+        request: What was asked for.
+        version: The version number it gets.
+
+    Returns:
+        ``(spec, code)``.
+    """
     code = request.code if request.code is not None else render_code(request)
     return canonical_spec(request, version, code), code
 
@@ -203,7 +233,15 @@ def _literal(value: Any) -> str:
 
 
 def render_code(request: ToolBuildRequest) -> str:
-    """The template's module for ``request`` (deterministic)."""
+    """The template's module for ``request`` (deterministic).
+
+    Args:
+        request: What was asked for; its capabilities choose the operation (``http``, else
+            ``fs_write``, else ``fs_read``, else returning the named outputs).
+
+    Returns:
+        The module's source; the same request always gives the same bytes.
+    """
     spec = canonical_spec(request, 0, "")
     caps = set(spec.capabilities)
     headline = spec.purpose.splitlines()[0] if spec.purpose else spec.name

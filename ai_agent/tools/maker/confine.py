@@ -92,7 +92,13 @@ HttpHandler = Callable[[dict[str, Any], float], Awaitable[dict[str, Any]]]
 
 
 class Violation(Exception):  # noqa: N818 - internal signal, surfaced as ToolPolicyViolation
-    """Something the sandboxed tool did that ends the call as a policy violation."""
+    """Something the sandboxed tool did that ends the call as a policy violation.
+
+    Args:
+        reason: A short code (``output_cap``, ``host_not_allowed``, ``protocol``...), kept in
+            the ``tool_policy_blocked`` event.
+        message: What happened, for a person.
+    """
 
     def __init__(self, reason: str, message: str) -> None:
         super().__init__(message)
@@ -158,7 +164,15 @@ class Outcome:
 
 
 def find_bwrap() -> str:
-    """The bwrap executable; SandboxUnavailableError (with what to do) when there is none."""
+    """The bwrap executable to confine generated tools with.
+
+    Returns:
+        Its path.
+
+    Raises:
+        SandboxUnavailableError: there is no ``bwrap`` on PATH, or the machine is not x86_64
+            (the seccomp filter is written for it); the message says what to do.
+    """
     path = shutil.which("bwrap")
     if path is None:
         raise SandboxUnavailableError(
@@ -229,7 +243,18 @@ def _mounts(call: ConfinedCall) -> Iterator[tuple[list[str], list[int]]]:
 def bwrap_command(
     bwrap: str, call: ConfinedCall, mounts: list[str], channel: int, info: int
 ) -> list[str]:
-    """The full bwrap command line of one call (see the module docstring for each part)."""
+    """The full bwrap command line of one call (see the module docstring for each part).
+
+    Args:
+        bwrap: The bwrap executable.
+        call: The call (its limits size ``/tmp``).
+        mounts: The options that mount the allowed paths (``--ro-bind-fd``/``--bind-fd``).
+        channel: The descriptor of the sandbox's end of the socket pair (passed to the runner).
+        info: The descriptor bwrap writes its ``--info-fd`` record to.
+
+    Returns:
+        The argv, from ``bwrap`` to the runner's arguments.
+    """
     exe, python_mounts = _python_args()
     limits = call.limits
     args = [
@@ -433,6 +458,14 @@ class _Killer:
 
 async def run_confined(call: ConfinedCall) -> Outcome:
     """Run one call of a generated tool in its sandbox and say how it ended.
+
+    Args:
+        call: The tool's code, arguments, allowed paths, secrets, limits and broker.
+
+    Returns:
+        The outcome: ``ok`` with the value, ``error``, ``timeout``, ``violation`` (with its
+        reason) or ``crashed``, and what the sandbox printed. The sandbox is gone, with
+        everything it started, when this returns.
 
     Raises:
         SandboxUnavailableError: bubblewrap is missing, or could not set up the sandbox.

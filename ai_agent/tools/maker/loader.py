@@ -31,6 +31,13 @@ _TIMEOUT_SLACK = 5.0  # the sandbox's own deadline fires first; the registry's i
 def category_for(spec: GeneratedToolSpec) -> ToolCategory:
     """The oversight category a generated tool gets from its capabilities and risk.
 
+    Args:
+        spec: The version's spec.
+
+    Returns:
+        EXTERNAL with ``http``; MODIFICATION with ``fs_write``, ``secrets`` or high risk;
+        READ_ONLY otherwise.
+
     Example:
         >>> from ai_agent.tools.maker.builder import build, request_from_intent
         >>> spec, _ = build(request_from_intent({"name": "n", "purpose": "p"}), 1)
@@ -55,6 +62,17 @@ def load_tool(
     protected: tuple[Path, ...] = (),
 ) -> ToolSpec:
     """The runtime ToolSpec of an activated (or approved) version.
+
+    Args:
+        record: The version's build record.
+        code_path: Its module on disk.
+        base_dir: The workspace its allowed paths are relative to.
+        limits: The limits of each call (``record.max_output_chars`` overrides the clip).
+        audit: Where ``tool_policy_blocked`` events go.
+        protected: Host paths no mount may contain or lie inside.
+
+    Returns:
+        A ToolSpec in the group ``generated`` whose ``fn`` runs each call confined.
 
     Raises:
         ToolPolicyViolation: the code on disk is not the code that was reviewed (audited as

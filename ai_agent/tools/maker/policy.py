@@ -86,6 +86,9 @@ class SandboxLimits:
         Hard limits cannot be raised without a capability, which the sandbox does not have. The
         CPU limit's hard value is one second above the soft one, so the kernel's SIGXCPU (not
         its SIGKILL) says why the tool died.
+
+        Returns:
+            ``resource`` constant name -> ``[soft, hard]``.
         """
         cpu = max(1, self.cpu_seconds if self.cpu_seconds is not None else math.ceil(self.timeout))
         same = {
@@ -101,6 +104,16 @@ class SandboxLimits:
 
 def check_relative_path(value: object) -> str:
     """``value`` as a normalised relative directory, or ValueError saying what is wrong.
+
+    Args:
+        value: An ``allowed_paths`` entry.
+
+    Returns:
+        The path, relative to the workspace, without ``.`` parts or trailing slashes.
+
+    Raises:
+        ValueError: not a string, absolute, climbing out (``..``), the whole workspace, naming a
+            hidden entry, or holding a NUL byte or a backslash.
 
     Example:
         >>> check_relative_path("reports/2024/")
@@ -135,7 +148,14 @@ def check_relative_path(value: object) -> str:
 
 @dataclass(frozen=True, slots=True)
 class HostRule:
-    """One allowlist entry: a host (``*.`` for its subdomains) and an optional port."""
+    """One allowlist entry: a host (``*.`` for its subdomains) and an optional port.
+
+    Attributes:
+        host: The lower-case host name or address (without ``*.``).
+        port: The only port it allows (None: 80 and 443).
+        subdomains: True for ``*.host``: subdomains of ``host``, not ``host`` itself.
+        literal_ip: True when ``host`` is an address.
+    """
 
     host: str
     port: int | None
@@ -143,7 +163,16 @@ class HostRule:
     literal_ip: bool
 
     def matches(self, host: str, port: int) -> bool:
-        """True when ``host:port`` is covered (no port in the rule: 80 and 443 only)."""
+        """Whether the rule covers ``host:port``.
+
+        Args:
+            host: A lower-case host name or address.
+            port: The port the request goes to.
+
+        Returns:
+            True when the host matches (a ``*.`` rule: a subdomain) and so does the port (a
+            rule without a port: 80 and 443 only).
+        """
         if self.port is None:
             if port not in (80, 443):
                 return False
@@ -177,6 +206,16 @@ def _check_host(host: str, entry: str) -> bool:
 
 def parse_host_rule(entry: object) -> HostRule:
     """Parse an allowlist entry (``api.example.com``, ``*.example.com``, ``127.0.0.1:8080``).
+
+    Args:
+        entry: One ``allowed_domains`` entry.
+
+    Returns:
+        The rule (lower-case host, optional port).
+
+    Raises:
+        ValueError: a URL rather than a host, a misplaced wildcard, an invalid name, address or
+            port.
 
     Example:
         >>> parse_host_rule("*.Example.com").matches("api.example.com", 443)
@@ -220,7 +259,16 @@ def _port(raw: str, entry: object) -> int:
 
 
 def host_allowed(rules: list[HostRule], host: str, port: int) -> HostRule | None:
-    """The first rule that covers ``host:port``, or None."""
+    """The first rule that covers ``host:port``.
+
+    Args:
+        rules: The parsed allowlist.
+        host: The request's host (case and a trailing dot do not matter).
+        port: The request's port.
+
+    Returns:
+        The rule, or None when no rule covers it.
+    """
     host = host.lower().rstrip(".")
     return next((r for r in rules if r.matches(host, port)), None)
 
@@ -232,6 +280,13 @@ def address_ok(address: str, rule: HostRule) -> bool:
     loopback, a private network or link-local (cloud metadata at 169.254.169.254) is refused,
     so an allowlisted name cannot be turned against the engine's own network. Rules naming a
     literal address or ``localhost`` reach exactly what they name.
+
+    Args:
+        address: An address the host resolved to (or the literal address in the URL).
+        rule: The allowlist rule the host matched.
+
+    Returns:
+        True when the broker may connect to it.
     """
     ip = ipaddress.ip_address(address)
     if rule.private_ok:
@@ -305,7 +360,21 @@ class PolicyGuardedTool:
         )
 
     async def run(self, args: dict[str, Any], ctx: dict[str, Any]) -> ToolResult:
-        """Run one call confined; returns a ToolResult (see the class docstring)."""
+        """Run one call confined (the ``fn`` of the tool's ToolSpec).
+
+        Args:
+            args: The call's arguments (already checked against the schema).
+            ctx: The tool context (``call_id`` and ``thread_id`` go into audit events).
+
+        Returns:
+            The ToolResult: ``ok`` with the (clipped) value, or an error result for an
+            exception in the tool, a crash or a timeout (code ``TIMEOUT``).
+
+        Raises:
+            ToolPolicyViolation: the sandbox stopped the tool for a policy violation (audited
+                as ``tool_policy_blocked`` first).
+            SandboxUnavailableError: bubblewrap is missing or cannot build the sandbox.
+        """
         from ai_agent.tools.maker.confine import run_confined
 
         outcome = await run_confined(self._call(dict(args)))

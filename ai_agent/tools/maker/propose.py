@@ -89,7 +89,14 @@ class ProposeTool:
         unattended: Callable[[], bool],
         on_activate: Callable[[str], None],
     ) -> None:
-        """Connect to the Agent's toolsmaker (``unattended`` is asked at each call)."""
+        """Connect to the Agent's toolsmaker.
+
+        Args:
+            maker: Returns the Agent's ToolsmakerRegistry (made on first use).
+            unattended: Whether the Agent runs unattended now (asked at each call).
+            on_activate: Called with the tool's name once a version is active, so new runs
+                start with it.
+        """
         self._maker, self._unattended, self._on_activate = maker, unattended, on_activate
 
     def _build(self, args: dict[str, Any]) -> BuildResult:
@@ -98,7 +105,15 @@ class ProposeTool:
         return self._maker().build_from_intent(args, by="propose_tool")
 
     def preview(self, args: dict[str, Any]) -> str:
-        """Build (or reuse) the proposal and show its review, for the person at the gate."""
+        """Build (or reuse) the proposal and show its review, for the person at the gate.
+
+        Args:
+            args: The proposal (an intent).
+
+        Returns:
+            The review summary with the paths of the review artifact and the code, or why
+            the proposal cannot be built or failed validation.
+        """
         try:
             built = self._build(args)
         except ToolError as exc:
@@ -120,11 +135,32 @@ class ProposeTool:
         )
 
     def escalate(self, args: dict[str, Any]) -> str:
-        """Every proposal waits for a person (a tool-wide grant does not cover it)."""
+        """Every proposal waits for a person (a tool-wide grant does not cover it).
+
+        Args:
+            args: The proposal (not looked at: the answer is always the same).
+
+        Returns:
+            Why the call waits.
+        """
         return _ESCALATION
 
     def run(self, args: dict[str, Any], ctx: dict[str, Any]) -> ToolResult:
-        """The approved call: approve, activate and register the proposed version."""
+        """The approved call: approve, activate and register the proposed version.
+
+        Args:
+            args: The proposal (an intent); built again, which reuses the reviewed build.
+            ctx: The tool context (the thread and call ids name who approved it).
+
+        Returns:
+            ``ok`` with ``meta.activate_tools`` (the act stage makes the tool active from the
+            next cycle); ``ok`` without it in unattended mode (built, left for a person); an
+            error result for a proposal that is not an intent (``BAD_ARGUMENTS``) or failed
+            validation (``VALIDATION_FAILED``).
+
+        Raises:
+            ToolBuildError: the tool is not bound to a toolsmaker.
+        """
         try:
             built = self._build(args)
         except ToolError as exc:
@@ -166,7 +202,12 @@ class ProposeTool:
 
 
 def propose_tool_spec() -> ToolSpec:
-    """The ``propose_tool`` ToolSpec with an unbound :class:`ProposeTool` (see ``bind``)."""
+    """The ``propose_tool`` built-in.
+
+    Returns:
+        Its ToolSpec (MODIFICATION, group ``toolsmaker``), with an unbound
+        :class:`ProposeTool` behind it (the Agent binds it, see ``bind``).
+    """
     tool = ProposeTool()
     return ToolSpec(
         PROPOSE_TOOL,

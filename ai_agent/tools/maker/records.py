@@ -74,7 +74,11 @@ class ToolBuildRequest:
     code: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        """The request as JSON data (what build records keep)."""
+        """The request as JSON data.
+
+        Returns:
+            Every field, sequences as lists (what build records keep).
+        """
         data = asdict(self)
         for key in ("outputs", "capabilities", "allowed_paths", "allowed_domains", "secrets"):
             data[key] = list(data[key])
@@ -86,7 +90,19 @@ class ToolBuildRequest:
 class GeneratedToolSpec:
     """The canonical description of one generated tool version (sorted, de-duplicated lists).
 
-    ``parameters`` is the JSON schema of its arguments, built from ``inputs``.
+    Attributes:
+        name: The tool's name.
+        version: Its version number (1, 2, ...).
+        purpose: What it does.
+        parameters: The JSON schema of its arguments, built from the request's ``inputs``.
+        outputs: Names of the result's fields, in the order given.
+        capabilities: What it may do (``fs_read``, ``fs_write``, ``http``, ``secrets``).
+        allowed_paths: Workspace directories it sees.
+        allowed_domains: Hosts it may reach through the broker (lower case).
+        secrets: Environment variables it receives.
+        risk: ``low``, ``medium`` or ``high``.
+        code_sha256: The hash of the reviewed code; what runs must match it.
+        generated: True when the template wrote the code, False when the request carried it.
     """
 
     name: str
@@ -103,7 +119,11 @@ class GeneratedToolSpec:
     generated: bool  # True: written by the template; False: the request carried the code
 
     def to_json(self) -> dict[str, Any]:
-        """The spec as JSON data."""
+        """The spec as JSON data.
+
+        Returns:
+            Every field, tuples as lists.
+        """
         data = asdict(self)
         for key in ("outputs", "capabilities", "allowed_paths", "allowed_domains", "secrets"):
             data[key] = list(data[key])
@@ -111,7 +131,14 @@ class GeneratedToolSpec:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> GeneratedToolSpec:
-        """The spec from JSON data (as :meth:`to_json` wrote it)."""
+        """The spec from JSON data.
+
+        Args:
+            data: What :meth:`to_json` wrote.
+
+        Returns:
+            The spec.
+        """
         return cls(
             name=str(data["name"]),
             version=int(data["version"]),
@@ -128,7 +155,14 @@ class GeneratedToolSpec:
         )
 
     def changes_from(self, older: GeneratedToolSpec | None) -> list[str]:
-        """What a reviewer should know changed from ``older`` (capabilities, paths, hosts...)."""
+        """What a reviewer should know changed from ``older`` (capabilities, paths, hosts...).
+
+        Args:
+            older: The version this one replaces (None: a new tool).
+
+        Returns:
+            One ``"field: before -> after"`` line per changed field (none for a new tool).
+        """
         if older is None:
             return []
         out = []
@@ -191,7 +225,11 @@ class BuildRecord:
         return self.spec.version
 
     def to_json(self) -> dict[str, Any]:
-        """The record as written to disk (with its format version)."""
+        """The record as written to disk.
+
+        Returns:
+            JSON data with ``record_version`` (the format's version) first.
+        """
         return {
             "record_version": RECORD_VERSION,
             "spec": self.spec.to_json(),
@@ -206,7 +244,14 @@ class BuildRecord:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> BuildRecord:
-        """The record from disk."""
+        """The record from disk.
+
+        Args:
+            data: What :meth:`to_json` wrote.
+
+        Returns:
+            The record.
+        """
         return cls(
             spec=GeneratedToolSpec.from_json(data["spec"]),
             status=ToolStatus(data["status"]),

@@ -103,16 +103,37 @@ class ToolsmakerRegistry:
     def audit(
         self, event: str, *, tool: str | None = None, version: int | None = None, **data: Any
     ) -> dict[str, Any]:
-        """Append one event to the hash-chained audit log."""
+        """Append one event to the hash-chained audit log.
+
+        Args:
+            event: The event's name.
+            tool: The tool it concerns.
+            version: The version it concerns.
+            **data: What else to keep with it.
+
+        Returns:
+            The entry as written.
+        """
         return self.audit_log.append(event, tool=tool, version=version, **data)
 
     def verify_audit(self) -> AuditReport:
-        """Check the audit log's chain and head (``ai-agent tools audit --verify``)."""
+        """Check the audit log's chain and head (``ai-agent tools audit --verify``).
+
+        Returns:
+            The report (``ok``, line count, head hash, problems).
+        """
         return verify_audit(self.layout.audit)
 
     # Reading ----------------------------------------------------------------------------------
     def records(self, name: str | None = None) -> list[BuildRecord]:
-        """Every build record (of one tool, when named), by name then version."""
+        """Every build record, by name then version.
+
+        Args:
+            name: Only this tool's versions (None: every tool's).
+
+        Returns:
+            The records.
+        """
         out = []
         pattern = f"{name}_v*.json" if name else "*_v*.json"
         for path in self.layout.specs.glob(pattern):
@@ -122,7 +143,14 @@ class ToolsmakerRegistry:
         return sorted(out, key=lambda r: (r.name, r.version))
 
     def record(self, name: str, version: int | None = None) -> BuildRecord:
-        """One version's record (the latest when ``version`` is None).
+        """One version's record.
+
+        Args:
+            name: The tool.
+            version: The version (None: the latest).
+
+        Returns:
+            The record.
 
         Raises:
             UnknownToolError: no such generated tool or version.
@@ -146,21 +174,52 @@ class ToolsmakerRegistry:
         )
 
     def pending(self) -> list[BuildRecord]:
-        """Versions waiting for a person (``approval_required``)."""
+        """Versions waiting for a person.
+
+        Returns:
+            The records in ``approval_required``, by name then version.
+        """
         return [r for r in self.records() if r.status is ToolStatus.APPROVAL_REQUIRED]
 
     def active_versions(self) -> dict[str, int]:
-        """Tool name -> active version (``active_versions.json``)."""
+        """Which version of each tool is active.
+
+        Returns:
+            Tool name -> version, from ``active_versions.json`` (empty when there is none).
+        """
         data = read_json(self.layout.active, {})
         return {str(k): int(v) for k, v in data.items()}
 
     def code(self, name: str, version: int) -> str:
-        """The generated module of one version."""
+        """The generated module of one version.
+
+        Args:
+            name: The tool.
+            version: The version.
+
+        Returns:
+            The module's source as it is on disk.
+
+        Raises:
+            UnknownToolError: no such version.
+        """
         record = self.record(name, version)
         return (self.layout.root / record.code_path).read_text(encoding="utf-8")
 
     def review(self, name: str, version: int) -> dict[str, Any]:
-        """The review artifact of one version (empty when it failed validation)."""
+        """The review artifact of one version.
+
+        Args:
+            name: The tool.
+            version: The version.
+
+        Returns:
+            The artifact (summary, diff, validation, code path...); empty for a version that
+            failed validation.
+
+        Raises:
+            UnknownToolError: no such version.
+        """
         record = self.record(name, version)
         if record.review_path is None:
             return {}
@@ -169,11 +228,32 @@ class ToolsmakerRegistry:
 
     # Building ---------------------------------------------------------------------------------
     def request_from_intent(self, intent: Mapping[str, Any]) -> ToolBuildRequest:
-        """See :func:`ai_agent.tools.maker.builder.request_from_intent`."""
+        """A build request from a structured intent.
+
+        Args:
+            intent: ``name``, ``purpose`` and any other intent field.
+
+        Returns:
+            The request (see :func:`ai_agent.tools.maker.builder.request_from_intent`).
+
+        Raises:
+            ToolBuildError: not an intent.
+        """
         return request_from_intent(intent)
 
     def build_from_intent(self, intent: Mapping[str, Any], *, by: str = "api") -> BuildResult:
-        """Build from a structured intent (see :meth:`build`)."""
+        """Build from a structured intent (see :meth:`build`).
+
+        Args:
+            intent: ``name``, ``purpose`` and any other intent field.
+            by: Who asked (kept in the history and the audit log).
+
+        Returns:
+            The build's result.
+
+        Raises:
+            ToolBuildError: not an intent, or a name that cannot name files.
+        """
         return self.build(request_from_intent(intent), by=by)
 
     def build(self, request: ToolBuildRequest, *, by: str = "api") -> BuildResult:
@@ -182,6 +262,14 @@ class ToolsmakerRegistry:
         A request identical to the latest version of its tool (same spec and code) returns that
         version (``reused=True``) instead of making another one, so proposing the same tool
         twice gives one review, not two. A rejected version is never reused.
+
+        Args:
+            request: What to build.
+            by: Who asked (kept in the history and the audit log).
+
+        Returns:
+            The result: ``approval_required`` with the review artifact's path when it passed
+            validation, ``draft`` (never shown to a person) when it did not.
 
         Raises:
             ToolBuildError: the name cannot name files (nothing is stored).
@@ -340,9 +428,17 @@ class ToolsmakerRegistry:
     def approve(self, name: str, version: int, *, by: str = "person") -> BuildRecord:
         """A person approved this version (``approval_required -> approved``).
 
+        Args:
+            name: The tool.
+            version: The version.
+            by: Who approved it.
+
+        Returns:
+            The updated record.
+
         Raises:
-            ToolTransitionError: it is not waiting for approval.
-            ToolPolicyViolation: its code changed on disk since the review.
+            UnknownToolError: no such version.
+            ToolTransitionError: it is not waiting for approval (audited as refused).
         """
         with self.layout.locked():
             record = self.record(name, version)
@@ -357,7 +453,21 @@ class ToolsmakerRegistry:
             return record
 
     def reject(self, name: str, version: int, *, reason: str, by: str = "person") -> BuildRecord:
-        """A person rejected this version (``approval_required -> rejected``, final)."""
+        """A person rejected this version (``approval_required -> rejected``, final).
+
+        Args:
+            name: The tool.
+            version: The version.
+            reason: Why (kept in the history and the audit log).
+            by: Who rejected it.
+
+        Returns:
+            The updated record.
+
+        Raises:
+            UnknownToolError: no such version.
+            ToolTransitionError: it is not waiting for approval (audited as refused).
+        """
         with self.layout.locked():
             record = self.record(name, version)
             self._move(record, ToolStatus.REJECTED, by=by, reason=reason)
@@ -375,10 +485,14 @@ class ToolsmakerRegistry:
             max_output_chars: Cap of its result text (default: the registry's limits).
             by: Who activates it (recorded in the history and the audit log).
 
+        Returns:
+            The runtime ToolSpec, registered in the runtime registry.
+
         Raises:
             ToolTransitionError: the version is not approved (an earlier activated version is
                 made active again with :meth:`rollback`).
             ToolPolicyViolation: its code changed on disk since the review.
+            ToolBuildError: ``max_output_chars`` below 1, or a static tool holds the name.
         """
         if max_output_chars is not None and max_output_chars < 1:
             raise ToolBuildError("max_output_chars must be at least 1")
@@ -401,11 +515,21 @@ class ToolsmakerRegistry:
         return self._register(spec, version)
 
     def rollback(self, name: str, version: int | None = None, *, by: str = "person") -> ToolSpec:
-        """Make an earlier activated version active again (the latest earlier one by default).
+        """Make an earlier activated version active again.
+
+        Args:
+            name: The tool.
+            version: The version to return to (None: the latest activated one before the
+                active one).
+            by: Who rolled it back.
+
+        Returns:
+            The runtime ToolSpec of that version, registered in the runtime registry.
 
         Raises:
             ToolTransitionError: the tool is not active, or there is no such earlier activated
-                version.
+                version (audited as refused).
+            ToolPolicyViolation: that version's code changed on disk since its review.
         """
         with self.layout.locked():
             current = self.active_versions().get(name)
@@ -482,8 +606,11 @@ class ToolsmakerRegistry:
     def load_active(self) -> list[ToolSpec]:
         """Register every active version in the runtime registry (at start-up).
 
-        A version whose code changed since its review is skipped (and audited); the others
-        load. Returns the specs registered.
+        A version whose code changed since its review is skipped (and audited), as are missing
+        ones and names a static tool holds; the others load.
+
+        Returns:
+            The specs registered.
         """
         out = []
         for name, version in sorted(self.active_versions().items()):
@@ -499,7 +626,11 @@ class ToolsmakerRegistry:
         return out
 
     def loaded(self) -> dict[str, int]:
-        """Generated tools registered in the runtime registry by this object: name -> version."""
+        """Generated tools this object registered in the runtime registry.
+
+        Returns:
+            Tool name -> version.
+        """
         return dict(self._loaded)
 
 

@@ -33,6 +33,14 @@ __all__ = ["Layout", "atomic_write", "read_json"]
 def atomic_write(path: Path, data: bytes | str, *, mode: int = 0o644) -> None:
     """Replace ``path`` with ``data`` in one rename (temp file in the same directory, fsync).
 
+    Args:
+        path: The file to write (its directory is created).
+        data: The new content (str is encoded as UTF-8).
+        mode: Permissions of a new file.
+
+    Raises:
+        OSError: the write failed; ``path`` is unchanged and no temporary file is left.
+
     Example:
         >>> import tempfile
         >>> target = Path(tempfile.mkdtemp()) / "a.json"
@@ -58,7 +66,15 @@ def atomic_write(path: Path, data: bytes | str, *, mode: int = 0o644) -> None:
 
 
 def read_json(path: Path, default: Any = None) -> Any:
-    """The JSON content of ``path``, or ``default`` when the file does not exist."""
+    """The JSON content of a file.
+
+    Args:
+        path: The file.
+        default: What a missing file gives.
+
+    Returns:
+        The parsed content, or ``default`` when the file does not exist.
+    """
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -66,7 +82,14 @@ def read_json(path: Path, default: Any = None) -> Any:
 
 
 def dumps(value: Any) -> str:
-    """Stable, readable JSON for the files a person may review."""
+    """Stable, readable JSON for the files a person may review.
+
+    Args:
+        value: JSON data.
+
+    Returns:
+        Indented JSON with sorted keys and a final newline.
+    """
     return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
@@ -93,19 +116,50 @@ class Layout:
         self.lock_path = self.root / ".lock"
 
     def record(self, name: str, version: int) -> Path:
-        """The build record of one version."""
+        """The build record of one version.
+
+        Args:
+            name: The tool.
+            version: The version.
+
+        Returns:
+            ``specs/<name>_v<version>.json``.
+        """
         return self.specs / f"{name}_v{version}.json"
 
     def code(self, name: str, version: int) -> Path:
-        """The generated module of one version."""
+        """The generated module of one version.
+
+        Args:
+            name: The tool.
+            version: The version.
+
+        Returns:
+            ``generated/<name>_v<version>.py``.
+        """
         return self.generated / f"{name}_v{version}.py"
 
     def review(self, name: str, version: int) -> Path:
-        """The review artifact of one version."""
+        """The review artifact of one version.
+
+        Args:
+            name: The tool.
+            version: The version.
+
+        Returns:
+            ``reviews/<name>_v<version>.json``.
+        """
         return self.reviews / f"{name}_v{version}.json"
 
     def relative(self, path: Path) -> str:
-        """``path`` as stored in records: relative to the root when it is inside."""
+        """``path`` as stored in records.
+
+        Args:
+            path: A file of this directory (or the audit log, which may be elsewhere).
+
+        Returns:
+            The path relative to the root when it is inside, else the path as given.
+        """
         try:
             return path.relative_to(self.root).as_posix()
         except ValueError:
@@ -113,7 +167,11 @@ class Layout:
 
     @contextlib.contextmanager
     def locked(self) -> Iterator[None]:
-        """Hold the directory's exclusive lock (other processes wait for it)."""
+        """Hold the directory's exclusive lock (other processes wait for it).
+
+        Yields:
+            Nothing; the lock is held until the block ends.
+        """
         self.root.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:

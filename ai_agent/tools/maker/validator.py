@@ -229,7 +229,12 @@ class ValidationReport:
         return not self.errors
 
     def to_json(self) -> dict[str, Any]:
-        """The report as JSON data."""
+        """The report as JSON data.
+
+        Returns:
+            ``ok``, ``errors``, ``warnings``, ``uses`` (sorted) and a ``note`` that this is not
+            the boundary.
+        """
         return {
             "ok": self.ok,
             "errors": list(self.errors),
@@ -313,7 +318,14 @@ def _needs(caps: Collection[str], present: bool, cap_names: Iterable[str], what:
 def validate_request(
     request: ToolBuildRequest, *, reserved: Collection[str] = ()
 ) -> ValidationReport:
-    """Check a request's fields; ``reserved`` are names of static tools it may not take.
+    """Check a request's fields and the consistency of its capabilities.
+
+    Args:
+        request: The build request (its fields may hold anything a model sent).
+        reserved: Names of static tools it may not take.
+
+    Returns:
+        The report; a request with errors is never built into a reviewable version.
 
     Example:
         >>> ok = validate_request(ToolBuildRequest(name="word_count", purpose="Count words."))
@@ -589,6 +601,14 @@ def validate_code(
     code: str, *, capabilities: Collection[str] = (), inputs: Collection[str] = ()
 ) -> ValidationReport:
     """Check a generated module: parse, imports, names, attributes, interface, capabilities.
+
+    Args:
+        code: The module's source.
+        capabilities: The capabilities the spec declares (what the code may use).
+        inputs: The input names ``execute`` must accept (unless it takes ``**kwargs``).
+
+    Returns:
+        The report: errors (the build fails), warnings and uses (for the reviewer).
 
     Example:
         >>> src = '''
