@@ -103,18 +103,9 @@ class ToolsmakerMixin(ToolsMixin):
     def _sandbox_limits(self) -> SandboxLimits:
         from ai_agent.tools.maker import SandboxLimits
 
-        c = self.settings.tool_config.toolsmaker
-        return SandboxLimits(
-            timeout=c.timeout,
-            cpu_seconds=c.cpu_seconds,
-            memory_mb=c.memory_mb,
-            file_size_mb=c.file_size_mb,
-            tmp_mb=c.tmp_mb,
-            max_output_bytes=c.max_output_bytes,
-            max_response_bytes=c.max_response_bytes,
-            max_redirects=c.max_redirects,
-            max_output_chars=self.policy.max_output_chars,
-        )
+        # Every setting but the two locations is a limit of the same name.
+        limits = self.settings.tool_config.toolsmaker.model_dump(exclude={"dir", "audit_path"})
+        return SandboxLimits(**limits, max_output_chars=self.policy.max_output_chars)
 
     def _bind_propose_tool(self) -> None:
         from ai_agent.tools.maker.propose import PROPOSE_TOOL, ProposeTool

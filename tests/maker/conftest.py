@@ -21,6 +21,7 @@ from ai_agent.tools.maker import registry as registry_module
 from ai_agent.tools.spec import ToolSpec
 
 CANARY = "canary-4d1f9b2e-do-not-leak"
+SHOUT = "class GeneratedTool:\n    def execute(self, text):\n        return text.upper()\n"
 ApproveTool = Callable[..., ToolSpec]
 CallTool = Callable[..., Awaitable[dict[str, Any]]]
 
@@ -54,6 +55,14 @@ def tool_code(body: str, *, imports: str = "import os") -> str:
         f"{imports}\n\n\nclass GeneratedTool:\n    def execute(self, **kwargs):\n"
         + textwrap.indent(textwrap.dedent(body).strip() + "\n", " " * 8)
     )
+
+
+def activate(maker: ToolsmakerRegistry, intent: dict[str, Any]) -> ToolSpec:
+    """Build ``intent`` and take it through review to active, as a person would."""
+    built = maker.build_from_intent(intent)
+    assert built.ok, built.validation
+    maker.approve(built.spec.name, built.spec.version)
+    return maker.activate(built.spec.name, built.spec.version)
 
 
 @pytest.fixture

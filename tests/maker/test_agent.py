@@ -17,8 +17,8 @@ from ai_agent.config import AgentSettings
 from ai_agent.errors import ConfigError, SandboxUnavailableError, ToolTransitionError
 from ai_agent.testing import FunctionModel, ScriptedModel
 from ai_agent.tools.maker import ToolStatus
+from tests.maker.conftest import SHOUT
 
-SHOUT = "class GeneratedTool:\n    def execute(self, text):\n        return text.upper()\n"
 PROPOSAL: dict[str, Any] = {
     "name": "shout",
     "purpose": "Upper-case a text.",

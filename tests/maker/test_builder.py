@@ -17,15 +17,7 @@ import pytest
 from ai_agent.errors import ToolBuildError
 from ai_agent.tools.maker import ToolsmakerRegistry, request_from_intent
 from ai_agent.tools.maker.builder import build, code_sha256, render_code
-from ai_agent.tools.spec import ToolSpec
-from tests.maker.conftest import CallTool
-
-
-def activate(maker: ToolsmakerRegistry, intent: dict[str, Any]) -> ToolSpec:
-    built = maker.build_from_intent(intent)
-    assert built.ok, built.validation
-    maker.approve(built.spec.name, built.spec.version)
-    return maker.activate(built.spec.name, built.spec.version)
+from tests.maker.conftest import CallTool, activate
 
 
 def test_intents_become_requests() -> None:

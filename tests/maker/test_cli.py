@@ -10,8 +10,8 @@ import pytest
 
 from ai_agent.cli import EXIT, main
 from ai_agent.tools.maker import ToolsmakerRegistry
+from tests.maker.conftest import SHOUT
 
-SHOUT = "class GeneratedTool:\n    def execute(self, text):\n        return text.upper()\n"
 INTENT: dict[str, Any] = {
     "name": "shout",
     "purpose": "Upper-case a text.",

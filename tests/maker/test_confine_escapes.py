@@ -17,7 +17,7 @@ import pytest
 
 from ai_agent.errors import ToolPolicyViolation
 from ai_agent.tools.maker import SandboxLimits, ToolsmakerRegistry
-from tests.maker.conftest import ApproveTool, CallTool
+from tests.maker.conftest import ApproveTool, CallTool, activate
 
 pytestmark = pytest.mark.usefixtures("careless_validator")
 
@@ -305,17 +305,16 @@ async def test_a_writable_path_inside_the_toolsmaker_directory_is_refused(
     maker = ToolsmakerRegistry(
         workspace / "tm", base_dir=workspace, limits=SandboxLimits(timeout=10)
     )
-    built = maker.build_from_intent(
+    tool = activate(
+        maker,
         {
             "name": "respec",
             "purpose": "Writes specs.",
             "capabilities": ["fs_write"],
             "allowed_paths": ["tm/specs"],
             "inputs": {"path": "string", "content": "string"},
-        }
+        },
     )
-    maker.approve("respec", built.spec.version)
-    tool = maker.activate("respec", built.spec.version)
     before = (workspace / "tm" / "specs" / "respec_v1.json").read_text()
     with pytest.raises(ToolPolicyViolation, match="engine's own files"):
         await call_tool(tool, {"path": "tm/specs/respec_v1.json", "content": "{}"})
@@ -335,16 +334,15 @@ async def test_the_checkpoint_database_directory_is_never_mounted(
         limits=SandboxLimits(timeout=10),
         protected=[db],
     )
-    built = maker.build_from_intent(
+    tool = activate(
+        maker,
         {
             "name": "peek",
             "purpose": "Reads state.",
             "capabilities": ["fs_read"],
             "allowed_paths": ["state"],
             "inputs": {"path": "string"},
-        }
+        },
     )
-    maker.approve("peek", 1)
-    tool = maker.activate("peek", built.spec.version)
     with pytest.raises(ToolPolicyViolation, match="engine's own files"):
         await call_tool(tool, {"path": "state/checkpoints.sqlite"})

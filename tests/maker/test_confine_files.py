@@ -16,7 +16,7 @@ import pytest
 
 from ai_agent.errors import ToolPolicyViolation
 from ai_agent.tools.maker import ToolsmakerRegistry
-from tests.maker.conftest import CANARY, ApproveTool, CallTool
+from tests.maker.conftest import CANARY, ApproveTool, CallTool, activate
 
 pytestmark = pytest.mark.usefixtures("careless_validator")
 
@@ -215,17 +215,16 @@ async def test_an_allowed_path_that_holds_the_toolsmaker_is_refused(
 
     maker_dir = workspace / "shared" / "tm"
     maker = ToolsmakerRegistry(maker_dir, base_dir=workspace, limits=SandboxLimits(timeout=10))
-    built = maker.build_from_intent(
+    tool = activate(
+        maker,
         {
             "name": "peek",
             "purpose": "Writes in shared.",
             "capabilities": ["fs_write"],
             "allowed_paths": ["shared"],
             "inputs": {"path": "string", "content": "string"},
-        }
+        },
     )
-    maker.approve("peek", built.spec.version)
-    tool = maker.activate("peek", built.spec.version)
     with pytest.raises(ToolPolicyViolation, match="engine's own files"):
         await call_tool(tool, {"path": "shared/tm/active_versions.json", "content": "{}"})
     assert maker.active_versions() == {"peek": 1}

@@ -16,9 +16,7 @@ from ai_agent.errors import SandboxUnavailableError
 from ai_agent.tools.maker import SandboxLimits, ToolsmakerRegistry
 from ai_agent.tools.maker import confine as confine_module
 from ai_agent.tools.maker.confine import ConfinedCall, bwrap_command, find_bwrap, run_confined
-from tests.maker.conftest import ApproveTool, CallTool
-
-SHOUT = "class GeneratedTool:\n    def execute(self, text):\n        return text.upper()\n"
+from tests.maker.conftest import SHOUT, ApproveTool, CallTool
 
 
 def _call(workspace: Path, code: str = SHOUT, **kwargs: object) -> ConfinedCall:

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ai_agent.errors import ToolBuildError
-from ai_agent.tools.maker.records import GeneratedToolSpec, ToolBuildRequest
+from ai_agent.tools.maker.records import LIST_FIELDS, GeneratedToolSpec, ToolBuildRequest
 
 __all__ = [
     "INTENT_KEYS",
@@ -45,7 +45,6 @@ INTENT_KEYS = (
     "risk",
     "code",
 )
-_LISTS = ("outputs", "capabilities", "allowed_paths", "allowed_domains", "secrets")
 
 
 def request_from_intent(intent: Mapping[str, Any]) -> ToolBuildRequest:
@@ -73,7 +72,7 @@ def request_from_intent(intent: Mapping[str, Any]) -> ToolBuildRequest:
     if missing:
         raise ToolBuildError(f"the intent needs {' and '.join(missing)}")
     values: dict[str, Any] = {k: intent[k] for k in INTENT_KEYS if intent.get(k) is not None}
-    for key in _LISTS:
+    for key in LIST_FIELDS:
         if isinstance(values.get(key), tuple):
             values[key] = list(values[key])
     return ToolBuildRequest(**values)

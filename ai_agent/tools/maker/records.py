@@ -15,6 +15,7 @@ from typing import Any
 
 __all__ = [
     "CAPABILITIES",
+    "LIST_FIELDS",
     "RECORD_VERSION",
     "BuildRecord",
     "BuildResult",
@@ -25,6 +26,8 @@ __all__ = [
 
 RECORD_VERSION = 1
 CAPABILITIES = ("fs_read", "fs_write", "http", "secrets")
+# The fields that are sequences in requests and specs (lists in JSON).
+LIST_FIELDS = ("outputs", "capabilities", "allowed_paths", "allowed_domains", "secrets")
 
 
 class ToolStatus(StrEnum):
@@ -80,7 +83,7 @@ class ToolBuildRequest:
             Every field, sequences as lists (what build records keep).
         """
         data = asdict(self)
-        for key in ("outputs", "capabilities", "allowed_paths", "allowed_domains", "secrets"):
+        for key in LIST_FIELDS:
             data[key] = list(data[key])
         data["inputs"] = dict(data["inputs"])
         return data
@@ -125,7 +128,7 @@ class GeneratedToolSpec:
             Every field, tuples as lists.
         """
         data = asdict(self)
-        for key in ("outputs", "capabilities", "allowed_paths", "allowed_domains", "secrets"):
+        for key in LIST_FIELDS:
             data[key] = list(data[key])
         return data
 
