@@ -72,6 +72,7 @@ async def test_a_proposal_pauses_with_its_review_and_the_approving_plan_activate
     assert review["validation"]["ok"] is True
     assert Path(review["code_path"]).read_text() == SHOUT
     assert "Approving this call approves shout v1 and activates it from the next cycle" in preview
+    assert preview.endswith(review["diff"].rstrip("\n"))  # the diff is at the gate too
     assert agent.toolsmaker.record("shout", 1).status is ToolStatus.APPROVAL_REQUIRED
     assert "shout" not in agent.registry  # nothing runs before a person approves
 

@@ -6,7 +6,7 @@ approved, see below). How a proposal goes:
 
 1. **decide** computes the call's preview, which *builds* the tool (request -> code -> validation
    -> review artifact; an identical proposal reuses its earlier build) and shows the review
-   summary with the paths of the review artifact (diff, validation report) and the code;
+   summary, the paths of the review artifact (validation report) and the code, and the diff;
 2. the run pauses at the **gate** with that preview (APPROVAL_REQUIRED);
 3. a plan that approves the call lets **act** run it: the version is approved (by "plan"), activated
    and registered, and the result asks the act stage to make it active in this run
@@ -111,8 +111,9 @@ class ProposeTool:
             args: The proposal (an intent).
 
         Returns:
-            The review summary with the paths of the review artifact and the code, or why
-            the proposal cannot be built or failed validation.
+            The review summary, the paths of the review artifact and the code, and the diff
+            against the previous version; or why the proposal cannot be built or failed
+            validation.
         """
         try:
             built = self._build(args)
@@ -126,13 +127,15 @@ class ProposeTool:
                 "call activates nothing."
             )
         review = self._maker().review(name, version) if self._maker else {}
+        # The diff comes last: the preview is cut at a few thousand characters, and what is
+        # cut is in the artifact.
         return (
             f"{review.get('summary', name)}\n"
             f"review artifact (diff, validation report): {built.review_path}\n"
             f"code: {built.code_path}\n"
             f"Approving this call approves {name} v{version} and activates it from the next "
-            "cycle; it always runs sandboxed."
-        )
+            f"cycle; it always runs sandboxed.\n{review.get('diff', '')}"
+        ).rstrip("\n")
 
     def escalate(self, args: dict[str, Any]) -> str:
         """Every proposal waits for a person (a tool-wide grant does not cover it).
