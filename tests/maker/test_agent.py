@@ -372,3 +372,17 @@ def test_a_user_tool_named_propose_tool_is_left_alone(tmp_path: Path) -> None:
 
     agent = make(tmp_path, tools=[propose_tool])
     assert agent.registry["propose_tool"].description.startswith("My own proposer")
+
+
+async def test_a_tool_wide_grant_does_not_cover_the_next_proposal(tmp_path: Path) -> None:
+    second = {**PROPOSAL, "name": "whisper", "code": SHOUT.replace("upper", "lower")}
+    turns = [call("propose_tool", **PROPOSAL), call("propose_tool", **second), {"text": "done"}]
+    agent = make(tmp_path, turns, tools=["propose_tool"])
+    paused = await agent.run("two tools")
+    again = await agent.resume(paused.thread_id, UserPlan(approve=["*"], grant_scope="tool"))
+    assert again.status == "paused" and again.gate is not None
+    assert again.gate["pending"][0]["preview"].startswith("whisper v1")
+    assert agent.toolsmaker.active_versions() == {"shout": 1}
+    done = await agent.resume(again.thread_id, UserPlan(approve=["*"]))
+    assert done.status == "completed"
+    assert agent.toolsmaker.active_versions() == {"shout": 1, "whisper": 1}
