@@ -93,6 +93,7 @@ __all__ = [
     "StreamingConfig",
     "TokenizerConfig",
     "ToolConfig",
+    "ToolsmakerConfig",
     "WebSearchConfig",
     "load_mcp_config",
     "load_settings",
@@ -790,6 +791,30 @@ class NotesConfig(_Section):
     )
 
 
+class ToolsmakerConfig(_Section):
+    """Generated tools (the toolsmaker): where they are kept and how each call is confined.
+
+    Every call of a generated tool runs in its own bubblewrap sandbox; these are its limits.
+    ``dir`` and ``audit_path`` are relative to the working directory, like ``checkpoint_path``;
+    ``Agent(toolsmaker_dir=..., toolsmaker_audit_path=...)`` overrides them.
+
+    Example:
+        >>> ToolsmakerConfig().dir.as_posix(), ToolsmakerConfig().memory_mb
+        ('.agents/toolsmaker', 512)
+    """
+
+    dir: Path = Path(".agents/toolsmaker")
+    audit_path: Path | None = Field(default=None, description="Default: dir/audit.jsonl.")
+    timeout: float = Field(default=30.0, gt=0, description="Wall seconds per call.")
+    cpu_seconds: int | None = Field(default=None, gt=0, description="Default: the timeout.")
+    memory_mb: int = Field(default=512, ge=64, description="Address space of the tool process.")
+    file_size_mb: int = Field(default=16, ge=0, description="Largest file it may write.")
+    tmp_mb: int = Field(default=16, ge=0, description="Size of its private /tmp (0: none).")
+    max_output_bytes: int = Field(default=1_000_000, gt=0, description="Bytes read per call.")
+    max_response_bytes: int = Field(default=1_000_000, gt=0, description="Per HTTP response.")
+    max_redirects: int = Field(default=5, ge=0)
+
+
 class ToolConfig(_Section):
     """How tools run: limits for every tool, and the built-in tools' own settings.
 
@@ -812,6 +837,7 @@ class ToolConfig(_Section):
     bash: BashToolConfig = Field(default_factory=BashToolConfig)
     web_search: WebSearchConfig = Field(default_factory=WebSearchConfig)
     notes: NotesConfig = Field(default_factory=NotesConfig)
+    toolsmaker: ToolsmakerConfig = Field(default_factory=ToolsmakerConfig)
 
 
 # --- MCP servers (spec 5.5.2) --------------------------------------------------------------------

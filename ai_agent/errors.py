@@ -23,6 +23,9 @@ AgentError
 │   ├── ToolRegistrationError   a tool definition is invalid (caught at registration)
 │   ├── UnknownToolError        a name that no registered tool has
 │   ├── ToolPolicyViolation     a tool tried something its policy forbids
+│   ├── ToolBuildError          the toolsmaker cannot build what it was given
+│   ├── ToolTransitionError     a generated tool's status change its lifecycle refuses
+│   ├── SandboxUnavailableError the OS sandbox of generated tools (bubblewrap) cannot run
 │   ├── ApprovalRequiredError   a direct call needs a person's approval first
 │   ├── ToolTimeoutError        a tool did not finish in time (results carry its name)
 │   └── SchemaViolation         a call's arguments do not fit the tool's schema
@@ -38,7 +41,6 @@ AgentError
 ├── StoreError                  the checkpoint database or run store cannot be used
 └── LocalBackendError           the built-in local model server could not be prepared or started
 ```
-
 """
 
 from __future__ import annotations
@@ -67,15 +69,18 @@ __all__ = [
     "ReplayDivergedError",
     "ResponseTooLargeError",
     "RunError",
+    "SandboxUnavailableError",
     "SchemaViolation",
     "ScriptExhaustedError",
     "StoreError",
     "StreamInterruptedError",
     "ThreadBusyError",
+    "ToolBuildError",
     "ToolError",
     "ToolPolicyViolation",
     "ToolRegistrationError",
     "ToolTimeoutError",
+    "ToolTransitionError",
     "UnknownCheckpointError",
     "UnknownOutputError",
     "UnknownThreadError",
@@ -209,6 +214,26 @@ class UnknownToolError(ToolError):
 
 class ToolPolicyViolation(ToolError):  # noqa: N818 - the name the toolsmaker spec uses
     """A tool tried to do something its policy does not allow."""
+
+
+class ToolBuildError(ToolError):
+    """The toolsmaker was given something it cannot build (not an intent, unknown fields)."""
+
+
+class ToolTransitionError(ToolError):
+    """A generated tool's status change that its lifecycle does not allow.
+
+    The lifecycle is ``draft -> validated -> approval_required -> approved | rejected`` and
+    ``approved -> activated``; the message names the allowed next statuses.
+    """
+
+
+class SandboxUnavailableError(ToolError):
+    """Generated tools cannot run here: bubblewrap (the OS sandbox) is missing or fails.
+
+    There is no fallback to running them in the engine's process: install the Debian package
+    ``bubblewrap``.
+    """
 
 
 class ApprovalRequiredError(ToolError):

@@ -27,6 +27,7 @@ from ai_agent.graph.prune import PruneMixin
 from ai_agent.graph.replay import ReplayMixin
 from ai_agent.graph.streaming import StreamingMixin
 from ai_agent.graph.tools_mixin import ToolsMixin
+from ai_agent.graph.toolsmaker_mixin import ToolsmakerMixin
 from ai_agent.graph.worker import WorkerMixin
 
 __all__ = ["Agent"]
@@ -34,6 +35,7 @@ __all__ = ["Agent"]
 
 class Agent(
     McpMixin,
+    ToolsmakerMixin,
     ToolsMixin,
     WorkerMixin,
     StreamingMixin,
@@ -53,7 +55,9 @@ class Agent(
     each call opens and closes what it needs.
 
     The methods come from feature mixins over `ai_agent.graph.core.AgentCore`: MCP servers
-    (``agent.mcp``), tool management (``register_tool``, ``call_tool``, ``tool_output``...),
+    (``agent.mcp``), generated tools (the toolsmaker: ``build_dynamic_tool``,
+    ``approve_dynamic_tool``, ``activate_tool_version``...), tool management
+    (``register_tool``, ``call_tool``, ``tool_output``...),
     checkpoints and forks (``history``, ``fork``), ``replay``, the inspection helpers (``get_*``,
     ``timeline``), pictures (``run_report``, ``export_html``), ``prune``, and the plan queue
     served by workers (``submit_plan``).
@@ -95,6 +99,10 @@ class Agent(
             settings' ``mcp_servers``; their tools join the catalog when they start (see
             `ai_agent.graph.mcp_mixin`).
         mcp_config: A YAML, JSON or TOML file of MCP servers (or a list of them), read now.
+        toolsmaker_dir: Where generated tools are kept (default: the settings'
+            ``tool_config.toolsmaker.dir``, ``.agents/toolsmaker``).
+        toolsmaker_audit_path: The toolsmaker's audit log (default:
+            ``toolsmaker_dir/audit.jsonl``).
 
     Examples:
         >>> import asyncio

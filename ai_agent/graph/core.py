@@ -131,6 +131,8 @@ class AgentCore:
         tracer_provider: Any = None,
         mcp_servers: Sequence[McpServerConfig | Mapping[str, Any]] | None = None,
         mcp_config: str | Path | Sequence[str | Path] | None = None,
+        toolsmaker_dir: str | Path | None = None,
+        toolsmaker_audit_path: str | Path | None = None,
     ) -> None:
         s = settings if settings is not None else load_settings()
         self.settings = s
@@ -198,6 +200,16 @@ class AgentCore:
         self._saver_cm: contextlib.AbstractAsyncContextManager[Any] | None = None
         self._open_lock = asyncio.Lock()
         self._last_thread: str | None = None
+        self._set_up_toolsmaker(toolsmaker_dir, toolsmaker_audit_path)
+
+    def _set_up_toolsmaker(
+        self, toolsmaker_dir: str | Path | None, toolsmaker_audit_path: str | Path | None
+    ) -> None:
+        """Where generated tools live; the toolsmaker mixin (``toolsmaker_mixin.py``) does it.
+
+        The core only takes the arguments, so the Agent's constructor keeps one signature (the
+        one documented on `ai_agent.Agent`).
+        """
 
     @classmethod
     def from_settings(cls, settings: AgentSettings, **overrides: Any) -> Self:

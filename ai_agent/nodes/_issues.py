@@ -27,6 +27,10 @@ _CODE_MAP = {
     "DATA_MISSING": "DATA_MISSING",
     "MISSING_ENV": "MISSING_ENV",
     "TOOL_MISSING": "TOOL_MISSING",
+    # The engine stopped the tool (a sandbox policy violation) or cannot run it: a tool error,
+    # whatever words ("limit", "forbidden") the message happens to use.
+    "POLICY_VIOLATION": "TOOL_ERROR",
+    "SANDBOX_UNAVAILABLE": "TOOL_ERROR",
 }
 
 

@@ -49,6 +49,7 @@ class ActUpdate(TypedDict, total=False):
     issues: list[Issue]
     resolving: bool
     tools_used: list[str]
+    active_tools: list[str]
     trace: list[TraceEvent]
 
 
@@ -83,6 +84,7 @@ class _Cycle:
         self.plan = _latest_plan(state) if self.answered else {}
         self.grants: list[Grant] = list(state.get("grants", []))
         self.used: list[str] = list(state.get("tools_used", []))
+        self.active: list[str] = list(state.get("active_tools", []))
         self.update = ActUpdate(pending=[], messages=[], results=[], issues=[], trace=[])
 
     async def verdict(self, pending: PendingCall) -> Verdict:
@@ -229,7 +231,22 @@ class _Cycle:
         bounded["content" if result["status"] != "error" else "error"] = clipped
         return clipped, bounded
 
+    def activate(self, result: ToolResult) -> None:
+        """Tools a result asks to make active from the next cycle (``meta.activate_tools``).
+
+        This is how ``propose_tool`` makes a tool a person just approved callable: the registry
+        has it from the next cycle's snapshot, and the run's active set names it.
+        """
+        names = (result.get("meta") or {}).get("activate_tools")
+        if not isinstance(names, list):
+            return
+        added = [n for n in names if isinstance(n, str) and n not in self.active]
+        if added:
+            self.active += added
+            self.update["active_tools"] = list(self.active)
+
     async def record(self, call: ToolCall, result: ToolResult) -> None:
+        self.activate(result)
         text = self.context.tools.format_result(call["name"], result)
         text, result = await self.clip(call, text, result)
         self.update["messages"].append(

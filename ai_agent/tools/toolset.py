@@ -24,6 +24,7 @@ from types import MappingProxyType
 from typing import Any, cast
 
 from ai_agent.context import CallReview, ToolInfo
+from ai_agent.errors import SandboxUnavailableError, ToolPolicyViolation
 from ai_agent.resilience import RetryPolicy, retry_tool
 from ai_agent.state import ToolCall, ToolResult
 from ai_agent.tools.naming import wire_name
@@ -289,11 +290,20 @@ class ToolSet:
                 status="error",
                 error=f"tool {spec.name!r} raised {type(exc).__name__}: {exc}",
                 meta={
-                    "code": "TOOL_EXCEPTION",
+                    "code": _exception_code(exc),
                     # The exception's classes, so a retry policy can recognise ConnectionError.
                     "exception_types": [c.__name__ for c in type(exc).__mro__[:-1]],
                 },
             )
+
+
+def _exception_code(exc: Exception) -> str:
+    """The result code of an exception: the engine's own refusals keep their meaning."""
+    if isinstance(exc, ToolPolicyViolation):
+        return "POLICY_VIOLATION"
+    if isinstance(exc, SandboxUnavailableError):
+        return "SANDBOX_UNAVAILABLE"
+    return "TOOL_EXCEPTION"
 
 
 async def _call(spec: ToolSpec, args: dict[str, Any], ctx: dict[str, Any]) -> Any:

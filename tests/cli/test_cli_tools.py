@@ -54,7 +54,7 @@ def test_tools_by_category_with_missing_keys(
     assert out.splitlines() == [
         "external: runs without asking; the first call of each in a run waits for a person "
         "(policy: auto)",
-        "  web_search         web      Search the web; returns results with title, url and "
+        "  web_search         web        Search the web; returns results with title, url and "
         "snippet.  (needs BRAVE_API_KEY)",
     ]
     assert main(["tools", "--json", "--category", "read_only"]) == 0

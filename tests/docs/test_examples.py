@@ -23,6 +23,7 @@ REPO = Path(__file__).resolve().parents[2]
 OWN_TESTS = {
     "docs/mcp.md": "tests/mcp/test_docs.py",
     "docs/observability.md": "tests/observability/test_docs.py",
+    "docs/toolsmaker.md": "tests/maker/test_docs.py",
 }
 
 pytestmark = pytest.mark.timeout(300)

@@ -8,6 +8,7 @@ group                     category      tools
                                         copy_file
 ``search``                read_only     glob_search, grep_search
 ``shell``                 modification  run_bash
+``toolsmaker``            modification  propose_tool (a person reviews every proposal)
 ``web``                   external      web_search
 ``notes``                 read_only     find_similar, read_note
 ``math``                  read_only     calculator
@@ -46,6 +47,7 @@ BUILTIN_NAMES = (
     "glob_search",
     "grep_search",
     "run_bash",
+    "propose_tool",
     "web_search",
     "find_similar",
     "read_note",
@@ -104,6 +106,9 @@ def builtin_tools(
         >>> [t.name for t in builtin_tools()][-3:]
         ['find_similar', 'read_note', 'calculator']
     """
+    # The toolsmaker's modules load only when an Agent builds its catalog, not on import.
+    from ai_agent.tools.maker.propose import propose_tool_spec
+
     config = config or ToolConfig()
     sandbox = sandbox_for(config.files, workdir)
     notes_folder = config.notes.folder or sandbox.base
@@ -111,6 +116,7 @@ def builtin_tools(
         *file_tools(sandbox, config.files),
         *search_tools(sandbox, config.files),
         bash_tool(sandbox, config.bash),
+        propose_tool_spec(),
         web_search_tool(config.web_search),
         *notes_tools(notes_folder, config.notes, embed),
         CALCULATOR,

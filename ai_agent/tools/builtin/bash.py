@@ -46,7 +46,7 @@ from ai_agent.tools.builtin.shellparse import Parsed, parse_command
 from ai_agent.tools.builtin.walk import require_directory
 from ai_agent.tools.spec import ToolCategory, ToolSpec
 
-__all__ = ["BashTool", "bash_tool"]
+__all__ = ["BashTool", "bash_tool", "root_dirs"]
 
 _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|^MAMBA_", re.IGNORECASE)
 _HIJACK = re.compile(
@@ -466,15 +466,27 @@ def _result(
     return ToolResult(status="ok", content=text, meta=meta)
 
 
-def bwrap_arguments(base: Path, cwd: Path, readonly: list[Path]) -> list[str]:
-    """Bubblewrap options: system read-only, ``base`` writable, no network, private /tmp."""
-    args = ["--die-with-parent", "--new-session", "--unshare-all", "--ro-bind", "/usr", "/usr"]
-    for top in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
+def root_dirs(tops: tuple[str, ...]) -> list[str]:
+    """Bubblewrap options recreating top-level system directories (``/lib``...) read-only.
+
+    On merged-/usr systems they are symlinks into ``/usr`` and become the same symlinks; where
+    they are real directories they are bound read-only. Shared by ``run_bash`` and the
+    toolsmaker's sandbox (`ai_agent.tools.maker.confine`).
+    """
+    args: list[str] = []
+    for top in tops:
         host = Path("/") / top
         if host.is_symlink():
             args += ["--symlink", os.readlink(host), str(host)]
         elif host.is_dir():
             args += ["--ro-bind", str(host), str(host)]
+    return args
+
+
+def bwrap_arguments(base: Path, cwd: Path, readonly: list[Path]) -> list[str]:
+    """Bubblewrap options: system read-only, ``base`` writable, no network, private /tmp."""
+    args = ["--die-with-parent", "--new-session", "--unshare-all", "--ro-bind", "/usr", "/usr"]
+    args += root_dirs(("bin", "sbin", "lib", "lib32", "lib64", "libx32"))
     for name in _BWRAP_ETC:
         args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
     for path in readonly:

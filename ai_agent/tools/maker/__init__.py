@@ -1,0 +1,42 @@
+"""The toolsmaker: the agent proposes tools at run time, a person reviews, the OS confines them.
+
+A structured intent becomes a `ToolBuildRequest`, then a canonical spec and Python code
+(`.builder`), checked by `.validator` (a filter and review aid, not the boundary), moved
+through ``draft -> validated -> approval_required -> approved | rejected -> activated``
+(`.approvals`), versioned and audited on disk (`.storage`, `.audit`), and loaded
+(`.loader`) as a ToolSpec whose every call runs in its own bubblewrap sandbox
+(`.confine`; HTTP through `.broker`; limits and the guarded tool in `.policy`).
+`ToolsmakerRegistry` is the only thing that changes this state. See docs/toolsmaker.md.
+"""
+
+from ai_agent.tools.maker.audit import AuditLog, AuditReport, verify_audit
+from ai_agent.tools.maker.builder import request_from_intent
+from ai_agent.tools.maker.policy import PolicyGuardedTool, SandboxLimits
+from ai_agent.tools.maker.records import (
+    BuildRecord,
+    BuildResult,
+    GeneratedToolSpec,
+    ToolBuildRequest,
+    ToolStatus,
+)
+from ai_agent.tools.maker.registry import DEFAULT_TOOLSMAKER_DIR, ToolsmakerRegistry
+from ai_agent.tools.maker.validator import ValidationReport, validate_code, validate_request
+
+__all__ = [
+    "DEFAULT_TOOLSMAKER_DIR",
+    "AuditLog",
+    "AuditReport",
+    "BuildRecord",
+    "BuildResult",
+    "GeneratedToolSpec",
+    "PolicyGuardedTool",
+    "SandboxLimits",
+    "ToolBuildRequest",
+    "ToolStatus",
+    "ToolsmakerRegistry",
+    "ValidationReport",
+    "request_from_intent",
+    "validate_code",
+    "validate_request",
+    "verify_audit",
+]

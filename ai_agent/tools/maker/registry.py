@@ -1,0 +1,642 @@
+"""ToolsmakerRegistry: the one place that changes toolsmaker state.
+
+It builds (request -> validated code -> review artifact), moves versions through their
+lifecycle (`ai_agent.tools.maker.approvals`), activates and rolls back versions, and puts
+the active ones into the Agent's runtime `ai_agent.tools.registry.ToolRegistry`, next to
+the static tools: a run sees generated and static tools in one catalog, pinned per cycle.
+
+Every change holds the directory's lock (several processes may share one toolsmaker directory)
+and is written atomically; every step is an audit event.
+
+Examples:
+    >>> import tempfile
+    >>> maker = ToolsmakerRegistry(tempfile.mkdtemp())
+    >>> built = maker.build_from_intent({"name": "shout", "purpose": "Upper-case a text.",
+    ...                                  "inputs": {"text": "string"}, "outputs": ["text"]})
+    >>> built.status.value, built.spec.version
+    ('approval_required', 1)
+    >>> maker.approve("shout", 1).status.value
+    'approved'
+    >>> maker.activate("shout", 1).name
+    'shout'
+    >>> maker.active_versions()
+    {'shout': 1}
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Collection, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from ai_agent.errors import (
+    ToolBuildError,
+    ToolPolicyViolation,
+    ToolTransitionError,
+    UnknownToolError,
+)
+from ai_agent.tools.maker.approvals import check_transition, review_artifact
+from ai_agent.tools.maker.audit import AuditLog, AuditReport, verify_audit
+from ai_agent.tools.maker.builder import build, request_from_intent
+from ai_agent.tools.maker.loader import GENERATED_GROUP, load_tool
+from ai_agent.tools.maker.policy import SandboxLimits
+from ai_agent.tools.maker.records import (
+    BuildRecord,
+    BuildResult,
+    GeneratedToolSpec,
+    ToolBuildRequest,
+    ToolStatus,
+)
+from ai_agent.tools.maker.storage import Layout, atomic_write, dumps, read_json
+from ai_agent.tools.maker.validator import NAME, validate_code, validate_request
+from ai_agent.tools.registry import ToolRegistry
+from ai_agent.tools.spec import ToolSpec
+
+__all__ = ["DEFAULT_TOOLSMAKER_DIR", "ToolsmakerRegistry"]
+
+DEFAULT_TOOLSMAKER_DIR = Path(".agents/toolsmaker")
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+class ToolsmakerRegistry:
+    """Builds, reviews, versions and activates generated tools (see the module docstring).
+
+    Args:
+        directory: ``toolsmaker_dir`` (created on the first change).
+        audit_path: ``toolsmaker_audit_path`` (default ``directory/audit.jsonl``).
+        runtime: The runtime tool registry active versions are registered in (a new one when
+            None: useful for the CLI and tests).
+        base_dir: The workspace generated tools' ``allowed_paths`` are relative to.
+        limits: Limits of every generated tool call.
+        protected: More host paths no generated tool may have mounted (the checkpoint database's
+            directory); the toolsmaker directory and the audit log always are.
+    """
+
+    def __init__(
+        self,
+        directory: str | os.PathLike[str] = DEFAULT_TOOLSMAKER_DIR,
+        *,
+        audit_path: str | os.PathLike[str] | None = None,
+        runtime: ToolRegistry | None = None,
+        base_dir: str | os.PathLike[str] = ".",
+        limits: SandboxLimits | None = None,
+        protected: Collection[str | os.PathLike[str]] = (),
+    ) -> None:
+        self.layout = Layout(Path(directory), Path(audit_path) if audit_path else None)
+        self.audit_log = AuditLog(self.layout.audit)
+        self.runtime = runtime if runtime is not None else ToolRegistry()
+        self.base_dir = Path(base_dir)
+        self.limits = limits or SandboxLimits()
+        self.protected = (
+            self.layout.root.absolute(),
+            self.layout.audit.absolute(),
+            *(Path(p).absolute() for p in protected),
+        )
+        self._loaded: dict[str, int] = {}
+
+    # Audit ------------------------------------------------------------------------------------
+    def audit(
+        self, event: str, *, tool: str | None = None, version: int | None = None, **data: Any
+    ) -> dict[str, Any]:
+        """Append one event to the hash-chained audit log.
+
+        Args:
+            event: The event's name.
+            tool: The tool it concerns.
+            version: The version it concerns.
+            **data: What else to keep with it.
+
+        Returns:
+            The entry as written.
+        """
+        return self.audit_log.append(event, tool=tool, version=version, **data)
+
+    def verify_audit(self) -> AuditReport:
+        """Check the audit log's chain and head (``ai-agent tools audit --verify``).
+
+        Returns:
+            The report (``ok``, line count, head hash, problems).
+        """
+        return verify_audit(self.layout.audit)
+
+    # Reading ----------------------------------------------------------------------------------
+    def records(self, name: str | None = None) -> list[BuildRecord]:
+        """Every build record, by name then version.
+
+        Args:
+            name: Only this tool's versions (None: every tool's).
+
+        Returns:
+            The records.
+        """
+        out = []
+        pattern = f"{name}_v*.json" if name else "*_v*.json"
+        for path in self.layout.specs.glob(pattern):
+            data = read_json(path)
+            if data is not None and (name is None or data["spec"]["name"] == name):
+                out.append(BuildRecord.from_json(data))
+        return sorted(out, key=lambda r: (r.name, r.version))
+
+    def record(self, name: str, version: int | None = None) -> BuildRecord:
+        """One version's record.
+
+        Args:
+            name: The tool.
+            version: The version (None: the latest).
+
+        Returns:
+            The record.
+
+        Raises:
+            UnknownToolError: no such generated tool or version.
+        """
+        if version is not None:
+            data = read_json(self.layout.record(name, version)) if NAME.match(name) else None
+            if data is None:
+                raise UnknownToolError(self._unknown(name, version))
+            return BuildRecord.from_json(data)
+        versions = self.records(name) if NAME.match(name) else []
+        if not versions:
+            raise UnknownToolError(self._unknown(name, None))
+        return versions[-1]
+
+    def _unknown(self, name: str, version: int | None) -> str:
+        known = sorted({r.name for r in self.records()})
+        what = f"{name} v{version}" if version is not None else name
+        return (
+            f"no generated tool {what}; generated tools: {', '.join(known) or 'none'} "
+            "(`ai-agent tools pending` lists those waiting for review)"
+        )
+
+    def pending(self) -> list[BuildRecord]:
+        """Versions waiting for a person.
+
+        Returns:
+            The records in ``approval_required``, by name then version.
+        """
+        return [r for r in self.records() if r.status is ToolStatus.APPROVAL_REQUIRED]
+
+    def active_versions(self) -> dict[str, int]:
+        """Which version of each tool is active.
+
+        Returns:
+            Tool name -> version, from ``active_versions.json`` (empty when there is none).
+        """
+        data = read_json(self.layout.active, {})
+        return {str(k): int(v) for k, v in data.items()}
+
+    def code(self, name: str, version: int) -> str:
+        """The generated module of one version.
+
+        Args:
+            name: The tool.
+            version: The version.
+
+        Returns:
+            The module's source as it is on disk.
+
+        Raises:
+            UnknownToolError: no such version.
+        """
+        record = self.record(name, version)
+        return (self.layout.root / record.code_path).read_text(encoding="utf-8")
+
+    def review(self, name: str, version: int) -> dict[str, Any]:
+        """The review artifact of one version.
+
+        Args:
+            name: The tool.
+            version: The version.
+
+        Returns:
+            The artifact (summary, diff, validation, code path...); empty for a version that
+            failed validation.
+
+        Raises:
+            UnknownToolError: no such version.
+        """
+        record = self.record(name, version)
+        if record.review_path is None:
+            return {}
+        data: dict[str, Any] = read_json(self.layout.root / record.review_path, {})
+        return data
+
+    # Building ---------------------------------------------------------------------------------
+    def request_from_intent(self, intent: Mapping[str, Any]) -> ToolBuildRequest:
+        """A build request from a structured intent.
+
+        Args:
+            intent: ``name``, ``purpose`` and any other intent field.
+
+        Returns:
+            The request (see `ai_agent.tools.maker.builder.request_from_intent`).
+
+        Raises:
+            ToolBuildError: not an intent.
+        """
+        return request_from_intent(intent)
+
+    def build_from_intent(self, intent: Mapping[str, Any], *, by: str = "api") -> BuildResult:
+        """Build from a structured intent (see `build`).
+
+        Args:
+            intent: ``name``, ``purpose`` and any other intent field.
+            by: Who asked (kept in the history and the audit log).
+
+        Returns:
+            The build's result.
+
+        Raises:
+            ToolBuildError: not an intent, or a name that cannot name files.
+        """
+        return self.build(request_from_intent(intent), by=by)
+
+    def build(self, request: ToolBuildRequest, *, by: str = "api") -> BuildResult:
+        """Generate, validate and prepare one new version for review.
+
+        A request identical to the latest version of its tool (same spec and code) returns that
+        version (``reused=True``) instead of making another one, so proposing the same tool
+        twice gives one review, not two. A rejected version is never reused.
+
+        Args:
+            request: What to build.
+            by: Who asked (kept in the history and the audit log).
+
+        Returns:
+            The result: ``approval_required`` with the review artifact's path when it passed
+            validation, ``draft`` (never shown to a person) when it did not.
+
+        Raises:
+            ToolBuildError: the name cannot name files (nothing is stored).
+        """
+        if not isinstance(request.name, str) or not NAME.match(request.name):
+            raise ToolBuildError(
+                f"tool name {request.name!r} is invalid: a letter, then letters, digits or '_'"
+            )
+        with self.layout.locked():
+            versions = self.records(request.name)
+            latest = versions[-1] if versions else None
+            spec, code = build(request, (latest.version if latest else 0) + 1)
+            if (
+                latest is not None
+                and latest.status is not ToolStatus.REJECTED
+                and _same_build(latest.spec, spec)
+            ):
+                return self._result(latest, reused=True)
+            return self._build_locked(request, spec, code, versions, by)
+
+    def _build_locked(
+        self,
+        request: ToolBuildRequest,
+        spec: GeneratedToolSpec,
+        code: str,
+        versions: list[BuildRecord],
+        by: str,
+    ) -> BuildResult:
+        name, version = spec.name, spec.version
+        summary = {k: v for k, v in request.to_json().items() if k != "code"}
+        self.audit(
+            "tool_build_requested",
+            tool=name,
+            version=version,
+            by=by,
+            request=summary,
+            carries_code=request.code is not None,
+        )
+        code_file = self.layout.code(name, version)
+        atomic_write(code_file, code)
+        self.audit(
+            "tool_build_generated",
+            tool=name,
+            version=version,
+            code_path=self.layout.relative(code_file),
+            code_sha256=spec.code_sha256,
+            from_template=spec.generated,
+        )
+        report = validate_request(request, reserved=self._static_names())
+        if report.ok:
+            code_report = validate_code(
+                code, capabilities=spec.capabilities, inputs=spec.parameters["properties"]
+            )
+            report.errors += code_report.errors
+            report.warnings += code_report.warnings
+            report.uses += code_report.uses
+        record = BuildRecord(
+            spec=spec,
+            status=ToolStatus.DRAFT,
+            request=request.to_json(),
+            validation=report.to_json(),
+            code_path=self.layout.relative(code_file),
+            history=[{"status": "draft", "at": _now(), "by": by}],
+        )
+        self._save(record)
+        self.audit(
+            "tool_build_validated",
+            tool=name,
+            version=version,
+            ok=report.ok,
+            errors=report.errors,
+            warnings=report.warnings,
+        )
+        if not report.ok:
+            return self._result(record)
+        self._move(record, ToolStatus.VALIDATED, by="validator")
+        self._write_review(record, code, versions)
+        self._move(record, ToolStatus.APPROVAL_REQUIRED, by="toolsmaker")
+        self.audit(
+            "tool_approval_required",
+            tool=name,
+            version=version,
+            review_path=record.review_path,
+            code_sha256=spec.code_sha256,
+        )
+        return self._result(record)
+
+    def _static_names(self) -> set[str]:
+        generated = {r.name for r in self.records()}
+        return {n for n in self.runtime if n not in generated}
+
+    def _write_review(self, record: BuildRecord, code: str, versions: list[BuildRecord]) -> None:
+        active = self.active_versions().get(record.name)
+        earlier = [r for r in versions if r.version < record.version]
+        previous = next((r for r in earlier if r.version == active), None)
+        if previous is None and earlier:
+            previous = earlier[-1]
+        previous_code = ""
+        if previous is not None:
+            try:
+                previous_code = (self.layout.root / previous.code_path).read_text("utf-8")
+            except OSError:
+                previous_code = ""
+        path = self.layout.review(record.name, record.version)
+        artifact = review_artifact(
+            record,
+            code,
+            code_path=str(self.layout.root / record.code_path),
+            previous=previous,
+            previous_code=previous_code,
+        )
+        atomic_write(path, dumps(artifact))
+        record.review_path = self.layout.relative(path)
+
+    def _result(self, record: BuildRecord, *, reused: bool = False) -> BuildResult:
+        review = self.layout.root / record.review_path if record.review_path else None
+        return BuildResult(
+            spec=record.spec,
+            status=record.status,
+            validation=record.validation,
+            code_path=str((self.layout.root / record.code_path).absolute()),
+            review_path=str(review.absolute()) if review else None,
+            reused=reused,
+        )
+
+    # Lifecycle --------------------------------------------------------------------------------
+    def _save(self, record: BuildRecord) -> None:
+        atomic_write(self.layout.record(record.name, record.version), dumps(record.to_json()))
+
+    def _check(self, record: BuildRecord, target: ToolStatus, *, by: str) -> None:
+        try:
+            check_transition(record.name, record.version, record.status, target)
+        except ToolTransitionError as exc:
+            self.audit(
+                "tool_transition_refused",
+                tool=record.name,
+                version=record.version,
+                current=record.status.value,
+                wanted=target.value,
+                by=by,
+                message=str(exc),
+            )
+            raise
+
+    def _move(
+        self, record: BuildRecord, target: ToolStatus, *, by: str, reason: str | None = None
+    ) -> None:
+        self._check(record, target, by=by)
+        record.status = target
+        entry: dict[str, Any] = {"status": target.value, "at": _now(), "by": by}
+        if reason:
+            entry["reason"] = reason
+        record.history.append(entry)
+        self._save(record)
+
+    def approve(self, name: str, version: int, *, by: str = "person") -> BuildRecord:
+        """A person approved this version (``approval_required -> approved``).
+
+        Args:
+            name: The tool.
+            version: The version.
+            by: Who approved it.
+
+        Returns:
+            The updated record.
+
+        Raises:
+            UnknownToolError: no such version.
+            ToolTransitionError: it is not waiting for approval (audited as refused).
+        """
+        with self.layout.locked():
+            record = self.record(name, version)
+            self._move(record, ToolStatus.APPROVED, by=by)
+            self.audit(
+                "tool_approved",
+                tool=name,
+                version=version,
+                by=by,
+                code_sha256=record.spec.code_sha256,
+            )
+            return record
+
+    def reject(self, name: str, version: int, *, reason: str, by: str = "person") -> BuildRecord:
+        """A person rejected this version (``approval_required -> rejected``, final).
+
+        Args:
+            name: The tool.
+            version: The version.
+            reason: Why (kept in the history and the audit log).
+            by: Who rejected it.
+
+        Returns:
+            The updated record.
+
+        Raises:
+            UnknownToolError: no such version.
+            ToolTransitionError: it is not waiting for approval (audited as refused).
+        """
+        with self.layout.locked():
+            record = self.record(name, version)
+            self._move(record, ToolStatus.REJECTED, by=by, reason=reason)
+            self.audit("tool_build_rejected", tool=name, version=version, by=by, reason=reason)
+            return record
+
+    def activate(
+        self, name: str, version: int, *, max_output_chars: int | None = None, by: str = "person"
+    ) -> ToolSpec:
+        """Make an approved version the active one (``approved -> activated``) and register it.
+
+        Args:
+            name: The tool.
+            version: An approved version.
+            max_output_chars: Cap of its result text (default: the registry's limits).
+            by: Who activates it (recorded in the history and the audit log).
+
+        Returns:
+            The runtime ToolSpec, registered in the runtime registry.
+
+        Raises:
+            ToolTransitionError: the version is not approved (an earlier activated version is
+                made active again with `rollback`).
+            ToolPolicyViolation: its code changed on disk since the review.
+            ToolBuildError: ``max_output_chars`` below 1, or a static tool holds the name.
+        """
+        if max_output_chars is not None and max_output_chars < 1:
+            raise ToolBuildError("max_output_chars must be at least 1")
+        with self.layout.locked():
+            record = self.record(name, version)
+            self._check(record, ToolStatus.ACTIVATED, by=by)
+            self._check_shadow(name)
+            record.max_output_chars = max_output_chars
+            spec = self._load(record)  # refuses changed code before anything is marked active
+            self._move(record, ToolStatus.ACTIVATED, by=by)
+            previous = self._set_active(name, version)
+            self.audit(
+                "tool_activated",
+                tool=name,
+                version=version,
+                by=by,
+                previous_version=previous,
+                max_output_chars=max_output_chars,
+            )
+        return self._register(spec, version)
+
+    def rollback(self, name: str, version: int | None = None, *, by: str = "person") -> ToolSpec:
+        """Make an earlier activated version active again.
+
+        Args:
+            name: The tool.
+            version: The version to return to (None: the latest activated one before the
+                active one).
+            by: Who rolled it back.
+
+        Returns:
+            The runtime ToolSpec of that version, registered in the runtime registry.
+
+        Raises:
+            ToolTransitionError: the tool is not active, or there is no such earlier activated
+                version (audited as refused).
+            ToolPolicyViolation: that version's code changed on disk since its review.
+        """
+        with self.layout.locked():
+            current = self.active_versions().get(name)
+            if current is None:
+                raise ToolTransitionError(f"{name} has no active version to roll back from")
+            earlier = [
+                r
+                for r in self.records(name)
+                if r.status is ToolStatus.ACTIVATED and r.version != current
+            ]
+            if version is None:
+                older = [r for r in earlier if r.version < current]
+                target = older[-1] if older else None
+            else:
+                target = next((r for r in earlier if r.version == version), None)
+            if target is None:
+                wanted = f"v{version}" if version is not None else "an earlier version"
+                self.audit(
+                    "tool_transition_refused",
+                    tool=name,
+                    version=version,
+                    by=by,
+                    message=f"rollback to {wanted}: not an activated version other than v{current}",
+                )
+                raise ToolTransitionError(
+                    f"{name} cannot roll back to {wanted}: only versions that were activated "
+                    f"before can be made active again (active: v{current})"
+                )
+            self._check_shadow(name)
+            spec = self._load(target)
+            self._set_active(name, target.version)
+            self.audit(
+                "tool_rolled_back",
+                tool=name,
+                version=target.version,
+                by=by,
+                from_version=current,
+            )
+        return self._register(spec, target.version)
+
+    def _set_active(self, name: str, version: int) -> int | None:
+        active = self.active_versions()
+        previous = active.get(name)
+        active[name] = version
+        atomic_write(self.layout.active, dumps(active))
+        return previous
+
+    # Runtime ----------------------------------------------------------------------------------
+    def _load(self, record: BuildRecord) -> ToolSpec:
+        return load_tool(
+            record,
+            self.layout.root / record.code_path,
+            base_dir=self.base_dir,
+            limits=self.limits,
+            audit=self.audit,
+            protected=self.protected,
+        )
+
+    def _check_shadow(self, name: str) -> None:
+        """Refuse to let a generated tool take the place of a static one."""
+        taken = name in self.runtime and name not in self._loaded
+        if taken and self.runtime[name].group != GENERATED_GROUP:
+            raise ToolBuildError(
+                f"a tool named {name!r} that is not generated is registered; a "
+                "generated tool never replaces it"
+            )
+
+    def _register(self, spec: ToolSpec, version: int) -> ToolSpec:
+        self._check_shadow(spec.name)
+        self.runtime.register(spec, replace=True)
+        self._loaded[spec.name] = version
+        return spec
+
+    def load_active(self) -> list[ToolSpec]:
+        """Register every active version in the runtime registry (at start-up).
+
+        A version whose code changed since its review is skipped (and audited), as are missing
+        ones and names a static tool holds; the others load.
+
+        Returns:
+            The specs registered.
+        """
+        out = []
+        for name, version in sorted(self.active_versions().items()):
+            try:
+                record = self.record(name, version)
+                if record.status is not ToolStatus.ACTIVATED:
+                    continue
+                out.append(self._register(self._load(record), version))
+            except (UnknownToolError, ToolBuildError, ToolPolicyViolation):
+                # A missing, shadowed or tampered tool must not stop the Agent from starting;
+                # a tampered one is in the audit log (tool_policy_blocked, integrity).
+                continue
+        return out
+
+    def loaded(self) -> dict[str, int]:
+        """Generated tools this object registered in the runtime registry.
+
+        Returns:
+            Tool name -> version.
+        """
+        return dict(self._loaded)
+
+
+def _same_build(old: GeneratedToolSpec, new: GeneratedToolSpec) -> bool:
+    """Same spec and code, whatever the version number."""
+    a, b = old.to_json(), new.to_json()
+    a.pop("version")
+    b.pop("version")
+    return a == b
