@@ -803,7 +803,10 @@ class ToolsmakerConfig(_Section):
         ('.agents/toolsmaker', 512)
     """
 
-    dir: Path = Path(".agents/toolsmaker")
+    dir: Path = Field(
+        default=Path(".agents/toolsmaker"),
+        description="Where generated tools, their records, reviews and audit log are kept.",
+    )
     audit_path: Path | None = Field(default=None, description="Default: dir/audit.jsonl.")
     timeout: float = Field(default=30.0, gt=0, description="Wall seconds per call.")
     cpu_seconds: int | None = Field(default=None, gt=0, description="Default: the timeout.")
@@ -812,7 +815,9 @@ class ToolsmakerConfig(_Section):
     tmp_mb: int = Field(default=16, ge=0, description="Size of its private /tmp (0: none).")
     max_output_bytes: int = Field(default=1_000_000, gt=0, description="Bytes read per call.")
     max_response_bytes: int = Field(default=1_000_000, gt=0, description="Per HTTP response.")
-    max_redirects: int = Field(default=5, ge=0)
+    max_redirects: int = Field(
+        default=5, ge=0, description="Redirects the HTTP broker follows (each host checked)."
+    )
 
 
 class ToolConfig(_Section):

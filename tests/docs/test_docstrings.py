@@ -32,9 +32,15 @@ COVERED_ELSEWHERE = {
 }
 
 
+# The toolsmaker's sandbox runner is a script for the sandbox (its socket's descriptor comes from
+# its command line): importing it here would read this process's arguments.
+NOT_IMPORTABLE = {"ai_agent.tools.maker._child"}
+
+
 def _modules() -> list[str]:
     names = [m.name for m in pkgutil.walk_packages(ai_agent.__path__, "ai_agent.")]
-    return sorted(n for n in names if not n.endswith("__main__") and n not in COVERED_ELSEWHERE)
+    skip = COVERED_ELSEWHERE | NOT_IMPORTABLE
+    return sorted(n for n in names if not n.endswith("__main__") and n not in skip)
 
 
 @pytest.mark.parametrize("name", _modules())
