@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import Figure, median, subprocess_env
-from bench.pipeline import PAYLOAD_BYTES, PipelineRun, read_latest, run_pipeline
+from bench.pipeline import PAYLOAD_BYTES, PipelineRun, run_pipeline
 from bench.report import markdown, plot, table, write_json
 from bench.startup import measure_startup
 from bench.tokens import measure_tokens
@@ -227,7 +227,8 @@ def pipeline_figures(
             "baseline / ours",
             "< 50 ms",
             read * 1000 < 50,
-            f"graph.aget_state on a freshly opened checkpointer (median of 3); "
+            f"graph.aget_state on a freshly opened checkpointer, in a fresh interpreter as a "
+            f"resume is (median of 3); "
             f"{reads['delta'][1]} messages read back",
         ),
     ]
@@ -350,6 +351,23 @@ def other_figures(
     ]
 
 
+READ_KINDS = ("delta", "sqlitesaver")
+
+
+def _read_latest(kind: str, path: Path) -> tuple[list[float], int]:
+    """Read timings of ``kind``'s database, from a fresh interpreter (see ``bench.resume``)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.resume", kind, str(path)],
+        check=True,
+        capture_output=True,
+        text=True,
+        env=subprocess_env(),
+        timeout=600,
+    )
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    return [float(t) for t in result["timings"]], int(result["messages"])
+
+
 def _concurrency(n: int, work: Path) -> dict[str, Any]:
     done = subprocess.run(
         [sys.executable, "-m", "bench.concurrency", str(n), str(work)],
@@ -386,10 +404,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         print(f"ai-agent benchmark ({'quick' if args.quick else 'full'}): {plan}", flush=True)
         best, rounds, runs = _pipeline(plan, work)
-        reads = {
-            kind: asyncio.run(read_latest(kind, work / f"{kind}.sqlite"))
-            for kind in ("delta", "sqlitesaver")
-        }
+        reads = {kind: _read_latest(kind, work / f"{kind}.sqlite") for kind in READ_KINDS}
         figures = pipeline_figures(best, rounds, plan, reads)
         print("  tools", flush=True)
         tools = measure_tool_overhead(plan.tool_calls, work)

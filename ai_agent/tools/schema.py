@@ -18,8 +18,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import jsonschema
-from jsonschema.exceptions import SchemaError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from ai_agent.errors import ToolRegistrationError
@@ -190,6 +188,11 @@ def json_schema_validator(schema: Mapping[str, Any], *, owner: str) -> Validator
         >>> check({"n": 1}), check({})
         ([], ["arguments: 'n' is a required property"])
     """
+    # Imported here: jsonschema (with referencing and attrs) is a quarter of the package's own
+    # import time, and nothing needs it until a tool is registered.
+    import jsonschema.validators
+    from jsonschema.exceptions import SchemaError
+
     cls = jsonschema.validators.validator_for(schema)
     try:
         cls.check_schema(dict(schema))

@@ -13,9 +13,7 @@ import fnmatch
 import os
 import time
 from dataclasses import dataclass, field
-from typing import Any
-
-import regex
+from typing import TYPE_CHECKING, Any
 
 from ai_agent.config import FileToolsConfig
 from ai_agent.state import ToolResult
@@ -24,6 +22,9 @@ from ai_agent.tools.builtin.patterns import GitIgnore, glob_regex
 from ai_agent.tools.builtin.sandbox import Sandbox, SandboxError, Target
 from ai_agent.tools.builtin.walk import Entry, require_directory, walk
 from ai_agent.tools.spec import ToolCategory, ToolSpec
+
+if TYPE_CHECKING:
+    import regex
 
 __all__ = ["search_tools"]
 
@@ -145,6 +146,8 @@ class SearchTools:
 
     # grep ------------------------------------------------------------------------------------
     def _compile(self, args: dict[str, Any]) -> regex.Pattern[str]:
+        import regex  # only grep needs it; imported on its first call
+
         pattern = args.get("pattern")
         if not isinstance(pattern, str) or not pattern:
             raise SandboxError("BAD_ARGUMENTS", "pattern must be a non-empty string")
