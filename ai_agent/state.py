@@ -42,6 +42,7 @@ __all__ = [
     "UsageRecord",
     "UserPlan",
     "append_or_replace",
+    "new_run_state",
 ]
 
 Role = Literal["system", "user", "assistant", "tool"]
@@ -316,6 +317,37 @@ class RunState(TypedDict, total=False):
     usage_log: Annotated[list[UsageRecord], operator.add]
     compactions: Annotated[list[CompactionRecord], operator.add]
     budget_allowance: dict[str, float]
+
+
+def new_run_state(task: str, active_tools: list[str]) -> RunState:
+    """The state a run starts from: the task as the first message, nothing else done yet.
+
+    Examples:
+        >>> state = new_run_state("calc 2+2", ["calculator"])
+        >>> state["messages"], state["iteration"], state["status"]
+        ([{'role': 'user', 'content': 'calc 2+2', 'kind': 'task'}], 0, 'running')
+    """
+    return RunState(
+        task=task,
+        status="running",
+        iteration=0,
+        messages=[Message(role="user", content=task, kind="task")],
+        active_tools=list(active_tools),
+        grants=[],
+        pending=[],
+        issues=[],
+        plans=[],
+        results=[],
+        trace=[],
+        discovered=[],
+        recalled=[],
+        decision=None,
+        gate=None,
+        final_text=None,
+        stop_reason=None,
+        resolving=False,
+        reflection=None,
+    )
 
 
 class UserPlan(BaseModel):

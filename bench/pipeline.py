@@ -39,7 +39,7 @@ from langgraph.checkpoint.base import (
 from ai_agent.checkpoints import DeltaSaver, strict_serializer
 from ai_agent.context import Event, JournalEntry, ModelReply, RunContext, RunPolicy
 from ai_agent.graph.build import build_graph, recursion_limit
-from ai_agent.state import Message, RunState, ToolCall, ToolResult
+from ai_agent.state import Message, RunState, ToolCall, ToolResult, new_run_state
 from ai_agent.tools.registry import ToolRegistry
 from ai_agent.tools.spec import ToolCategory, ToolSpec
 
@@ -126,27 +126,7 @@ def registry() -> ToolRegistry:
 
 
 def initial_state() -> RunState:
-    return RunState(
-        task="read every page",
-        status="running",
-        iteration=0,
-        messages=[Message(role="user", content="read every page", kind="task")],
-        active_tools=["fetch"],
-        grants=[],
-        pending=[],
-        issues=[],
-        plans=[],
-        results=[],
-        trace=[],
-        discovered=[],
-        recalled=[],
-        decision=None,
-        gate=None,
-        final_text=None,
-        stop_reason=None,
-        resolving=False,
-        reflection=None,
-    )
+    return new_run_state("read every page", ["fetch"])
 
 
 def db_bytes(path: Path) -> int:

@@ -63,7 +63,7 @@ from ai_agent.nodes.gate import check_plan, parse_plan
 from ai_agent.observability import DurationMetrics, Telemetry
 from ai_agent.observability.logs import engine_logger
 from ai_agent.resilience import CircuitBreaker, RetryPolicy
-from ai_agent.state import GateReport, Message, RunState, TraceEvent, UserPlan
+from ai_agent.state import GateReport, RunState, TraceEvent, UserPlan, new_run_state
 from ai_agent.tokens import TokenCounter
 from ai_agent.tools.building import build_tool_set
 from ai_agent.tools.mcp.manager import gather_servers
@@ -496,27 +496,7 @@ class AgentCore:
             raise RunError(f"thread {thread_id} already exists; resume it instead of running it")
         await self.store.create_run(thread_id, task)
         lease = await self.store.acquire(thread_id)
-        state = RunState(
-            task=task,
-            status="running",
-            iteration=0,
-            messages=[Message(role="user", content=task, kind="task")],
-            active_tools=list(self.initial_tools),
-            grants=[],
-            pending=[],
-            issues=[],
-            plans=[],
-            results=[],
-            trace=[],
-            discovered=[],
-            recalled=[],
-            decision=None,
-            gate=None,
-            final_text=None,
-            stop_reason=None,
-            resolving=False,
-            reflection=None,
-        )
+        state = new_run_state(task, list(self.initial_tools))
         return await self._drive(thread_id, state, lease)
 
     def run_sync(self, task: str, **kwargs: Any) -> RunResult:

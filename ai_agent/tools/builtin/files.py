@@ -21,7 +21,7 @@ from typing import Any
 
 from ai_agent.config import FileToolsConfig
 from ai_agent.state import ToolResult
-from ai_agent.tools.builtin.sandbox import Sandbox, SandboxError, Target
+from ai_agent.tools.builtin.sandbox import Sandbox, SandboxError, Target, file_kind
 from ai_agent.tools.builtin.walk import require_directory, walk
 from ai_agent.tools.spec import ToolCategory, ToolSpec
 
@@ -175,7 +175,7 @@ class FileTools:
             raise SandboxError("NOT_FOUND", f"no such file or directory: {target.given!r}")
         content: dict[str, Any] = {
             "path": self.show(target),
-            "type": _kind(info.st_mode),
+            "type": file_kind(info.st_mode),
             "size": info.st_size,
             "modified": datetime.fromtimestamp(info.st_mtime, UTC).isoformat(),
             "mode": oct(stat.S_IMODE(info.st_mode)),
@@ -329,7 +329,7 @@ class FileTools:
         if info is None:
             return f"{self.show(target)} (does not exist)"
         size = f", {info.st_size} bytes" if stat.S_ISREG(info.st_mode) else ""
-        return f"{self.show(target)} ({_kind(info.st_mode)}{size})"
+        return f"{self.show(target)} ({file_kind(info.st_mode)}{size})"
 
     def preview_delete(self, args: dict[str, Any]) -> str:
         return f"delete_file: delete {self._describe(args.get('path'), 'path', entry=True)}"
@@ -350,16 +350,6 @@ class FileTools:
         if args.get("require_confirmation", True) is False:
             return None
         return f"delete_file asks for confirmation before deleting {args.get('path')!r}"
-
-
-def _kind(mode: int) -> str:
-    if stat.S_ISREG(mode):
-        return "file"
-    if stat.S_ISDIR(mode):
-        return "directory"
-    if stat.S_ISLNK(mode):
-        return "symlink"
-    return "special file"
 
 
 def _summary(verb: str) -> Callable[[ToolResult], str]:

@@ -59,14 +59,15 @@ class Target:
         return self.parts[-1] if self.parts else ""
 
 
-def _kind(mode: int) -> str:
+def file_kind(mode: int, other: str = "special file") -> str:
+    """What a ``st_mode`` is, in words: file, directory, symlink, or ``other``."""
     if stat.S_ISREG(mode):
         return "file"
     if stat.S_ISDIR(mode):
         return "directory"
     if stat.S_ISLNK(mode):
         return "symlink"
-    return "special file"
+    return other
 
 
 class Sandbox:
@@ -245,7 +246,7 @@ class Sandbox:
             if not stat.S_ISREG(info.st_mode):
                 raise SandboxError(
                     "NOT_A_FILE",
-                    f"{target.given!r} is a {_kind(info.st_mode)}, not a regular file",
+                    f"{target.given!r} is a {file_kind(info.st_mode)}, not a regular file",
                 )
             yield fd, info
         finally:
@@ -280,7 +281,7 @@ class Sandbox:
             return None
         if not stat.S_ISREG(info.st_mode):
             raise SandboxError(
-                "NOT_A_FILE", f"{target.given!r} is a {_kind(info.st_mode)}, not a regular file"
+                "NOT_A_FILE", f"{target.given!r} is a {file_kind(info.st_mode)}, not a regular file"
             )
         return info
 

@@ -8,11 +8,10 @@ entries, never entered.
 from __future__ import annotations
 
 import os
-import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from ai_agent.tools.builtin.sandbox import Sandbox, SandboxError
+from ai_agent.tools.builtin.sandbox import Sandbox, SandboxError, file_kind
 
 __all__ = ["Entry", "require_directory", "walk"]
 
@@ -40,16 +39,6 @@ class Entry:
     dir_fd: int
     name: str
     mtime_ns: int = 0
-
-
-def _kind(mode: int) -> str:
-    if stat.S_ISREG(mode):
-        return "file"
-    if stat.S_ISDIR(mode):
-        return "directory"
-    if stat.S_ISLNK(mode):
-        return "symlink"
-    return "other"
 
 
 def walk(
@@ -86,7 +75,7 @@ def _walk(
         except FileNotFoundError:  # removed while we walk
             continue
         rel = f"{prefix}{name}"
-        kind = _kind(info.st_mode)
+        kind = file_kind(info.st_mode, other="other")
         yield Entry(rel, kind, info.st_size, depth, fd, name, info.st_mtime_ns)
         if kind != "directory" or (max_depth is not None and depth >= max_depth):
             continue
