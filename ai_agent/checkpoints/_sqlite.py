@@ -1,80 +1,97 @@
-"""The SQLite plumbing the run store's parts share: one connection, a lock, transactions, threads.
+"""The run store's SQLite plumbing: one connection, a lock, transactions.
 
 Every public store method is async and does its SQLite work on a worker thread (``threaded``).
 That is not style: the checkpointer commits through the event loop, so a synchronous write on the
-loop's thread could wait for a lock that only the blocked loop can release.
+loop's thread could wait for a lock that only the blocked loop can release. The worker threads
+share this one connection, and the lock lets one of them use it at a time.
 """
 
 from __future__ import annotations
 
-import asyncio
 import sqlite3
 import threading
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import Any
 
-__all__ = ["SqliteBase", "threaded"]
+from ai_agent.checkpoints._sql import Session
 
-P = ParamSpec("P")
-R = TypeVar("R")
-S = TypeVar("S")  # any store class: the PostgreSQL store uses it too
+__all__ = ["SqliteDatabase", "SqliteSession"]
 
 
-def threaded(
-    fn: Callable[Concatenate[S, P], R],
-) -> Callable[Concatenate[S, P], Coroutine[Any, Any, R]]:
-    """Run a blocking store method on a worker thread, keeping the event loop free."""
+class SqliteSession(Session):
+    """The store's SQL on SQLite: ``?`` placeholders as they are, keys from ``lastrowid``."""
 
-    async def run(store: S, /, *args: P.args, **kwargs: P.kwargs) -> R:
-        return await asyncio.to_thread(fn, store, *args, **kwargs)
+    # The machine's clock: a SQLite file is shared only by the processes of one machine.
+    now = "((julianday('now') - 2440587.5) * 86400.0)"
+    blobs_in_use = (
+        "SELECT j.value FROM agent_model_calls AS c, json_each(c.request, '$.messages') AS j "
+        "UNION SELECT json_extract(request, '$.tools') FROM agent_model_calls"
+    )
 
-    run.__name__, run.__qualname__, run.__doc__ = fn.__name__, fn.__qualname__, fn.__doc__
-    return run
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Cursor:
+        """Run one statement."""
+        return self.conn.execute(sql, params)
+
+    def insert(self, sql: str, params: Sequence[Any], key: str) -> int:
+        """Run one INSERT and return the generated ``key`` (the rowid alias) of the new row."""
+        return int(self.conn.execute(sql, params).lastrowid or 0)
 
 
-class SqliteBase:
+class SqliteDatabase:
     """One autocommit connection shared by threads, guarded by a lock.
 
-    Subclasses open it with `_connect` and use `_tx` for writes (``BEGIN
-    IMMEDIATE``: the write lock is taken up front, so two processes never deadlock on upgrade)
-    and `_read` for reads.
+    `transaction` opens with ``BEGIN IMMEDIATE``: the write lock is taken up front, so two
+    processes never deadlock on upgrading a read to a write.
+
+    Args:
+        path: The database file.
+
+    Raises:
+        sqlite3.DatabaseError: the file is not a SQLite database.
     """
 
-    path: Path
-    _conn: sqlite3.Connection
-    _lock: threading.Lock
+    unique_violation = sqlite3.IntegrityError
 
-    def _connect(self, path: Path) -> sqlite3.Connection:
+    def __init__(self, path: Path) -> None:
         self.path = path
         self._lock = threading.Lock()
-        self._conn = sqlite3.connect(
-            path, timeout=30, check_same_thread=False, isolation_level=None
-        )
-        self._conn.execute("PRAGMA journal_mode=WAL")
+        self.conn = sqlite3.connect(path, timeout=30, check_same_thread=False, isolation_level=None)
+        self.conn.execute("PRAGMA journal_mode=WAL")
         # As for the checkpoints: a commit reaches the WAL before it returns (a crash of this
         # process loses nothing, and commits stay in order) without an fsync each; FULL would
         # cost about a millisecond per journal entry, twice per tool call.
-        self._conn.execute("PRAGMA synchronous=NORMAL")
-        return self._conn
+        self.conn.execute("PRAGMA synchronous=NORMAL")
 
     def close(self) -> None:
         """Close the connection."""
-        self._conn.close()
+        self.conn.close()
 
     @contextmanager
-    def _tx(self) -> Iterator[sqlite3.Connection]:
+    def transaction(self) -> Iterator[SqliteSession]:
+        """A session in a ``BEGIN IMMEDIATE`` transaction: committed at the end, or rolled back."""
         with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
+            self.conn.execute("BEGIN IMMEDIATE")
             try:
-                yield self._conn
+                yield SqliteSession(self.conn)
             except BaseException:
-                self._conn.execute("ROLLBACK")
+                self.conn.execute("ROLLBACK")
                 raise
-            self._conn.execute("COMMIT")
+            self.conn.execute("COMMIT")
 
     @contextmanager
-    def _read(self) -> Iterator[sqlite3.Connection]:
+    def read(self) -> Iterator[SqliteSession]:
+        """A session for reading (each statement sees the database as committed)."""
         with self._lock:
-            yield self._conn
+            yield SqliteSession(self.conn)
+
+    def vacuum(self) -> None:
+        """Fold the WAL into the file, then rebuild it."""
+        with self._lock:
+            self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            self.conn.execute("VACUUM")
+            self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")

@@ -21,12 +21,11 @@ lease is free again lost its worker (a crash); the next worker reclaims it.
 from __future__ import annotations
 
 import json
-import sqlite3
 import time
 from collections.abc import Sequence
 from typing import Any, Literal, TypedDict
 
-from ai_agent.checkpoints._sqlite import SqliteBase, threaded
+from ai_agent.checkpoints._sql import SqlStore, page, threaded
 from ai_agent.errors import RunError
 
 __all__ = ["PLAN_COLUMNS", "PlanQueue", "PlanRecord", "PlanStatus", "already_queued", "plan_record"]
@@ -87,8 +86,8 @@ def already_queued(thread_id: str, plan_id: int | None) -> RunError:
     )
 
 
-class PlanQueue(SqliteBase):
-    """The plan-queue part of the SQLite run store (see the module docstring)."""
+class PlanQueue(SqlStore):
+    """The plan-queue part of the run store (see the module docstring)."""
 
     @threaded
     def submit_plan(
@@ -100,35 +99,33 @@ class PlanQueue(SqliteBase):
             RunError: a plan for this thread is already queued or being applied.
         """
         try:
-            with self._tx() as conn:
-                cur = conn.execute(
+            with self._tx() as session:
+                plan_id = session.insert(
                     "INSERT INTO agent_plans (thread_id, plan, status, gate_checkpoint_id, "
                     "submitted_at, attempts) VALUES (?, ?, 'queued', ?, ?, 0)",
                     (thread_id, json.dumps(plan, sort_keys=True), gate_checkpoint_id, time.time()),
+                    key="id",
                 )
-                plan_id = int(cur.lastrowid or 0)
-                row = conn.execute(
+                row = session.one(
                     f"SELECT {PLAN_COLUMNS} FROM agent_plans WHERE id = ?",  # noqa: S608 - fixed text
                     (plan_id,),
-                ).fetchone()
-        except sqlite3.IntegrityError:
-            with self._read() as conn:
-                open_row = conn.execute(
-                    "SELECT id FROM agent_plans WHERE thread_id = ? "
-                    "AND status IN ('queued', 'claimed')",
-                    (thread_id,),
-                ).fetchone()
+                )
+        except self._db.unique_violation:
+            open_row = self._one(
+                "SELECT id FROM agent_plans WHERE thread_id = ? "
+                "AND status IN ('queued', 'claimed')",
+                (thread_id,),
+            )
             raise already_queued(thread_id, open_row[0] if open_row else None) from None
         return plan_record(row)
 
     @threaded
     def get_plan(self, plan_id: int) -> PlanRecord | None:
         """The plan with this id, or None."""
-        with self._read() as conn:
-            row = conn.execute(
-                f"SELECT {PLAN_COLUMNS} FROM agent_plans WHERE id = ?",  # noqa: S608 - fixed text
-                (plan_id,),
-            ).fetchone()
+        row = self._one(
+            f"SELECT {PLAN_COLUMNS} FROM agent_plans WHERE id = ?",  # noqa: S608 - fixed text
+            (plan_id,),
+        )
         return plan_record(row) if row else None
 
     @threaded
@@ -136,19 +133,8 @@ class PlanQueue(SqliteBase):
         self, *, status: str | None = None, thread_id: str | None = None, limit: int | None = 50
     ) -> list[PlanRecord]:
         """Plans, oldest first (the order workers take them in)."""
-        clauses, params = [], []
-        if status:
-            clauses.append("status = ?")
-            params.append(status)
-        if thread_id:
-            clauses.append("thread_id = ?")
-            params.append(thread_id)
-        where = ("WHERE " + " AND ".join(clauses)) if clauses else ""
-        with self._read() as conn:
-            rows = conn.execute(
-                f"SELECT {PLAN_COLUMNS} FROM agent_plans {where} ORDER BY id LIMIT ?",  # noqa: S608 - fixed text
-                [*params, -1 if limit is None else limit],
-            ).fetchall()
+        select = f"SELECT {PLAN_COLUMNS} FROM agent_plans"  # noqa: S608 - fixed text
+        rows = self._all(*page(select, order="id", limit=limit, status=status, thread_id=thread_id))
         return [plan_record(r) for r in rows]
 
     @threaded
@@ -158,21 +144,21 @@ class PlanQueue(SqliteBase):
         With ``reclaim``, a plan already ``claimed`` (by a worker that died) is taken over too.
         """
         wanted = "('queued', 'claimed')" if reclaim else "('queued')"
-        with self._tx() as conn:
-            cur = conn.execute(
+        with self._tx() as session:
+            claimed = session.execute(
                 "UPDATE agent_plans SET status = 'claimed', claimed_by = ?, claimed_at = ?, "  # noqa: S608 - fixed text
                 f"attempts = attempts + 1 WHERE id = ? AND status IN {wanted}",
                 (worker, time.time(), plan_id),
-            )
-        return cur.rowcount == 1
+            ).rowcount
+        return claimed == 1
 
     @threaded
     def finish_plan(
         self, plan_id: int, *, status: str, outcome: str | None = None, error: str | None = None
     ) -> None:
         """Record how applying a plan went: ``done`` (with the run's status) or ``failed``."""
-        with self._tx() as conn:
-            conn.execute(
+        with self._tx() as session:
+            session.execute(
                 "UPDATE agent_plans SET status = ?, outcome = ?, error = ?, finished_at = ? "
                 "WHERE id = ?",
                 (status, outcome, error, time.time(), plan_id),

@@ -6,7 +6,8 @@ strict serialization as with SQLite); the run store (runs, leases, journal, reco
 queue) has the same tables and schema version as the SQLite one (``ai_agent.checkpoints.schema``),
 behind the same interface (``ai_agent.checkpoints.store.RunStoreProtocol``).
 
-Leases across machines. Acquiring one is a single statement:
+Leases across machines (the logic is the SQLite store's, ``SqlRunStore.acquire``). Acquiring
+one turns on a single statement:
 
     INSERT ... ON CONFLICT (thread_id) DO UPDATE ... WHERE <the held lease has expired>
 
@@ -31,14 +32,10 @@ does not import this module.
 from __future__ import annotations
 
 import asyncio
-import json
-import os
 import socket
-import time
-import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
-from typing import Any, Literal, cast
+from typing import Any
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 import psycopg
@@ -46,32 +43,12 @@ from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
-from ai_agent.checkpoints._sqlite import threaded
-from ai_agent.checkpoints.plans import PLAN_COLUMNS, PlanRecord, already_queued, plan_record
-from ai_agent.checkpoints.recorded import (
-    CallPosition,
-    ModelCallRecord,
-    ModelRequest,
-    ToolCallRecord,
-    _dumps,
-    _model_record,
-    _tool_record,
-)
-from ai_agent.checkpoints.runstore import (
-    DEFAULT_LEASE_SECONDS,
-    Lease,
-    OutputRecord,
-    RunOrigin,
-    RunRecord,
-    _run,
-    pid_alive,
-)
+from ai_agent.checkpoints._sql import Session
+from ai_agent.checkpoints.runstore import SqlRunStore
 from ai_agent.checkpoints.saver import strict_serializer
 from ai_agent.checkpoints.schema import SCHEMA_VERSION
 from ai_agent.checkpoints.store import describe_location
-from ai_agent.context import JournalEntry
-from ai_agent.errors import StoreError, ThreadBusyError
-from ai_agent.state import Message, ToolCall, ToolResult
+from ai_agent.errors import StoreError
 
 __all__ = [
     "PG_MIGRATIONS",
@@ -85,7 +62,6 @@ CONNECT_TIMEOUT_SECONDS = 10
 # Any fixed 64-bit number: the advisory lock that serializes schema set-up between processes.
 _SCHEMA_LOCK = 0x61692D6167656E74  # "ai-agent"
 _SETUP_LOCK = _SCHEMA_LOCK + 1  # LangGraph's checkpoint tables
-_NOW = "extract(epoch from clock_timestamp())::float8"
 
 _TABLES = (
     "CREATE TABLE IF NOT EXISTS agent_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
@@ -336,11 +312,80 @@ async def open_postgres_checkpointer(
 
 
 # The run store -----------------------------------------------------------------------------
-class PostgresRunStore:
+class PostgresSession(Session):
+    """The store's SQL on PostgreSQL: ``%s`` placeholders, keys from ``RETURNING``."""
+
+    # The server's clock, never the callers': machines with skewed clocks agree on expiry.
+    now = "extract(epoch from clock_timestamp())::float8"
+    blobs_in_use = (
+        "SELECT jsonb_array_elements_text(request::jsonb -> 'messages') FROM agent_model_calls "
+        "UNION SELECT request::jsonb ->> 'tools' FROM agent_model_calls"
+    )
+
+    def __init__(self, conn: psycopg.Connection[Any]) -> None:
+        self.conn = conn
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> psycopg.Cursor[Any]:
+        """Run one statement (written with ``?`` placeholders)."""
+        # psycopg reads %s as a placeholder, so a literal % is doubled first.
+        return self.conn.execute(sql.replace("%", "%%").replace("?", "%s"), params)
+
+    def insert(self, sql: str, params: Sequence[Any], key: str) -> int:
+        """Run one INSERT and return the generated ``key`` column of the new row."""
+        row = self.execute(f"{sql} RETURNING {key}", params).fetchone()
+        return int(row[0]) if row else 0
+
+
+class PostgresDatabase:
+    """A small pool of connections; each session is one of them inside a transaction.
+
+    Args:
+        url: A ``postgresql://`` URL.
+        max_connections: Pool size.
+    """
+
+    unique_violation = psycopg.errors.UniqueViolation
+
+    def __init__(self, url: str, *, max_connections: int) -> None:
+        self.url = url
+        self._pool: ConnectionPool[Any] = ConnectionPool(
+            url,
+            min_size=1,
+            max_size=max_connections,
+            open=False,
+            kwargs=_connect_kwargs(url),
+            check=ConnectionPool.check_connection,
+            name="ai-agent-run-store",
+        )
+        self._pool.open()
+
+    def close(self) -> None:
+        """Close the pool."""
+        self._pool.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[PostgresSession]:
+        """A pooled connection in a transaction: committed at the end, rolled back on an error."""
+        with self._pool.connection() as conn:
+            yield PostgresSession(conn)
+
+    read = transaction
+
+    def vacuum(self) -> None:
+        """``VACUUM``, on a connection of its own: it cannot run inside a transaction."""
+        conn = _connect(self.url, autocommit=True)
+        try:
+            conn.execute("VACUUM")
+        finally:
+            conn.close()
+
+
+class PostgresRunStore(SqlRunStore):
     """Runs, leases, the journal, the recorded calls and the plan queue, in PostgreSQL.
 
-    Same interface as the SQLite ``RunStore``: every method but ``close`` is async and does its
-    database work on a worker thread, through a small connection pool.
+    Same interface and logic as the SQLite ``RunStore`` (``ai_agent.checkpoints.runstore``):
+    every method but ``close`` is async and does its database work on a worker thread, through a
+    small connection pool.
 
     Args:
         url: A ``postgresql://`` URL.
@@ -365,524 +410,4 @@ class PostgresRunStore:
             ) from None
         finally:
             conn.close()
-        self._pool: ConnectionPool[Any] = ConnectionPool(
-            url,
-            min_size=1,
-            max_size=max_connections,
-            open=False,
-            kwargs=_connect_kwargs(url),
-            check=ConnectionPool.check_connection,
-            name="ai-agent-run-store",
-        )
-        self._pool.open()
-
-    def close(self) -> None:
-        """Close the pool."""
-        self._pool.close()
-
-    @contextmanager
-    def _tx(self) -> Iterator[psycopg.Connection[Any]]:
-        """A connection in a transaction: committed at the end, rolled back on an error."""
-        with self._pool.connection() as conn:
-            yield conn
-
-    # Runs ------------------------------------------------------------------------------------
-    @threaded
-    def create_run(
-        self,
-        thread_id: str,
-        task: str,
-        *,
-        parent_thread_id: str | None = None,
-        origin: RunOrigin = "run",
-        fork_checkpoint_id: str | None = None,
-        status: str = "running",
-    ) -> None:
-        """Record a new run (by default as running)."""
-        now = time.time()
-        with self._tx() as conn:
-            conn.execute(
-                "INSERT INTO agent_runs (thread_id, task, status, created_at, updated_at, "
-                "parent_thread_id, origin, fork_checkpoint_id) "
-                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
-                (thread_id, task, status, now, now, parent_thread_id, origin, fork_checkpoint_id),
-            )
-
-    @threaded
-    def update_run(
-        self,
-        thread_id: str,
-        *,
-        status: str,
-        final_text: str | None = None,
-        gate: dict[str, Any] | None = None,
-        error: str | None = None,
-    ) -> None:
-        """Set a run's status and outcome."""
-        with self._tx() as conn:
-            conn.execute(
-                "UPDATE agent_runs SET status = %s, final_text = %s, gate = %s, error = %s, "
-                "updated_at = %s WHERE thread_id = %s",
-                (
-                    status,
-                    final_text,
-                    json.dumps(gate) if gate else None,
-                    error,
-                    time.time(),
-                    thread_id,
-                ),
-            )
-
-    @threaded
-    def get_run(self, thread_id: str) -> RunRecord | None:
-        """The run with this thread id, or None."""
-        with self._tx() as conn:
-            row = (
-                conn.cursor(row_factory=dict_row)
-                .execute("SELECT * FROM agent_runs WHERE thread_id = %s", (thread_id,))
-                .fetchone()
-            )
-        return _run(row) if row else None
-
-    @threaded
-    def list_runs(
-        self,
-        *,
-        limit: int | None = 50,
-        status: str | None = None,
-        parent_thread_id: str | None = None,
-    ) -> list[RunRecord]:
-        """Runs, most recently updated first (all of them with ``limit=None``)."""
-        clauses, params = [], []
-        if status:
-            clauses.append("status = %s")
-            params.append(status)
-        if parent_thread_id:
-            clauses.append("parent_thread_id = %s")
-            params.append(parent_thread_id)
-        where = ("WHERE " + " AND ".join(clauses)) if clauses else ""
-        sql = f"SELECT * FROM agent_runs {where} ORDER BY updated_at DESC LIMIT %s"  # noqa: S608 - fixed text
-        with self._tx() as conn:
-            rows = conn.cursor(row_factory=dict_row).execute(sql, [*params, limit]).fetchall()
-        return [_run(r) for r in rows]
-
-    # Leases ----------------------------------------------------------------------------------
-    @threaded
-    def acquire(self, thread_id: str, *, seconds: float = DEFAULT_LEASE_SECONDS) -> Lease:
-        """Take the thread's lease, or raise ThreadBusyError when another live holder has it."""
-        owner, pid = uuid.uuid4().hex, os.getpid()
-        with self._tx() as conn:
-            won = conn.execute(
-                "INSERT INTO agent_leases AS l (thread_id, owner, host, pid, acquired_at, "  # noqa: S608 - fixed text
-                f"expires_at) VALUES (%s, %s, %s, %s, {_NOW}, {_NOW} + %s) "
-                "ON CONFLICT (thread_id) DO UPDATE SET owner = EXCLUDED.owner, "
-                "host = EXCLUDED.host, pid = EXCLUDED.pid, acquired_at = EXCLUDED.acquired_at, "
-                "expires_at = EXCLUDED.expires_at WHERE l.expires_at <= EXCLUDED.acquired_at "
-                "RETURNING expires_at",
-                (thread_id, owner, self.host, pid, seconds),
-            ).fetchone()
-            if won is not None:
-                return Lease(thread_id, owner, float(won[0]))
-            # A live lease by the clock. Its holder may still be gone: on this host we can tell.
-            held = conn.execute(
-                f"SELECT owner, host, pid, expires_at - {_NOW} FROM agent_leases "  # noqa: S608 - fixed text
-                "WHERE thread_id = %s",
-                (thread_id,),
-            ).fetchone()
-            if held is None:  # pragma: no cover - ON CONFLICT locked the row until we commit
-                raise StoreError(f"the lease of thread {thread_id} vanished while being read")
-            if held[1] == self.host and not pid_alive(held[2]):
-                took = conn.execute(
-                    f"UPDATE agent_leases SET owner = %s, pid = %s, acquired_at = {_NOW}, "  # noqa: S608 - fixed text
-                    f"expires_at = {_NOW} + %s WHERE thread_id = %s AND owner = %s "
-                    "RETURNING expires_at",
-                    (owner, pid, seconds, thread_id, held[0]),
-                ).fetchone()
-                if took is not None:
-                    return Lease(thread_id, owner, float(took[0]))
-        raise ThreadBusyError(
-            f"thread {thread_id} is being worked on by process {held[2]} on {held[1]}; wait for "
-            f"it to finish (its lease runs out in {max(held[3], 0):.0f}s if that process is gone)"
-        )
-
-    @threaded
-    def renew(self, lease: Lease, *, seconds: float = DEFAULT_LEASE_SECONDS) -> Lease:
-        """Extend a lease this process holds."""
-        with self._tx() as conn:
-            row = conn.execute(
-                f"UPDATE agent_leases SET expires_at = {_NOW} + %s "  # noqa: S608 - fixed text
-                "WHERE thread_id = %s AND owner = %s RETURNING expires_at",
-                (seconds, lease.thread_id, lease.owner),
-            ).fetchone()
-        expires = float(row[0]) if row else time.time() + seconds
-        return Lease(lease.thread_id, lease.owner, expires)
-
-    @threaded
-    def release(self, lease: Lease) -> None:
-        """Give the lease back (only if this holder still has it)."""
-        with self._tx() as conn:
-            conn.execute(
-                "DELETE FROM agent_leases WHERE thread_id = %s AND owner = %s",
-                (lease.thread_id, lease.owner),
-            )
-
-    # Journal ---------------------------------------------------------------------------------
-    @threaded
-    def lookup(self, thread_id: str, iteration: int, call_id: str) -> JournalEntry | None:
-        """The journal entry of one call, or None when it was never started."""
-        with self._tx() as conn:
-            row = conn.execute(
-                "SELECT tool, status, result, intent_at FROM agent_journal "
-                "WHERE thread_id = %s AND iteration = %s AND call_id = %s",
-                (thread_id, iteration, call_id),
-            ).fetchone()
-        if row is None:
-            return None
-        status: Literal["intent", "done"] = "done" if row[1] == "done" else "intent"
-        result = json.loads(row[2]) if row[2] else None
-        return JournalEntry(
-            call_id=call_id, tool=row[0], status=status, result=result, attempt=float(row[3])
-        )
-
-    @threaded
-    def intent(self, thread_id: str, iteration: int, call: ToolCall) -> None:
-        """Record that a call is about to run (committed before the tool starts)."""
-        with self._tx() as conn:
-            conn.execute(
-                "INSERT INTO agent_journal (thread_id, iteration, call_id, tool, args, status, "
-                "intent_at) VALUES (%s, %s, %s, %s, %s, 'intent', %s) "
-                "ON CONFLICT (thread_id, iteration, call_id) DO UPDATE SET tool = EXCLUDED.tool, "
-                "args = EXCLUDED.args, status = 'intent', result = NULL, "
-                "intent_at = EXCLUDED.intent_at, outcome_at = NULL",
-                (
-                    thread_id,
-                    iteration,
-                    call["id"],
-                    call["name"],
-                    json.dumps(call["args"], sort_keys=True, default=str),
-                    time.time(),
-                ),
-            )
-
-    @threaded
-    def outcome(self, thread_id: str, iteration: int, call: ToolCall, result: ToolResult) -> None:
-        """Record a call's result."""
-        with self._tx() as conn:
-            conn.execute(
-                "UPDATE agent_journal SET status = 'done', result = %s, outcome_at = %s "
-                "WHERE thread_id = %s AND iteration = %s AND call_id = %s",
-                (json.dumps(result, default=str), time.time(), thread_id, iteration, call["id"]),
-            )
-
-    @threaded
-    def forget(self, thread_id: str, iteration: int, call_id: str) -> None:
-        """Drop a journal entry whose call is known not to have run (a replay stopped at it)."""
-        with self._tx() as conn:
-            conn.execute(
-                "DELETE FROM agent_journal WHERE thread_id = %s AND iteration = %s "
-                "AND call_id = %s AND status = 'intent'",
-                (thread_id, iteration, call_id),
-            )
-
-    @threaded
-    def delete_journal(self, thread_id: str) -> int:
-        """Delete a finished run's journal."""
-        with self._tx() as conn:
-            cur = conn.execute("DELETE FROM agent_journal WHERE thread_id = %s", (thread_id,))
-        return int(cur.rowcount)
-
-    # Recorded calls --------------------------------------------------------------------------
-    @staticmethod
-    def _blob(conn: psycopg.Connection[Any], value: Any) -> str:
-        import hashlib
-
-        body = _dumps(value)
-        digest = hashlib.sha256(body.encode()).hexdigest()
-        conn.execute(
-            "INSERT INTO agent_blobs (hash, body) VALUES (%s, %s) ON CONFLICT DO NOTHING",
-            (digest, body),
-        )
-        return digest
-
-    @threaded
-    def record_model_call(
-        self,
-        thread_id: str,
-        position: CallPosition,
-        request_hash: str,
-        request: ModelRequest,
-        *,
-        message: Message | None,
-        usage: dict[str, Any],
-        error: dict[str, str] | None,
-        latency_ms: float,
-        replayed: bool = False,
-    ) -> int:
-        """Record one model call: its reply, or the model error it ended with. Returns its seq."""
-        with self._tx() as conn:
-            stored = {
-                "messages": [self._blob(conn, m) for m in request["messages"]],
-                "tools": self._blob(conn, request["tools"]),
-                "params": request["params"],
-            }
-            row = conn.execute(
-                "INSERT INTO agent_model_calls (thread_id, step, stage, checkpoint_id, "
-                "request_hash, request, response, usage, error, latency_ms, replayed, created_at) "
-                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING seq",
-                (
-                    thread_id,
-                    position["step"],
-                    position["stage"],
-                    position["checkpoint_id"],
-                    request_hash,
-                    _dumps(stored),
-                    _dumps(message) if message is not None else None,
-                    _dumps(usage),
-                    _dumps(error) if error is not None else None,
-                    latency_ms,
-                    int(replayed),
-                    time.time(),
-                ),
-            ).fetchone()
-        return int(row[0]) if row else 0
-
-    @threaded
-    def record_tool_call(
-        self,
-        thread_id: str,
-        position: CallPosition,
-        call: ToolCall,
-        args_hash: str,
-        result: ToolResult,
-        *,
-        iteration: int | None,
-        duration_ms: float,
-        replayed: bool = False,
-    ) -> int:
-        """Record one tool call and its result. Returns its seq."""
-        with self._tx() as conn:
-            row = conn.execute(
-                "INSERT INTO agent_tool_calls (thread_id, step, stage, checkpoint_id, iteration, "
-                "call_id, tool, args_hash, args, result, duration_ms, replayed, created_at) "
-                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING seq",
-                (
-                    thread_id,
-                    position["step"],
-                    position["stage"],
-                    position["checkpoint_id"],
-                    iteration,
-                    call["id"],
-                    call["name"],
-                    args_hash,
-                    _dumps(call["args"]),
-                    _dumps(result),
-                    duration_ms,
-                    int(replayed),
-                    time.time(),
-                ),
-            ).fetchone()
-        return int(row[0]) if row else 0
-
-    @threaded
-    def model_calls(self, thread_id: str) -> list[ModelCallRecord]:
-        """The thread's recorded model calls, in the order they were made."""
-        with self._tx() as conn:
-            rows = conn.execute(
-                "SELECT seq, thread_id, step, stage, checkpoint_id, request_hash, response, "
-                "usage, error, latency_ms, replayed, created_at FROM agent_model_calls "
-                "WHERE thread_id = %s ORDER BY seq",
-                (thread_id,),
-            ).fetchall()
-        return [_model_record(r) for r in rows]
-
-    @threaded
-    def model_request(self, seq: int) -> ModelRequest:
-        """The full request of one recorded model call.
-
-        Raises:
-            KeyError: no recorded call has this seq.
-        """
-        with self._tx() as conn:
-            row = conn.execute(
-                "SELECT request FROM agent_model_calls WHERE seq = %s", (seq,)
-            ).fetchone()
-            if row is None:
-                raise KeyError(seq)
-            stored = json.loads(row[0])
-            wanted = [*stored["messages"], stored["tools"]]
-            bodies = dict(
-                conn.execute(
-                    "SELECT hash, body FROM agent_blobs WHERE hash = ANY(%s)", (wanted,)
-                ).fetchall()
-            )
-        return ModelRequest(
-            messages=[json.loads(bodies[h]) for h in stored["messages"]],
-            tools=json.loads(bodies[stored["tools"]]),
-            params=stored["params"],
-        )
-
-    @threaded
-    def tool_calls(self, thread_id: str) -> list[ToolCallRecord]:
-        """The thread's recorded tool calls, in the order they were made."""
-        with self._tx() as conn:
-            rows = conn.execute(
-                "SELECT seq, thread_id, step, stage, checkpoint_id, iteration, call_id, tool, "
-                "args_hash, args, result, duration_ms, replayed, created_at FROM agent_tool_calls "
-                "WHERE thread_id = %s ORDER BY seq",
-                (thread_id,),
-            ).fetchall()
-        return [_tool_record(r) for r in rows]
-
-    @threaded
-    def delete_calls(self, thread_id: str) -> int:
-        """Delete a thread's recorded calls (and bodies nothing else uses); returns how many."""
-        with self._tx() as conn:
-            models = conn.execute(
-                "DELETE FROM agent_model_calls WHERE thread_id = %s", (thread_id,)
-            )
-            tools = conn.execute("DELETE FROM agent_tool_calls WHERE thread_id = %s", (thread_id,))
-            # Bodies may be shared with other threads' requests (forks, replays): keep those.
-            conn.execute(
-                "DELETE FROM agent_blobs WHERE hash NOT IN ("
-                "SELECT jsonb_array_elements_text(request::jsonb -> 'messages') "
-                "FROM agent_model_calls "
-                "UNION SELECT request::jsonb ->> 'tools' FROM agent_model_calls)"
-            )
-        return int(models.rowcount) + int(tools.rowcount)
-
-    # Outputs (the OutputStore protocol) ------------------------------------------------------
-    @threaded
-    def save_output(self, thread_id: str, iteration: int, call: ToolCall, text: str) -> str:
-        """Keep the full text of a clipped output; returns its reference (``out-<iter>-<id>``)."""
-        ref = f"out-{iteration}-{call['id']}"
-        with self._tx() as conn:
-            conn.execute(
-                "INSERT INTO agent_outputs (thread_id, ref, iteration, call_id, tool, chars, "
-                "content, created_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s) "
-                "ON CONFLICT (thread_id, ref) DO UPDATE SET iteration = EXCLUDED.iteration, "
-                "call_id = EXCLUDED.call_id, tool = EXCLUDED.tool, chars = EXCLUDED.chars, "
-                "content = EXCLUDED.content, created_at = EXCLUDED.created_at",
-                (thread_id, ref, iteration, call["id"], call["name"], len(text), text, time.time()),
-            )
-        return ref
-
-    @threaded
-    def get_output(self, thread_id: str, ref: str) -> OutputRecord | None:
-        """A kept output by its reference, or None."""
-        with self._tx() as conn:
-            row = conn.execute(
-                "SELECT ref, iteration, call_id, tool, chars, content, created_at "
-                "FROM agent_outputs WHERE thread_id = %s AND ref = %s",
-                (thread_id, ref),
-            ).fetchone()
-        if row is None:
-            return None
-        return OutputRecord(
-            ref=row[0],
-            iteration=row[1],
-            call_id=row[2],
-            tool=row[3],
-            chars=row[4],
-            content=row[5],
-            created_at=row[6],
-        )
-
-    @threaded
-    def list_outputs(self, thread_id: str) -> list[str]:
-        """References of the outputs kept for a run, oldest first."""
-        with self._tx() as conn:
-            rows = conn.execute(
-                "SELECT ref FROM agent_outputs WHERE thread_id = %s ORDER BY created_at, ref",
-                (thread_id,),
-            ).fetchall()
-        return [r[0] for r in rows]
-
-    # The plan queue --------------------------------------------------------------------------
-    @threaded
-    def submit_plan(
-        self, thread_id: str, plan: dict[str, Any], *, gate_checkpoint_id: str | None
-    ) -> PlanRecord:
-        """Queue a plan for a paused run.
-
-        Raises:
-            RunError: a plan for this thread is already queued or being applied.
-        """
-        try:
-            with self._tx() as conn:
-                row = conn.execute(
-                    "INSERT INTO agent_plans (thread_id, plan, status, gate_checkpoint_id, "  # noqa: S608 - fixed text
-                    "submitted_at, attempts) VALUES (%s, %s, 'queued', %s, %s, 0) "
-                    f"RETURNING {PLAN_COLUMNS}",
-                    (thread_id, json.dumps(plan, sort_keys=True), gate_checkpoint_id, time.time()),
-                ).fetchone()
-        except psycopg.errors.UniqueViolation:
-            with self._tx() as conn:
-                open_row = conn.execute(
-                    "SELECT id FROM agent_plans WHERE thread_id = %s "
-                    "AND status IN ('queued', 'claimed')",
-                    (thread_id,),
-                ).fetchone()
-            raise already_queued(thread_id, open_row[0] if open_row else None) from None
-        return plan_record(cast(tuple[Any, ...], row))
-
-    @threaded
-    def get_plan(self, plan_id: int) -> PlanRecord | None:
-        """The plan with this id, or None."""
-        with self._tx() as conn:
-            row = conn.execute(
-                f"SELECT {PLAN_COLUMNS} FROM agent_plans WHERE id = %s",  # noqa: S608 - fixed text
-                (plan_id,),
-            ).fetchone()
-        return plan_record(row) if row else None
-
-    @threaded
-    def list_plans(
-        self, *, status: str | None = None, thread_id: str | None = None, limit: int | None = 50
-    ) -> list[PlanRecord]:
-        """Plans, oldest first (the order workers take them in)."""
-        clauses, params = [], []
-        if status:
-            clauses.append("status = %s")
-            params.append(status)
-        if thread_id:
-            clauses.append("thread_id = %s")
-            params.append(thread_id)
-        where = ("WHERE " + " AND ".join(clauses)) if clauses else ""
-        sql = f"SELECT {PLAN_COLUMNS} FROM agent_plans {where} ORDER BY id LIMIT %s"  # noqa: S608 - fixed text
-        with self._tx() as conn:
-            rows = conn.execute(sql, [*params, limit]).fetchall()
-        return [plan_record(r) for r in rows]
-
-    @threaded
-    def claim_plan(self, plan_id: int, worker: str, *, reclaim: bool = False) -> bool:
-        """Mark a queued plan as taken by ``worker``; False when it is no longer queued."""
-        wanted = ["queued", "claimed"] if reclaim else ["queued"]
-        with self._tx() as conn:
-            cur = conn.execute(
-                "UPDATE agent_plans SET status = 'claimed', claimed_by = %s, claimed_at = %s, "
-                "attempts = attempts + 1 WHERE id = %s AND status = ANY(%s)",
-                (worker, time.time(), plan_id, wanted),
-            )
-        return cur.rowcount == 1
-
-    @threaded
-    def finish_plan(
-        self, plan_id: int, *, status: str, outcome: str | None = None, error: str | None = None
-    ) -> None:
-        """Record how applying a plan went: ``done`` (with the run's status) or ``failed``."""
-        with self._tx() as conn:
-            conn.execute(
-                "UPDATE agent_plans SET status = %s, outcome = %s, error = %s, finished_at = %s "
-                "WHERE id = %s",
-                (status, outcome, error, time.time(), plan_id),
-            )
-
-    # Maintenance -----------------------------------------------------------------------------
-    @threaded
-    def vacuum(self) -> None:
-        """Reclaim the space of deleted rows (``VACUUM`` runs outside a transaction)."""
-        conn = _connect(self.url, autocommit=True)
-        try:
-            conn.execute("VACUUM")
-        finally:
-            conn.close()
+        self._db = PostgresDatabase(url, max_connections=max_connections)

@@ -18,12 +18,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sqlite3
 import time
 from collections.abc import Sequence
 from typing import Any, TypedDict
 
-from ai_agent.checkpoints._sqlite import SqliteBase, threaded
+from ai_agent.checkpoints._sql import Session, SqlStore, threaded
 from ai_agent.state import Message, ToolCall, ToolResult
 
 __all__ = [
@@ -89,10 +88,13 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
 
 
-def _blob(conn: sqlite3.Connection, value: Any) -> str:
+def _blob(session: Session, value: Any) -> str:
     body = _dumps(value)
     digest = hashlib.sha256(body.encode()).hexdigest()
-    conn.execute("INSERT OR IGNORE INTO agent_blobs (hash, body) VALUES (?, ?)", (digest, body))
+    session.execute(
+        "INSERT INTO agent_blobs (hash, body) VALUES (?, ?) ON CONFLICT (hash) DO NOTHING",
+        (digest, body),
+    )
     return digest
 
 
@@ -140,7 +142,7 @@ def _tool_record(row: Sequence[Any]) -> ToolCallRecord:
     )
 
 
-class RecordedCalls(SqliteBase):
+class RecordedCalls(SqlStore):
     """The recorded-calls part of the run store (see the module docstring)."""
 
     @threaded
@@ -158,13 +160,13 @@ class RecordedCalls(SqliteBase):
         replayed: bool = False,
     ) -> int:
         """Record one model call: its reply, or the model error it ended with. Returns its seq."""
-        with self._tx() as conn:
+        with self._tx() as session:
             stored = {
-                "messages": [_blob(conn, m) for m in request["messages"]],
-                "tools": _blob(conn, request["tools"]),
+                "messages": [_blob(session, m) for m in request["messages"]],
+                "tools": _blob(session, request["tools"]),
                 "params": request["params"],
             }
-            cur = conn.execute(
+            return session.insert(
                 "INSERT INTO agent_model_calls (thread_id, step, stage, checkpoint_id, "
                 "request_hash, request, response, usage, error, latency_ms, replayed, created_at) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -182,8 +184,8 @@ class RecordedCalls(SqliteBase):
                     int(replayed),
                     time.time(),
                 ),
+                key="seq",
             )
-        return int(cur.lastrowid or 0)
 
     @threaded
     def record_tool_call(
@@ -199,8 +201,8 @@ class RecordedCalls(SqliteBase):
         replayed: bool = False,
     ) -> int:
         """Record one tool call and its result. Returns its seq."""
-        with self._tx() as conn:
-            cur = conn.execute(
+        with self._tx() as session:
+            return session.insert(
                 "INSERT INTO agent_tool_calls (thread_id, step, stage, checkpoint_id, iteration, "
                 "call_id, tool, args_hash, args, result, duration_ms, replayed, created_at) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -219,18 +221,17 @@ class RecordedCalls(SqliteBase):
                     int(replayed),
                     time.time(),
                 ),
+                key="seq",
             )
-        return int(cur.lastrowid or 0)
 
     @threaded
     def model_calls(self, thread_id: str) -> list[ModelCallRecord]:
         """The thread's recorded model calls, in the order they were made."""
-        with self._read() as conn:
-            rows = conn.execute(
-                f"SELECT {_MODEL_COLUMNS} FROM agent_model_calls "  # noqa: S608 - fixed text
-                "WHERE thread_id = ? ORDER BY seq",
-                (thread_id,),
-            ).fetchall()
+        rows = self._all(
+            f"SELECT {_MODEL_COLUMNS} FROM agent_model_calls "  # noqa: S608 - fixed text
+            "WHERE thread_id = ? ORDER BY seq",
+            (thread_id,),
+        )
         return [_model_record(r) for r in rows]
 
     @threaded
@@ -240,20 +241,18 @@ class RecordedCalls(SqliteBase):
         Raises:
             KeyError: no recorded call has this seq.
         """
-        with self._read() as conn:
-            row = conn.execute(
-                "SELECT request FROM agent_model_calls WHERE seq = ?", (seq,)
-            ).fetchone()
+        with self._read() as session:
+            row = session.one("SELECT request FROM agent_model_calls WHERE seq = ?", (seq,))
             if row is None:
                 raise KeyError(seq)
             stored = json.loads(row[0])
             wanted = [*stored["messages"], stored["tools"]]
             marks = ",".join("?" * len(wanted))
             bodies = dict(
-                conn.execute(
+                session.all(
                     f"SELECT hash, body FROM agent_blobs WHERE hash IN ({marks})",  # noqa: S608 - placeholders only
                     wanted,
-                ).fetchall()
+                )
             )
         return ModelRequest(
             messages=[json.loads(bodies[h]) for h in stored["messages"]],
@@ -264,26 +263,26 @@ class RecordedCalls(SqliteBase):
     @threaded
     def tool_calls(self, thread_id: str) -> list[ToolCallRecord]:
         """The thread's recorded tool calls, in the order they were made."""
-        with self._read() as conn:
-            rows = conn.execute(
-                f"SELECT {_TOOL_COLUMNS} FROM agent_tool_calls "  # noqa: S608 - fixed text
-                "WHERE thread_id = ? ORDER BY seq",
-                (thread_id,),
-            ).fetchall()
+        rows = self._all(
+            f"SELECT {_TOOL_COLUMNS} FROM agent_tool_calls "  # noqa: S608 - fixed text
+            "WHERE thread_id = ? ORDER BY seq",
+            (thread_id,),
+        )
         return [_tool_record(r) for r in rows]
 
     @threaded
     def delete_calls(self, thread_id: str) -> int:
         """Delete a thread's recorded calls (and bodies nothing else uses); returns how many."""
-        with self._tx() as conn:
-            models = conn.execute("DELETE FROM agent_model_calls WHERE thread_id = ?", (thread_id,))
-            tools = conn.execute("DELETE FROM agent_tool_calls WHERE thread_id = ?", (thread_id,))
+        with self._tx() as session:
+            models = session.execute(
+                "DELETE FROM agent_model_calls WHERE thread_id = ?", (thread_id,)
+            ).rowcount
+            tools = session.execute(
+                "DELETE FROM agent_tool_calls WHERE thread_id = ?", (thread_id,)
+            ).rowcount
             # A body may be shared with other threads' requests (a fork or a replay repeats its
             # source's conversation): delete only the bodies no remaining request lists.
-            conn.execute(
-                "DELETE FROM agent_blobs WHERE hash NOT IN ("
-                "SELECT j.value FROM agent_model_calls AS c, "
-                "json_each(c.request, '$.messages') AS j "
-                "UNION SELECT json_extract(request, '$.tools') FROM agent_model_calls)"
+            session.execute(
+                f"DELETE FROM agent_blobs WHERE hash NOT IN ({session.blobs_in_use})"  # noqa: S608 - fixed text
             )
-        return int(models.rowcount) + int(tools.rowcount)
+        return int(models) + int(tools)

@@ -1,24 +1,26 @@
-"""The run store: runs, per-thread leases and the act journal, in SQLite beside the checkpoints.
+"""The run store: runs, per-thread leases and the act journal, beside the checkpoints.
 
 Checkpoints say where a run *is*; the run store says what it *is about* (task, status, final text,
 the pending gate), who is working on it right now (leases), which tool calls were started and
 finished (the journal) and the full text of tool outputs that were clipped before reaching the
-model (outputs). It lives in the same database file as the checkpoints, in its own tables, so one
-file holds a whole run.
+model (outputs). It lives in the same database as the checkpoints, in its own tables, so one
+file (or one PostgreSQL database) holds a whole run.
 
-Leases make a resume safe across processes: acquiring one is a single ``BEGIN IMMEDIATE``
-transaction, so of two processes resuming one thread exactly one wins; the other gets
-ThreadBusyError. A lease whose owner process is gone (same host, pid dead) or whose time ran out
-can be taken over, so a crash never locks a thread forever.
+Leases make a resume safe across processes: acquiring one is a single transaction that inserts
+the lease or takes over one that has run out, so of two processes resuming one thread exactly one
+wins; the other gets ThreadBusyError. A lease whose owner process is gone (same host, pid dead)
+or whose time ran out can be taken over, so a crash never locks a thread forever.
 
 The recorded model and tool calls (``ai_agent.checkpoints.recorded``) and the plan queue
 (``ai_agent.checkpoints.plans``) are part of the store too, and the schema carries a version with
-a migration path (``ai_agent.checkpoints.schema``). ``ai_agent.checkpoints.postgres`` has the same
-store on PostgreSQL; both provide ``ai_agent.checkpoints.store.RunStoreProtocol``.
+a migration path (``ai_agent.checkpoints.schema``). All of it is written once, in `SqlRunStore`,
+over the small database seam of ``ai_agent.checkpoints._sql``: `RunStore` runs it on SQLite,
+``ai_agent.checkpoints.postgres.PostgresRunStore`` on PostgreSQL, and both provide
+``ai_agent.checkpoints.store.RunStoreProtocol``.
 
-Every public method is async and does its SQLite work on a worker thread. That is not style: the
-checkpointer commits through the event loop, so a synchronous write here, on the loop's thread,
-would wait for a lock that only the blocked loop can release.
+Every public method is async and does its database work on a worker thread. For SQLite that is
+not style: the checkpointer commits through the event loop, so a synchronous write here, on the
+loop's thread, would wait for a lock that only the blocked loop can release.
 """
 
 from __future__ import annotations
@@ -29,11 +31,13 @@ import socket
 import sqlite3
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, TypedDict, cast
 
-from ai_agent.checkpoints._sqlite import threaded
+from ai_agent.checkpoints._sql import Session, page, threaded
+from ai_agent.checkpoints._sqlite import SqliteDatabase
 from ai_agent.checkpoints.plans import PlanQueue
 from ai_agent.checkpoints.recorded import RecordedCalls
 from ai_agent.checkpoints.schema import SCHEMA_VERSION, ensure_schema
@@ -41,7 +45,15 @@ from ai_agent.context import JournalEntry
 from ai_agent.errors import StoreError, ThreadBusyError
 from ai_agent.state import ToolCall, ToolResult
 
-__all__ = ["SCHEMA_VERSION", "Lease", "OutputRecord", "RunOrigin", "RunRecord", "RunStore"]
+__all__ = [
+    "SCHEMA_VERSION",
+    "Lease",
+    "OutputRecord",
+    "RunOrigin",
+    "RunRecord",
+    "RunStore",
+    "SqlRunStore",
+]
 
 RunOrigin = Literal["run", "fork", "replay"]
 
@@ -100,30 +112,21 @@ def pid_alive(pid: int) -> bool:
     return state != "Z"
 
 
-class RunStore(RecordedCalls, PlanQueue):
-    """Runs, leases, the journal, the recorded calls and the plan queue, in SQLite.
+class SqlRunStore(RecordedCalls, PlanQueue):
+    """Runs, leases, the journal, the recorded calls and the plan queue, over a `Database`.
 
-    Opening it creates the tables, or migrates an older file to the current schema
-    (``ai_agent.checkpoints.schema``).
+    The logic of both backends: `RunStore` opens it on a SQLite file, ``PostgresRunStore`` on a
+    PostgreSQL database. Every method but ``close`` is async and does its database work on a
+    worker thread.
 
-    Args:
-        path: The database file (the checkpoint database; created if missing).
+    Leases expire by the database's clock (``Session.now``). A lease held under this store's
+    ``host`` name by a pid that is gone is taken over at once, with a compare-and-set on its
+    owner so two takers cannot both win; a lease held under another name is only taken over when
+    it expires (a pid means nothing on another machine).
     """
 
-    def __init__(self, path: str | Path) -> None:
-        target = Path(path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            conn = self._connect(target)
-            self.migrated_from = ensure_schema(conn, target)
-        except sqlite3.DatabaseError as exc:
-            raise StoreError(
-                f"cannot open the run store at {target}: {exc}. "
-                "Is it a SQLite database written by ai-agent?"
-            ) from None
-        import sqlite_utils  # on first use: importing it costs more than the rest of ai_agent
-
-        self.db = sqlite_utils.Database(conn)
+    host: str
+    migrated_from: int | None
 
     # Runs ------------------------------------------------------------------------------------
     @threaded
@@ -139,8 +142,8 @@ class RunStore(RecordedCalls, PlanQueue):
     ) -> None:
         """Record a new run (by default as running)."""
         now = time.time()
-        with self._tx() as conn:
-            conn.execute(
+        with self._tx() as session:
+            session.execute(
                 "INSERT INTO agent_runs (thread_id, task, status, created_at, updated_at, "
                 "parent_thread_id, origin, fork_checkpoint_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 (thread_id, task, status, now, now, parent_thread_id, origin, fork_checkpoint_id),
@@ -157,8 +160,8 @@ class RunStore(RecordedCalls, PlanQueue):
         error: str | None = None,
     ) -> None:
         """Set a run's status and outcome."""
-        with self._tx() as conn:
-            conn.execute(
+        with self._tx() as session:
+            session.execute(
                 "UPDATE agent_runs SET status = ?, final_text = ?, gate = ?, error = ?, "
                 "updated_at = ? WHERE thread_id = ?",
                 (
@@ -174,11 +177,11 @@ class RunStore(RecordedCalls, PlanQueue):
     @threaded
     def get_run(self, thread_id: str) -> RunRecord | None:
         """The run with this thread id, or None."""
-        with self._read() as conn:
-            cur = conn.execute("SELECT * FROM agent_runs WHERE thread_id = ?", (thread_id,))
-            row = cur.fetchone()
-            names = [d[0] for d in cur.description]
-        return _run(dict(zip(names, row, strict=True))) if row else None
+        row = self._one(
+            f"SELECT {_RUN_COLUMNS} FROM agent_runs WHERE thread_id = ?",  # noqa: S608 - fixed text
+            (thread_id,),
+        )
+        return _run(row) if row else None
 
     @threaded
     def list_runs(
@@ -195,61 +198,72 @@ class RunStore(RecordedCalls, PlanQueue):
             status: Only runs with this status.
             parent_thread_id: Only forks and replays of this run.
         """
-        clauses, params = [], []
-        if status:
-            clauses.append("status = ?")
-            params.append(status)
-        if parent_thread_id:
-            clauses.append("parent_thread_id = ?")
-            params.append(parent_thread_id)
-        where = ("WHERE " + " AND ".join(clauses)) if clauses else ""
-        with self._read():
-            rows = list(
-                self.db.query(
-                    f"SELECT * FROM agent_runs {where} ORDER BY updated_at DESC LIMIT ?",  # noqa: S608 - fixed text
-                    [*params, -1 if limit is None else limit],
-                )
+        select = f"SELECT {_RUN_COLUMNS} FROM agent_runs"  # noqa: S608 - fixed text
+        rows = self._all(
+            *page(
+                select,
+                order="updated_at DESC",
+                limit=limit,
+                status=status,
+                parent_thread_id=parent_thread_id,
             )
+        )
         return [_run(r) for r in rows]
 
     # Leases ----------------------------------------------------------------------------------
     @threaded
     def acquire(self, thread_id: str, *, seconds: float = DEFAULT_LEASE_SECONDS) -> Lease:
         """Take the thread's lease, or raise ThreadBusyError when another live process holds it."""
-        now, host, pid = time.time(), socket.gethostname(), os.getpid()
-        lease = Lease(thread_id, uuid.uuid4().hex, now + seconds)
-        with self._tx() as conn:
-            row = conn.execute(
-                "SELECT host, pid, expires_at FROM agent_leases WHERE thread_id = ?", (thread_id,)
-            ).fetchone()
-            if row is not None and row[2] > now and (row[0] != host or pid_alive(row[1])):
-                where = f"process {row[1]} on {row[0]}"
-                raise ThreadBusyError(
-                    f"thread {thread_id} is being worked on by {where}; wait for it to finish "
-                    f"(its lease runs out in {row[2] - now:.0f}s if that process is gone)"
-                )
-            conn.execute(
-                "INSERT OR REPLACE INTO agent_leases VALUES (?, ?, ?, ?, ?, ?)",
-                (thread_id, lease.owner, host, pid, now, lease.expires_at),
+        owner, pid = uuid.uuid4().hex, os.getpid()
+        with self._tx() as session:
+            now = session.now
+            # Insert, or take over a lease that has run out; either way the row is now locked
+            # until this transaction ends (SQLite: the whole file, by BEGIN IMMEDIATE).
+            session.execute(
+                "INSERT INTO agent_leases (thread_id, owner, host, pid, acquired_at, expires_at) "  # noqa: S608 - fixed text
+                f"VALUES (?, ?, ?, ?, {now}, {now} + ?) ON CONFLICT (thread_id) DO UPDATE SET "
+                "owner = excluded.owner, host = excluded.host, pid = excluded.pid, "
+                "acquired_at = excluded.acquired_at, expires_at = excluded.expires_at "
+                "WHERE agent_leases.expires_at <= excluded.acquired_at",
+                (thread_id, owner, self.host, pid, seconds),
             )
-        return lease
+            held = _lease_row(session, thread_id)
+            # A live lease by the clock. Its holder may still be gone: on this host we can tell.
+            if held[0] != owner and held[1] == self.host and not pid_alive(held[2]):
+                session.execute(
+                    f"UPDATE agent_leases SET owner = ?, pid = ?, acquired_at = {now}, "  # noqa: S608 - fixed text
+                    f"expires_at = {now} + ? WHERE thread_id = ? AND owner = ?",
+                    (owner, pid, seconds, thread_id, held[0]),
+                )
+                held = _lease_row(session, thread_id)
+        if held[0] == owner:
+            return Lease(thread_id, owner, float(held[3]))
+        raise ThreadBusyError(
+            f"thread {thread_id} is being worked on by process {held[2]} on {held[1]}; wait for "
+            f"it to finish (its lease runs out in {max(held[4], 0):.0f}s if that process is gone)"
+        )
 
     @threaded
     def renew(self, lease: Lease, *, seconds: float = DEFAULT_LEASE_SECONDS) -> Lease:
         """Extend a lease this process holds."""
-        renewed = Lease(lease.thread_id, lease.owner, time.time() + seconds)
-        with self._tx() as conn:
-            conn.execute(
-                "UPDATE agent_leases SET expires_at = ? WHERE thread_id = ? AND owner = ?",
-                (renewed.expires_at, lease.thread_id, lease.owner),
+        with self._tx() as session:
+            session.execute(
+                f"UPDATE agent_leases SET expires_at = {session.now} + ? "  # noqa: S608 - fixed text
+                "WHERE thread_id = ? AND owner = ?",
+                (seconds, lease.thread_id, lease.owner),
             )
-        return renewed
+            row = session.one(
+                "SELECT expires_at FROM agent_leases WHERE thread_id = ? AND owner = ?",
+                (lease.thread_id, lease.owner),
+            )
+        expires = float(row[0]) if row else time.time() + seconds
+        return Lease(lease.thread_id, lease.owner, expires)
 
     @threaded
     def release(self, lease: Lease) -> None:
         """Give the lease back (only if this holder still has it)."""
-        with self._tx() as conn:
-            conn.execute(
+        with self._tx() as session:
+            session.execute(
                 "DELETE FROM agent_leases WHERE thread_id = ? AND owner = ?",
                 (lease.thread_id, lease.owner),
             )
@@ -258,12 +272,11 @@ class RunStore(RecordedCalls, PlanQueue):
     @threaded
     def lookup(self, thread_id: str, iteration: int, call_id: str) -> JournalEntry | None:
         """The journal entry of one call, or None when it was never started."""
-        with self._read() as conn:
-            row = conn.execute(
-                "SELECT tool, status, result, intent_at FROM agent_journal "
-                "WHERE thread_id = ? AND iteration = ? AND call_id = ?",
-                (thread_id, iteration, call_id),
-            ).fetchone()
+        row = self._one(
+            "SELECT tool, status, result, intent_at FROM agent_journal "
+            "WHERE thread_id = ? AND iteration = ? AND call_id = ?",
+            (thread_id, iteration, call_id),
+        )
         if row is None:
             return None
         status: Literal["intent", "done"] = "done" if row[1] == "done" else "intent"
@@ -275,10 +288,14 @@ class RunStore(RecordedCalls, PlanQueue):
     @threaded
     def intent(self, thread_id: str, iteration: int, call: ToolCall) -> None:
         """Record that a call is about to run (committed before the tool starts)."""
-        with self._tx() as conn:
-            conn.execute(
-                "INSERT OR REPLACE INTO agent_journal (thread_id, iteration, call_id, tool, args, "
-                "status, intent_at) VALUES (?, ?, ?, ?, ?, 'intent', ?)",
+        with self._tx() as session:
+            # A re-run after a crash replaces the entry whole: no result of an earlier attempt.
+            session.execute(
+                "INSERT INTO agent_journal (thread_id, iteration, call_id, tool, args, status, "
+                "intent_at) VALUES (?, ?, ?, ?, ?, 'intent', ?) "
+                "ON CONFLICT (thread_id, iteration, call_id) DO UPDATE SET tool = excluded.tool, "
+                "args = excluded.args, status = 'intent', result = NULL, "
+                "intent_at = excluded.intent_at, outcome_at = NULL",
                 (
                     thread_id,
                     iteration,
@@ -292,8 +309,8 @@ class RunStore(RecordedCalls, PlanQueue):
     @threaded
     def outcome(self, thread_id: str, iteration: int, call: ToolCall, result: ToolResult) -> None:
         """Record a call's result."""
-        with self._tx() as conn:
-            conn.execute(
+        with self._tx() as session:
+            session.execute(
                 "UPDATE agent_journal SET status = 'done', result = ?, outcome_at = ? "
                 "WHERE thread_id = ? AND iteration = ? AND call_id = ?",
                 (json.dumps(result, default=str), time.time(), thread_id, iteration, call["id"]),
@@ -302,8 +319,8 @@ class RunStore(RecordedCalls, PlanQueue):
     @threaded
     def forget(self, thread_id: str, iteration: int, call_id: str) -> None:
         """Drop a journal entry whose call is known not to have run (a replay stopped at it)."""
-        with self._tx() as conn:
-            conn.execute(
+        with self._tx() as session:
+            session.execute(
                 "DELETE FROM agent_journal WHERE thread_id = ? AND iteration = ? AND call_id = ? "
                 "AND status = 'intent'",
                 (thread_id, iteration, call_id),
@@ -313,27 +330,29 @@ class RunStore(RecordedCalls, PlanQueue):
     @threaded
     def delete_journal(self, thread_id: str) -> int:
         """Delete a finished run's journal (a paused run needs its journal to resume safely)."""
-        with self._tx() as conn:
-            cur = conn.execute("DELETE FROM agent_journal WHERE thread_id = ?", (thread_id,))
-        return int(cur.rowcount)
+        with self._tx() as session:
+            deleted = session.execute(
+                "DELETE FROM agent_journal WHERE thread_id = ?", (thread_id,)
+            ).rowcount
+        return int(deleted)
 
     @threaded
     def vacuum(self) -> None:
-        """Reclaim the space of deleted rows: fold the WAL into the file, then rebuild it."""
-        with self._read() as conn:
-            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-            conn.execute("VACUUM")
-            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        """Reclaim the space of deleted rows (SQLite: fold the WAL into the file, rebuild it)."""
+        self._db.vacuum()
 
     # Outputs (the OutputStore protocol) ------------------------------------------------------
     @threaded
     def save_output(self, thread_id: str, iteration: int, call: ToolCall, text: str) -> str:
         """Keep the full text of a clipped output; returns its reference (``out-<iter>-<id>``)."""
         ref = f"out-{iteration}-{call['id']}"
-        with self._tx() as conn:
-            conn.execute(
-                "INSERT OR REPLACE INTO agent_outputs (thread_id, ref, iteration, call_id, tool, "
-                "chars, content, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        with self._tx() as session:
+            session.execute(
+                "INSERT INTO agent_outputs (thread_id, ref, iteration, call_id, tool, chars, "
+                "content, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT (thread_id, ref) DO UPDATE SET iteration = excluded.iteration, "
+                "call_id = excluded.call_id, tool = excluded.tool, chars = excluded.chars, "
+                "content = excluded.content, created_at = excluded.created_at",
                 (thread_id, ref, iteration, call["id"], call["name"], len(text), text, time.time()),
             )
         return ref
@@ -341,37 +360,68 @@ class RunStore(RecordedCalls, PlanQueue):
     @threaded
     def get_output(self, thread_id: str, ref: str) -> OutputRecord | None:
         """A kept output by its reference, or None."""
-        with self._read() as conn:
-            row = conn.execute(
-                "SELECT ref, iteration, call_id, tool, chars, content, created_at "
-                "FROM agent_outputs WHERE thread_id = ? AND ref = ?",
-                (thread_id, ref),
-            ).fetchone()
-        if row is None:
-            return None
-        return OutputRecord(
-            ref=row[0],
-            iteration=row[1],
-            call_id=row[2],
-            tool=row[3],
-            chars=row[4],
-            content=row[5],
-            created_at=row[6],
+        row = self._one(
+            f"SELECT {_OUTPUT_COLUMNS} FROM agent_outputs WHERE thread_id = ? AND ref = ?",  # noqa: S608 - fixed text
+            (thread_id, ref),
         )
+        return cast(OutputRecord, dict(zip(_OUTPUT_FIELDS, row, strict=True))) if row else None
 
     @threaded
     def list_outputs(self, thread_id: str) -> list[str]:
         """References of the outputs kept for a run, oldest first."""
-        with self._read() as conn:
-            rows = conn.execute(
-                "SELECT ref FROM agent_outputs WHERE thread_id = ? ORDER BY created_at, ref",
-                (thread_id,),
-            ).fetchall()
+        rows = self._all(
+            "SELECT ref FROM agent_outputs WHERE thread_id = ? ORDER BY created_at, ref",
+            (thread_id,),
+        )
         return [r[0] for r in rows]
 
 
-def _run(row: dict[str, Any]) -> RunRecord:
-    row["gate"] = json.loads(row["gate"]) if row.get("gate") else None
-    row.setdefault("origin", "run")
-    row.setdefault("fork_checkpoint_id", None)
-    return cast(RunRecord, row)
+class RunStore(SqlRunStore):
+    """Runs, leases, the journal, the recorded calls and the plan queue, in SQLite.
+
+    Opening it creates the tables, or migrates an older file to the current schema
+    (``ai_agent.checkpoints.schema``). Its methods are those of `RunStoreProtocol`, written once
+    for both databases in `SqlRunStore`.
+
+    Args:
+        path: The database file (the checkpoint database; created if missing).
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.host = socket.gethostname()
+        try:
+            db = SqliteDatabase(self.path)
+            self.migrated_from = ensure_schema(db.conn, self.path)
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(
+                f"cannot open the run store at {self.path}: {exc}. "
+                "Is it a SQLite database written by ai-agent?"
+            ) from None
+        self._db = db
+
+
+# The records' fields, in the order they are selected: each is a column of the same name.
+_RUN_FIELDS = tuple(RunRecord.__annotations__)
+_RUN_COLUMNS = ", ".join(_RUN_FIELDS)
+_OUTPUT_FIELDS = tuple(OutputRecord.__annotations__)
+_OUTPUT_COLUMNS = ", ".join(_OUTPUT_FIELDS)
+
+
+def _run(row: Sequence[Any]) -> RunRecord:
+    run = dict(zip(_RUN_FIELDS, row, strict=True))
+    run["gate"] = json.loads(run["gate"]) if run["gate"] else None
+    return cast(RunRecord, run)
+
+
+def _lease_row(session: Session, thread_id: str) -> Any:
+    """The thread's lease: owner, host, pid, expires_at, and the seconds it has left."""
+    row = session.one(
+        "SELECT owner, host, pid, expires_at, "  # noqa: S608 - fixed text
+        f"expires_at - {session.now} FROM agent_leases WHERE thread_id = ?",
+        (thread_id,),
+    )
+    if row is None:  # pragma: no cover - the caller's transaction wrote it and holds its lock
+        raise StoreError(f"the lease of thread {thread_id} vanished while being read")
+    return row

@@ -1,0 +1,157 @@
+"""The seam between the run store's logic and its two databases, SQLite and PostgreSQL.
+
+The run store's methods (runs, leases, journal, recorded calls, kept outputs, plan queue) are
+written once, in SQL that both databases run, with ``?`` placeholders. What still differs sits
+behind two small types that each backend provides:
+
+- a `Session`, one connection inside a transaction: the placeholder style, how the key of an
+  inserted row comes back, and the two bits of SQL with no common spelling (the clock, and the
+  JSON query over recorded requests);
+- a `Database`: how a transaction or a read is opened (SQLite: one shared connection, a lock and
+  ``BEGIN IMMEDIATE``; PostgreSQL: a pooled connection), the error a unique index raises, and how
+  the space of deleted rows is reclaimed.
+
+Upserts are spelled ``INSERT ... ON CONFLICT (...) DO UPDATE``, which SQLite (since 3.24) and
+PostgreSQL both run. ``RETURNING`` is left to the sessions: SQLite has it only since 3.35, and a
+Python linked against an older SQLite must still open its run store. Rows come back as tuples
+from both drivers, read by position from fixed column lists.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Coroutine, Sequence
+from contextlib import AbstractContextManager
+from typing import Any, ClassVar, Concatenate, ParamSpec, Protocol, TypeVar
+
+__all__ = ["Cursor", "Database", "Session", "SqlStore", "page", "threaded"]
+
+P = ParamSpec("P")
+R = TypeVar("R")
+S = TypeVar("S")
+
+
+def threaded(
+    fn: Callable[Concatenate[S, P], R],
+) -> Callable[Concatenate[S, P], Coroutine[Any, Any, R]]:
+    """Run a blocking store method on a worker thread, keeping the event loop free.
+
+    For SQLite that is not style: the checkpointer commits through the event loop, so a
+    synchronous write on the loop's thread could wait for a lock that only the blocked loop can
+    release (see ``ai_agent.checkpoints._sqlite``).
+    """
+
+    async def run(store: S, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        return await asyncio.to_thread(fn, store, *args, **kwargs)
+
+    run.__name__, run.__qualname__, run.__doc__ = fn.__name__, fn.__qualname__, fn.__doc__
+    return run
+
+
+class Cursor(Protocol):
+    """What the store reads from a DB-API cursor (``sqlite3`` and ``psycopg`` have it alike)."""
+
+    @property
+    def rowcount(self) -> int:
+        """Rows the statement changed."""
+
+    def fetchone(self) -> Any:
+        """The next row (a tuple), or None."""
+
+    def fetchall(self) -> list[Any]:
+        """The remaining rows (tuples)."""
+
+
+class Session(ABC):
+    """One connection inside a transaction (or a read), running the store's SQL.
+
+    Statements are written with ``?`` placeholders; a session for another style translates them.
+    """
+
+    now: ClassVar[str]
+    """SQL for the database's clock, in seconds since the epoch (leases expire by it)."""
+
+    blobs_in_use: ClassVar[str]
+    """SQL selecting every body hash the recorded model requests still list."""
+
+    @abstractmethod
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> Cursor:
+        """Run one statement."""
+
+    @abstractmethod
+    def insert(self, sql: str, params: Sequence[Any], key: str) -> int:
+        """Run one INSERT and return the generated ``key`` column of the new row."""
+
+    def one(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        """The first row of a query, or None."""
+        return self.execute(sql, params).fetchone()
+
+    def all(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        """All rows of a query."""
+        return self.execute(sql, params).fetchall()
+
+
+class Database(Protocol):
+    """Where the run store's sessions come from."""
+
+    @property
+    def unique_violation(self) -> type[Exception]:
+        """What a write that breaks a unique index raises."""
+
+    def transaction(self) -> AbstractContextManager[Session]:
+        """A session whose writes are committed together at the end, or not at all."""
+
+    def read(self) -> AbstractContextManager[Session]:
+        """A session for reading."""
+
+    def vacuum(self) -> None:
+        """Reclaim the space of deleted rows."""
+
+    def close(self) -> None:
+        """Close the connections."""
+
+
+class SqlStore:
+    """The base of the run store's parts: a database and its sessions."""
+
+    _db: Database
+
+    def close(self) -> None:
+        """Close the connection."""
+        self._db.close()
+
+    def _tx(self) -> AbstractContextManager[Session]:
+        return self._db.transaction()
+
+    def _read(self) -> AbstractContextManager[Session]:
+        return self._db.read()
+
+    def _one(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        """The first row of one query, read on its own."""
+        with self._read() as session:
+            return session.one(sql, params)
+
+    def _all(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        """All rows of one query, read on its own."""
+        with self._read() as session:
+            return session.all(sql, params)
+
+
+def page(select: str, *, order: str, limit: int | None, **equal: Any) -> tuple[str, list[Any]]:
+    """``select`` narrowed to the rows whose columns equal the given values, ordered and limited.
+
+    A filter that is None or empty is left out; ``limit=None`` means every row.
+
+    Examples:
+        >>> page("SELECT id FROM t", order="id", limit=5, status="queued", thread_id=None)
+        ('SELECT id FROM t WHERE status = ? ORDER BY id LIMIT ?', ['queued', 5])
+    """
+    given = {column: value for column, value in equal.items() if value}
+    where = " AND ".join(f"{column} = ?" for column in given)
+    sql = f"{select}{' WHERE ' if where else ''}{where} ORDER BY {order}"
+    params = list(given.values())
+    if limit is not None:
+        sql += " LIMIT ?"
+        params.append(limit)
+    return sql, params
