@@ -733,7 +733,13 @@ class DeltaStore:
             for k, v in checkpoint.items()
             if k not in ("channel_values", "channel_versions", "versions_seen")
         }
-        seen = {node: dict(vs) for node, vs in checkpoint["versions_seen"].items()}
+        # A step changes what one or two nodes have seen: the parent's dicts serve the rest
+        # (skeletons never change a dict in place), so fewer objects outlive the step.
+        old_seen = parent.seen if parent is not None else {}
+        seen: dict[str, dict[str, Any]] = {}
+        for node, vs in checkpoint["versions_seen"].items():
+            known = old_seen.get(node)
+            seen[node] = known if known == vs else dict(vs)
         return Skeleton(versions, seen, refs, extra)
 
     def _detach_children(self, tkey: int, checkpoint_id: str) -> None:
@@ -1088,7 +1094,7 @@ def diff_form(old: Skeleton, new: Skeleton) -> dict[str, Any]:
             out[key] = changed
         if removed:
             out[key + "-"] = removed
-    seen = {n: vs for n, vs in new.seen.items() if old.seen.get(n) != vs}
+    seen = {n: vs for n, vs in new.seen.items() if old.seen.get(n) is not vs}
     gone = [n for n in old.seen if n not in new.seen]
     if seen:
         out["vs"] = seen
