@@ -12,7 +12,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import cast
 
-from ai_agent.checkpoints._store import BUSY_TIMEOUT_SECONDS, EMPTY, DeltaStore, ReadMemo
+from ai_agent.checkpoints._store import (
+    BUSY_TIMEOUT_SECONDS,
+    EMPTY,
+    DeltaStore,
+    ReadMemo,
+    is_view,
+)
 from ai_agent.errors import StoreError
 
 __all__ = ["copy_thread", "delete_checkpoints", "delete_for_runs", "prune", "reclaim"]
@@ -49,13 +55,21 @@ def delete_checkpoints(store: DeltaStore, tkey: int, doomed: set[str]) -> tuple[
         [(tkey, cid) for cid in doomed],
     )
     store.reset()  # the thread's cached skeletons and held values may name deleted rows
-    live = {r for skel in kept.values() for r in skel.refs.values() if r != EMPTY}
-    values, segments = _collect(store, tkey, live)
+    refs = [r for skel in kept.values() for r in skel.refs.values()]
+    live = {r for r in refs if type(r) is int and r != EMPTY}
+    views = [cast(tuple[int, int], r) for r in refs if is_view(r)]
+    values, segments = _collect(store, tkey, live, views)
     return len(doomed), values, segments
 
 
-def _collect(store: DeltaStore, tkey: int, live: set[int]) -> tuple[int, int]:
-    """Delete the values, lineages and segments of a thread key that no kept checkpoint reads."""
+def _collect(
+    store: DeltaStore, tkey: int, live: set[int], views: list[tuple[int, int]]
+) -> tuple[int, int]:
+    """Delete the values, lineages and segments of a thread key that no kept checkpoint reads.
+
+    ``live`` are the value rows kept checkpoints name, ``views`` the (lineage, length) lists
+    their skeletons hold themselves.
+    """
     conn = store.conn
     conn.execute("CREATE TEMP TABLE IF NOT EXISTS delta_live (id INTEGER PRIMARY KEY)")
     conn.execute("DELETE FROM delta_live")
@@ -73,6 +87,8 @@ def _collect(store: DeltaStore, tkey: int, live: set[int]) -> tuple[int, int]:
             (tkey,),
         )
     }
+    for lineage, length in views:
+        needed[lineage] = max(needed.get(lineage, 0), length)
     lineages = conn.execute(
         "SELECT id, base, base_length FROM delta_lineages WHERE thread = ? ORDER BY id DESC",
         (tkey,),
@@ -198,12 +214,26 @@ def _copy_key(store: DeltaStore, src: int, dst: int) -> None:
             "VALUES (?, ?, ?, ?, ?, ?)",
             (dst, ref, type_, blob, lineage_map[lineage] if lineage else None, length),
         )
-    conn.execute(
-        "INSERT INTO delta_checkpoints (thread, checkpoint_id, parent_id, full, depth, skeleton, "
-        "metadata) SELECT ?, checkpoint_id, parent_id, full, depth, skeleton, metadata "
+    # Skeletons name their list views by lineage id, and lineage ids are global: remap them.
+    for cid, parent_id, full, depth, stored, metadata in conn.execute(
+        "SELECT checkpoint_id, parent_id, full, depth, skeleton, metadata "
         "FROM delta_checkpoints WHERE thread = ?",
-        (dst, src),
-    )
+        (src,),
+    ).fetchall():
+        blob = stored
+        data = store.loads("msgpack", stored)
+        refs = data.get("r", {})
+        if any(type(r) is list and type(r[0]) is int for r in refs.values()):
+            data["r"] = {
+                ch: [lineage_map[r[0]], r[1]] if type(r) is list and type(r[0]) is int else r
+                for ch, r in refs.items()
+            }
+            blob = store.serde.dumps_typed(data)[1]
+        conn.execute(
+            "INSERT INTO delta_checkpoints (thread, checkpoint_id, parent_id, full, depth, "
+            "skeleton, metadata) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (dst, cid, parent_id, full, depth, blob, metadata),
+        )
     conn.execute(
         "INSERT INTO delta_writes (thread, checkpoint_id, task_id, task_path, writes) "
         "SELECT ?, checkpoint_id, task_id, task_path, writes FROM delta_writes WHERE thread = ?",

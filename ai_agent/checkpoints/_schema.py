@@ -15,7 +15,7 @@ from ai_agent.errors import StoreError
 
 __all__ = ["FORMAT_VERSION", "create_or_migrate", "legacy_tables_present"]
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 
 _DDL_V1 = """
 CREATE TABLE IF NOT EXISTS delta_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -70,10 +70,16 @@ CREATE TABLE IF NOT EXISTS delta_writes (
 ) WITHOUT ROWID;
 """
 
-# Version N -> the statements that turn a version N database into version N + 1. Empty while
-# there is only one version; the test suite keeps a version-1 database as a fixture so the first
-# real migration is tested against a file written by this code.
-_MIGRATIONS: dict[int, str] = {}
+# Version N -> the statements that turn a version N database into version N + 1. The test suite
+# keeps a version-1 database as a fixture, so each migration runs against a file written by an
+# older ai-agent.
+_MIGRATIONS: dict[int, str] = {
+    # 2: a skeleton may name a list as (lineage, length) and hold a small value itself, where
+    # format 1 always named a delta_values row. A format-1 file is a valid format-2 file (all its
+    # references are row ids), so only the number changes; a format-1 reader must refuse the
+    # new references, which is what the number is for.
+    1: "",
+}
 
 
 def create_or_migrate(conn: sqlite3.Connection, *, where: str) -> None:
@@ -106,7 +112,7 @@ def create_or_migrate(conn: sqlite3.Connection, *, where: str) -> None:
                 f"the checkpoints in {where} use format {found}, newer than this ai-agent "
                 f"understands ({FORMAT_VERSION}); upgrade ai-agent"
             )
-        while found < FORMAT_VERSION:  # pragma: no cover - no second format yet
+        while found < FORMAT_VERSION:
             for statement in _MIGRATIONS[found].split(";"):
                 if statement.strip():
                     conn.execute(statement)

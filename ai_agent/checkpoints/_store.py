@@ -44,12 +44,27 @@ from ai_agent.checkpoints._identity import same_prefix
 from ai_agent.checkpoints._schema import create_or_migrate, legacy_tables_present
 from ai_agent.errors import StoreError
 
-__all__ = ["DeltaStore", "ReadMemo", "Skeleton", "WritesJob"]
+__all__ = ["DeltaStore", "ReadMemo", "Ref", "Skeleton", "WritesJob", "is_view"]
 
 BUSY_TIMEOUT_SECONDS = 30
 
+Ref = int | tuple[Any, Any]
+"""Where a channel's value is, as a skeleton names it (format 2 added the two tuples).
+
+- ``int``: the id of a ``delta_values`` row (``EMPTY``: the channel has no value);
+- ``(lineage, length)``: a list, the first ``length`` items of a lineage;
+- ``(type, bytes)``: a small value, serialized, kept in the skeleton itself.
+
+The tuples save a row per changed channel and step: most steps change a few small scalars and
+grow a list or two, and each row is one more statement and one more page in the commit.
+"""
+
 EMPTY = 0
 """The value reference of a channel that has a version but no value (LangGraph's "empty")."""
+
+INLINE_MAX_BYTES = 256
+"""Values that serialize to at most this many bytes are kept in the skeleton (a full skeleton,
+written every 32 steps, repeats them, so this stays small)."""
 
 MAX_DIFF_DEPTH = 31
 """A checkpoint's skeleton is stored in full after this many diffs in a row (bounded reads)."""
@@ -86,14 +101,14 @@ class Skeleton:
     Attributes:
         versions: ``channel_versions``.
         seen: ``versions_seen``.
-        refs: Channel -> ``delta_values.id`` of its value here (``EMPTY``: no value).
+        refs: Channel -> where its value is (see `Ref`).
         extra: Every other key of the checkpoint (``v``, ``id``, ``ts``, ``updated_channels``).
         depth: Diffs since the last full skeleton on this checkpoint's parent chain.
     """
 
     versions: dict[str, Any]
     seen: dict[str, dict[str, Any]]
-    refs: dict[str, int]
+    refs: dict[str, Ref]
     extra: dict[str, Any]
     depth: int = 0
 
@@ -115,7 +130,7 @@ class _Held:
 @dataclass(slots=True)
 class _ThreadCache:
     skeletons: OrderedDict[str, Skeleton] = field(default_factory=OrderedDict)
-    held: dict[int, _Held] = field(default_factory=dict)
+    held: dict[Ref, _Held] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -123,7 +138,7 @@ class ReadMemo:
     """Decoded data shared by the checkpoints of one ``list`` call (they overlap heavily)."""
 
     skeletons: OrderedDict[tuple[int, str], Skeleton] = field(default_factory=OrderedDict)
-    values: dict[tuple[int, int], Any] = field(default_factory=dict)
+    values: dict[tuple[int, Ref], Any] = field(default_factory=dict)
     lineages: dict[int, list[Any]] = field(default_factory=dict)
 
 
@@ -432,25 +447,19 @@ class DeltaStore:
         return items
 
     def read_values(
-        self, tkey: int, refs: Mapping[str, int], memo: ReadMemo | None = None
-    ) -> tuple[dict[str, Any], dict[int, _Held]]:
+        self, tkey: int, refs: Mapping[str, Ref], memo: ReadMemo | None = None
+    ) -> tuple[dict[str, Any], dict[Ref, _Held]]:
         """Channel values for a refs map, and what was learnt about them (for the cache)."""
-        wanted = sorted({r for r in refs.values() if r != EMPTY})
+        wanted = sorted({r for r in refs.values() if type(r) is int and r != EMPTY})
         if memo is not None:
             wanted = [r for r in wanted if (tkey, r) not in memo.values]
-        rows: dict[int, tuple[Any, ...]] = {}
-        for i in range(0, len(wanted), 500):
-            chunk = wanted[i : i + 500]
-            marks = ",".join("?" * len(chunk))
-            for row in self.conn.execute(
-                "SELECT id, type, value, lineage, length FROM delta_values "  # noqa: S608 - placeholders only
-                f"WHERE thread = ? AND id IN ({marks})",
-                [tkey, *chunk],
-            ):
-                rows[int(row[0])] = row[1:]
+        rows = self._value_rows(tkey, wanted)
         values: dict[str, Any] = {}
-        held: dict[int, _Held] = {}
+        held: dict[Ref, _Held] = {}
         for channel, ref in refs.items():
+            if isinstance(ref, tuple):
+                values[channel] = self._read_inline(ref, held, memo)
+                continue
             if ref == EMPTY:
                 continue
             if memo is not None and (tkey, ref) in memo.values:
@@ -472,6 +481,30 @@ class DeltaStore:
                 if memo is not None:
                     memo.values[(tkey, ref)] = value
         return values, held
+
+    def _value_rows(self, tkey: int, wanted: list[int]) -> dict[int, tuple[Any, ...]]:
+        """Value rows by id: (type, value, lineage, length)."""
+        rows: dict[int, tuple[Any, ...]] = {}
+        for i in range(0, len(wanted), 500):
+            chunk = wanted[i : i + 500]
+            marks = ",".join("?" * len(chunk))
+            for row in self.conn.execute(
+                "SELECT id, type, value, lineage, length FROM delta_values "  # noqa: S608 - placeholders only
+                f"WHERE thread = ? AND id IN ({marks})",
+                [tkey, *chunk],
+            ):
+                rows[int(row[0])] = row[1:]
+        return rows
+
+    def _read_inline(
+        self, ref: tuple[Any, Any], held: dict[Ref, _Held], memo: ReadMemo | None
+    ) -> Any:
+        """The value of a reference that needs no value row: a list view or a small value."""
+        if type(ref[0]) is int:
+            items = self.read_items(ref[0], ref[1], memo)
+            held[ref] = _Held(ref[0], ref[1], items)
+            return items
+        return self.loads(ref[0], ref[1])
 
     def pending_writes(self, tkey: int, checkpoint_id: str) -> list[PendingWrite]:
         """The writes stored against one checkpoint, in ``writes_sort_key`` order."""
@@ -700,7 +733,13 @@ class DeltaStore:
             for k, v in checkpoint.items()
             if k not in ("channel_values", "channel_versions", "versions_seen")
         }
-        seen = {node: dict(vs) for node, vs in checkpoint["versions_seen"].items()}
+        # A step changes what one or two nodes have seen: the parent's dicts serve the rest
+        # (skeletons never change a dict in place), so fewer objects outlive the step.
+        old_seen = parent.seen if parent is not None else {}
+        seen: dict[str, dict[str, Any]] = {}
+        for node, vs in checkpoint["versions_seen"].items():
+            known = old_seen.get(node)
+            seen[node] = known if known == vs else dict(vs)
         return Skeleton(versions, seen, refs, extra)
 
     def _detach_children(self, tkey: int, checkpoint_id: str) -> None:
@@ -726,10 +765,12 @@ class DeltaStore:
         self._next_value[tkey] = ref + 1
         return ref
 
-    def _held(self, tkey: int, cache: _ThreadCache, ref: int) -> _Held | None:
+    def _held(self, tkey: int, cache: _ThreadCache, ref: Ref) -> _Held | None:
         found = cache.held.get(ref)
         if found is not None:
             return found
+        if type(ref) is tuple:  # the reference says it all (only a list's items are unknown)
+            return _Held(ref[0], ref[1]) if type(ref[0]) is int else _Held(None, 0, None, ref)
         row = self.conn.execute(
             "SELECT type, value, lineage, length FROM delta_values WHERE thread = ? AND id = ?",
             (tkey, ref),
@@ -742,8 +783,8 @@ class DeltaStore:
         return _Held(None, 0, None, (row[0], row[1]) if small else None)
 
     def _store_value(
-        self, tkey: int, cache: _ThreadCache, batch: _Batch, value: Any, prev_ref: int | None
-    ) -> int:
+        self, tkey: int, cache: _ThreadCache, batch: _Batch, value: Any, prev_ref: Ref | None
+    ) -> Ref:
         """Store one channel value, or reuse or extend the previous one; returns its reference."""
         prev = self._held(tkey, cache, prev_ref) if prev_ref else None
         if type(value) is list:
@@ -756,15 +797,17 @@ class DeltaStore:
                 if len(value) > prev.length:
                     return self._append(tkey, cache, batch, prev, value)
                 if prev.items is None:  # vouched for by the stored bytes: hold it from now on
-                    cache.held[cast(int, prev_ref)] = _Held(prev.lineage, prev.length, value)
-                return cast(int, prev_ref)
+                    cache.held[cast(Ref, prev_ref)] = _Held(prev.lineage, prev.length, value)
+                return cast(Ref, prev_ref)
             if len(value) >= LINEAGE_MIN_ITEMS or (
                 value and prev is not None and prev.lineage is not None
             ):
                 return self._new_lineage(tkey, cache, batch, value, None, 0)
         blob = self.serde.dumps_typed(value)
         if prev is not None and prev.blob is not None and prev.blob == blob:
-            return cast(int, prev_ref)
+            return cast(Ref, prev_ref)
+        if len(blob[1]) <= INLINE_MAX_BYTES:
+            return (blob[0], blob[1])
         ref = self._value_id(tkey)
         batch.values.append((tkey, ref, blob[0], blob[1], None, None))
         cache.held[ref] = _Held(None, 0, None, blob if len(blob[1]) <= REUSE_MAX_BYTES else None)
@@ -816,7 +859,7 @@ class DeltaStore:
 
     def _append(
         self, tkey: int, cache: _ThreadCache, batch: _Batch, prev: _Held, value: list[Any]
-    ) -> int:
+    ) -> Ref:
         lineage, n = cast(int, prev.lineage), prev.length
         if self._tip(lineage) != n:  # another branch grew this lineage past n: fork from it
             return self._new_lineage(tkey, cache, batch, value, lineage, n)
@@ -835,7 +878,7 @@ class DeltaStore:
             batch.merges.append(lineage)
             small = 0
         self._small[lineage] = small
-        return self._list_view(tkey, cache, batch, lineage, value)
+        return self._list_view(cache, lineage, value)
 
     def _merge(self, lineage: int) -> None:
         """Fold the small segments at a lineage's tail into one chunk (fewer rows to read)."""
@@ -865,7 +908,7 @@ class DeltaStore:
         value: list[Any],
         base: int | None,
         base_length: int,
-    ) -> int:
+    ) -> Ref:
         lineage = cast(
             int,
             self.conn.execute(
@@ -878,13 +921,10 @@ class DeltaStore:
         batch.segments.append((lineage, base_length, len(value) - base_length, 1, type_, blob))
         self._tips[lineage] = len(value)
         self._small[lineage] = 0
-        return self._list_view(tkey, cache, batch, lineage, value)
+        return self._list_view(cache, lineage, value)
 
-    def _list_view(
-        self, tkey: int, cache: _ThreadCache, batch: _Batch, lineage: int, value: list[Any]
-    ) -> int:
-        ref = self._value_id(tkey)
-        batch.values.append((tkey, ref, None, None, lineage, len(value)))
+    def _list_view(self, cache: _ThreadCache, lineage: int, value: list[Any]) -> Ref:
+        ref = (lineage, len(value))
         cache.held[ref] = _Held(lineage, len(value), value)
         return ref
 
@@ -1031,7 +1071,17 @@ def full_form(skel: Skeleton) -> dict[str, Any]:
 
 def from_full(data: dict[str, Any], depth: int) -> Skeleton:
     """A skeleton from a full row."""
-    return Skeleton(dict(data["cv"]), dict(data["vs"]), dict(data["r"]), dict(data["x"]), depth)
+    return Skeleton(dict(data["cv"]), dict(data["vs"]), _refs(data["r"]), dict(data["x"]), depth)
+
+
+def _refs(stored: dict[str, Any]) -> dict[str, Ref]:
+    """References as a row stores them (msgpack reads a tuple back as a list)."""
+    return {ch: tuple(r) if type(r) is list else r for ch, r in stored.items()}
+
+
+def is_view(ref: Ref) -> bool:
+    """Whether a reference is a ``(lineage, length)`` list view."""
+    return type(ref) is tuple and type(ref[0]) is int
 
 
 def diff_form(old: Skeleton, new: Skeleton) -> dict[str, Any]:
@@ -1044,7 +1094,7 @@ def diff_form(old: Skeleton, new: Skeleton) -> dict[str, Any]:
             out[key] = changed
         if removed:
             out[key + "-"] = removed
-    seen = {n: vs for n, vs in new.seen.items() if old.seen.get(n) != vs}
+    seen = {n: vs for n, vs in new.seen.items() if old.seen.get(n) is not vs}
     gone = [n for n in old.seen if n not in new.seen]
     if seen:
         out["vs"] = seen
@@ -1056,7 +1106,7 @@ def diff_form(old: Skeleton, new: Skeleton) -> dict[str, Any]:
 def apply_diff(base: Skeleton, data: dict[str, Any], depth: int) -> Skeleton:
     """The skeleton a diff row describes, given its parent's."""
     versions = {**base.versions, **data.get("cv", {})}
-    refs = {**base.refs, **data.get("r", {})}
+    refs = {**base.refs, **_refs(data.get("r", {}))}
     seen = {**base.seen, **data.get("vs", {})}
     for key in data.get("cv-", ()):
         versions.pop(key, None)

@@ -7,16 +7,19 @@ results, the trace) is written as the new items plus a reference to the list it 
 that was rewritten (compaction, ``{"replace": [...]}``, a removal) starts a new lineage holding
 its full value. Reading a checkpoint rebuilds exactly the values LangGraph put.
 
-Storage format (``delta_meta.format`` = 1), beside the run store's tables in the same file:
+Storage format (``delta_meta.format`` = 2), beside the run store's tables in the same file:
 
     delta_threads      id  <-  (thread_id, checkpoint_ns)           a small integer per thread
     delta_checkpoints  (thread, checkpoint_id) -> parent_id, full, depth, skeleton, metadata
-                         skeleton = channel_versions + versions_seen + refs {channel: value id}
+                         skeleton = channel_versions + versions_seen + refs {channel: ref}
                          + the checkpoint's other keys (v, id, ts, updated_channels); stored
                          in full, or as a diff against the parent's skeleton (full = 0), with at
                          most 31 diffs in a row: reading one walks at most 32 small rows
+                         ref = [lineage, length]   a list: the first `length` items of a lineage
+                             | [type, bytes]       a value of at most 256 bytes, inline
+                             | value id            anything bigger, in delta_values
     delta_values       id -> (type, bytes)            a value, written once per version
-                          | (lineage, length)          a list: the first `length` items of a lineage
+                          | (lineage, length)          a list (format 1 only: now inline)
     delta_lineages     id -> base, base_length         a list that forked from another lineage's
                                                        first base_length items (a fork, time travel)
     delta_segments     (lineage, start) -> count, merged, type, items    items[start:start+count]
@@ -24,10 +27,9 @@ Storage format (``delta_meta.format`` = 1), beside the run store's tables in the
 
 How the message history of a run looks after 12 messages, 3 of them added since the last merge:
 
-    delta_checkpoints  step 40 ... refs {"messages": 93, "task": 2, ...}
-                                                   |
-    delta_values       93 = (lineage 7, length 12) |   91 = (lineage 7, length 11) <- step 37
-                                    |
+    delta_checkpoints  step 40 ... refs {"messages": [7, 12], "task": [msgpack, "..."], ...}
+                       step 37 ... refs {"messages": [7, 11], ...}
+                                             |
     delta_segments     lineage 7: [0..9) merged | [9..10) | [10..11) | [11..12)
                                   32 appends are merged into one chunk, so reading a list of
                                   n appends touches about n/32 + 32 rows, never n
@@ -58,7 +60,7 @@ from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar, cast
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
@@ -179,33 +181,36 @@ class DeltaSaver(
     def _group(self, jobs: list[Callable[[], Any]]) -> list[tuple[bool, Any]]:
         return [o if o is not None else (False, StoreError("busy")) for o in self.store.group(jobs)]
 
-    def _write_now(self, jobs: list[Callable[[], Any]]) -> list[Future[Any]]:
-        """Run write jobs here if nothing would wait, else queue them; each job's future.
+    def _write_now(self, jobs: list[Callable[[], Any]]) -> list[tuple[bool, Any] | Future[Any]]:
+        """Run write jobs here if nothing would wait, else queue them.
 
         Here means the caller's thread, normally the event loop's: it is allowed only while the
         worker is idle (so nothing queued earlier is overtaken) and the write lock is free at
         once. Anything that could wait (a lock held by another process, a read, a WAL
-        checkpoint) stays on the worker thread.
+        checkpoint) stays on the worker thread. Returns, per job, ``(ok, result or
+        exception)`` when it ran here, else the future of the queued job (a future per step
+        costs more than the rest of this method, so the fast path makes none).
         """
-        outcomes: list[tuple[bool, Any] | None] = [None] * len(jobs)
+        outcomes: list[tuple[bool, Any] | None] | None = None
         if self._worker.lock.acquire(blocking=False):
             try:
                 if self._worker.idle:
                     outcomes = self.store.group(jobs, wait=False)
             finally:
                 self._worker.lock.release()
-        futures: list[Future[Any]] = []
-        for job, outcome in zip(jobs, outcomes, strict=True):
-            if outcome is None:
-                futures.append(self._worker.submit(job, write=True))
-                continue
-            future: Future[Any] = Future()
-            if outcome[0]:
-                future.set_result(outcome[1])
-            else:
-                future.set_exception(outcome[1])
-            futures.append(future)
-        return futures
+        if outcomes is None:
+            return [self._worker.submit(job, write=True) for job in jobs]
+        return [
+            outcome if outcome is not None else self._worker.submit(job, write=True)
+            for job, outcome in zip(jobs, outcomes, strict=True)
+        ]
+
+    def _watch(self, outcome: tuple[bool, Any] | Future[Any]) -> None:
+        """Keep a write nobody waits for: its failure is raised by the saver's next call."""
+        if isinstance(outcome, Future):
+            outcome.add_done_callback(self._note_failure)
+        elif not outcome[0]:
+            self._deferred_error = outcome[1]
 
     def _flush(self) -> None:
         """Store the task writes ``aput_writes`` buffered (see there)."""
@@ -213,8 +218,8 @@ class DeltaSaver(
             self._flush_timer.cancel()
             self._flush_timer = None
         jobs, self._buffer = self._buffer, []
-        for future in self._write_now(jobs):
-            future.add_done_callback(self._note_failure)
+        for outcome in self._write_now(jobs):
+            self._watch(outcome)
 
     # The worker thread -----------------------------------------------------------------------
     def _call(self, fn: Callable[P, R], /, *args: P.args, **kwargs: P.kwargs) -> R:
@@ -515,9 +520,15 @@ class DeltaSaver(
             functools.partial(self.store.put_in_tx, config, checkpoint, metadata, new_versions)
         )
         *writes, put = self._write_now(jobs)
-        for future in writes:
-            future.add_done_callback(self._note_failure)
-        return await self._await(put)
+        for outcome in writes:
+            self._watch(outcome)
+        if isinstance(put, Future):
+            return await self._await(put)
+        ok, value = put
+        if not ok:
+            raise value
+        self._raise_deferred()  # a write of this group that failed
+        return cast(RunnableConfig, value)
 
     async def aput_writes(
         self,

@@ -99,15 +99,42 @@ def test_a_short_list_is_stored_whole_and_a_long_one_as_a_lineage(tmp_path: Path
 
 def test_an_unchanged_value_is_stored_once_however_many_versions(tmp_path: Path) -> None:
     path = tmp_path / "c.sqlite"
+    big = {"a": "x" * 1000}
     with DeltaSaver(path) as saver:
         head: str | None = None
         for version in range(1, 11):
             cp = make_checkpoint(
-                {"same": {"a": 1}, "items": list(range(20))}, {"same": version, "items": version}
+                {"same": big, "items": list(range(20))}, {"same": version, "items": version}
             )
             saver.put(config("t", head), cp, {}, {"same": version, "items": version})
             head = cp["id"]
-    assert count(path, "delta_values") == 2
+        latest = saver.get_tuple(config("t"))
+        assert latest is not None and latest.checkpoint["channel_values"]["same"] == big
+    assert count(path, "delta_values") == 1  # the list is named in the skeleton, not a row
+    assert count(path, "delta_segments") == 1
+
+
+def test_small_values_and_list_views_live_in_the_skeleton(tmp_path: Path) -> None:
+    """Format 2: a step that changes small scalars and grows a list writes no value row."""
+    path = tmp_path / "c.sqlite"
+    with DeltaSaver(path) as saver:
+        head: str | None = None
+        for step in range(1, 41):
+            values = {"stage": f"stage-{step}", "n": step, "items": list(range(step + 10))}
+            cp = make_checkpoint(values, dict.fromkeys(values, step))
+            saver.put(config("t", head), cp, {}, dict.fromkeys(values, step))
+            head = cp["id"]
+        latest = saver.get_tuple(config("t"))
+        assert latest is not None
+        assert latest.checkpoint["channel_values"] == {
+            "stage": "stage-40",
+            "n": 40,
+            "items": list(range(50)),
+        }
+        history = [t.checkpoint["channel_values"]["n"] for t in saver.list(config("t"))]
+        assert history == list(range(40, 0, -1))
+    assert count(path, "delta_values") == 0
+    assert count(path, "delta_lineages") == 1
 
 
 def test_a_reopened_saver_extends_the_same_lineage(tmp_path: Path) -> None:

@@ -1,8 +1,9 @@
-"""Older databases keep working: SqliteSaver's tables are imported, delta format 1 is read.
+"""Older databases keep working: SqliteSaver's tables are imported, older delta formats are read.
 
 The fixtures were written by ``fixtures/make_fixtures.py``: the same two engine runs (one paused
 at the gate, one finished) stored by the engine's old checkpointer (LangGraph's SqliteSaver) and
-by delta format 1. ``expected.json`` holds each thread's state as it was written.
+by each delta format, by the code of its time. ``expected.json`` holds each thread's state as it
+was written.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 import pytest
 
 from ai_agent import Agent, ToolCategory, ToolSpec
-from ai_agent.checkpoints import DeltaSaver
+from ai_agent.checkpoints import FORMAT_VERSION, DeltaSaver
 from ai_agent.config import AgentSettings
 from ai_agent.testing import ScriptedModel
 from tests.checkpoints.conftest import config
@@ -51,7 +52,7 @@ def _agent(db: Path, log: list[str]) -> Agent:
     )
 
 
-@pytest.mark.parametrize("name", ["sqlitesaver.sqlite", "delta_v1.sqlite"])
+@pytest.mark.parametrize("name", ["sqlitesaver.sqlite", "delta_v1.sqlite", "delta_v2.sqlite"])
 def test_an_old_database_reads_back_as_written(name: str, tmp_path: Path) -> None:
     db = copy_of(name, tmp_path)
     with DeltaSaver(db) as saver:
@@ -66,7 +67,7 @@ def test_an_old_database_reads_back_as_written(name: str, tmp_path: Path) -> Non
             assert all(t.checkpoint["channel_values"] for t in history[:-1])
 
 
-@pytest.mark.parametrize("name", ["sqlitesaver.sqlite", "delta_v1.sqlite"])
+@pytest.mark.parametrize("name", ["sqlitesaver.sqlite", "delta_v1.sqlite", "delta_v2.sqlite"])
 async def test_a_run_paused_in_an_old_database_resumes(name: str, tmp_path: Path) -> None:
     db = copy_of(name, tmp_path)
     log: list[str] = []
@@ -120,3 +121,38 @@ def test_an_old_database_without_task_paths_imports(tmp_path: Path) -> None:
     with DeltaSaver(db) as saver:
         assert saver.legacy_skipped == []
         assert saver.get_tuple(config("paused")) is not None
+
+
+def _format(db: Path) -> str:
+    with sqlite3.connect(db) as conn:
+        return str(conn.execute("SELECT value FROM delta_meta WHERE key = 'format'").fetchone()[0])
+
+
+def test_a_format_1_database_is_migrated_and_then_grows_in_format_2(tmp_path: Path) -> None:
+    """Format 2 reads format 1's row references as they are; new steps may name values inline."""
+    db = copy_of("delta_v1.sqlite", tmp_path)
+    assert _format(db) == "1"
+    with DeltaSaver(db) as saver:
+        latest = saver.get_tuple(config("done"))
+        assert latest is not None
+        tkey = saver.store.thread_key("done", "", create=False)
+        assert tkey is not None
+        old = saver.store.skeleton(tkey, latest.checkpoint["id"])
+        assert all(type(ref) is int for ref in old.refs.values())  # format 1: rows only
+        values = latest.checkpoint["channel_values"]
+        child: Any = {
+            **latest.checkpoint,
+            "id": "2099-01-01",
+            "channel_values": {**values, "status": "more"},
+            "channel_versions": {**latest.checkpoint["channel_versions"], "status": 99},
+        }
+        saver.put(latest.config, child, {}, {"status": 99})
+        again = saver.get_tuple(config("done"))
+        assert again is not None
+        assert again.checkpoint["channel_values"] == {**values, "status": "more"}
+        new = saver.store.skeleton(tkey, "2099-01-01")
+        assert new.refs["status"] == ("msgpack", b"\xa4more")  # format 2: inline
+        assert {k: r for k, r in new.refs.items() if k != "status"} == {
+            k: r for k, r in old.refs.items() if k != "status"
+        }
+    assert _format(db) == str(FORMAT_VERSION) == "2"
