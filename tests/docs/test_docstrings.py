@@ -1,9 +1,8 @@
 """Every docstring example in the package runs, not only those of the modules listed elsewhere.
 
-The per-area tests (``tests/test_doctests.py``, ``tests/graph/``, ``tests/tools/``, ``tests/mcp/``,
-``tests/observability/``, ``tests/maker/``) keep their lists, which also insist that each listed
-module *has* examples; this test runs the examples of every other module, so a new example
-cannot rot unseen. A ``__main__`` module is skipped: importing it runs the command line.
+``tests/test_doctests.py`` keeps a list, which also insists that each listed module *has*
+examples; this test runs the examples of every other module, so a new example cannot rot
+unseen. A ``__main__`` module is skipped: importing it runs the command line.
 """
 
 from __future__ import annotations
@@ -15,21 +14,9 @@ import pkgutil
 import pytest
 
 import ai_agent
-from tests import test_doctests as core_doctests
-from tests.graph import test_doctests as graph_doctests
-from tests.maker import test_doctests as maker_doctests
-from tests.mcp import test_doctests as mcp_doctests
-from tests.observability import test_doctests as observability_doctests
-from tests.tools import test_doctests as tools_doctests
+from tests import test_doctests
 
-COVERED_ELSEWHERE = {
-    *core_doctests.MODULES,
-    *graph_doctests.MODULES,
-    *maker_doctests.MODULES,
-    *mcp_doctests.MODULES,
-    *observability_doctests.MODULES,
-    *tools_doctests.MODULES,
-}
+COVERED_ELSEWHERE = set(test_doctests.MODULES)
 
 
 # The toolsmaker's sandbox runner is a script for the sandbox (its socket's descriptor comes from
