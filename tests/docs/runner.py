@@ -122,6 +122,22 @@ def blocks(text: str) -> list[Block]:
     return out
 
 
+def fenced(page: Path) -> list[tuple[str, str]]:
+    """(language, code) of a page's fenced blocks, for a test that walks a page its own way."""
+    return [(b.lang, b.code) for b in blocks(page.read_text(encoding="utf-8"))]
+
+
+async def run_block(code: str, where: str, namespace: dict[str, Any]) -> str:
+    """Run a python block (top-level ``await`` allowed) in ``namespace``; what it printed."""
+    compiled = compile(code, where, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        outcome = eval(compiled, namespace)
+        if outcome is not None:
+            await outcome
+    return out.getvalue()
+
+
 def shell_commands(code: str) -> Iterator[str]:
     """The ``ai-agent`` commands of a shell block (continuation lines joined, ``&&`` split)."""
     logical = code.replace("\\\n", " ")

@@ -11,12 +11,8 @@ It runs in the test's private working directory, with real sandboxes.
 
 from __future__ import annotations
 
-import ast
 import asyncio
-import contextlib
 import doctest
-import io
-import re
 import shlex
 import tomllib
 from pathlib import Path
@@ -26,24 +22,10 @@ import pytest
 
 from ai_agent.cli import main
 from ai_agent.config import AgentSettings
+from tests.docs.runner import fenced, run_block
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "toolsmaker.md"
-_BLOCK = re.compile(r"^```(\w+)\n(.*?)^```", re.MULTILINE | re.DOTALL)
 _CHECKER = doctest.OutputChecker()
-
-
-def _blocks() -> list[tuple[str, str]]:
-    return [(m.group(1), m.group(2)) for m in _BLOCK.finditer(DOC.read_text())]
-
-
-async def _python(code: str, namespace: dict[str, Any]) -> str:
-    compiled = compile(code, str(DOC), "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        outcome = eval(compiled, namespace)
-        if outcome is not None:
-            await outcome
-    return out.getvalue()
 
 
 def _bash(code: str, capsys: pytest.CaptureFixture[str]) -> str:
@@ -58,14 +40,14 @@ def _bash(code: str, capsys: pytest.CaptureFixture[str]) -> str:
 
 
 def test_the_tutorial_runs_as_written(capsys: pytest.CaptureFixture[str]) -> None:
-    blocks = _blocks()
+    blocks = fenced(DOC)
     namespace: dict[str, Any] = {"__name__": "docs_toolsmaker"}
     ran = {"python": 0, "bash": 0, "toml": 0, "checked": 0}
     for index, (kind, code) in enumerate(blocks):
         if kind == "toml":
             AgentSettings.model_validate(tomllib.loads(code))
         elif kind == "python":
-            printed = asyncio.run(_python(code, namespace))
+            printed = asyncio.run(run_block(code, str(DOC), namespace))
         elif kind == "bash":
             printed = _bash(code, capsys)
         else:

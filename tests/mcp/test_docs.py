@@ -11,11 +11,7 @@
 
 from __future__ import annotations
 
-import ast
 import asyncio
-import contextlib
-import io
-import re
 import shlex
 import subprocess
 from pathlib import Path
@@ -25,16 +21,12 @@ import pytest
 
 from ai_agent.cli import _argv, _parser, main
 from ai_agent.config import load_mcp_config
+from tests.docs.runner import fenced, run_block
 from tests.mcp.conftest import NPM_ROOT, REPO, descendants, wait_gone
 
 DOC = REPO / "docs" / "mcp.md"
-_BLOCK = re.compile(r"^```(\w+)\n(.*?)^```", re.MULTILINE | re.DOTALL)
 
 pytestmark = pytest.mark.timeout(240)
-
-
-def _blocks() -> list[tuple[str, str]]:
-    return [(m.group(1), m.group(2)) for m in _BLOCK.finditer(DOC.read_text())]
 
 
 def _shell(code: str, work: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -56,22 +48,12 @@ def _shell(code: str, work: Path, capsys: pytest.CaptureFixture[str]) -> None:
             pytest.fail(f"docs/mcp.md: no way to run {line!r} in this test")
 
 
-async def _python(code: str, namespace: dict[str, Any]) -> str:
-    compiled = compile(code, str(DOC), "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        outcome = eval(compiled, namespace)
-        if outcome is not None:
-            await outcome
-    return out.getvalue()
-
-
 def test_the_tutorial_runs_as_written(
     filesystem_entry: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     work = tmp_path / "work"  # the test's working directory (tests/conftest.py)
     assert Path.cwd() == work
-    blocks = _blocks()
+    blocks = fenced(DOC)
     namespace: dict[str, Any] = {"__name__": "docs_mcp"}
     ran = {"python": 0, "yaml": 0, "bash": 0}
     before = descendants()
@@ -84,7 +66,7 @@ def test_the_tutorial_runs_as_written(
             (work / name).write_text(code)
             assert load_mcp_config(work / name), name
         elif kind == "python":
-            printed = asyncio.run(_python(code, namespace))
+            printed = asyncio.run(run_block(code, str(DOC), namespace))
             following = blocks[index + 1] if index + 1 < len(blocks) else ("", "")
             if following[0] == "text":
                 assert printed == following[1], f"block {index} printed:\n{printed}"
