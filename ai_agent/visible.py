@@ -56,10 +56,11 @@ Examples:
 from __future__ import annotations
 
 import re
+import string
 import unicodedata
 from typing import Literal, get_args
 
-__all__ = ["MODES", "Mode", "VisibleStream", "hidden", "json_visible", "visible"]
+__all__ = ["MODES", "Mode", "VisibleStream", "escape_hidden", "hidden", "json_visible", "visible"]
 
 Mode = Literal["line", "lines", "text"]
 MODES: tuple[Mode, ...] = get_args(Mode)
@@ -81,15 +82,16 @@ _KEEP: dict[Mode, frozenset[str]] = {
 _SHORT = {"\t": "t", "\n": "n", "\r": "r"}
 # What may follow a backslash in an escape of each mode (the short ones only for characters the
 # mode escapes): a typed backslash before such text is doubled, so it never reads as an escape.
-_HEX = r"x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}"
+_HEX_DIGITS = {"x": 2, "u": 4, "U": 8}
+_HEX = "|".join(f"{letter}[0-9a-fA-F]{{{n}}}" for letter, n in _HEX_DIGITS.items())
 _ESCAPE_BODY = {
     mode: re.compile(_HEX + "|[" + "".join(v for k, v in _SHORT.items() if k not in keep) + "]")
     for mode, keep in _KEEP.items()
 }
-_LONGEST_BODY = 9  # U + 8 hex digits
 # Runs of backslashes, and runs of anything that is not printable ASCII: the rest is copied.
 _SPECIAL = re.compile(r"\\+|[^\x20-\x7e]+")
 _JSON_SPECIAL = re.compile(r"[^\x20-\x7e\n]")
+_NON_ASCII = re.compile(r"[^\x20-\x7e]+")
 
 
 def hidden(char: str) -> bool:
@@ -151,6 +153,21 @@ def visible(text: str, mode: Mode = "line") -> str:
     return "".join(out)
 
 
+def escape_hidden(text: str) -> str:
+    r"""Only the hidden characters of ``text`` escaped (``text`` mode's layout kept).
+
+    The net under `visible` at an output stream: a character that reaches the stream still
+    hidden (from a path that did not render its text) is escaped; backslashes are left alone,
+    so text `visible` already rendered passes unchanged. Unlike `visible` it is not injective
+    (a typed ``\x1b`` and a real ESC look the same): use it as the last line of defence only.
+
+    Examples:
+        >>> print(escape_hidden("typed \\x1b, real \x1b; " + visible("typed \\x1b, real \x1b")))
+        typed \x1b, real \x1b; typed \\x1b, real \x1b
+    """
+    return _NON_ASCII.sub(lambda m: _run(m.group(), _KEEP["text"]), text)
+
+
 class VisibleStream:
     """`visible` over text that arrives in pieces (a streamed answer, live tool output).
 
@@ -181,17 +198,32 @@ class VisibleStream:
 def _settled(text: str) -> int:
     """How much of ``text`` no later piece can change.
 
-    All but a last backslash run that fewer characters follow than the longest escape body. An
+    All but a last backslash run whose doubling the characters after it do not decide yet. An
     earlier run is settled: the backslash of the later one already decides whether an escape
     body follows it (no escape body holds a backslash).
     """
     last = text.rfind("\\")
-    if last < 0 or len(text) - last - 1 >= _LONGEST_BODY:
+    if last < 0 or _decided(text[last + 1 :]):
         return len(text)
     start = last
     while start > 0 and text[start - 1] == "\\":
         start -= 1
     return start
+
+
+def _decided(after: str) -> bool:
+    """Whether ``after`` (what follows a backslash run so far) decides if an escape body starts.
+
+    One character does, unless it is ``x``, ``u`` or ``U``: then enough hex digits, or one
+    character that is not a hex digit, do.
+    """
+    if not after:
+        return False
+    digits = _HEX_DIGITS.get(after[0])
+    if digits is None:
+        return True
+    following = after[1 : digits + 1]
+    return len(following) == digits or not all(c in string.hexdigits for c in following)
 
 
 def _json_escape(match: re.Match[str]) -> str:

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ai_agent.visible import MODES, VisibleStream, hidden, json_visible, visible
+from ai_agent.visible import MODES, VisibleStream, escape_hidden, hidden, json_visible, visible
 
 # What the attacks of issue 15 use: terminal controls and the characters that reorder or hide.
 HOSTILE = (
@@ -119,12 +119,13 @@ def test_a_stream_shows_what_the_whole_text_shows(text: str, cuts: list[int], mo
     assert shown == visible(text, mode)  # type: ignore[arg-type]
 
 
-def test_a_stream_holds_back_only_a_backslash_that_waits_for_its_next_character() -> None:
+def test_a_stream_holds_back_only_a_backslash_whose_doubling_is_not_decided() -> None:
     stream = VisibleStream("text")
     assert stream.feed("echo \\") == "echo "
     assert stream.feed("\x1b[2K done") == r"\\\x1b[2K done"
     assert stream.feed("\\x1") == ""
     assert stream.feed("b and more text") == r"\\x1b and more text"
+    assert stream.feed("a line\\\n") == "a line\\\n"  # a newline after it decides at once
     assert stream.feed("end\\") == "end"
     assert stream.flush() == "\\"
     assert stream.flush() == ""
@@ -147,3 +148,13 @@ def test_json_stays_the_same_value_with_nothing_hidden(value: object) -> None:
 def test_json_keeps_readable_text_readable() -> None:
     encoded = json_visible(json.dumps({"a": "日本\u202eé\x7f\U000e0041"}, ensure_ascii=False))
     assert encoded == '{"a": "日本\\u202eé\\u007f\\udb40\\udc41"}'
+
+
+@given(texts, modes)
+def test_the_net_escapes_what_is_left_and_leaves_rendered_text_alone(text: str, mode: str) -> None:
+    shown = visible(text, mode)  # type: ignore[arg-type]
+    assert escape_hidden(shown) == shown
+    netted = escape_hidden(text)
+    assert not {c for c in netted if hidden(c)} - set(KEPT["text"])
+    if "\\" not in text:  # without backslashes to double it escapes as visible does
+        assert netted == visible(text, "text")
