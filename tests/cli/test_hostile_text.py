@@ -209,3 +209,35 @@ def test_the_html_export_shows_the_real_command_and_answer(
     text = terminal_text(page.read_bytes())
     assert f"$ {COMMAND_SHOWN}".replace("'", "&#x27;") in text
     assert TASK_SHOWN in text
+
+
+def test_a_traceback_and_an_internal_error_reach_the_terminal_escaped(
+    tmp_path: Path, capsysbinary: pytest.CaptureFixture[bytes], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ai_agent.graph import core
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("wires\x1b[2K\rcrossed \u202eok")
+
+    monkeypatch.setattr(core, "build_graph", broken)
+    model = script(tmp_path, {"text": "x"})
+    # --debug prints Python's own traceback, which no command renders: the output's net does.
+    code, _, err = cli(capsysbinary, "x", "--model", model, "--quiet", "--debug")
+    assert code == EXIT["failed"] and "Traceback" in err
+    assert r"RuntimeError: wires\x1b[2K\rcrossed \u202eok" in err
+    code, _, err = cli(capsysbinary, "x", "--model", model, "--quiet")
+    assert r"internal error: RuntimeError: wires\x1b[2K\rcrossed \u202eok (run with" in err
+
+
+def test_a_clipped_tool_output_prints_escaped(
+    tmp_path: Path, capsysbinary: pytest.CaptureFixture[bytes], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MAMBA_TOOL_CONFIG__MAX_OUTPUT_CHARS", "200")
+    long = PRINTS + "; printf '%0300d'"
+    model = script(tmp_path, bash(long), {"text": "done"})
+    db = ["--db", str(tmp_path / "c.sqlite")]
+    args = ["run", "t", "--thread-id", "o1", "--tools", "run_bash", "--yes", "--model", model]
+    assert main([*args, *db, "--quiet"]) == EXIT["completed"]
+    capsysbinary.readouterr()
+    code, out, _ = cli(capsysbinary, "output", "o1", "out-1-call_0_0", *db)
+    assert code == 0 and PRINTS_SHOWN in out and "0" * 300 in out
