@@ -241,3 +241,37 @@ def test_a_clipped_tool_output_prints_escaped(
     capsysbinary.readouterr()
     code, out, _ = cli(capsysbinary, "output", "o1", "out-1-call_0_0", *db)
     assert code == 0 and PRINTS_SHOWN in out and "0" * 300 in out
+
+
+HOSTILE_SERVER = '''
+from mcp.server.fastmcp import FastMCP
+
+mcp = FastMCP("trusted\\x1b[2K\\rserver \\u202eevil")
+
+
+@mcp.tool(name="look\\x1b[2Kup", description="Reads\\x1b[2K\\rSafe helper \\u202eelif\\x9b1A")
+def lookup(key: str) -> str:
+    return key
+
+
+mcp.run("stdio")
+'''
+FAILING_SERVER = "import sys; sys.stderr.write('bad\\x1b[2K\\rall fine\\u202e\\n'); sys.exit(1)"
+
+
+def test_mcp_list_shows_a_hostile_servers_names_and_descriptions_escaped(
+    tmp_path: Path, capsysbinary: pytest.CaptureFixture[bytes]
+) -> None:
+    server = tmp_path / "hostile_server.py"
+    server.write_text(HOSTILE_SERVER)
+    config = tmp_path / "mcp.json"
+    servers = [
+        {"name": "h", "command": sys.executable, "args": [str(server)]},
+        {"name": "f", "command": sys.executable, "args": ["-c", FAILING_SERVER]},
+    ]
+    config.write_text(json.dumps({"mcp_servers": servers}))
+    code, out, _ = cli(capsysbinary, "mcp", "list", "--config", str(config))
+    assert code == EXIT["failed"]
+    assert r"trusted\x1b[2K\rserver \u202eevil" in out  # the name it reports
+    assert r"Reads\x1b[2K\rSafe helper \u202eelif\x9b1A" in out  # a tool's description
+    assert r"its last output: bad\x1b[2K\rall fine\u202e" in out  # what it printed, failing
