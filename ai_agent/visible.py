@@ -55,6 +55,7 @@ Examples:
 
 from __future__ import annotations
 
+import functools
 import re
 import string
 import unicodedata
@@ -88,15 +89,31 @@ _ESCAPE_BODY = {
     mode: re.compile(_HEX + "|[" + "".join(v for k, v in _SHORT.items() if k not in keep) + "]")
     for mode, keep in _KEEP.items()
 }
-# Runs of backslashes, and runs of anything that is not printable ASCII: the rest is copied.
-_SPECIAL = re.compile(r"\\+|[^\x20-\x7e]+")
-_JSON_SPECIAL = re.compile(r"[^\x20-\x7e\n]")
-_NON_ASCII = re.compile(r"[^\x20-\x7e]+")
+
+
+def _outside(kept: str) -> str:
+    """A pattern for runs of what is neither printable ASCII nor the ASCII layout ``kept``."""
+    return rf"[^\x20-\x7e{kept}]+"
+
+
+# Per mode, runs of backslashes and runs of what needs a look: the rest is copied as it is.
+_SPECIAL = {
+    mode: re.compile(r"\\+|" + _outside("".join(sorted(c for c in keep if c.isascii()))))
+    for mode, keep in _KEEP.items()
+}
+_NET = re.compile(_outside("\t\n"))
+_JSON_SPECIAL = re.compile(_outside("\n"))
 
 
 def hidden(char: str) -> bool:
     """Whether a terminal would act on ``char`` or show nothing for it (see the module)."""
     return unicodedata.category(char) in _HIDDEN_CATEGORIES or bool(_IGNORABLE.match(char))
+
+
+@functools.lru_cache(maxsize=4096)
+def _shown(char: str, keep: frozenset[str]) -> str:
+    """One character as shown: itself, or its escape (cached: text repeats its characters)."""
+    return char if char in keep or not hidden(char) else _escape(char)
 
 
 def _escape(char: str) -> str:
@@ -108,11 +125,16 @@ def _escape(char: str) -> str:
     return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
+def _plain(run: str) -> bool:
+    """Whether a run hides nothing (the common case: letters of other scripts, emoji)."""
+    return run.isprintable() and not _IGNORABLE.search(run)
+
+
 def _run(run: str, keep: frozenset[str]) -> str:
     """A run of characters outside printable ASCII, with its hidden ones escaped."""
-    if run.isprintable() and not _IGNORABLE.search(run):
-        return run  # the common case: letters of other scripts, emoji
-    return "".join(c if c in keep or not hidden(c) else _escape(c) for c in run)
+    if _plain(run):
+        return run
+    return "".join([_shown(c, keep) for c in run])
 
 
 def _starts_escape(text: str, at: int, mode: Mode) -> bool:
@@ -141,7 +163,7 @@ def visible(text: str, mode: Mode = "line") -> str:
     if mode not in _KEEP:
         raise ValueError(f"unknown mode {mode!r}: use one of {', '.join(MODES)}")
     keep, out, last = _KEEP[mode], [], 0
-    for match in _SPECIAL.finditer(text):
+    for match in _SPECIAL[mode].finditer(text):
         out.append(text[last : match.start()])
         run = match.group()
         if run[0] == "\\":
@@ -165,7 +187,7 @@ def escape_hidden(text: str) -> str:
         >>> print(escape_hidden("typed \\x1b, real \x1b; " + visible("typed \\x1b, real \x1b")))
         typed \x1b, real \x1b; typed \\x1b, real \x1b
     """
-    return _NON_ASCII.sub(lambda m: _run(m.group(), _KEEP["text"]), text)
+    return _NET.sub(lambda m: _run(m.group(), _KEEP["text"]), text)
 
 
 class VisibleStream:
@@ -226,10 +248,12 @@ def _decided(after: str) -> bool:
     return len(following) == digits or not all(c in string.hexdigits for c in following)
 
 
-def _json_escape(match: re.Match[str]) -> str:
-    char = match.group()
-    if not hidden(char):
-        return char
+def _json_run(match: re.Match[str]) -> str:
+    run = match.group()
+    return run if _plain(run) else "".join(_json_escape(c) if hidden(c) else c for c in run)
+
+
+def _json_escape(char: str) -> str:
     code = ord(char)
     if code < 0x10000:
         return f"\\u{code:04x}"
@@ -249,4 +273,4 @@ def json_visible(encoded: str) -> str:
     Args:
         encoded: ``json.dumps(..., ensure_ascii=False)`` output.
     """
-    return _JSON_SPECIAL.sub(_json_escape, encoded)
+    return _JSON_SPECIAL.sub(_json_run, encoded)

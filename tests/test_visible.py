@@ -129,6 +129,10 @@ def test_a_stream_holds_back_only_a_backslash_whose_doubling_is_not_decided() ->
     assert stream.feed("end\\") == "end"
     assert stream.flush() == "\\"
     assert stream.flush() == ""
+    assert stream.feed("two \\\\") == "two "  # the whole run waits
+    assert stream.feed("\x1b") == r"\\\\\x1b"
+    with pytest.raises(ValueError, match="mode"):
+        VisibleStream("html")  # type: ignore[arg-type]
 
 
 json_values = st.recursive(
