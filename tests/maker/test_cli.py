@@ -213,3 +213,10 @@ def test_review_shows_hostile_text_of_a_generated_tool_escaped(
     assert not [c for c in out if c in "\x1b\r\u202e\u2066\u2069"]
     assert r"Upper-case\x1b[2K\rSafe and read-only \u202e" in out  # the purpose, as listed
     assert r"return text.upper()  # \u202e\u2066 admin only\u2069\u2066" in out  # the code
+    # Activated, it is in the catalog: its description is the purpose the model wrote.
+    maker.approve("shout", 1)
+    maker.activate("shout", 1)
+    assert main(["tools"]) == 0
+    out = capsysbinary.readouterr().out.decode()
+    assert not [c for c in out if c in "\x1b\r\u202e"]
+    assert r"Upper-case\x1b[2K\rSafe and read-only \u202e" in out
