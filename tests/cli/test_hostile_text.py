@@ -243,7 +243,7 @@ def test_a_clipped_tool_output_prints_escaped(
     assert code == 0 and PRINTS_SHOWN in out and "0" * 300 in out
 
 
-HOSTILE_SERVER = '''
+HOSTILE_SERVER = """
 from mcp.server.fastmcp import FastMCP
 
 mcp = FastMCP("trusted\\x1b[2K\\rserver \\u202eevil")
@@ -255,7 +255,7 @@ def lookup(key: str) -> str:
 
 
 mcp.run("stdio")
-'''
+"""
 FAILING_SERVER = "import sys; sys.stderr.write('bad\\x1b[2K\\rall fine\\u202e\\n'); sys.exit(1)"
 
 
