@@ -30,6 +30,7 @@ MODULES = [
     "ai_agent.testing.server",
     "ai_agent.tokens",
     "ai_agent.usage",
+    "ai_agent.visible",
     # replay, debugging, checkpoints
     "ai_agent.checkpoints.store",
     "ai_agent.checkpoints.versions",

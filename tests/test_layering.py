@@ -15,9 +15,10 @@ PACKAGE = Path(__file__).resolve().parent.parent / "ai_agent"
 ALLOWED: dict[str, set[str]] = {
     "errors": set(),
     "state": set(),
+    "visible": set(),
     "config": {"errors"},
     "context": {"state"},
-    "observability": {"errors", "state", "context", "config"},
+    "observability": {"errors", "state", "context", "config", "visible"},
     "resilience": {"errors", "state", "observability"},
     "tokens": {"errors", "config"},
     "compaction": {"errors", "state", "context", "tokens"},
@@ -90,6 +91,7 @@ def test_nodes_never_import_graph_or_checkpoints() -> None:
         "ai_agent.usage",
         "ai_agent.events",
         "ai_agent.observability",
+        "ai_agent.visible",
     ],
 )
 def test_public_names_are_sorted_and_exist(module: str) -> None:

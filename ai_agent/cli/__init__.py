@@ -14,6 +14,11 @@ that says what to do, and the exit code says how it ended:
 130   interrupted (Ctrl-C); the run can be resumed
 ====  ===========================================================
 
+Model- and tool-derived text never reaches the terminal raw: each command renders it with
+`ai_agent.visible.visible`, and stdout and stderr escape any hidden character that still
+arrives (``_common.guarded_output``), so an escape sequence in a command cannot make the
+approval prompt show something else than what would run.
+
 Each command group lives in its own module with an ``add_commands(sub, parents)`` function that
 adds its subparsers and sets ``handler``; ``COMMAND_MODULES`` lists them.
 """
@@ -25,7 +30,15 @@ import sys
 from collections.abc import Sequence
 
 from ai_agent.cli import debug, inspect, mcp, run, tools, worker
-from ai_agent.cli._common import EXIT, Parents, UsageError, logging_for, report_error
+from ai_agent.cli._common import (
+    EXIT,
+    Parents,
+    UsageError,
+    guarded_output,
+    logging_for,
+    report_error,
+)
+from ai_agent.visible import visible
 
 __all__ = ["EXIT", "main"]
 
@@ -58,9 +71,14 @@ def _argv(argv: Sequence[str], commands: list[str]) -> list[str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
+    with guarded_output():
+        return _main(sys.argv[1:] if argv is None else argv)
+
+
+def _main(argv: Sequence[str]) -> int:
     parser, commands = _parser()
     try:
-        args = parser.parse_args(_argv(sys.argv[1:] if argv is None else argv, commands))
+        args = parser.parse_args(_argv(argv, commands))
     except SystemExit as exc:  # argparse already printed the problem (or the help)
         return EXIT["usage"] if exc.code else 0
     if args.command is None:
@@ -71,11 +89,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             code: int = args.handler(args)
     except KeyboardInterrupt:
         thread = getattr(args, "thread_id", None) or getattr(args, "thread", None)
-        hint = f"; resume it with: ai-agent resume {thread}" if thread else ""
+        hint = f"; resume it with: ai-agent resume {visible(thread)}" if thread else ""
         print(f"interrupted{hint}", file=sys.stderr)
         return 130
     except UsageError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {visible(str(exc), 'lines')}", file=sys.stderr)
         return EXIT["usage"]
     except Exception as exc:
         return report_error(exc, debug=getattr(args, "debug", False))

@@ -1,4 +1,10 @@
-"""What every command shares: parent options, settings, building the Agent, printing results."""
+"""What every command shares: parent options, settings, building the Agent, printing results.
+
+Text from a model, a tool, an MCP server or a stored run is untrusted: it is rendered with
+`ai_agent.visible.visible` where it is put into output, in the mode of the place (``line`` for a
+table cell, a name or a status line; ``lines`` for a prompt or an error; ``text`` for an answer
+or a tool's output), and `guarded_output` escapes whatever still reaches stdout or stderr hidden.
+"""
 
 from __future__ import annotations
 
@@ -7,10 +13,12 @@ import asyncio
 import contextlib
 import json
 import sys
-from collections.abc import Awaitable, Coroutine, Sequence
+from collections.abc import Awaitable, Coroutine, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO, TypeVar
+from typing import TYPE_CHECKING, Any, TextIO, TypeVar, cast
+
+from ai_agent.visible import escape_hidden, json_visible, visible
 
 if TYPE_CHECKING:
     from ai_agent.checkpoints.store import Location
@@ -27,6 +35,7 @@ __all__ = [
     "format_table",
     "format_timeline",
     "format_trace",
+    "guarded_output",
     "logging_for",
     "print_json",
     "print_result",
@@ -146,29 +155,64 @@ class Parents:
 
 
 def report_error(exc: Exception, *, debug: bool) -> int:
-    """Print one line for an error and return its exit code."""
+    """Print one line for an error and return its exit code.
+
+    An error's text may quote a model's or a tool's (a path, a command, a server's message).
+    """
     from ai_agent.errors import AgentError, ConfigError, RunError, ThreadBusyError
 
+    text = visible(str(exc), "lines")
     if isinstance(exc, ThreadBusyError):
-        print(f"busy: {exc}", file=sys.stderr)
+        print(f"busy: {text}", file=sys.stderr)
         return EXIT["busy"]
     if isinstance(exc, ConfigError | RunError):
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {text}", file=sys.stderr)
         return EXIT["usage"]
     if isinstance(exc, AgentError):
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {text}", file=sys.stderr)
         return EXIT["failed"]
     if debug:
         import traceback
 
-        traceback.print_exception(exc)
+        traceback.print_exception(exc)  # through guarded_output's net, like every write
     else:
         print(
-            f"internal error: {type(exc).__name__}: {exc} (run with --debug for details, "
+            f"internal error: {type(exc).__name__}: {text} (run with --debug for details, "
             "and please report it)",
             file=sys.stderr,
         )
     return EXIT["failed"]
+
+
+class TerminalStream:
+    """stdout or stderr of a command: the net under the rendering of each command.
+
+    Whatever is written, a character that is still hidden (a path that did not render its text,
+    a traceback, a library's message) reaches the terminal as an escape (`escape_hidden`).
+    Everything else (``isatty``, ``flush``, ``encoding``...) is the wrapped stream's.
+    """
+
+    def __init__(self, inner: TextIO) -> None:
+        self.inner = inner
+
+    def write(self, text: str) -> int:
+        """Write ``text`` with its hidden characters escaped; returns ``len(text)``."""
+        self.inner.write(escape_hidden(text))
+        return len(text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+@contextlib.contextmanager
+def guarded_output() -> Iterator[None]:
+    """``sys.stdout`` and ``sys.stderr`` as `TerminalStream` for the block."""
+    out, err = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = cast(TextIO, TerminalStream(out)), cast(TextIO, TerminalStream(err))
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = out, err
 
 
 def settings_of(args: argparse.Namespace) -> AgentSettings:
@@ -288,13 +332,13 @@ def status_printer(stream: TextIO) -> Any:
         elif kind == "model_waiting":
             text = f"[{it}] draft: waiting for the model"
         elif kind == "tool_started":
-            text = f"[{it}] act: running {event.get('tool')}"
+            text = f"[{it}] act: running {visible(str(event.get('tool')))}"
         elif kind == "gate_paused":
             text = f"[{it}] gate: paused for a plan"
         elif kind == "backend":
-            text = f"[backend] {event.get('detail')}"
+            text = f"[backend] {visible(str(event.get('detail')))}"
         elif kind == "mcp":
-            text = f"[mcp] {event.get('detail')}"
+            text = f"[mcp] {visible(str(event.get('detail')))}"
         else:
             return
         print(text, file=stream, flush=True)
@@ -303,8 +347,8 @@ def status_printer(stream: TextIO) -> Any:
 
 
 def print_json(value: Any) -> None:
-    """Machine output on stdout."""
-    print(json.dumps(value, indent=2, ensure_ascii=False, default=str))
+    """Machine output on stdout: the exact values, with hidden characters as JSON escapes."""
+    print(json_visible(json.dumps(value, indent=2, ensure_ascii=False, default=str)))
 
 
 def streaming(args: argparse.Namespace) -> bool:
@@ -333,18 +377,18 @@ def print_result(
     if result.status in ("completed", "cancelled") and (
         not streamed or streamed.strip() != (result.final_text or "").strip()
     ):
-        print(result.final_text or "")
+        print(visible(result.final_text or "", "text"))
     if result.status == "cancelled":
         print("(cancelled)", file=sys.stderr)
     elif result.status == "paused" and result.gate:
-        print(result.gate["prompt"])
+        print(visible(result.gate["prompt"], "lines"))
     elif result.status == "failed":
-        print(f"error: {result.error}", file=sys.stderr)
+        print(f"error: {visible(str(result.error), 'lines')}", file=sys.stderr)
 
 
 def format_table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    """Rows as a plain-text table with aligned columns."""
-    table = [tuple(head), *(tuple(r) for r in rows)]
+    """Rows as a plain-text table with aligned columns; each cell is shown as one line."""
+    table = [tuple(head), *(tuple(visible(cell) for cell in r) for r in rows)]
     widths = [max(len(r[i]) for r in table) for i in range(len(head))]
     return "\n".join(
         "  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip() for r in table

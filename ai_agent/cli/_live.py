@@ -1,7 +1,9 @@
 """Live output of a streamed run: the answer on stdout as it arrives, progress on stderr.
 
 stdout carries only the final answer (so ``ai-agent "task" > answer.txt`` still works); status
-lines, retries and tool output go to stderr as they happen.
+lines, retries and tool output go to stderr as they happen. The answer and the tool output are
+shown through a `VisibleStream` each, so an escape sequence split over two pieces is still shown
+as one escape.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from ai_agent.graph.events import (
     ToolStarted,
 )
 from ai_agent.graph.result import RunResult
+from ai_agent.visible import VisibleStream, visible
 
 __all__ = ["LivePrinter", "consume"]
 
@@ -35,24 +38,39 @@ class LivePrinter:
     err: TextIO = field(default_factory=lambda: sys.stderr)
     answer: list[str] = field(default_factory=list)
     _tool_line_open: bool = False
+    _answer_shown: VisibleStream = field(default_factory=lambda: VisibleStream("text"))
+    _tool_shown: VisibleStream = field(default_factory=lambda: VisibleStream("text"))
 
     def __call__(self, event: StreamEvent) -> None:
         """Print one event where it belongs."""
         if isinstance(event, FinalDelta):
             self.answer.append(event.text)
-            self.out.write(event.text)
+            self.out.write(self._answer_shown.feed(event.text))
             self.out.flush()
         elif isinstance(event, ToolOutput):
-            self.err.write(event.text)
+            self.err.write(self._tool_shown.feed(event.text))
             self._tool_line_open = not event.text.endswith("\n")
             self.err.flush()
         else:
             line = _status(event)
             if line:
-                if self._tool_line_open:
-                    self.err.write("\n")
-                    self._tool_line_open = False
+                self.end_tool_output()
                 print(line, file=self.err, flush=True)
+
+    def end_tool_output(self) -> None:
+        """Show what a tool's output still holds back, and end its line."""
+        rest = self._tool_shown.flush()
+        self.err.write(rest)
+        if self._tool_line_open:
+            self.err.write("\n")
+            self._tool_line_open = False
+
+    def end_answer(self) -> None:
+        """Show what the answer still holds back, and end its line."""
+        self.out.write(self._answer_shown.flush())
+        if self.answer:
+            self.out.write("\n")
+        self.out.flush()
 
     @property
     def streamed(self) -> str:
@@ -64,11 +82,13 @@ def _status(event: StreamEvent) -> str:
     if isinstance(event, StageStarted) and event.stage == "draft":
         return f"[{event.iteration + 1}] draft: waiting for the model"
     if isinstance(event, ModelRetry):
-        return f"[{event.iteration}] draft: {event.error}; retrying in {event.wait_seconds:.1f}s"
+        error = visible(str(event.error))
+        return f"[{event.iteration}] draft: {error}; retrying in {event.wait_seconds:.1f}s"
     if isinstance(event, ToolStarted):
-        return f"[{event.iteration}] act: running {event.tool}"
+        return f"[{event.iteration}] act: running {visible(event.tool)}"
     if isinstance(event, ToolFinished):
-        return f"[{event.iteration}] act: {event.tool} {event.status} ({event.duration_ms:.0f} ms)"
+        tool = visible(event.tool)
+        return f"[{event.iteration}] act: {tool} {event.status} ({event.duration_ms:.0f} ms)"
     if isinstance(event, GatePaused):
         return f"[{event.iteration}] gate: paused for a plan"
     return ""
@@ -82,9 +102,8 @@ async def consume(events: AsyncIterator[StreamEvent], printer: LivePrinter) -> R
             result = event.result
         else:
             printer(event)
-    if printer.answer:
-        printer.out.write("\n")
-        printer.out.flush()
+    printer.end_tool_output()
+    printer.end_answer()
     if result is None:  # pragma: no cover - a stream always ends with RunFinished
         raise RuntimeError("the stream ended without a RunFinished event")
     return result

@@ -20,6 +20,7 @@ from ai_agent.cli._common import (
     run_closing,
     settings_of,
 )
+from ai_agent.visible import visible
 
 if TYPE_CHECKING:
     from ai_agent.graph import Agent, RunResult
@@ -138,8 +139,8 @@ def _show_fork(args: argparse.Namespace, new: str) -> int:
     if args.json:
         print_json({"thread_id": new, "parent_thread_id": args.thread})
     else:
-        print(new)
-        print(f"resume it with: ai-agent resume {new}", file=sys.stderr)
+        print(visible(new))
+        print(f"resume it with: ai-agent resume {visible(new)}", file=sys.stderr)
     return 0
 
 
@@ -156,10 +157,12 @@ def _show_replay(args: argparse.Namespace, mode: str, result: RunResult) -> int:
         print_json(result.to_dict())
     else:
         print(
-            f"replay {result.thread_id} of {args.thread} ({mode}): {result.status}", file=sys.stderr
+            f"replay {visible(result.thread_id)} of {visible(args.thread)} ({mode}): "
+            f"{result.status}",
+            file=sys.stderr,
         )
-        if result.divergence is not None:
-            print(result.divergence)
+        if result.divergence is not None:  # quotes the recorded and the new calls
+            print(visible(str(result.divergence), "lines"))
         else:
             print_result(result, trace=args.trace)
     return EXIT["diverged"] if result.divergence is not None else EXIT[result.status]
@@ -193,7 +196,7 @@ def _show_export(args: argparse.Namespace, path: Path) -> int:
     if args.json:
         print_json({"thread_id": args.thread, "html": str(path)})
     else:
-        print(path)
+        print(visible(str(path)))
     return 0
 
 
@@ -219,5 +222,5 @@ def _show_prune(args: argparse.Namespace, report: PruneReport) -> int:
         + (f"{saved / 1024:.0f} KiB reclaimed" if report.vacuumed else "space not reclaimed yet")
     )
     for thread, why in report.skipped.items():
-        print(f"skipped {thread}: {why}")
+        print(f"skipped {visible(thread)}: {visible(why)}")
     return 0

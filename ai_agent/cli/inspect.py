@@ -15,6 +15,7 @@ from ai_agent.cli._common import (
     run_closing,
     settings_of,
 )
+from ai_agent.visible import visible
 
 __all__ = ["add_commands"]
 
@@ -50,9 +51,10 @@ def _runs(args: argparse.Namespace) -> int:
     if not runs:
         print("no runs")
     for r in runs:
-        task = r["task"].replace("\n", " ")
-        origin = "" if r["origin"] == "run" else f"  ({r['origin']} of {r['parent_thread_id']})"
-        print(f"{r['thread_id']}  {r['status']:<9}  {task[:70]}{origin}")
+        task = visible(r["task"].replace("\n", " ")[:70])
+        parent = visible(str(r["parent_thread_id"]))
+        origin = "" if r["origin"] == "run" else f"  ({r['origin']} of {parent})"
+        print(f"{visible(r['thread_id'])}  {r['status']:<9}  {task}{origin}")
     return 0
 
 
@@ -69,12 +71,13 @@ def _print_show(args: argparse.Namespace, result: Any, timeline: Any, state: Any
         return 0
     usage = result.usage
     print(
-        f"thread {result.thread_id}: {result.status} after {result.iterations} iteration(s), "
+        f"thread {visible(result.thread_id)}: {result.status} after {result.iterations} "
+        "iteration(s), "
         f"{usage.get('total_tokens', 0)} tokens in {usage.get('requests', 0)} model request(s)"
     )
     if state is not None:
         print(
-            f"at checkpoint {args.checkpoint} (step {state['step']}): next "
+            f"at checkpoint {visible(args.checkpoint)} (step {state['step']}): next "
             f"{', '.join(state['next']) or 'nothing (the run ended)'}"
             + ("; paused for a plan" if state["paused"] else "")
         )

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ai_agent.cli._common import EXIT, Parents, UsageError, format_table, print_json
+from ai_agent.visible import visible
 
 if TYPE_CHECKING:
     from ai_agent.graph import Agent
@@ -120,16 +121,17 @@ def _render(agent: Agent, statuses: list[McpServerStatus], *, with_tools: bool) 
         )
     head = ("server", "transport", "status", "pid", "tools", "start", "reports as")
     blocks = [format_table(head, rows)]
+    # Names, descriptions and errors come from the servers: a hostile one chooses them.
     for s in statuses:
-        lines = [f"{s['name']}: {s['target']}"]
+        lines = [f"{visible(s['name'])}: {visible(s['target'])}"]
         if s["error"]:
-            lines.append(f"  error ({s['error_code']}): {s['error']}")
+            lines.append(f"  error ({s['error_code']}): {visible(s['error'])}")
         if with_tools:
             for tool in _tools(agent, s):
                 description = str(tool["description"]).split("\n", 1)[0]
                 if len(description) > 60:
                     description = description[:59] + "…"
                 kind = f"{tool['category']} ({tool['policy']})"
-                lines.append(f"  {tool['name']:<32} {kind:<26} {description}")
+                lines.append(f"  {visible(tool['name']):<32} {kind:<26} {visible(description)}")
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks)

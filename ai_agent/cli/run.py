@@ -19,6 +19,7 @@ from ai_agent.cli._common import (
     run_closing,
     streaming,
 )
+from ai_agent.visible import visible
 
 __all__ = ["add_commands"]
 
@@ -80,7 +81,7 @@ def _run(args: argparse.Namespace) -> int:
     agent = build_agent(args)
     args.thread_id = args.thread_id or uuid.uuid4().hex
     if not (args.quiet or args.json):
-        print(f"run {args.thread_id}", file=sys.stderr)
+        print(f"run {visible(args.thread_id)}", file=sys.stderr)
     printer = LivePrinter()
     if streaming(args):
         events = agent.astream(args.task, thread_id=args.thread_id)
@@ -116,7 +117,7 @@ def _queue(args: argparse.Namespace, agent: Any) -> int:
     if args.json:
         print_json(record)
     else:
-        print(f"queued plan {record['id']} for run {args.thread}; a worker will resume it")
+        print(f"queued plan {record['id']} for run {visible(args.thread)}; a worker will resume it")
     return EXIT["completed"]
 
 

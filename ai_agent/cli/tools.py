@@ -19,6 +19,7 @@ from ai_agent.cli._common import (
     run_closing,
     settings_of,
 )
+from ai_agent.visible import visible
 
 if TYPE_CHECKING:
     from ai_agent.graph.tools_mixin import ToolListing
@@ -59,11 +60,13 @@ def _line(t: ToolListing) -> str:
         notes.append(f"needs {', '.join(t['missing_env'])}")
     if not t["enabled"]:
         notes.append("disabled")
-    extra = f"  ({'; '.join(notes)})" if notes else ""
-    description = t["description"].split("\n", 1)[0]
+    extra = f"  ({visible('; '.join(notes))})" if notes else ""
+    description = t["description"].split("\n", 1)[0]  # an MCP server's, maybe hostile
     if len(description) > 72:
         description = description[:71] + "…"
-    return f"  {t['name']:<18} {t['group'] or '':<10} {description}{extra}"
+    return (
+        f"  {visible(t['name']):<18} {visible(t['group'] or ''):<10} {visible(description)}{extra}"
+    )
 
 
 def _heading(category: str, policy: str, first_use_gate: bool) -> str:
@@ -100,7 +103,7 @@ def _output(args: argparse.Namespace) -> int:
     if args.json:
         print_json({"thread_id": args.thread, "ref": args.ref, "content": text})
     else:
-        print(text)
+        print(visible(text, "text"))
     return 0
 
 
@@ -189,14 +192,15 @@ def _pending(args: argparse.Namespace) -> int:
         return 0
     for r in records:
         review = maker.review(r.name, r.version)
-        print(f"{r.name}@{r.version}  ({r.spec.risk} risk)  {r.spec.purpose.splitlines()[0][:60]}")
-        print(f"  review: {maker.layout.root / str(r.review_path)}")
+        name, purpose = visible(r.name), visible((r.spec.purpose.splitlines() or [""])[0][:60])
+        print(f"{name}@{r.version}  ({visible(r.spec.risk)} risk)  {purpose}")
+        print(f"  review: {visible(str(maker.layout.root / str(r.review_path)))}")
         print(
-            f"  approve: ai-agent tools approve {r.name}@{r.version}   "
-            f"reject: ai-agent tools reject {r.name}@{r.version} --reason '...'"
+            f"  approve: ai-agent tools approve {name}@{r.version}   "
+            f"reject: ai-agent tools reject {name}@{r.version} --reason '...'"
         )
         if review.get("spec_changes"):
-            print("  changes: " + "; ".join(review["spec_changes"]))
+            print("  changes: " + visible("; ".join(review["spec_changes"])))
     return 0
 
 
@@ -219,17 +223,22 @@ def _show(args: argparse.Namespace) -> int:
     review = maker.review(record.name, record.version)
     active = maker.active_versions().get(record.name)
     state = " (active)" if active == record.version else ""
-    print(f"{record.name}@{record.version}: {record.status.value}{state}")
+    print(f"{visible(record.name)}@{record.version}: {record.status.value}{state}")
     for step in record.history:
-        why = f" - {step['reason']}" if step.get("reason") else ""
-        print(f"  {step['at']}  {step['status']:<17} by {step.get('by')}{why}")
+        why = f" - {visible(str(step['reason']))}" if step.get("reason") else ""
+        print(f"  {step['at']}  {step['status']:<17} by {visible(str(step.get('by')))}{why}")
     print()
-    print(review.get("summary") or "validation failed: " + "; ".join(record.validation["errors"]))
-    print(f"\ncode: {maker.layout.root / record.code_path} (sha256 {record.spec.code_sha256})")
+    summary = review.get("summary") or "validation failed: " + "; ".join(
+        record.validation["errors"]
+    )
+    print(visible(summary, "lines"))
+    code_path = visible(str(maker.layout.root / record.code_path))
+    print(f"\ncode: {code_path} (sha256 {record.spec.code_sha256})")
+    # A person reviews generated code here: exact lines, so no tab or zero-width character hides.
     if review.get("diff"):
-        print("\n" + review["diff"])
+        print("\n" + visible(review["diff"], "lines"))
     if args.code:
-        print(maker.code(record.name, record.version))
+        print(visible(maker.code(record.name, record.version), "lines"))
     return 0
 
 
@@ -237,10 +246,10 @@ def _approve(args: argparse.Namespace) -> int:
     maker = _maker(args)
     record = _pick(maker, args.tool, "approval_required")
     maker.approve(record.name, record.version, by=_reviewer())
-    print(f"approved {record.name}@{record.version}")
+    print(f"approved {visible(record.name)}@{record.version}")
     if args.activate:
         maker.activate(record.name, record.version, by=_reviewer())
-        print(f"activated {record.name}@{record.version}")
+        print(f"activated {visible(record.name)}@{record.version}")
     return 0
 
 
@@ -248,7 +257,7 @@ def _reject(args: argparse.Namespace) -> int:
     maker = _maker(args)
     record = _pick(maker, args.tool, "approval_required")
     maker.reject(record.name, record.version, reason=args.reason, by=_reviewer())
-    print(f"rejected {record.name}@{record.version}")
+    print(f"rejected {visible(record.name)}@{record.version}")
     return 0
 
 
@@ -258,7 +267,7 @@ def _activate(args: argparse.Namespace) -> int:
     maker.activate(
         record.name, record.version, max_output_chars=args.max_output_chars, by=_reviewer()
     )
-    print(f"activated {record.name}@{record.version}; agents load it when they start")
+    print(f"activated {visible(record.name)}@{record.version}; agents load it when they start")
     return 0
 
 
@@ -266,7 +275,7 @@ def _rollback(args: argparse.Namespace) -> int:
     maker = _maker(args)
     name, version = _parse(args.tool)
     spec = maker.rollback(name, version, by=_reviewer())
-    print(f"{spec.name} is back at v{maker.active_versions()[name]}")
+    print(f"{visible(spec.name)} is back at v{maker.active_versions()[name]}")
     return 0
 
 
@@ -286,9 +295,9 @@ def _audit(args: argparse.Namespace) -> int:
         elif report.ok:
             print(f"audit log intact: {report.lines} event(s), head {report.head}")
         else:
-            print(f"audit log BROKEN ({maker.layout.audit}):")
+            print(f"audit log BROKEN ({visible(str(maker.layout.audit))}):")
             for problem in report.problems:
-                print(f"  - {problem}")
+                print(f"  - {visible(problem)}")
         return 0 if report.ok else 1
     events = maker.audit_log.events()[-max(args.tail, 0) :] if args.tail else []
     if args.json:
@@ -297,6 +306,7 @@ def _audit(args: argparse.Namespace) -> int:
     for event in events:
         who = f"{event.get('tool')}@{event.get('version')}" if event.get("tool") else ""
         data = event.get("data") or {}
-        extra = data.get("reason") or data.get("by") or ""
-        print(f"{event['seq']:>5} {event['ts']} {event['event']:<24} {who} {extra}".rstrip())
+        extra = str(data.get("reason") or data.get("by") or "")
+        line = f"{event['seq']:>5} {event['ts']} {event['event']:<24} {who} {extra}".rstrip()
+        print(visible(line))
     return 0

@@ -25,6 +25,7 @@ from ai_agent.cli._common import (
     print_json,
     run_closing,
 )
+from ai_agent.visible import visible
 
 if TYPE_CHECKING:
     from ai_agent.graph import Agent, PlanOutcome
@@ -129,17 +130,18 @@ async def _serve(worker: Any, *, once: bool) -> list[PlanOutcome]:
 
 def _printer(event: WorkerEvent) -> None:
     kind = event["type"]
-    where = f"plan {event.get('plan', event.get('plan_id'))} for run {event.get('thread_id')}"
+    plan, thread = event.get("plan", event.get("plan_id")), visible(str(event.get("thread_id")))
+    where = f"plan {plan} for run {thread}"
     if kind == "done":
         text = f"{where}: resumed, run {event['run_status']} ({event['seconds']:.2f}s)"
     elif kind == "failed":
-        text = f"{where}: not applied: {event['error']}"
+        text = f"{where}: not applied: {visible(str(event['error']))}"
     elif kind == "skipped":
         text = f"{where}: skipped (another worker or process has the run)"
     elif kind == "error":
-        text = f"{where}: error: {event['error']}"
+        text = f"{where}: error: {visible(str(event['error']))}"
     else:  # stopping
-        text = f"stopping: waiting for {', '.join(event['running'])}"
+        text = f"stopping: waiting for {visible(', '.join(event['running']))}"
     print(text, file=sys.stderr, flush=True)
 
 

@@ -3,6 +3,10 @@
 The page is written by Python (every value HTML-escaped) and reads on its own; a small inline
 script adds a summary line and a filter for the timeline. The run's data is embedded as JSON
 (with ``<`` escaped, so no value can end the script element).
+
+Values come from the model and the tools: before it is HTML-escaped, each is rendered with
+`ai_agent.visible.visible` (JSON with `ai_agent.visible.json_visible`), so a bidi override or a
+zero-width character cannot make a command or an answer read differently in the browser.
 """
 
 from __future__ import annotations
@@ -12,6 +16,8 @@ import json
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any
+
+from ai_agent.visible import Mode, json_visible, visible
 
 __all__ = ["STAGES", "pipeline_svg", "render_html"]
 
@@ -57,12 +63,15 @@ _SCRIPT = """
 """
 
 
-def _e(value: Any) -> str:
-    return html.escape("" if value is None else str(value), quote=True)
+def _e(value: Any, mode: Mode = "lines") -> str:
+    """A value as HTML text: exact lines by default, ``"text"`` for prose (answers, messages)."""
+    return html.escape("" if value is None else visible(str(value), mode), quote=True)
 
 
-def _json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, indent=1, sort_keys=True, default=str)
+def _j(value: Any) -> str:
+    """A value as HTML-escaped JSON."""
+    encoded = json.dumps(value, ensure_ascii=False, indent=1, sort_keys=True, default=str)
+    return html.escape(json_visible(encoded), quote=True)
 
 
 def _table(head: Sequence[str], rows: Iterable[Sequence[Any]], table_id: str = "") -> str:
@@ -135,7 +144,7 @@ def _summary(r: dict[str, Any]) -> str:
             ),
         ),
         ("System prompt", f"<pre>{_e(r['system_prompt'])}</pre>"),
-        ("Answer", f"<pre>{_e(r['final_text'] or r['error'] or '')}</pre>"),
+        ("Answer", f"<pre>{_e(r['final_text'] or r['error'] or '', 'text')}</pre>"),
     ]
     body = "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in rows)
     return (
@@ -184,9 +193,9 @@ def _tools(r: dict[str, Any]) -> str:
         (
             _e(c["iteration"]),
             f"<code>{_e(c['call']['name'])}</code>",
-            f"<pre>{_e(_json(c['call']['args']))}</pre>",
+            f"<pre>{_j(c['call']['args'])}</pre>",
             f'<span class="status {_e(c["result"]["status"])}">{_e(c["result"]["status"])}</span>',
-            f"<pre>{_e(_json(c['result'].get('content', c['result'].get('error'))))}</pre>",
+            f"<pre>{_j(c['result'].get('content', c['result'].get('error')))}</pre>",
             _e(c["duration_ms"]),
         )
         for c in r["tool_calls"]
@@ -212,8 +221,7 @@ def _gates(r: dict[str, Any]) -> str:
     if r["pending_gate"]:
         parts.append(f"<h3>Waiting for a plan</h3><pre>{_e(r['pending_gate']['prompt'])}</pre>")
     plans = [
-        (_e(p["iteration"]), _e(p["source"]), f"<pre>{_e(_json(p['plan']))}</pre>")
-        for p in r["plans"]
+        (_e(p["iteration"]), _e(p["source"]), f"<pre>{_j(p['plan'])}</pre>") for p in r["plans"]
     ]
     parts.append(
         "<h3>Plans</h3>"
@@ -226,8 +234,7 @@ def _conversation(r: dict[str, Any]) -> str:
     items = []
     for m in r["messages"]:
         calls = "".join(
-            f"<pre>calls {_e(c['name'])} {_e(_json(c['args']))}</pre>"
-            for c in m.get("tool_calls", [])
+            f"<pre>calls {_e(c['name'])} {_j(c['args'])}</pre>" for c in m.get("tool_calls", [])
         )
         label = (
             m["role"]
@@ -236,7 +243,7 @@ def _conversation(r: dict[str, Any]) -> str:
         )
         items.append(
             f'<div class="msg {_e(m["role"])}"><div class="role">{_e(label)}</div>'
-            f"<pre>{_e(m.get('content'))}</pre>{calls}</div>"
+            f"<pre>{_e(m.get('content'), 'text')}</pre>{calls}</div>"
         )
     return '<section id="conversation"><h2>Conversation</h2>' + "".join(items) + "</section>"
 
@@ -261,7 +268,7 @@ def _history(r: dict[str, Any]) -> str:
 
 def render_html(report: dict[str, Any]) -> str:
     """The page for a run report (``Agent.run_report``)."""
-    data = json.dumps(report, ensure_ascii=False, default=str).replace("<", "\\u003c")
+    data = json_visible(json.dumps(report, ensure_ascii=False, default=str)).replace("<", "\\u003c")
     title = f"ai-agent run {report['thread_id']}"
     body = "".join(
         (

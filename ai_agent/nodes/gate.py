@@ -81,16 +81,28 @@ def _options(issues: list[Issue], pending: list[PendingCall], catalog: set[str])
     return list(dict.fromkeys(options))
 
 
+def _inside(text: str) -> str:
+    """Text of several lines inside one entry of the prompt: its later lines indented under it.
+
+    Issue messages quote tool output and previews quote commands; a line of theirs must not
+    pass for a line of the prompt (another issue, another call, how to resume).
+    """
+    return text.replace("\n", "\n    ")
+
+
 def _prompt(thread_id: str, report: GateReport) -> str:
     lines = [
         f"Run {thread_id} paused at iteration {report['iteration']}: "
         f"severity {report['severity']:.2f} is at or over the threshold {report['threshold']:.2f}."
     ]
-    lines += [f"  [{i['code']} {i['severity']:.2f}] {i['message']}" for i in report["issues"]]
+    lines += [
+        f"  [{i['code']} {i['severity']:.2f}] {_inside(i['message'])}" for i in report["issues"]
+    ]
     if report["pending"]:
         lines.append("Calls waiting for a decision:")
         lines += [
-            f"  {p['call']['id']}: {p['preview']} ({p['blocked']})" for p in report["pending"]
+            f"  {p['call']['id']}: {_inside(p['preview'])} ({p['blocked']})"
+            for p in report["pending"]
         ]
     lines.append(f"Resume with: ai-agent resume {thread_id} --plan '...' (or --deny to stop)")
     return "\n".join(lines)

@@ -25,6 +25,11 @@ WARNING  retries of model and tool calls with their backoff; slow responses; a f
 ERROR    failed runs; model calls that failed for good (connection failures included)
 =======  ======================================================================================
 
+Both formats keep a record to one line whatever the message quotes: the text format shows
+control, bidi and invisible characters (newlines too) as escapes (`ai_agent.visible.visible`),
+the JSON format writes them as JSON escapes. A model's or a tool's text in a message can neither
+drive the terminal the log is read in nor forge another record.
+
 Every record the engine makes is redacted before it leaves the engine (see
 `ai_agent.observability.redaction`): message, fields and traceback, whatever handler the
 application attaches. `CorrelationFilter` adds the ids of the current run, stage, model call
@@ -54,6 +59,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from ai_agent.observability._scope import SCOPE
 from ai_agent.observability.redaction import Redactor
+from ai_agent.visible import json_visible, visible
 
 if TYPE_CHECKING:
     from ai_agent.config import LoggingConfig
@@ -245,15 +251,15 @@ class TextFormatter(_Formatter):
     )
 
     def format(self, record: logging.LogRecord) -> str:
-        """One line (plus the traceback, if any)."""
+        """One line (plus the traceback, if any), with nothing hidden in it."""
         ids: Mapping[str, Any] = getattr(record, _IDS, {})
         shown = " ".join(f"{label}={ids[key]}" for key, label in self._SHOWN if key in ids)
-        line = (
+        line = visible(
             f"{self.timestamp(record)} {record.levelname:<7} {record.name} "
             f"{f'[{shown}] ' if shown else ''}{self.message(record)}"
         )
         exc = self.exception_text(record)
-        return f"{line}\n{exc}" if exc else line
+        return f"{line}\n{visible(exc, 'lines')}" if exc else line
 
 
 class JsonFormatter(_Formatter):
@@ -275,7 +281,7 @@ class JsonFormatter(_Formatter):
         exc = self.exception_text(record)
         if exc:
             data["exc"] = exc
-        return json.dumps(data, ensure_ascii=False, default=str)
+        return json_visible(json.dumps(data, ensure_ascii=False, default=str))
 
 
 class _EngineHandler(logging.StreamHandler):  # type: ignore[type-arg]

@@ -14,7 +14,14 @@ import pytest
 from ai_agent.cli import EXIT, main
 from ai_agent.cli._common import streaming
 from ai_agent.cli._live import LivePrinter
-from ai_agent.events import GatePaused, ModelRetry, StageStarted, ToolOutput
+from ai_agent.events import (
+    FinalDelta,
+    GatePaused,
+    ModelRetry,
+    StageStarted,
+    ToolOutput,
+    ToolStarted,
+)
 
 
 def script(tmp_path: Path, *turns: dict[str, Any]) -> str:
@@ -104,3 +111,22 @@ def test_the_printer_keeps_tool_output_and_status_lines_apart() -> None:
         "[2] gate: paused for a plan\n"
     )
     assert out.getvalue() == ""
+
+
+def test_the_printer_escapes_what_arrives_in_pieces_as_the_whole_would_be() -> None:
+    out, err = io.StringIO(), io.StringIO()
+    printer = LivePrinter(out=out, err=err)
+    # A typed backslash, then a real ESC in the next piece; a C1 CSI; a bidi override.
+    for piece in ("all good \\", "\x1b[2J done\r", "\x9b2J \u202e", "end \\"):
+        printer(FinalDelta(piece))
+    printer(ToolOutput("run_bash", "c1", "ok\x1b[2K\rfake\x1b]0;t", "stdout", 1))
+    printer(ToolOutput("run_bash", "c1", "\x07 tail\\", "stdout", 1))
+    printer(ToolStarted("ev\x1bil", "c2", 1))
+    printer.end_tool_output()
+    printer.end_answer()
+    # The lone backslash at the end waits for the next piece, and shows as it is at the end.
+    assert out.getvalue() == r"all good \\\x1b[2J done\r\x9b2J \u202eend " + "\\\n"
+    assert err.getvalue() == (
+        r"ok\x1b[2K\rfake\x1b]0;t\x07 tail" + "\\\n" + r"[1] act: running ev\x1bil" + "\n"
+    )
+    assert printer.streamed == "all good \\\x1b[2J done\r\x9b2J \u202eend \\"

@@ -84,3 +84,19 @@ def test_queue_and_worker_usage_errors(tmp_path: Path, capsys: pytest.CaptureFix
     assert "cannot load --app" in capsys.readouterr().err
     assert main(["worker", "--once", "--app", "json:dumps"]) == EXIT["usage"]
     assert "returned str, not an Agent" in capsys.readouterr().err
+
+
+def test_the_queue_and_the_worker_show_a_hostile_thread_id_escaped(
+    tmp_path: Path, capsysbinary: pytest.CaptureFixture[bytes]
+) -> None:
+    thread = "w1\x1b[2K\r\u202eok"
+    model = paused(tmp_path, thread)
+    assert main(["resume", thread, "--activate", "calculator", "--queue", "--model", model]) == 0
+    assert main(["plans"]) == 0
+    assert main(["worker", "--once", "--model", model]) == 0
+    captured = capsysbinary.readouterr()
+    out, err = captured.out.decode(), captured.err.decode()
+    assert not [c for c in out + err if c in "\x1b\r\u202e"]
+    assert r"queued plan 1 for run w1\x1b[2K\r\u202eok" in out
+    assert r"1     w1\x1b[2K\r\u202eok  queued" in out
+    assert r"plan 1 for run w1\x1b[2K\r\u202eok: resumed, run completed" in err

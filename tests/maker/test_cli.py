@@ -198,3 +198,25 @@ def test_the_catalog_lists_active_generated_tools(
     assert "generated tool v1; runs sandboxed" in line
     code, out, _ = run(capsys, "tools", "--category", "modification")
     assert "propose_tool       toolsmaker" in out
+
+
+def test_review_shows_hostile_text_of_a_generated_tool_escaped(
+    maker: ToolsmakerRegistry, capsysbinary: pytest.CaptureFixture[bytes]
+) -> None:
+    # Trojan Source: bidi controls in a comment make the code read differently than it runs.
+    trojan = SHOUT.replace("text.upper()", "text.upper()  # \u202e\u2066 admin only\u2069\u2066")
+    purpose = "Upper-case\x1b[2K\rSafe and read-only \u202e"
+    maker.build_from_intent({**INTENT, "purpose": purpose, "code": trojan})
+    assert main(["tools", "pending"]) == 0
+    assert main(["tools", "show", "shout", "--code"]) == 0
+    out = capsysbinary.readouterr().out.decode()
+    assert not [c for c in out if c in "\x1b\r\u202e\u2066\u2069"]
+    assert r"Upper-case\x1b[2K\rSafe and read-only \u202e" in out  # the purpose, as listed
+    assert r"return text.upper()  # \u202e\u2066 admin only\u2069\u2066" in out  # the code
+    # Activated, it is in the catalog: its description is the purpose the model wrote.
+    maker.approve("shout", 1)
+    maker.activate("shout", 1)
+    assert main(["tools"]) == 0
+    out = capsysbinary.readouterr().out.decode()
+    assert not [c for c in out if c in "\x1b\r\u202e"]
+    assert r"Upper-case\x1b[2K\rSafe and read-only \u202e" in out

@@ -77,6 +77,30 @@ def test_json_lines_carry_ids_fields_and_a_redacted_traceback(logs: Logs) -> Non
     assert SECRET not in logs.text
 
 
+def test_a_text_record_is_one_line_with_nothing_hidden_whatever_it_quotes(logs: Logs) -> None:
+    logs.start("INFO", structured=False)
+    log = engine_logger("ai_agent.test")
+    forged = "2025-01-01T00:00:00.000Z ERROR   ai_agent.run run failed"
+    log.info("tool said: %s", f"ok\x1b[2K\r\u202edone\n{forged}")
+    try:
+        raise ValueError("bad\x1b]0;title\x07 value")
+    except ValueError as exc:
+        log.warning("failed: %s", "x\x9by", exc=exc)
+    lines = logs.text.splitlines()
+    assert lines[0].endswith(r"tool said: ok\x1b[2K\r\u202edone\n" + forged)
+    assert lines[1].endswith(r"failed: x\x9by")
+    assert r"ValueError: bad\x1b]0;title\x07 value" in lines[-1]
+    assert not [c for c in logs.text if c != "\n" and (c < " " or "\x7f" <= c <= "\x9f")]
+
+
+def test_json_records_write_bidi_and_c1_as_escapes(logs: Logs) -> None:
+    logs.start("INFO", structured=True)
+    engine_logger("ai_agent.test").info("said %s", "a\u202eb\x9bc\x7f", fields={"k": "\u2066"})
+    assert not [c for c in logs.text if c in "\u202e\x9b\x7f\u2066"]
+    record = logs.records()[0]
+    assert (record["message"], record["k"]) == ("said a\u202eb\x9bc\x7f", "\u2066")
+
+
 def test_records_name_the_engine_code_that_logged(logs: Logs) -> None:
     seen: list[logging.LogRecord] = []
 

@@ -261,12 +261,19 @@ class BashTool:
         return None
 
     def preview(self, args: dict[str, Any]) -> str:
-        """The exact command, where and how it would run."""
+        """The exact command, where and how it would run.
+
+        Each line of the command is shown as the shell shows it, the first after ``$ ``, the
+        others after ``> ``, so none can pass for a line of the preview (an ``env:`` line, a
+        refusal). Control characters are left for where the preview is shown to escape.
+        """
         command = str(args.get("command", ""))
         where = args.get("working_dir") or "."
         timeout = self._timeout(args)
         mode = ", sandboxed (bwrap)" if self.config.sandbox == "bwrap" else ""
-        lines = [f"run_bash in {where} (timeout {timeout:g}s{mode}):", f"$ {command}"]
+        first, *more = command.split("\n")
+        lines = [f"run_bash in {where} (timeout {timeout:g}s{mode}):", f"$ {first}"]
+        lines += [f"> {line}" for line in more]
         env = args.get("env")
         if isinstance(env, dict) and env:
             lines.append("env: " + ", ".join(f"{k}=..." for k in sorted(env)))
