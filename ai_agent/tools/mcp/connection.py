@@ -732,8 +732,7 @@ class McpConnection:
     def _scrubbed(self, result: ToolResult) -> ToolResult:
         if self._resolved is None or not self._resolved.secrets:
             return result
-        scrubbed: ToolResult = self._resolved.scrubber.scrub(dict(result))
-        return scrubbed
+        return self._resolved.scrubber.scrub(result)
 
 
 async def _http_status(resolved: Resolved, limit: float) -> int | None:
