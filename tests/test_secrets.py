@@ -236,6 +236,8 @@ def test_no_configured_secret_is_stored_or_printed_whatever_the_model_and_tools_
     finally:
         server.kill()
         server.wait(timeout=10)
+        if server.stdout is not None:
+            server.stdout.close()
     state_said = [text for where, text in printed if where == "stdout of show" and "***" in text]
     assert state_said, "the masked keys show where they were"
     assert html.exists() and Path(".agents/memory.jsonl").exists()

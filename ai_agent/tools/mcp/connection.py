@@ -196,6 +196,14 @@ class McpConnection:
         return live.process.pid if live is not None and live.process is not None else None
 
     @property
+    def secrets(self) -> tuple[str, ...]:
+        """This server's secret values, as last resolved.
+
+        They are kept after the server stops: the model may still repeat one.
+        """
+        return self._resolved.secrets if self._resolved is not None else ()
+
+    @property
     def secret_env(self) -> tuple[str, ...]:
         """Names of the environment variables holding this server's secrets (once resolved)."""
         return self._resolved.secret_env if self._resolved is not None else ()
