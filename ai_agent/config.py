@@ -1251,7 +1251,7 @@ class AgentSettings(BaseSettings):
         return value
 
     def secret_values(self) -> dict[str, str]:
-        """Every secret these settings hold, by the dotted name of where it is set.
+        """Every secret these settings hold, by the dotted name of where it is set (sorted).
 
         ``SecretStr`` fields at any depth (the backend key, ``checkpoint_url``, MCP ``auth.key``),
         and what MCP servers write out in ``headers`` and in ``env`` entries named like a secret.
@@ -1264,11 +1264,11 @@ class AgentSettings(BaseSettings):
             ...     mcp_servers=[{"name": "api", "url": "http://h/mcp",
             ...                   "headers": {"X-Key": "k-abcdefgh", "X-Ref": "${REF}"}}])
             >>> settings.secret_values()
-            {'model_backend.api_key': 'sk-123456789', 'mcp_servers[0].headers.X-Key': 'k-abcdefgh'}
+            {'mcp_servers[0].headers.X-Key': 'k-abcdefgh', 'model_backend.api_key': 'sk-123456789'}
         """
         found: dict[str, str] = {}
         _collect_secrets(self, "", found)
-        return found
+        return dict(sorted(found.items()))
 
     @property
     def effective_gate_threshold(self) -> float:
