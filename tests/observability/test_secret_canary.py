@@ -17,7 +17,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from ai_agent import ToolCategory, ToolSpec
-from ai_agent.events import FinalDelta, ModelDelta, ToolOutput
+from ai_agent.events import FinalDelta, ModelDelta, RunFinished, ToolOutput
 from ai_agent.testing import MockOpenAIServer, Reply
 from tests.observability.conftest import KEY, Logs, MakeAgent
 
@@ -90,7 +90,9 @@ async def test_a_tool_secret_the_model_streams_reaches_no_log_span_event_or_byte
     server.add(*replies(), *replies())
     async with agent:
         streamed = [event async for event in agent.astream("peek")]  # token deltas
-        finished = streamed[-1].result
+        last = streamed[-1]
+        assert isinstance(last, RunFinished)
+        finished = last.result
         plain = await agent.run("peek again")  # whole replies: the key in one response body
         state = await agent.get_state(finished.thread_id)
     assert (finished.status, plain.status) == ("completed", "completed")
