@@ -14,6 +14,9 @@ import pytest
 
 from ai_agent import ToolCategory, ToolSpec, UserPlan
 from ai_agent.config import AgentSettings
+from ai_agent.context import Event
+from ai_agent.graph.secrets import ScrubbedEvents
+from ai_agent.observability.redaction import SecretValues
 from tests.graph.conftest import MakeAgent, call, recorder, text
 
 KEY = "sk-canary-graph-8e2b4d6f1a"  # the backend key, given in the settings (not the environment)
@@ -124,3 +127,18 @@ def test_a_secret_too_short_to_mask_is_named_in_a_warning(
         "the secret in model_backend.api_key",
     ]
     assert not any("ollama" in w or "k-123" in w for w in warned)
+
+
+def test_events_flush_what_a_stream_held_before_anything_else() -> None:
+    seen: list[Event] = []
+    events = ScrubbedEvents(seen.append, SecretValues([KEY]))
+    out = {"data": {"call_id": "c1", "stream": "stdout"}}
+    events({"type": "tool_output", "detail": "key: sk-canary-gr", **out})  # type: ignore[typeddict-item]
+    events({"type": "model_delta", "detail": "plain", "data": None})
+    events({"type": "tool_finished", "detail": KEY, "data": {"call_id": "c1"}})
+    assert [(e["type"], e.get("detail")) for e in seen] == [
+        ("tool_output", "key: "),
+        ("model_delta", "plain"),
+        ("tool_output", "sk-canary-gr"),  # the stream ended without the rest of a secret
+        ("tool_finished", "***"),
+    ]

@@ -134,3 +134,10 @@ def test_a_stream_holds_back_only_what_could_start_a_secret() -> None:
     assert stream.feed("9b7a and more") == "*** and more"
     assert stream.flush() == ""
     assert SecretValues().stream().feed("anything") == "anything"
+
+
+def test_a_stream_holds_a_whole_secret_that_another_may_overlap() -> None:
+    stream = SecretValues(["abcdefgh12", "12345678xy"]).stream()
+    # "abcdefgh12" is whole, but its "12" may begin the other: both are held, then masked as one.
+    assert stream.feed("<abcdefgh12") == "<"
+    assert stream.feed("345678xy>") == "***>"
