@@ -426,6 +426,7 @@ class AgentCore:
         """
         caller = model if model is not None else await self._model()
         secrets, stream = self.secrets, self._stream_sink()
+        secrets.refresh()  # MCP servers may have connected, keys been exported
         # Secrets are masked inside the recorders: what is recorded is what enters state.
         recorded = RecordingModel(
             ScrubbedModel(caller, secrets),
@@ -542,6 +543,7 @@ class AgentCore:
 
     def _masked_task(self, task: str) -> str:
         """The task as the run keeps it: a configured secret in it is masked, and we say so."""
+        self.secrets.refresh()  # a key exported since the last run counts
         masked = self.secrets.text(task)
         if masked != task:
             log.warning(
@@ -582,6 +584,7 @@ class AgentCore:
         self, thread_id: str, snapshot: StateSnapshot, plan: UserPlan | Mapping[str, Any] | None
     ) -> Command[Any] | None:
         check_state_version(snapshot.metadata, f"run {thread_id}")
+        self.secrets.refresh()  # a key exported while the run waited counts from here on
         if not snapshot.values and await self.store.get_run(thread_id) is None:
             raise UnknownThreadError(
                 f"no run with thread id {thread_id} in {describe_location(self.database)}; "

@@ -4,7 +4,9 @@ An Agent keeps every secret value it knows in one `SecretValues`
 (`ai_agent.observability.redaction`): the ``SecretStr`` settings, MCP header values and
 secret-looking ``env`` entries (`ai_agent.config.AgentSettings.secret_values`), the backend key,
 the local server's key, a database URL's password, the values its MCP servers resolved when they
-connected, and, read at each use, the environment variables its tools need or that look secret.
+connected, and the environment variables its tools need or that look secret. Those values that
+can change while the Agent lives (the environment, MCP servers) are read again at the start of
+every run and resume, after every model reply and after every tool call.
 
 The values are masked (``***``) where data enters a run, so the checkpoints, the run store
 (recorded calls, journal, outputs, runs), memory, exports and everything printed from them never
@@ -85,6 +87,7 @@ class ScrubbedModel:
     async def __call__(self, messages: list[Message], tools: list[dict[str, Any]]) -> ModelReply:
         """Call the inner model; mask its reply."""
         reply = await self.inner(messages, tools)
+        self.secrets.refresh()  # new data comes in: mask with what is known now
         message: Message = self.secrets.scrub(reply["message"])
         if message is reply["message"]:
             return reply
@@ -111,7 +114,9 @@ class ScrubbedToolBox(DelegatingToolBox):
 
     async def execute(self, call: ToolCall, tool_ctx: dict[str, Any]) -> ToolResult:
         """Run the call in the inner tool box; mask its result."""
-        return self.secrets.scrub(await self.inner.execute(call, tool_ctx))
+        result = await self.inner.execute(call, tool_ctx)
+        self.secrets.refresh()  # the tool read its environment now: so do we
+        return self.secrets.scrub(result)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)

@@ -97,14 +97,21 @@ def _spans(text: str, forms: tuple[str, ...]) -> list[tuple[int, int]]:
     """Where any form occurs in ``text``: sorted, overlapping occurrences merged into one span.
 
     Every occurrence counts, overlapping ones too, so two secrets that share characters in the
-    text are masked whole (a leftmost-first regex would leave the tail of the second).
+    text are masked whole (a leftmost-first regex would leave the tail of the second). ``forms``
+    are sorted longest first.
     """
+    if not forms or len(text) < len(forms[-1]):
+        return []
     found = []
     for form in forms:
+        if form not in text:  # the common case, and the cheapest test
+            continue
         start = text.find(form)
         while start >= 0:
             found.append((start, start + len(form)))
             start = text.find(form, start + 1)
+    if not found:
+        return found
     found.sort()
     merged: list[tuple[int, int]] = []
     for start, end in found:
@@ -128,33 +135,55 @@ def _masked(text: str, spans: list[tuple[int, int]]) -> str:
 
 
 def _scrub(value: Any, forms: tuple[str, ...]) -> Any:
-    """``value`` with every form masked in its strings (keys too); unchanged parts are reused."""
+    """``value`` with every form masked in its strings (keys too); unchanged parts are reused.
+
+    Nothing is copied until something changes: scrubbing clean data (a run's every state update
+    and event) allocates nothing.
+    """
     if isinstance(value, str):
+        if len(value) < len(forms[-1]):  # most keys and words: too short to hold a secret
+            return value
         return _masked(value, _spans(value, forms))
     if isinstance(value, dict):
-        pairs = [(_scrub(k, forms), _scrub(v, forms)) for k, v in value.items()]
-        same = all(
-            k2 is k and v2 is v for (k2, v2), (k, v) in zip(pairs, value.items(), strict=True)
-        )
-        return value if same else dict(pairs)
+        return _scrub_dict(value, forms)
     if isinstance(value, list | tuple):
-        items = [_scrub(v, forms) for v in value]
-        if all(a is b for a, b in zip(items, value, strict=True)):
+        items: list[Any] | None = None
+        for index, item in enumerate(value):
+            new = _scrub(item, forms)
+            if items is None and new is not item:
+                items = list(value[:index])
+            if items is not None:
+                items.append(new)
+        if items is None:
             return value
         return tuple(items) if isinstance(value, tuple) else items
     return value
+
+
+def _scrub_dict(value: dict[Any, Any], forms: tuple[str, ...]) -> dict[Any, Any]:
+    out: dict[Any, Any] | None = None
+    for index, (key, item) in enumerate(value.items()):
+        new_key, new_item = _scrub(key, forms), _scrub(item, forms)
+        if out is None and (new_key is not key or new_item is not item):
+            out = dict(list(value.items())[:index])
+        if out is not None:
+            out[new_key] = new_item
+    return value if out is None else out
 
 
 class SecretValues:
     """Literal secret values, masked as ``***`` wherever they occur in text or JSON data.
 
     Values shorter than `MIN_SECRET_CHARS` are ignored. Besides the values added, ``sources``
-    (functions returning values) are asked at every use, so a key exported after the Agent was
-    built, or an MCP header resolved when its server connects, is masked from then on.
+    (functions returning values) are asked at every `refresh`, so a key exported after the Agent
+    was built, or an MCP header resolved when its server connects, is masked from the next
+    refresh on. Reading them costs more than masking (the environment is read whole), so the
+    Agent refreshes where new data comes in: at the start of a run or resume, after every model
+    reply and after every tool call.
 
     Args:
         values: Values known now.
-        sources: Functions giving more values, called at each use.
+        sources: Functions giving more values, asked at each refresh.
 
     Examples:
         >>> values = SecretValues(["sk-canary-1234"])
@@ -168,8 +197,8 @@ class SecretValues:
         self._lock = threading.Lock()
         self._values: tuple[str, ...] = ()
         self._sources: tuple[Source, ...] = tuple(sources)
-        # The masked forms of the values last seen (rebuilt only when the values change).
-        self._cached: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
+        # The values as of the last refresh and their masked forms (None: refresh at next use).
+        self._cached: tuple[tuple[str, ...], tuple[str, ...]] | None = None
         for value in values:
             self.add(value)
 
@@ -185,28 +214,40 @@ class SecretValues:
         with self._lock:
             if value not in self._values:
                 self._values = (*self._values, value)
+                self._cached = None
         return True
 
     def add_source(self, source: Source) -> None:
-        """Ask ``source`` for more values at every use."""
+        """Ask ``source`` for more values at every refresh (and now)."""
         with self._lock:
             self._sources = (*self._sources, source)
+            self._cached = None
 
-    def values(self) -> tuple[str, ...]:
-        """Every value masked now (the sources asked now), longest first."""
+    def refresh(self) -> None:
+        """Ask the sources again; their values are masked from now on."""
         found = set(self._values)
         for source in self._sources:
             found.update(v for v in source() if v and not self.too_short(v))
-        return tuple(sorted(found, key=lambda v: (-len(v), v)))
+        values = tuple(sorted(found, key=lambda v: (-len(v), v)))
+        cached = self._cached
+        if cached is None or cached[0] != values:
+            forms = {form for value in values for form in _forms(value)}
+            self._cached = (values, tuple(sorted(forms, key=lambda f: (-len(f), f))))
+
+    def _current(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        cached = self._cached
+        if cached is None:
+            self.refresh()
+            cached = self._cached
+        assert cached is not None  # refresh always sets it
+        return cached
+
+    def values(self) -> tuple[str, ...]:
+        """Every value masked now, longest first."""
+        return self._current()[0]
 
     def _forms(self) -> tuple[str, ...]:
-        values = self.values()
-        cached = self._cached
-        if cached[0] != values:
-            forms = {form for value in values for form in _forms(value)}
-            cached = (values, tuple(sorted(forms, key=lambda f: (-len(f), f))))
-            self._cached = cached
-        return cached[1]
+        return self._current()[1]
 
     def __bool__(self) -> bool:
         return bool(self.values())

@@ -86,14 +86,17 @@ def test_scrub_copies_only_what_changes() -> None:
     assert SecretValues().scrub(dirty) is dirty
 
 
-def test_sources_are_read_at_each_use(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_sources_are_read_at_each_refresh(monkeypatch: pytest.MonkeyPatch) -> None:
     values = SecretValues()
     values.add_source(lambda: [os.environ.get("LATE_KEY", "")])
     assert not values
     assert values.text("value-set-later") == "value-set-later"
     monkeypatch.setenv("LATE_KEY", "value-set-later")  # exported after a pause, say
+    values.refresh()
     assert values
     assert values.text("value-set-later") == "***"
+    values.add("added-directly")  # an added value needs no refresh
+    assert values.text("added-directly value-set-later") == "*** ***"
 
 
 def test_extended_values_follow_the_base() -> None:
@@ -101,6 +104,7 @@ def test_extended_values_follow_the_base() -> None:
     more = base.extended(["second-secret", "no"])
     assert base.extended(["first-secret"]) is base
     base.add("learnt-later-1")
+    more.refresh()
     assert more.text("first-secret second-secret learnt-later-1") == "*** *** ***"
     assert base.text("second-secret") == "second-secret"
 
