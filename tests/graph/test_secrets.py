@@ -142,3 +142,16 @@ def test_events_flush_what_a_stream_held_before_anything_else() -> None:
         ("tool_output", "sk-canary-gr"),  # the stream ended without the rest of a secret
         ("tool_finished", "***"),
     ]
+
+
+async def test_a_direct_tool_call_masks_what_the_caller_may_print(make_agent: MakeAgent) -> None:
+    def careless(args: dict[str, Any], ctx: dict[str, Any]) -> str:
+        return f"configured with {KEY}"
+
+    tool = ToolSpec("careless", careless, description="Say.", category=ToolCategory.READ_ONLY)
+    agent = make_agent(tools=[tool], settings=keyed())
+    result = await agent.call_tool("careless", {})
+    assert (result["content"], result["summary"]) == (
+        "configured with ***",
+        "careless: configured with ***",
+    )
