@@ -860,6 +860,9 @@ _MCP_SERVER_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_\-]{0,39}")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # ``${VAR}`` or ``${VAR:-default}``; anything else after a ``${`` is a mistake worth reporting.
 MCP_ENV_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+# Environment variable names that say they hold a secret (an MCP server's ``env`` entry so named
+# is a secret, as is a variable so named wherever a server's configuration refers to it).
+SECRET_ENV_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH", re.IGNORECASE)
 _HEADER_NAME = re.compile(r"[A-Za-z0-9!#$%&'*+.^_`|~-]+")
 
 
@@ -1247,6 +1250,26 @@ class AgentSettings(BaseSettings):
             return [name.strip() for name in text.split(",") if name.strip()]
         return value
 
+    def secret_values(self) -> dict[str, str]:
+        """Every secret these settings hold, by the dotted name of where it is set (sorted).
+
+        ``SecretStr`` fields at any depth (the backend key, ``checkpoint_url``, MCP ``auth.key``),
+        and what MCP servers write out in ``headers`` and in ``env`` entries named like a secret.
+        A value that refers to a variable (``${VAR}``) is left out: the variable's value becomes
+        known, and is masked, when the server is connected. The Agent masks every value in what
+        it stores and prints (`ai_agent.observability.redaction.SecretValues`).
+
+        Examples:
+            >>> settings = AgentSettings(_env_file=None, model_backend={"api_key": "sk-123456789"},
+            ...     mcp_servers=[{"name": "api", "url": "http://h/mcp",
+            ...                   "headers": {"X-Key": "k-abcdefgh", "X-Ref": "${REF}"}}])
+            >>> settings.secret_values()
+            {'mcp_servers[0].headers.X-Key': 'k-abcdefgh', 'model_backend.api_key': 'sk-123456789'}
+        """
+        found: dict[str, str] = {}
+        _collect_secrets(self, "", found)
+        return dict(sorted(found.items()))
+
     @property
     def effective_gate_threshold(self) -> float:
         """The gate threshold in force: ``gate_threshold`` if set, else the profile's value.
@@ -1340,6 +1363,38 @@ def load_settings(**kwargs: Any) -> AgentSettings:
         'local'
     """
     return AgentSettings.load(**kwargs)
+
+
+def _keep_secret(found: dict[str, str], where: str, value: str) -> None:
+    # A ${VAR} reference is not a secret: its value is, once the server connects.
+    if value and not MCP_ENV_REFERENCE.search(value):
+        found[where] = value
+
+
+def _mcp_secrets(server: McpServerConfig, where: str, found: dict[str, str]) -> None:
+    """What a server writes out in plain strings: header values, env entries named as secret."""
+    for header, text in server.headers.items():
+        _keep_secret(found, f"{where}.headers.{header}", text)
+    for name, text in server.env.items():
+        if SECRET_ENV_NAME.search(name):
+            _keep_secret(found, f"{where}.env.{name}", text)
+
+
+def _collect_secrets(value: Any, where: str, found: dict[str, str]) -> None:
+    """Add the secrets in ``value`` (a settings object or a part of one) to ``found``."""
+    if isinstance(value, SecretStr):
+        _keep_secret(found, where, value.get_secret_value())
+    elif isinstance(value, BaseModel):
+        for name in type(value).model_fields:
+            _collect_secrets(getattr(value, name), f"{where}.{name}" if where else name, found)
+        if isinstance(value, McpServerConfig):
+            _mcp_secrets(value, where, found)
+    elif isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            _collect_secrets(item, f"{where}[{index}]", found)
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            _collect_secrets(item, f"{where}.{key}", found)
 
 
 class _McpConfigFile(BaseModel):

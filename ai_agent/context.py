@@ -304,6 +304,11 @@ def _ignore(event: Event) -> None:
     """The default event sink: nobody is listening."""
 
 
+def _same(value: Any) -> Any:
+    """The default of ``RunContext.scrub``: no secrets known, nothing to mask."""
+    return value
+
+
 def _no_issues() -> list[Issue]:
     """The default of ``RunContext.take_issues``: nothing was found before the run."""
     return []
@@ -362,3 +367,7 @@ class RunContext:
     # key or did not start). The first draft takes them and goes to the gate instead of asking
     # the model; later calls return nothing. A function, so the context stays immutable.
     take_issues: Callable[[], list[Issue]] = _no_issues
+    # Masks every secret the Agent knows in a JSON-like value (a copy when anything changed).
+    # The stage wrapper passes each state update through it, so whatever a stage, a hook or an
+    # error message produced, no configured secret enters state (and so the checkpoints).
+    scrub: Callable[[Any], Any] = _same

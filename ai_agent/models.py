@@ -50,6 +50,7 @@ from ai_agent.errors import (
     StreamInterruptedError,
 )
 from ai_agent.observability.logs import engine_logger
+from ai_agent.observability.redaction import SecretValues
 from ai_agent.observability.scopes import request_headers
 from ai_agent.resilience import CircuitBreaker, RetryPolicy, parse_retry_after, with_kinds
 from ai_agent.state import Message, ToolCall
@@ -219,11 +220,9 @@ def request_hash(
 # Errors --------------------------------------------------------------------------------------
 
 
-def _scrub(text: str, secrets: Sequence[str]) -> str:
-    for secret in secrets:
-        if secret and len(secret) >= 4:
-            text = text.replace(secret, "***")
-    return text
+def _scrub(text: str, secrets: Sequence[str] | SecretValues) -> str:
+    values = secrets if isinstance(secrets, SecretValues) else SecretValues(secrets)
+    return values.text(text)
 
 
 def _retry_after(exc: Exception) -> float | None:
@@ -253,7 +252,7 @@ def classify_model_error(
     exc: Exception,
     *,
     base_url: str,
-    secrets: Sequence[str] = (),
+    secrets: Sequence[str] | SecretValues = (),
     partial_text: str | None = None,
 ) -> ModelError:
     """Map a client exception to the engine's error tree, with an actionable message.
@@ -478,7 +477,8 @@ class ChatModelCaller:
         breaker: The circuit breaker of this backend (default: one that never opens).
         stream: Stream replies when someone listens.
         max_response_chars: Size cap of a reply (text plus tool-call arguments).
-        secrets: Values to scrub from any error text (the API key).
+        secrets: Values to scrub from any error text (the API key, or the Agent's
+            `SecretValues`).
         sleep: How to wait between retries (tests pass a recorder).
         model_name: The model id, recorded with the usage.
     """
@@ -496,7 +496,7 @@ class ChatModelCaller:
         breaker: CircuitBreaker | None = None,
         stream: bool = True,
         max_response_chars: int = DEFAULT_MAX_RESPONSE_CHARS,
-        secrets: Sequence[str] = (),
+        secrets: Sequence[str] | SecretValues = (),
         sleep: Sleep | None = None,
         model_name: str | None = None,
     ) -> None:
@@ -514,7 +514,8 @@ class ChatModelCaller:
         self.model_name = model_name or str(
             getattr(model, "model_name", None) or getattr(model, "_llm_type", "model")
         )
-        self._secrets = tuple(secrets)
+        # The Agent passes its SecretValues (shared, so keys it learns later are masked too).
+        self._secrets = secrets if isinstance(secrets, SecretValues) else SecretValues(secrets)
         self._sleep: Sleep = sleep or asyncio.sleep
         # langchain-openai's models pass extra_headers through to the OpenAI client per request.
         self._takes_headers = type(model).__module__.startswith("langchain_openai")
@@ -570,7 +571,7 @@ class ChatModelCaller:
                     "retry": state.attempt_number,
                     "backoff_seconds": round(wait, 3),
                 },
-                secrets=self._secrets,
+                secrets=self._secrets.values(),
             )
             if sink is not None:
                 sink({"type": "model_retry", "detail": str(exc), "duration_ms": wait * 1000})

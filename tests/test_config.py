@@ -431,6 +431,34 @@ def test_backend_headers_and_params() -> None:
     assert ModelBackendSettings().generation_params() == {}
 
 
+def test_secret_values_walks_every_secret_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MAMBA_CHECKPOINT_URL", "postgresql://app:pw-1234567@db/runs")
+    settings = AgentSettings(
+        _env_file=None,
+        model_backend={"api_key": CANARY},
+        mcp_servers=[
+            {
+                "name": "api",
+                "url": "http://h/mcp",
+                "auth": {"key": "written-key-1"},
+                "headers": {"X-Plain": "header-value-1", "X-Ref": "Bearer ${TOKEN}"},
+            },
+            {"name": "cli", "command": "x", "env": {"SERVICE_TOKEN": "env-tok-1", "MODE": "m"}},
+            {"name": "ref", "url": "http://h/mcp", "auth": {"key": "${REF_KEY}"}},
+        ],
+    )
+    assert settings.secret_values() == {
+        "checkpoint_url": "postgresql://app:pw-1234567@db/runs",
+        "mcp_servers[0].auth.key": "written-key-1",
+        "mcp_servers[0].headers.X-Plain": "header-value-1",
+        "mcp_servers[1].env.SERVICE_TOKEN": "env-tok-1",
+        "model_backend.api_key": CANARY,
+    }
+    assert AgentSettings(_env_file=None, budget={"rates": {"m": {}}}).secret_values() == {
+        "checkpoint_url": "postgresql://app:pw-1234567@db/runs"
+    }
+
+
 def test_api_key_is_trimmed_and_empty_means_none(monkeypatch: pytest.MonkeyPatch) -> None:
     assert ModelBackendSettings.model_validate({"api_key": f"  {CANARY}\n"}).get_headers() == {
         "Authorization": f"Bearer {CANARY}"

@@ -58,6 +58,13 @@ from ai_agent.graph.events import RunFinished, RunStarted, lifecycle_event
 from ai_agent.graph.observed import ObservedModel, ObservedToolBox
 from ai_agent.graph.recording import RecordingModel, RecordingToolBox, generation_params
 from ai_agent.graph.result import RunResult, RunStatusName
+from ai_agent.graph.secrets import (
+    ScrubbedEvents,
+    ScrubbedModel,
+    ScrubbedToolBox,
+    add_secret,
+    settings_secrets,
+)
 from ai_agent.models import ChatModelCaller, make_chat_model
 from ai_agent.nodes.gate import check_plan, parse_plan
 from ai_agent.observability import DurationMetrics, Telemetry
@@ -136,15 +143,21 @@ class AgentCore:
     ) -> None:
         s = settings if settings is not None else load_settings()
         self.settings = s
-        # Per Agent: its ids, redaction (knowing its API key), spans, metrics and listeners.
-        self.telemetry = Telemetry.from_settings(s, tracer_provider=tracer_provider)
+        # Every secret this Agent knows: masked in all that its runs store and print, logs and
+        # spans included (graph/secrets.py says where).
+        self.secrets = settings_secrets(s)
+        # Per Agent: its ids, redaction (knowing its secrets), spans, metrics and listeners.
+        self.telemetry = Telemetry.from_settings(
+            s, tracer_provider=tracer_provider, secrets=self.secrets
+        )
         self.database: Location = _database(checkpoint_path, checkpoint_url, s)
         self.checkpoint_path = (
             self.database if isinstance(self.database, Path) else Path(s.checkpoint_path)
         )
         if isinstance(self.database, str):
             # A database URL's password is a secret like the API key: never in a log line.
-            self.telemetry.redactor.add_secret(urllib.parse.urlsplit(self.database).password)
+            password = urllib.parse.urlsplit(self.database).password
+            add_secret(self.secrets, password, "the database URL's password")
         # Validated (and files read) now, so a bad server is a usage error; graph/mcp_mixin.py
         # starts them when runs need them.
         self.mcp_servers = gather_servers(s.mcp_servers, mcp_config, mcp_servers)
@@ -153,6 +166,8 @@ class AgentCore:
             tools if tools is not None else s.tools, config=s.tool_config, workdir=workdir
         )
         self.registry.retry = RetryPolicy.for_tools(s.retry)
+        # Read at each use: a key exported after a pause, or a tool registered later, counts.
+        self.secrets.add_source(lambda: self.registry.snapshot().secret_env_values())
         self.backend = backend or s.backend
         if self.backend not in ("openai", "local"):
             raise ConfigError(f"unknown backend {self.backend!r}; use 'openai' or 'local'")
@@ -253,8 +268,15 @@ class AgentCore:
         """
         return self.telemetry.metrics
 
-    def _emitter(self) -> Callable[[Event], None]:
-        """The run's event sink: the ``on_event`` callback, the log, the listeners."""
+    def _stream_sink(self) -> Callable[[Event], None] | None:
+        """Who consumes the run being prepared as a stream (``Agent.astream``); None: nobody."""
+        return None
+
+    def _emitter(self, stream: Callable[[Event], None] | None = None) -> Callable[[Event], None]:
+        """The run's event sink: the ``on_event`` callback, the log, the listeners, the stream.
+
+        The run context masks secrets in front of it (`ScrubbedEvents`), for all of them.
+        """
         on_event, telemetry = self._on_event, self.telemetry
 
         def emit(event: Event) -> None:
@@ -269,6 +291,8 @@ class AgentCore:
                 typed = lifecycle_event(event)
                 if typed is not None:
                     telemetry.listeners.publish(typed)
+            if stream is not None:
+                stream(event)
 
         return emit
 
@@ -347,7 +371,6 @@ class AgentCore:
         if not overridden and "max_retries" in backend.model_fields_set:
             # An explicit backend max_retries wins over the level's default count.
             policy = dataclasses.replace(policy, max_retries=backend.max_retries)
-        secret = backend.api_key.get_secret_value() if backend.api_key else ""
         return ChatModelCaller(
             model,
             base_url=base_url,
@@ -359,7 +382,7 @@ class AgentCore:
             ),
             stream=self.settings.streaming.stream_model_responses,
             max_response_chars=backend.max_response_chars,
-            secrets=[secret],
+            secrets=self.secrets,
         )
 
     async def _start_local(self, backend: ModelBackendSettings) -> ModelBackendSettings:
@@ -371,7 +394,7 @@ class AgentCore:
         )
         emit({"type": "backend", "detail": "starting the local llama.cpp server"})
         await self._local.start()
-        self.telemetry.redactor.add_secret(self._local.api_key)
+        self.secrets.add(self._local.api_key)
         # The server requires a per-start random key (so no web page can use it); it is a
         # secret like any other and is scrubbed from error text.
         return backend.model_copy(
@@ -402,17 +425,30 @@ class AgentCore:
         A replay passes its own ``model`` and ``tools`` (which serve recorded replies).
         """
         caller = model if model is not None else await self._model()
-        recorded = RecordingModel(caller, self.store, thread_id, self.generation_params())
+        secrets, stream = self.secrets, self._stream_sink()
+        secrets.refresh()  # MCP servers may have connected, keys been exported
+        # Secrets are masked inside the recorders: what is recorded is what enters state.
+        recorded = RecordingModel(
+            ScrubbedModel(caller, secrets),
+            self.store,
+            thread_id,
+            self.generation_params(),
+            scrub=secrets.scrub,
+        )
+        tools = ScrubbedToolBox(tools or self.registry, secrets)
         return RunContext(
             thread_id=thread_id,
             model=ObservedModel(recorded, self._model_label(caller)),
-            tools=ObservedToolBox(RecordingToolBox(tools or self.registry, self.store, thread_id)),
+            tools=ObservedToolBox(RecordingToolBox(tools, self.store, thread_id)),
             journal=self.store,
             hooks=self.hooks,
             policy=self.policy,
-            emit=self._emitter(),
+            emit=ScrubbedEvents(self._emitter(stream), secrets),
             memory=self._memory_store(),
             meter=self._meter(thread_id, caller, replaying=model is not None),
+            # Only while someone consumes the token deltas is the model asked to stream.
+            watch_tokens=stream is not None,
+            scrub=secrets.scrub,
         )
 
     def _model_label(self, caller: ModelCaller) -> str:
@@ -442,9 +478,14 @@ class AgentCore:
         summarizer = None if replaying else self._summarizer()
         if summarizer is not None:
             label = self._model_label(summarizer)
-            summarizer = ObservedModel(
-                RecordingModel(summarizer, self.store, thread_id, self.generation_params()), label
+            recorded = RecordingModel(
+                ScrubbedModel(summarizer, self.secrets),
+                self.store,
+                thread_id,
+                self.generation_params(),
+                scrub=self.secrets.scrub,
             )
+            summarizer = ObservedModel(recorded, label)
         if self._compactor is None:
             self._compactor = Compactor(
                 s.context,
@@ -491,6 +532,7 @@ class AgentCore:
         """
         if not task.strip():
             raise ConfigError("the task is empty; say what the agent should do")
+        task = self._masked_task(task)
         thread_id = thread_id or uuid.uuid4().hex
         if await self.store.get_run(thread_id) is not None:
             raise RunError(f"thread {thread_id} already exists; resume it instead of running it")
@@ -498,6 +540,17 @@ class AgentCore:
         lease = await self.store.acquire(thread_id)
         state = new_run_state(task, list(self.initial_tools))
         return await self._drive(thread_id, state, lease)
+
+    def _masked_task(self, task: str) -> str:
+        """The task as the run keeps it: a configured secret in it is masked, and we say so."""
+        self.secrets.refresh()  # a key exported since the last run counts
+        masked = self.secrets.text(task)
+        if masked != task:
+            log.warning(
+                "the task holds a configured secret; the run sees and stores *** in its place "
+                "(tools get keys through their environment, never through the task)"
+            )
+        return masked
 
     def run_sync(self, task: str, **kwargs: Any) -> RunResult:
         """``run`` for code without an event loop (opens and closes everything itself)."""
@@ -531,6 +584,7 @@ class AgentCore:
         self, thread_id: str, snapshot: StateSnapshot, plan: UserPlan | Mapping[str, Any] | None
     ) -> Command[Any] | None:
         check_state_version(snapshot.metadata, f"run {thread_id}")
+        self.secrets.refresh()  # a key exported while the run waited counts from here on
         if not snapshot.values and await self.store.get_run(thread_id) is None:
             raise UnknownThreadError(
                 f"no run with thread id {thread_id} in {describe_location(self.database)}; "
@@ -544,7 +598,8 @@ class AgentCore:
                 )
             parsed = parse_plan(plan)
             check_plan(parsed, report, self.registry)
-            return Command(resume=parsed.model_dump())
+            # The resume value is stored with the checkpoint: a key in the instructions is not.
+            return Command(resume=self.secrets.scrub(parsed.model_dump()))
         if snapshot.next:
             # It stopped mid-step (a crash, a failure): continue from the last checkpoint. The
             # journal keeps any half-done side-effecting call from running again silently.
@@ -616,7 +671,7 @@ class AgentCore:
                 )
                 snapshot = await graph.aget_state(config_for(thread_id))
         except (AgentError, GraphRecursionError) as exc:
-            message = (
+            message = self.secrets.text(
                 str(exc)
                 if isinstance(exc, AgentError)
                 else (f"the run exceeded {limit} steps; this is a bug in a hook or the engine")

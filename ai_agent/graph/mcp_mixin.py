@@ -63,12 +63,15 @@ class McpMixin(ToolsMixin, WorkerMixin, ReplayMixin):
     @functools.cached_property
     def mcp(self) -> McpManager:
         """The Agent's MCP servers: status, health, start/stop, adding servers at run time."""
-        return McpManager(
+        manager = McpManager(
             self.mcp_servers,
             registry=self.registry,
             on_activate=self._activate_mcp_tools,
             on_event=self._mcp_event,
         )
+        # What a server's ${VAR} references resolved to is known once it connects.
+        self.secrets.add_source(manager.secret_values)
+        return manager
 
     def _activate_mcp_tools(self, names: list[str]) -> None:
         self.initial_tools.extend(n for n in names if n not in self.initial_tools)

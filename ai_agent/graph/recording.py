@@ -14,7 +14,7 @@ the base URL and headers are never among them, and never reach a ModelCaller's a
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.language_models import BaseChatModel
@@ -112,6 +112,11 @@ def call_position() -> CallPosition:
     )
 
 
+def _same(value: Any) -> Any:
+    """Nothing to mask."""
+    return value
+
+
 def _error_record(exc: ModelError) -> dict[str, str]:
     """How a model error is recorded: its class name and message (already free of secrets)."""
     return {"type": type(exc).__name__, "message": str(exc)}
@@ -125,20 +130,31 @@ class RecordingModel:
         store: Where calls are recorded.
         thread_id: The run they belong to.
         params: The generation parameters (see `generation_params`).
+        scrub: Masks secrets in what is recorded (the Agent's ``SecretValues.scrub``): a system
+            prompt is sent as it is but recorded masked; the request hash is of what was sent.
     """
 
     def __init__(
-        self, inner: ModelCaller, store: RunStoreProtocol, thread_id: str, params: Mapping[str, Any]
+        self,
+        inner: ModelCaller,
+        store: RunStoreProtocol,
+        thread_id: str,
+        params: Mapping[str, Any],
+        *,
+        scrub: Callable[[Any], Any] = _same,
     ) -> None:
         self.inner = inner
         self.store = store
         self.thread_id = thread_id
         self.params = dict(params)
+        self.scrub = scrub
 
     async def __call__(self, messages: list[Message], tools: list[dict[str, Any]]) -> ModelReply:
         """Call the inner model and record the request and its reply (or error)."""
         position = call_position()
-        request = ModelRequest(messages=list(messages), tools=list(tools), params=self.params)
+        request = self.scrub(
+            ModelRequest(messages=list(messages), tools=list(tools), params=self.params)
+        )
         digest = request_hash(messages, tools, self.params)
         started = time.perf_counter()
         try:
@@ -152,7 +168,7 @@ class RecordingModel:
                 request,
                 message=None,
                 usage={},
-                error=_error_record(exc),
+                error=self.scrub(_error_record(exc)),
                 latency_ms=round((time.perf_counter() - started) * 1000, 3),
                 replayed=self._replayed(),
             )
@@ -162,7 +178,7 @@ class RecordingModel:
             position,
             digest,
             request,
-            message=reply["message"],
+            message=self.scrub(reply["message"]),
             usage=dict(reply["usage"]),
             error=None,
             latency_ms=reply["latency_ms"],

@@ -25,14 +25,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import queue
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from contextvars import ContextVar
 from typing import Any
 
-from ai_agent.context import Event, ModelCaller, RunContext, ToolBox
+from ai_agent.context import Event
 from ai_agent.graph.core import AgentCore
 from ai_agent.graph.events import EventTranslator, RunFinished, StreamEvent
 from ai_agent.graph.result import RunResult
@@ -55,20 +54,9 @@ class _Failed:
 class StreamingMixin(AgentCore):
     """``astream`` / ``astream_resume`` (async) and ``stream`` / ``stream_resume`` (sync)."""
 
-    async def _context(
-        self, thread_id: str, *, model: ModelCaller | None = None, tools: ToolBox | None = None
-    ) -> RunContext:
-        context = await super()._context(thread_id, model=model, tools=tools)
-        sink = _STREAM_SINK.get()
-        if sink is None:
-            return context
-        base = context.emit
-
-        def emit(event: Event) -> None:
-            base(event)
-            sink(event)
-
-        return dataclasses.replace(context, emit=emit, watch_tokens=True)
+    def _stream_sink(self) -> Callable[[Event], None] | None:
+        # The run context sends its (masked) events here too, and asks the model to stream.
+        return _STREAM_SINK.get()
 
     def astream(
         self, task: str, *, thread_id: str | None = None, quiet_tools: bool = False

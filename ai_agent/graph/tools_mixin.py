@@ -26,6 +26,7 @@ from ai_agent.errors import (
     UnknownToolError,
 )
 from ai_agent.graph.core import AgentCore
+from ai_agent.graph.secrets import ScrubbedToolBox
 from ai_agent.state import ToolCall, ToolResult
 from ai_agent.tools.naming import wire_name
 from ai_agent.tools.spec import ToolSpec
@@ -169,9 +170,11 @@ class ToolsMixin(AgentCore):
                 f"no enabled tool named {name!r}; `ai-agent tools` lists the catalog"
             )
         call = ToolCall(id=f"direct-{uuid.uuid4().hex[:12]}", name=spec.name, args=dict(args or {}))
-        review = tools.review(call)
+        # The Agent's secrets are masked here as in a run: the caller may print what it gets.
+        box = ScrubbedToolBox(tools, self.secrets)
+        review = box.review(call)
         if not review["problems"]:
-            self._check_direct(spec, call, review["escalate"], approved, tools.preview(call))
+            self._check_direct(spec, call, review["escalate"], approved, box.preview(call))
         emit = self._on_event
         if emit is not None:
             emit({"type": "tool_started", "stage": "call_tool", "tool": spec.name})
@@ -182,7 +185,7 @@ class ToolsMixin(AgentCore):
             "call_id": call["id"],
             "workdir": self.policy.workdir,
         }
-        result = await tools.execute(call, tool_ctx)
+        result = await box.execute(call, tool_ctx)
         if emit is not None:
             emit(
                 {

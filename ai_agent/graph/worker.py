@@ -128,8 +128,9 @@ class WorkerMixin(AgentCore):
         # The checks of a resume: unknown thread, nothing pending, not waiting for a plan (a
         # crashed run is resumed without one), a plan that does not fit the gate.
         await self._resume_input(thread_id, snapshot, parsed)
+        plan_data = self.secrets.scrub(parsed.model_dump(mode="json"))  # kept in the queue
         return await self.store.submit_plan(
-            thread_id, parsed.model_dump(mode="json"), gate_checkpoint_id=_checkpoint_id(snapshot)
+            thread_id, plan_data, gate_checkpoint_id=_checkpoint_id(snapshot)
         )
 
     async def list_plans(

@@ -78,8 +78,9 @@ def stage(name: str) -> Callable[[Node[U]], Node[U]]:
 
     A stage returns its own trace details (``{"trace": [{"tool": ..., "status": ...}]}``); the
     wrapper fills in the stage name, iteration, start time and duration, and adds one line when the
-    stage gave none. The stage runs in an observability scope (its id, span, duration metric and
-    log lines; see `ai_agent.observability.scopes`). An interrupt from the gate passes through
+    stage gave none. Every secret the run knows is masked in the update (``RunContext.scrub``).
+    The stage runs in an observability scope (its id, span, duration metric and log lines; see
+    `ai_agent.observability.scopes`). An interrupt from the gate passes through
     untouched.
     """
 
@@ -122,7 +123,8 @@ def stage(name: str) -> Callable[[Node[U]], Node[U]]:
                         "duration_ms": elapsed,
                     }
                 )
-            return update
+            # The one way into state: no configured secret passes, whoever produced the text.
+            return cast(U, context.scrub(update))
 
         return run
 

@@ -249,7 +249,8 @@ async def gate(state: RunState, *, runtime: Runtime[RunContext]) -> GateUpdate:
     report = build_report(
         state, thread_id=context.thread_id, threshold=context.policy.gate_threshold, catalog=catalog
     )
-    report = await _evaluate(state, context, report)
+    # Masked before anyone sees it: the interrupt's payload is stored with the checkpoint.
+    report = context.scrub(await _evaluate(state, context, report))
     limit = context.policy.max_iterations
     line = TraceEvent(stage="gate", iteration=report["iteration"], gate_score=report["severity"])
     if not report["intervene"]:

@@ -30,7 +30,7 @@ from ai_agent.observability.metrics import (
     as_collector,
     load_collectors,
 )
-from ai_agent.observability.redaction import Redactor
+from ai_agent.observability.redaction import Redactor, SecretValues
 from ai_agent.observability.scopes import RunScope, run_scope
 from ai_agent.observability.tracing import NullTracer, Span, Tracer
 
@@ -73,7 +73,7 @@ class Telemetry:
     Args:
         logging: The logging settings (default: ``LoggingConfig()``).
         observability: The observability settings (default: ``ObservabilityConfig()``).
-        secrets: Values always masked in logs and spans (API keys).
+        secrets: Values always masked in logs and spans (API keys), or a `SecretValues` to share.
         tracer_provider: An OpenTelemetry ``TracerProvider`` for the spans (default: the global
             one). Used only when ``enable_otel_instrumentation`` is on.
         collectors: Metrics collectors besides those of ``custom_collectors``.
@@ -89,7 +89,7 @@ class Telemetry:
         logging: LoggingConfig | None = None,
         observability: ObservabilityConfig | None = None,
         *,
-        secrets: Iterable[str] = (),
+        secrets: Iterable[str] | SecretValues = (),
         tracer_provider: Any = None,
         collectors: Iterable[Any] = (),
         cost: CostFunction | None = None,
@@ -123,10 +123,22 @@ class Telemetry:
 
     @classmethod
     def from_settings(
-        cls, settings: AgentSettings, *, tracer_provider: Any = None, collectors: Iterable[Any] = ()
+        cls,
+        settings: AgentSettings,
+        *,
+        tracer_provider: Any = None,
+        collectors: Iterable[Any] = (),
+        secrets: SecretValues | None = None,
     ) -> Telemetry:
-        """The telemetry ``settings`` describe, knowing the configured API key and rates."""
+        """The telemetry ``settings`` describe, knowing the configured API key and rates.
+
+        ``secrets`` is the Agent's `SecretValues`, shared so logs and spans mask every secret
+        it knows (and learns); without it, the configured API key is masked.
+        """
         key = settings.model_backend.api_key
+        values = secrets if secrets is not None else SecretValues()
+        if key is not None:
+            values.add(key.get_secret_value())
         budget = settings.budget
 
         def cost(model: str, usage: Mapping[str, Any]) -> float | None:
@@ -142,7 +154,7 @@ class Telemetry:
         return cls(
             settings.logging,
             settings.observability,
-            secrets=[key.get_secret_value()] if key is not None else [],
+            secrets=values,
             tracer_provider=tracer_provider,
             collectors=collectors,
             cost=cost,

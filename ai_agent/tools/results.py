@@ -2,18 +2,18 @@
 
 Results end up in checkpointed state, so everything here produces plain JSON data; and results
 cross the boundary from a tool (which may hold an API key) to the run (which must never), so every
-string in them passes the `Scrubber` first.
+string in them passes the `Scrubber` first (the engine's `SecretValues`).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
 from typing import Any
 
 from pydantic import BaseModel
 from pydantic_core import to_jsonable_python
 
+from ai_agent.observability.redaction import MASK, SecretValues
 from ai_agent.state import ToolResult
 
 __all__ = [
@@ -28,9 +28,7 @@ __all__ = [
     "to_jsonable",
 ]
 
-REDACTED = "***"
-# Shorter values are too likely to occur in ordinary text ("1", "true") to be replaced safely.
-_MIN_SECRET = 6
+REDACTED = MASK
 _SUMMARY_CHARS = 2000
 
 
@@ -97,43 +95,8 @@ def normalise(outcome: Any) -> ToolResult:
     return ToolResult(status="ok", content=to_jsonable(outcome))
 
 
-class Scrubber:
-    """Replaces secret values wherever they occur in a result (strings, lists, dict values).
-
-    Examples:
-        >>> Scrubber(["s3cret-value"]).scrub({"a": ["x s3cret-value y"]})
-        {'a': ['x *** y']}
-    """
-
-    def __init__(self, secrets: Iterable[str]) -> None:
-        # Longest first, so a secret that contains another is replaced whole.
-        self._secrets = sorted(
-            {s for s in secrets if s and len(s) >= _MIN_SECRET}, key=len, reverse=True
-        )
-
-    def __bool__(self) -> bool:
-        return bool(self._secrets)
-
-    def text(self, value: str) -> str:
-        """``value`` with every secret replaced."""
-        for secret in self._secrets:
-            if secret in value:
-                value = value.replace(secret, REDACTED)
-        return value
-
-    def scrub(self, value: Any) -> Any:
-        """A copy of ``value`` with every secret replaced, at any depth."""
-        if not self._secrets:
-            return value
-        if isinstance(value, str):
-            return self.text(value)
-        if isinstance(value, list):
-            return [self.scrub(v) for v in value]
-        if isinstance(value, dict):
-            return {
-                self.scrub(k) if isinstance(k, str) else k: self.scrub(v) for k, v in value.items()
-            }
-        return value
+# The tool layer's name for the engine's one secret mask (`ai_agent.observability.redaction`).
+Scrubber = SecretValues
 
 
 def model_text(result: ToolResult) -> str:

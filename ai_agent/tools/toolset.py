@@ -163,13 +163,21 @@ class ToolSet:
         return out
 
     # Secrets ---------------------------------------------------------------------------------
-    def scrubber(self) -> Scrubber:
-        """Replaces the current values of every secret environment variable a tool could see."""
+    def secret_env_values(self) -> list[str]:
+        """The current values of every environment variable a tool's secret may be in.
+
+        The tools' ``requires_env`` and ``secret_env`` variables and every variable whose name
+        looks secret, read now: a key exported after a pause counts.
+        """
         names = tuple(os.environ)
         if names != self._env_names:
             found = {n for n in names if _SECRET_NAME.search(n)} | self._secret_names
             self._env_names, self._env_secrets = names, tuple(sorted(found))
-        return Scrubber(os.environ.get(n, "") for n in self._env_secrets)
+        return [os.environ.get(n, "") for n in self._env_secrets]
+
+    def scrubber(self) -> Scrubber:
+        """Replaces the current values of every secret environment variable a tool could see."""
+        return Scrubber(self.secret_env_values())
 
     # Review ----------------------------------------------------------------------------------
     def _validator(self, spec: ToolSpec) -> Callable[[dict[str, Any]], list[str]] | None:

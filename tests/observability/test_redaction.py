@@ -60,11 +60,11 @@ def test_custom_patterns_mask_the_whole_match() -> None:
 
 def test_secrets_learnt_later_are_masked_longest_first() -> None:
     redact = Redactor()
-    redact.add_secret("abcd")
     redact.add_secret("abcdefgh")
+    redact.add_secret("abcdefgh-longer")
     redact.add_secret("")  # nothing to mask
-    redact.add_secret("abc")  # too short to mask safely
-    assert redact("x abcdefgh y abcd z abc") == "x *** y *** z abc"
+    redact.add_secret("abcdefg")  # too short to mask safely (MIN_SECRET_CHARS)
+    assert redact("x abcdefgh-longer y abcdefgh z abcdefg") == "x *** y *** z abcdefg"
 
 
 def test_with_secrets_adds_to_a_copy() -> None:

@@ -319,5 +319,5 @@ def test_clip_and_scrub_helpers() -> None:
     clipped = clip_text("a" * 100, 30, note="see x")
     assert clipped.startswith("a" * 20) and clipped.endswith("a" * 10)
     assert "[... 70 of 100 characters clipped; see x ...]" in clipped
-    assert not Scrubber(["short", ""])  # too short to replace safely
-    assert Scrubber(["abcdef", "abcdefgh"]).text("xabcdefghx abcdef") == "x***x ***"
+    assert not Scrubber(["short", "", "abcdefg"])  # too short to replace safely
+    assert Scrubber(["abcdefgh", "abcdefgh-ij"]).text("xabcdefgh-ijx abcdefgh") == "x***x ***"

@@ -196,6 +196,14 @@ class McpConnection:
         return live.process.pid if live is not None and live.process is not None else None
 
     @property
+    def secrets(self) -> tuple[str, ...]:
+        """This server's secret values, as last resolved.
+
+        They are kept after the server stops: the model may still repeat one.
+        """
+        return self._resolved.secrets if self._resolved is not None else ()
+
+    @property
     def secret_env(self) -> tuple[str, ...]:
         """Names of the environment variables holding this server's secrets (once resolved)."""
         return self._resolved.secret_env if self._resolved is not None else ()
@@ -732,8 +740,7 @@ class McpConnection:
     def _scrubbed(self, result: ToolResult) -> ToolResult:
         if self._resolved is None or not self._resolved.secrets:
             return result
-        scrubbed: ToolResult = self._resolved.scrubber.scrub(dict(result))
-        return scrubbed
+        return self._resolved.scrubber.scrub(result)
 
 
 async def _http_status(resolved: Resolved, limit: float) -> int | None:

@@ -169,6 +169,10 @@ class McpManager:
             )
         return self._connections[name]
 
+    def secret_values(self) -> list[str]:
+        """The secret values of every server connected so far (its headers, auth and keys)."""
+        return [value for c in self._connections.values() for value in c.secrets]
+
     # Lifecycle -------------------------------------------------------------------------------
     async def start(self, names: Sequence[str] | None = None) -> list[McpFailure]:
         """Start the servers that are not running (all enabled ones by default), concurrently.

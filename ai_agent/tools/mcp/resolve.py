@@ -21,13 +21,13 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from ai_agent.config import MCP_ENV_REFERENCE, McpServerConfig
+from ai_agent.config import MCP_ENV_REFERENCE, SECRET_ENV_NAME, McpServerConfig
 from ai_agent.errors import McpConnectError, McpEnvError
 from ai_agent.tools.results import Scrubber
 
 __all__ = ["Resolved", "referenced_variables", "resolve"]
 
-_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH", re.IGNORECASE)
+_SECRET_NAME = SECRET_ENV_NAME
 # Control characters in a header value would break (or inject into) the HTTP request; a key with
 # spaces in it is a copy-and-paste accident.
 _BAD_KEY = re.compile(r"[\s\x00-\x1f\x7f]")

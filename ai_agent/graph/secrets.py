@@ -1,0 +1,175 @@
+"""Secrets out of everything a run stores or prints.
+
+An Agent keeps every secret value it knows in one `SecretValues`
+(`ai_agent.observability.redaction`): the ``SecretStr`` settings, MCP header values and
+secret-looking ``env`` entries (`ai_agent.config.AgentSettings.secret_values`), the backend key,
+the local server's key, a database URL's password, the values its MCP servers resolved when they
+connected, and the environment variables its tools need or that look secret. Those values that
+can change while the Agent lives (the environment, MCP servers) are read again at the start of
+every run and resume, after every model reply and after every tool call.
+
+The values are masked (``***``) where data enters a run, so the checkpoints, the run store
+(recorded calls, journal, outputs, runs), memory, exports and everything printed from them never
+hold one:
+
+- `ScrubbedModel`: the model's reply, text and tool-call arguments, before it is recorded or
+  enters state. A tool the model passed a key to gets ``***`` in its place: state is what the
+  act stage runs from, and the key reaches tools only through their environment;
+- `ScrubbedToolBox`: a tool's result, its preview and its review, before they are recorded,
+  journaled or shown to a person;
+- the stage wrapper (``RunContext.scrub``, in `ai_agent.nodes._common`): every state update,
+  whatever produced it (hooks, error messages, summaries), and the gate's report;
+- `ScrubbedEvents`: progress events (status lines, ``on_event``, listeners, ``Agent.astream``),
+  with streamed text (token deltas, live tool output) masked across its chunks;
+- the Agent (`ai_agent.graph.core`): the task, a person's plan, the run store's rows;
+- logs and spans: the telemetry's `Redactor` masks the same values.
+
+The real values still go where they belong: the HTTP client's headers and the tools'
+environment are never touched.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from ai_agent.context import Event, ModelCaller, ModelReply, ToolBox
+from ai_agent.graph.recording import DelegatingToolBox
+from ai_agent.observability.logs import engine_logger
+from ai_agent.observability.redaction import MIN_SECRET_CHARS, SecretValues, StreamMask
+from ai_agent.state import Message, ToolCall, ToolResult
+
+if TYPE_CHECKING:
+    from ai_agent.config import AgentSettings
+    from ai_agent.context import CallReview
+
+__all__ = ["ScrubbedEvents", "ScrubbedModel", "ScrubbedToolBox", "add_secret", "settings_secrets"]
+
+log = engine_logger("ai_agent.agent")
+
+# Progress events whose ``detail`` is a piece of a longer text, keyed by the stream it belongs to.
+_STREAMS: dict[str, tuple[str, ...]] = {
+    "model_delta": (),
+    "tool_output": ("call_id", "stream"),
+}
+
+
+def add_secret(values: SecretValues, value: str | None, where: str) -> None:
+    """Mask ``value`` from now on; warn (naming ``where``, never the value) when it is too short."""
+    if value and not values.add(value):
+        log.warning(
+            "the secret in %s is shorter than %d characters: too short to be masked in what "
+            "runs store and print (it is still used where it belongs); use a longer one",
+            where,
+            MIN_SECRET_CHARS,
+        )
+
+
+def settings_secrets(settings: AgentSettings) -> SecretValues:
+    """The secret values ``settings`` hold (see `AgentSettings.secret_values`)."""
+    values = SecretValues()
+    for where, value in settings.secret_values().items():
+        add_secret(values, value, where)
+    return values
+
+
+class ScrubbedModel:
+    """A ModelCaller whose replies have every secret masked (text and tool-call arguments).
+
+    Other attributes (``model_name``, a replay player's ``last_source``) are the inner caller's.
+    """
+
+    def __init__(self, inner: ModelCaller, secrets: SecretValues) -> None:
+        self.inner = inner
+        self.secrets = secrets
+
+    async def __call__(self, messages: list[Message], tools: list[dict[str, Any]]) -> ModelReply:
+        """Call the inner model; mask its reply."""
+        reply = await self.inner(messages, tools)
+        self.secrets.refresh()  # new data comes in: mask with what is known now
+        message: Message = self.secrets.scrub(reply["message"])
+        if message is reply["message"]:
+            return reply
+        return {**reply, "message": message}
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+class ScrubbedToolBox(DelegatingToolBox):
+    """A ToolBox whose results, previews and reviews have every secret masked."""
+
+    def __init__(self, inner: ToolBox, secrets: SecretValues) -> None:
+        super().__init__(inner)
+        self.secrets = secrets
+
+    def preview(self, call: ToolCall) -> str:
+        """The inner preview, masked."""
+        return self.secrets.text(self.inner.preview(call))
+
+    def review(self, call: ToolCall) -> CallReview:
+        """The inner review (an escalation's reason may quote the arguments), masked."""
+        return self.secrets.scrub(self.inner.review(call))
+
+    async def execute(self, call: ToolCall, tool_ctx: dict[str, Any]) -> ToolResult:
+        """Run the call in the inner tool box; mask its result."""
+        result = await self.inner.execute(call, tool_ctx)
+        self.secrets.refresh()  # the tool read its environment now: so do we
+        return self.secrets.scrub(result)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def _stream_key(event: Event) -> tuple[Any, ...] | None:
+    """The stream a chunk event belongs to, or None for an event that is whole."""
+    fields = _STREAMS.get(str(event.get("type", "")))
+    if fields is None:
+        return None
+    data = event.get("data")
+    data = data if isinstance(data, dict) else {}
+    return (event.get("type"), *(data.get(f) for f in fields))
+
+
+class ScrubbedEvents:
+    """An event sink that masks every secret before the events go on to ``sink``.
+
+    A chunk of streamed text may end in the first part of a secret: that part is held back
+    until the next chunk of its stream, and any other event first flushes what every stream
+    holds (masked), so the output keeps its order and loses nothing.
+
+    Args:
+        sink: Where the masked events go.
+        secrets: What to mask.
+    """
+
+    def __init__(self, sink: Callable[[Event], None], secrets: SecretValues) -> None:
+        self.sink = sink
+        self.secrets = secrets
+        self._streams: dict[tuple[Any, ...], tuple[StreamMask, Event]] = {}
+        # Sync tools report output from worker threads while the run goes on in the loop.
+        self._lock = threading.RLock()
+
+    def __call__(self, event: Event) -> None:
+        """Mask one event and pass it on (a chunk: what of it may go out now)."""
+        key = _stream_key(event)
+        with self._lock:
+            if key is None:
+                self.flush()
+                self.sink(self.secrets.scrub(event))
+                return
+            mask = self._streams[key][0] if key in self._streams else self.secrets.stream()
+            self._streams[key] = (mask, event)
+            text = mask.feed(str(event.get("detail", "")))
+            if text:
+                self.sink({**event, "detail": text})
+
+    def flush(self) -> None:
+        """Send what the streams hold back (masked): their text has ended."""
+        with self._lock:
+            streams, self._streams = self._streams, {}
+            for mask, last in streams.values():
+                rest = mask.flush()
+                if rest:
+                    self.sink({**last, "detail": rest})
