@@ -1197,7 +1197,7 @@ class AgentSettings(BaseSettings):
         description="Severity at which the gate intervenes; unset: the gate profile's threshold.",
     )
     max_plan_chars: int = Field(
-        default=1_000_000,
+        default=100_000,
         ge=1000,
         description="The longest plan accepted (characters of its JSON form): a longer one is "
         "refused (InvalidPlanError) and the run stays paused.",

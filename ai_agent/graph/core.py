@@ -64,7 +64,12 @@ from ai_agent.errors import (
 from ai_agent.graph.build import build_graph, recursion_limit
 from ai_agent.graph.events import RunFinished, RunStarted, lifecycle_event
 from ai_agent.graph.observed import ObservedModel, ObservedToolBox
-from ai_agent.graph.recording import RecordingModel, RecordingToolBox, generation_params
+from ai_agent.graph.recording import (
+    BoundedToolBox,
+    RecordingModel,
+    RecordingToolBox,
+    generation_params,
+)
 from ai_agent.graph.result import RunResult, RunStatusName
 from ai_agent.models import ChatModelCaller, make_chat_model
 from ai_agent.nodes.gate import check_plan, parse_plan
@@ -415,10 +420,15 @@ class AgentCore:
         """
         caller = model if model is not None else await self._model()
         recorded = RecordingModel(caller, self.store, thread_id, self.generation_params())
+        # Bounded below the recorder: the recording and the journal hold what the run keeps,
+        # and a large output's full text is stored once, in the outputs.
+        bounded = BoundedToolBox(
+            tools or self.registry, self.store, thread_id, self.policy.max_output_chars
+        )
         return RunContext(
             thread_id=thread_id,
             model=ObservedModel(recorded, self._model_label(caller)),
-            tools=ObservedToolBox(RecordingToolBox(tools or self.registry, self.store, thread_id)),
+            tools=ObservedToolBox(RecordingToolBox(bounded, self.store, thread_id)),
             journal=self.store,
             hooks=self.hooks,
             policy=self.policy,

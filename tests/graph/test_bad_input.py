@@ -111,7 +111,7 @@ async def test_a_result_past_the_hard_limit_is_an_error_the_model_sees(
 BAD_IDS = ["", "x" * 100_000, "a\nb", "a/b", "../x", ".hidden", "with space", "é"]
 
 
-@pytest.mark.parametrize("thread_id", BAD_IDS, ids=repr)
+@pytest.mark.parametrize("thread_id", BAD_IDS, ids=lambda v: repr(v[:12]))
 async def test_run_refuses_a_malformed_thread_id_before_storing_anything(
     thread_id: str, make_agent: MakeAgent
 ) -> None:
