@@ -183,13 +183,13 @@ def _too_deep(what: str, max_depth: int) -> str:
 
 
 def describe_size(n: int) -> str:
-    """``n`` bytes (or characters) as people read it.
+    """``n`` bytes as people read it: whole MiB or KiB, else the exact count.
 
     Examples:
-        >>> describe_size(10 * 1024 * 1024), describe_size(1536), describe_size(12)
-        ('10 MiB', '1.5 KiB', '12 bytes')
+        >>> describe_size(10 * 1024 * 1024), describe_size(2048), describe_size(6000)
+        ('10 MiB', '2 KiB', '6,000 bytes')
     """
     for unit, scale in (("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= scale:
-            return f"{n / scale:g} {unit}"
-    return f"{n} bytes"
+        if n >= scale and n % scale == 0:
+            return f"{n // scale} {unit}"
+    return f"{n:,} bytes"

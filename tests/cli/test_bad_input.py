@@ -294,3 +294,38 @@ def test_in_a_real_process_resume_and_readers_create_no_database(tmp_path: Path)
     assert "unsupported database URL scheme 'mysql'" in done.stderr
     assert "hunter22" not in done.stderr + done.stdout
     assert list(here.iterdir()) == []
+
+
+def make_app(checkpoint_url: str | None) -> Any:
+    """An ``--app`` factory (``tests.cli.test_bad_input:make_app``)."""
+    from ai_agent.graph import Agent
+
+    return Agent(checkpoint_path=checkpoint_url or "app.sqlite", memory_path=None)
+
+
+def test_a_worker_built_by_an_app_creates_no_database_either(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    err = fails(capsys, ["worker", "--once", "--app", "tests.cli.test_bad_input:make_app"])
+    assert err == (
+        "error: no checkpoint database at app.sqlite; check --db (only `ai-agent run` creates "
+        "a database)\n"
+    )
+    assert not Path("app.sqlite").exists()
+
+
+def test_a_plan_file_larger_than_any_plan_is_not_read(
+    tmp_path: Path, paused: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MAMBA_MAX_PLAN_CHARS", "1000")
+    plan = tmp_path / "huge.json"
+    plan.write_text(json.dumps({"instructions": "y" * 7000}))
+    err = fails(capsys, ["resume", "p1", "--model", paused, "--plan-file", str(plan)])
+    assert err == (
+        f"error: the plan file {plan} is larger than 6,000 bytes; shorten the plan, or raise the "
+        "max_plan_chars setting\n"
+    )
+    plan.write_text(json.dumps({"instructions": "y" * 2000}))  # read, then refused by length
+    err = fails(capsys, ["resume", "p1", "--model", paused, "--plan-file", str(plan)])
+    assert "more than the 1,000 allowed (max_plan_chars)" in err
+    assert still_paused(capsys)
