@@ -32,6 +32,7 @@ Examples:
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import json
 import os
@@ -74,6 +75,7 @@ from pydantic_settings import (
     SettingsError,
 )
 
+from ai_agent.datafiles import MAX_DEPTH, parse_nested, read_text
 from ai_agent.errors import ConfigError
 
 __all__ = [
@@ -97,6 +99,7 @@ __all__ = [
     "WebSearchConfig",
     "load_mcp_config",
     "load_settings",
+    "split_tool_names",
 ]
 
 ENV_PREFIX = "MAMBA_"
@@ -104,6 +107,12 @@ ENV_NESTED_DELIMITER = "__"
 USER_ENV_FILE_NAME = "agents.env"
 DEFAULT_CONFIG_FILES = ("config.toml", "config.yaml")
 CONFIG_FILE_SUFFIXES = (".toml", ".yaml", ".yml", ".json")
+# The most cycles a run may be given (the setting, Agent(max_iterations=...), --max-iterations):
+# each cycle is a model call, so a larger number is a typo, not a plan.
+MAX_ITERATIONS = 1000
+# A config file larger than this is refused before it is read: settings, MCP servers and tool
+# options fill a few kilobytes; megabytes mean the wrong file.
+MAX_CONFIG_FILE_BYTES = 4 * 1024 * 1024
 
 # The marker put in model_config["env_file"]. AgentSettings recognises it by identity, so it can
 # tell "the caller gave no _env_file" (read .env and ~/agents.env) from "the caller gave one" (read
@@ -123,6 +132,7 @@ _MODEL_RETRIES = (2, 3, 5)
 _BACKOFF_MULTIPLIERS = (2.0, 1.5, 1.2)
 
 _HTTP_URL: TypeAdapter[HttpUrl] = TypeAdapter(HttpUrl)
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://")
 _IMPORT_PATH = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*(?::[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)?")
 # Whitespace or control characters in an API key would break (or inject into) the HTTP header.
 _BAD_SECRET_CHARS = re.compile(r"[\s\x00-\x1f\x7f]")
@@ -835,6 +845,13 @@ class ToolConfig(_Section):
         description="Longer tool outputs are clipped (head and tail kept) before the model sees "
         "them; the full text stays in the run store.",
     )
+    max_result_chars: int = Field(
+        default=10_000_000,
+        ge=1000,
+        description="The largest result a tool may return (characters of its JSON form): a "
+        "larger one is not kept; the call ends as an error result (OUTPUT_TOO_LARGE) the model "
+        "sees.",
+    )
     first_use_gate: bool = Field(
         default=True, description="The first call of each external tool in a run waits."
     )
@@ -1168,7 +1185,7 @@ class AgentSettings(BaseSettings):
     max_iterations: int = Field(
         default=10,
         ge=1,
-        le=1000,
+        le=MAX_ITERATIONS,
         description="Cycles (draft to gate) before a run stops with a summary.",
     )
     gate_profile: Literal["interactive", "default", "batch"] = Field(
@@ -1181,6 +1198,12 @@ class AgentSettings(BaseSettings):
         ge=0,
         le=1,
         description="Severity at which the gate intervenes; unset: the gate profile's threshold.",
+    )
+    max_plan_chars: int = Field(
+        default=100_000,
+        ge=1000,
+        description="The longest plan accepted (characters of its JSON form): a longer one is "
+        "refused (InvalidPlanError) and the run stays paused.",
     )
     execute_all_tool_calls: bool = Field(
         default=False, description="Run every tool call of a draft, not only the first."
@@ -1247,7 +1270,18 @@ class AgentSettings(BaseSettings):
                     raise ValueError(
                         'must be a JSON list such as ["calculator"] or names separated by commas'
                     ) from None
-            return [name.strip() for name in text.split(",") if name.strip()]
+            try:
+                return split_tool_names(text)
+            except ConfigError as exc:
+                raise ValueError(str(exc)) from None
+        return value
+
+    @field_validator("checkpoint_path", mode="before")
+    @classmethod
+    def _path_not_url(cls, value: object) -> object:
+        # A Path folds "//", so a URL here would become a file whose name holds its password.
+        if isinstance(value, str) and _URL.match(value):
+            raise ValueError("must be a file path; set checkpoint_url for a database URL")
         return value
 
     def secret_values(self) -> dict[str, str]:
@@ -1340,12 +1374,48 @@ class AgentSettings(BaseSettings):
                     f"cannot read settings: {exc}. A whole section set in one variable must be "
                     f"JSON; or set one field at a time, e.g. {ENV_PREFIX}MODEL_BACKEND__TIMEOUT=10"
                 )
+            except RecursionError:
+                # JSON in an environment variable or env file, decoded by pydantic-settings
+                # (config files are refused earlier, by name, in _parse_config_file).
+                message = (
+                    "cannot read settings: a value set as JSON in the environment or an env file "
+                    f"is nested more than {MAX_DEPTH} levels deep; flatten it"
+                )
         # Raised outside the handlers on purpose: a ConfigError raised inside one would carry the
         # ValidationError as __context__, and its errors() still hold the raw inputs (secrets too).
         if failure is not None:
             message = _format_validation_error(failure, cls, overrides, path)
             del failure
         raise ConfigError(message)
+
+
+def split_tool_names(text: str) -> list[str]:
+    """Tool names separated by commas (``"calculator, fs.*"``); nothing at all is no tools.
+
+    An empty name between commas is refused: ``"calculator,,grep"`` or a trailing comma is more
+    likely a name lost in editing than a request for fewer tools.
+
+    Raises:
+        ConfigError: an empty name.
+
+    Examples:
+        >>> split_tool_names(" calculator, fs.* "), split_tool_names("")
+        (['calculator', 'fs.*'], [])
+        >>> split_tool_names("calculator,,grep")
+        Traceback (most recent call last):
+        ...
+        ai_agent.errors.ConfigError: tool name 2 of 3 is empty in 'calculator,,grep'; ...
+    """
+    if not text.strip():
+        return []
+    names = [name.strip() for name in text.split(",")]
+    if "" in names:
+        shown = text if len(text) <= _MAX_SHOWN_VALUE else text[: _MAX_SHOWN_VALUE - 3] + "..."
+        raise ConfigError(
+            f"tool name {names.index('') + 1} of {len(names)} is empty in {shown!r}; "
+            "separate names with single commas"
+        )
+    return names
 
 
 def load_settings(**kwargs: Any) -> AgentSettings:
@@ -1460,7 +1530,7 @@ def load_mcp_config(path: str | Path) -> list[McpServerConfig]:
         message = str(problem["msg"]).removeprefix("Value error, ")
         details = []
         if problem["type"] == "extra_forbidden":
-            message = "unknown setting"
+            message = _closest_hint(str(problem["loc"][-1]), target.parent_fields)
             details.append(f"known here: {', '.join(target.parent_fields)}")
         else:
             allowed = _allowed(target.annotation, target.metadata)
@@ -1538,32 +1608,62 @@ def _read_config_file(path: Path) -> dict[str, Any]:
             f"config file {path} must hold a table of settings at the top level, "
             f"not a {type(data).__name__}"
         )
+    _check_known_keys(path, data)
     return data
+
+
+def _check_known_keys(path: Path, data: Mapping[str, Any]) -> None:
+    """Refuse top-level keys that are no setting, naming the closest one.
+
+    Sections reject unknown keys themselves (``extra="forbid"``); the top level of
+    `AgentSettings` has to ignore unknown ``MAMBA_*`` variables, so a misspelt key in a file
+    would otherwise vanish without a word.
+    """
+    known = list(AgentSettings.model_fields)
+    unknown = [key for key in data if key not in AgentSettings.model_fields]
+    if not unknown:
+        return
+    lines = [f"config file {path} has {len(unknown)} unknown setting(s):"]
+    lines += [f"  {key}: {_closest_hint(str(key), known)}" for key in unknown]
+    lines.append(f"  known settings: {', '.join(known)}")
+    raise ConfigError("\n".join(lines))
+
+
+def _closest_hint(name: str, known: Sequence[str]) -> str:
+    """``did you mean 'x'?`` for the known name closest to ``name``, or a plain "unknown".
+
+    Examples:
+        >>> _closest_hint("max_iteratons", ["max_iterations", "tools"])
+        "unknown setting; did you mean 'max_iterations'?"
+        >>> _closest_hint("zzz", ["tools"])
+        'unknown setting'
+    """
+    close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+    return f"unknown setting; did you mean {close[0]!r}?" if close else "unknown setting"
 
 
 def _parse_config_file(path: Path) -> object:
-    """The data in a TOML, JSON or YAML file; ConfigError naming the file and position."""
+    """The data in a TOML, JSON or YAML file; ConfigError naming the file and position.
+
+    The file is read through `ai_agent.datafiles`: at most `MAX_CONFIG_FILE_BYTES`, UTF-8 text,
+    nested at most `ai_agent.datafiles.MAX_DEPTH` levels.
+    """
+    what = f"config file {path}"
+    text = read_text(path, what=what, max_bytes=MAX_CONFIG_FILE_BYTES)
     suffix = path.suffix.lower()
+    parse = tomllib.loads if suffix == ".toml" else json.loads if suffix == ".json" else _load_yaml
     try:
-        if suffix == ".toml":
-            with path.open("rb") as handle:
-                data: object = tomllib.load(handle)
-        elif suffix == ".json":
-            data = json.loads(path.read_text(encoding="utf-8"))
-        else:
-            data = _load_yaml(path)
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        return parse_nested(parse, text, what=what)
+    except ValueError as exc:
         # tomllib and json errors (ValueError subclasses) name the position, not the content.
         raise ConfigError(f"cannot read config file {path}: {exc}. Fix or remove it.") from None
-    return data
 
 
-def _load_yaml(path: Path) -> object:
+def _load_yaml(text: str) -> object:
     # PyYAML ships no type stubs; importing it by name keeps mypy strict without an ignore.
     yaml = importlib.import_module("yaml")
     try:
-        with path.open(encoding="utf-8") as handle:
-            return yaml.safe_load(handle)
+        return yaml.safe_load(text)
     except yaml.YAMLError as exc:
         # str(exc) quotes the offending line, which could hold a secret: keep problem + position.
         problem = getattr(exc, "problem", None) or "invalid YAML"
@@ -1600,7 +1700,7 @@ def _describe_problem(
     message = str(problem["msg"]).removeprefix("Value error, ")
     details = []
     if problem["type"] == "extra_forbidden":
-        message = "unknown setting"
+        message = _closest_hint(str(problem["loc"][-1]), target.parent_fields)
         details.append(f"known here: {', '.join(target.parent_fields)}")
     else:
         allowed = _allowed(target.annotation, target.metadata)

@@ -31,6 +31,7 @@ AgentError
 │   └── SchemaViolation         a call's arguments do not fit the tool's schema
 ├── RunError                    a run or resume request cannot proceed
 │   ├── UnknownThreadError      no run with that thread id exists
+│   ├── InvalidThreadIdError    a thread id outside the grammar (1-128 of A-Z a-z 0-9 . _ : -)
 │   ├── UnknownCheckpointError  the thread has no checkpoint with that id
 │   ├── NothingPendingError     the run has nothing left to resume
 │   ├── PlanRequiredError       the run is paused at the gate and needs a plan
@@ -53,6 +54,7 @@ __all__ = [
     "ConfigError",
     "EmptyResponseError",
     "InvalidPlanError",
+    "InvalidThreadIdError",
     "LocalBackendError",
     "MalformedToolCallError",
     "McpAuthError",
@@ -299,6 +301,14 @@ class RunError(AgentError):
 
 class UnknownThreadError(RunError):
     """No run with this thread id exists in the checkpoint database."""
+
+
+class InvalidThreadIdError(RunError):
+    """A thread id that breaks the grammar every thread id follows.
+
+    1 to 128 characters of ``A-Z a-z 0-9 . _ : -``, starting with a letter or a digit: safe in
+    file names, URLs, log lines and terminals. Every id the engine makes itself fits it.
+    """
 
 
 class UnknownCheckpointError(RunError):

@@ -339,7 +339,7 @@ def test_unreadable_yaml_without_a_position(dirs: Dirs) -> None:
 
 def test_config_file_that_is_not_utf8(dirs: Dirs) -> None:
     (dirs.project / "config.yaml").write_bytes(b"model_backend:\n  model: \xff\xfe\n")
-    with pytest.raises(ConfigError, match=r"config\.yaml.*utf-8"):
+    with pytest.raises(ConfigError, match=r"config\.yaml is not UTF-8 text \(byte 24 is 0xff\)"):
         AgentSettings()
 
 
@@ -363,7 +363,7 @@ def test_gate_profile_sets_the_threshold(profile: str, expected: float) -> None:
     ("raw", "expected"),
     [
         ("calculator", ["calculator"]),
-        ("calculator, grep ,,", ["calculator", "grep"]),
+        ("calculator, grep ", ["calculator", "grep"]),
         ('["calculator", "glob"]', ["calculator", "glob"]),
         ("", []),
     ],
@@ -846,3 +846,59 @@ def test_max_attempts_from_the_spec_env_table(monkeypatch: pytest.MonkeyPatch) -
     assert ErrorRecoveryConfig(max_attempts=3, model_max_retries=0).model_retries == 0
     with pytest.raises(ConfigError, match=r"retry\.max_attempts"):
         load_settings(retry={"max_attempts": 0})
+
+
+# --- bad input (issue 15) ------------------------------------------------------------------------
+
+
+def test_an_unknown_key_in_a_default_config_file_is_an_error(dirs: Dirs) -> None:
+    dirs.write("config.yaml", "max_iteratons: 3\n")
+    with pytest.raises(ConfigError) as caught:
+        load_settings()
+    assert str(caught.value).splitlines()[:2] == [
+        "config file config.yaml has 1 unknown setting(s):",
+        "  max_iteratons: unknown setting; did you mean 'max_iterations'?",
+    ]
+
+
+def test_unknown_keys_in_sections_name_the_closest_too(dirs: Dirs) -> None:
+    dirs.write("config.toml", "[tool_config]\nmax_output_char = 500\n")
+    with pytest.raises(ConfigError, match="did you mean 'max_output_chars'"):
+        load_settings()
+
+
+def test_unrelated_environment_variables_are_still_ignored(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("MAMBA_SOMETHING_ELSE", "1")
+    assert load_settings().max_iterations == 10
+
+
+@pytest.mark.parametrize("name", ["MAMBA_MODEL_BACKEND", "MAMBA_TOOLS"])
+def test_json_nested_too_deep_in_the_environment(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(name, "[" * 5000 + "]" * 5000)
+    with pytest.raises(ConfigError) as caught:
+        load_settings()
+    assert str(caught.value) == (
+        "cannot read settings: a value set as JSON in the environment or an env file is nested "
+        "more than 100 levels deep; flatten it"
+    )
+
+
+def test_a_config_file_too_large_is_refused_before_it_is_read(dirs: Dirs) -> None:
+    dirs.write("config.toml", "# " + "x" * (4 * 1024 * 1024) + "\n")
+    with pytest.raises(ConfigError, match=r"^config file config.toml is larger than 4 MiB"):
+        load_settings()
+
+
+def test_an_empty_tool_name_in_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MAMBA_TOOLS", "calculator,,grep")
+    with pytest.raises(ConfigError, match="tool name 2 of 3 is empty in 'calculator,,grep'"):
+        load_settings()
+
+
+def test_max_iterations_bound_in_the_settings() -> None:
+    with pytest.raises(ConfigError, match="max_iterations: Input should be less than or equal"):
+        load_settings(max_iterations=1001)

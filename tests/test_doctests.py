@@ -20,6 +20,7 @@ MODULES = [
     "ai_agent.compaction.compactor",
     "ai_agent.compaction.strategies",
     "ai_agent.context",
+    "ai_agent.datafiles",
     "ai_agent.events",
     "ai_agent.graph.events",
     "ai_agent.graph.streaming",

@@ -26,7 +26,8 @@ from collections.abc import Sequence
 from typing import Any, Literal, TypedDict
 
 from ai_agent.checkpoints._sql import SqlStore, page, threaded
-from ai_agent.errors import RunError
+from ai_agent.datafiles import loads_json
+from ai_agent.errors import RunError, StoreError
 
 __all__ = ["PLAN_COLUMNS", "PlanQueue", "PlanRecord", "PlanStatus", "already_queued", "plan_record"]
 
@@ -60,11 +61,16 @@ class PlanRecord(TypedDict):
 
 
 def plan_record(row: Sequence[Any]) -> PlanRecord:
-    """A PlanRecord from a row of `PLAN_COLUMNS`."""
+    """A PlanRecord from a row of `PLAN_COLUMNS`.
+
+    Raises:
+        StoreError: the stored plan is not JSON, or is nested past ``datafiles.MAX_DEPTH``
+            (the row was damaged or written by something else: plans are checked when queued).
+    """
     return PlanRecord(
         id=int(row[0]),
         thread_id=row[1],
-        plan=json.loads(row[2]),
+        plan=loads_json(row[2], what=f"the stored plan {row[0]}", error=StoreError),
         status=row[3],
         gate_checkpoint_id=row[4],
         submitted_at=float(row[5]),

@@ -21,12 +21,14 @@ Examples:
 
 from __future__ import annotations
 
+import re
+import uuid
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
 
-from ai_agent.errors import ConfigError
+from ai_agent.errors import ConfigError, InvalidThreadIdError
 
 if TYPE_CHECKING:
     from ai_agent.checkpoints.plans import PlanRecord
@@ -41,11 +43,15 @@ if TYPE_CHECKING:
     from ai_agent.state import Message, ToolCall, ToolResult
 
 __all__ = [
+    "MAX_THREAD_ID_CHARS",
     "POSTGRES_SCHEMES",
+    "THREAD_ID_RULE",
     "Location",
     "RunStoreProtocol",
+    "check_thread_id",
     "describe_location",
     "is_postgres_url",
+    "new_thread_id",
     "open_run_store",
     "postgres_module",
     "resolve_location",
@@ -57,6 +63,71 @@ Location = str | Path
 """A SQLite file path, or a ``postgresql://`` URL (a ``str``: a Path would fold its ``//``)."""
 
 
+MAX_THREAD_ID_CHARS = 128
+THREAD_ID_RULE = (
+    f"1 to {MAX_THREAD_ID_CHARS} characters of letters, digits, '.', '_', ':' and '-', "
+    "starting with a letter or a digit"
+)
+_THREAD_ID = re.compile(rf"[A-Za-z0-9][A-Za-z0-9._:-]{{0,{MAX_THREAD_ID_CHARS - 1}}}")
+_ID_CHAR = re.compile(r"[A-Za-z0-9._:-]")
+_SHOWN_ID_CHARS = 40
+
+
+def check_thread_id(thread_id: object) -> str:
+    """``thread_id`` when it follows the grammar of thread ids, else InvalidThreadIdError.
+
+    A thread id names a run in the database, on the command line, in file names, URLs and log
+    lines: the grammar (`THREAD_ID_RULE`) keeps out what breaks any of them (slashes, newlines
+    and other control characters, spaces, an empty or a huge id). Every id the engine makes
+    (`new_thread_id`, forks, replays) fits it. The message shows at most the start of a bad id,
+    escaped, so it cannot itself flood or rewrite the terminal.
+
+    Examples:
+        >>> check_thread_id("order-42")
+        'order-42'
+        >>> check_thread_id("a/b")
+        Traceback (most recent call last):
+        ...
+        ai_agent.errors.InvalidThreadIdError: invalid thread id 'a/b': '/' is not allowed; ...
+    """
+    if isinstance(thread_id, str) and _THREAD_ID.fullmatch(thread_id):
+        return thread_id
+    raise InvalidThreadIdError(
+        f"invalid thread id {_shown(thread_id)}: {_id_problem(thread_id)}; a thread id is "
+        f"{THREAD_ID_RULE}"
+    )
+
+
+def _id_problem(thread_id: object) -> str:
+    if not isinstance(thread_id, str):
+        return f"it is not text ({type(thread_id).__name__})"
+    if not thread_id:
+        return "it is empty"
+    if len(thread_id) > MAX_THREAD_ID_CHARS:
+        return f"it is {len(thread_id):,} characters long"
+    bad = next((c for c in thread_id if not _ID_CHAR.fullmatch(c)), None)
+    if bad is not None:
+        return f"{bad!r} is not allowed"
+    return f"it starts with {thread_id[0]!r}"
+
+
+def _shown(thread_id: object) -> str:
+    if not isinstance(thread_id, str):
+        return f"of type {type(thread_id).__name__}"
+    shown = repr(thread_id[:_SHOWN_ID_CHARS])
+    return shown + ("..." if len(thread_id) > _SHOWN_ID_CHARS else "")
+
+
+def new_thread_id() -> str:
+    """A fresh thread id: 32 hex digits of a random UUID.
+
+    Examples:
+        >>> len(new_thread_id()), check_thread_id(new_thread_id()) is not None
+        (32, True)
+    """
+    return uuid.uuid4().hex
+
+
 def is_postgres_url(location: Location) -> bool:
     """Whether ``location`` names a PostgreSQL database (``postgresql://`` or ``postgres://``)."""
     if isinstance(location, Path):
@@ -66,20 +137,48 @@ def is_postgres_url(location: Location) -> bool:
 
 
 def resolve_location(location: Location) -> Location:
-    """A PostgreSQL URL as given (``str``), anything else as a SQLite file ``Path``.
+    """A PostgreSQL URL as given (``str``), a SQLite file as a ``Path``; nothing else.
 
-    ``sqlite:///path`` is accepted too, for symmetry with database URLs.
+    ``sqlite:///path`` is accepted too, for symmetry with database URLs. Any other URL
+    (``mysql://...``) is refused rather than taken for a file name: that file would be created,
+    with the URL's password in its name.
+
+    Raises:
+        ConfigError: the location is empty, or a URL of a scheme the engine does not support.
 
     Examples:
         >>> resolve_location("sqlite:///tmp/c.sqlite")
         PosixPath('/tmp/c.sqlite')
+        >>> resolve_location("mysql://app:s3cret@db/agents")
+        Traceback (most recent call last):
+        ...
+        ai_agent.errors.ConfigError: unsupported database URL scheme 'mysql': give a SQLite ...
     """
     if is_postgres_url(location):
         return str(location)
     text = str(location)
-    if text.lower().startswith("sqlite://"):
+    if not text.strip():
+        raise ConfigError("the database location is empty; give a SQLite file path or a URL")
+    scheme = _url_scheme(text)
+    if scheme == "sqlite":
         return Path(text[len("sqlite://") :])
+    if scheme is not None:
+        # Only the scheme is named: the rest of the URL may hold a password.
+        raise ConfigError(
+            f"unsupported database URL scheme {scheme!r}: give a SQLite file path, "
+            "sqlite:///path/to/file.sqlite, or a postgresql:// URL"
+        )
     return Path(text)
+
+
+# RFC 3986: a scheme is a letter, then letters, digits, "+", "-" or ".".
+_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*)://")
+
+
+def _url_scheme(text: str) -> str | None:
+    """The lower-cased scheme of ``text`` when it is written as a URL (``scheme://``)."""
+    found = _SCHEME.match(text)
+    return found.group(1).lower() if found else None
 
 
 def describe_location(location: Location) -> str:

@@ -40,9 +40,11 @@ __all__ = [
     "print_json",
     "print_result",
     "report_error",
+    "require_database",
     "run_closing",
     "settings_of",
     "streaming",
+    "thread_arg",
 ]
 
 EXIT = {
@@ -247,7 +249,12 @@ def logging_for(args: argparse.Namespace) -> contextlib.AbstractContextManager[o
 
 
 def db_path(args: argparse.Namespace, *, must_exist: bool = True) -> Location:
-    """The checkpoint database the command works on: a SQLite path or a ``postgresql://`` URL."""
+    """The checkpoint database the command works on: a SQLite path or a ``postgresql://`` URL.
+
+    Only ``run`` may create a database (``must_exist=False``): every other command reads or
+    continues what a run stored, so a missing file is a mistake in ``--db`` (or the settings),
+    and opening it would leave an empty database behind.
+    """
     from ai_agent.checkpoints.store import resolve_location
 
     if args.db:
@@ -256,29 +263,64 @@ def db_path(args: argparse.Namespace, *, must_exist: bool = True) -> Location:
         settings = settings_of(args)
         url = settings.checkpoint_url
         location = resolve_location(url.get_secret_value() if url else settings.checkpoint_path)
-    if isinstance(location, Path) and must_exist and not location.exists():
-        raise UsageError(f"no checkpoint database at {location}; run a task first or pass --db")
+    if must_exist:
+        require_database(location)
     return location
 
 
-def build_agent(args: argparse.Namespace, **overrides: Any) -> Agent:
-    """The Agent the run-like commands use, configured from options and settings."""
+def require_database(location: Location) -> None:
+    """UsageError when ``location`` is a SQLite file that does not exist (a URL always may)."""
+    if isinstance(location, Path) and not location.exists():
+        raise UsageError(
+            f"no checkpoint database at {location}; check --db (only `ai-agent run` creates "
+            "a database)"
+        )
+
+
+def thread_arg(value: str) -> str:
+    """An argparse ``type`` for thread ids: the engine's grammar, as a usage error."""
+    from ai_agent.checkpoints.store import check_thread_id
+    from ai_agent.errors import InvalidThreadIdError
+
+    try:
+        return check_thread_id(value)
+    except InvalidThreadIdError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def build_agent(args: argparse.Namespace, *, creates: bool = False, **overrides: Any) -> Agent:
+    """The Agent the run-like commands use, configured from options and settings.
+
+    Args:
+        args: The parsed options.
+        creates: Whether the command may create the database (``run`` only).
+        overrides: Agent arguments that win over the options.
+    """
+    from ai_agent.config import MAX_ITERATIONS, split_tool_names
+    from ai_agent.errors import ConfigError
     from ai_agent.graph import Agent
 
     settings = settings_of(args)
-    tools = [t.strip() for t in getattr(args, "tools", "").split(",") if t.strip()] or None
-    if getattr(args, "max_iterations", None) is not None and args.max_iterations < 1:
-        raise UsageError("--max-iterations must be at least 1")
+    try:
+        tools = split_tool_names(getattr(args, "tools", "")) or None
+    except ConfigError as exc:
+        raise UsageError(f"--tools: {exc}") from None
+    iterations = getattr(args, "max_iterations", None)
+    if iterations is not None and not 1 <= iterations <= MAX_ITERATIONS:
+        raise UsageError(
+            f"--max-iterations must be at least 1 and at most {MAX_ITERATIONS:,} (got "
+            f"{iterations:,})"
+        )
     quiet = getattr(args, "quiet", False) or getattr(args, "json", False) or streaming(args)
     approvals = _approvals(getattr(args, "approval", []))
     options: dict[str, Any] = {
         "model": getattr(args, "model", None),
         "tools": tools,
         "system_prompt": getattr(args, "system_prompt", None),
-        "max_iterations": getattr(args, "max_iterations", None),
+        "max_iterations": iterations,
         "gate_threshold": getattr(args, "threshold", None),
         "gate_profile": getattr(args, "profile", None),
-        "checkpoint_path": args.db,
+        "checkpoint_path": db_path(args, must_exist=not creates),
         "settings": settings,
         "backend": getattr(args, "backend", None),
         "unattended": getattr(args, "yes", False),

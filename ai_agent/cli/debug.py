@@ -19,6 +19,7 @@ from ai_agent.cli._common import (
     print_result,
     run_closing,
     settings_of,
+    thread_arg,
 )
 from ai_agent.visible import visible
 
@@ -37,13 +38,13 @@ def add_commands(sub: Any, parents: Parents) -> None:
     history = sub.add_parser(
         "history", parents=[parents.common], help="list a run's checkpoints, oldest first"
     )
-    history.add_argument("thread", help="the run's thread id")
+    history.add_argument("thread", type=thread_arg, help="the run's thread id")
     history.set_defaults(handler=_history)
 
     fork = sub.add_parser(
         "fork", parents=[parents.common], help="copy a run up to a checkpoint into a new thread"
     )
-    fork.add_argument("thread", help="the run's thread id")
+    fork.add_argument("thread", type=thread_arg, help="the run's thread id")
     fork.add_argument("checkpoint", help="the checkpoint id (see `ai-agent history THREAD`)")
     fork.add_argument("--update", help="state values to apply to the fork, as JSON")
     fork.set_defaults(handler=_fork)
@@ -53,7 +54,7 @@ def add_commands(sub: Any, parents: Parents) -> None:
         parents=[parents.common, parents.runner],
         help="re-run a stored run into a new thread, offline from its recording",
     )
-    replay.add_argument("thread", help="the run's thread id")
+    replay.add_argument("thread", type=thread_arg, help="the run's thread id")
     replay.add_argument(
         "--from",
         dest="checkpoint",
@@ -70,13 +71,13 @@ def add_commands(sub: Any, parents: Parents) -> None:
     graph = sub.add_parser(
         "graph", parents=[parents.common], help="print the pipeline as a Mermaid diagram"
     )
-    graph.add_argument("--thread", help="mark the stages this run went through")
+    graph.add_argument("--thread", type=thread_arg, help="mark the stages this run went through")
     graph.set_defaults(handler=_graph)
 
     export = sub.add_parser(
         "export", parents=[parents.common], help="write a run as one self-contained HTML page"
     )
-    export.add_argument("thread", help="the run's thread id")
+    export.add_argument("thread", type=thread_arg, help="the run's thread id")
     export.add_argument("--html", required=True, metavar="FILE", help="the page to write")
     export.set_defaults(handler=_export)
 
@@ -85,7 +86,7 @@ def add_commands(sub: Any, parents: Parents) -> None:
         parents=[parents.common],
         help="delete old checkpoints and recorded calls, keeping paused runs resumable",
     )
-    prune.add_argument("thread", nargs="?", help="prune this run")
+    prune.add_argument("thread", type=thread_arg, nargs="?", help="prune this run")
     prune.add_argument("--older-than", type=float, metavar="DAYS", help="runs idle this long")
     prune.add_argument("--keep-last", type=int, metavar="N", help="all but the N latest runs")
     prune.add_argument("--no-vacuum", action="store_true", help="do not reclaim the space")

@@ -14,6 +14,7 @@ from ai_agent.cli._common import (
     print_result,
     run_closing,
     settings_of,
+    thread_arg,
 )
 from ai_agent.visible import visible
 
@@ -30,7 +31,7 @@ def add_commands(sub: Any, parents: Parents) -> None:
     runs.set_defaults(handler=_runs)
 
     show = sub.add_parser("show", parents=[parents.common], help="show one run and its timeline")
-    show.add_argument("thread", help="the run's thread id")
+    show.add_argument("thread", type=thread_arg, help="the run's thread id")
     show.add_argument(
         "--checkpoint", metavar="ID", help="the run as it was at this checkpoint (see history)"
     )

@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-import uuid
-from pathlib import Path
 from typing import Any
 
 from ai_agent.cli._common import (
@@ -18,6 +15,7 @@ from ai_agent.cli._common import (
     print_result,
     run_closing,
     streaming,
+    thread_arg,
 )
 from ai_agent.visible import visible
 
@@ -30,16 +28,24 @@ def add_commands(sub: Any, parents: Parents) -> None:
         "run", parents=[parents.common, parents.runner], help="run a task (the default command)"
     )
     run.add_argument("task", help="what the agent should do")
-    run.add_argument("--thread-id", help="id for the new run (default: a fresh one)")
+    run.add_argument(
+        "--thread-id", type=thread_arg, help="id for the new run (default: a fresh one)"
+    )
     run.set_defaults(handler=_run)
 
     resume = sub.add_parser(
         "resume", parents=[parents.common, parents.runner], help="resume a paused (or crashed) run"
     )
-    resume.add_argument("thread", help="the run's thread id")
-    resume.add_argument("--plan", help="continue, adding these instructions")
-    resume.add_argument("--plan-file", help="a JSON file holding the whole plan")
-    resume.add_argument("--deny", action="store_true", help="stop the run (cancelled)")
+    resume.add_argument("thread", type=thread_arg, help="the run's thread id")
+    # One kind of answer at a time: --deny with --plan used to cancel a run its author meant to
+    # continue, and --plan-file quietly won over the others.
+    answer = resume.add_mutually_exclusive_group()
+    answer.add_argument("--plan", help="continue, adding these instructions")
+    answer.add_argument("--plan-file", help="a JSON file holding the whole plan")
+    answer.add_argument("--deny", action="store_true", help="stop the run (cancelled)")
+    resume.add_argument(
+        "--reason", help="with --deny: why the run is stopped (kept in its final text)"
+    )
     resume.add_argument(
         "--approve",
         action="append",
@@ -76,10 +82,11 @@ def add_commands(sub: Any, parents: Parents) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from ai_agent.checkpoints.store import new_thread_id
     from ai_agent.cli._live import LivePrinter, consume  # imports the engine: only when running
 
-    agent = build_agent(args)
-    args.thread_id = args.thread_id or uuid.uuid4().hex
+    agent = build_agent(args, creates=True)
+    args.thread_id = new_thread_id() if args.thread_id is None else args.thread_id
     if not (args.quiet or args.json):
         print(f"run {visible(args.thread_id)}", file=sys.stderr)
     printer = LivePrinter()
@@ -96,21 +103,19 @@ def _resume(args: argparse.Namespace) -> int:
     from ai_agent.cli._live import LivePrinter, consume
 
     agent = build_agent(args)
+    plan = plan_of(args, agent.settings.max_plan_chars)
     if args.queue:
-        return _queue(args, agent)
+        return _queue(args, agent, plan)
     printer = LivePrinter()
     if streaming(args):
-        result = run_closing(
-            agent, consume(agent.astream_resume(args.thread, plan_of(args)), printer)
-        )
+        result = run_closing(agent, consume(agent.astream_resume(args.thread, plan), printer))
     else:
-        result = run_closing(agent, agent.resume(args.thread, plan_of(args)))
+        result = run_closing(agent, agent.resume(args.thread, plan))
     print_result(result, as_json=args.json, trace=args.trace, streamed=printer.streamed)
     return EXIT[result.status]
 
 
-def _queue(args: argparse.Namespace, agent: Any) -> int:
-    plan = plan_of(args)
+def _queue(args: argparse.Namespace, agent: Any, plan: Any) -> int:
     if plan is None:
         raise UsageError("--queue needs a plan: --plan, --plan-file, --deny, --approve ...")
     record = run_closing(agent, agent.submit_plan(args.thread, plan))
@@ -121,22 +126,63 @@ def _queue(args: argparse.Namespace, agent: Any) -> int:
     return EXIT["completed"]
 
 
-def plan_of(args: argparse.Namespace) -> dict[str, Any] | None:
-    """The plan the options describe, or None when they describe none."""
+def plan_of(args: argparse.Namespace, max_chars: int) -> Any:
+    """The plan the options describe, or None when they describe none.
+
+    Args:
+        args: The parsed options.
+        max_chars: The settings' ``max_plan_chars``: a plan file is read only up to what a plan
+            of that size can take (the Agent checks the plan itself).
+    """
+    _check_answer(args)
     if args.plan_file:
-        try:
-            plan: dict[str, Any] = json.loads(Path(args.plan_file).read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as exc:
-            raise UsageError(f"cannot read the plan file {args.plan_file}: {exc}") from None
-        return plan
+        return _plan_file(args.plan_file, max_chars)
     if not (args.plan or args.deny or args.approve or args.reject or args.activate):
         return None
     star = {"all": "*"}
     return {
         "allow_continue": not args.deny,
-        "instructions": args.plan,
+        "instructions": args.reason if args.deny else args.plan,
         "approve": [star.get(a, a) for a in args.approve],
         "deny": [star.get(a, a) for a in args.reject],
         "activate_tools": list(args.activate),
         "grant_scope": args.scope,
     }
+
+
+def _check_answer(args: argparse.Namespace) -> None:
+    """Options that contradict each other (argparse's groups cannot say these)."""
+    decisions = bool(args.approve or args.reject or args.activate or args.scope != "call")
+    if args.plan_file and decisions:
+        raise UsageError(
+            "--plan-file holds the whole plan: put approve, deny, activate_tools and "
+            "grant_scope in the file, or leave the file out"
+        )
+    if args.deny and (args.approve or args.activate):
+        raise UsageError(
+            "--deny stops the run, so --approve and --activate would never apply; give one or "
+            "the other"
+        )
+    if args.reason and not args.deny:
+        raise UsageError("--reason goes with --deny; to continue with instructions use --plan")
+    both = sorted(set(args.approve) & set(args.reject))
+    if both:
+        raise UsageError(
+            f"--approve and --reject both name {', '.join(both)}; decide once for each call"
+        )
+
+
+def _plan_file(path: str, max_chars: int) -> Any:
+    from ai_agent.datafiles import loads_json, read_text
+    from ai_agent.errors import InvalidPlanError
+
+    what = f"the plan file {path}"
+    # A character takes at most 4 bytes in UTF-8 and 6 as a JSON escape (\uXXXX).
+    text = read_text(
+        path,
+        what=what,
+        max_bytes=6 * max_chars,
+        error=InvalidPlanError,
+        limit_hint="shorten the plan, or raise the max_plan_chars setting",
+    )
+    return loads_json(text, what=what, error=InvalidPlanError)

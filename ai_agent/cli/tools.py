@@ -18,6 +18,7 @@ from ai_agent.cli._common import (
     print_json,
     run_closing,
     settings_of,
+    thread_arg,
 )
 from ai_agent.visible import visible
 
@@ -49,7 +50,7 @@ def add_commands(sub: Any, parents: Parents) -> None:
     output = sub.add_parser(
         "output", parents=[parents.common], help="print a tool output that was clipped in a run"
     )
-    output.add_argument("thread", help="the run's thread id")
+    output.add_argument("thread", type=thread_arg, help="the run's thread id")
     output.add_argument("ref", help="the output's reference (out-<iteration>-<call id>)")
     output.set_defaults(handler=_output)
 

@@ -23,7 +23,9 @@ from ai_agent.cli._common import (
     db_path,
     format_table,
     print_json,
+    require_database,
     run_closing,
+    thread_arg,
 )
 from ai_agent.visible import visible
 
@@ -67,7 +69,7 @@ def add_commands(sub: Any, parents: Parents) -> None:
 
     plans = sub.add_parser("plans", parents=[parents.common], help="list the plan queue")
     plans.add_argument("--status", choices=["queued", "claimed", "done", "failed"])
-    plans.add_argument("--thread", help="only this run's plans")
+    plans.add_argument("--thread", type=thread_arg, help="only this run's plans")
     plans.add_argument("--limit", type=int, default=50)
     plans.set_defaults(handler=_plans)
 
@@ -96,6 +98,8 @@ def _worker(args: argparse.Namespace) -> int:
     if args.concurrency < 1 or args.poll <= 0:
         raise UsageError("--concurrency must be at least 1 and --poll more than 0")
     agent = load_app(args.app, args.db) if args.app else build_agent(args, on_event=None)
+    # A worker serves what runs queued: it never starts a database of its own.
+    require_database(agent.database)
     worker = Worker(
         agent,
         poll=args.poll,

@@ -14,7 +14,6 @@ import asyncio
 import contextlib
 import dataclasses
 import urllib.parse
-import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
@@ -29,13 +28,21 @@ from ai_agent.checkpoints import SqliteMemory, open_checkpointer
 from ai_agent.checkpoints.store import (
     Location,
     RunStoreProtocol,
+    check_thread_id,
     describe_location,
+    new_thread_id,
     open_run_store,
     resolve_location,
 )
 from ai_agent.checkpoints.versions import check_state_version, stamped
 from ai_agent.compaction import CompactionStrategy, Compactor
-from ai_agent.config import AgentSettings, McpServerConfig, ModelBackendSettings, load_settings
+from ai_agent.config import (
+    MAX_ITERATIONS,
+    AgentSettings,
+    McpServerConfig,
+    ModelBackendSettings,
+    load_settings,
+)
 from ai_agent.context import (
     ApprovalPolicy,
     Event,
@@ -48,6 +55,7 @@ from ai_agent.context import (
 from ai_agent.errors import (
     AgentError,
     ConfigError,
+    InvalidPlanError,
     NothingPendingError,
     PlanRequiredError,
     RunError,
@@ -56,7 +64,12 @@ from ai_agent.errors import (
 from ai_agent.graph.build import build_graph, recursion_limit
 from ai_agent.graph.events import RunFinished, RunStarted, lifecycle_event
 from ai_agent.graph.observed import ObservedModel, ObservedToolBox
-from ai_agent.graph.recording import RecordingModel, RecordingToolBox, generation_params
+from ai_agent.graph.recording import (
+    BoundedToolBox,
+    RecordingModel,
+    RecordingToolBox,
+    generation_params,
+)
 from ai_agent.graph.result import RunResult, RunStatusName
 from ai_agent.graph.secrets import (
     ScrubbedEvents,
@@ -96,9 +109,11 @@ def config_for(
 ) -> dict[str, Any]:
     """The one place that writes LangGraph's ``configurable``.
 
-    It holds the thread id (and, to address one checkpoint, its id), nothing secret.
+    It holds the thread id (and, to address one checkpoint, its id), nothing secret. The id is
+    checked here (`check_thread_id`), so whatever reads or writes checkpoints gets a clear
+    error for a malformed one.
     """
-    configurable: dict[str, Any] = {"thread_id": thread_id, "checkpoint_ns": ""}
+    configurable: dict[str, Any] = {"thread_id": check_thread_id(thread_id), "checkpoint_ns": ""}
     if checkpoint_id is not None:
         configurable["checkpoint_id"] = checkpoint_id
     config: dict[str, Any] = {"configurable": configurable}
@@ -179,7 +194,9 @@ class AgentCore:
         self._model_arg = model
         self.policy = RunPolicy(
             system_prompt=s.system_prompt if system_prompt is None else system_prompt,
-            max_iterations=_positive("max_iterations", max_iterations or s.max_iterations),
+            max_iterations=_iterations(
+                s.max_iterations if max_iterations is None else max_iterations
+            ),
             gate_threshold=_threshold(gate_threshold, gate_profile, s),
             execute_all_tool_calls=s.execute_all_tool_calls
             if execute_all_tool_calls is None
@@ -435,11 +452,19 @@ class AgentCore:
             self.generation_params(),
             scrub=secrets.scrub,
         )
-        tools = ScrubbedToolBox(tools or self.registry, secrets)
+        # Bounded below the recorder (and above the mask, so the kept full text is masked
+        # too): the recording and the journal hold what the run keeps, and a large output's
+        # full text is stored once, in the outputs.
+        bounded = BoundedToolBox(
+            ScrubbedToolBox(tools or self.registry, secrets),
+            self.store,
+            thread_id,
+            self.policy.max_output_chars,
+        )
         return RunContext(
             thread_id=thread_id,
             model=ObservedModel(recorded, self._model_label(caller)),
-            tools=ObservedToolBox(RecordingToolBox(tools, self.store, thread_id)),
+            tools=ObservedToolBox(RecordingToolBox(bounded, self.store, thread_id)),
             journal=self.store,
             hooks=self.hooks,
             policy=self.policy,
@@ -525,15 +550,17 @@ class AgentCore:
 
         Args:
             task: What to do, in plain language.
-            thread_id: Id for the new run (default: a fresh one). It must not exist yet.
+            thread_id: Id for the new run (default: a fresh one). It must not exist yet, and
+                must follow the grammar of thread ids (``checkpoints.store.THREAD_ID_RULE``).
 
         Raises:
             RunError: the thread id is already taken.
+            InvalidThreadIdError: the thread id breaks the grammar.
         """
         if not task.strip():
             raise ConfigError("the task is empty; say what the agent should do")
         task = self._masked_task(task)
-        thread_id = thread_id or uuid.uuid4().hex
+        thread_id = new_thread_id() if thread_id is None else check_thread_id(thread_id)
         if await self.store.get_run(thread_id) is not None:
             raise RunError(f"thread {thread_id} already exists; resume it instead of running it")
         await self.store.create_run(thread_id, task)
@@ -563,7 +590,7 @@ class AgentCore:
 
         The arguments, the result and the errors are documented on `ai_agent.Agent.resume`.
         """
-        lease = await self.store.acquire(thread_id)
+        lease = await self.store.acquire(check_thread_id(thread_id))
         try:
             async with self._graph() as graph:
                 snapshot = await graph.aget_state(config_for(thread_id))
@@ -597,6 +624,7 @@ class AgentCore:
                     f"run {thread_id} is paused at the gate and needs a plan:\n{report['prompt']}"
                 )
             parsed = parse_plan(plan)
+            self._check_plan_size(parsed)
             check_plan(parsed, report, self.registry)
             # The resume value is stored with the checkpoint: a key in the instructions is not.
             return Command(resume=self.secrets.scrub(parsed.model_dump()))
@@ -608,6 +636,21 @@ class AgentCore:
             return None
         status = snapshot.values.get("status", "finished")
         raise NothingPendingError(f"run {thread_id} has {status}; there is nothing to resume")
+
+    def _check_plan_size(self, plan: UserPlan) -> None:
+        """InvalidPlanError for a plan longer than ``max_plan_chars`` (the run stays paused).
+
+        A plan is kept in the checkpoints, in the conversation and in the recorded requests: the
+        limit keeps a mistaken paste (a log file as instructions) from filling the database.
+        """
+        limit = self.settings.max_plan_chars
+        size = len(plan.model_dump_json())
+        if size > limit:
+            raise InvalidPlanError(
+                f"the plan is {size:,} characters long, more than the {limit:,} allowed "
+                "(max_plan_chars); shorten it (point to a file instead of pasting it), or raise "
+                "the setting. The run is still paused"
+            )
 
     async def _drive(
         self, thread_id: str, graph_input: Any, lease: Lease, context: RunContext | None = None
@@ -773,9 +816,11 @@ def _database(
     return resolve_location(url or path or settings.checkpoint_path)
 
 
-def _positive(name: str, value: int) -> int:
-    if value < 1:
-        raise ConfigError(f"{name} must be at least 1 (got {value})")
+def _iterations(value: int) -> int:
+    if not 1 <= value <= MAX_ITERATIONS:
+        raise ConfigError(
+            f"max_iterations must be at least 1 and at most {MAX_ITERATIONS:,} (got {value:,})"
+        )
     return value
 
 

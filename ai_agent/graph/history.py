@@ -15,7 +15,6 @@ to release, so in async code it refuses and points to ``await afork(...)``.
 from __future__ import annotations
 
 import asyncio
-import uuid
 from collections.abc import Callable, Coroutine, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
@@ -26,6 +25,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 from langgraph.types import Interrupt
 
 from ai_agent.checkpoints import RunOrigin, open_checkpointer
+from ai_agent.checkpoints.store import new_thread_id
 from ai_agent.checkpoints.versions import check_state_version, stamped, upgrade_state
 from ai_agent.errors import RunError, UnknownCheckpointError, UnknownThreadError
 from ai_agent.graph.build import build_graph
@@ -318,7 +318,7 @@ class HistoryMixin(AgentCore):
         *,
         origin: RunOrigin,
     ) -> str:
-        new = uuid.uuid4().hex
+        new = new_thread_id()
         async with self._graph() as graph:
             head = await copy_run(graph.checkpointer, thread_id, new, checkpoint_id)
             check_state_version(head.metadata, f"checkpoint {checkpoint_id} of {thread_id}")

@@ -110,6 +110,9 @@ class McpMixin(ToolsMixin, WorkerMixin, ReplayMixin):
         Raises:
             ConfigError: the task is empty.
             RunError: the thread id is already taken.
+            InvalidThreadIdError: the thread id breaks the grammar of thread ids (1 to 128
+                characters of letters, digits, ``.``, ``_``, ``:`` and ``-``, starting with a
+                letter or a digit).
 
         Examples:
             >>> import asyncio
@@ -147,8 +150,10 @@ class McpMixin(ToolsMixin, WorkerMixin, ReplayMixin):
 
         Raises:
             UnknownThreadError: no such thread.
+            InvalidThreadIdError: the thread id breaks the grammar of thread ids.
             PlanRequiredError: it is paused at the gate and no plan was given.
-            InvalidPlanError: the plan is invalid (the run stays paused).
+            InvalidPlanError: the plan is invalid, or longer than ``max_plan_chars`` (the run
+                stays paused).
             NothingPendingError: the run has finished.
             ThreadBusyError: another process is working on it.
         """

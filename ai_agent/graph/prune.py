@@ -27,6 +27,7 @@ from typing import Any
 from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 
 from ai_agent.checkpoints import RunRecord
+from ai_agent.checkpoints.store import check_thread_id
 from ai_agent.errors import ConfigError, ThreadBusyError, UnknownThreadError
 from ai_agent.graph.core import AgentCore
 from ai_agent.graph.history import checkpoint_config as _config
@@ -160,7 +161,7 @@ class PruneMixin(AgentCore):
         if len(given) != 1:
             raise ConfigError("prune needs exactly one of: a thread id, older_than_days, keep_last")
         if thread_id is not None:
-            record = await self.store.get_run(thread_id)
+            record = await self.store.get_run(check_thread_id(thread_id))
             if record is None:
                 raise UnknownThreadError(f"no run with thread id {thread_id}")
             return [record]

@@ -22,17 +22,19 @@ from langgraph.config import get_config
 from langgraph.runtime import get_runtime
 
 from ai_agent.checkpoints.recorded import CallPosition, ModelRequest
-from ai_agent.context import CallReview, ModelCaller, ModelReply, ToolBox, ToolInfo
+from ai_agent.context import CallReview, ModelCaller, ModelReply, OutputStore, ToolBox, ToolInfo
 from ai_agent.errors import ModelError
 from ai_agent.models import request_hash
 from ai_agent.state import Message, ToolCall, ToolResult
 from ai_agent.tools.policy import args_hash
+from ai_agent.tools.results import bound_output
 
 if TYPE_CHECKING:
     from ai_agent.checkpoints.store import RunStoreProtocol
     from ai_agent.config import ModelBackendSettings
 
 __all__ = [
+    "BoundedToolBox",
     "RecordingModel",
     "RecordingToolBox",
     "call_position",
@@ -228,6 +230,35 @@ class DelegatingToolBox:
     async def execute(self, call: ToolCall, tool_ctx: dict[str, Any]) -> ToolResult:
         """Run the call in the inner tool box."""
         return await self.inner.execute(call, tool_ctx)
+
+
+class BoundedToolBox(DelegatingToolBox):
+    """A ToolBox whose results are bounded as they are made: a large output is kept once.
+
+    Below the recorder: a result whose text passes ``limit`` has its full text kept in the
+    run store's outputs and comes back clipped and naming it (`bound_output`). The journal,
+    the recorded call and the checkpoints then all hold the bounded result, instead of three
+    full copies beside the kept one.
+
+    Args:
+        inner: The tool box that does the work.
+        outputs: Where full texts are kept (the run store).
+        thread_id: The run.
+        limit: The longest result text kept in the run (``max_output_chars``).
+    """
+
+    def __init__(self, inner: ToolBox, outputs: OutputStore, thread_id: str, limit: int) -> None:
+        super().__init__(inner)
+        self.outputs = outputs
+        self.thread_id = thread_id
+        self.limit = limit
+
+    async def execute(self, call: ToolCall, tool_ctx: dict[str, Any]) -> ToolResult:
+        """Execute through the inner tool box and bound the result."""
+        result = await self.inner.execute(call, tool_ctx)
+        text = self.inner.format_result(call["name"], result)
+        where = (self.thread_id, int(tool_ctx.get("iteration") or 0), call)
+        return (await bound_output(self.outputs, where, text, result, self.limit))[1]
 
 
 class RecordingToolBox(DelegatingToolBox):

@@ -18,6 +18,7 @@ import dataclasses
 import uuid
 from typing import Any, TypedDict
 
+from ai_agent.checkpoints.store import check_thread_id
 from ai_agent.context import ModelCaller, RunContext, ToolBox
 from ai_agent.errors import (
     ApprovalRequiredError,
@@ -226,7 +227,7 @@ class ToolsMixin(AgentCore):
         Raises:
             UnknownOutputError: the run kept no output under that reference.
         """
-        record = await self.store.get_output(thread_id, ref)
+        record = await self.store.get_output(check_thread_id(thread_id), ref)
         if record is None:
             kept = await self.store.list_outputs(thread_id)
             listed = ", ".join(kept) if kept else "none"

@@ -41,6 +41,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from ai_agent.checkpoints.plans import PlanRecord
+from ai_agent.checkpoints.store import check_thread_id
 from ai_agent.errors import AgentError, RunError, ThreadBusyError
 from ai_agent.graph.core import AgentCore, config_for
 from ai_agent.graph.result import RunResult
@@ -137,6 +138,8 @@ class WorkerMixin(AgentCore):
         self, *, status: str | None = None, thread_id: str | None = None, limit: int | None = 50
     ) -> list[PlanRecord]:
         """Plans in the queue, oldest first (optionally only one status or one run's)."""
+        if thread_id is not None:
+            check_thread_id(thread_id)
         return await self.store.list_plans(status=status, thread_id=thread_id, limit=limit)
 
     async def serve_plan(self, plan: PlanRecord, worker: str) -> PlanOutcome | None:

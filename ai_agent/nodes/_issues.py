@@ -31,6 +31,11 @@ _CODE_MAP = {
     # whatever words ("limit", "forbidden") the message happens to use.
     "POLICY_VIOLATION": "TOOL_ERROR",
     "SANDBOX_UNAVAILABLE": "TOOL_ERROR",
+    # What the tool returned cannot be kept: the message's words ("limit") must not make it a
+    # RATE_LIMIT.
+    "NON_TEXT_OUTPUT": "TOOL_ERROR",
+    "OUTPUT_TOO_LARGE": "TOOL_ERROR",
+    "BAD_RESULT": "TOOL_ERROR",
 }
 
 

@@ -35,7 +35,7 @@ from ai_agent.state import (
     TraceEvent,
 )
 from ai_agent.tools.policy import CallFacts, Verdict, is_granted, screen_call
-from ai_agent.tools.results import clip_text
+from ai_agent.tools.results import bound_output
 
 __all__ = ["ActUpdate", "act", "repair_used"]
 
@@ -211,25 +211,15 @@ class _Cycle:
         return result
 
     async def clip(self, call: ToolCall, text: str, result: ToolResult) -> tuple[str, ToolResult]:
-        """Bound what the model (and state) gets; keep the full text in the run store."""
+        """Bound what the model (and state) gets; keep the full text in the run store.
+
+        The Agent's tool box bounds results as they are made (before they are journaled and
+        recorded, ``graph/recording.py``), so what arrives here is bounded already; this holds
+        for any other tool box.
+        """
+        where = (self.context.thread_id, self.iteration, call)
         limit = self.context.policy.max_output_chars
-        if len(text) <= limit:
-            return text, result
-        outputs, ref = self.context.outputs, None
-        if outputs is not None:
-            ref = await outputs.save_output(self.context.thread_id, self.iteration, call, text)
-        note = (
-            f"the full output is kept as {ref} (ai-agent output {self.context.thread_id} {ref})"
-            if ref
-            else "the full output was not kept"
-        )
-        clipped = clip_text(text, limit, note=f"{note}; narrow the request to see the rest")
-        meta = dict(result.get("meta") or {})
-        meta.update(clipped=True, full_chars=len(text), output_ref=ref)
-        bounded = ToolResult(**result)
-        bounded["meta"] = meta
-        bounded["content" if result["status"] != "error" else "error"] = clipped
-        return clipped, bounded
+        return await bound_output(self.context.outputs, where, text, result, limit)
 
     def activate(self, result: ToolResult) -> None:
         """Tools a result asks to make active from the next cycle (``meta.activate_tools``).

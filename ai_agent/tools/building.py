@@ -19,7 +19,7 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ai_agent.config import ToolConfig
+from ai_agent.config import ToolConfig, split_tool_names
 from ai_agent.errors import ConfigError, UnknownToolError
 from ai_agent.tools.adapters import as_tool_spec, is_tool
 from ai_agent.tools.builtin import BUILTIN_NAMES, builtin_tools
@@ -33,7 +33,7 @@ def _items(tools: Any) -> Iterable[tuple[str | None, Any]]:
     if isinstance(tools, Mapping):
         return [(str(k), v) for k, v in tools.items()]
     if isinstance(tools, str):
-        return [(None, t.strip()) for t in tools.split(",") if t.strip()]
+        return [(None, name) for name in split_tool_names(tools)]
     return [(None, t) for t in tools]
 
 
@@ -57,7 +57,9 @@ def build_tool_set(
     """
     config = config or ToolConfig()
     registry = ToolRegistry(
-        builtin_tools(config, workdir=workdir, embed=embed), timeout=config.timeout
+        builtin_tools(config, workdir=workdir, embed=embed),
+        timeout=config.timeout,
+        max_result_chars=config.max_result_chars,
     )
     active: list[str] = []
     for key, item in _items(tools if tools is not None else ()):

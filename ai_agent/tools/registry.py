@@ -26,7 +26,12 @@ from ai_agent.tools.adapters import as_tool_spec
 from ai_agent.tools.naming import check_wire_name
 from ai_agent.tools.schema import json_schema_validator
 from ai_agent.tools.spec import ToolSpec
-from ai_agent.tools.toolset import DEFAULT_TOOL_TIMEOUT, ToolSet, missing_env
+from ai_agent.tools.toolset import (
+    DEFAULT_MAX_RESULT_CHARS,
+    DEFAULT_TOOL_TIMEOUT,
+    ToolSet,
+    missing_env,
+)
 
 __all__ = [
     "DEFAULT_TOOL_TIMEOUT",
@@ -45,6 +50,8 @@ class ToolRegistry(Mapping[str, ToolSpec]):
     Args:
         tools: Tools in any supported form (see `as_tool_spec`).
         timeout: Seconds a call may take when its tool does not say (30 by default).
+        max_result_chars: The largest result a tool may return, in characters of its JSON form;
+            a larger one becomes an error result (``OUTPUT_TOO_LARGE``). None: no limit.
 
     Examples:
         >>> from ai_agent.tools.spec import ToolSpec, ToolCategory
@@ -59,12 +66,19 @@ class ToolRegistry(Mapping[str, ToolSpec]):
         ([], False)
     """
 
-    def __init__(self, tools: Iterable[Any] = (), *, timeout: float = DEFAULT_TOOL_TIMEOUT):
+    def __init__(
+        self,
+        tools: Iterable[Any] = (),
+        *,
+        timeout: float = DEFAULT_TOOL_TIMEOUT,
+        max_result_chars: int | None = DEFAULT_MAX_RESULT_CHARS,
+    ):
         self._specs: dict[str, ToolSpec] = {}
         self._wire: dict[str, str] = {}
         self._disabled: set[str] = set()
         self._snapshot: ToolSet | None = None
         self.timeout = timeout
+        self.max_result_chars = max_result_chars
         self._retry: RetryPolicy | None = None
         for item in tools:
             self.register(item)
@@ -220,7 +234,12 @@ class ToolRegistry(Mapping[str, ToolSpec]):
         """The enabled tools as an immutable ToolSet (the same object until the next change)."""
         if self._snapshot is None:
             enabled = {n: s for n, s in self._specs.items() if n not in self._disabled}
-            self._snapshot = ToolSet(enabled, timeout=self.timeout, retry=self._retry)
+            self._snapshot = ToolSet(
+                enabled,
+                timeout=self.timeout,
+                retry=self._retry,
+                max_result_chars=self.max_result_chars,
+            )
         return self._snapshot
 
     def view(self) -> TurnView:

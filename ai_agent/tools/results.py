@@ -13,15 +13,18 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic_core import to_jsonable_python
 
+from ai_agent.context import OutputStore
 from ai_agent.observability.redaction import MASK, SecretValues
-from ai_agent.state import ToolResult
+from ai_agent.state import ToolCall, ToolResult
 
 __all__ = [
     "REDACTED",
     "Scrubber",
+    "bound_output",
     "cap_summary",
     "clip_text",
     "default_summary",
+    "is_bounded",
     "model_text",
     "normalise",
     "schema_violation",
@@ -29,6 +32,8 @@ __all__ = [
 ]
 
 REDACTED = MASK
+_ERROR_PREFIX = "Error: "
+_MARKER_END = " ...]\n"
 _SUMMARY_CHARS = 2000
 
 
@@ -109,7 +114,7 @@ def model_text(result: ToolResult) -> str:
         '{"n": 1}'
     """
     if result["status"] == "error":
-        return f"Error: {result.get('error') or 'the tool failed'}"
+        return f"{_ERROR_PREFIX}{result.get('error') or 'the tool failed'}"
     content = result.get("content")
     if isinstance(content, str):
         return content
@@ -147,8 +152,85 @@ def clip_text(text: str, limit: int, *, note: str) -> str:
     head = limit * 2 // 3
     tail = limit - head
     cut = len(text) - head - tail
-    marker = f"\n[... {cut} of {len(text)} characters clipped; {note} ...]\n"
+    marker = f"\n[... {cut} of {len(text)} characters clipped; {note}{_MARKER_END}"
     return text[:head] + marker + (text[-tail:] if tail else "")
+
+
+async def bound_output(
+    outputs: OutputStore | None,
+    where: tuple[str, int, ToolCall],
+    text: str,
+    result: ToolResult,
+    limit: int,
+) -> tuple[str, ToolResult]:
+    """Bound what the model (and the run) keeps of a result; its full text goes to ``outputs``.
+
+    A ``text`` (the result as the model reads it) longer than ``limit`` is kept whole, once, in
+    the output store, and the result is replaced by one whose text is clipped (head and tail,
+    see `clip_text`) and names the kept output. Everything else the run stores of the call
+    (checkpoints, the journal, the recorded call) holds the bounded result, so a large output
+    takes its size once. A result bounded already (`is_bounded`) comes back as it is: bounding
+    twice would clip the clipped text and overwrite the kept output with it.
+
+    Args:
+        outputs: Where the full text is kept (None: it is not kept, and the text says so).
+        where: The run's thread id, the iteration and the call.
+        text: The result as the model reads it (the tool box's ``format_result``).
+        result: The result.
+        limit: The longest text kept in the run (``max_output_chars``).
+
+    Returns:
+        The text the model gets and the result the run keeps.
+    """
+    if len(text) <= limit or is_bounded(text, result, limit):
+        return text, result
+    thread_id, iteration, call = where
+    ref = None
+    if outputs is not None:
+        ref = await outputs.save_output(thread_id, iteration, call, text)
+    note = (
+        f"the full output is kept as {ref} (ai-agent output {thread_id} {ref})"
+        if ref
+        else "the full output was not kept"
+    )
+    clipped = clip_text(text, limit, note=f"{note}; narrow the request to see the rest")
+    meta = dict(result.get("meta") or {})
+    meta.update(clipped=True, full_chars=len(text), output_ref=ref)
+    bounded = ToolResult(**result)
+    bounded["meta"] = meta
+    if result["status"] == "error":
+        # model_text adds the prefix back: the bounded result reads exactly as ``clipped``.
+        bounded["error"] = clipped.removeprefix(_ERROR_PREFIX)
+    else:
+        bounded["content"] = clipped
+    return clipped, bounded
+
+
+def is_bounded(text: str, result: ToolResult, limit: int) -> bool:
+    """Whether ``text`` is what `bound_output` made of a longer text for this ``limit``.
+
+    Told by the shape `clip_text` gives (head, marker, tail) and the result's ``full_chars``,
+    not by the thread it was made in: a replay serves the recorded, bounded result to a new
+    thread, and its text must reach the model unchanged.
+
+    Examples:
+        >>> text, result = "x" * 500, {"status": "ok", "content": "x" * 500}
+        >>> import asyncio
+        >>> shown, kept = asyncio.run(bound_output(None, ("t", 1, {}), text, result, 200))
+        >>> is_bounded(shown, kept, 200), is_bounded(text, result, 200)
+        (True, False)
+    """
+    meta = result.get("meta") or {}
+    full = meta.get("full_chars")
+    if meta.get("clipped") is not True or not isinstance(full, int) or "output_ref" not in meta:
+        return False
+    head = limit * 2 // 3
+    tail = limit - head
+    start = f"\n[... {full - head - tail} of {full} characters clipped; "
+    if text[head : head + len(start)] != start:
+        return False
+    end = text.find(_MARKER_END, head + len(start))
+    return end >= 0 and len(text) == end + len(_MARKER_END) + tail
 
 
 def schema_violation(name: str, problems: list[str], *, retry: bool | None = None) -> ToolResult:

@@ -7,8 +7,14 @@ or removes tools on the registry (`ai_agent.tools.registry.TurnView` does the pi
 ``execute`` wraps every call the same way: the arguments are checked against the schema (a call
 that does not fit never runs), the environment keys are checked and handed over in
 ``ctx["env"]``, the call runs under a timeout (sync tools in a worker thread), an exception
-becomes an error result, every secret value is scrubbed from what comes back, and the result
+becomes an error result, what comes back becomes JSON data (bytes only when they are UTF-8
+text) no larger than ``max_result_chars``, every secret value is scrubbed from it, and the result
 gets ``execution_time_ms`` and the tool's own ``summary`` line.
+
+What a tool returns that the engine cannot keep is the tool's problem, reported to the model as
+an error result naming the tool, never the engine's: bytes that are not text
+(``NON_TEXT_OUTPUT``), a result past the size limit (``OUTPUT_TOO_LARGE``), or a value that
+cannot become JSON data (``BAD_RESULT``).
 """
 
 from __future__ import annotations
@@ -39,9 +45,10 @@ from ai_agent.tools.results import (
 from ai_agent.tools.schema import json_schema_validator
 from ai_agent.tools.spec import ToolSpec
 
-__all__ = ["DEFAULT_TOOL_TIMEOUT", "ToolSet", "missing_env"]
+__all__ = ["DEFAULT_MAX_RESULT_CHARS", "DEFAULT_TOOL_TIMEOUT", "ToolSet", "missing_env"]
 
 DEFAULT_TOOL_TIMEOUT = 30.0
+DEFAULT_MAX_RESULT_CHARS = 10_000_000
 _PREVIEW_CHARS = 4000
 # Environment variables whose names say they hold a secret: their values are scrubbed from every
 # result too, whether or not a tool declared them (defence in depth: a shell tool can print them).
@@ -79,6 +86,8 @@ class ToolSet:
         specs: The tools, by name.
         timeout: Seconds a call may take when its spec does not say.
         retry: Retries of retryable failures (``ai_agent.resilience``; None: no retries).
+        max_result_chars: The largest result a tool may return, in characters of its JSON form
+            (None: no limit).
 
     Examples:
         >>> import asyncio
@@ -101,11 +110,13 @@ class ToolSet:
         *,
         timeout: float = DEFAULT_TOOL_TIMEOUT,
         retry: RetryPolicy | None = None,
+        max_result_chars: int | None = DEFAULT_MAX_RESULT_CHARS,
     ) -> None:
         self._specs: Mapping[str, ToolSpec] = MappingProxyType(dict(specs))
         self._wire = MappingProxyType({wire_name(n): n for n in self._specs})
         self.timeout = timeout
         self.retry = retry
+        self.max_result_chars = max_result_chars
         self._validators: dict[str, Callable[[dict[str, Any]], list[str]]] = {}
         secret_names = {n for s in self._specs.values() for n in (*s.requires_env, *s.secret_env)}
         self._secret_names = frozenset(secret_names)
@@ -288,7 +299,7 @@ class ToolSet:
         ctx["env"] = {name: os.environ[name] for name in spec.requires_env}
         timeout = spec.timeout or self.timeout
         try:
-            return normalise(await asyncio.wait_for(_call(spec, dict(call["args"]), ctx), timeout))
+            outcome = await asyncio.wait_for(_call(spec, dict(call["args"]), ctx), timeout)
         except TimeoutError:
             # A sync tool keeps running in its worker thread (threads cannot be killed); tools
             # that start processes kill them themselves when cancelled (run_bash does).
@@ -303,6 +314,51 @@ class ToolSet:
                     "exception_types": [c.__name__ for c in type(exc).__mro__[:-1]],
                 },
             )
+        return self._kept(spec.name, outcome)
+
+    def _kept(self, name: str, outcome: Any) -> ToolResult:
+        """What a tool returned as a result the run can keep, or an error result saying why not.
+
+        Outside the tool's ``try`` on purpose: a failure here is about the value the tool
+        returned, and its message says so (before, undecodable bytes read as if the tool itself
+        had raised the engine's UnicodeDecodeError).
+        """
+        try:
+            result = normalise(outcome)
+        except UnicodeDecodeError as exc:  # bytes are kept only when they are UTF-8 text
+            return _refused(
+                name,
+                "NON_TEXT_OUTPUT",
+                f"returned bytes that are not UTF-8 text (byte {exc.start} is "
+                f"0x{exc.object[exc.start]:02x}); a tool returns text or JSON data: decode its "
+                "bytes, or base64-encode binary data and say so in the result",
+            )
+        except Exception as exc:
+            return _refused(
+                name,
+                "BAD_RESULT",
+                f"returned a value that is not JSON data ({type(exc).__name__}: {exc})",
+            )
+        limit = self.max_result_chars
+        if limit is None:
+            return result
+        size = len(json.dumps(result, ensure_ascii=False, default=str))
+        if size <= limit:
+            return result
+        return _refused(
+            name,
+            "OUTPUT_TOO_LARGE",
+            f"returned {size:,} characters, more than the {limit:,} a result may have "
+            "(tool_config.max_result_chars); nothing of it was kept. Ask for less: a narrower "
+            "query, a smaller range, fewer items",
+            chars=size,
+            max_chars=limit,
+        )
+
+
+def _refused(name: str, code: str, why: str, **meta: Any) -> ToolResult:
+    """The error result for a value a tool returned that the run cannot keep."""
+    return ToolResult(status="error", error=f"tool {name!r} {why}", meta={"code": code, **meta})
 
 
 def _exception_code(exc: Exception) -> str:

@@ -81,10 +81,11 @@ def test_resume_deny_cancels(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     model = script(tmp_path, calc("1+1"), {"text": "never"})
     assert main(["add", "--model", model, "--thread-id", "d1", "--quiet"]) == 3
     capsys.readouterr()
-    code = main(["resume", "d1", "--model", model, "--deny", "--plan", "no thanks"])
+    code = main(["resume", "d1", "--model", model, "--deny", "--reason", "no thanks"])
     out = capsys.readouterr()
     assert code == EXIT["cancelled"] == 4
     assert out.out.startswith("Run cancelled at the gate")
+    assert "no thanks" in out.out
     assert "(cancelled)" in out.err
 
 
@@ -113,7 +114,7 @@ def test_bad_plans_are_usage_errors_and_keep_the_run_paused(
     broken = tmp_path / "broken.json"
     broken.write_text("{nope")
     assert main(["resume", "b1", "--model", model, "--plan-file", str(broken)]) == 2
-    assert "cannot read the plan file" in capsys.readouterr().err
+    assert "the plan file" in (err := capsys.readouterr().err) and "is not valid JSON" in err
     code, data = run_json(capsys, "show", "b1")
     assert code == 0 and data["status"] == "paused"
 

@@ -321,3 +321,58 @@ def test_clip_and_scrub_helpers() -> None:
     assert "[... 70 of 100 characters clipped; see x ...]" in clipped
     assert not Scrubber(["short", "", "abcdefg"])  # too short to replace safely
     assert Scrubber(["abcdefgh", "abcdefgh-ij"]).text("xabcdefgh-ijx abcdefgh") == "x***x ***"
+
+
+class Kept:
+    """An output store in memory."""
+
+    def __init__(self) -> None:
+        self.texts: dict[str, str] = {}
+
+    async def save_output(self, thread_id: str, iteration: int, call: ToolCall, text: str) -> str:
+        ref = f"out-{iteration}-{call['id']}"
+        self.texts[ref] = text
+        return ref
+
+
+@pytest.mark.parametrize(
+    "result",
+    [
+        ToolResult(status="ok", content="a" * 1000),
+        ToolResult(status="ok", content={"rows": ["b" * 50] * 30}),
+        ToolResult(status="error", error="E" * 1000),
+    ],
+)
+async def test_bounding_is_stored_once_and_idempotent(result: ToolResult) -> None:
+    from ai_agent.tools.results import bound_output, is_bounded, model_text
+
+    kept = Kept()
+    text = model_text(result)
+    where = ("t-1", 2, call("x"))
+    shown, bounded = await bound_output(kept, where, text, result, 300)
+    assert kept.texts == {"out-2-c1": text}
+    assert model_text(bounded) == shown  # the bounded result reads as the model saw it
+    assert is_bounded(shown, bounded, 300) and not is_bounded(text, result, 300)
+    # Bounding again (a replay, a reused journal entry) changes nothing and keeps nothing new.
+    kept.texts.clear()
+    again = await bound_output(kept, ("another-thread", 2, call("x")), shown, bounded, 300)
+    assert again == (shown, bounded) and kept.texts == {}
+
+
+async def test_a_clipped_looking_result_of_another_shape_is_bounded_again() -> None:
+    from ai_agent.tools.results import bound_output, is_bounded
+
+    meta = {"clipped": True, "full_chars": 5000, "output_ref": "x"}
+    for text in ("z" * 1000, "z" * 200 + "\n[... 4700 of 5000 characters clipped; n" + "z" * 800):
+        fake = ToolResult(status="ok", content=text, meta=meta)
+        assert not is_bounded(text, fake, 300)
+        shown, _ = await bound_output(None, ("t", 1, call("x")), text, fake, 300)
+        assert "the full output was not kept" in shown and len(shown) < 500
+
+
+async def test_results_have_a_hard_limit_unless_it_is_off() -> None:
+    big = spec("big", fn=lambda a, c: "x" * 5000)
+    limited = await ToolSet({"big": big}, max_result_chars=1000).execute(call("big"), {})
+    assert limited["status"] == "error" and limited["meta"]["code"] == "OUTPUT_TOO_LARGE"
+    free = await ToolSet({"big": big}, max_result_chars=None).execute(call("big"), {})
+    assert free["status"] == "ok" and free["content"] == "x" * 5000

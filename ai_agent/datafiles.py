@@ -1,0 +1,195 @@
+"""Reading structured data from outside the engine: sizes, encodings and nesting, bounded.
+
+Plans, config files and the JSON that comes back from the run store are read through these few
+functions, so every reader refuses the same things the same way: a file larger than its limit
+(checked before it is read), bytes that are not UTF-8 text (a binary file given by mistake), and
+values nested deeper than `MAX_DEPTH` (which would otherwise end in a ``RecursionError`` in the
+parser, or later in whatever walks the value). Each refusal is one error of the engine's tree
+(the caller chooses which) that names the source, what is wrong and what to do.
+
+Examples:
+    >>> loads_json('{"a": [1, 2]}', what="the plan")
+    {'a': [1, 2]}
+    >>> loads_json("[" * 500 + "]" * 500, what="the plan")
+    Traceback (most recent call last):
+    ...
+    ai_agent.errors.ConfigError: the plan is nested more than 100 levels deep; ...
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from ai_agent.errors import AgentError, ConfigError
+
+__all__ = [
+    "MAX_DEPTH",
+    "check_depth",
+    "describe_size",
+    "loads_json",
+    "parse_nested",
+    "read_text",
+]
+
+T = TypeVar("T")
+
+MAX_DEPTH = 100
+"""How deep lists and mappings may nest. Well below Python's recursion limit (1000), so neither
+a parser nor the code that walks a value (validation, serialization) can run out of stack; far
+above what any plan, config file or stored record of the engine needs."""
+
+
+def read_text(
+    path: str | Path,
+    *,
+    what: str,
+    max_bytes: int,
+    error: type[AgentError] = ConfigError,
+    limit_hint: str = "make it smaller",
+) -> str:
+    """The UTF-8 text of a file no larger than ``max_bytes``.
+
+    Args:
+        path: The file.
+        what: How messages name it ("the plan file plan.json").
+        max_bytes: The largest size accepted; a larger file is refused before it is read.
+        error: The error raised.
+        limit_hint: What to do about a file that is too large (which setting raises the limit).
+
+    Raises:
+        AgentError: (``error``) the file cannot be read, is too large, or is not UTF-8 text.
+    """
+    try:
+        with Path(path).open("rb") as handle:
+            # One byte more than allowed tells "too large" apart without reading the whole file
+            # (a FIFO or /dev/zero has no size to ask for first).
+            data = handle.read(max_bytes + 1)
+    except OSError as exc:
+        raise error(f"cannot read {what}: {exc.strerror or exc}") from None
+    if len(data) > max_bytes:
+        raise error(f"{what} is larger than {describe_size(max_bytes)}; {limit_hint}")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise error(
+            f"{what} is not UTF-8 text (byte {exc.start} is 0x{data[exc.start]:02x}); "
+            "is it a binary file? Give a text file"
+        ) from None
+
+
+def loads_json(
+    text: str | bytes,
+    *,
+    what: str,
+    max_depth: int = MAX_DEPTH,
+    max_chars: int | None = None,
+    error: type[AgentError] = ConfigError,
+    limit_hint: str = "make it smaller",
+) -> Any:
+    """Parse JSON text, refusing text past ``max_chars`` or values deeper than ``max_depth``.
+
+    Args:
+        text: The JSON text.
+        what: How messages name it.
+        max_depth: How deep lists and objects may nest.
+        max_chars: The longest text accepted (None: any length).
+        error: The error raised.
+        limit_hint: What to do about a text that is too long.
+
+    Raises:
+        AgentError: (``error``) the text is too long, not JSON, or nested too deep.
+    """
+    if max_chars is not None and len(text) > max_chars:
+        raise error(f"{what} is longer than {max_chars:,} characters; {limit_hint}")
+    try:
+        return parse_nested(json.loads, text, what=what, max_depth=max_depth, error=error)
+    except UnicodeDecodeError:
+        raise error(f"{what} is not UTF-8 text; give JSON text") from None
+    except json.JSONDecodeError as exc:
+        raise error(f"{what} is not valid JSON: {exc}") from None
+
+
+def parse_nested(
+    parse: Callable[[T], Any],
+    text: T,
+    *,
+    what: str,
+    max_depth: int = MAX_DEPTH,
+    error: type[AgentError] = ConfigError,
+) -> Any:
+    """``parse(text)``, refusing a value nested deeper than ``max_depth``.
+
+    For any parser (JSON, TOML, YAML): one that runs out of stack on a deep value raises
+    ``RecursionError``, which becomes the same error as a value that parsed but is too deep.
+    The parser's own errors pass through.
+
+    Examples:
+        >>> import tomllib
+        >>> parse_nested(tomllib.loads, "a = [[1]]", what="x")
+        {'a': [[1]]}
+    """
+    try:
+        value = parse(text)
+    except RecursionError:  # deeper than the parser's stack: certainly past max_depth
+        raise error(_too_deep(what, max_depth)) from None
+    check_depth(value, what=what, max_depth=max_depth, error=error)
+    return value
+
+
+def check_depth(
+    value: object,
+    *,
+    what: str,
+    max_depth: int = MAX_DEPTH,
+    error: type[AgentError] = ConfigError,
+) -> None:
+    """Raise ``error`` when lists, tuples and mappings in ``value`` nest past ``max_depth``.
+
+    Iterative, so it cannot itself run out of stack on the values it is there to refuse.
+
+    Examples:
+        >>> check_depth({"a": [[1]]}, what="x", max_depth=3)
+        >>> check_depth({"a": [[1]]}, what="x", max_depth=2)
+        Traceback (most recent call last):
+        ...
+        ai_agent.errors.ConfigError: x is nested more than 2 levels deep; ...
+    """
+    stack: list[tuple[object, int]] = [(value, 1)]
+    # The depth each container was walked at: YAML anchors share one object between many places
+    # (a "billion laughs" file would take forever to walk place by place), and may even make a
+    # cycle, which is reached deeper each time round until it passes the limit.
+    walked: dict[int, int] = {}
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list | tuple):
+            children = item
+        else:
+            continue
+        if depth > max_depth:
+            raise error(_too_deep(what, max_depth))
+        if walked.get(id(item), 0) >= depth:
+            continue
+        walked[id(item)] = depth
+        stack.extend((child, depth + 1) for child in children)
+
+
+def _too_deep(what: str, max_depth: int) -> str:
+    return f"{what} is nested more than {max_depth} levels deep; flatten it"
+
+
+def describe_size(n: int) -> str:
+    """``n`` bytes as people read it: whole MiB or KiB, else the exact count.
+
+    Examples:
+        >>> describe_size(10 * 1024 * 1024), describe_size(2048), describe_size(6000)
+        ('10 MiB', '2 KiB', '6,000 bytes')
+    """
+    for unit, scale in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale and n % scale == 0:
+            return f"{n // scale} {unit}"
+    return f"{n:,} bytes"
