@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -89,14 +90,21 @@ def test_queue_and_worker_usage_errors(tmp_path: Path, capsys: pytest.CaptureFix
 def test_the_queue_and_the_worker_show_a_hostile_thread_id_escaped(
     tmp_path: Path, capsysbinary: pytest.CaptureFixture[bytes]
 ) -> None:
+    # No entry point accepts such a thread id any more, so it can only come from a row written
+    # into the store by something else: the listing and the worker still show it escaped.
     thread = "w1\x1b[2K\r\u202eok"
-    model = paused(tmp_path, thread)
-    assert main(["resume", thread, "--activate", "calculator", "--queue", "--model", model]) == 0
+    paused(tmp_path)
+    with sqlite3.connect(".agents/checkpoints.sqlite") as db:
+        db.execute(
+            "INSERT INTO agent_plans (thread_id, plan, status, submitted_at) "
+            "VALUES (?, '{}', 'queued', 0)",
+            (thread,),
+        )
+    capsysbinary.readouterr()
     assert main(["plans"]) == 0
-    assert main(["worker", "--once", "--model", model]) == 0
+    assert main(["worker", "--once"]) == 0
     captured = capsysbinary.readouterr()
     out, err = captured.out.decode(), captured.err.decode()
     assert not [c for c in out + err if c in "\x1b\r\u202e"]
-    assert r"queued plan 1 for run w1\x1b[2K\r\u202eok" in out
-    assert r"1     w1\x1b[2K\r\u202eok  queued" in out
-    assert r"plan 1 for run w1\x1b[2K\r\u202eok: resumed, run completed" in err
+    assert r"w1\x1b[2K\r\u202eok  queued" in out
+    assert r"plan 1 for run w1\x1b[2K\r\u202eok: " in err
