@@ -59,7 +59,7 @@ from ai_agent.graph.observed import ObservedModel, ObservedToolBox
 from ai_agent.graph.recording import RecordingModel, RecordingToolBox, generation_params
 from ai_agent.graph.result import RunResult, RunStatusName
 from ai_agent.models import ChatModelCaller, make_chat_model
-from ai_agent.nodes.gate import check_plan, parse_plan
+from ai_agent.nodes.gate import check_plan, check_token, parse_plan
 from ai_agent.observability import DurationMetrics, Telemetry
 from ai_agent.observability.logs import engine_logger
 from ai_agent.resilience import CircuitBreaker, RetryPolicy
@@ -528,8 +528,19 @@ class AgentCore:
         return asyncio.run(self._closing(self.resume(thread_id, plan)))
 
     async def _resume_input(
-        self, thread_id: str, snapshot: StateSnapshot, plan: UserPlan | Mapping[str, Any] | None
+        self,
+        thread_id: str,
+        snapshot: StateSnapshot,
+        plan: UserPlan | Mapping[str, Any] | None,
+        *,
+        token_required: bool = False,
     ) -> Command[Any] | None:
+        """The graph input that continues a run, once every check of a resume has passed.
+
+        A plan's gate token is checked against the paused checkpoint's interrupt value (the
+        report the person was handed), never against anything a plan's author could write;
+        ``token_required`` (the plan queue) refuses a plan without one.
+        """
         check_state_version(snapshot.metadata, f"run {thread_id}")
         if not snapshot.values and await self.store.get_run(thread_id) is None:
             raise UnknownThreadError(
@@ -544,6 +555,8 @@ class AgentCore:
                 )
             parsed = parse_plan(plan)
             check_plan(parsed, report, self.registry)
+            values = cast(RunState, snapshot.values)
+            check_token(parsed, report, values, thread_id, required=token_required)
             return Command(resume=parsed.model_dump())
         if snapshot.next:
             # It stopped mid-step (a crash, a failure): continue from the last checkpoint. The

@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from ai_agent import Agent, ToolCategory, ToolSpec
-from ai_agent.graph import Worker
 from ai_agent.config import AgentSettings
 from ai_agent.errors import NothingPendingError, ThreadBusyError
+from ai_agent.graph import Worker
 from ai_agent.testing import ScriptedModel
 
 CODES = {"completed": 0, "failed": 1, "paused": 3, "cancelled": 4}

@@ -156,7 +156,10 @@ def answers_by_call(body: dict[str, Any]) -> dict[str, tuple[str, list[str]]]:
         for c in m.get("tool_calls") or []
     }
     return {
-        call_id: (args, [m["content"] for m in body["messages"] if m.get("tool_call_id") == call_id])
+        call_id: (
+            args,
+            [m["content"] for m in body["messages"] if m.get("tool_call_id") == call_id],
+        )
         for call_id, args in calls.items()
     }
 

@@ -41,6 +41,11 @@ def result_of(out: str) -> dict[str, Any]:
     return data
 
 
+def outcomes_of(out: str) -> list[dict[str, Any]]:
+    data: list[dict[str, Any]] = json.loads(out.strip().splitlines()[-1])
+    return data
+
+
 def test_pause_in_one_process_and_resume_in_another(tmp_path: Path) -> None:
     db = tmp_path / "c.sqlite"
     code, out = finish(start(db, tmp_path, "run", "t1"))
@@ -175,7 +180,7 @@ def test_a_worker_process_refuses_a_forged_plan_and_serves_the_honest_one(tmp_pa
         )
     code, out = finish(start(db, tmp_path, "worker", "-"))
     assert code == 0, out
-    (refused,) = result_of(out)
+    (refused,) = outcomes_of(out)
     assert refused["status"] == "refused" and "gate token" in refused["error"]
     assert lines(tmp_path / "started.txt") == [] and lines(tmp_path / "effects.txt") == []
     # The person queues the plan from a process of their own; a worker process serves it.
@@ -183,6 +188,6 @@ def test_a_worker_process_refuses_a_forged_plan_and_serves_the_honest_one(tmp_pa
     assert code == 0, out
     assert len(result_of(out)["plan"]["gate_token"]) == 32
     code, out = finish(start(db, tmp_path, "worker", "-"))
-    (served,) = result_of(out)
+    (served,) = outcomes_of(out)
     assert (served["status"], served["run_status"]) == ("done", "completed")
     assert len(lines(tmp_path / "effects.txt")) == 1
