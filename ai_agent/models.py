@@ -131,9 +131,8 @@ def make_chat_model(
 # Conversion ----------------------------------------------------------------------------------
 
 
-def _distinct(wanted: Sequence[str]) -> list[str]:
-    """The ids, with repeats made unique by a suffix (``call_1``, ``call_1_2``...)."""
-    taken: set[str] = set()
+def _distinct(wanted: Sequence[str], taken: set[str]) -> list[str]:
+    """The ids, each made unique against ``taken`` (and added to it): ``call_1``, ``call_1_2``."""
     out: list[str] = []
     for first in wanted:
         name, n = first, 1
@@ -145,16 +144,32 @@ def _distinct(wanted: Sequence[str]) -> list[str]:
     return out
 
 
+def _sent_calls(
+    calls: Sequence[ToolCall], taken: set[str]
+) -> tuple[list[ToolCall], dict[str, str]]:
+    """A reply's calls under the ids the model gets, and each call's engine id -> that id."""
+    if not any("model_id" in c for c in calls):  # a run from before engine ids: as they are
+        taken.update(c["id"] for c in calls)
+        return list(calls), {}
+    ids = _distinct([c.get("model_id") or c["id"] for c in calls], taken)
+    sent = [
+        ToolCall(id=wire, name=c["name"], args=c["args"])
+        for c, wire in zip(calls, ids, strict=True)
+    ]
+    return sent, {c["id"]: wire for c, wire in zip(calls, ids, strict=True)}
+
+
 def wire_messages(messages: Iterable[Message]) -> list[Message]:
     """The conversation as the model sees it: its own call ids, each answered exactly once.
 
     In state a tool call is known by the engine's id and the model's id is kept beside it
     (``model_id``; see `ai_agent.state.ToolCall`). The model gets its own ids back, so it reads
     the conversation it wrote, and each tool message is sent under the id of the call it
-    answers. Where one reply gave two calls the same id, the repeats go out with a suffix:
-    OpenAI-compatible servers pair each call with one tool message by id (OpenAI refuses a
-    conversation with a repeated id), so a repeat would answer the wrong call or break the
-    request. Calls of runs from before engine ids (no ``model_id``) go out as they are.
+    answers. An id the model gave twice (in one reply, or again in a later one) goes out with a
+    suffix the second time: servers pair calls and tool messages by id, OpenAI refuses a
+    repeated id and others (Mistral) count calls and answers over the whole conversation, so a
+    repeat would answer the wrong call or break the request. Calls of runs from before engine
+    ids (no ``model_id``) go out as they are.
 
     Examples:
         >>> calls = [{"id": "c1.0", "model_id": "call_1", "name": "t", "args": {}},
@@ -165,19 +180,14 @@ def wire_messages(messages: Iterable[Message]) -> list[Message]:
         (['call_1', 'call_1_2'], 'call_1_2')
     """
     out: list[Message] = []
-    wire_of: dict[str, str] = {}  # engine id -> wire id, for the calls of the latest reply
+    taken: set[str] = set()
+    wire_of: dict[str, str] = {}  # engine id -> the id sent, for the calls of the latest reply
     for message in messages:
         sent = Message(**message)
-        calls = message.get("tool_calls") or []
         if message["role"] == "assistant":
-            wire_of = {}
-        if message["role"] == "assistant" and any("model_id" in c for c in calls):
-            ids = _distinct([c.get("model_id") or c["id"] for c in calls])
-            wire_of = {c["id"]: wire for c, wire in zip(calls, ids, strict=True)}
-            sent["tool_calls"] = [
-                ToolCall(id=wire, name=c["name"], args=c["args"])
-                for c, wire in zip(calls, ids, strict=True)
-            ]
+            calls, wire_of = _sent_calls(message.get("tool_calls") or [], taken)
+            if calls:
+                sent["tool_calls"] = calls
         elif message["role"] == "tool" and message.get("tool_call_id") in wire_of:
             sent["tool_call_id"] = wire_of[message["tool_call_id"]]
         out.append(sent)
