@@ -48,7 +48,9 @@ from ai_agent.context import (
 from ai_agent.errors import (
     AgentError,
     ConfigError,
+    InvalidPlanError,
     NothingPendingError,
+    PlanRefusedError,
     PlanRequiredError,
     RunError,
     UnknownThreadError,
@@ -553,10 +555,10 @@ class AgentCore:
                 raise PlanRequiredError(
                     f"run {thread_id} is paused at the gate and needs a plan:\n{report['prompt']}"
                 )
-            parsed = parse_plan(plan)
-            check_plan(parsed, report, self.registry)
+            parsed = _read_plan(plan, token_required)
             values = cast(RunState, snapshot.values)
             check_token(parsed, report, values, thread_id, required=token_required)
+            check_plan(parsed, report, self.registry)
             return Command(resume=parsed.model_dump())
         if snapshot.next:
             # It stopped mid-step (a crash, a failure): continue from the last checkpoint. The
@@ -685,6 +687,23 @@ class AgentCore:
 
 def _ignore(event: Event) -> None:
     """No listener."""
+
+
+def _read_plan(plan: UserPlan | Mapping[str, Any], token_required: bool) -> UserPlan:
+    """The plan, validated. From the queue, a plan that is not even valid is refused.
+
+    ``submit_plan`` queues only plans it validated, so an unreadable one in the queue was
+    written there by something else: it is refused (and audited) like any plan without a token.
+    """
+    try:
+        return parse_plan(plan)
+    except InvalidPlanError as exc:
+        if not token_required:
+            raise
+        raise PlanRefusedError(
+            f"{exc}; a plan queued by Agent.submit_plan or `ai-agent resume THREAD --queue` is "
+            "always valid, so this one was written into the queue by something else"
+        ) from None
 
 
 def _result(thread_id: str, snapshot: StateSnapshot) -> RunResult:
