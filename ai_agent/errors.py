@@ -36,6 +36,7 @@ AgentError
 │   ├── NothingPendingError     the run has nothing left to resume
 │   ├── PlanRequiredError       the run is paused at the gate and needs a plan
 │   ├── InvalidPlanError        the plan failed validation; the interrupt stays pending
+│   │   └── PlanRefusedError        its gate token is missing, stale or not the report's
 │   ├── ThreadBusyError         another process holds this thread's lease
 │   ├── ReplayDivergedError     a replay asked for a call the recording does not have
 │   └── UnknownOutputError      a run kept no tool output under that reference
@@ -67,6 +68,7 @@ __all__ = [
     "ModelResponseError",
     "ModelUnavailableError",
     "NothingPendingError",
+    "PlanRefusedError",
     "PlanRequiredError",
     "ReplayDivergedError",
     "ResponseTooLargeError",
@@ -325,6 +327,14 @@ class PlanRequiredError(RunError):
 
 class InvalidPlanError(RunError):
     """The plan failed validation. The run stays paused and can be resumed with a valid plan."""
+
+
+class PlanRefusedError(InvalidPlanError):
+    """The plan's gate token is not the one the paused gate's report handed out.
+
+    It is missing, belongs to an earlier gate (the run has moved on), or was made up: the plan
+    was not written by someone who saw that report. The run stays paused.
+    """
 
 
 class ThreadBusyError(RunError):

@@ -70,6 +70,7 @@ __all__ = [
     "request_hash",
     "to_langchain",
     "usage_of",
+    "wire_messages",
 ]
 
 log = engine_logger("ai_agent.models")
@@ -131,10 +132,73 @@ def make_chat_model(
 # Conversion ----------------------------------------------------------------------------------
 
 
+def _distinct(wanted: Sequence[str], taken: set[str]) -> list[str]:
+    """The ids, each made unique against ``taken`` (and added to it): ``call_1``, ``call_1_2``."""
+    out: list[str] = []
+    for first in wanted:
+        name, n = first, 1
+        while name in taken:
+            n += 1
+            name = f"{first}_{n}"
+        taken.add(name)
+        out.append(name)
+    return out
+
+
+def _sent_calls(
+    calls: Sequence[ToolCall], taken: set[str]
+) -> tuple[list[ToolCall], dict[str, str]]:
+    """A reply's calls under the ids the model gets, and each call's engine id -> that id."""
+    if not any("model_id" in c for c in calls):  # a run from before engine ids: as they are
+        taken.update(c["id"] for c in calls)
+        return list(calls), {}
+    ids = _distinct([c.get("model_id") or c["id"] for c in calls], taken)
+    sent = [
+        ToolCall(id=wire, name=c["name"], args=c["args"])
+        for c, wire in zip(calls, ids, strict=True)
+    ]
+    return sent, {c["id"]: wire for c, wire in zip(calls, ids, strict=True)}
+
+
+def wire_messages(messages: Iterable[Message]) -> list[Message]:
+    """The conversation as the model sees it: its own call ids, each answered exactly once.
+
+    In state a tool call is known by the engine's id and the model's id is kept beside it
+    (``model_id``; see `ai_agent.state.ToolCall`). The model gets its own ids back, so it reads
+    the conversation it wrote, and each tool message is sent under the id of the call it
+    answers. An id the model gave twice (in one reply, or again in a later one) goes out with a
+    suffix the second time: servers pair calls and tool messages by id, OpenAI refuses a
+    repeated id and others (Mistral) count calls and answers over the whole conversation, so a
+    repeat would answer the wrong call or break the request. Calls of runs from before engine
+    ids (no ``model_id``) go out as they are.
+
+    Examples:
+        >>> calls = [{"id": "c1.0", "model_id": "call_1", "name": "t", "args": {}},
+        ...          {"id": "c1.1", "model_id": "call_1", "name": "t", "args": {}}]
+        >>> sent = wire_messages([{"role": "assistant", "content": "", "tool_calls": calls},
+        ...                       {"role": "tool", "content": "b", "tool_call_id": "c1.1"}])
+        >>> [c["id"] for c in sent[0]["tool_calls"]], sent[1]["tool_call_id"]
+        (['call_1', 'call_1_2'], 'call_1_2')
+    """
+    out: list[Message] = []
+    taken: set[str] = set()
+    wire_of: dict[str, str] = {}  # engine id -> the id sent, for the calls of the latest reply
+    for message in messages:
+        sent = Message(**message)
+        if message["role"] == "assistant":
+            calls, wire_of = _sent_calls(message.get("tool_calls") or [], taken)
+            if calls:
+                sent["tool_calls"] = calls
+        elif message["role"] == "tool" and message.get("tool_call_id") in wire_of:
+            sent["tool_call_id"] = wire_of[message["tool_call_id"]]
+        out.append(sent)
+    return out
+
+
 def to_langchain(messages: Iterable[Message]) -> list[BaseMessage]:
-    """The run's JSON messages as LangChain messages."""
+    """The run's JSON messages as LangChain messages, as the model sees them (`wire_messages`)."""
     out: list[BaseMessage] = []
-    for m in messages:
+    for m in wire_messages(messages):
         role, content = m["role"], m["content"]
         if role == "system":
             out.append(SystemMessage(content))
@@ -201,7 +265,10 @@ def request_hash(
 ) -> str:
     """A stable hash of a model request: what decides the reply, nothing else.
 
-    ``params`` are the generation parameters (model, temperature, seed...), never credentials.
+    The messages are hashed as the model sees them (`wire_messages`): the engine's own call ids
+    never reach the model, so they do not change the hash (and a run recorded before they
+    existed still matches). ``params`` are the generation parameters (model, temperature,
+    seed...), never credentials.
 
     Examples:
         >>> a = request_hash([{"role": "user", "content": "hi"}], [], {"temperature": 0})
@@ -210,7 +277,7 @@ def request_hash(
         >>> a == request_hash([{"role": "user", "content": "hi"}], [], {"temperature": 1})
         False
     """
-    request: dict[str, Any] = {"messages": messages, "tools": tools}
+    request: dict[str, Any] = {"messages": wire_messages(messages), "tools": tools}
     if params:
         request["params"] = dict(params)
     blob = json.dumps(request, sort_keys=True, ensure_ascii=False, default=str)

@@ -83,11 +83,19 @@ SEVERITY: dict[str, float] = {
 
 
 class ToolCall(TypedDict):
-    """One call the model asked for."""
+    """One call the model asked for.
+
+    ``id`` is the engine's own identity of the call, unique within the run (``c<iteration>.<n>``,
+    given by the draft stage where the reply enters state): the journal, grants, plans and gate
+    reports key on it. ``model_id`` is the id the model gave the call; the model sees it again in
+    the conversation, but it carries no authority, since a model may repeat it. Calls of runs
+    written before engine ids existed have no ``model_id``, and their ``id`` is the model's.
+    """
 
     id: str
     name: str
     args: dict[str, Any]
+    model_id: NotRequired[str]
 
 
 class Message(TypedDict, total=False):
@@ -169,16 +177,26 @@ class Discovery(TypedDict):
 
 
 class Grant(TypedDict):
-    """An approval stored in state, so a fork from before the grant does not inherit it.
+    """A person's approval, bound to exactly what the gate report showed them.
 
-    ``scope``: ``call`` (this call id), ``tool`` (this tool for the rest of the run) or ``args``
-    (this tool with exactly these arguments, by hash).
+    It names the run (``thread_id``), the gate it answered (``gate``: that report's token), the
+    call the person approved (``call_id``, the engine's id) and the digest of its canonical
+    arguments (``args_hash``). ``scope`` says how far it reaches beyond that call: ``call``
+    (only it, and only once: ``spent`` once it ran), ``args`` (this tool with exactly these
+    arguments, for the rest of the run) or ``tool`` (this tool for the rest of the run, except
+    calls the tool escalates to a person). It lives in state, so a fork from before it does not
+    have it, and a fork from after it (another thread) does not benefit from it.
+
+    Grants written before this binding existed (state version 1) name no run and cover nothing.
     """
 
     tool: str
     scope: Literal["call", "tool", "args"]
     call_id: str | None
     args_hash: str | None
+    thread_id: str | None
+    gate: str | None
+    spent: bool
 
 
 class GateReport(TypedDict):
@@ -192,6 +210,9 @@ class GateReport(TypedDict):
     prompt: str
     options: list[str]
     pending: list[PendingCall]
+    # Names this gate of this run; with the run's nonce only a reader of this report knows it.
+    # A plan that arrives through the queue must carry it (``UserPlan.gate_token``).
+    token: NotRequired[str]
 
 
 class PlanRecord(TypedDict):
@@ -317,6 +338,8 @@ class RunState(TypedDict, total=False):
     usage_log: Annotated[list[UsageRecord], operator.add]
     compactions: Annotated[list[CompactionRecord], operator.add]
     budget_allowance: dict[str, float]
+    # Random, drawn once per run by the first draft: the secret part of every gate token.
+    gate_nonce: str
 
 
 def new_run_state(task: str, active_tools: list[str]) -> RunState:
@@ -372,13 +395,20 @@ class UserPlan(BaseModel):
         default_factory=list, description="Catalog tools to make active from now on."
     )
     approve: list[str] = Field(
-        default_factory=list, description="Pending call ids to run, or '*' for all of them."
+        default_factory=list,
+        description="Ids of the calls the gate report shows to run, or '*' for all of them.",
     )
     deny: list[str] = Field(
-        default_factory=list, description="Pending call ids to cancel, or '*' for all of them."
+        default_factory=list,
+        description="Ids of the calls the gate report shows to cancel, or '*' for all of them.",
     )
     grant_scope: Literal["call", "tool", "args"] = Field(
         default="call",
         description="How far an approval reaches: this call, this tool for the rest of the run, "
         "or this tool with these exact arguments.",
+    )
+    gate_token: str | None = Field(
+        default=None,
+        description="The token of the gate report this plan answers (its 'token'). A plan "
+        "served from the queue must carry it; submit_plan attaches it for you.",
     )

@@ -72,6 +72,72 @@ def test_calls_without_ids_get_stable_ones_and_list_content_is_joined() -> None:
     }
 
 
+def reply(*calls: tuple[str, str]) -> Message:
+    """An assistant message whose calls carry (engine id, model id)."""
+    return {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [{"id": e, "model_id": m, "name": "t", "args": {}} for e, m in calls],
+    }
+
+
+def answer(engine_id: str, text: str | None = None) -> Message:
+    return {"role": "tool", "content": text or engine_id, "tool_call_id": engine_id}
+
+
+def test_the_model_gets_its_own_ids_back_each_answered_once() -> None:
+    legacy: Message = {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [{"id": "call_9", "name": "t", "args": {}}],
+    }
+    messages = [
+        legacy,
+        answer("call_9"),
+        reply(("c1.0", "call_1"), ("c1.1", "call_1")),  # one id twice in one reply
+        answer("c1.0"),
+        answer("c1.1"),
+        reply(("c2.0", "call_1"), ("c2.1", "call_9")),  # and again in later replies
+        answer("c2.1"),
+        answer("c2.0"),
+    ]
+    lc = to_langchain(messages)
+    sent = [
+        [c["id"] for c in m.tool_calls] if isinstance(m, AIMessage) else m.tool_call_id  # type: ignore[attr-defined]
+        for m in lc
+    ]
+    assert sent == [
+        ["call_9"],  # a run from before engine ids: as it was
+        "call_9",
+        ["call_1", "call_1_2"],
+        "call_1",
+        "call_1_2",
+        ["call_1_3", "call_9_2"],
+        "call_9_2",
+        "call_1_3",
+    ]
+    # The hash is of what the model sees: the engine's ids do not change it.
+    renamed = [
+        reply(("x1", "call_1"), ("x2", "call_1")),
+        answer("x1", "c1.0"),
+        answer("x2", "c1.1"),
+    ]
+    assert request_hash(messages[2:5], []) == request_hash(renamed, [])
+    plain: list[Message] = [
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [
+                {"id": "call_1", "name": "t", "args": {}},
+                {"id": "call_1_2", "name": "t", "args": {}},
+            ],
+        },
+        {"role": "tool", "content": "c1.0", "tool_call_id": "call_1"},
+        {"role": "tool", "content": "c1.1", "tool_call_id": "call_1_2"},
+    ]
+    assert request_hash(messages[2:5], []) == request_hash(plain, [])
+
+
 def test_usage_uses_openai_names() -> None:
     message = AIMessage(
         "x",

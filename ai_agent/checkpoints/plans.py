@@ -7,15 +7,17 @@ plan (``queued`` -> ``claimed``, a compare-and-set, so one worker wins), resumes
 and records how that went (``done`` with the run's new status, or ``failed`` with the reason: the
 run then stays paused).
 
-A plan remembers the checkpoint of the gate it answers (``gate_checkpoint_id``): if the run has
-moved on by the time a worker gets to it (someone resumed it directly), the plan is not applied
-to a different question; it fails with that reason.
+A plan remembers the checkpoint of the gate it answers (``gate_checkpoint_id``), and carries that
+gate's token (``plan["gate_token"]``, from the gate report): if the run has moved on by the time a
+worker gets to it (someone resumed it directly), the plan is not applied to a different question,
+and a row whose token is not the paused gate's (written into the table by anything but
+``submit_plan``) is not applied at all. Both are ``refused``, with the reason.
 
 At most one plan per thread is open (queued or claimed) at a time: a unique index says so, so two
 people answering one gate cannot both be queued.
 
-Statuses: ``queued`` -> ``claimed`` -> ``done`` | ``failed``. A ``claimed`` plan whose thread's
-lease is free again lost its worker (a crash); the next worker reclaims it.
+Statuses: ``queued`` -> ``claimed`` -> ``done`` | ``failed`` | ``refused``. A ``claimed`` plan
+whose thread's lease is free again lost its worker (a crash); the next worker reclaims it.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from ai_agent.errors import RunError, StoreError
 
 __all__ = ["PLAN_COLUMNS", "PlanQueue", "PlanRecord", "PlanStatus", "already_queued", "plan_record"]
 
-PlanStatus = Literal["queued", "claimed", "done", "failed"]
+PlanStatus = Literal["queued", "claimed", "done", "failed", "refused"]
 
 PLAN_COLUMNS = (
     "id, thread_id, plan, status, gate_checkpoint_id, submitted_at, claimed_by, claimed_at, "
@@ -43,7 +45,7 @@ class PlanRecord(TypedDict):
     """One plan in the queue.
 
     ``outcome`` is the run's status after the worker resumed it (completed, paused, failed,
-    cancelled); ``error`` says why a plan failed or how the run failed.
+    cancelled); ``error`` says why a plan failed or was refused, or how the run failed.
     """
 
     id: int
@@ -162,7 +164,7 @@ class PlanQueue(SqlStore):
     def finish_plan(
         self, plan_id: int, *, status: str, outcome: str | None = None, error: str | None = None
     ) -> None:
-        """Record how applying a plan went: ``done`` (with the run's status) or ``failed``."""
+        """Record how a plan went: ``done`` (with the run's status), ``failed`` or ``refused``."""
         with self._tx() as session:
             session.execute(
                 "UPDATE agent_plans SET status = ?, outcome = ?, error = ?, finished_at = ? "

@@ -8,7 +8,18 @@ being misread.
 
 To change the shape of ``RunState`` incompatibly: bump `STATE_VERSION`, add a function to
 ``STATE_MIGRATIONS`` that turns state values of the previous version into the new shape, and keep a
-fixture of the old version (``tests/fixtures/``).
+fixture of the old version (``tests/fixtures/``). The stages themselves read older values as they
+are (a resume continues from the checkpoint LangGraph loads), so each change must also be
+readable in its old shape where the stages use it.
+
+Versions:
+
+1. the first.
+2. approvals bound to what was shown: tool calls carry the engine's id (and ``model_id``), a
+   grant names its run, its gate and its call's argument digest and is ``spent`` once used, a
+   gate report carries a token, the run a ``gate_nonce``. A grant of version 1 names no run, so
+   it covers nothing any more: a person is asked again. An older ai-agent must not continue a
+   version-2 run: it would take a spent call grant for a live one.
 """
 
 from __future__ import annotations
@@ -28,11 +39,20 @@ __all__ = [
     "upgrade_state",
 ]
 
-STATE_VERSION = 1
+STATE_VERSION = 2
 STATE_VERSION_KEY = "ai_agent_state_version"
 
+
+def _bound_grants(values: dict[str, Any]) -> dict[str, Any]:
+    """Version 1 -> 2: grants get the binding fields; naming no run, they cover nothing."""
+    if "grants" not in values:
+        return values
+    unbound = {"thread_id": None, "gate": None, "spent": False}
+    return {**values, "grants": [{**unbound, **g} for g in values["grants"] or []]}
+
+
 # STATE_MIGRATIONS[n] turns state values of version n into version n + 1.
-STATE_MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {}
+STATE_MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _bound_grants}
 
 
 def stamped(config: dict[str, Any]) -> dict[str, Any]:
@@ -40,7 +60,7 @@ def stamped(config: dict[str, Any]) -> dict[str, Any]:
 
     Examples:
         >>> stamped({"configurable": {"thread_id": "t"}})["metadata"]
-        {'ai_agent_state_version': 1}
+        {'ai_agent_state_version': 2}
     """
     metadata = {**(config.get("metadata") or {}), STATE_VERSION_KEY: STATE_VERSION}
     return {**config, "metadata": metadata}

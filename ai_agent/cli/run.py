@@ -51,7 +51,7 @@ def add_commands(sub: Any, parents: Parents) -> None:
         action="append",
         default=[],
         metavar="CALL_ID",
-        help="run a waiting call ('all' for every one); repeatable",
+        help="run a waiting call, by the id the prompt shows ('all' for every one); repeatable",
     )
     resume.add_argument(
         "--reject",

@@ -68,7 +68,7 @@ def add_commands(sub: Any, parents: Parents) -> None:
     worker.set_defaults(handler=_worker)
 
     plans = sub.add_parser("plans", parents=[parents.common], help="list the plan queue")
-    plans.add_argument("--status", choices=["queued", "claimed", "done", "failed"])
+    plans.add_argument("--status", choices=["queued", "claimed", "done", "failed", "refused"])
     plans.add_argument("--thread", type=thread_arg, help="only this run's plans")
     plans.add_argument("--limit", type=int, default=50)
     plans.set_defaults(handler=_plans)
@@ -140,6 +140,8 @@ def _printer(event: WorkerEvent) -> None:
         text = f"{where}: resumed, run {event['run_status']} ({event['seconds']:.2f}s)"
     elif kind == "failed":
         text = f"{where}: not applied: {visible(str(event['error']))}"
+    elif kind == "refused":
+        text = f"{where}: refused: {visible(str(event['error']))}"
     elif kind == "skipped":
         text = f"{where}: skipped (another worker or process has the run)"
     elif kind == "error":

@@ -57,6 +57,7 @@ from ai_agent.errors import (
     ConfigError,
     InvalidPlanError,
     NothingPendingError,
+    PlanRefusedError,
     PlanRequiredError,
     RunError,
     UnknownThreadError,
@@ -79,7 +80,7 @@ from ai_agent.graph.secrets import (
     settings_secrets,
 )
 from ai_agent.models import ChatModelCaller, make_chat_model
-from ai_agent.nodes.gate import check_plan, parse_plan
+from ai_agent.nodes.gate import check_plan, check_token, parse_plan
 from ai_agent.observability import DurationMetrics, Telemetry
 from ai_agent.observability.logs import engine_logger
 from ai_agent.resilience import CircuitBreaker, RetryPolicy
@@ -608,8 +609,19 @@ class AgentCore:
         return asyncio.run(self._closing(self.resume(thread_id, plan)))
 
     async def _resume_input(
-        self, thread_id: str, snapshot: StateSnapshot, plan: UserPlan | Mapping[str, Any] | None
+        self,
+        thread_id: str,
+        snapshot: StateSnapshot,
+        plan: UserPlan | Mapping[str, Any] | None,
+        *,
+        token_required: bool = False,
     ) -> Command[Any] | None:
+        """The graph input that continues a run, once every check of a resume has passed.
+
+        A plan's gate token is checked against the paused checkpoint's interrupt value (the
+        report the person was handed), never against anything a plan's author could write;
+        ``token_required`` (the plan queue) refuses a plan without one.
+        """
         check_state_version(snapshot.metadata, f"run {thread_id}")
         self.secrets.refresh()  # a key exported while the run waited counts from here on
         if not snapshot.values and await self.store.get_run(thread_id) is None:
@@ -623,8 +635,10 @@ class AgentCore:
                 raise PlanRequiredError(
                     f"run {thread_id} is paused at the gate and needs a plan:\n{report['prompt']}"
                 )
-            parsed = parse_plan(plan)
+            parsed = _read_plan(plan, token_required)
             self._check_plan_size(parsed)
+            values = cast(RunState, snapshot.values)
+            check_token(parsed, report, values, thread_id, required=token_required)
             check_plan(parsed, report, self.registry)
             # The resume value is stored with the checkpoint: a key in the instructions is not.
             return Command(resume=self.secrets.scrub(parsed.model_dump()))
@@ -770,6 +784,23 @@ class AgentCore:
 
 def _ignore(event: Event) -> None:
     """No listener."""
+
+
+def _read_plan(plan: UserPlan | Mapping[str, Any], token_required: bool) -> UserPlan:
+    """The plan, validated. From the queue, a plan that is not even valid is refused.
+
+    ``submit_plan`` queues only plans it validated, so an unreadable one in the queue was
+    written there by something else: it is refused (and audited) like any plan without a token.
+    """
+    try:
+        return parse_plan(plan)
+    except InvalidPlanError as exc:
+        if not token_required:
+            raise
+        raise PlanRefusedError(
+            f"{exc}; a plan queued by Agent.submit_plan or `ai-agent resume THREAD --queue` is "
+            "always valid, so this one was written into the queue by something else"
+        ) from None
 
 
 def _result(thread_id: str, snapshot: StateSnapshot) -> RunResult:

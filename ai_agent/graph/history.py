@@ -292,7 +292,9 @@ class HistoryMixin(AgentCore):
         The original is never changed.
 
         The fork has the run's state as it was at that checkpoint: its messages, its tools, and
-        its grants (a fork from before an approval does not have it). ``resume(new_id)``
+        its grants on record (a fork from before an approval does not have it; a grant from
+        before the fork point is bound to the original run and covers nothing in the fork, so
+        a person is asked again). ``resume(new_id)``
         continues it from there; a fork at a paused gate is paused, so ``resume(new_id, plan)``
         answers it with another plan.
 

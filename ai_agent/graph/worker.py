@@ -9,9 +9,11 @@ on any machine that reaches the database, poll the queue and serve each plan:
 1. take the thread's lease (busy: another worker or a person is on it; skip it for now);
 2. claim the plan (``queued`` -> ``claimed``, a compare-and-set: a plan another worker already
    finished is skipped);
-3. check the plan again, with this worker's tools, against the gate as it is now: a plan that no
-   longer fits (the run moved on, a tool this worker lacks) is marked ``failed`` with the reason,
-   and the run stays paused;
+3. check the plan again, with this worker's tools, against the gate as it is now: a plan without
+   the paused gate's token (one that did not come through ``submit_plan``, or was queued for a
+   gate the run has since left) is ``refused``, logged at WARNING with the reason; a plan that
+   no longer fits (a tool this worker lacks) is marked ``failed`` with the reason; either way
+   the run stays paused;
 4. resume the run with it (the lease is renewed every minute while it runs);
 5. record the outcome (``done`` and the run's new status), and only then give the lease back.
 
@@ -23,6 +25,13 @@ came before, the plan is applied.
 
 On SIGTERM a worker stops taking plans, lets the runs it is driving finish for a grace period,
 then cancels them; either way every lease it holds is released on the way out.
+
+Why the token: the queue is a table in the run store, and anything that can write to the store
+(a tool's command, another program) could queue an approve-everything plan with nobody involved.
+Each gate report carries a token that only a reader of the paused checkpoint can know (see
+``ai_agent.nodes.gate``); ``submit_plan`` reads it from the paused checkpoint and attaches it, so
+honest callers never handle it, and the worker checks it against the paused checkpoint's
+interrupt value, not against anything in the plan's row.
 
 A worker needs the same tools (and model) the runs were made with: build it the same way, from
 options (``--tools``, ``--model``) or from your own factory (``ai-agent worker --app
@@ -42,10 +51,11 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ai_agent.checkpoints.plans import PlanRecord
 from ai_agent.checkpoints.store import check_thread_id
-from ai_agent.errors import AgentError, RunError, ThreadBusyError
+from ai_agent.errors import AgentError, PlanRefusedError, RunError, ThreadBusyError
 from ai_agent.graph.core import AgentCore, config_for
 from ai_agent.graph.result import RunResult
 from ai_agent.nodes.gate import parse_plan
+from ai_agent.observability.logs import engine_logger
 from ai_agent.state import UserPlan
 
 if TYPE_CHECKING:
@@ -57,6 +67,8 @@ __all__ = ["PlanOutcome", "Worker", "WorkerEvent", "WorkerMixin"]
 
 WorkerEvent = dict[str, Any]
 
+log = engine_logger("ai_agent.worker")
+
 
 @dataclass(frozen=True, slots=True)
 class PlanOutcome:
@@ -65,7 +77,8 @@ class PlanOutcome:
     Attributes:
         plan_id: The plan.
         thread_id: Its run.
-        status: ``done`` (the run was resumed with it) or ``failed`` (it was not; see ``error``).
+        status: ``done`` (the run was resumed with it), ``failed`` (it does not fit; see
+            ``error``) or ``refused`` (its gate token is missing or not the paused gate's).
         run_status: The run's status afterwards (completed, paused, failed, cancelled), when done.
         error: Why the plan failed, or how the run failed.
         seconds: Time from claiming the plan to recording its outcome.
@@ -73,7 +86,7 @@ class PlanOutcome:
 
     plan_id: int
     thread_id: str
-    status: Literal["done", "failed"]
+    status: Literal["done", "failed", "refused"]
     run_status: str | None = None
     error: str | None = None
     seconds: float = 0.0
@@ -96,11 +109,15 @@ class WorkerMixin(AgentCore):
         """Queue a plan for a run paused at the gate; a worker resumes the run with it.
 
         The plan is checked now, against the pending gate and this Agent's tools, so a mistake
-        is reported to the person who wrote it, not found later by a worker.
+        is reported to the person who wrote it, not found later by a worker. It is queued with
+        the token of the paused gate's report (read from the paused checkpoint), which the
+        worker requires: the plan answers that gate and no other.
 
         Raises:
             UnknownThreadError: no such run.
             InvalidPlanError: the plan does not fit the pending gate.
+            PlanRefusedError: it carries the token of another (earlier) gate, or the run is
+                paused at a gate of an older ai-agent, which hands out no token.
             NothingPendingError / RunError: the run is not paused at the gate, or a plan for
                 it is already queued.
 
@@ -126,9 +143,12 @@ class WorkerMixin(AgentCore):
         async with self._graph() as graph:
             snapshot = await graph.aget_state(config_for(thread_id))
         parsed = parse_plan(plan)
+        if parsed.gate_token is None and snapshot.interrupts:
+            token = snapshot.interrupts[0].value.get("token")
+            parsed = parsed.model_copy(update={"gate_token": token})
         # The checks of a resume: unknown thread, nothing pending, not waiting for a plan (a
-        # crashed run is resumed without one), a plan that does not fit the gate.
-        await self._resume_input(thread_id, snapshot, parsed)
+        # crashed run is resumed without one), a plan that does not fit the gate, its token.
+        await self._resume_input(thread_id, snapshot, parsed, token_required=True)
         plan_data = self.secrets.scrub(parsed.model_dump(mode="json"))  # kept in the queue
         return await self.store.submit_plan(
             thread_id, plan_data, gate_checkpoint_id=_checkpoint_id(snapshot)
@@ -160,6 +180,8 @@ class WorkerMixin(AgentCore):
                 return None
             try:
                 command = await self._plan_input(plan, reclaimed=reclaim)
+            except PlanRefusedError as exc:  # not from a reader of the report: the run waits
+                return await self._refuse(plan, str(exc), started)
             except AgentError as exc:  # the plan does not fit (any more): the run stays as it is
                 await self.store.finish_plan(plan["id"], status="failed", error=str(exc))
                 return PlanOutcome(
@@ -171,21 +193,37 @@ class WorkerMixin(AgentCore):
             if not handed_over:
                 await self.store.release(lease)
 
+    async def _refuse(self, plan: PlanRecord, reason: str, started: float) -> PlanOutcome:
+        """Record and log a plan that is not applied because of its gate token."""
+        log.warning(
+            "refused plan %d for run %s: %s",
+            plan["id"],
+            plan["thread_id"],
+            reason,
+            fields={"event": "plan_refused", "plan": plan["id"], "thread_id": plan["thread_id"]},
+        )
+        await self.store.finish_plan(plan["id"], status="refused", error=reason)
+        return PlanOutcome(
+            plan["id"], plan["thread_id"], "refused", error=reason, seconds=_since(started)
+        )
+
     async def _plan_input(self, plan: PlanRecord, *, reclaimed: bool) -> Command[Any] | None:
         thread_id = plan["thread_id"]
         async with self._graph() as graph:
             snapshot = await graph.aget_state(config_for(thread_id))
         gate = plan["gate_checkpoint_id"]
-        if snapshot.interrupts and gate and _checkpoint_id(snapshot) != gate:
-            raise RunError(
-                f"run {thread_id} has moved on since plan {plan['id']} was queued and waits at "
-                "another gate now; queue a plan for that one"
-            )
         if reclaimed and not snapshot.interrupts and snapshot.next:
             # The worker that claimed it applied it and died mid-run: continue from the last
             # checkpoint, as a resume after a crash does.
             return await self._resume_input(thread_id, snapshot, None)
-        return await self._resume_input(thread_id, snapshot, plan["plan"])
+        command = await self._resume_input(thread_id, snapshot, plan["plan"], token_required=True)
+        if gate and _checkpoint_id(snapshot) != gate:
+            # The row's own word only ever refuses a plan; what lets one through is its token.
+            raise PlanRefusedError(
+                f"the plan is stale: run {thread_id} has moved on since plan {plan['id']} was "
+                "queued and waits at another gate now; queue a plan for that one"
+            )
+        return command
 
     async def _drive_plan(
         self, plan: PlanRecord, command: Command[Any] | None, lease: Lease, started: float

@@ -5,6 +5,10 @@ journaled (intent before, outcome after), so a crash mid-call is found on resume
 call silently running twice. Calls that must wait stay in ``pending`` with the issue that stopped
 them; the gate then pauses for a plan and routes back here to settle them.
 
+Approvals arrive as grants (the gate turns a plan's approvals into them), bound to this run and to
+each call as the gate report showed it; a call-scoped grant is spent when its call runs. Every
+key here (journal, grants, the plan's deny list, tool messages) is the call's engine id.
+
 What the model gets back is bounded: an output longer than ``policy.max_output_chars`` is clipped
 (head and tail kept) before it enters the conversation and state, and its full text goes to the
 run store, named in the clipped text so a person (or a later tool) can fetch it.
@@ -34,7 +38,14 @@ from ai_agent.state import (
     ToolResult,
     TraceEvent,
 )
-from ai_agent.tools.policy import CallFacts, Verdict, is_granted, screen_call
+from ai_agent.tools.policy import (
+    CallFacts,
+    Verdict,
+    approved_at,
+    is_granted,
+    screen_call,
+    spend,
+)
 from ai_agent.tools.results import bound_output
 
 __all__ = ["ActUpdate", "act", "repair_used"]
@@ -47,6 +58,7 @@ class ActUpdate(TypedDict, total=False):
     messages: list[Message]
     results: list[ToolOutcome]
     issues: list[Issue]
+    grants: list[Grant]
     resolving: bool
     tools_used: list[str]
     active_tools: list[str]
@@ -58,8 +70,9 @@ def _latest_plan(state: RunState) -> dict[str, Any]:
     return plans[-1]["plan"] if plans else {}
 
 
-def _named(ids: list[str], call: ToolCall) -> bool:
-    return "*" in ids or call["id"] in ids
+def _named(ids: list[str], call: ToolCall, shown: set[str]) -> bool:
+    """The plan names this call, by its id or by "*" (which means the calls of the report)."""
+    return call["id"] in ids or ("*" in ids and call["id"] in shown)
 
 
 def repair_used(results: list[ToolOutcome], name: str, iteration: int) -> bool:
@@ -82,6 +95,10 @@ class _Cycle:
         self.iteration = state.get("iteration", 0)
         self.answered = bool(state.get("resolving"))
         self.plan = _latest_plan(state) if self.answered else {}
+        report = state.get("gate") if self.answered else None
+        # The report the plan answered: its token and the calls it showed.
+        self.token = report.get("token") if report else None
+        self.shown = {p["call"]["id"] for p in report["pending"]} if report else set()
         self.grants: list[Grant] = list(state.get("grants", []))
         self.used: list[str] = list(state.get("tools_used", []))
         self.active: list[str] = list(state.get("active_tools", []))
@@ -94,14 +111,16 @@ class _Cycle:
         missing = [k for k in info["requires_env"] if not _env(k)] if info else []
         review = context.tools.review(call) if info else {"problems": [], "escalate": None}
         escalation = review["escalate"]
+        thread = context.thread_id
         # A tool-wide grant was given for calls a person saw; it does not stretch to a call the
         # tool itself flags as needing a person (a destructive command).
-        granted = is_granted(call, self.grants, tool_wide=escalation is None)
-        journal = await context.journal.lookup(context.thread_id, self.iteration, call["id"])
-        approved_now = _named(self.plan.get("approve", []), call)
+        granted = is_granted(call, self.grants, thread_id=thread, tool_wide=escalation is None)
+        journal = await context.journal.lookup(thread, self.iteration, call["id"])
+        approved_now = self.token is not None and approved_at(
+            call, self.grants, thread_id=thread, gate=self.token
+        )
         rerun_approved = (
-            self.answered
-            and approved_now
+            approved_now
             and pending["blocked"] == "UNKNOWN_OUTCOME"
             and journal is not None
             and pending.get("attempt") == journal["attempt"]
@@ -117,9 +136,9 @@ class _Cycle:
                 missing_env=missing,
                 journal=journal,
                 answered=self.answered,
-                approved=granted or approved_now,
+                approved=granted,
                 rerun_approved=rerun_approved,
-                denied=_named(self.plan.get("deny", []), call),
+                denied=_named(self.plan.get("deny", []), call, self.shown),
                 problems=review["problems"],
                 repair_used=repair_used(results, call["name"], self.iteration),
                 escalation=escalation,
@@ -145,10 +164,19 @@ class _Cycle:
                 self.update["issues"].append(issue(verdict.code, verdict.message, call=call))
         else:
             result = await self.run(call)
-        if verdict.action in ("run", "reuse") and call["name"] not in self.used:
+        if verdict.action in ("run", "reuse"):
+            self.ran(call)
+        await self.record(call, result)
+
+    def ran(self, call: ToolCall) -> None:
+        """Note a call that ran: its tool has been used, its call approval is spent."""
+        if call["name"] not in self.used:
             self.used.append(call["name"])
             self.update["tools_used"] = list(self.used)
-        await self.record(call, result)
+        spent = spend(call, self.grants, thread_id=self.context.thread_id)
+        if spent is not None:
+            self.grants = spent
+            self.update["grants"] = list(spent)
 
     def wait(self, pending: PendingCall, verdict: Verdict) -> None:
         call = pending["call"]

@@ -2,7 +2,9 @@
 
 The model calls tools by their wire names (``fs__read_file``: OpenAI names allow no dots); the
 decision uses each tool's own name (``fs.read_file``), which is what state, grants, plans and the
-journal speak. The assistant message itself keeps what the model said.
+journal speak. The assistant message itself keeps what the model said. Calls are known by the
+engine's ids (given by draft), so two calls that share a model id are two calls here, each
+settled and answered on its own.
 """
 
 from __future__ import annotations
@@ -26,7 +28,9 @@ def canonical_call(call: ToolCall, tools: ToolBox) -> ToolCall:
     info = tools.info(call["name"])
     if info is None or info["name"] == call["name"]:
         return call
-    return ToolCall(id=call["id"], name=info["name"], args=call["args"])
+    named = ToolCall(**call)
+    named["name"] = info["name"]
+    return named
 
 
 class DecideUpdate(TypedDict, total=False):

@@ -7,10 +7,18 @@ Around the call, the run's Meter (when there is one) estimates the request, comp
 conversation when it reaches the trigger, and checks the budget: a call that could pass the run's
 token or cost limit is not made, and the gate gets a BUDGET issue instead. Token deltas of a
 streamed reply go to the run's event sink as ``model_delta`` events.
+
+The reply's tool calls enter state here, so here each gets the engine's own identity
+(`engine_call_id`): ``c<iteration>.<position>``, unique within the run and the same when a
+replay meets the same reply. The model's id is kept beside it (``model_id``), since the model
+must see its own ids again, but nothing trusts it: a model may reuse an id in a later reply or
+repeat one within a reply. The first draft of a run also draws the run's gate nonce (see
+``ai_agent.nodes.gate``).
 """
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Callable, Mapping
 from typing import Any, TypedDict, cast
 
@@ -33,11 +41,12 @@ from ai_agent.state import (
     Message,
     Replace,
     RunState,
+    ToolCall,
     TraceEvent,
     UsageRecord,
 )
 
-__all__ = ["DraftUpdate", "compose_messages", "draft"]
+__all__ = ["DraftUpdate", "compose_messages", "draft", "engine_call_id", "with_engine_ids"]
 
 # Model failures the gate can help with; anything else (an unreachable server, a broken script)
 # fails the run with a clear message and leaves the last checkpoint resumable.
@@ -60,7 +69,40 @@ class DraftUpdate(TypedDict, total=False):
     usage_log: list[UsageRecord]
     compactions: list[CompactionRecord]
     budget_allowance: dict[str, float]
+    gate_nonce: str
     trace: list[TraceEvent]
+
+
+def engine_call_id(iteration: int, position: int) -> str:
+    """The engine's id of the ``position``-th call of the reply drafted in cycle ``iteration``.
+
+    Each cycle drafts at most one reply, so the id is unique within the run.
+
+    Examples:
+        >>> engine_call_id(3, 0)
+        'c3.0'
+    """
+    return f"c{iteration}.{position}"
+
+
+def with_engine_ids(message: Message, iteration: int) -> Message:
+    """The reply with each tool call under the engine's id, the model's own kept as ``model_id``.
+
+    Examples:
+        >>> twice = [{"id": "call_1", "name": "t", "args": {}}] * 2
+        >>> reply = {"role": "assistant", "content": "", "tool_calls": twice}
+        >>> [(c["id"], c["model_id"]) for c in with_engine_ids(reply, 2)["tool_calls"]]
+        [('c2.0', 'call_1'), ('c2.1', 'call_1')]
+    """
+    calls = message.get("tool_calls")
+    if not calls:
+        return message
+    out = Message(**message)
+    out["tool_calls"] = [
+        ToolCall(id=engine_call_id(iteration, n), name=c["name"], args=c["args"], model_id=c["id"])
+        for n, c in enumerate(calls)
+    ]
+    return out
 
 
 def compose_messages(system_prompt: str, messages: list[Message]) -> list[Message]:
@@ -160,7 +202,15 @@ async def _prepare(
 @stage("draft")
 async def draft(state: RunState, *, runtime: Runtime[RunContext]) -> DraftUpdate:
     """Call the model once; a gated model failure becomes an issue instead of a reply."""
-    context = runtime.context
+    update = await _draft(state, runtime.context)
+    if not state.get("gate_nonce"):
+        # Drawn here, once per run, whatever the draft's outcome, never in the gate: the gate
+        # must stay a pure function of state, and every gate of a cycle comes after its draft.
+        update["gate_nonce"] = secrets.token_hex(16)
+    return update
+
+
+async def _draft(state: RunState, context: RunContext) -> DraftUpdate:
     early = _early_issues(state, context)
     if early is not None:
         return early
@@ -193,7 +243,7 @@ async def draft(state: RunState, *, runtime: Runtime[RunContext]) -> DraftUpdate
                 line = TraceEvent(stage="draft", iteration=iteration, status="error", detail=code)
                 return work.done(None, line, [issue(code, str(exc))])
         raise
-    message = reply["message"]
+    message = with_engine_ids(reply["message"], iteration)
     context.emit(
         {
             "type": "model_finished",

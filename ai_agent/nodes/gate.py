@@ -4,10 +4,19 @@ The plan comes from the ``query_user_plan`` hook when one is given (answered in-
 run pauses with one interrupt carrying the whole GateReport, and ``Agent.resume`` delivers the plan
 later, from any process. LangGraph re-runs this node from its first line on resume, so nothing
 before the interrupt has side effects: scoring is a pure function of state.
+
+Each report carries a token (`gate_token`) naming this gate of this run. It is a pure function of
+state too (the run's random nonce, the thread, the cycle and how many plans the run has had), so
+the report the re-run computes carries the very token the person was handed. Grants record the
+token of the gate they answered, and a plan that arrives through the queue must carry the token of
+the paused gate's report (`check_token`): a plan written by anything that did not read that
+report is refused.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 from collections.abc import Iterable
 from typing import Any, Literal, TypedDict
 
@@ -16,7 +25,7 @@ from langgraph.types import interrupt
 from pydantic import ValidationError
 
 from ai_agent.context import RunContext
-from ai_agent.errors import InvalidPlanError
+from ai_agent.errors import InvalidPlanError, PlanRefusedError
 from ai_agent.nodes._common import call_hook, hook_view, stage
 from ai_agent.observability.scopes import note_gate_plan
 from ai_agent.state import (
@@ -34,7 +43,15 @@ from ai_agent.state import (
 )
 from ai_agent.tools.policy import CANCELLED, grants_for
 
-__all__ = ["GateUpdate", "build_report", "check_plan", "gate", "parse_plan"]
+__all__ = [
+    "GateUpdate",
+    "build_report",
+    "check_plan",
+    "check_token",
+    "gate",
+    "gate_token",
+    "parse_plan",
+]
 
 _ADVICE = {
     "MISSING_ENV": "set the missing environment variable(s), then resume with a plan",
@@ -108,6 +125,37 @@ def _prompt(thread_id: str, report: GateReport) -> str:
     return "\n".join(lines)
 
 
+def _token(nonce: str, thread_id: str, iteration: int, answered: int) -> str:
+    blob = f"{nonce}\n{thread_id}\n{iteration}\n{answered}"
+    return hashlib.sha256(blob.encode()).hexdigest()[:32]
+
+
+def gate_token(state: RunState, thread_id: str) -> str:
+    """The token of the gate this state is at.
+
+    Distinct for every gate of a run: two gates of one cycle differ in the number of plans the
+    run had (each gate that intervenes ends with one more). Without the run's nonce (a run from
+    before gate tokens, until its next draft) it still names the gate, but anyone could compute
+    it, so the queue refuses plans for such a gate (`check_token`).
+
+    Examples:
+        >>> state = {"gate_nonce": "n", "iteration": 2, "plans": []}
+        >>> gate_token(state, "t") == gate_token(state, "t") != gate_token(state, "u")
+        True
+    """
+    answered = len(state.get("plans") or [])
+    return _token(state.get("gate_nonce") or "", thread_id, state.get("iteration", 0), answered)
+
+
+def _earlier_gate(state: RunState, thread_id: str, token: str) -> int | None:
+    """The cycle of an earlier gate of this run whose token this is, if any."""
+    nonce = state.get("gate_nonce") or ""
+    for answered, record in enumerate(state.get("plans") or []):
+        if hmac.compare_digest(token, _token(nonce, thread_id, record["iteration"], answered)):
+            return record["iteration"]
+    return None
+
+
 def build_report(
     state: RunState, *, thread_id: str, threshold: float, catalog: Iterable[str]
 ) -> GateReport:
@@ -124,6 +172,7 @@ def build_report(
         prompt="",
         options=_options(issues, pending, set(catalog)),
         pending=pending,
+        token=gate_token(state, thread_id),
     )
     report["prompt"] = _prompt(thread_id, report) if report["intervene"] else ""
     return report
@@ -159,6 +208,49 @@ def check_plan(plan: UserPlan, report: GateReport, catalog: Iterable[str]) -> No
         )
 
 
+def check_token(
+    plan: UserPlan, report: GateReport, state: RunState, thread_id: str, *, required: bool
+) -> None:
+    """Refuse a plan whose gate token is not the one the paused gate's report handed out.
+
+    ``report`` must be the paused checkpoint's interrupt value, never anything a plan's author
+    could write. A plan without a token passes unless ``required`` (the queue requires it: a
+    person resuming a run directly needs none).
+
+    Raises:
+        PlanRefusedError: the token is missing, is that of an earlier gate (stale), or was
+            never handed out; or the report cannot vouch for any token (an older ai-agent's).
+    """
+    given, expected = plan.gate_token, report.get("token")
+    if given is None and not required:
+        return
+    if expected is None or (required and not state.get("gate_nonce")):
+        raise PlanRefusedError(
+            f"run {thread_id} is paused at a gate of an older ai-agent, whose report hands out "
+            "no gate token; resume it directly (ai-agent resume THREAD ...) without a token"
+        )
+    if given is None:
+        raise PlanRefusedError(
+            "the plan carries no gate token, so nothing shows it was written by someone who saw "
+            f"the gate report of run {thread_id}; queue plans with Agent.submit_plan or "
+            "`ai-agent resume THREAD --queue`, which attach the token of the paused gate"
+        )
+    if hmac.compare_digest(given, expected):
+        return
+    earlier = _earlier_gate(state, thread_id, given)
+    if earlier is not None:
+        raise PlanRefusedError(
+            f"the plan is stale: its gate token is that of an earlier gate (cycle {earlier}) of "
+            f"run {thread_id}; the run has moved on and waits at another gate now; read its "
+            "report (ai-agent show THREAD) and queue a plan for that one"
+        )
+    raise PlanRefusedError(
+        f"the plan's gate token is not the one the gate report of run {thread_id} handed out, "
+        "so it was not written by someone who saw that report; queue plans with "
+        "Agent.submit_plan or `ai-agent resume THREAD --queue`"
+    )
+
+
 def _cancel_messages(pending: list[PendingCall], why: str) -> list[Message]:
     return [
         Message(role="tool", content=why, tool_call_id=p["call"]["id"], name=p["call"]["name"])
@@ -182,7 +274,7 @@ def _apply(
     report: GateReport,
     plan: UserPlan,
     source: Literal["resume", "hook"],
-    max_iterations: int,
+    context: RunContext,
 ) -> GateUpdate:
     iteration = state.get("iteration", 0)
     waiting = [p for p in state.get("pending", []) if p["blocked"]]
@@ -197,11 +289,18 @@ def _apply(
         update["stop_reason"] = "cancelled by plan"
         update["messages"] = _cancel_messages(waiting, CANCELLED)
         return update
+    # An approval reaches the calls of this report only ("*" included), each as it was shown:
+    # its engine id and the digest of its arguments, at this gate of this run.
     approved = [
-        p["call"] for p in waiting if "*" in plan.approve or p["call"]["id"] in plan.approve
+        p["call"]
+        for p in report["pending"]
+        if "*" in plan.approve or p["call"]["id"] in plan.approve
     ]
+    token = gate_token(state, context.thread_id)  # the report's, recomputed from the same state
     grants = list(state.get("grants", []))
-    grants += [grants_for(c, plan.grant_scope) for c in approved]
+    grants += [
+        grants_for(c, plan.grant_scope, thread_id=context.thread_id, gate=token) for c in approved
+    ]
     active = list(state.get("active_tools", []))
     active += [t for t in plan.activate_tools if t not in active]
     update["grants"] = grants
@@ -211,7 +310,7 @@ def _apply(
         return update
     if plan.instructions:
         update["messages"] = [Message(role="user", content=plan.instructions, kind="plan")]
-    if iteration >= max_iterations:
+    if iteration >= context.policy.max_iterations:
         update["stop_reason"] = "max_iterations"
     return update
 
@@ -283,7 +382,7 @@ async def gate(state: RunState, *, runtime: Runtime[RunContext]) -> GateUpdate:
             "data": {"source": source, "plan": taken},
         }
     )
-    update = _apply(state, report, plan, source, limit)
+    update = _apply(state, report, plan, source, context)
     line["status"] = "plan" if plan.allow_continue else "cancelled"
     line["detail"] = ", ".join(i["code"] for i in report["issues"])
     update["trace"] = [line]

@@ -18,9 +18,8 @@ Rules, in order:
    with an intent but no outcome crashed mid-way: read-only tools simply run again, any other
    waits for explicit approval (UNKNOWN_OUTCOME), and is cancelled if the plan did not approve it.
 6. Missing environment keys: the call waits (MISSING_ENV, AUTH severity) until they are set.
-7. Approval: ``deny`` cancels; a grant or the latest plan's approval runs the call. Otherwise the
-   call needs a person when any of these holds, and waits (APPROVAL_REQUIRED, severity 1.0) with
-   every reason in the issue:
+7. Approval: ``deny`` cancels; a grant runs the call. Otherwise the call needs a person when any
+   of these holds, and waits (APPROVAL_REQUIRED, severity 1.0) with every reason in the issue:
 
    - its category's policy is ``confirm`` or ``approve`` (the two differ only in wording:
      confirmation for external and note-taking tools, approval with a preview for changes);
@@ -34,6 +33,12 @@ Rules, in order:
 
    Unattended mode (``--yes``) waives all three; ``deny`` still holds. After a plan that did not
    approve the call, it is cancelled.
+
+Grants bind to exactly what a person was shown (see `ai_agent.state.Grant`): the run, the gate,
+the call's engine id (never the model's, which a model may repeat) and the digest of its canonical
+arguments (`args_hash`). A call-scoped grant covers that one call once; an ``args`` grant this
+tool with these arguments in this run; a ``tool`` grant this tool in this run, but not a call the
+tool escalates. Nothing a grant covers reaches another thread, a fork included.
 """
 
 from __future__ import annotations
@@ -52,18 +57,58 @@ __all__ = [
     "CANCELLED",
     "CallFacts",
     "Verdict",
+    "approved_at",
     "args_hash",
+    "canonical_args",
     "grants_for",
     "is_granted",
     "screen_call",
+    "spend",
 ]
 
 CANCELLED = "Tool execution cancelled"
 
 
+def _plain(value: object) -> bool:
+    """JSON data only: objects with string keys, arrays, strings, numbers, booleans, null."""
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _plain(v) for k, v in value.items())
+    if isinstance(value, list):
+        return all(_plain(v) for v in value)
+    return value is None or isinstance(value, str | int | float)
+
+
+def canonical_args(args: Mapping[str, object]) -> str | None:
+    """A call's arguments as canonical JSON (sorted keys), or None when they are not JSON data.
+
+    Examples:
+        >>> canonical_args({"b": 1, "a": [True, None]})
+        '{"a": [true, null], "b": 1}'
+        >>> canonical_args({"path": object()}) is None
+        True
+    """
+    return json.dumps(args, sort_keys=True, ensure_ascii=False) if _plain(dict(args)) else None
+
+
 def args_hash(args: Mapping[str, object]) -> str:
-    """A stable hash of a call's arguments (for exact-argument grants and the journal)."""
-    blob = json.dumps(args, sort_keys=True, ensure_ascii=False, default=str)
+    """The digest of a call's canonical arguments (grants, recorded calls, the replay's matching).
+
+    Arguments from a model are JSON data, and their digest is that of their canonical JSON.
+    Anything else (a direct caller's ``Path``, a tuple, a non-string key) is hashed in a domain
+    of its own, by type and ``repr``, so it can never share a digest with JSON data that merely
+    prints the same (``Path("x")`` and ``"x"``, ``{1: 0}`` and ``{"1": 0}``).
+
+    Examples:
+        >>> args_hash({"a": 1}) == args_hash({"a": 1})
+        True
+        >>> from pathlib import PurePosixPath
+        >>> args_hash({"p": PurePosixPath("x")}) == args_hash({"p": "x"})
+        False
+    """
+    blob = canonical_args(args)
+    if blob is None:
+        typed = sorted((repr(k), type(v).__qualname__, repr(v)) for k, v in args.items())
+        blob = "\0" + repr(typed)  # never the first character of JSON text
     return hashlib.sha256(blob.encode()).hexdigest()[:32]
 
 
@@ -78,30 +123,91 @@ class Verdict:
     attempt: float | None = None
 
 
-def is_granted(call: ToolCall, grants: Sequence[Grant], *, tool_wide: bool = True) -> bool:
-    """True when a stored grant covers this call (``tool_wide=False`` ignores tool grants)."""
-    digest: str | None = None
+def _live(grant: Grant, call: ToolCall, thread_id: str) -> bool:
+    """A grant of this run for this tool, not used up. Grants naming no run cover nothing."""
+    return (
+        bool(thread_id)
+        and grant.get("thread_id") == thread_id
+        and grant["tool"] == call["name"]
+        and not grant.get("spent")
+    )
+
+
+def _shown(grant: Grant, call: ToolCall, digest: str) -> bool:
+    """The grant was given for this very call, as the person saw it."""
+    return grant.get("call_id") == call["id"] and grant.get("args_hash") == digest
+
+
+def is_granted(
+    call: ToolCall, grants: Sequence[Grant], *, thread_id: str, tool_wide: bool = True
+) -> bool:
+    """True when a grant of run ``thread_id`` covers this call.
+
+    The call the person was shown is covered at any scope; beyond it, an ``args`` grant covers
+    calls of the tool with the same digest, a ``tool`` grant any call of the tool unless
+    ``tool_wide`` is False (the call is escalated).
+    """
+    digest = args_hash(call["args"])
     for grant in grants:
-        if grant["tool"] != call["name"]:
+        if not _live(grant, call, thread_id):
             continue
+        if _shown(grant, call, digest):
+            return True
+        if grant["scope"] == "args" and grant.get("args_hash") == digest:
+            return True
         if grant["scope"] == "tool" and tool_wide:
             return True
-        if grant["scope"] == "call" and grant["call_id"] == call["id"]:
-            return True
-        if grant["scope"] == "args":
-            digest = digest or args_hash(call["args"])
-            if grant["args_hash"] == digest:
-                return True
     return False
 
 
-def grants_for(call: ToolCall, scope: Literal["call", "tool", "args"]) -> Grant:
-    """The grant a plan's approval of ``call`` creates at the given scope."""
+def approved_at(call: ToolCall, grants: Sequence[Grant], *, thread_id: str, gate: str) -> bool:
+    """True when a person approved this very call at ``gate`` (the token of its report).
+
+    Only such an approval lets a call whose earlier attempt may have run go again: a grant from
+    an earlier gate approved one run of it, not a second one.
+    """
+    digest = args_hash(call["args"])
+    return any(
+        _live(g, call, thread_id) and g.get("gate") == gate and _shown(g, call, digest)
+        for g in grants
+    )
+
+
+def spend(call: ToolCall, grants: Sequence[Grant], *, thread_id: str) -> list[Grant] | None:
+    """The grants with the call-scoped ones that covered this call marked spent.
+
+    None when no grant changed. A call approval is good for one run of the call it was given
+    for: spent, it covers nothing, even if a call with the same id and arguments comes back.
+    """
+    digest = args_hash(call["args"])
+    used = [
+        g
+        for g in grants
+        if g["scope"] == "call" and _live(g, call, thread_id) and _shown(g, call, digest)
+    ]
+    if not used:
+        return None
+    return [_spent(g) if g in used else g for g in grants]
+
+
+def _spent(grant: Grant) -> Grant:
+    out = Grant(**grant)
+    out["spent"] = True
+    return out
+
+
+def grants_for(
+    call: ToolCall, scope: Literal["call", "tool", "args"], *, thread_id: str, gate: str
+) -> Grant:
+    """The grant a person's approval of ``call`` at ``gate`` of run ``thread_id`` creates."""
     return Grant(
         tool=call["name"],
         scope=scope,
-        call_id=call["id"] if scope == "call" else None,
-        args_hash=args_hash(call["args"]) if scope == "args" else None,
+        call_id=call["id"],
+        args_hash=args_hash(call["args"]),
+        thread_id=thread_id,
+        gate=gate,
+        spent=False,
     )
 
 
@@ -122,9 +228,9 @@ class CallFacts:
         missing_env: Environment keys the tool needs that are not set.
         journal: The journal's entry for this call, if any.
         answered: A plan has answered the gate this call waited at.
-        approved: The latest plan (or a grant) approved this call.
-        rerun_approved: The latest plan approved running again the very attempt whose outcome
-            is unknown (a grant, or an approval from before that attempt, never does).
+        approved: A grant covers this call (see `is_granted`).
+        rerun_approved: The person approved, at the gate just answered, running again the very
+            attempt whose outcome is unknown (a grant from an earlier gate never does).
         denied: The latest plan denied this call.
         problems: What is wrong with the arguments (empty: they fit the schema).
         repair_used: The model's previous call of this tool was already a schema violation.

@@ -19,6 +19,8 @@ import pytest
 from ai_agent import Agent, ToolCategory, ToolSpec
 from ai_agent.checkpoints import FORMAT_VERSION, DeltaSaver
 from ai_agent.config import AgentSettings
+from ai_agent.errors import PlanRefusedError
+from ai_agent.graph import Worker
 from ai_agent.testing import ScriptedModel
 from tests.checkpoints.conftest import config
 
@@ -79,6 +81,32 @@ async def test_a_run_paused_in_an_old_database_resumes(name: str, tmp_path: Path
         done = await agent.get_result("done")
         assert done.status == "completed" and done.final_text == "all noted"
     assert log == ["first", "second"]
+
+
+async def test_a_run_paused_before_gate_tokens_is_resumed_directly_not_queued(
+    tmp_path: Path,
+) -> None:
+    db = copy_of("delta_v2.sqlite", tmp_path)
+    log: list[str] = []
+    async with _agent(db, log) as agent:
+        paused = await agent.get_result("paused")
+        assert paused.gate is not None and "token" not in paused.gate  # an older ai-agent's
+        with pytest.raises(PlanRefusedError, match="older ai-agent") as refused:
+            await agent.submit_plan("paused", {"approve": ["*"]})
+        assert "resume it directly" in str(refused.value)
+        with pytest.raises(PlanRefusedError, match="older ai-agent"):
+            await agent.resume("paused", {"approve": ["*"], "gate_token": "0" * 32})
+        assert log == []
+        # Answered directly, the old run goes on; its next gates hand out tokens.
+        second = await agent.resume("paused", {"approve": ["*"]})
+        assert second.status == "paused" and log == ["first"]
+        assert second.gate is not None and len(second.gate["token"]) == 32
+        state = await agent.get_state("paused")
+        assert state["gate_nonce"] and [g["gate"] for g in state["grants"]]
+        queued = await agent.submit_plan("paused", {"approve": ["*"]})
+        assert queued["plan"]["gate_token"] == second.gate["token"]
+        (served,) = await Worker(agent).run(once=True)
+    assert served.run_status == "completed" and log == ["first", "second"]
 
 
 def test_the_import_runs_once_and_leaves_the_old_tables(tmp_path: Path) -> None:

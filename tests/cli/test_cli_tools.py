@@ -83,9 +83,9 @@ def test_output_prints_a_clipped_output(tmp_path: Path, capsys: pytest.CaptureFi
     )
     assert code == EXIT["completed"]
     capsys.readouterr()
-    assert main(["output", "o1", "out-1-call_0_0", "--db", db]) == 0
+    assert main(["output", "o1", "out-1-c1.0", "--db", db]) == 0
     assert capsys.readouterr().out == "BEGIN " + "y" * 20_000 + " END\n"
-    assert main(["output", "o1", "out-1-call_0_0", "--db", db, "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["ref"] == "out-1-call_0_0"
+    assert main(["output", "o1", "out-1-c1.0", "--db", db, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["ref"] == "out-1-c1.0"
     assert main(["output", "o1", "nope", "--db", db]) == EXIT["usage"]
-    assert "run o1 kept no output 'nope'; kept outputs: out-1-call_0_0" in capsys.readouterr().err
+    assert "run o1 kept no output 'nope'; kept outputs: out-1-c1.0" in capsys.readouterr().err

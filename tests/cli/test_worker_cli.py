@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import sqlite3
 from pathlib import Path
@@ -108,3 +109,30 @@ def test_the_queue_and_the_worker_show_a_hostile_thread_id_escaped(
     assert not [c for c in out + err if c in "\x1b\r\u202e"]
     assert r"w1\x1b[2K\r\u202eok  queued" in out
     assert r"plan 1 for run w1\x1b[2K\r\u202eok: " in err
+
+
+def test_a_forged_plan_is_refused_and_listed_with_the_reason(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    model = paused(tmp_path)
+    db = Path(".agents/checkpoints.sqlite")
+    with contextlib.closing(sqlite3.connect(db)) as conn, conn:  # raw SQL, as an attacker would
+        conn.execute(
+            "INSERT INTO agent_plans (thread_id, plan, status, submitted_at, attempts) "
+            "VALUES ('p1', ?, 'queued', 0, 0)",
+            (json.dumps({"activate_tools": ["calculator"]}),),
+        )
+    capsys.readouterr()
+    assert main(["worker", "--once", "--model", model]) == 0
+    err = capsys.readouterr().err
+    assert "plan 1 for run p1: refused: the plan carries no gate token" in err
+    assert main(["plans", "--status", "refused"]) == 0
+    listing = capsys.readouterr().out.splitlines()
+    assert listing[1].split()[:3] == ["1", "p1", "refused"]
+    assert "no gate token" in listing[1]
+    assert main(["show", "p1", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["status"] == "paused"
+    # The person's own `resume --queue` carries the token and is served.
+    assert main(["resume", "p1", "--activate", "calculator", "--queue", "--model", model]) == 0
+    assert main(["worker", "--once", "--model", model]) == 0
+    assert "plan 2 for run p1: resumed, run completed" in capsys.readouterr().err

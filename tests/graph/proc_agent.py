@@ -1,6 +1,9 @@
 """A process that runs or resumes one agent run, for the multi-process tests.
 
-Usage: python proc_agent.py DB WORKDIR run|resume THREAD [PLAN_JSON]
+Usage: python proc_agent.py DB WORKDIR run|resume|submit|worker THREAD [PLAN_JSON]
+
+``submit`` queues the plan for the thread (``Agent.submit_plan``) and prints the plan row;
+``worker`` serves the plan queue once (``Worker.run(once=True)``) and prints the outcomes.
 
 The ``effect`` tool appends a line to WORKDIR/effects.txt (its side effect), first writing
 WORKDIR/started.txt, and sleeps EFFECT_SLEEP seconds in between (or, with EFFECT_WAIT_FOR_RELEASE
@@ -21,6 +24,7 @@ from typing import Any
 from ai_agent import Agent, ToolCategory, ToolSpec
 from ai_agent.config import AgentSettings
 from ai_agent.errors import NothingPendingError, ThreadBusyError
+from ai_agent.graph import Worker
 from ai_agent.testing import ScriptedModel
 
 CODES = {"completed": 0, "failed": 1, "paused": 3, "cancelled": 4}
@@ -64,6 +68,13 @@ def main() -> int:
         settings=AgentSettings(),
         unattended=os.environ.get("UNATTENDED") == "1",
     )
+    if mode == "submit":
+        print(json.dumps(asyncio.run(agent._closing(agent.submit_plan(thread, plan or {})))))
+        return 0
+    if mode == "worker":
+        outcomes = asyncio.run(agent._closing(Worker(agent).run(once=True)))
+        print(json.dumps([o.to_dict() for o in outcomes]))
+        return 0
     try:
         if mode == "run":
             result = asyncio.run(agent.run("write hello", thread_id=thread))

@@ -153,8 +153,8 @@ async def test_skipped_calls_still_get_a_tool_message(make_agent: MakeAgent) -> 
     result = await agent.run("two notes")
     messages = (await agent.get_state(result.thread_id))["messages"]
     tool_ids = [m["tool_call_id"] for m in messages if m["role"] == "tool"]
-    assert sorted(tool_ids) == ["call_0_0", "call_0_1"]
-    skipped = next(m for m in messages if m.get("tool_call_id") == "call_0_1")
+    assert sorted(tool_ids) == ["c1.0", "c1.1"]  # the engine's ids
+    skipped = next(m for m in messages if m.get("tool_call_id") == "c1.1")
     assert skipped["content"].startswith("Skipped: one action per cycle")
 
 
@@ -289,11 +289,11 @@ async def test_resume_of_a_paused_run_needs_a_valid_plan(make_agent: MakeAgent) 
     with pytest.raises(InvalidPlanError, match="no tool 'ghost' in the catalog"):
         await agent.resume(paused.thread_id, UserPlan(activate_tools=["ghost"]))
     with pytest.raises(InvalidPlanError, match="both approved and denied"):
-        await agent.resume(paused.thread_id, UserPlan(approve=["call_0_0"], deny=["call_0_0"]))
+        await agent.resume(paused.thread_id, UserPlan(approve=["c1.0"], deny=["c1.0"]))
     # Each bad plan left the interrupt pending: the run is still paused and nothing ran.
     still = await agent.get_result(paused.thread_id)
     assert still.status == "paused" and log == []
-    done = await agent.resume(paused.thread_id, UserPlan(approve=["call_0_0"]))
+    done = await agent.resume(paused.thread_id, UserPlan(approve=["c1.0"]))
     assert done.status == "completed" and len(log) == 1
 
 

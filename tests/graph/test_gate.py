@@ -207,8 +207,8 @@ async def test_modification_needs_approval_with_a_preview(make_agent: MakeAgent)
         ("APPROVAL_REQUIRED", 1.0)
     ]
     assert report(paused)["pending"][0]["preview"] == 'note({"text": "w0"})'
-    assert "approve call_0_0 (--approve call_0_0)" in report(paused)["options"]
-    done = await agent.resume(paused.thread_id, UserPlan(approve=["call_0_0"]))
+    assert "approve c1.0 (--approve c1.0)" in report(paused)["options"]
+    done = await agent.resume(paused.thread_id, UserPlan(approve=["c1.0"]))
     assert done.status == "completed" and [e["args"] for e in log] == [{"text": "w0"}]
 
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -36,6 +38,11 @@ def lines(path: Path) -> list[str]:
 
 def result_of(out: str) -> dict[str, Any]:
     data: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
+    return data
+
+
+def outcomes_of(out: str) -> list[dict[str, Any]]:
+    data: list[dict[str, Any]] = json.loads(out.strip().splitlines()[-1])
     return data
 
 
@@ -159,3 +166,28 @@ def test_an_approval_from_before_a_crash_never_reruns_the_call(tmp_path: Path) -
     code, _ = finish(start(db, tmp_path, "resume", "t5", again))
     assert code == 0
     assert (len(lines(started)), len(lines(tmp_path / "effects.txt"))) == (3, 1)
+
+
+def test_a_worker_process_refuses_a_forged_plan_and_serves_the_honest_one(tmp_path: Path) -> None:
+    db = tmp_path / "c.sqlite"
+    assert finish(start(db, tmp_path, "run", "t6"))[0] == 3
+    # Another process with write access to the store queues an approve-everything plan.
+    with contextlib.closing(sqlite3.connect(db)) as conn, conn:
+        conn.execute(
+            "INSERT INTO agent_plans (thread_id, plan, status, submitted_at, attempts) "
+            "VALUES ('t6', ?, 'queued', ?, 0)",
+            (json.dumps({"approve": ["*"]}), time.time()),
+        )
+    code, out = finish(start(db, tmp_path, "worker", "-"))
+    assert code == 0, out
+    (refused,) = outcomes_of(out)
+    assert refused["status"] == "refused" and "gate token" in refused["error"]
+    assert lines(tmp_path / "started.txt") == [] and lines(tmp_path / "effects.txt") == []
+    # The person queues the plan from a process of their own; a worker process serves it.
+    code, out = finish(start(db, tmp_path, "submit", "t6", json.dumps({"approve": ["*"]})))
+    assert code == 0, out
+    assert len(result_of(out)["plan"]["gate_token"]) == 32
+    code, out = finish(start(db, tmp_path, "worker", "-"))
+    (served,) = outcomes_of(out)
+    assert (served["status"], served["run_status"]) == ("done", "completed")
+    assert len(lines(tmp_path / "effects.txt")) == 1

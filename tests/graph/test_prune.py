@@ -57,7 +57,7 @@ async def test_prune_reclaims_space(make_agent: MakeAgent, db: Path) -> None:
     assert report.bytes_after < report.bytes_before / 2
     assert not (await agent.store.model_calls(result.thread_id))
     assert (await agent.get_result(result.thread_id)).final_text == "done"
-    assert await agent.store.lookup(result.thread_id, 1, "call_0_0") is None  # journal gone
+    assert await agent.store.lookup(result.thread_id, 1, "c1.0") is None  # journal gone
 
 
 async def test_prune_keeps_the_recording_a_kept_fork_needs(make_agent: MakeAgent) -> None:

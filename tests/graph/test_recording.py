@@ -64,7 +64,7 @@ async def test_model_and_tool_calls_are_recorded_with_their_step(make_agent: Mak
 
     (tool,) = tools
     assert (tool["step"], tool["stage"], tool["iteration"]) == (5, "act", 1)
-    assert tool["call"] == {"id": "call_0_0", "name": "calculator", "args": {"expression": "6*7"}}
+    assert tool["call"] == {"id": "c1.0", "name": "calculator", "args": {"expression": "6*7"}}
     assert tool["args_hash"] == args_hash({"expression": "6*7"})
     assert tool["result"]["content"] == "42" and tool["duration_ms"] >= 0
 

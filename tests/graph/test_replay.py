@@ -168,7 +168,8 @@ async def test_a_tool_call_the_original_never_made_stops_the_replay(
     assert [e["args"]["text"] for e in log] == ["a"]  # nothing ran during the replay
     # The refused call is not left in the journal as "may have run".
     state = await agent.get_state(replay.thread_id)
-    assert await agent.store.lookup(replay.thread_id, state["iteration"], "call_0_1") is None
+    iteration = state["iteration"]
+    assert await agent.store.lookup(replay.thread_id, iteration, f"c{iteration}.1") is None
 
 
 async def test_live_replay_calls_the_model_and_tools_again(

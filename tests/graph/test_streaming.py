@@ -88,7 +88,7 @@ async def test_a_run_streams_stages_tokens_tool_output_and_the_answer(
     assert "".join(e.text for e in output if e.stream == "stderr") == "✓ done\n"
     started = next(e for e in events if isinstance(e, ToolStarted))
     finished = next(e for e in events if isinstance(e, ToolFinished))
-    assert started.call_id == finished.call_id == output[0].call_id == "call_0_0"
+    assert started.call_id == finished.call_id == output[0].call_id == "c1.0"
     assert finished.status == "ok"
     order = kinds(events)
     assert order.index("ToolStarted") < order.index("ToolOutput") < order.index("ToolFinished")

@@ -288,7 +288,7 @@ async def test_large_outputs_are_clipped_and_kept_in_the_run_store(make_agent: M
     result = await agent.run("dump it")
     shown = seen[0]
     assert len(shown) < 1200 and shown.startswith("HEAD") and shown.endswith("TAIL")
-    ref = "out-1-call_0_0"
+    ref = "out-1-c1.0"
     assert f"the full output is kept as {ref} (ai-agent output {result.thread_id} {ref})" in shown
     state = await agent.get_state(result.thread_id)
     kept = state["results"][0]["result"]

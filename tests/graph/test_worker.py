@@ -4,6 +4,12 @@ cases are in tests/postgres/)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
+import logging
+import sqlite3
+import time
+from pathlib import Path
 from typing import Any, cast
 
 import pytest
@@ -13,6 +19,7 @@ from ai_agent.checkpoints import RunStore
 from ai_agent.errors import (
     InvalidPlanError,
     NothingPendingError,
+    PlanRefusedError,
     RunError,
     UnknownThreadError,
 )
@@ -95,7 +102,7 @@ async def test_a_plan_for_a_gate_the_run_has_left_is_not_applied(make_agent: Mak
             "UPDATE agent_plans SET gate_checkpoint_id = 'older' WHERE id = ?", (plan["id"],)
         )
     (outcome,) = await Worker(agent).run(once=True)
-    assert outcome.status == "failed" and "has moved on" in str(outcome.error)
+    assert outcome.status == "refused" and "has moved on" in str(outcome.error)
     assert log == []
 
 
@@ -170,3 +177,95 @@ def test_worker_options_are_checked(make_agent: MakeAgent) -> None:
         Worker(make_agent(), concurrency=0)
     with pytest.raises(RunError, match="poll"):
         Worker(make_agent(), poll=0)
+
+
+# Plan tokens: only a plan written by someone who saw the gate report is applied ---------------
+
+
+def forge(db: Path, thread_id: str, plan: dict[str, Any], gate_checkpoint_id: str | None) -> None:
+    """Insert a plan row as an attacker with write access to the store would: raw SQL."""
+    with contextlib.closing(sqlite3.connect(db)) as conn, conn:
+        conn.execute(
+            "INSERT INTO agent_plans (thread_id, plan, status, gate_checkpoint_id, submitted_at, "
+            "attempts) VALUES (?, ?, 'queued', ?, ?, 0)",
+            (thread_id, json.dumps(plan), gate_checkpoint_id, time.time()),
+        )
+
+
+@pytest.mark.parametrize(
+    "plan",
+    [APPROVE, {**APPROVE, "gate_token": "0" * 32}, {**APPROVE, "approve_everything": True}],
+    ids=["no-token", "guessed-token", "not-a-plan"],
+)
+async def test_a_plan_row_written_into_the_store_is_refused(
+    make_agent: MakeAgent, db: Path, caplog: pytest.LogCaptureFixture, plan: dict[str, Any]
+) -> None:
+    log: list[dict[str, Any]] = []
+    agent = gated(make_agent, log)
+    paused = await agent.run("note it")
+    record = await agent.store.get_run(paused.thread_id)
+    assert record is not None
+    snapshot_id = (await agent.ahistory(paused.thread_id))[-1].checkpoint_id
+    forge(db, paused.thread_id, plan, snapshot_id)  # even naming the right checkpoint
+    caplog.set_level(logging.WARNING, logger="ai_agent")
+    events: list[WorkerEvent] = []
+    (outcome,) = await Worker(gated(make_agent, log), on_event=events.append).run(once=True)
+    assert outcome.status == "refused" and log == []  # the gated call did not run
+    assert "gate token" in str(outcome.error) or "written into the queue" in str(outcome.error)
+    assert [e["type"] for e in events] == ["refused"]
+    assert (await agent.get_result(paused.thread_id)).status == "paused"
+    (row,) = await agent.list_plans()
+    assert (row["status"], row["error"]) == ("refused", outcome.error)
+    (warning,) = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert f"refused plan {row['id']} for run {paused.thread_id}" in warning.getMessage()
+    # The honest path still works: submit_plan attaches the token of the paused gate.
+    queued = await agent.submit_plan(paused.thread_id, APPROVE)
+    assert queued["plan"]["gate_token"] == gate_token_of(paused)
+    (done,) = await Worker(gated(make_agent, log)).run(once=True)
+    assert (done.status, done.run_status) == ("done", "completed") and len(log) == 1
+
+
+def gate_token_of(result: Any) -> str:
+    token: str = result.gate["token"]
+    assert len(token) == 32
+    return token
+
+
+async def test_a_plan_for_an_earlier_gate_is_refused_as_stale(make_agent: MakeAgent) -> None:
+    log: list[dict[str, Any]] = []
+    turns = [call("note", text="one"), call("note", text="two"), text("done")]
+    agent = make_agent(turns, tools=[recorder(log, category=ToolCategory.MODIFICATION)])
+    first = await agent.run("two notes")
+    queued = await agent.submit_plan(first.thread_id, APPROVE)
+    old_token = queued["plan"]["gate_token"]
+    assert old_token == gate_token_of(first)
+    # Someone answers the first gate directly; the run moves on to a second gate.
+    second = await agent.resume(first.thread_id, APPROVE)
+    assert second.status == "paused" and len(log) == 1
+    assert gate_token_of(second) != old_token
+    (outcome,) = await Worker(agent).run(once=True)
+    assert outcome.status == "refused" and len(log) == 1
+    assert "stale" in str(outcome.error) and "earlier gate" in str(outcome.error)
+    with pytest.raises(PlanRefusedError, match="stale"):
+        await agent.submit_plan(first.thread_id, {**APPROVE, "gate_token": old_token})
+    with pytest.raises(PlanRefusedError, match="stale"):
+        await agent.resume(first.thread_id, {**APPROVE, "gate_token": old_token})
+    assert len(log) == 1
+    await agent.submit_plan(first.thread_id, APPROVE)
+    (done,) = await Worker(agent).run(once=True)
+    assert done.run_status == "completed" and len(log) == 2
+
+
+async def test_the_gate_token_survives_the_gate_being_run_again(make_agent: MakeAgent) -> None:
+    agent = gated(make_agent, [])
+    paused = await agent.run("note it")
+    token = gate_token_of(paused)
+    # A plan that fails validation leaves the interrupt pending; the token still holds.
+    with pytest.raises(InvalidPlanError):
+        await agent.resume(paused.thread_id, {"approve": ["nope"], "gate_token": token})
+    done = await agent.resume(paused.thread_id, {**APPROVE, "gate_token": token})
+    assert done.status == "completed"
+    state = await agent.get_state(paused.thread_id)
+    # The grant was made by the gate's re-run, from the report it computed again: same token.
+    assert [g["gate"] for g in state["grants"]] == [token]
+    assert state["plans"][-1]["plan"]["gate_token"] == token

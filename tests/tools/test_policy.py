@@ -3,13 +3,24 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
+from ai_agent.checkpoints.versions import upgrade_state
 from ai_agent.context import ToolInfo
-from ai_agent.state import ToolCall
-from ai_agent.tools.policy import CANCELLED, CallFacts, grants_for, is_granted, screen_call
+from ai_agent.state import Grant, ToolCall
+from ai_agent.tools.policy import (
+    CANCELLED,
+    CallFacts,
+    approved_at,
+    args_hash,
+    canonical_args,
+    grants_for,
+    is_granted,
+    screen_call,
+    spend,
+)
 
 CALL: ToolCall = {"id": "c1", "name": "web", "args": {"q": "x"}}
 APPROVALS: dict[str, Any] = {
@@ -113,16 +124,82 @@ def test_note_taking_confirmation_is_optional_by_policy() -> None:
     assert verdict.message == "web is a note_taking tool and needs confirmation"
 
 
+RUN = "thread-1"
+
+
+def grant(scope: Any, call: ToolCall = CALL, **kw: Any) -> Grant:
+    made: Any = {**grants_for(call, scope, thread_id=RUN, gate="g1"), **kw}
+    return cast(Grant, made)
+
+
+def test_a_grant_covers_the_call_it_was_shown_at_any_scope() -> None:
+    for scope in ("call", "args", "tool"):
+        assert is_granted(CALL, [grant(scope)], thread_id=RUN, tool_wide=False)
+        assert grant(scope)["call_id"] == "c1"
+        assert grant(scope)["args_hash"] == args_hash(CALL["args"])
+
+
 def test_tool_wide_grants_can_be_ignored_for_escalated_calls() -> None:
-    tool_grant = grants_for(CALL, "tool")
-    call_grant = grants_for(CALL, "call")
-    args_grant = grants_for(CALL, "args")
-    assert is_granted(CALL, [tool_grant])
-    assert not is_granted(CALL, [tool_grant], tool_wide=False)
-    assert is_granted(CALL, [call_grant], tool_wide=False)
-    assert is_granted(CALL, [args_grant], tool_wide=False)
-    other: ToolCall = {"id": "c2", "name": "web", "args": {"q": "y"}}
-    assert not is_granted(other, [args_grant, call_grant], tool_wide=False)
+    later: ToolCall = {"id": "c2", "name": "web", "args": {"q": "x"}}
+    assert is_granted(later, [grant("tool")], thread_id=RUN)
+    assert not is_granted(later, [grant("tool")], thread_id=RUN, tool_wide=False)
+    assert is_granted(later, [grant("args")], thread_id=RUN, tool_wide=False)
+    assert not is_granted(later, [grant("call")], thread_id=RUN)
+    other: ToolCall = {"id": "c3", "name": "web", "args": {"q": "y"}}
+    assert not is_granted(other, [grant("args"), grant("call")], thread_id=RUN, tool_wide=False)
+
+
+def test_a_call_grant_binds_to_the_call_id_and_its_arguments() -> None:
+    swapped: ToolCall = {"id": "c1", "name": "web", "args": {"q": "rm -rf"}}
+    assert not is_granted(swapped, [grant("call")], thread_id=RUN)
+    renamed: ToolCall = {"id": "c1", "name": "shell", "args": {"q": "x"}}
+    assert not is_granted(renamed, [grant("call")], thread_id=RUN)
+
+
+def test_grants_never_reach_another_run_and_old_grants_cover_nothing() -> None:
+    for scope in ("call", "args", "tool"):
+        assert not is_granted(CALL, [grant(scope)], thread_id="thread-2")
+    legacy: Any = {"tool": "web", "scope": "tool", "call_id": None, "args_hash": None}
+    assert not is_granted(CALL, [legacy], thread_id=RUN)
+    (upgraded,) = upgrade_state({"grants": [legacy]}, 1)["grants"]
+    assert (upgraded["thread_id"], upgraded["gate"], upgraded["spent"]) == (None, None, False)
+    assert not is_granted(CALL, [upgraded], thread_id=RUN)
+    assert not is_granted(CALL, [grant("tool")], thread_id="")
+    assert upgrade_state({"task": "t"}, 1) == {"task": "t"}
+
+
+def test_a_call_grant_is_spent_by_its_run_and_the_broader_ones_are_not() -> None:
+    grants = [grant("call"), grant("tool"), grant("call", thread_id="thread-2")]
+    spent = spend(CALL, grants, thread_id=RUN)
+    assert spent is not None
+    assert [g["spent"] for g in spent] == [True, False, False]
+    assert not is_granted(CALL, spent[:1], thread_id=RUN)
+    assert spend(CALL, spent, thread_id=RUN) is None  # nothing left to spend
+    assert spend(CALL, [grant("tool")], thread_id=RUN) is None
+
+
+def test_an_approval_at_a_gate_is_that_gates_only() -> None:
+    grants = [grant("call")]
+    assert approved_at(CALL, grants, thread_id=RUN, gate="g1")
+    assert not approved_at(CALL, grants, thread_id=RUN, gate="g2")
+    assert not approved_at(CALL, grants, thread_id="thread-2", gate="g1")
+    assert not approved_at(CALL, [grant("call", spent=True)], thread_id=RUN, gate="g1")
+
+
+def test_the_argument_digest_is_canonical_and_never_confuses_json_with_objects() -> None:
+    from pathlib import PurePosixPath
+
+    assert canonical_args({"b": 1, "a": {"y": [1.5, None], "x": True}}) == (
+        '{"a": {"x": true, "y": [1.5, null]}, "b": 1}'
+    )
+    assert args_hash({"b": 1, "a": 2}) == args_hash({"a": 2, "b": 1})
+    assert canonical_args({"p": PurePosixPath("x")}) is None
+    assert canonical_args({"k": {1: "a"}}) is None
+    assert canonical_args({"t": (1, 2)}) is None
+    assert args_hash({"p": PurePosixPath("x")}) != args_hash({"p": "x"})
+    assert args_hash({"k": {1: "a"}}) != args_hash({"k": {"1": "a"}})
+    assert args_hash({"t": (1, 2)}) != args_hash({"t": [1, 2]})
+    assert args_hash({"p": PurePosixPath("x")}) == args_hash({"p": PurePosixPath("x")})
 
 
 def test_an_unknown_outcome_is_never_rerun_on_an_earlier_approval() -> None:
@@ -134,9 +211,8 @@ def test_an_unknown_outcome_is_never_rerun_on_an_earlier_approval() -> None:
         "result": None,
         "attempt": 5.0,
     }
-    grant = grants_for(CALL, "tool")
     for stale in (
-        facts("modification", journal=entry, grants=[grant], approved=True),
+        facts("modification", journal=entry, grants=[grant("tool")], approved=True),
         facts("modification", journal=entry, answered=True, approved=True),
         facts("modification", journal=entry, unattended=True),
     ):
