@@ -658,7 +658,8 @@ class AgentCore:
         limit keeps a mistaken paste (a log file as instructions) from filling the database.
         """
         limit = self.settings.max_plan_chars
-        size = len(plan.model_dump_json())
+        # The gate token is the engine's, attached on the way to the queue: count what was written.
+        size = len(plan.model_dump_json(exclude={"gate_token"}))
         if size > limit:
             raise InvalidPlanError(
                 f"the plan is {size:,} characters long, more than the {limit:,} allowed "

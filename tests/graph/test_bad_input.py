@@ -184,7 +184,7 @@ async def test_a_plan_past_the_limit_is_refused_and_the_run_stays_paused(db: Pat
     )
     paused = await agent.run("add")
     big = {"instructions": "y" * 6000, "activate_tools": ["calculator"]}
-    size = len(UserPlan(**big).model_dump_json())
+    size = len(UserPlan(**big).model_dump_json(exclude={"gate_token"}))
     for attempt in (agent.resume, agent.submit_plan):
         with pytest.raises(InvalidPlanError) as caught:
             await attempt(paused.thread_id, big)

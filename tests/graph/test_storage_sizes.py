@@ -57,13 +57,13 @@ async def test_a_50_mb_tool_output_is_stored_once(db: Path) -> None:
         before = settled_size(db)
         done = await agent.run("dump it", thread_id="big")
         assert done.status == "completed"
-        full = await agent.tool_output("big", "out-1-call_0_0")
+        full = await agent.tool_output("big", "out-1-c1.0")
         assert len(full) == 50 * MB + 8 and full.endswith("xTAIL")
         # The journal, the recorded call and the state hold the bounded result naming it.
         (recorded,) = await agent.store.tool_calls("big")
-        assert recorded["result"]["meta"]["output_ref"] == "out-1-call_0_0"
+        assert recorded["result"]["meta"]["output_ref"] == "out-1-c1.0"
         assert len(json.dumps(recorded)) < 20_000
-        journal = await agent.store.lookup("big", 1, "call_0_0")
+        journal = await agent.store.lookup("big", 1, "c1.0")
         assert journal is not None and journal["result"] == recorded["result"]
         state = await agent.get_state("big")
         assert state["results"][0]["result"] == recorded["result"]
@@ -87,7 +87,7 @@ async def test_a_replay_of_a_run_with_a_clipped_output_sees_what_the_run_saw(db:
         seen = [
             (await agent.get_state(t))["messages"][-2]["content"] for t in ("t1", replay.thread_id)
         ]
-    assert seen[0] == seen[1] and "(ai-agent output t1 out-1-call_0_0)" in seen[0]
+    assert seen[0] == seen[1] and "(ai-agent output t1 out-1-c1.0)" in seen[0]
 
 
 def plan_agent(db: Path, **settings: Any) -> Agent:
