@@ -664,6 +664,11 @@ class FileToolsConfig(_Section):
     respect_gitignore: bool = Field(
         default=True, description="glob and grep skip what .gitignore files ignore."
     )
+    allow_hard_links: bool = Field(
+        default=False,
+        description="Read files that have more than one hard link (another name, possibly "
+        "outside base_dir); off: such files are refused.",
+    )
 
     @field_validator("allowed_extensions", "denied_extensions")
     @classmethod

@@ -35,7 +35,7 @@ import re
 import shutil
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -97,6 +97,14 @@ _BWRAP_ETC = (
     "bash.bashrc",
     "mime.types",
 )
+
+
+_SANDBOX_NOTE = {
+    "bwrap": "It runs sandboxed: only the workspace is writable, no network, and the engine's "
+    "own state is not visible.",
+    "none": "It runs without an OS sandbox: it can read and change whatever the engine's user "
+    "can, the engine's own state included.",
+}
 
 
 def _destructive(parsed: Parsed) -> list[str]:
@@ -265,7 +273,7 @@ class BashTool:
         command = str(args.get("command", ""))
         where = args.get("working_dir") or "."
         timeout = self._timeout(args)
-        mode = ", sandboxed (bwrap)" if self.config.sandbox == "bwrap" else ""
+        mode = ", sandboxed (bwrap)" if self.config.sandbox == "bwrap" else ", no OS sandbox"
         lines = [f"run_bash in {where} (timeout {timeout:g}s{mode}):", f"$ {command}"]
         env = args.get("env")
         if isinstance(env, dict) and env:
@@ -308,13 +316,34 @@ class BashTool:
                 "bubblewrap (bwrap) is not installed; install the Debian package 'bubblewrap' "
                 "or set tool_config.bash.sandbox = 'none'",
             )
+        masks = self._masks()
         return [
             bwrap,
-            *bwrap_arguments(self.box.base, cwd, self.config.readonly_paths),
+            *bwrap_arguments(self.box.base, cwd, self.config.readonly_paths, masks),
             "/bin/bash",
             "-c",
             command,
         ]
+
+    def _masks(self) -> list[Path]:
+        """The folders of the engine's state to hide inside the sandbox (see `bwrap_arguments`).
+
+        Resolved again for each command, so the masks follow the state wherever symlinks now
+        put it. A file of the engine's with a second hard link could have that name anywhere
+        in the workspace, where no mask can find it: the command is refused instead.
+        """
+        if not self.box.protected:
+            return []
+        state = self.box.protected.current()
+        linked = state.linked()
+        if linked:
+            raise SandboxError(
+                "PROTECTED_PATH",
+                f"not run: {linked[0].what} ({linked[0].path}) has more than one hard link, and "
+                "the other name may lie in the workspace; remove the extra link first",
+            )
+        shown = [self.box.base, *(Path(os.path.realpath(p)) for p in self.config.readonly_paths)]
+        return state.masks(shown)
 
     async def run(self, args: dict[str, Any], ctx: dict[str, Any]) -> ToolResult:
         """The tool function."""
@@ -483,9 +512,19 @@ def root_dirs(tops: tuple[str, ...]) -> list[str]:
     return args
 
 
-def bwrap_arguments(base: Path, cwd: Path, readonly: list[Path]) -> list[str]:
-    """Bubblewrap options: system read-only, ``base`` writable, no network, private /tmp."""
-    args = ["--die-with-parent", "--new-session", "--unshare-all", "--ro-bind", "/usr", "/usr"]
+def bwrap_arguments(
+    base: Path, cwd: Path, readonly: list[Path], masks: Sequence[Path] = ()
+) -> list[str]:
+    """Bubblewrap options: system read-only, ``base`` writable, no network, private /tmp.
+
+    ``masks`` (the engine's state inside what is shown) each get an empty tmpfs, mounted after
+    ``base`` so it covers what ``base`` shows there; files created there later land in the
+    tmpfs too. The command has no capabilities (``--cap-drop ALL``: when the engine runs as
+    root, bubblewrap would otherwise leave them, and with them ``umount`` of a mask), and may
+    not create user namespaces of its own.
+    """
+    args = ["--die-with-parent", "--new-session", "--unshare-all", "--unshare-user"]
+    args += ["--disable-userns", "--cap-drop", "ALL", "--ro-bind", "/usr", "/usr"]
     args += root_dirs(("bin", "sbin", "lib", "lib32", "lib64", "libx32"))
     for name in _BWRAP_ETC:
         args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
@@ -493,7 +532,10 @@ def bwrap_arguments(base: Path, cwd: Path, readonly: list[Path]) -> list[str]:
         args += ["--ro-bind-try", str(path), str(path)]
     # /tmp inside the sandbox is a private tmpfs, not the host's.
     args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]  # noqa: S108
-    args += ["--bind", str(base), str(base), "--chdir", str(cwd)]
+    args += ["--bind", str(base), str(base)]
+    for mask in masks:
+        args += ["--tmpfs", str(mask)]
+    args += ["--chdir", str(cwd)]
     args += ["--setenv", "HOME", "/tmp", "--setenv", "TMPDIR", "/tmp", "--"]  # noqa: S108
     return args
 
@@ -528,7 +570,8 @@ def bash_tool(sandbox: Sandbox, config: BashToolConfig) -> ToolSpec:
         "run_bash",
         tool.run,
         description="Run a bash command and return its exit code, stdout and stderr. The "
-        "working directory must be inside the workspace; pass variables through env.",
+        "working directory must be inside the workspace; pass variables through env. "
+        + _SANDBOX_NOTE[config.sandbox],
         parameters={
             "type": "object",
             "properties": {

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from ai_agent.errors import ToolPolicyViolation
 from ai_agent.state import ToolResult
+from ai_agent.tools.builtin.protected import ProtectedPaths
 
 if TYPE_CHECKING:
     from ai_agent.tools.maker.confine import ConfinedCall
@@ -306,7 +307,7 @@ class PolicyGuardedTool:
         base_dir: The workspace its ``allowed_paths`` are relative to.
         limits: The call's limits (``max_output_chars`` clips the result text).
         audit: ``audit(event, tool=, version=, **data)``, for ``tool_policy_blocked``.
-        protected: Host paths no mount may contain or lie inside (the engine's own files).
+        protected: The engine's own state: no mount may hold it or lie inside it.
 
     A call ends in one of: the tool's result (``ok``); the tool's exception as an error result;
     a ``TIMEOUT`` error result after the sandbox was killed at the deadline; or, for a policy
@@ -323,14 +324,14 @@ class PolicyGuardedTool:
         base_dir: Path,
         limits: SandboxLimits,
         audit: AuditFn,
-        protected: tuple[Path, ...] = (),
+        protected: ProtectedPaths | None = None,
     ) -> None:
         self.spec = spec
         self.code = code
         self.base_dir = base_dir
         self.limits = limits
         self.audit = audit
-        self.protected = protected
+        self.protected = protected or ProtectedPaths()
 
     def _broker(self) -> Any:
         from ai_agent.tools.maker.broker import HttpBroker
