@@ -34,6 +34,7 @@ import os
 import re
 import shutil
 import signal
+import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -41,6 +42,7 @@ from typing import Any
 
 from ai_agent.config import BashToolConfig
 from ai_agent.state import ToolResult
+from ai_agent.tools.builtin._reaper import descendants
 from ai_agent.tools.builtin.sandbox import Sandbox, SandboxError
 from ai_agent.tools.builtin.shellparse import Parsed, parse_command
 from ai_agent.tools.builtin.walk import require_directory
@@ -55,6 +57,7 @@ _HIJACK = re.compile(
 )
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _GRACE = 1.0
+_REAPER = str(Path(__file__).with_name("_reaper.py"))
 _DRAIN = 1.0  # seconds background jobs may keep writing after the shell exits
 _DESTRUCTIVE = frozenset(
     (
@@ -148,39 +151,18 @@ def _base_env(pass_env: list[str]) -> dict[str, str]:
     }
 
 
-def _kill_tree(pid: int, known: list[int] | None = None) -> None:
-    """SIGKILL the process group and session led by ``pid`` and every descendant of it."""
-    victims = sorted({*_descendants(pid), *(known or [])})
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGKILL)
+def _kill_tree(pid: int, known: list[int] | None = None, *, spare: int | None = None) -> None:
+    """SIGKILL the process group and session led by ``pid`` and every descendant of it.
+
+    ``spare`` (the reaper) is left alive: it still has to report the command's exit status.
+    """
+    victims = sorted({*descendants(pid), *(known or [])} - {spare})
+    if spare != pid:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, signal.SIGKILL)
     for victim in victims:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(victim, signal.SIGKILL)
-
-
-def _descendants(root: int) -> list[int]:
-    """Processes below ``root`` (by parent links) or in its session, from ``/proc``."""
-    parents: dict[int, int] = {}
-    session: list[int] = []
-    for entry in os.listdir("/proc") if os.path.isdir("/proc") else []:
-        if not entry.isdigit():
-            continue
-        try:
-            fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        pid = int(entry)
-        parents[pid] = int(fields[1])
-        if int(fields[3]) == root and pid != root:  # same session id
-            session.append(pid)
-    found, frontier = set(session), [root]
-    while frontier:
-        current = frontier.pop()
-        for pid, ppid in parents.items():
-            if ppid == current and pid not in found:
-                found.add(pid)
-                frontier.append(pid)
-    return sorted(found)
 
 
 class _Capture:
@@ -373,20 +355,12 @@ class BashTool:
         out = _Capture("stdout", self.config.max_output_bytes, on_output)
         err = _Capture("stderr", self.config.max_output_bytes, on_output)
         started = time.perf_counter()
-        proc = await asyncio.create_subprocess_exec(
-            *self._argv(command, where.path),
-            cwd=where.path,
-            env=env,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            start_new_session=True,
-        )
-        timed_out = await _supervise(proc, out, err, timeout)
+        child = await _Command.start(self._argv(command, where.path), where.path, env)
+        timed_out = await _supervise(child, out, err, timeout)
         elapsed = round(time.perf_counter() - started, 3)
         return _result(
             command,
-            proc.returncode,
+            child.code,
             out,
             err,
             timed_out,
@@ -396,41 +370,126 @@ class BashTool:
         )
 
 
-async def _supervise(
-    proc: asyncio.subprocess.Process, out: _Capture, err: _Capture, seconds: float
-) -> bool:
+class _Command:
+    """A command running under the reaper (`ai_agent.tools.builtin._reaper`).
+
+    The engine holds the write end of the reaper's WATCH pipe and never writes to it: when the
+    call is over the engine closes it, and when the engine dies (even by SIGKILL) the kernel
+    does; either way the reaper then kills everything the command started. The command's exit
+    status arrives on the STATUS pipe, because the reaper itself outlives the command.
+    """
+
+    def __init__(self, proc: asyncio.subprocess.Process, watch: int, status: int) -> None:
+        self.proc = proc
+        self.watch = watch
+        self.status: asyncio.Future[int | None] = asyncio.ensure_future(_read_status(status))
+
+    @classmethod
+    async def start(cls, argv: list[str], cwd: Path, env: dict[str, str]) -> _Command:
+        """Start ``argv`` under a reaper that leads a session of its own."""
+        watch_r, watch_w = os.pipe()
+        status_r, status_w = os.pipe()
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                sys.executable,
+                "-I",
+                _REAPER,
+                str(watch_r),
+                str(status_w),
+                "--",
+                *argv,
+                cwd=cwd,
+                env=env,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                pass_fds=(watch_r, status_w),
+                start_new_session=True,
+            )
+        except BaseException:
+            os.close(watch_w)
+            os.close(status_r)
+            raise
+        finally:
+            os.close(watch_r)
+            os.close(status_w)
+        return cls(proc, watch_w, status_r)
+
+    @property
+    def ended(self) -> bool:
+        """True once the command (not its background jobs) has ended."""
+        return self.status.done()
+
+    @property
+    def code(self) -> int | None:
+        """The command's exit status (negative: killed by that signal), or the reaper's."""
+        if self.status.done() and not self.status.cancelled() and self.status.result() is not None:
+            return self.status.result()
+        return self.proc.returncode
+
+    async def release(self) -> None:
+        """Let the reaper go: it kills whatever is left and exits."""
+        if self.watch >= 0:
+            os.close(self.watch)
+            self.watch = -1
+        try:
+            await asyncio.wait_for(asyncio.shield(self.proc.wait()), _GRACE)
+        except TimeoutError:  # pragma: no cover - the reaper only waits for its kills
+            _kill_tree(self.proc.pid)
+            await self.proc.wait()
+        if not self.status.done():
+            self.status.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self.status
+
+
+async def _read_status(fd: int) -> int | None:
+    """The exit status the reaper writes (None when it ended without writing one)."""
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader()
+    transport, _ = await loop.connect_read_pipe(
+        lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(fd, "rb", 0)
+    )
+    try:
+        text = (await reader.read()).decode().strip()
+    finally:
+        transport.close()
+    return int(text) if text.lstrip("-").isdigit() else None
+
+
+async def _supervise(child: _Command, out: _Capture, err: _Capture, seconds: float) -> bool:
     """Wait for the shell and its output; True when it ran out of time.
 
     However the call ends (done, timed out, cancelled), everything the command started is killed
     before it returns: background jobs get ``_DRAIN`` seconds after the shell exits to finish
     their output.
     """
+    proc = child.proc
     if proc.stdout is None or proc.stderr is None:  # pragma: no cover - both are pipes
         raise RuntimeError("run_bash needs the command's stdout and stderr as pipes")
     done = asyncio.ensure_future(
-        asyncio.gather(out.read(proc.stdout), err.read(proc.stderr), proc.wait())
+        asyncio.gather(out.read(proc.stdout), err.read(proc.stderr), asyncio.shield(child.status))
     )
     try:
-        timed_out = await _watch(proc, done, asyncio.get_running_loop().time() + seconds)
-        if not timed_out and not done.done():
-            await asyncio.wait({done}, timeout=_DRAIN)
-    except asyncio.CancelledError:
-        await _stop(proc, done, out, err)
-        raise
-    await _stop(proc, done, out, err)
+        try:
+            timed_out = await _watch(child, done, asyncio.get_running_loop().time() + seconds)
+            if not timed_out and not done.done():
+                await asyncio.wait({done}, timeout=_DRAIN)
+        finally:
+            await _stop(proc, done, out, err)
+    finally:
+        await child.release()
     return timed_out
 
 
-async def _watch(
-    proc: asyncio.subprocess.Process, done: asyncio.Future[Any], deadline: float
-) -> bool:
+async def _watch(child: _Command, done: asyncio.Future[Any], deadline: float) -> bool:
     """Until the shell has exited (False) or the deadline has passed (True).
 
     ``done`` finishes when the shell has exited *and* its output is closed, which is the usual
-    way; a background process holding the output open is noticed through ``returncode``.
+    way; a background process holding the output open is noticed through the exit status.
     """
     loop = asyncio.get_running_loop()
-    while not done.done() and proc.returncode is None:
+    while not done.done() and not child.ended:
         remaining = deadline - loop.time()
         if remaining <= 0:
             return True
@@ -441,16 +500,20 @@ async def _watch(
 async def _stop(
     proc: asyncio.subprocess.Process, done: asyncio.Future[Any], out: _Capture, err: _Capture
 ) -> None:
-    """SIGTERM the command's group and tree, SIGKILL what is left; stop reading for good."""
+    """SIGTERM the command's group and tree, SIGKILL what is left; stop reading for good.
+
+    The reaper leads the group and ignores SIGTERM; the processes it adopted (ones that left
+    the group) are among its descendants.
+    """
     if not done.done():
-        victims = _descendants(proc.pid)
+        victims = descendants(proc.pid)
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(proc.pid, signal.SIGTERM)
         for victim in victims:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(victim, signal.SIGTERM)
         await asyncio.wait({done}, timeout=_GRACE)
-        _kill_tree(proc.pid, victims)
+        _kill_tree(proc.pid, victims, spare=proc.pid)
         await asyncio.wait({done}, timeout=_GRACE)
     if not done.done():
         # A process that left the command entirely still holds the output open: stop reading.
@@ -461,8 +524,6 @@ async def _stop(
         if transport is not None:
             transport.close()
         out.cut_off = err.cut_off = True
-    # Whatever happened, nothing the command started may outlive the call.
-    _kill_tree(proc.pid)
 
 
 def _result(
