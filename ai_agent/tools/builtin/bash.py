@@ -43,6 +43,7 @@ from typing import Any
 from ai_agent.config import BashToolConfig
 from ai_agent.state import ToolResult
 from ai_agent.tools.builtin._reaper import descendants
+from ai_agent.tools.builtin.limits import rlimits, ulimit_prefix
 from ai_agent.tools.builtin.sandbox import Sandbox, SandboxError
 from ai_agent.tools.builtin.shellparse import Parsed, parse_command
 from ai_agent.tools.builtin.walk import require_directory
@@ -288,9 +289,25 @@ class BashTool:
             env[str(name)] = value
         return env
 
-    def _argv(self, command: str, cwd: Path) -> list[str]:
+    def _limits(self, timeout: float) -> dict[str, list[int]]:
+        """The rlimits of one command (see `ai_agent.tools.builtin.limits`)."""
+        processes = self.config.max_processes
         if self.config.sandbox != "bwrap":
-            return ["/bin/bash", "-c", command]
+            # Without a user namespace of its own, the kernel counts every task of the user.
+            processes += _tasks_of(os.getuid())
+        return rlimits(
+            cpu_seconds=self.config.cpu_seconds or timeout,
+            memory_mb=self.config.memory_mb,
+            processes=processes,
+        )
+
+    def _argv(self, command: str, cwd: Path, limits: dict[str, list[int]]) -> list[str]:
+        # The limits are set by the shell that then becomes the command's shell: inside the
+        # sandbox, where the process count is the sandbox's own.
+        shell = ["/bin/bash", "-c", f'{ulimit_prefix(limits)}; exec /bin/bash -c "$1"']
+        shell += ["run_bash", command]
+        if self.config.sandbox != "bwrap":
+            return shell
         bwrap = shutil.which("bwrap")
         if bwrap is None:
             raise SandboxError(
@@ -302,9 +319,7 @@ class BashTool:
         return [
             bwrap,
             *bwrap_arguments(self.box.base, cwd, self.config.readonly_paths, masks),
-            "/bin/bash",
-            "-c",
-            command,
+            *shell,
         ]
 
     def _masks(self) -> list[Path]:
@@ -355,10 +370,11 @@ class BashTool:
         out = _Capture("stdout", self.config.max_output_bytes, on_output)
         err = _Capture("stderr", self.config.max_output_bytes, on_output)
         started = time.perf_counter()
-        child = await _Command.start(self._argv(command, where.path), where.path, env)
+        argv = self._argv(command, where.path, self._limits(timeout))
+        child = await _Command.start(argv, where.path, env)
         timed_out = await _supervise(child, out, err, timeout)
         elapsed = round(time.perf_counter() - started, 3)
-        return _result(
+        result = _result(
             command,
             child.code,
             out,
@@ -367,6 +383,29 @@ class BashTool:
             timeout,
             elapsed,
             self.config.sandbox == "bwrap",
+        )
+        return result if timed_out else self._limited(result, child.code, err.text)
+
+    def _limited(self, result: ToolResult, code: int | None, stderr: str) -> ToolResult:
+        """The result as an error naming the limit, when the command failed on one.
+
+        A process over its CPU limit dies of SIGXCPU, which says so for certain. Running out of
+        processes or memory only makes system calls fail, so those are recognised by what
+        failing programs print (bash, Python, C and C++ runtimes), and only when the command
+        failed.
+        """
+        limit = _limit_hit(code, stderr)
+        if limit is None:
+            return result
+        setting, what = limit
+        value = getattr(self.config, setting)
+        shown = f"{value}" if value is not None else "the call's timeout"
+        return ToolResult(
+            status="error",
+            error=f"ResourceLimitError: the command ran into its {what} limit "
+            f"(tool_config.bash.{setting} = {shown}) and failed. Make it need less, or raise "
+            f"the setting.\n{result.get('content')}",
+            meta={**(result.get("meta") or {}), "code": "RESOURCE_LIMIT", "limit": setting},
         )
 
 
@@ -524,6 +563,57 @@ async def _stop(
         if transport is not None:
             transport.close()
         out.cut_off = err.cut_off = True
+
+
+_CPU_DEATHS = (-signal.SIGXCPU, 128 + signal.SIGXCPU)
+# What programs print when a system call fails for a limit: bash, Python, C and C++ runtimes.
+_PROCESS_SIGNS = (
+    "fork: Resource temporarily unavailable",
+    "fork: retry: Resource temporarily",
+    "Cannot fork",
+    "can't fork",
+    "BlockingIOError: [Errno 11]",
+)
+_MEMORY_SIGNS = (
+    "MemoryError",
+    "Cannot allocate memory",
+    "cannot allocate memory",
+    "xmalloc: cannot allocate",
+    "std::bad_alloc",
+    "out of memory",
+)
+_LIMIT_SIGNS = (
+    ("max_processes", "process", _PROCESS_SIGNS),
+    ("memory_mb", "memory", _MEMORY_SIGNS),
+)
+
+
+def _limit_hit(code: int | None, stderr: str) -> tuple[str, str] | None:
+    """Which limit (its setting, and what it limits) the command failed on, if any."""
+    if code in _CPU_DEATHS or "CPU time limit exceeded" in stderr:
+        return "cpu_seconds", "CPU time"
+    if not code:
+        return None
+    for setting, what, signs in _LIMIT_SIGNS:
+        if any(sign in stderr for sign in signs):
+            return setting, what
+    return None
+
+
+def _tasks_of(uid: int) -> int:
+    """Tasks (processes and threads) whose real user is ``uid``, as RLIMIT_NPROC counts them."""
+    total = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            status = Path(f"/proc/{entry}/status").read_text()
+        except OSError:
+            continue
+        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+        if int(fields.get("Uid", "-1").split()[0]) == uid:
+            total += int(fields.get("Threads", "1"))
+    return total
 
 
 def _result(
