@@ -15,6 +15,7 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,7 @@ import ai_agent
 from ai_agent.config import BashToolConfig
 from ai_agent.state import ToolCall, ToolResult
 from ai_agent.tools import ToolRegistry
-from ai_agent.tools.builtin.bash import bash_tool
+from ai_agent.tools.builtin.bash import _tasks_of, bash_tool
 from ai_agent.tools.builtin.limits import rlimits, ulimit_prefix
 from ai_agent.tools.builtin.sandbox import Sandbox
 from ai_agent.tools.maker import SandboxLimits
@@ -166,3 +167,10 @@ def test_generated_tools_get_their_limits_from_the_same_helper() -> None:
     } == (rlimits(cpu_seconds=2.5, memory_mb=100, memory="RLIMIT_AS", processes=3))
     prefix = ulimit_prefix(limits)
     assert prefix.startswith("ulimit -S -t 3 -v 102400 -u 3 && ulimit -H -t 4 -v 102400 -u 3")
+
+
+def test_the_tasks_of_a_user_are_counted_as_the_kernel_counts_them() -> None:
+    # RLIMIT_NPROC counts threads too: this process alone has at least its own.
+    mine = _tasks_of(os.getuid())
+    assert mine >= threading.active_count()
+    assert _tasks_of(NOBODY + 1) == 0  # nobody runs as that user

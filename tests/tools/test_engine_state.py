@@ -11,6 +11,7 @@ workspace, directly or through a symlink.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
@@ -332,3 +333,53 @@ def test_masks_cover_each_state_folder_once() -> None:
     assert state.masks([Path("/opt")]) == []
     with pytest.raises(SandboxError, match=r"is the engine's folder \.agents \(/w/\.agents\)"):
         state.masks([Path("/w/.agents/toolsmaker/specs")])
+
+
+async def test_state_moved_after_the_agent_was_configured_is_still_refused(base: Path) -> None:
+    """Paths are resolved once, when the Agent is configured; what the tools open is compared
+    with the state by device and inode, so the state is recognised under its new name too."""
+    ws = Workspace(base, checkpoint_path=base / "state" / "runs.sqlite")
+    await ws.populate()
+    (base / "state").rename(base / "moved")
+    (base / "state").symlink_to("moved")  # the engine still finds it through its old name
+    (base / ".agents").rename(base / "agents2")
+    (base / ".agents").symlink_to("agents2")
+    for name, args in [
+        ("read_file", {"path": "moved/runs.sqlite"}),
+        ("file_info", {"path": "moved/runs.sqlite"}),
+        ("list_directory", {"path": "agents2"}),
+        ("read_file", {"path": "agents2/memory.jsonl"}),
+    ]:
+        result = await ws.call(name, **args)
+        assert result["meta"]["code"] == "PROTECTED_PATH", (name, result)
+    listed = await ws.call("list_directory", path=".", recursive=True, max_depth=4)
+    assert [e["path"] for e in listed["content"]["entries"]] == [".agents", "moved", "state"]
+
+
+def pipes() -> set[str]:
+    found = set()
+    for fd in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(OSError):
+            target = os.readlink(f"/proc/self/fd/{fd}")
+            if target.startswith("pipe:"):
+                found.add(target)
+    return found
+
+
+async def test_a_command_that_cannot_start_leaves_nothing_open(
+    base: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ws = Workspace(base, settings=AgentSettings())
+    monkeypatch.setattr("ai_agent.tools.builtin.bash.sys.executable", str(base / "no-python"))
+    before = pipes()
+    result = await ws.call("run_bash", command="true")
+    assert result["status"] == "error" and "no-python" in str(result["error"])
+    assert pipes() - before == set()  # the reaper's pipes were closed again
+
+
+def test_the_engines_state_without_a_toolsmaker() -> None:
+    state = ProtectedPaths.for_engine(workdir="/w", memory=["/w/m.jsonl"])
+    assert [e.what for e in state.entries] == ["the engine's folder .agents", "the memory file"]
+    assert repr(state) == "ProtectedPaths(['/w/.agents', '/w/m.jsonl'])"
+    assert not ProtectedPaths() and state
+    assert state.identities() == {} and state.linked() == []  # nothing exists there

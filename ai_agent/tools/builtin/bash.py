@@ -1,11 +1,14 @@
 """``run_bash`` (spec 5.4.4): a shell command with stdout, stderr, exit code and a hard timeout.
 
-- The command runs as ``bash -c`` in its own session (process group). On timeout, or when the
-  call is cancelled, the whole group gets SIGTERM and, after a short grace, SIGKILL; processes
-  that moved to a group or session of their own but still descend from the shell are found
-  through ``/proc`` and killed too. A child that ignores SIGTERM is therefore still gone. One
-  that detaches completely (double-forking into a session of its own after its parent exits)
-  can only be caught by the bwrap mode below, whose PID namespace dies with the call.
+- The command runs as ``bash -c`` under a reaper (`ai_agent.tools.builtin._reaper`) that leads
+  a session of its own and adopts what the command leaves behind. On timeout, or when the call
+  is cancelled, the command's processes get SIGTERM and, after a short grace, SIGKILL; they are
+  found through ``/proc`` by session and by parent, so a child that ignores SIGTERM, moves to a
+  group or session of its own, or detaches completely (double-forking) is still gone. When the
+  engine dies, even by SIGKILL, the reaper kills them all: a command never outlives the engine.
+- Each command gets rlimits (`ai_agent.tools.builtin.limits`): processes, memory and CPU time,
+  set by the shell inside the sandbox before the command runs; failing on one is an error
+  naming the setting (``RESOURCE_LIMIT``).
 - Output is read as it comes, capped per stream (the rest is counted, not kept); every chunk also
   goes to ``ctx["on_output"](data, stream)`` (``stdout``/``stderr``), which the act stage turns
   into live ``tool_output`` events.
@@ -20,7 +23,9 @@
   command lines that cannot be read are escalated: they wait for a person even where shell
   commands would otherwise run unasked.
 - ``sandbox="bwrap"`` runs the command under bubblewrap: the system read-only, only the sandbox
-  base directory writable, a private ``/tmp``, no network, and everything killed with the agent.
+  base directory writable, a private ``/tmp``, no network, no capabilities, and the engine's own
+  state (`ai_agent.tools.builtin.protected`) hidden under empty tmpfs mounts. Without it
+  (``sandbox="none"``) nothing is hidden from the command: it can do what the engine's user can.
 
 Injection: the command string is run by a shell on purpose. Never build it by pasting untrusted
 text into a template; pass data through ``env`` and reference it as ``"$NAME"``.
@@ -152,16 +157,13 @@ def _base_env(pass_env: list[str]) -> dict[str, str]:
     }
 
 
-def _kill_tree(pid: int, known: list[int] | None = None, *, spare: int | None = None) -> None:
-    """SIGKILL the process group and session led by ``pid`` and every descendant of it.
+def _kill_tree(pid: int, known: list[int] | None = None) -> None:
+    """SIGKILL every process below the reaper ``pid`` or in its session (``known`` too).
 
-    ``spare`` (the reaper) is left alive: it still has to report the command's exit status.
+    The reaper itself stays: it still reports the command's exit status, and kills whatever
+    is left when the engine lets it go.
     """
-    victims = sorted({*descendants(pid), *(known or [])} - {spare})
-    if spare != pid:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pid, signal.SIGKILL)
-    for victim in victims:
+    for victim in sorted({*descendants(pid), *(known or [])} - {pid}):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(victim, signal.SIGKILL)
 
@@ -292,9 +294,11 @@ class BashTool:
     def _limits(self, timeout: float) -> dict[str, list[int]]:
         """The rlimits of one command (see `ai_agent.tools.builtin.limits`)."""
         processes = self.config.max_processes
-        if self.config.sandbox != "bwrap":
-            # Without a user namespace of its own, the kernel counts every task of the user.
-            processes += _tasks_of(os.getuid())
+        uid = os.getuid()
+        if self.config.sandbox != "bwrap" and uid != 0:
+            # Without a user namespace of its own, the kernel counts every task of the user
+            # (and never applies the limit to root, so root's need not be counted).
+            processes += _tasks_of(uid)
         return rlimits(
             cpu_seconds=self.config.cpu_seconds or timeout,
             memory_mb=self.config.memory_mb,
@@ -462,24 +466,20 @@ class _Command:
     @property
     def code(self) -> int | None:
         """The command's exit status (negative: killed by that signal), or the reaper's."""
-        if self.status.done() and not self.status.cancelled() and self.status.result() is not None:
-            return self.status.result()
-        return self.proc.returncode
+        code = self.status.result() if self.status.done() else None
+        return code if code is not None else self.proc.returncode
 
     async def release(self) -> None:
-        """Let the reaper go: it kills whatever is left and exits."""
-        if self.watch >= 0:
-            os.close(self.watch)
-            self.watch = -1
+        """Let the reaper go: it kills whatever is left and exits (once per command)."""
+        os.close(self.watch)
         try:
             await asyncio.wait_for(asyncio.shield(self.proc.wait()), _GRACE)
         except TimeoutError:  # pragma: no cover - the reaper only waits for its kills
             _kill_tree(self.proc.pid)
+            os.kill(self.proc.pid, signal.SIGKILL)
             await self.proc.wait()
-        if not self.status.done():
-            self.status.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self.status
+        # The reaper held the only other end of the status pipe: it is at its end now.
+        await self.status
 
 
 async def _read_status(fd: int) -> int | None:
@@ -552,7 +552,7 @@ async def _stop(
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(victim, signal.SIGTERM)
         await asyncio.wait({done}, timeout=_GRACE)
-        _kill_tree(proc.pid, victims, spare=proc.pid)
+        _kill_tree(proc.pid, victims)
         await asyncio.wait({done}, timeout=_GRACE)
     if not done.done():
         # A process that left the command entirely still holds the output open: stop reading.

@@ -106,6 +106,8 @@ def require_directory(sandbox: Sandbox, parts: tuple[str, ...], given: str) -> N
         with sandbox.directory(parts):
             return
     except SandboxError as exc:
+        if exc.code == "PROTECTED_PATH":
+            raise
         if exc.code == "NOT_FOUND":
             raise SandboxError("NOT_FOUND", f"no such directory: {given!r}") from None
         raise SandboxError("NOT_A_DIRECTORY", f"{given!r} is not a directory") from None
