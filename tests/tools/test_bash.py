@@ -415,3 +415,12 @@ async def test_background_jobs_may_finish_their_output(tree: Tree) -> None:
     result = await bash(registry(tree.base), "(sleep 0.3; echo late) & echo early")
     assert result["content"].splitlines()[2:4] == ["early", "late"]
     assert result["meta"]["output_cut_off"] is False
+
+
+def test_the_description_and_preview_say_what_the_sandbox_hides(tree: Tree) -> None:
+    bare, boxed = registry(tree.base)["run_bash"], registry(tree.base, sandbox="bwrap")["run_bash"]
+    assert "without an OS sandbox" in bare.description
+    assert "the engine's own state included" in bare.description
+    assert "the engine's own state is not visible" in boxed.description
+    call: ToolCall = {"id": "c", "name": "run_bash", "args": {"command": "ls"}}
+    assert "no OS sandbox" in registry(tree.base).preview(call)
