@@ -674,6 +674,11 @@ class FileToolsConfig(_Section):
     respect_gitignore: bool = Field(
         default=True, description="glob and grep skip what .gitignore files ignore."
     )
+    allow_hard_links: bool = Field(
+        default=False,
+        description="Read files that have more than one hard link (another name, possibly "
+        "outside base_dir); off: such files are refused.",
+    )
 
     @field_validator("allowed_extensions", "denied_extensions")
     @classmethod
@@ -686,7 +691,9 @@ class BashToolConfig(_Section):
 
     ``allow``/``deny`` name programs (``git``, ``rm``); they are checked on every command of the
     parsed command line. ``sandbox="bwrap"`` runs commands under bubblewrap: only the file tools'
-    base directory is writable, there is no network, and the rest of the system is read-only.
+    base directory is writable, there is no network, the rest of the system is read-only, and
+    the engine's own state is hidden. ``sandbox="none"`` hides nothing from a command. In both
+    modes a command gets the process, memory and CPU limits below, and dies with the engine.
 
     Examples:
         >>> BashToolConfig(allow=["ls", "git"]).allow
@@ -715,6 +722,25 @@ class BashToolConfig(_Section):
     )
     readonly_paths: list[Path] = Field(
         default_factory=list, description="Extra paths visible (read-only) inside the sandbox."
+    )
+    max_processes: int = Field(
+        default=256,
+        gt=0,
+        description="Processes and threads a command may have at once (RLIMIT_NPROC): counted "
+        "inside the sandbox with bwrap, on top of what the user already runs without it; not "
+        "applied when the engine runs as root.",
+    )
+    memory_mb: int = Field(
+        default=4096,
+        gt=0,
+        description="Memory of each process of a command, in MiB (RLIMIT_DATA: heap and other "
+        "private writable memory).",
+    )
+    cpu_seconds: int | None = Field(
+        default=None,
+        gt=0,
+        description="CPU seconds of each process of a command (RLIMIT_CPU); unset: the call's "
+        "timeout.",
     )
 
 
@@ -821,6 +847,12 @@ class ToolsmakerConfig(_Section):
     timeout: float = Field(default=30.0, gt=0, description="Wall seconds per call.")
     cpu_seconds: int | None = Field(default=None, gt=0, description="Default: the timeout.")
     memory_mb: int = Field(default=512, ge=64, description="Address space of the tool process.")
+    max_processes: int = Field(
+        default=64,
+        gt=0,
+        description="Processes and threads at once (RLIMIT_NPROC, besides seccomp's ban on "
+        "new ones); not applied when the engine runs as root.",
+    )
     file_size_mb: int = Field(default=16, ge=0, description="Largest file it may write.")
     tmp_mb: int = Field(default=16, ge=0, description="Size of its private /tmp (0: none).")
     max_output_bytes: int = Field(default=1_000_000, gt=0, description="Bytes read per call.")

@@ -87,6 +87,7 @@ from ai_agent.resilience import CircuitBreaker, RetryPolicy
 from ai_agent.state import GateReport, RunState, TraceEvent, UserPlan, new_run_state
 from ai_agent.tokens import TokenCounter
 from ai_agent.tools.building import build_tool_set
+from ai_agent.tools.builtin.protected import ProtectedPaths
 from ai_agent.tools.mcp.manager import gather_servers
 
 if TYPE_CHECKING:
@@ -178,8 +179,19 @@ class AgentCore:
         # starts them when runs need them.
         self.mcp_servers = gather_servers(s.mcp_servers, mcp_config, mcp_servers)
         self.hooks = hooks if isinstance(hooks, Hooks) else Hooks(**dict(hooks or {}))
+        memory = s.memory_path if memory_path is _UNSET else memory_path
+        self._memory_sqlite = s.memory_sqlite if memory_sqlite is None else memory_sqlite
+        maker = s.tool_config.toolsmaker
+        self.toolsmaker_dir = Path(toolsmaker_dir or maker.dir)
+        audit = toolsmaker_audit_path or maker.audit_path
+        self.toolsmaker_audit_path = Path(audit) if audit else self.toolsmaker_dir / "audit.jsonl"
+        # Every path the engine keeps state in, computed once: the tools never reach them.
+        self.protected = self._engine_state(workdir, memory)
         self.registry, self.initial_tools = build_tool_set(
-            tools if tools is not None else s.tools, config=s.tool_config, workdir=workdir
+            tools if tools is not None else s.tools,
+            config=s.tool_config,
+            workdir=workdir,
+            protected=self.protected,
         )
         self.registry.retry = RetryPolicy.for_tools(s.retry)
         # Read at each use: a key exported after a pause, or a tool registered later, counts.
@@ -208,16 +220,13 @@ class AgentCore:
                 **dict(approvals or {}),
             },
             unattended=unattended or s.unattended,
-            memory_path=None
-            if memory_path is None
-            else str(s.memory_path if memory_path is _UNSET else memory_path),
+            memory_path=None if memory is None else str(memory),
             workdir=str(workdir),
             stream_tool_results=s.streaming.stream_tool_results,
             stream_chunk_size=s.streaming.chunk_size,
             first_use_gate=s.tool_config.first_use_gate,
             max_output_chars=s.tool_config.max_output_chars,
         )
-        self._memory_sqlite = s.memory_sqlite if memory_sqlite is None else memory_sqlite
         self._on_event = on_event
         self._store: RunStoreProtocol | None = None
         self._memory: SqliteMemory | None = None
@@ -233,16 +242,33 @@ class AgentCore:
         self._saver_cm: contextlib.AbstractAsyncContextManager[Any] | None = None
         self._open_lock = asyncio.Lock()
         self._last_thread: str | None = None
-        self._set_up_toolsmaker(toolsmaker_dir, toolsmaker_audit_path)
+        self._set_up_toolsmaker()
 
-    def _set_up_toolsmaker(
-        self, toolsmaker_dir: str | Path | None, toolsmaker_audit_path: str | Path | None
-    ) -> None:
-        """Where generated tools live; the toolsmaker mixin (``toolsmaker_mixin.py``) does it.
+    def _set_up_toolsmaker(self) -> None:
+        """Load the active generated tools; the toolsmaker mixin (``toolsmaker_mixin.py``) does it.
 
-        The core only takes the arguments, so the Agent's constructor keeps one signature (the
-        one documented on `ai_agent.Agent`).
+        The core only knows where they live (``toolsmaker_dir``, part of the engine's state), so
+        the Agent's constructor keeps one signature (the one documented on `ai_agent.Agent`).
         """
+
+    def _engine_state(self, workdir: str | Path, memory: str | Path | None) -> ProtectedPaths:
+        """Every path this Agent keeps state in (see `ai_agent.tools.builtin.protected`)."""
+        databases = [Path(self.settings.checkpoint_path)]
+        if isinstance(self.database, Path):
+            databases.append(self.database)
+        if self._memory_sqlite:
+            databases.append(self._memory_sqlite_path(memory))
+        return ProtectedPaths.for_engine(
+            workdir=workdir,
+            databases=[d for d in databases if d.name != ":memory:"],
+            memory=[memory] if memory is not None else [],
+            toolsmaker_dir=self.toolsmaker_dir,
+            audit_log=self.toolsmaker_audit_path,
+        )
+
+    def _memory_sqlite_path(self, memory: str | Path | None) -> Path:
+        """The SQLite memory: next to the memory file, else next to the checkpoints."""
+        return Path(memory or self.checkpoint_path).with_name("memory.sqlite")
 
     @classmethod
     def from_settings(cls, settings: AgentSettings, **overrides: Any) -> Self:
@@ -427,8 +453,7 @@ class AgentCore:
 
     def _memory_store(self) -> SqliteMemory | None:
         if self._memory_sqlite and self._memory is None:
-            base = Path(self.policy.memory_path or self.checkpoint_path)
-            self._memory = SqliteMemory(base.with_name("memory.sqlite"))
+            self._memory = SqliteMemory(self._memory_sqlite_path(self.policy.memory_path))
         return self._memory
 
     def generation_params(self) -> dict[str, Any]:

@@ -29,7 +29,6 @@ Examples:
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ai_agent.errors import ConfigError, UnknownToolError
@@ -56,13 +55,7 @@ class ToolsmakerMixin(ToolsMixin):
     constructor (documented on `ai_agent.Agent`).
     """
 
-    def _set_up_toolsmaker(
-        self, toolsmaker_dir: str | Path | None, toolsmaker_audit_path: str | Path | None
-    ) -> None:
-        config = self.settings.tool_config.toolsmaker
-        self.toolsmaker_dir = Path(toolsmaker_dir or config.dir)
-        audit = toolsmaker_audit_path or config.audit_path
-        self.toolsmaker_audit_path = Path(audit) if audit else self.toolsmaker_dir / "audit.jsonl"
+    def _set_up_toolsmaker(self) -> None:
         self._toolsmaker: ToolsmakerRegistry | None = None
         self._bind_propose_tool()
         if (self.toolsmaker_dir / "active_versions.json").exists():
@@ -77,16 +70,13 @@ class ToolsmakerMixin(ToolsMixin):
             from ai_agent.tools.maker import ToolsmakerRegistry
 
             files = self.settings.tool_config.files
-            protected = [self.checkpoint_path]
-            if self.policy.memory_path:
-                protected.append(Path(self.policy.memory_path))
             self._toolsmaker = ToolsmakerRegistry(
                 self.toolsmaker_dir,
                 audit_path=self.toolsmaker_audit_path,
                 runtime=self.registry,
                 base_dir=files.base_dir or self.policy.workdir,
                 limits=self._sandbox_limits(),
-                protected=protected,
+                protected=self.protected,
             )
         return self._toolsmaker
 

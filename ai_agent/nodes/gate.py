@@ -63,6 +63,8 @@ _ADVICE = {
     "MODEL_ERROR": "check the model server, then resume",
     "CIRCUIT_OPEN": "wait for the model server to recover, then resume",
     "BUDGET": "resume with a plan to grant another budget of the same size, or stop the run",
+    "UNKNOWN_OUTCOME": "check whether the interrupted call's effects already happened before "
+    "approving it again",
 }
 
 

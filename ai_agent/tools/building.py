@@ -24,6 +24,7 @@ from ai_agent.errors import ConfigError, UnknownToolError
 from ai_agent.tools.adapters import as_tool_spec, is_tool
 from ai_agent.tools.builtin import BUILTIN_NAMES, builtin_tools
 from ai_agent.tools.builtin.notes_rank import Embed
+from ai_agent.tools.builtin.protected import ProtectedPaths
 from ai_agent.tools.registry import ToolRegistry
 
 __all__ = ["build_tool_set"]
@@ -43,8 +44,11 @@ def build_tool_set(
     config: ToolConfig | None = None,
     workdir: str | os.PathLike[str] = ".",
     embed: Embed | None = None,
+    protected: ProtectedPaths | None = None,
 ) -> tuple[ToolRegistry, list[str]]:
     """The registry (built-ins plus the user's tools) and the names active at the start.
+
+    ``protected`` is the engine's own state, out of reach of the built-in tools.
 
     Raises:
         ConfigError: an unknown name, or an object that is not a tool.
@@ -57,7 +61,7 @@ def build_tool_set(
     """
     config = config or ToolConfig()
     registry = ToolRegistry(
-        builtin_tools(config, workdir=workdir, embed=embed),
+        builtin_tools(config, workdir=workdir, embed=embed, protected=protected),
         timeout=config.timeout,
         max_result_chars=config.max_result_chars,
     )

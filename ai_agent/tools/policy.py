@@ -305,8 +305,9 @@ def _journal(f: CallFacts) -> Verdict | None:
     return Verdict(
         "wait",
         "UNKNOWN_OUTCOME",
-        f"{f.call['name']} was running when the process stopped; it may or may not have "
-        "completed. Approve to run it again, or deny to skip it.",
+        f"{f.call['name']} was running when the process stopped, so its effects may already "
+        "have happened, in full or in part. Approve to run it again, and its effects may happen "
+        "twice; deny to skip it.",
         attempt=entry["attempt"],
     )
 

@@ -122,7 +122,8 @@ async def test_a_tool_wide_grant_does_not_cover_a_destructive_command(
     turns = [call("run_bash", command="ls"), call("run_bash", command="rm keep.txt"), text("ok")]
     agent = make_agent(turns, tools=["run_bash"])
     first = await agent.run("list then remove")
-    assert gate(first)["pending"][0]["preview"] == "run_bash in . (timeout 30s):\n$ ls"
+    preview = gate(first)["pending"][0]["preview"]
+    assert preview == "run_bash in . (timeout 30s, no OS sandbox):\n$ ls"
     second = await agent.resume(first.thread_id, UserPlan(approve=["*"], grant_scope="tool"))
     assert second.status == "paused"
     issue = gate(second)["issues"][0]["message"]

@@ -393,15 +393,32 @@ def _sleepers(marker: str) -> list[str]:
 
 
 async def test_a_detached_process_holding_the_output_does_not_hold_the_call(tree: Tree) -> None:
+    # The reaper adopts a process that detaches (double fork, session of its own): it is found
+    # and killed with the call, even without the OS sandbox.
     marker = f"{90 + os.getpid() % 9}.{time.monotonic_ns() % 1000}"
-    started = time.monotonic()
     try:
         result = await bash(registry(tree.base), f"(setsid sleep {marker} &); echo ok", timeout=20)
-        assert time.monotonic() - started < 8
         assert result["status"] == "ok" and result["meta"]["exit_code"] == 0
-        assert result["meta"]["output_cut_off"] is True
-        assert "ok\n" in result["content"] and "detached from the command" in result["content"]
-    finally:  # without the OS sandbox such a process escapes: the test cleans up after itself
+        assert result["meta"]["output_cut_off"] is False and "ok\n" in result["content"]
+        assert _gone(marker)
+    finally:
+        for pid in _sleepers(marker):
+            os.kill(int(pid), 9)
+
+
+async def test_without_the_os_sandbox_a_command_can_escape_by_killing_its_reaper(
+    tree: Tree,
+) -> None:
+    # sandbox="none" is no boundary: the command may kill its reaper (its parent), after which
+    # a detached process is nobody's. The call still ends; the output it holds is cut off.
+    marker = f"{80 + os.getpid() % 9}.{time.monotonic_ns() % 1000}"
+    try:
+        result = await bash(
+            registry(tree.base), f"(setsid sleep {marker} &); kill -9 $PPID; echo ok", timeout=20
+        )
+        assert result["status"] == "ok" and result["meta"]["output_cut_off"] is True
+        assert "detached from the command" in result["content"]
+    finally:
         for pid in _sleepers(marker):
             os.kill(int(pid), 9)
 
@@ -410,3 +427,12 @@ async def test_background_jobs_may_finish_their_output(tree: Tree) -> None:
     result = await bash(registry(tree.base), "(sleep 0.3; echo late) & echo early")
     assert result["content"].splitlines()[2:4] == ["early", "late"]
     assert result["meta"]["output_cut_off"] is False
+
+
+def test_the_description_and_preview_say_what_the_sandbox_hides(tree: Tree) -> None:
+    bare, boxed = registry(tree.base)["run_bash"], registry(tree.base, sandbox="bwrap")["run_bash"]
+    assert "without an OS sandbox" in bare.description
+    assert "the engine's own state included" in bare.description
+    assert "the engine's own state is not visible" in boxed.description
+    call: ToolCall = {"id": "c", "name": "run_bash", "args": {"command": "ls"}}
+    assert "no OS sandbox" in registry(tree.base).preview(call)

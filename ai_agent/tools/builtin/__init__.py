@@ -29,6 +29,7 @@ from ai_agent.tools.builtin.bash import bash_tool
 from ai_agent.tools.builtin.files import file_tools, sandbox_for
 from ai_agent.tools.builtin.notes import notes_tools
 from ai_agent.tools.builtin.notes_rank import Embed
+from ai_agent.tools.builtin.protected import ProtectedPaths
 from ai_agent.tools.builtin.search import search_tools
 from ai_agent.tools.builtin.web_search import web_search_tool
 from ai_agent.tools.spec import ToolCategory, ToolSpec
@@ -94,6 +95,7 @@ def builtin_tools(
     *,
     workdir: str | os.PathLike[str] = ".",
     embed: Embed | None = None,
+    protected: ProtectedPaths | None = None,
 ) -> list[ToolSpec]:
     """Every built-in tool's spec (the catalog the Agent starts from).
 
@@ -101,6 +103,8 @@ def builtin_tools(
         config: Tool settings (defaults when None).
         workdir: The working directory: the file sandbox's base unless the settings name one.
         embed: An embedding function for the notes ranker (default: lexical).
+        protected: The engine's own state: the file, search and notes tools refuse it, and
+            ``run_bash`` under bubblewrap hides it.
 
     Examples:
         >>> [t.name for t in builtin_tools()][-3:]
@@ -110,7 +114,7 @@ def builtin_tools(
     from ai_agent.tools.maker.propose import propose_tool_spec
 
     config = config or ToolConfig()
-    sandbox = sandbox_for(config.files, workdir)
+    sandbox = sandbox_for(config.files, workdir, protected)
     notes_folder = config.notes.folder or sandbox.base
     return [
         *file_tools(sandbox, config.files),
@@ -118,6 +122,12 @@ def builtin_tools(
         bash_tool(sandbox, config.bash),
         propose_tool_spec(),
         web_search_tool(config.web_search),
-        *notes_tools(notes_folder, config.notes, embed),
+        *notes_tools(
+            notes_folder,
+            config.notes,
+            embed,
+            protected=protected,
+            allow_hard_links=config.files.allow_hard_links,
+        ),
         CALCULATOR,
     ]

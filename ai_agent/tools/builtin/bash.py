@@ -1,11 +1,14 @@
 """``run_bash`` (spec 5.4.4): a shell command with stdout, stderr, exit code and a hard timeout.
 
-- The command runs as ``bash -c`` in its own session (process group). On timeout, or when the
-  call is cancelled, the whole group gets SIGTERM and, after a short grace, SIGKILL; processes
-  that moved to a group or session of their own but still descend from the shell are found
-  through ``/proc`` and killed too. A child that ignores SIGTERM is therefore still gone. One
-  that detaches completely (double-forking into a session of its own after its parent exits)
-  can only be caught by the bwrap mode below, whose PID namespace dies with the call.
+- The command runs as ``bash -c`` under a reaper (`ai_agent.tools.builtin._reaper`) that leads
+  a session of its own and adopts what the command leaves behind. On timeout, or when the call
+  is cancelled, the command's processes get SIGTERM and, after a short grace, SIGKILL; they are
+  found through ``/proc`` by session and by parent, so a child that ignores SIGTERM, moves to a
+  group or session of its own, or detaches completely (double-forking) is still gone. When the
+  engine dies, even by SIGKILL, the reaper kills them all: a command never outlives the engine.
+- Each command gets rlimits (`ai_agent.tools.builtin.limits`): processes, memory and CPU time,
+  set by the shell inside the sandbox before the command runs; failing on one is an error
+  naming the setting (``RESOURCE_LIMIT``).
 - Output is read as it comes, capped per stream (the rest is counted, not kept); every chunk also
   goes to ``ctx["on_output"](data, stream)`` (``stdout``/``stderr``), which the act stage turns
   into live ``tool_output`` events.
@@ -20,7 +23,9 @@
   command lines that cannot be read are escalated: they wait for a person even where shell
   commands would otherwise run unasked.
 - ``sandbox="bwrap"`` runs the command under bubblewrap: the system read-only, only the sandbox
-  base directory writable, a private ``/tmp``, no network, and everything killed with the agent.
+  base directory writable, a private ``/tmp``, no network, no capabilities, and the engine's own
+  state (`ai_agent.tools.builtin.protected`) hidden under empty tmpfs mounts. Without it
+  (``sandbox="none"``) nothing is hidden from the command: it can do what the engine's user can.
 
 Injection: the command string is run by a shell on purpose. Never build it by pasting untrusted
 text into a template; pass data through ``env`` and reference it as ``"$NAME"``.
@@ -34,13 +39,16 @@ import os
 import re
 import shutil
 import signal
+import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from ai_agent.config import BashToolConfig
 from ai_agent.state import ToolResult
+from ai_agent.tools.builtin._reaper import descendants
+from ai_agent.tools.builtin.limits import rlimits, ulimit_prefix
 from ai_agent.tools.builtin.sandbox import Sandbox, SandboxError
 from ai_agent.tools.builtin.shellparse import Parsed, parse_command
 from ai_agent.tools.builtin.walk import require_directory
@@ -55,6 +63,7 @@ _HIJACK = re.compile(
 )
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _GRACE = 1.0
+_REAPER = str(Path(__file__).with_name("_reaper.py"))
 _DRAIN = 1.0  # seconds background jobs may keep writing after the shell exits
 _DESTRUCTIVE = frozenset(
     (
@@ -99,6 +108,14 @@ _BWRAP_ETC = (
 )
 
 
+_SANDBOX_NOTE = {
+    "bwrap": "It runs sandboxed: only the workspace is writable, no network, and the engine's "
+    "own state is not visible.",
+    "none": "It runs without an OS sandbox: it can read and change whatever the engine's user "
+    "can, the engine's own state included.",
+}
+
+
 def _destructive(parsed: Parsed) -> list[str]:
     """Why the commands could destroy data or stop processes (empty when they look safe)."""
     reasons: list[str] = []
@@ -141,38 +158,14 @@ def _base_env(pass_env: list[str]) -> dict[str, str]:
 
 
 def _kill_tree(pid: int, known: list[int] | None = None) -> None:
-    """SIGKILL the process group and session led by ``pid`` and every descendant of it."""
-    victims = sorted({*_descendants(pid), *(known or [])})
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGKILL)
-    for victim in victims:
+    """SIGKILL every process below the reaper ``pid`` or in its session (``known`` too).
+
+    The reaper itself stays: it still reports the command's exit status, and kills whatever
+    is left when the engine lets it go.
+    """
+    for victim in sorted({*descendants(pid), *(known or [])} - {pid}):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(victim, signal.SIGKILL)
-
-
-def _descendants(root: int) -> list[int]:
-    """Processes below ``root`` (by parent links) or in its session, from ``/proc``."""
-    parents: dict[int, int] = {}
-    session: list[int] = []
-    for entry in os.listdir("/proc") if os.path.isdir("/proc") else []:
-        if not entry.isdigit():
-            continue
-        try:
-            fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        pid = int(entry)
-        parents[pid] = int(fields[1])
-        if int(fields[3]) == root and pid != root:  # same session id
-            session.append(pid)
-    found, frontier = set(session), [root]
-    while frontier:
-        current = frontier.pop()
-        for pid, ppid in parents.items():
-            if ppid == current and pid not in found:
-                found.add(pid)
-                frontier.append(pid)
-    return sorted(found)
 
 
 class _Capture:
@@ -270,7 +263,7 @@ class BashTool:
         command = str(args.get("command", ""))
         where = args.get("working_dir") or "."
         timeout = self._timeout(args)
-        mode = ", sandboxed (bwrap)" if self.config.sandbox == "bwrap" else ""
+        mode = ", sandboxed (bwrap)" if self.config.sandbox == "bwrap" else ", no OS sandbox"
         first, *more = command.split("\n")
         lines = [f"run_bash in {where} (timeout {timeout:g}s{mode}):", f"$ {first}"]
         lines += [f"> {line}" for line in more]
@@ -305,9 +298,27 @@ class BashTool:
             env[str(name)] = value
         return env
 
-    def _argv(self, command: str, cwd: Path) -> list[str]:
+    def _limits(self, timeout: float) -> dict[str, list[int]]:
+        """The rlimits of one command (see `ai_agent.tools.builtin.limits`)."""
+        processes = self.config.max_processes
+        uid = os.getuid()
+        if self.config.sandbox != "bwrap" and uid != 0:
+            # Without a user namespace of its own, the kernel counts every task of the user
+            # (and never applies the limit to root, so root's need not be counted).
+            processes += _tasks_of(uid)
+        return rlimits(
+            cpu_seconds=self.config.cpu_seconds or timeout,
+            memory_mb=self.config.memory_mb,
+            processes=processes,
+        )
+
+    def _argv(self, command: str, cwd: Path, limits: dict[str, list[int]]) -> list[str]:
+        # The limits are set by the shell that then becomes the command's shell: inside the
+        # sandbox, where the process count is the sandbox's own.
+        shell = ["/bin/bash", "-c", f'{ulimit_prefix(limits)}; exec /bin/bash -c "$1"']
+        shell += ["run_bash", command]
         if self.config.sandbox != "bwrap":
-            return ["/bin/bash", "-c", command]
+            return shell
         bwrap = shutil.which("bwrap")
         if bwrap is None:
             raise SandboxError(
@@ -315,13 +326,32 @@ class BashTool:
                 "bubblewrap (bwrap) is not installed; install the Debian package 'bubblewrap' "
                 "or set tool_config.bash.sandbox = 'none'",
             )
+        masks = self._masks()
         return [
             bwrap,
-            *bwrap_arguments(self.box.base, cwd, self.config.readonly_paths),
-            "/bin/bash",
-            "-c",
-            command,
+            *bwrap_arguments(self.box.base, cwd, self.config.readonly_paths, masks),
+            *shell,
         ]
+
+    def _masks(self) -> list[Path]:
+        """The folders of the engine's state to hide inside the sandbox (see `bwrap_arguments`).
+
+        Resolved again for each command, so the masks follow the state wherever symlinks now
+        put it. A file of the engine's with a second hard link could have that name anywhere
+        in the workspace, where no mask can find it: the command is refused instead.
+        """
+        if not self.box.protected:
+            return []
+        state = self.box.protected.current()
+        linked = state.linked()
+        if linked:
+            raise SandboxError(
+                "PROTECTED_PATH",
+                f"not run: {linked[0].what} ({linked[0].path}) has more than one hard link, and "
+                "the other name may lie in the workspace; remove the extra link first",
+            )
+        shown = [self.box.base, *(Path(os.path.realpath(p)) for p in self.config.readonly_paths)]
+        return state.masks(shown)
 
     async def run(self, args: dict[str, Any], ctx: dict[str, Any]) -> ToolResult:
         """The tool function."""
@@ -351,20 +381,13 @@ class BashTool:
         out = _Capture("stdout", self.config.max_output_bytes, on_output)
         err = _Capture("stderr", self.config.max_output_bytes, on_output)
         started = time.perf_counter()
-        proc = await asyncio.create_subprocess_exec(
-            *self._argv(command, where.path),
-            cwd=where.path,
-            env=env,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            start_new_session=True,
-        )
-        timed_out = await _supervise(proc, out, err, timeout)
+        argv = self._argv(command, where.path, self._limits(timeout))
+        child = await _Command.start(argv, where.path, env)
+        timed_out = await _supervise(child, out, err, timeout)
         elapsed = round(time.perf_counter() - started, 3)
-        return _result(
+        result = _result(
             command,
-            proc.returncode,
+            child.code,
             out,
             err,
             timed_out,
@@ -372,43 +395,147 @@ class BashTool:
             elapsed,
             self.config.sandbox == "bwrap",
         )
+        return result if timed_out else self._limited(result, child.code, err.text)
+
+    def _limited(self, result: ToolResult, code: int | None, stderr: str) -> ToolResult:
+        """The result as an error naming the limit, when the command failed on one.
+
+        A process over its CPU limit dies of SIGXCPU, which says so for certain. Running out of
+        processes or memory only makes system calls fail, so those are recognised by what
+        failing programs print (bash, Python, C and C++ runtimes), and only when the command
+        failed.
+        """
+        limit = _limit_hit(code, stderr)
+        if limit is None:
+            return result
+        setting, what = limit
+        value = getattr(self.config, setting)
+        shown = f"{value}" if value is not None else "the call's timeout"
+        return ToolResult(
+            status="error",
+            error=f"ResourceLimitError: the command ran into its {what} limit "
+            f"(tool_config.bash.{setting} = {shown}) and failed. Make it need less, or raise "
+            f"the setting.\n{result.get('content')}",
+            meta={**(result.get("meta") or {}), "code": "RESOURCE_LIMIT", "limit": setting},
+        )
 
 
-async def _supervise(
-    proc: asyncio.subprocess.Process, out: _Capture, err: _Capture, seconds: float
-) -> bool:
+class _Command:
+    """A command running under the reaper (`ai_agent.tools.builtin._reaper`).
+
+    The engine holds the write end of the reaper's WATCH pipe and never writes to it: when the
+    call is over the engine closes it, and when the engine dies (even by SIGKILL) the kernel
+    does; either way the reaper then kills everything the command started. The command's exit
+    status arrives on the STATUS pipe, because the reaper itself outlives the command.
+    """
+
+    def __init__(self, proc: asyncio.subprocess.Process, watch: int, status: int) -> None:
+        self.proc = proc
+        self.watch = watch
+        self.status: asyncio.Future[int | None] = asyncio.ensure_future(_read_status(status))
+
+    @classmethod
+    async def start(cls, argv: list[str], cwd: Path, env: dict[str, str]) -> _Command:
+        """Start ``argv`` under a reaper that leads a session of its own."""
+        watch_r, watch_w = os.pipe()
+        status_r, status_w = os.pipe()
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                sys.executable,
+                "-I",
+                _REAPER,
+                str(watch_r),
+                str(status_w),
+                "--",
+                *argv,
+                cwd=cwd,
+                env=env,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                pass_fds=(watch_r, status_w),
+                start_new_session=True,
+            )
+        except BaseException:
+            os.close(watch_w)
+            os.close(status_r)
+            raise
+        finally:
+            os.close(watch_r)
+            os.close(status_w)
+        return cls(proc, watch_w, status_r)
+
+    @property
+    def ended(self) -> bool:
+        """True once the command (not its background jobs) has ended."""
+        return self.status.done()
+
+    @property
+    def code(self) -> int | None:
+        """The command's exit status (negative: killed by that signal), or the reaper's."""
+        code = self.status.result() if self.status.done() else None
+        return code if code is not None else self.proc.returncode
+
+    async def release(self) -> None:
+        """Let the reaper go: it kills whatever is left and exits (once per command)."""
+        os.close(self.watch)
+        try:
+            await asyncio.wait_for(asyncio.shield(self.proc.wait()), _GRACE)
+        except TimeoutError:  # pragma: no cover - the reaper only waits for its kills
+            _kill_tree(self.proc.pid)
+            os.kill(self.proc.pid, signal.SIGKILL)
+            await self.proc.wait()
+        # The reaper held the only other end of the status pipe: it is at its end now.
+        await self.status
+
+
+async def _read_status(fd: int) -> int | None:
+    """The exit status the reaper writes (None when it ended without writing one)."""
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader()
+    transport, _ = await loop.connect_read_pipe(
+        lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(fd, "rb", 0)
+    )
+    try:
+        text = (await reader.read()).decode().strip()
+    finally:
+        transport.close()
+    return int(text) if text.lstrip("-").isdigit() else None
+
+
+async def _supervise(child: _Command, out: _Capture, err: _Capture, seconds: float) -> bool:
     """Wait for the shell and its output; True when it ran out of time.
 
     However the call ends (done, timed out, cancelled), everything the command started is killed
     before it returns: background jobs get ``_DRAIN`` seconds after the shell exits to finish
     their output.
     """
+    proc = child.proc
     if proc.stdout is None or proc.stderr is None:  # pragma: no cover - both are pipes
         raise RuntimeError("run_bash needs the command's stdout and stderr as pipes")
     done = asyncio.ensure_future(
-        asyncio.gather(out.read(proc.stdout), err.read(proc.stderr), proc.wait())
+        asyncio.gather(out.read(proc.stdout), err.read(proc.stderr), asyncio.shield(child.status))
     )
     try:
-        timed_out = await _watch(proc, done, asyncio.get_running_loop().time() + seconds)
-        if not timed_out and not done.done():
-            await asyncio.wait({done}, timeout=_DRAIN)
-    except asyncio.CancelledError:
-        await _stop(proc, done, out, err)
-        raise
-    await _stop(proc, done, out, err)
+        try:
+            timed_out = await _watch(child, done, asyncio.get_running_loop().time() + seconds)
+            if not timed_out and not done.done():
+                await asyncio.wait({done}, timeout=_DRAIN)
+        finally:
+            await _stop(proc, done, out, err)
+    finally:
+        await child.release()
     return timed_out
 
 
-async def _watch(
-    proc: asyncio.subprocess.Process, done: asyncio.Future[Any], deadline: float
-) -> bool:
+async def _watch(child: _Command, done: asyncio.Future[Any], deadline: float) -> bool:
     """Until the shell has exited (False) or the deadline has passed (True).
 
     ``done`` finishes when the shell has exited *and* its output is closed, which is the usual
-    way; a background process holding the output open is noticed through ``returncode``.
+    way; a background process holding the output open is noticed through the exit status.
     """
     loop = asyncio.get_running_loop()
-    while not done.done() and proc.returncode is None:
+    while not done.done() and not child.ended:
         remaining = deadline - loop.time()
         if remaining <= 0:
             return True
@@ -419,9 +546,13 @@ async def _watch(
 async def _stop(
     proc: asyncio.subprocess.Process, done: asyncio.Future[Any], out: _Capture, err: _Capture
 ) -> None:
-    """SIGTERM the command's group and tree, SIGKILL what is left; stop reading for good."""
+    """SIGTERM the command's group and tree, SIGKILL what is left; stop reading for good.
+
+    The reaper leads the group and ignores SIGTERM; the processes it adopted (ones that left
+    the group) are among its descendants.
+    """
     if not done.done():
-        victims = _descendants(proc.pid)
+        victims = descendants(proc.pid)
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(proc.pid, signal.SIGTERM)
         for victim in victims:
@@ -439,8 +570,57 @@ async def _stop(
         if transport is not None:
             transport.close()
         out.cut_off = err.cut_off = True
-    # Whatever happened, nothing the command started may outlive the call.
-    _kill_tree(proc.pid)
+
+
+_CPU_DEATHS = (-signal.SIGXCPU, 128 + signal.SIGXCPU)
+# What programs print when a system call fails for a limit: bash, Python, C and C++ runtimes.
+_PROCESS_SIGNS = (
+    "fork: Resource temporarily unavailable",
+    "fork: retry: Resource temporarily",
+    "Cannot fork",
+    "can't fork",
+    "BlockingIOError: [Errno 11]",
+)
+_MEMORY_SIGNS = (
+    "MemoryError",
+    "Cannot allocate memory",
+    "cannot allocate memory",
+    "xmalloc: cannot allocate",
+    "std::bad_alloc",
+    "out of memory",
+)
+_LIMIT_SIGNS = (
+    ("max_processes", "process", _PROCESS_SIGNS),
+    ("memory_mb", "memory", _MEMORY_SIGNS),
+)
+
+
+def _limit_hit(code: int | None, stderr: str) -> tuple[str, str] | None:
+    """Which limit (its setting, and what it limits) the command failed on, if any."""
+    if code in _CPU_DEATHS or "CPU time limit exceeded" in stderr:
+        return "cpu_seconds", "CPU time"
+    if not code:
+        return None
+    for setting, what, signs in _LIMIT_SIGNS:
+        if any(sign in stderr for sign in signs):
+            return setting, what
+    return None
+
+
+def _tasks_of(uid: int) -> int:
+    """Tasks (processes and threads) whose real user is ``uid``, as RLIMIT_NPROC counts them."""
+    total = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            status = Path(f"/proc/{entry}/status").read_text()
+        except OSError:
+            continue
+        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+        if int(fields.get("Uid", "-1").split()[0]) == uid:
+            total += int(fields.get("Threads", "1"))
+    return total
 
 
 def _result(
@@ -490,9 +670,19 @@ def root_dirs(tops: tuple[str, ...]) -> list[str]:
     return args
 
 
-def bwrap_arguments(base: Path, cwd: Path, readonly: list[Path]) -> list[str]:
-    """Bubblewrap options: system read-only, ``base`` writable, no network, private /tmp."""
-    args = ["--die-with-parent", "--new-session", "--unshare-all", "--ro-bind", "/usr", "/usr"]
+def bwrap_arguments(
+    base: Path, cwd: Path, readonly: list[Path], masks: Sequence[Path] = ()
+) -> list[str]:
+    """Bubblewrap options: system read-only, ``base`` writable, no network, private /tmp.
+
+    ``masks`` (the engine's state inside what is shown) each get an empty tmpfs, mounted after
+    ``base`` so it covers what ``base`` shows there; files created there later land in the
+    tmpfs too. The command has no capabilities (``--cap-drop ALL``: when the engine runs as
+    root, bubblewrap would otherwise leave them, and with them ``umount`` of a mask), and may
+    not create user namespaces of its own.
+    """
+    args = ["--die-with-parent", "--new-session", "--unshare-all", "--unshare-user"]
+    args += ["--disable-userns", "--cap-drop", "ALL", "--ro-bind", "/usr", "/usr"]
     args += root_dirs(("bin", "sbin", "lib", "lib32", "lib64", "libx32"))
     for name in _BWRAP_ETC:
         args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
@@ -500,7 +690,10 @@ def bwrap_arguments(base: Path, cwd: Path, readonly: list[Path]) -> list[str]:
         args += ["--ro-bind-try", str(path), str(path)]
     # /tmp inside the sandbox is a private tmpfs, not the host's.
     args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]  # noqa: S108
-    args += ["--bind", str(base), str(base), "--chdir", str(cwd)]
+    args += ["--bind", str(base), str(base)]
+    for mask in masks:
+        args += ["--tmpfs", str(mask)]
+    args += ["--chdir", str(cwd)]
     args += ["--setenv", "HOME", "/tmp", "--setenv", "TMPDIR", "/tmp", "--"]  # noqa: S108
     return args
 
@@ -535,7 +728,8 @@ def bash_tool(sandbox: Sandbox, config: BashToolConfig) -> ToolSpec:
         "run_bash",
         tool.run,
         description="Run a bash command and return its exit code, stdout and stderr. The "
-        "working directory must be inside the workspace; pass variables through env.",
+        "working directory must be inside the workspace; pass variables through env. "
+        + _SANDBOX_NOTE[config.sandbox],
         parameters={
             "type": "object",
             "properties": {

@@ -21,6 +21,7 @@ from typing import Any
 
 from ai_agent.config import FileToolsConfig
 from ai_agent.state import ToolResult
+from ai_agent.tools.builtin.protected import ProtectedPaths
 from ai_agent.tools.builtin.sandbox import Sandbox, SandboxError, Target, file_kind
 from ai_agent.tools.builtin.walk import require_directory, walk
 from ai_agent.tools.spec import ToolCategory, ToolSpec
@@ -34,8 +35,14 @@ _DIFF_LINES = 200
 Fn = Callable[[dict[str, Any], dict[str, Any]], ToolResult]
 
 
-def sandbox_for(config: FileToolsConfig, workdir: str | os.PathLike[str]) -> Sandbox:
+def sandbox_for(
+    config: FileToolsConfig,
+    workdir: str | os.PathLike[str],
+    protected: ProtectedPaths | None = None,
+) -> Sandbox:
     """The sandbox the file tools use: ``config.base_dir`` or the working directory.
+
+    ``protected`` is the engine's own state, which every tool over this sandbox refuses.
 
     Examples:
         >>> import tempfile, os
@@ -50,6 +57,8 @@ def sandbox_for(config: FileToolsConfig, workdir: str | os.PathLike[str]) -> San
         allowed_extensions=config.allowed_extensions,
         denied_extensions=config.denied_extensions,
         max_read_bytes=config.max_read_bytes,
+        protected=protected,
+        allow_hard_links=config.allow_hard_links,
     )
 
 
@@ -236,6 +245,7 @@ class FileTools:
 
     def move_file(self, args: dict[str, Any], ctx: dict[str, Any]) -> ToolResult:
         source = self.box.resolve_entry(args.get("source"), field="source")
+        self.box.check_holds_none(source)
         destination = self._destination(source, args.get("destination"))
         if source.path in destination.path.parents:
             raise SandboxError("BAD_ARGUMENTS", "cannot move a directory into itself")

@@ -22,6 +22,7 @@ from ai_agent.config import NotesConfig
 from ai_agent.state import ToolResult
 from ai_agent.tools.builtin.notes_index import NOTE_SUFFIXES, Note, NotesIndex
 from ai_agent.tools.builtin.notes_rank import Embed, rank, words
+from ai_agent.tools.builtin.protected import ProtectedPaths
 from ai_agent.tools.builtin.sandbox import Sandbox, SandboxError
 from ai_agent.tools.spec import ToolCategory, ToolSpec
 
@@ -67,9 +68,22 @@ def _snippet(text: str, queries: list[str]) -> str:
 class NotesTools:
     """find_similar and read_note over one notes folder."""
 
-    def __init__(self, folder: str | Path, config: NotesConfig, embed: Embed | None = None) -> None:
+    def __init__(
+        self,
+        folder: str | Path,
+        config: NotesConfig,
+        embed: Embed | None = None,
+        *,
+        protected: ProtectedPaths | None = None,
+        allow_hard_links: bool = False,
+    ) -> None:
         self.config = config
-        self.box = Sandbox(folder, allowed_extensions=(*NOTE_SUFFIXES, ".txt"))
+        self.box = Sandbox(
+            folder,
+            allowed_extensions=(*NOTE_SUFFIXES, ".txt"),
+            protected=protected,
+            allow_hard_links=allow_hard_links,
+        )
         self.index = NotesIndex(self.box, chunk_chars=config.chunk_chars)
         self.embed = embed or (load_embedding(config.embedding) if config.embedding else None)
 
@@ -128,8 +142,11 @@ class NotesTools:
         except SandboxError as exc:
             return _error(exc.code, str(exc))
         rel = self.box.display(target.path)
-        note = self.index.read(rel)
-        if note is None:
+        try:
+            note = self.index.load(rel)
+        except SandboxError as exc:
+            if exc.code != "NOT_FOUND":
+                return _error(exc.code, str(exc))
             return _error("NOT_FOUND", f"no readable note at {path!r} in the notes folder")
         section_name = args.get("section")
         text, section = note.text, None
@@ -181,7 +198,12 @@ def _error(code: str, message: str) -> ToolResult:
 
 
 def notes_tools(
-    folder: str | Path, config: NotesConfig, embed: Embed | None = None
+    folder: str | Path,
+    config: NotesConfig,
+    embed: Embed | None = None,
+    *,
+    protected: ProtectedPaths | None = None,
+    allow_hard_links: bool = False,
 ) -> list[ToolSpec]:
     r"""``find_similar`` and ``read_note`` over ``folder``.
 
@@ -190,6 +212,8 @@ def notes_tools(
         config: Ranking and reading settings.
         embed: An embedding function ``embed(texts) -> vectors`` (default: the lexical ranker,
             or ``config.embedding``).
+        protected: The engine's own state, never read as a note.
+        allow_hard_links: Read notes that have more than one hard link.
 
     Examples:
         >>> import asyncio, tempfile, pathlib
@@ -202,7 +226,7 @@ def notes_tools(
         >>> [(h["path"], h["section"]) for h in hits]
         [('tides.md', 'Tides')]
     """
-    t = NotesTools(folder, config, embed)
+    t = NotesTools(folder, config, embed, protected=protected, allow_hard_links=allow_hard_links)
 
     def found(result: ToolResult) -> str:
         if result["status"] != "ok":

@@ -188,9 +188,17 @@ class NotesIndex:
     def read(self, rel: str) -> Note | None:
         """A note by its path below the root, or None when it cannot be read."""
         try:
-            data = self.box.read_bytes(self.box.resolve(rel))
+            return self.load(rel)
         except SandboxError:
             return None
+
+    def load(self, rel: str) -> Note:
+        """A note by its path below the root.
+
+        Raises:
+            SandboxError: it cannot be read (the code says why).
+        """
+        data = self.box.read_bytes(self.box.resolve(rel))
         return parse_note(rel, data.decode("utf-8", "replace"))
 
 

@@ -16,6 +16,15 @@ the way can be swapped for a symlink that points out. So the sandbox checks twic
 Writes are atomic: the content goes to a temporary file in the target's directory, is flushed to
 disk and renamed over the target, so a failure leaves the old file (or nothing), never half a file.
 
+Two more refusals hold whatever the path:
+
+- The engine's own state (`ai_agent.tools.builtin.protected.ProtectedPaths`: the run store,
+  memory, the toolsmaker's files) is refused with PROTECTED_PATH: by path after symlinks in
+  step 1, and by device and inode of every directory and file opened in step 2, so another path
+  to the same folder or file is refused too. Walks skip it.
+- A regular file with more than one hard link is not read (HARD_LINK) unless
+  ``allow_hard_links``: its other name may be outside the base, and the path check cannot see it.
+
 With ``enabled=False`` the containment check is skipped (paths may go anywhere); everything else
 still applies.
 """
@@ -29,6 +38,12 @@ import stat
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ai_agent.tools.builtin.protected import Protected, ProtectedPaths
+
+    _Identities = dict[tuple[int, int], Protected]
 
 __all__ = ["Sandbox", "SandboxError", "Target"]
 
@@ -79,6 +94,8 @@ class Sandbox:
         allowed_extensions: When not empty, only these extensions (``.py``) may be used.
         denied_extensions: Extensions that may never be used.
         max_read_bytes: Files larger than this are not read.
+        protected: The engine's own state, refused whatever ``enabled`` says.
+        allow_hard_links: Read regular files that have more than one hard link.
 
     Examples:
         >>> import tempfile
@@ -99,12 +116,16 @@ class Sandbox:
         allowed_extensions: Sequence[str] = (),
         denied_extensions: Sequence[str] = (),
         max_read_bytes: int = 1_000_000,
+        protected: ProtectedPaths | None = None,
+        allow_hard_links: bool = False,
     ) -> None:
         self.base = Path(os.path.realpath(base))
         self.enabled = enabled
         self.allowed = tuple(e.lower() for e in allowed_extensions)
         self.denied = tuple(e.lower() for e in denied_extensions)
         self.max_read_bytes = max_read_bytes
+        self.protected = protected
+        self.allow_hard_links = allow_hard_links
         # Without the sandbox, walks start at the filesystem root.
         self._root = self.base if enabled else Path(self.base.anchor or "/")
 
@@ -119,8 +140,8 @@ class Sandbox:
         """Check a path the model gave and resolve it (after symlinks) under the base.
 
         Raises:
-            SandboxError: BAD_PATH (not a string, empty, NUL byte), OUTSIDE_SANDBOX, or
-                EXTENSION_DENIED.
+            SandboxError: BAD_PATH (not a string, empty, NUL byte), OUTSIDE_SANDBOX,
+                PROTECTED_PATH or EXTENSION_DENIED.
         """
         if not isinstance(given, str) or not given.strip():
             raise SandboxError("BAD_PATH", f"{field} must be a non-empty path")
@@ -132,11 +153,33 @@ class Sandbox:
             raise SandboxError(
                 "OUTSIDE_SANDBOX", f"{field} {given!r} is outside the sandbox directory"
             )
+        self._check_protected(given, real, field)
         if check_extension:
             self._check_extension(given, raw.name)
             self._check_extension(given, real.name)
         parts = real.relative_to(self._root).parts
         return Target(given=given, path=real, parts=tuple(parts))
+
+    def _check_protected(self, given: object, real: Path, field: str) -> None:
+        entry = self.protected.holding(real) if self.protected else None
+        if entry is not None:
+            raise _protected(f"{field} {given!r}", entry.what)
+
+    def check_holds_none(self, target: Target) -> None:
+        """Refuse ``target`` when the engine's state lies inside it (moving it would move that)."""
+        entry = self.protected.overlapping(target.path) if self.protected else None
+        if entry is not None:
+            raise _protected(f"{target.given!r} holds", entry.what)
+
+    def _check_identity(self, info: os.stat_result, given: str, ids: _Identities) -> None:
+        """Refuse what was opened when it is a protected folder or file, whatever its path."""
+        entry = ids.get((info.st_dev, info.st_ino))
+        if entry is not None:
+            raise _protected(repr(given), entry.what)
+
+    def identities(self) -> _Identities:
+        """Device and inode of the protected paths, now (empty without any)."""
+        return self.protected.identities() if self.protected else {}
 
     def resolve_entry(
         self, given: object, *, field: str = "path", check_extension: bool = True
@@ -155,6 +198,7 @@ class Sandbox:
         parent = self.resolve(head or ".", field=field, check_extension=False)
         if check_extension:
             self._check_extension(given, name)
+        self._check_protected(given, parent.path / name, field)
         return Target(given=given, path=parent.path / name, parts=(*parent.parts, name))
 
     def _check_extension(self, given: str, name: str) -> None:
@@ -176,18 +220,26 @@ class Sandbox:
     # Walking ---------------------------------------------------------------------------------
     @contextlib.contextmanager
     def directory(self, parts: Sequence[str], *, create: bool = False) -> Iterator[int]:
-        """A descriptor of the directory at ``parts``, opened without following any symlink."""
+        """A descriptor of the directory at ``parts``, opened without following any symlink.
+
+        Each directory on the way is compared with the protected folders by device and inode.
+        """
         try:
             fd = os.open(self._root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         except OSError as exc:
             raise SandboxError(
                 "NOT_FOUND", f"the directory {self._root} cannot be opened ({exc.strerror})"
             ) from None
+        ids = self.identities()
         try:
-            for part in parts:
+            for depth, part in enumerate(parts):
+                if ids:
+                    self._check_identity(os.fstat(fd), "/".join(parts[:depth]) or ".", ids)
                 child = self._child(fd, part, create=create)
                 os.close(fd)
                 fd = child
+            if ids:
+                self._check_identity(os.fstat(fd), "/".join(parts) or ".", ids)
             yield fd
         finally:
             os.close(fd)
@@ -222,11 +274,14 @@ class Sandbox:
             return os.stat(self._root)
         try:
             with self.parent(target) as fd:
-                return self._entry(fd, target)
+                info = self._entry(fd, target)
         except SandboxError as exc:
             if exc.code == "NOT_FOUND":  # a parent directory is missing: so is the entry
                 return None
             raise
+        if info is not None:
+            self._check_identity(info, target.given, self.identities())
+        return info
 
     # Reading ---------------------------------------------------------------------------------
     @contextlib.contextmanager
@@ -243,14 +298,25 @@ class Sandbox:
                 ) from None
         try:
             info = os.fstat(fd)
-            if not stat.S_ISREG(info.st_mode):
-                raise SandboxError(
-                    "NOT_A_FILE",
-                    f"{target.given!r} is a {file_kind(info.st_mode)}, not a regular file",
-                )
+            self._check_readable(info, target.given)
             yield fd, info
         finally:
             os.close(fd)
+
+    def _check_readable(self, info: os.stat_result, given: str) -> None:
+        """A regular file, not the engine's, with one link (unless hard links are allowed)."""
+        if not stat.S_ISREG(info.st_mode):
+            raise SandboxError(
+                "NOT_A_FILE", f"{given!r} is a {file_kind(info.st_mode)}, not a regular file"
+            )
+        self._check_identity(info, given, self.identities())
+        if info.st_nlink > 1 and not self.allow_hard_links:
+            raise SandboxError(
+                "HARD_LINK",
+                f"{given!r} has {info.st_nlink} hard links: the same file has another name, "
+                "possibly outside the sandbox directory, so it is not read. Set "
+                "tool_config.files.allow_hard_links = true to read such files",
+            )
 
     def read_bytes(
         self, target: Target, *, on_chunk: Callable[[bytes], object] | None = None
@@ -333,8 +399,8 @@ class Sandbox:
         if prefix:
             src = os.open(target.name, _READ_FLAGS, dir_fd=dfd)
             try:
-                if not stat.S_ISREG(os.fstat(src).st_mode):
-                    raise SandboxError("PATH_CHANGED", f"{target.given!r} changed while in use")
+                # The old content is copied into the new file: it is read, so checked as a read.
+                self._check_readable(os.fstat(src), target.given)
                 remaining = prefix
                 while remaining and (block := os.read(src, min(_CHUNK, remaining))):
                     written += _write_all(fd, block)
@@ -370,6 +436,14 @@ class Sandbox:
             return os.stat(target.name, dir_fd=dfd, follow_symlinks=False)
         except FileNotFoundError:
             return None
+
+
+def _protected(what: str, holder: str) -> SandboxError:
+    return SandboxError(
+        "PROTECTED_PATH",
+        f"{what} is part of the engine's own state ({holder}); tools may not read, list or "
+        "change it",
+    )
 
 
 def _write_all(fd: int, data: bytes) -> int:

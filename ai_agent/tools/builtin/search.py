@@ -202,11 +202,12 @@ class SearchTools:
             ]
         deadline = time.monotonic() + _GREP_BUDGET
         stats = {"files_searched": 0, "skipped_binary": 0, "skipped_large": 0}
+        stats["skipped_hard_links"] = 0
         found = _Found()
         for target, rel in targets:
             if found.truncated:
                 break
-            lines = self._text(target, stats)
+            lines = self._text(target, stats, named=files is None)
             if lines is None:
                 continue
             stats["files_searched"] += 1
@@ -221,12 +222,16 @@ class SearchTools:
             content={"matches": found.items, "truncated": found.truncated, **stats},
         )
 
-    def _text(self, target: Target, stats: dict[str, int]) -> list[str] | None:
+    def _text(self, target: Target, stats: dict[str, int], *, named: bool) -> list[str] | None:
+        """The file's lines, or None when it is skipped (a file ``named`` itself is refused)."""
         try:
             data = self.box.read_bytes(target)
         except SandboxError as exc:
             if exc.code == "TOO_LARGE":
                 stats["skipped_large"] += 1
+                return None
+            if exc.code == "HARD_LINK" and not named:
+                stats["skipped_hard_links"] += 1
                 return None
             if exc.code in ("NOT_A_FILE", "NOT_FOUND", "PATH_CHANGED", "EXTENSION_DENIED"):
                 return None

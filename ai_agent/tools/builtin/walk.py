@@ -2,7 +2,8 @@
 
 Each directory is opened relative to its parent's descriptor with ``O_NOFOLLOW``, so a walk never
 leaves the tree it started in, whatever symlinks the tree holds: symlinks are reported as
-entries, never entered.
+entries, never entered. The engine's own state (the sandbox's protected paths, matched by device
+and inode) is neither reported nor entered.
 """
 
 from __future__ import annotations
@@ -61,18 +62,26 @@ def walk(
         SandboxError: the start is not a directory the sandbox can enter.
     """
     with sandbox.directory(parts) as fd:
-        yield from _walk(fd, "", 1, max_depth, descend)
+        yield from _walk(fd, "", 1, _Walk(max_depth, descend, frozenset(sandbox.identities())))
 
 
-def _walk(
-    fd: int, prefix: str, depth: int, max_depth: int | None, descend: Callable[[str], bool]
-) -> Iterator[Entry]:
+@dataclass(frozen=True, slots=True)
+class _Walk:
+    max_depth: int | None
+    descend: Callable[[str], bool]
+    hidden: frozenset[tuple[int, int]]  # device and inode of what is never shown
+
+
+def _walk(fd: int, prefix: str, depth: int, how: _Walk) -> Iterator[Entry]:
+    max_depth, descend = how.max_depth, how.descend
     with os.scandir(fd) as it:
         names = sorted(e.name for e in it)
     for name in names:
         try:
             info = os.stat(name, dir_fd=fd, follow_symlinks=False)
         except FileNotFoundError:  # removed while we walk
+            continue
+        if (info.st_dev, info.st_ino) in how.hidden:
             continue
         rel = f"{prefix}{name}"
         kind = file_kind(info.st_mode, other="other")
@@ -86,7 +95,7 @@ def _walk(
         except OSError:  # replaced by a symlink or removed since the stat: skip it
             continue
         try:
-            yield from _walk(child, rel + "/", depth + 1, max_depth, descend)
+            yield from _walk(child, rel + "/", depth + 1, how)
         finally:
             os.close(child)
 
@@ -97,6 +106,8 @@ def require_directory(sandbox: Sandbox, parts: tuple[str, ...], given: str) -> N
         with sandbox.directory(parts):
             return
     except SandboxError as exc:
+        if exc.code == "PROTECTED_PATH":
+            raise
         if exc.code == "NOT_FOUND":
             raise SandboxError("NOT_FOUND", f"no such directory: {given!r}") from None
         raise SandboxError("NOT_A_DIRECTORY", f"{given!r} is not a directory") from None

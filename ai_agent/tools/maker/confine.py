@@ -59,6 +59,7 @@ from typing import Any
 
 from ai_agent.errors import SandboxUnavailableError
 from ai_agent.tools.builtin.bash import root_dirs
+from ai_agent.tools.builtin.protected import ProtectedPaths
 from ai_agent.tools.builtin.sandbox import Sandbox, SandboxError
 from ai_agent.tools.maker.policy import SandboxLimits
 
@@ -117,7 +118,7 @@ class ConfinedCall:
         read_paths: Allowed paths mounted read-only.
         write_paths: Allowed paths mounted writable.
         secrets: Environment of the tool: declared secret name -> value.
-        protected: Host paths no mount may contain or lie inside (the engine's own files).
+        protected: The engine's own state: no mount may hold it or lie inside it.
         limits: The limits of the call.
         http: The broker for ``http`` requests, or None when the tool may not make any.
     """
@@ -129,7 +130,7 @@ class ConfinedCall:
     read_paths: tuple[str, ...] = ()
     write_paths: tuple[str, ...] = ()
     secrets: dict[str, str] = field(default_factory=dict)
-    protected: tuple[Path, ...] = ()
+    protected: ProtectedPaths = field(default_factory=ProtectedPaths)
     limits: SandboxLimits = field(default_factory=SandboxLimits)
     http: HttpHandler | None = None
 
@@ -209,9 +210,10 @@ def _python_args() -> tuple[str, list[str]]:
 def _mounts(call: ConfinedCall) -> Iterator[tuple[list[str], list[int]]]:
     """Bwrap options and descriptors for the allowed paths, held open until bwrap has them."""
     box = Sandbox(call.base_dir)
-    protected = [Path(os.path.realpath(p)) for p in call.protected]
-
+    protected = call.protected.current()
     wanted = [(p, False) for p in call.read_paths] + [(p, True) for p in call.write_paths]
+    if wanted:
+        _refuse_linked_state(protected)
     # Parents before children, so a writable subdirectory is mounted over a read-only parent.
     wanted.sort(key=lambda item: (item[0].count("/"), item[0]))
     with contextlib.ExitStack() as stack:
@@ -220,14 +222,14 @@ def _mounts(call: ConfinedCall) -> Iterator[tuple[list[str], list[int]]]:
         for rel, writable in wanted:
             try:
                 target = box.resolve(rel, check_extension=False)
-                host = Path(os.path.realpath(target.path))
-                # Either way round: a mount holding the toolsmaker's files, or one inside them
+                # Either way round: a mount holding the engine's state, or one inside it
                 # (``toolsmaker_dir/specs`` would let a tool rewrite another tool's spec).
-                if any(_under(p, host) or _under(host, p) for p in protected):
+                entry = protected.overlapping(Path(os.path.realpath(target.path)))
+                if entry is not None:
                     raise Violation(
                         "path_refused",
-                        f"allowed path {rel!r} overlaps the engine's own files (toolsmaker, "
-                        "audit log, checkpoints, memory); not mounted",
+                        f"allowed path {rel!r} overlaps the engine's own files ({entry.what}); "
+                        "not mounted",
                     )
                 fd = stack.enter_context(box.directory(target.parts, create=writable))
             except SandboxError as exc:
@@ -238,6 +240,17 @@ def _mounts(call: ConfinedCall) -> Iterator[tuple[list[str], list[int]]]:
             option = "--bind-fd" if writable else "--ro-bind-fd"
             args += [option, str(fd), f"{WORKSPACE}/{rel}"]
         yield args, fds
+
+
+def _refuse_linked_state(protected: ProtectedPaths) -> None:
+    """No mount while a file of the engine's has a second name: it could be in the mount."""
+    linked = protected.linked()
+    if linked:
+        raise Violation(
+            "path_refused",
+            f"{linked[0].what} ({linked[0].path}) has more than one hard link, and the other "
+            "name may lie in an allowed path; nothing is mounted until the extra link is removed",
+        )
 
 
 def bwrap_command(

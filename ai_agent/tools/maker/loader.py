@@ -17,6 +17,7 @@ import json
 from pathlib import Path
 
 from ai_agent.errors import ToolPolicyViolation
+from ai_agent.tools.builtin.protected import ProtectedPaths
 from ai_agent.tools.maker.builder import code_sha256
 from ai_agent.tools.maker.policy import AuditFn, PolicyGuardedTool, SandboxLimits
 from ai_agent.tools.maker.records import BuildRecord, GeneratedToolSpec
@@ -59,7 +60,7 @@ def load_tool(
     base_dir: Path,
     limits: SandboxLimits,
     audit: AuditFn,
-    protected: tuple[Path, ...] = (),
+    protected: ProtectedPaths | None = None,
 ) -> ToolSpec:
     """The runtime ToolSpec of an activated (or approved) version.
 
@@ -69,7 +70,7 @@ def load_tool(
         base_dir: The workspace its allowed paths are relative to.
         limits: The limits of each call (``record.max_output_chars`` overrides the clip).
         audit: Where ``tool_policy_blocked`` events go.
-        protected: Host paths no mount may contain or lie inside.
+        protected: The engine's own state: no mount may hold it or lie inside it.
 
     Returns:
         A ToolSpec in the group ``generated`` whose ``fn`` runs each call confined.

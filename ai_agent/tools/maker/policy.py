@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import ipaddress
 import json
-import math
 import os
 import posixpath
 import re
@@ -30,6 +29,8 @@ from typing import TYPE_CHECKING, Any
 
 from ai_agent.errors import ToolPolicyViolation
 from ai_agent.state import ToolResult
+from ai_agent.tools.builtin.limits import rlimits
+from ai_agent.tools.builtin.protected import ProtectedPaths
 
 if TYPE_CHECKING:
     from ai_agent.tools.maker.confine import ConfinedCall
@@ -56,6 +57,7 @@ class SandboxLimits:
         timeout: Wall-clock seconds; then the sandbox's PID namespace is killed (SIGKILL).
         cpu_seconds: RLIMIT_CPU (None: the timeout, rounded up).
         memory_mb: RLIMIT_AS, the address space of the tool's process.
+        max_processes: RLIMIT_NPROC (seccomp already forbids new processes and threads).
         file_size_mb: RLIMIT_FSIZE, the largest file it may write.
         open_files: RLIMIT_NOFILE.
         tmp_mb: Size of the private ``/tmp`` (a tmpfs; 0: no ``/tmp``).
@@ -71,6 +73,7 @@ class SandboxLimits:
     timeout: float = 30.0
     cpu_seconds: int | None = None
     memory_mb: int = 512
+    max_processes: int = 64
     file_size_mb: int = 16
     open_files: int = 64
     tmp_mb: int = 16
@@ -83,23 +86,25 @@ class SandboxLimits:
     def rlimits(self) -> dict[str, list[int]]:
         """The rlimits ``[soft, hard]`` the runner sets before the tool's code is loaded.
 
-        Hard limits cannot be raised without a capability, which the sandbox does not have. The
-        CPU limit's hard value is one second above the soft one, so the kernel's SIGXCPU (not
-        its SIGKILL) says why the tool died.
+        Made by the helper ``run_bash`` shares (`ai_agent.tools.builtin.limits.rlimits`):
+        hard limits cannot be raised without a capability, which the sandbox does not have, and
+        the CPU limit's hard value is one second above the soft one, so the kernel's SIGXCPU
+        (not its SIGKILL) says why the tool died.
 
         Returns:
             ``resource`` constant name -> ``[soft, hard]``.
         """
-        cpu = max(1, self.cpu_seconds if self.cpu_seconds is not None else math.ceil(self.timeout))
-        same = {
-            "RLIMIT_AS": self.memory_mb << 20,
-            "RLIMIT_FSIZE": self.file_size_mb << 20,
-            "RLIMIT_NOFILE": self.open_files,
-            "RLIMIT_CORE": 0,
-            "RLIMIT_MEMLOCK": 0,
-            "RLIMIT_MSGQUEUE": 0,
-        }
-        return {"RLIMIT_CPU": [cpu, cpu + 1], **{k: [v, v] for k, v in same.items()}}
+        return rlimits(
+            cpu_seconds=self.cpu_seconds if self.cpu_seconds is not None else self.timeout,
+            memory_mb=self.memory_mb,
+            memory="RLIMIT_AS",
+            processes=self.max_processes,
+            RLIMIT_FSIZE=self.file_size_mb << 20,
+            RLIMIT_NOFILE=self.open_files,
+            RLIMIT_CORE=0,
+            RLIMIT_MEMLOCK=0,
+            RLIMIT_MSGQUEUE=0,
+        )
 
 
 def check_relative_path(value: object) -> str:
@@ -306,7 +311,7 @@ class PolicyGuardedTool:
         base_dir: The workspace its ``allowed_paths`` are relative to.
         limits: The call's limits (``max_output_chars`` clips the result text).
         audit: ``audit(event, tool=, version=, **data)``, for ``tool_policy_blocked``.
-        protected: Host paths no mount may contain or lie inside (the engine's own files).
+        protected: The engine's own state: no mount may hold it or lie inside it.
 
     A call ends in one of: the tool's result (``ok``); the tool's exception as an error result;
     a ``TIMEOUT`` error result after the sandbox was killed at the deadline; or, for a policy
@@ -323,14 +328,14 @@ class PolicyGuardedTool:
         base_dir: Path,
         limits: SandboxLimits,
         audit: AuditFn,
-        protected: tuple[Path, ...] = (),
+        protected: ProtectedPaths | None = None,
     ) -> None:
         self.spec = spec
         self.code = code
         self.base_dir = base_dir
         self.limits = limits
         self.audit = audit
-        self.protected = protected
+        self.protected = protected or ProtectedPaths()
 
     def _broker(self) -> Any:
         from ai_agent.tools.maker.broker import HttpBroker

@@ -37,6 +37,7 @@ from ai_agent.errors import (
     ToolTransitionError,
     UnknownToolError,
 )
+from ai_agent.tools.builtin.protected import Protected, ProtectedPaths
 from ai_agent.tools.maker.approvals import check_transition, review_artifact
 from ai_agent.tools.maker.audit import AuditLog, AuditReport, verify_audit
 from ai_agent.tools.maker.builder import build, request_from_intent
@@ -73,8 +74,9 @@ class ToolsmakerRegistry:
             None: useful for the CLI and tests).
         base_dir: The workspace generated tools' ``allowed_paths`` are relative to.
         limits: Limits of every generated tool call.
-        protected: More host paths no generated tool may have mounted (the checkpoint database's
-            directory); the toolsmaker directory and the audit log always are.
+        protected: The rest of the engine's own state (the Agent's `ProtectedPaths`), or more
+            host paths no generated tool may have mounted; the toolsmaker directory and the
+            audit log always are.
     """
 
     def __init__(
@@ -85,18 +87,23 @@ class ToolsmakerRegistry:
         runtime: ToolRegistry | None = None,
         base_dir: str | os.PathLike[str] = ".",
         limits: SandboxLimits | None = None,
-        protected: Collection[str | os.PathLike[str]] = (),
+        protected: ProtectedPaths | Collection[str | os.PathLike[str]] = (),
     ) -> None:
         self.layout = Layout(Path(directory), Path(audit_path) if audit_path else None)
         self.audit_log = AuditLog(self.layout.audit)
         self.runtime = runtime if runtime is not None else ToolRegistry()
         self.base_dir = Path(base_dir)
         self.limits = limits or SandboxLimits()
-        self.protected = (
-            self.layout.root.absolute(),
-            self.layout.audit.absolute(),
-            *(Path(p).absolute() for p in protected),
-        )
+        own = [
+            Protected(self.layout.root.absolute(), "the toolsmaker folder", folder=True),
+            Protected(self.layout.audit.absolute(), "the toolsmaker audit log", folder=False),
+        ]
+        if not isinstance(protected, ProtectedPaths):
+            protected = ProtectedPaths(
+                Protected(Path(p).absolute(), "the engine's own files", folder=Path(p).is_dir())
+                for p in protected
+            )
+        self.protected = protected.plus(own)
         self._loaded: dict[str, int] = {}
 
     # Audit ------------------------------------------------------------------------------------
