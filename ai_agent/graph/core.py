@@ -529,13 +529,10 @@ class AgentCore:
 
     async def _resume_input(
         self, thread_id: str, snapshot: StateSnapshot, plan: UserPlan | Mapping[str, Any] | None
-    ) -> Command[Any] | None:
+    ) -> Command[Any] | RunState | None:
         check_state_version(snapshot.metadata, f"run {thread_id}")
-        if not snapshot.values and await self.store.get_run(thread_id) is None:
-            raise UnknownThreadError(
-                f"no run with thread id {thread_id} in {describe_location(self.database)}; "
-                "`ai-agent runs` lists the runs there"
-            )
+        if not snapshot.values:
+            return await self._restart(thread_id, plan)
         if snapshot.interrupts:
             report: GateReport = snapshot.interrupts[0].value
             if plan is None:
@@ -545,14 +542,37 @@ class AgentCore:
             parsed = parse_plan(plan)
             check_plan(parsed, report, self.registry)
             return Command(resume=parsed.model_dump())
-        if snapshot.next:
+        if _pending(snapshot):
             # It stopped mid-step (a crash, a failure): continue from the last checkpoint. The
-            # journal keeps any half-done side-effecting call from running again silently.
+            # writes of the step's finished tasks are stored with it and are reused, not run
+            # again; the journal keeps any half-done side-effecting call from running again
+            # silently.
             if plan is not None:
                 raise RunError(f"run {thread_id} is not waiting for a plan; resume it without one")
             return None
         status = snapshot.values.get("status", "finished")
         raise NothingPendingError(f"run {thread_id} has {status}; there is nothing to resume")
+
+    async def _restart(self, thread_id: str, plan: UserPlan | Mapping[str, Any] | None) -> RunState:
+        """The input of a run that has a run row but no checkpoint: its task, from the start.
+
+        The row is written before the first checkpoint, so a crash in between leaves it alone.
+        No stage has run without a checkpoint before it (checkpoints are written "sync"), so
+        starting the task again repeats nothing.
+        """
+        record = await self.store.get_run(thread_id)
+        if record is None:
+            raise UnknownThreadError(
+                f"no run with thread id {thread_id} in {describe_location(self.database)}; "
+                "`ai-agent runs` lists the runs there"
+            )
+        if plan is not None:
+            raise RunError(
+                f"run {thread_id} stopped before its first step and is not waiting for a plan; "
+                "resume it without one"
+            )
+        log.info("run %s has no checkpoint yet; starting its task from the beginning", thread_id)
+        return new_run_state(record["task"], list(self.initial_tools))
 
     async def _drive(
         self, thread_id: str, graph_input: Any, lease: Lease, context: RunContext | None = None
@@ -696,12 +716,22 @@ def _result(thread_id: str, snapshot: StateSnapshot) -> RunResult:
             )
         )
         return RunResult(status="paused", gate=gate, **common)
-    if snapshot.next:
+    if _pending(snapshot):
         return RunResult(status="failed", error="the run stopped before finishing", **common)
     status: RunStatusName = "cancelled" if values.get("status") == "cancelled" else "completed"
     return RunResult(
         status=status, final_text=values.get("final_text"), gate=values.get("gate"), **common
     )
+
+
+def _pending(snapshot: StateSnapshot) -> bool:
+    """Whether the run stopped with work left in its step (a crash, a failure).
+
+    ``next`` lists only the step's tasks that have no stored writes: when every task of the
+    step finished and stored its writes but the checkpoint after them was never written, it is
+    empty while ``tasks`` still holds the step.
+    """
+    return bool(snapshot.next or snapshot.tasks)
 
 
 def _database(

@@ -9,7 +9,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 SCRIPT = Path(__file__).with_name("proc_agent.py")
 
@@ -24,9 +24,21 @@ def start(db: Path, work: Path, *args: str, **env: str) -> subprocess.Popen[str]
     )
 
 
-def finish(proc: subprocess.Popen[str]) -> tuple[int, str]:
+class Proc(Protocol):
+    """What the tests use of a process: ``subprocess.Popen``, or ``forked.Forked``."""
+
+    @property
+    def returncode(self) -> int | None: ...
+
+    def communicate(
+        self, input: str | None = None, timeout: float | None = None
+    ) -> tuple[str, str]: ...
+
+
+def finish(proc: Proc) -> tuple[int, str]:
     out, err = proc.communicate(timeout=120)
     assert "Traceback" not in err, err
+    assert proc.returncode is not None
     return proc.returncode, out
 
 
