@@ -42,7 +42,7 @@ from ai_agent.checkpoints.plans import PlanQueue
 from ai_agent.checkpoints.recorded import RecordedCalls
 from ai_agent.checkpoints.schema import SCHEMA_VERSION, ensure_schema
 from ai_agent.context import JournalEntry
-from ai_agent.errors import StoreError, ThreadBusyError
+from ai_agent.errors import RunError, StoreError, ThreadBusyError
 from ai_agent.state import ToolCall, ToolResult
 
 __all__ = [
@@ -140,14 +140,33 @@ class SqlRunStore(RecordedCalls, PlanQueue):
         fork_checkpoint_id: str | None = None,
         status: str = "running",
     ) -> None:
-        """Record a new run (by default as running)."""
+        """Record a new run (by default as running).
+
+        Raises:
+            RunError: a run with this thread id exists (another process may have created it
+                a moment ago: of two processes starting one new thread, one gets this).
+        """
         now = time.time()
-        with self._tx() as session:
-            session.execute(
-                "INSERT INTO agent_runs (thread_id, task, status, created_at, updated_at, "
-                "parent_thread_id, origin, fork_checkpoint_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (thread_id, task, status, now, now, parent_thread_id, origin, fork_checkpoint_id),
-            )
+        try:
+            with self._tx() as session:
+                session.execute(
+                    "INSERT INTO agent_runs (thread_id, task, status, created_at, updated_at, "
+                    "parent_thread_id, origin, fork_checkpoint_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        thread_id,
+                        task,
+                        status,
+                        now,
+                        now,
+                        parent_thread_id,
+                        origin,
+                        fork_checkpoint_id,
+                    ),
+                )
+        except self._db.unique_violation:
+            raise RunError(
+                f"thread {thread_id} already exists; resume it instead of running it"
+            ) from None
 
     @threaded
     def update_run(

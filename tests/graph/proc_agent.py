@@ -17,6 +17,8 @@ Crash points, for the crash tests (each a real SIGKILL of this process, at one i
   grow any more (``PRAGMA max_page_count`` on every connection of this process), so the next
   write that needs a page fails as on a full disk (SQLite's own SQLITE_FULL).
 
+RACE_BEFORE=create_run holds each process just before it creates the run row until RACE_N of them
+got there, so they create the same new thread at once.
 LEASE_SECONDS shortens the lease (and its heartbeat) for the fencing tests.
 Exit codes: 0 completed, 3 paused, 4 cancelled, 5 ThreadBusyError, 6 NothingPendingError,
 7 another AgentError (its message on stdout).
@@ -52,6 +54,8 @@ def crash() -> None:
 def install_crash_points(work: Path) -> None:
     """Patch the crash point the environment asks for into this process (test code only)."""
     point = os.environ.get("CRASH_AT")
+    if os.environ.get("RACE_BEFORE") == "create_run":
+        install_race(work)
     if point == "create_run":
         create_run = RunStore.create_run
 
@@ -73,6 +77,21 @@ def install_crash_points(work: Path) -> None:
         setattr(DeltaSaver, "aput", store_writes_then_crash)  # noqa: B010
     if os.environ.get("FULL_AFTER") == "outcome":
         install_full_disk()
+
+
+def install_race(work: Path) -> None:
+    """Hold ``create_run`` until RACE_N processes reached it: they all start the thread at once."""
+    create_run = RunStore.create_run
+    wanted = int(os.environ.get("RACE_N", "2"))
+
+    async def create_together(self: RunStore, *args: Any, **kwargs: Any) -> None:
+        (work / f"ready.{os.getpid()}").touch()
+        deadline = time.monotonic() + 60
+        while len(list(work.glob("ready.*"))) < wanted and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        await create_run(self, *args, **kwargs)
+
+    setattr(RunStore, "create_run", create_together)  # noqa: B010
 
 
 def install_full_disk() -> None:

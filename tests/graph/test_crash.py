@@ -50,3 +50,21 @@ def test_a_crash_between_a_steps_writes_and_its_checkpoint_resumes(tmp_path: Pat
         assert result_of(out)["final_text"] == "wrote it"
         assert len(lines(work / "effects.txt")) == 1
         assert len(lines(work / "started.txt")) == 1
+
+
+def test_two_processes_starting_one_new_thread_at_once_run_it_once(tmp_path: Path) -> None:
+    trials = [tmp_path / f"trial{trial}" for trial in range(TRIALS)]
+    procs = []
+    for work in trials:
+        work.mkdir()
+        procs += [
+            start(work / "c.sqlite", work, "run", "t", UNATTENDED="1", RACE_BEFORE="create_run")
+            for _ in range(2)
+        ]
+    outcomes = [finish(p) for p in procs]
+    for trial, work in enumerate(trials):
+        (code1, out1), (code2, out2) = outcomes[2 * trial : 2 * trial + 2]
+        assert sorted([code1, code2]) == [0, 7], (out1, out2)
+        loser = out2 if code1 == 0 else out1
+        assert "RunError: thread t already exists" in loser
+        assert len(lines(work / "effects.txt")) == 1

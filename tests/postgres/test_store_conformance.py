@@ -62,6 +62,15 @@ async def test_runs_round_trip(store: RunStoreProtocol) -> None:
     assert [r["thread_id"] for r in await store.list_runs(parent_thread_id="t1")] == ["t2"]
 
 
+async def test_creating_a_run_that_exists_says_so(store: RunStoreProtocol) -> None:
+    """Of two processes starting one new thread, the second gets a RunError (no driver error)."""
+    await store.create_run("t", "first")
+    with pytest.raises(RunError, match="thread t already exists; resume it"):
+        await store.create_run("t", "second")
+    run = await store.get_run("t")
+    assert run is not None and run["task"] == "first"
+
+
 async def test_a_held_lease_makes_others_busy_until_released(store: RunStoreProtocol) -> None:
     lease = await store.acquire("t")
     with pytest.raises(ThreadBusyError, match=r"is being worked on by process \d+"):
