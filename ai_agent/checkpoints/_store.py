@@ -42,6 +42,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from ai_agent.checkpoints._identity import same_prefix
 from ai_agent.checkpoints._schema import create_or_migrate, legacy_tables_present
+from ai_agent.checkpoints._sqlite import full_disk_raises
 from ai_agent.errors import StoreError
 
 __all__ = ["DeltaStore", "ReadMemo", "Ref", "Skeleton", "WritesJob", "is_view"]
@@ -228,12 +229,13 @@ class DeltaStore:
         else:
             conn.execute("BEGIN IMMEDIATE")
         try:
-            version = conn.execute("PRAGMA data_version").fetchone()[0]
-            self._trusted = version == self._data_version
-            if not self._trusted or len(self._tips) > _MAX_LINEAGE_FACTS:
-                self._distrust()
-            yield conn
-            conn.execute("COMMIT")
+            with full_disk_raises(self.path):
+                version = conn.execute("PRAGMA data_version").fetchone()[0]
+                self._trusted = version == self._data_version
+                if not self._trusted or len(self._tips) > _MAX_LINEAGE_FACTS:
+                    self._distrust()
+                yield conn
+                conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
@@ -275,7 +277,8 @@ class DeltaStore:
         self.busy_timeout(BUSY_TIMEOUT_SECONDS)
         self.conn.execute("BEGIN")
         try:
-            yield self.conn
+            with full_disk_raises(self.path):
+                yield self.conn
         finally:
             self.conn.execute("COMMIT")
 
@@ -1048,7 +1051,8 @@ def _connect(path: str) -> sqlite3.Connection:
         # process, and commits stay in order; only an OS crash or power cut can lose the newest
         # ones. FULL would add an fsync to every step (about 3.5 ms on this kind of disk).
         conn.execute("PRAGMA synchronous = NORMAL")
-        create_or_migrate(conn, where=path)
+        with full_disk_raises(path):
+            create_or_migrate(conn, where=path)
     except sqlite3.DatabaseError as exc:
         conn.close()
         raise StoreError(

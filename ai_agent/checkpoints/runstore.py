@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any, Literal, TypedDict, cast
 
 from ai_agent.checkpoints._sql import Session, page, threaded
-from ai_agent.checkpoints._sqlite import SqliteDatabase
+from ai_agent.checkpoints._sqlite import SqliteDatabase, full_disk_raises
 from ai_agent.checkpoints.plans import PlanQueue
 from ai_agent.checkpoints.recorded import RecordedCalls
 from ai_agent.checkpoints.schema import SCHEMA_VERSION, ensure_schema
@@ -411,8 +411,9 @@ class RunStore(SqlRunStore):
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.host = socket.gethostname()
         try:
-            db = SqliteDatabase(self.path)
-            self.migrated_from = ensure_schema(db.conn, self.path)
+            with full_disk_raises(self.path):
+                db = SqliteDatabase(self.path)
+                self.migrated_from = ensure_schema(db.conn, self.path)
         except sqlite3.DatabaseError as exc:
             raise StoreError(
                 f"cannot open the run store at {self.path}: {exc}. "

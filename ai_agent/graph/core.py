@@ -51,6 +51,7 @@ from ai_agent.errors import (
     NothingPendingError,
     PlanRequiredError,
     RunError,
+    StorageFullError,
     UnknownThreadError,
 )
 from ai_agent.graph.build import build_graph, recursion_limit
@@ -281,7 +282,15 @@ class AgentCore:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
+        if exc[1] is None:
+            await self.aclose()
+            return
+        try:
+            await self.aclose()
+        except AgentError as error:
+            # The error that ended the block says what went wrong; one from closing (often the
+            # same cause, such as a full disk) must not take its place.
+            log.warning("closing the agent after an error failed too: %s", error)
 
     async def aclose(self) -> None:
         """Close what the agent opened: the model's HTTP client, the databases, any local server."""
@@ -495,9 +504,10 @@ class AgentCore:
         if await self.store.get_run(thread_id) is not None:
             raise RunError(f"thread {thread_id} already exists; resume it instead of running it")
         await self.store.create_run(thread_id, task)
-        lease = await self.store.acquire(thread_id)
-        state = new_run_state(task, list(self.initial_tools))
-        return await self._drive(thread_id, state, lease)
+        async with self._full_disk_stops(thread_id):
+            lease = await self.store.acquire(thread_id)
+            state = new_run_state(task, list(self.initial_tools))
+            return await self._drive(thread_id, state, lease)
 
     def run_sync(self, task: str, **kwargs: Any) -> RunResult:
         """``run`` for code without an event loop (opens and closes everything itself)."""
@@ -510,16 +520,46 @@ class AgentCore:
 
         The arguments, the result and the errors are documented on `ai_agent.Agent.resume`.
         """
-        lease = await self.store.acquire(thread_id)
+        async with self._full_disk_stops(thread_id):
+            lease = await self.store.acquire(thread_id)
+            try:
+                async with self._graph() as graph:
+                    snapshot = await graph.aget_state(config_for(thread_id))
+                command = await self._resume_input(thread_id, snapshot, plan)
+                await self.store.update_run(thread_id, status="running")
+            except BaseException:
+                await self._release(lease)
+                raise
+            return await self._drive(thread_id, command, lease)
+
+    @contextlib.asynccontextmanager
+    async def _full_disk_stops(self, thread_id: str) -> AsyncIterator[None]:
+        """A full database disk stops the run with an error that says how to continue it.
+
+        The transaction that hit it was rolled back whole and every step before it is
+        checkpointed, so ``resume`` continues from there once there is space. The run row is
+        marked failed with the same message, when the disk still takes that small update.
+        """
         try:
-            async with self._graph() as graph:
-                snapshot = await graph.aget_state(config_for(thread_id))
-            command = await self._resume_input(thread_id, snapshot, plan)
-        except BaseException:
+            yield
+        except StorageFullError as exc:
+            if exc.thread_id is not None:
+                raise
+            full = StorageFullError(exc.where, thread_id=thread_id)
+            with contextlib.suppress(StorageFullError):
+                await self.store.update_run(thread_id, status="failed", error=str(full))
+            raise full from exc
+
+    async def _release(self, lease: Lease) -> None:
+        """Give the lease back; on a full disk it is left to run out (its holder is done)."""
+        try:
             await self.store.release(lease)
-            raise
-        await self.store.update_run(thread_id, status="running")
-        return await self._drive(thread_id, command, lease)
+        except StorageFullError:
+            log.warning(
+                "could not release the lease of thread %s (the database is full); another "
+                "process can take the thread over once this one has exited or the lease ran out",
+                lease.thread_id,
+            )
 
     def resume_sync(
         self, thread_id: str, plan: UserPlan | Mapping[str, Any] | None = None
@@ -585,7 +625,7 @@ class AgentCore:
             heartbeat.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await heartbeat
-            await self.store.release(lease)
+            await self._release(lease)
 
     async def _heartbeat(self, lease: Lease) -> None:
         while True:
@@ -635,6 +675,8 @@ class AgentCore:
                     durability="sync",
                 )
                 snapshot = await graph.aget_state(config_for(thread_id))
+        except StorageFullError:
+            raise  # not a failure of the run: it continues once there is space again
         except (AgentError, GraphRecursionError) as exc:
             message = (
                 str(exc)

@@ -68,3 +68,25 @@ def test_two_processes_starting_one_new_thread_at_once_run_it_once(tmp_path: Pat
         loser = out2 if code1 == 0 else out1
         assert "RunError: thread t already exists" in loser
         assert len(lines(work / "effects.txt")) == 1
+
+
+def test_a_full_disk_is_a_clear_error_and_the_run_resumes_once_there_is_space(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "c.sqlite"
+    # The tool's output is big, so the writes after it need new pages of the database.
+    code, out = finish(
+        start(db, tmp_path, "run", "t", UNATTENDED="1", FULL_AFTER="outcome", EFFECT_BIG="200000")
+    )
+    assert code == 7, out
+    assert f"StorageFullError: the database {db} is full" in out
+    assert "free some space, then continue the run with: ai-agent resume t" in out
+    assert len(lines(tmp_path / "effects.txt")) == 1
+    with sqlite3.connect(db) as conn:  # the run row says what happened
+        status, error = conn.execute("SELECT status, error FROM agent_runs").fetchone()
+    assert (status, "is full" in error) == ("failed", True)
+    # Space is back (a new process has no limit): the run finishes, the tool ran once.
+    code, out = finish(start(db, tmp_path, "resume", "t", UNATTENDED="1", EFFECT_BIG="200000"))
+    assert code == 0, out
+    assert len(lines(tmp_path / "effects.txt")) == 1
+    assert len(lines(tmp_path / "started.txt")) == 1
