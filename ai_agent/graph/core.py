@@ -369,6 +369,8 @@ class AgentCore:
             stream=self.settings.streaming.stream_model_responses,
             max_response_chars=backend.max_response_chars,
             secrets=[secret],
+            total_timeout=backend.total_timeout,
+            idle_timeout=backend.idle_timeout or backend.timeout,
         )
 
     async def _start_local(self, backend: ModelBackendSettings) -> ModelBackendSettings:
