@@ -1204,6 +1204,13 @@ class AgentSettings(BaseSettings):
         description="A postgresql:// URL (or a SQLite path) for checkpoints and the run store; "
         "set, it wins over checkpoint_path.",
     )
+    lease_seconds: float = Field(
+        default=300.0,
+        gt=0,
+        description="How long a run's lease on its thread lasts unless renewed (its process "
+        "renews it every fifth of that); a process stalled past it loses the thread to another "
+        "and stops.",
+    )
     memory_path: Path = Field(
         default=Path(".agents/memory.jsonl"),
         description="JSONL file the persist stage appends each finished run to.",

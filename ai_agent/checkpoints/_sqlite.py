@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ai_agent.checkpoints._sql import Session
+from ai_agent.checkpoints.fencing import LEASE_ROW_SQL
 from ai_agent.errors import StorageFullError
 
 __all__ = ["SqliteDatabase", "SqliteSession", "full_disk_raises"]
@@ -46,6 +47,10 @@ class SqliteSession(Session):
         "SELECT j.value FROM agent_model_calls AS c, json_each(c.request, '$.messages') AS j "
         "UNION SELECT json_extract(request, '$.tools') FROM agent_model_calls"
     )
+
+    # The transaction holds the file's write lock already (BEGIN IMMEDIATE): no takeover can
+    # commit before it.
+    lease_row = LEASE_ROW_SQL
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn

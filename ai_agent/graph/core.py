@@ -26,6 +26,7 @@ from pydantic import SecretStr
 
 from ai_agent.accounting import RunMeter, UsageTracker
 from ai_agent.checkpoints import SqliteMemory, open_checkpointer
+from ai_agent.checkpoints.fencing import with_lease
 from ai_agent.checkpoints.store import (
     Location,
     RunStoreProtocol,
@@ -48,6 +49,7 @@ from ai_agent.context import (
 from ai_agent.errors import (
     AgentError,
     ConfigError,
+    LeaseLostError,
     NothingPendingError,
     PlanRequiredError,
     RunError,
@@ -86,15 +88,22 @@ _UNSET: Any = object()
 
 
 def config_for(
-    thread_id: str, limit: int | None = None, *, checkpoint_id: str | None = None
+    thread_id: str,
+    limit: int | None = None,
+    *,
+    checkpoint_id: str | None = None,
+    lease: str | None = None,
 ) -> dict[str, Any]:
     """The one place that writes LangGraph's ``configurable``.
 
-    It holds the thread id (and, to address one checkpoint, its id), nothing secret.
+    It holds the thread id (and, to address one checkpoint, its id), and for a run that holds
+    the thread's lease its fencing token, which the checkpointer checks at every write
+    (``ai_agent.checkpoints.fencing``); nothing secret.
     """
     configurable: dict[str, Any] = {"thread_id": thread_id, "checkpoint_ns": ""}
     if checkpoint_id is not None:
         configurable["checkpoint_id"] = checkpoint_id
+    with_lease(configurable, lease)
     config: dict[str, Any] = {"configurable": configurable}
     if limit is not None:
         config["recursion_limit"] = limit
@@ -317,6 +326,7 @@ class AgentCore:
         """The run store (runs, leases, journal, plans), opened on first use."""
         if self._store is None:
             self._store = open_run_store(self.database)
+            self._store.lease_seconds = self.settings.lease_seconds
         return self._store
 
     @contextlib.asynccontextmanager
@@ -527,7 +537,11 @@ class AgentCore:
             try:
                 async with self._graph() as graph:
                     snapshot = await graph.aget_state(config_for(thread_id))
-                command = await self._resume_input(thread_id, snapshot, plan)
+                command = await (
+                    self._resume_input(thread_id, snapshot, plan)
+                    if snapshot.values
+                    else self._restart(thread_id, plan)
+                )
                 await self.store.update_run(thread_id, status="running")
             except BaseException:
                 await self._release(lease)
@@ -571,10 +585,10 @@ class AgentCore:
 
     async def _resume_input(
         self, thread_id: str, snapshot: StateSnapshot, plan: UserPlan | Mapping[str, Any] | None
-    ) -> Command[Any] | RunState | None:
+    ) -> Command[Any] | None:
         check_state_version(snapshot.metadata, f"run {thread_id}")
-        if not snapshot.values:
-            return await self._restart(thread_id, plan)
+        if not snapshot.values and await self.store.get_run(thread_id) is None:
+            raise self._unknown(thread_id)
         if snapshot.interrupts:
             report: GateReport = snapshot.interrupts[0].value
             if plan is None:
@@ -604,10 +618,7 @@ class AgentCore:
         """
         record = await self.store.get_run(thread_id)
         if record is None:
-            raise UnknownThreadError(
-                f"no run with thread id {thread_id} in {describe_location(self.database)}; "
-                "`ai-agent runs` lists the runs there"
-            )
+            raise self._unknown(thread_id)
         if plan is not None:
             raise RunError(
                 f"run {thread_id} stopped before its first step and is not waiting for a plan; "
@@ -616,23 +627,56 @@ class AgentCore:
         log.info("run %s has no checkpoint yet; starting its task from the beginning", thread_id)
         return new_run_state(record["task"], list(self.initial_tools))
 
+    def _unknown(self, thread_id: str) -> UnknownThreadError:
+        return UnknownThreadError(
+            f"no run with thread id {thread_id} in {describe_location(self.database)}; "
+            "`ai-agent runs` lists the runs there"
+        )
+
     async def _drive(
         self, thread_id: str, graph_input: Any, lease: Lease, context: RunContext | None = None
     ) -> RunResult:
         self._last_thread = thread_id
-        heartbeat = asyncio.create_task(self._heartbeat(lease))
-        try:
+        async with self._holding(lease):
             return await self._invoke(thread_id, graph_input, context)
+
+    @contextlib.asynccontextmanager
+    async def _holding(self, lease: Lease) -> AsyncIterator[None]:
+        """Keep the lease while the block runs, and give it back after.
+
+        A heartbeat renews it every fifth of ``lease_seconds``. If the lease was lost anyway
+        (this process stalled past it and another took the thread over), the block is
+        cancelled at once and ends with LeaseLostError; its writes would be refused by the
+        fencing regardless, but a tool still running must not start anything more.
+        """
+        runner = asyncio.current_task()
+        lost: list[LeaseLostError] = []
+        heartbeat = asyncio.create_task(self._heartbeat(lease, runner, lost))
+        try:
+            yield
+        except asyncio.CancelledError:
+            if not lost or runner is None:
+                raise
+            runner.uncancel()
+            raise lost[0] from None
         finally:
             heartbeat.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await heartbeat
             await self._release(lease)
 
-    async def _heartbeat(self, lease: Lease) -> None:
+    async def _heartbeat(
+        self, lease: Lease, runner: asyncio.Task[Any] | None, lost: list[LeaseLostError]
+    ) -> None:
         while True:
-            await asyncio.sleep(60)
-            lease = await self.store.renew(lease)
+            await asyncio.sleep(self.settings.lease_seconds / 5)
+            try:
+                lease = await self.store.renew(lease)
+            except LeaseLostError as exc:
+                lost.append(exc)
+                if runner is not None:
+                    runner.cancel()
+                return
 
     async def _invoke(
         self, thread_id: str, graph_input: Any, context: RunContext | None = None
@@ -672,13 +716,15 @@ class AgentCore:
                 # tool never has side effects ahead of the checkpoint that leads to it.
                 await graph.ainvoke(
                     graph_input,
-                    stamped(config_for(thread_id, limit)),
+                    stamped(config_for(thread_id, limit, lease=self.store.held(thread_id))),
                     context=context,
                     durability="sync",
                 )
                 snapshot = await graph.aget_state(config_for(thread_id))
-        except StorageFullError:
-            raise  # not a failure of the run: it continues once there is space again
+        except (StorageFullError, LeaseLostError):
+            # Not a failure of the run: it continues once there is space again, or in the
+            # process that took it over (and this one may not write to it any more).
+            raise
         except (AgentError, GraphRecursionError) as exc:
             message = (
                 str(exc)
@@ -688,7 +734,11 @@ class AgentCore:
             await self.store.update_run(thread_id, status="failed", error=message)
             return RunResult(status="failed", thread_id=thread_id, error=message)
         except BaseException as exc:
-            await self.store.update_run(thread_id, status="failed", error=f"{type(exc).__name__}")
+            # Cancelled because the lease was lost: the run is not this process's to mark.
+            with contextlib.suppress(LeaseLostError):
+                await self.store.update_run(
+                    thread_id, status="failed", error=f"{type(exc).__name__}"
+                )
             raise
         result = _result(thread_id, snapshot)
         await self.store.update_run(

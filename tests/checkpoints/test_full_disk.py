@@ -76,11 +76,15 @@ async def test_the_checkpointer_names_the_full_database_and_keeps_what_it_had(
         first = saver.put(config("t"), checkpoint({"a": "small"}), {"step": 0}, {"a": 1})
         saver._call(cap, saver.store.conn)
         big = checkpoint({"a": BIG})
-        with pytest.raises(StorageFullError, match=f"the database {db} is full"):
+
+        async def put() -> None:
             if api == "sync":
                 saver.put(first, big, {"step": 1}, {"a": 2})
             else:
                 await saver.aput(first, big, {"step": 1}, {"a": 2})
+
+        with pytest.raises(StorageFullError, match=f"the database {db} is full"):
+            await put()
         latest = saver.get_tuple(config("t"))
         assert latest is not None and latest.checkpoint["channel_values"] == {"a": "small"}
     with DeltaSaver(db) as saver:  # space is back

@@ -7,11 +7,14 @@ then resumes the thread in a new process and checks what happened outside the da
 
 from __future__ import annotations
 
+import json
 import signal
 import sqlite3
+import time
 from pathlib import Path
+from typing import Any
 
-from tests.graph.forked import start
+from tests.graph.forked import Forked, start
 from tests.graph.test_processes import finish, lines, result_of
 
 TRIALS = 6
@@ -90,3 +93,50 @@ def test_a_full_disk_is_a_clear_error_and_the_run_resumes_once_there_is_space(
     assert code == 0, out
     assert len(lines(tmp_path / "effects.txt")) == 1
     assert len(lines(tmp_path / "started.txt")) == 1
+
+
+def stored(db: Path) -> dict[str, Any]:
+    """Everything the thread's processes have written, to compare before and after."""
+    with sqlite3.connect(db) as conn:
+        return {
+            table: conn.execute(f"SELECT * FROM {table} ORDER BY 1, 2").fetchall()
+            for table in (
+                "delta_checkpoints",
+                "delta_writes",
+                "agent_runs",
+                "agent_journal",
+                "agent_tool_calls",
+                "agent_model_calls",
+                "agent_outputs",
+            )
+        }
+
+
+def wait_for(path: Path, proc: Forked) -> None:
+    deadline = time.monotonic() + 60
+    while not lines(path):
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.02)
+
+
+def test_a_holder_stalled_past_its_lease_writes_nothing_after_a_takeover(tmp_path: Path) -> None:
+    db = tmp_path / "c.sqlite"
+    stalled = start(db, tmp_path, "run", "t", UNATTENDED="1", EFFECT_WAIT_FOR_RELEASE="1")
+    wait_for(tmp_path / "started.txt", stalled)  # it holds the lease, mid-call
+    stalled.send_signal(signal.SIGSTOP)
+    with sqlite3.connect(db) as conn:  # it stalls past its lease: the lease runs out
+        conn.execute("UPDATE agent_leases SET expires_at = 0 WHERE thread_id = 't'")
+    # Another process takes the thread over: the call's outcome is unknown, a person decides.
+    code, out = finish(start(db, tmp_path, "resume", "t", UNATTENDED="1"))
+    assert code == 3, out
+    assert [i["code"] for i in result_of(out)["gate"]["issues"]] == ["UNKNOWN_OUTCOME"]
+    before = stored(db)
+    (tmp_path / "release").touch()
+    stalled.send_signal(signal.SIGCONT)  # the stalled holder wakes up, its call finishes
+    code, out = finish(stalled)
+    assert code == 5, out
+    assert "LeaseLostError" not in out and "lease on thread t was taken over" in out
+    assert stored(db) == before  # not one more row, checkpoint or status change
+    # The run goes on where the process that took over left it.
+    code, out = finish(start(db, tmp_path, "resume", "t", json.dumps({"deny": ["*"]})))
+    assert code == 0, out
