@@ -22,6 +22,7 @@ import hashlib
 import json
 import time
 from collections.abc import (
+    AsyncGenerator,
     AsyncIterator,
     Awaitable,
     Callable,
@@ -29,7 +30,7 @@ from collections.abc import (
     Mapping,
     Sequence,
 )
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import (
@@ -647,9 +648,9 @@ class ChatModelCaller:
             async with deadline:
                 return await self._attempt_once(runnable, messages, sink, options, ends)
         except TimeoutError:
-            if not deadline.expired():
-                raise
-        raise self._past_deadline()
+            if deadline.expired():
+                raise self._past_deadline() from None
+            raise  # pragma: no cover - an attempt turns every other timeout into a ModelError
 
     def _past_deadline(self) -> ModelUnavailableError:
         return _timed_out(
@@ -692,7 +693,7 @@ class ChatModelCaller:
         ends: float | None,
     ) -> BaseMessage:
         stream = _Stream(sink, self.max_response_chars)
-        chunks = aiter(runnable.astream(messages, **options))
+        chunks = cast(AsyncGenerator[Any, None], aiter(runnable.astream(messages, **options)))
         clock = asyncio.get_running_loop().time
         try:
             while (chunk := await self._next_part(chunks)) is not None:
@@ -710,10 +711,7 @@ class ChatModelCaller:
                 exc, base_url=self.base_url, secrets=self._secrets, partial_text=partial
             ) from None
         finally:
-            # Ends the HTTP response too when a limit cut the stream short.
-            close = getattr(chunks, "aclose", None)
-            if close is not None:
-                await close()
+            await chunks.aclose()  # the stream's own clean-up, when a limit cut it short
         reply = stream.message
         if reply is None or _is_blank(reply):
             raise with_kinds(

@@ -8,10 +8,14 @@ that goes through the same retry and breaker path as any other.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 import pytest
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessageChunk
+from langchain_core.outputs import ChatGenerationChunk
 
 from ai_agent import Agent
 from ai_agent.config import AgentSettings, ModelBackendSettings
@@ -96,18 +100,57 @@ async def test_a_stream_that_never_ends_hits_the_total_deadline(
     server: MockOpenAIServer, caller: Make
 ) -> None:
     # Whole chunks keep arriving (never idle), but the reply never finishes.
-    server.add(Fault.drip(0.05, size=4096), "2 + 2 is 4.")
+    server.add(Fault.drip(0.05, size=512), "2 + 2 is 4.")
     model = caller(total=1.0, idle=10.0, retries=1)
     reply = await call(model)
     assert reply["message"]["content"] == "2 + 2 is 4."
     assert reply["retries"] == [{"error": "ModelUnavailableError", "wait": 0.5}]
-    server.add(Fault.drip(0.05, size=4096))
+    server.add(Fault.drip(0.05, size=512))
     with pytest.raises(ModelUnavailableError) as caught:
         await call(caller(total=1.0, idle=10.0))
     assert str(caught.value) == (
         f"the model call to {server.base_url} did not finish within 1 s; raise "
         "MAMBA_MODEL_BACKEND__TOTAL_TIMEOUT for long replies, or lower max_tokens"
     )
+    assert "Timeout" in error_names(caught.value)
+
+
+class Flood(BaseChatModel):
+    """A model whose stream never waits: part after part, already there, forever.
+
+    A server that floods the connection does this to the client (no read ever has to wait), so
+    the deadline's timer never gets to run; ``fail_after`` parts it raises TimeoutError instead,
+    as a client's own per-part limit (langchain-openai's ``stream_chunk_timeout``) does.
+    """
+
+    fail_after: int | None = None
+
+    @property
+    def _llm_type(self) -> str:
+        return "flood"
+
+    def _generate(self, messages: Any, stop: Any = None, run_manager: Any = None, **kw: Any) -> Any:
+        raise NotImplementedError
+
+    async def _astream(
+        self, messages: Any, stop: Any = None, run_manager: Any = None, **kw: Any
+    ) -> AsyncIterator[ChatGenerationChunk]:
+        for count in itertools.count():
+            if count == self.fail_after:
+                raise TimeoutError("No streaming chunk received for 1.0s")
+            yield ChatGenerationChunk(message=AIMessageChunk(content="x"))
+
+
+async def test_a_flooding_stream_hits_the_total_deadline_too() -> None:
+    model = ChatModelCaller(Flood(), max_retries=0, total_timeout=0.5)
+    with pytest.raises(ModelUnavailableError, match=r"did not finish within 0\.5 s"):
+        await call(model)
+
+
+async def test_a_clients_own_limit_mid_stream_is_a_retryable_timeout() -> None:
+    model = ChatModelCaller(Flood(fail_after=3), max_retries=0, idle_timeout=5)
+    with pytest.raises(ModelUnavailableError, match="did not answer in time") as caught:
+        await call(model)
     assert "Timeout" in error_names(caught.value)
 
 

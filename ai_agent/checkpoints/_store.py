@@ -1018,9 +1018,11 @@ class DeltaStore:
         """Refuse a lease holder's write once its lease is gone (``ai_agent.checkpoints.fencing``).
 
         Runs inside the write's own transaction, which holds the file's write lock: no takeover
-        can commit between this check and the write.
+        can commit between this check and the write. An in-memory database is private to its
+        connection (the run store has its own, with the leases), and to its process: no other
+        process can take a thread over, so there is nothing to fence.
         """
-        if owner is not None:
+        if owner is not None and self.path != ":memory:":
             check_lease(self.conn.execute(LEASE_ROW_SQL, (thread_id,)).fetchone(), thread_id, owner)
 
     def delete_thread(self, thread_id: str) -> None:

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 from langgraph.checkpoint.base import empty_checkpoint
 
 from ai_agent.checkpoints import open_checkpointer, open_run_store
 from ai_agent.checkpoints.fencing import LEASE_KEY, lease_in, with_lease
-from ai_agent.errors import LeaseLostError
+from ai_agent.checkpoints.store import describe_location
+from ai_agent.errors import LeaseLostError, StorageFullError
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -69,3 +72,19 @@ async def test_a_stale_holder_cannot_write_checkpoints(location: str | Path) -> 
         assert latest is not None and latest.checkpoint["channel_values"] == {"a": "three"}
     store.close()
     other.close()
+
+
+async def test_a_full_disk_on_postgresql_is_a_storage_full_error(pg_url: str) -> None:
+    """PostgreSQL's "could not extend file" (SQLSTATE 53100) names the database, as SQLite's."""
+    from ai_agent.checkpoints.postgres import FencedPostgresSaver, PostgresRunStore
+
+    where = describe_location(pg_url)
+    store = PostgresRunStore(pg_url)
+    full = f"the database {re.escape(where)} is full"
+    with pytest.raises(StorageFullError, match=full), store._db.transaction():
+        raise psycopg.errors.DiskFull("could not extend file: No space left on device")
+    store.close()
+    async with open_checkpointer(pg_url) as saver:
+        assert isinstance(saver, FencedPostgresSaver)
+        with pytest.raises(StorageFullError, match=full), saver._writing(config("t", None)):
+            raise psycopg.errors.DiskFull("could not extend file: No space left on device")
