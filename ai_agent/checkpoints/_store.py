@@ -1063,8 +1063,6 @@ def readable(thread_id: str, checkpoint_id: str, parent_id: str | None) -> Itera
         yield
     except sqlite3.OperationalError:
         raise  # locked, full, I/O: not the checkpoint's fault
-    except CorruptRunError:
-        raise
     except (
         StoreError,
         sqlite3.DatabaseError,

@@ -559,8 +559,6 @@ class AgentCore:
         try:
             yield
         except StorageFullError as exc:
-            if exc.thread_id is not None:
-                raise
             full = StorageFullError(exc.where, thread_id=thread_id)
             with contextlib.suppress(StorageFullError):
                 await self.store.update_run(thread_id, status="failed", error=str(full))
@@ -649,13 +647,13 @@ class AgentCore:
         cancelled at once and ends with LeaseLostError; its writes would be refused by the
         fencing regardless, but a tool still running must not start anything more.
         """
-        runner = asyncio.current_task()
+        runner = cast(asyncio.Task[Any], asyncio.current_task())
         lost: list[LeaseLostError] = []
         heartbeat = asyncio.create_task(self._heartbeat(lease, runner, lost))
         try:
             yield
         except asyncio.CancelledError:
-            if not lost or runner is None:
+            if not lost:
                 raise
             runner.uncancel()
             raise lost[0] from None
@@ -666,7 +664,7 @@ class AgentCore:
             await self._release(lease)
 
     async def _heartbeat(
-        self, lease: Lease, runner: asyncio.Task[Any] | None, lost: list[LeaseLostError]
+        self, lease: Lease, runner: asyncio.Task[Any], lost: list[LeaseLostError]
     ) -> None:
         while True:
             await asyncio.sleep(self.settings.lease_seconds / 5)
@@ -674,8 +672,7 @@ class AgentCore:
                 lease = await self.store.renew(lease)
             except LeaseLostError as exc:
                 lost.append(exc)
-                if runner is not None:
-                    runner.cancel()
+                runner.cancel()
                 return
 
     async def _invoke(

@@ -19,7 +19,9 @@ from typing import Any
 import pytest
 
 from ai_agent.checkpoints import RunStore
+from ai_agent.checkpoints._store import readable
 from ai_agent.cli import EXIT, main
+from ai_agent.errors import CorruptRunError
 from ai_agent.state import ToolCall, ToolResult
 
 BROKEN = {
@@ -153,7 +155,10 @@ def test_an_unreadable_recorded_request_names_the_run_and_the_call(
     the_rest_works(db, capsys)
 
 
-@pytest.mark.parametrize("broken", BROKEN.values(), ids=BROKEN.keys())
+JOURNAL = {**BROKEN, "empty": "", "without a status": '{"content": "done"}'}
+
+
+@pytest.mark.parametrize("broken", JOURNAL.values(), ids=JOURNAL.keys())
 async def test_an_unreadable_journal_outcome_counts_as_unknown(
     tmp_path: Path, broken: str, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -170,7 +175,7 @@ async def test_an_unreadable_journal_outcome_counts_as_unknown(
     store.close()
 
 
-@pytest.mark.parametrize("broken", BROKEN.values(), ids=BROKEN.keys())
+@pytest.mark.parametrize("broken", [*BROKEN.values(), ""], ids=[*BROKEN.keys(), "empty"])
 def test_an_unreadable_queued_plan_is_failed_with_the_reason_and_the_queue_goes_on(
     db: Path, capsys: pytest.CaptureFixture[str], broken: str
 ) -> None:
@@ -191,3 +196,12 @@ def test_an_unreadable_queued_plan_is_failed_with_the_reason_and_the_queue_goes_
     again = asyncio.run(store.submit_plan("bad", plan, gate_checkpoint_id=None))  # freed
     assert again["status"] == "queued"
     store.close()
+
+
+def test_a_database_that_is_busy_or_full_is_not_called_corrupt() -> None:
+    """Only what cannot be decoded is damage; a lock or a full disk is raised as it is."""
+    with pytest.raises(sqlite3.OperationalError, match="locked"), readable("t", "c1", None):
+        raise sqlite3.OperationalError("database is locked")
+    first = "it is the run's first: run its task again"
+    with pytest.raises(CorruptRunError, match=first), readable("t", "c1", None):
+        raise ValueError("invalid type")

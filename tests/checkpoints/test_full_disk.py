@@ -8,19 +8,26 @@ and work again once there is space.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
 import sqlite3
+import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from langgraph.checkpoint.base import empty_checkpoint
 
+from ai_agent import Agent, ToolCategory, ToolSpec
 from ai_agent.checkpoints import _store
 from ai_agent.checkpoints.delta import DeltaSaver
 from ai_agent.checkpoints.runstore import RunStore
 from ai_agent.cli import EXIT, main
-from ai_agent.errors import StorageFullError
+from ai_agent.config import AgentSettings
+from ai_agent.errors import StorageFullError, ThreadBusyError
+from ai_agent.testing import ScriptedModel
 
 BIG = "x" * 200_000
 
@@ -121,3 +128,93 @@ def test_the_cli_says_the_disk_is_full_and_how_to_continue(
     captured = capsys.readouterr()
     assert code == EXIT["completed"], captured.err
     assert captured.out.strip() == "done"
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A real file system of 4 MB (tmpfs), where a full disk is a real ENOSPC.
+
+    Mounting needs root (or CAP_SYS_ADMIN); without it the test is skipped: the tests above
+    produce SQLite's SQLITE_FULL without it.
+    """
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(disk)],
+        capture_output=True,
+        check=False,
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here: {mounted.stderr.decode().strip()}")
+    try:
+        yield disk
+    finally:
+        subprocess.run(["umount", str(disk)], check=True)
+
+
+def fill(disk: Path) -> Path:
+    """Take every free byte of ``disk``; returns the file that holds them."""
+    filler = disk / "filler"
+    with filler.open("wb") as fh:
+        try:
+            while True:
+                fh.write(b"\0" * 65536)
+                fh.flush()
+        except OSError:  # ENOSPC: the disk is full
+            pass
+    return filler
+
+
+async def test_a_run_that_fills_the_disk_stops_and_resumes_once_there_is_space(
+    small_disk: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The disk fills up right after a tool's outcome is journaled: every write fails (ENOSPC
+    on the WAL), giving the lease back included; freeing space lets the run finish."""
+    db, ran = small_disk / "c.sqlite", list[str]()
+
+    def effect(args: dict[str, Any], ctx: dict[str, Any]) -> dict[str, Any]:
+        ran.append(args["text"])
+        return {"status": "ok", "content": "written"}
+
+    def agent() -> Agent:
+        tool = ToolSpec("effect", effect, description="Write.", category=ToolCategory.MODIFICATION)
+        script = [{"tool_calls": [{"name": "effect", "args": {"text": "hi"}}]}, {"text": "done"}]
+        return Agent(
+            model=ScriptedModel(script),
+            tools=[tool],
+            checkpoint_path=db,
+            memory_path=None,
+            settings=AgentSettings(lease_seconds=1.0),
+            unattended=True,
+        )
+
+    outcome = RunStore.outcome
+    filled: list[Path] = []
+
+    async def outcome_then_full(self: RunStore, *args: Any, **kwargs: Any) -> None:
+        await outcome(self, *args, **kwargs)
+        filled.append(fill(small_disk))
+
+    monkeypatch.setattr(RunStore, "outcome", outcome_then_full)
+    with caplog.at_level(logging.WARNING, logger="ai_agent"):
+        async with agent() as first:
+            with pytest.raises(StorageFullError, match=r"ai-agent resume t$"):
+                await first.run("write", thread_id="t")
+    assert "could not release the lease of thread t (the database is full)" in caplog.text
+    monkeypatch.setattr(RunStore, "outcome", outcome)
+    filled[0].unlink()  # space is back
+    async with agent() as second:
+        # The lease could not be given back: this process is alive, so it is taken over once it
+        # runs out (another process would take it over at once).
+        result = await resumed(second, "t")
+    assert (result.status, result.final_text, ran) == ("completed", "done", ["hi"])
+
+
+async def resumed(agent: Agent, thread_id: str) -> Any:
+    """Resume as soon as the thread's lease lets us (within a few seconds)."""
+    for _ in range(100):
+        try:
+            return await agent.resume(thread_id)
+        except ThreadBusyError:
+            await asyncio.sleep(0.1)
+    raise AssertionError(f"thread {thread_id} stayed busy")

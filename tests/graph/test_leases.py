@@ -12,7 +12,7 @@ import pytest
 from ai_agent import ToolCategory, ToolSpec
 from ai_agent.checkpoints import open_run_store
 from ai_agent.config import AgentSettings
-from ai_agent.errors import LeaseLostError, ThreadBusyError
+from ai_agent.errors import LeaseLostError, RunError, ThreadBusyError
 from tests.graph.conftest import MakeAgent, call, text
 
 
@@ -56,4 +56,37 @@ async def test_the_heartbeat_keeps_the_lease_and_a_lost_lease_stops_the_run(
     with sqlite3.connect(db) as conn:  # nor was the taker's lease given back by it
         assert conn.execute("SELECT owner FROM agent_leases").fetchall() == [("taker",)]
     other.close()
+    await agent.aclose()
+
+
+async def test_a_run_cancelled_from_outside_is_cancelled_not_a_lost_lease(
+    make_agent: MakeAgent, db: Path
+) -> None:
+    started, finished = asyncio.Event(), list[str]()
+    agent = make_agent([call("wait"), text("done")], tools=[waiting_tool(started, finished)])
+    run = asyncio.create_task(agent.run("wait", thread_id="t"))
+    await started.wait()
+    run.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await run
+    store = open_run_store(db)
+    lease = await store.acquire("t")  # given back on the way out
+    await store.release(lease)
+    store.close()
+    await agent.aclose()
+
+
+async def test_a_run_row_without_a_checkpoint_restarts_without_a_plan_only(
+    make_agent: MakeAgent, db: Path
+) -> None:
+    store = open_run_store(db)
+    await store.create_run("t", "say done")  # a crash right after this, before any checkpoint
+    store.close()
+    agent = make_agent([text("done")])
+    with pytest.raises(RunError, match="stopped before its first step and is not waiting for a"):
+        await agent.resume("t", {"approve": ["*"]})
+    with pytest.raises(RunError, match="thread t already exists; resume it"):
+        await agent.run("say done", thread_id="t")
+    result = await agent.resume("t")
+    assert (result.status, result.final_text) == ("completed", "done")
     await agent.aclose()
