@@ -178,7 +178,10 @@ async def test_a_run_that_fills_the_disk_stops_and_resumes_once_there_is_space(
 
     def agent() -> Agent:
         tool = ToolSpec("effect", effect, description="Write.", category=ToolCategory.MODIFICATION)
-        script = [{"tool_calls": [{"name": "effect", "args": {"text": "hi"}}]}, {"text": "done"}]
+        script: list[dict[str, Any]] = [
+            {"tool_calls": [{"name": "effect", "args": {"text": "hi"}}]},
+            {"text": "done"},
+        ]
         return Agent(
             model=ScriptedModel(script),
             tools=[tool],
