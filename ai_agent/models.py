@@ -22,7 +22,6 @@ import hashlib
 import json
 import time
 from collections.abc import (
-    AsyncGenerator,
     AsyncIterator,
     Awaitable,
     Callable,
@@ -30,7 +29,7 @@ from collections.abc import (
     Mapping,
     Sequence,
 )
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import (
@@ -693,7 +692,7 @@ class ChatModelCaller:
         ends: float | None,
     ) -> BaseMessage:
         stream = _Stream(sink, self.max_response_chars)
-        chunks = cast(AsyncGenerator[Any, None], aiter(runnable.astream(messages, **options)))
+        chunks = aiter(runnable.astream(messages, **options))
         clock = asyncio.get_running_loop().time
         try:
             while (chunk := await self._next_part(chunks)) is not None:
@@ -710,8 +709,6 @@ class ChatModelCaller:
             raise classify_model_error(
                 exc, base_url=self.base_url, secrets=self._secrets, partial_text=partial
             ) from None
-        finally:
-            await chunks.aclose()  # the stream's own clean-up, when a limit cut it short
         reply = stream.message
         if reply is None or _is_blank(reply):
             raise with_kinds(

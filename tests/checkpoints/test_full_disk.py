@@ -148,8 +148,8 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
         pytest.skip(f"cannot mount a small tmpfs here: {mounted.stderr.decode().strip()}")
     try:
         yield disk
-    finally:
-        subprocess.run(["umount", str(disk)], check=True)
+    finally:  # lazily: a file still open must not leave the mount behind
+        subprocess.run(["umount", "--lazy", str(disk)], check=True)
 
 
 def fill(disk: Path) -> Path:
