@@ -193,6 +193,18 @@ class ModelBackendSettings(_Section):
     )
     model: str = Field(default="llama3.2", min_length=1, description="Model identifier.")
     timeout: float = Field(default=30.0, gt=0, description="Request timeout in seconds.")
+    total_timeout: float = Field(
+        default=600.0,
+        gt=0,
+        description="Longest one attempt of a model call may take, a streamed reply included; "
+        "past it the attempt is a timeout, retried like any other.",
+    )
+    idle_timeout: float | None = Field(
+        default=None,
+        gt=0,
+        description="Longest wait for the next part of a streamed reply; past it the attempt "
+        "is a timeout, retried like any other. Unset: the request timeout.",
+    )
     max_retries: int = Field(default=3, ge=0, description="Retry attempts for failed requests.")
     temperature: float | None = Field(
         default=None, ge=0, le=2, description="Sampling temperature; unset: the server's default."
@@ -1249,6 +1261,13 @@ class AgentSettings(BaseSettings):
         default=None,
         description="A postgresql:// URL (or a SQLite path) for checkpoints and the run store; "
         "set, it wins over checkpoint_path.",
+    )
+    lease_seconds: float = Field(
+        default=300.0,
+        gt=0,
+        description="How long a run's lease on its thread lasts unless renewed (its process "
+        "renews it every fifth of that); a process stalled past it loses the thread to another "
+        "and stops.",
     )
     memory_path: Path = Field(
         default=Path(".agents/memory.jsonl"),

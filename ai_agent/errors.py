@@ -38,9 +38,12 @@ AgentError
 │   ├── InvalidPlanError        the plan failed validation; the interrupt stays pending
 │   │   └── PlanRefusedError        its gate token is missing, stale or not the report's
 │   ├── ThreadBusyError         another process holds this thread's lease
+│   │   └── LeaseLostError      this process's lease was taken over; it stopped writing
 │   ├── ReplayDivergedError     a replay asked for a call the recording does not have
 │   └── UnknownOutputError      a run kept no tool output under that reference
 ├── StoreError                  the checkpoint database or run store cannot be used
+│   ├── StorageFullError        the database's disk is full; nothing was lost, free space
+│   └── CorruptRunError         a stored row or checkpoint of one run cannot be read back
 └── LocalBackendError           the built-in local model server could not be prepared or started
 ```
 """
@@ -53,9 +56,11 @@ __all__ = [
     "BudgetExceededError",
     "CircuitOpenError",
     "ConfigError",
+    "CorruptRunError",
     "EmptyResponseError",
     "InvalidPlanError",
     "InvalidThreadIdError",
+    "LeaseLostError",
     "LocalBackendError",
     "MalformedToolCallError",
     "McpAuthError",
@@ -76,6 +81,7 @@ __all__ = [
     "SandboxUnavailableError",
     "SchemaViolation",
     "ScriptExhaustedError",
+    "StorageFullError",
     "StoreError",
     "StreamInterruptedError",
     "ThreadBusyError",
@@ -341,6 +347,15 @@ class ThreadBusyError(RunError):
     """Another process holds the lease for this thread."""
 
 
+class LeaseLostError(ThreadBusyError):
+    """This process's lease on a thread ran out and another process took the thread over.
+
+    Raised by the first write this process tries after the takeover (every write of a lease
+    holder is checked against the lease in its own transaction), and by a lease renewal. The
+    run stops at once and writes nothing more; the process that took over carries it on.
+    """
+
+
 class ReplayDivergedError(RunError):
     """A replay asked for a model or tool call the recording does not have.
 
@@ -355,6 +370,43 @@ class UnknownOutputError(RunError):
 
 class StoreError(AgentError):
     """The checkpoint database or the run store cannot be used."""
+
+
+class StorageFullError(StoreError):
+    """The database could not grow: its disk (or its size limit) is full.
+
+    The write that failed is rolled back whole, and everything committed before stays, so a
+    run stopped by it continues where it was once there is space again.
+
+    Attributes:
+        where: The database (a file path, or a URL without its password).
+        thread_id: The run that was writing, when known.
+    """
+
+    def __init__(self, where: str, *, thread_id: str | None = None) -> None:
+        then = f"continue the run with: ai-agent resume {thread_id}" if thread_id else "try again"
+        super().__init__(
+            f"the database {where} is full (its disk has no space left for this write); "
+            f"nothing stored before is lost: free some space, then {then}"
+        )
+        self.where = where
+        self.thread_id = thread_id
+
+
+class CorruptRunError(StoreError):
+    """A stored row or checkpoint of one run cannot be read back (damaged or edited by hand).
+
+    Only that run is affected: the message names it, the row, and what can still be done (an
+    earlier checkpoint may be intact: ``ai-agent history THREAD``, then fork from it; or
+    ``ai-agent prune``/delete the run).
+
+    Attributes:
+        thread_id: The run.
+    """
+
+    def __init__(self, message: str, *, thread_id: str) -> None:
+        super().__init__(message)
+        self.thread_id = thread_id
 
 
 class LocalBackendError(AgentError):

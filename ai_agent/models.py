@@ -21,7 +21,14 @@ import asyncio
 import hashlib
 import json
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterable,
+    Mapping,
+    Sequence,
+)
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.language_models import BaseChatModel
@@ -111,6 +118,9 @@ def make_chat_model(
         "max_retries": 0,
         "use_responses_api": False,
         "stream_usage": True,
+        # ChatModelCaller's limits (total_timeout, idle_timeout) govern a streamed reply, with
+        # retryable errors; the client's own per-part limit would be a second, fixed one.
+        "stream_chunk_timeout": None,
         "http_client": httpx.Client(
             limits=limits,
             timeout=backend.timeout,
@@ -373,7 +383,8 @@ def _transport_error(
     if isinstance(exc, openai.APIConnectionError) and isinstance(cut, Exception):
         # Connected, then the body stopped short: a cut reply, not an unreachable server.
         return _cut(cut, base_url, str(cut), "")
-    if isinstance(exc, openai.APITimeoutError | httpx.TimeoutException):
+    # TimeoutError: a client's own limit, such as langchain-openai's stream_chunk_timeout.
+    if isinstance(exc, openai.APITimeoutError | httpx.TimeoutException | TimeoutError):
         err = ModelUnavailableError(
             f"the model server at {base_url} did not answer in time; check that it is running "
             f"and not overloaded, raise MAMBA_MODEL_BACKEND__TIMEOUT, or {hint}"
@@ -481,6 +492,13 @@ class _Stream:
         return "".join(self.text)
 
 
+def _timed_out(message: str) -> ModelUnavailableError:
+    """A deadline of ours ran out: a timeout like the client's own (retried, counted)."""
+    err = ModelUnavailableError(message)
+    with_kinds(err, "Timeout", "TimeoutError")
+    return err
+
+
 def _is_blank(message: AIMessageChunk) -> bool:
     """Nothing at all: no text, no tool call, no finish reason (a stream of empty choices)."""
     return not (
@@ -548,6 +566,12 @@ class ChatModelCaller:
             `SecretValues`).
         sleep: How to wait between retries (tests pass a recorder).
         model_name: The model id, recorded with the usage.
+        total_timeout: Seconds one attempt may take in all, a streamed reply included (None:
+            no limit). A server can keep every read timeout from firing by sending a byte now
+            and then; this deadline still ends the attempt.
+        idle_timeout: Seconds to wait for the next part of a streamed reply (None: no limit).
+            Either limit makes the attempt a retryable timeout (``Timeout``), which counts
+            against the breaker like any other.
     """
 
     def __init__(
@@ -566,6 +590,8 @@ class ChatModelCaller:
         secrets: Sequence[str] | SecretValues = (),
         sleep: Sleep | None = None,
         model_name: str | None = None,
+        total_timeout: float | None = None,
+        idle_timeout: float | None = None,
     ) -> None:
         self.model = model
         self.base_url = base_url or str(getattr(model, "openai_api_base", "") or "the model")
@@ -584,6 +610,8 @@ class ChatModelCaller:
         # The Agent passes its SecretValues (shared, so keys it learns later are masked too).
         self._secrets = secrets if isinstance(secrets, SecretValues) else SecretValues(secrets)
         self._sleep: Sleep = sleep or asyncio.sleep
+        self.total_timeout = total_timeout
+        self.idle_timeout = idle_timeout
         # langchain-openai's models pass extra_headers through to the OpenAI client per request.
         self._takes_headers = type(model).__module__.startswith("langchain_openai")
 
@@ -679,8 +707,34 @@ class ChatModelCaller:
         sink: Callable[[Event], None] | None,
         options: Mapping[str, Any],
     ) -> tuple[BaseMessage, bool]:
+        """One attempt, ended by the total deadline if it runs past it."""
+        total = self.total_timeout
+        ends = None if total is None else asyncio.get_running_loop().time() + total
+        deadline = asyncio.timeout_at(ends)
+        try:
+            async with deadline:
+                return await self._attempt_once(runnable, messages, sink, options, ends)
+        except TimeoutError:
+            if deadline.expired():
+                raise self._past_deadline() from None
+            raise  # pragma: no cover - an attempt turns every other timeout into a ModelError
+
+    def _past_deadline(self) -> ModelUnavailableError:
+        return _timed_out(
+            f"the model call to {self.base_url} did not finish within {self.total_timeout:g} s; "
+            "raise MAMBA_MODEL_BACKEND__TOTAL_TIMEOUT for long replies, or lower max_tokens"
+        )
+
+    async def _attempt_once(
+        self,
+        runnable: Any,
+        messages: list[BaseMessage],
+        sink: Callable[[Event], None] | None,
+        options: Mapping[str, Any],
+        ends: float | None,
+    ) -> tuple[BaseMessage, bool]:
         if sink is not None and self.stream:
-            return await self._streamed(runnable, messages, sink, options), True
+            return await self._streamed(runnable, messages, sink, options, ends), True
         try:
             reply: BaseMessage = await runnable.ainvoke(messages, **options)
         except Exception as exc:
@@ -703,12 +757,19 @@ class ChatModelCaller:
         messages: list[BaseMessage],
         sink: Callable[[Event], None],
         options: Mapping[str, Any],
+        ends: float | None,
     ) -> BaseMessage:
         stream = _Stream(sink, self.max_response_chars)
+        chunks = aiter(runnable.astream(messages, **options))
+        clock = asyncio.get_running_loop().time
         try:
-            async for chunk in runnable.astream(messages, **options):
+            while (chunk := await self._next_part(chunks)) is not None:
                 if isinstance(chunk, AIMessageChunk):
                     stream.add(chunk)
+                # Parts that are already buffered come without the loop ever waiting, so the
+                # deadline's timer may never get to run while a server floods: look at the clock.
+                if ends is not None and clock() >= ends:
+                    raise self._past_deadline()
         except ModelError:
             raise
         except Exception as exc:
@@ -732,3 +793,18 @@ class ChatModelCaller:
             )
         _check_calls(reply, stream.raw_args)
         return reply
+
+    async def _next_part(self, chunks: AsyncIterator[Any]) -> Any:
+        """The next part of a streamed reply (None at its end), within the idle limit."""
+        limit = asyncio.timeout(self.idle_timeout)
+        try:
+            async with limit:
+                return await anext(chunks, None)
+        except TimeoutError:
+            if not limit.expired():
+                raise
+        raise _timed_out(
+            f"the model server at {self.base_url} sent no part of its streamed reply for "
+            f"{self.idle_timeout:g} s; it looks stalled (raise "
+            "MAMBA_MODEL_BACKEND__IDLE_TIMEOUT if it is only slow)"
+        )

@@ -20,10 +20,13 @@ from both drivers, read by position from fixed column lists.
 from __future__ import annotations
 
 import asyncio
+import functools
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Coroutine, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, ClassVar, Concatenate, ParamSpec, Protocol, TypeVar
+
+from ai_agent.checkpoints.fencing import check_lease
 
 __all__ = ["Cursor", "Database", "Session", "SqlStore", "page", "threaded"]
 
@@ -75,6 +78,10 @@ class Session(ABC):
     blobs_in_use: ClassVar[str]
     """SQL selecting every body hash the recorded model requests still list."""
 
+    lease_row: ClassVar[str]
+    """SQL reading a thread's lease row (owner, host, pid) so that no takeover can commit
+    before this transaction does (see ``ai_agent.checkpoints.fencing``)."""
+
     @abstractmethod
     def execute(self, sql: str, params: Sequence[Any] = ()) -> Cursor:
         """Run one statement."""
@@ -113,13 +120,28 @@ class Database(Protocol):
 
 
 class SqlStore:
-    """The base of the run store's parts: a database and its sessions."""
+    """The base of the run store's parts: a database and its sessions.
+
+    It knows which leases it holds, so that every write it makes for one of those threads is
+    fenced: checked, in its own transaction, against the lease (``_fence``).
+    """
 
     _db: Database
 
     def close(self) -> None:
         """Close the connection."""
         self._db.close()
+
+    @functools.cached_property
+    def _held(self) -> dict[str, str]:
+        """Thread id -> the owner (fencing token) of each lease this store holds."""
+        return {}
+
+    def _fence(self, session: Session, thread_id: str) -> None:
+        """Raise LeaseLostError if this store held the thread's lease and no longer does."""
+        owner = self._held.get(thread_id)
+        if owner is not None:
+            check_lease(session.one(session.lease_row, (thread_id,)), thread_id, owner)
 
     def _tx(self) -> AbstractContextManager[Session]:
         return self._db.transaction()

@@ -16,8 +16,26 @@ from pathlib import Path
 from typing import Any
 
 from ai_agent.checkpoints._sql import Session
+from ai_agent.checkpoints.fencing import LEASE_ROW_SQL
+from ai_agent.errors import StorageFullError
 
-__all__ = ["SqliteDatabase", "SqliteSession"]
+__all__ = ["SqliteDatabase", "SqliteSession", "full_disk_raises"]
+
+
+@contextmanager
+def full_disk_raises(where: object) -> Iterator[None]:
+    """Turn SQLite's "database or disk is full" into a StorageFullError naming the database.
+
+    SQLite reports a full disk (ENOSPC on the file or its WAL) and a reached size limit
+    (``max_page_count``) alike, as SQLITE_FULL; the transaction that hit it is rolled back
+    whole, so what was committed before is intact.
+    """
+    try:
+        yield
+    except sqlite3.Error as exc:
+        if getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL:
+            raise StorageFullError(str(where)) from exc
+        raise
 
 
 class SqliteSession(Session):
@@ -29,6 +47,10 @@ class SqliteSession(Session):
         "SELECT j.value FROM agent_model_calls AS c, json_each(c.request, '$.messages') AS j "
         "UNION SELECT json_extract(request, '$.tools') FROM agent_model_calls"
     )
+
+    # The transaction holds the file's write lock already (BEGIN IMMEDIATE): no takeover can
+    # commit before it.
+    lease_row = LEASE_ROW_SQL
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
@@ -74,19 +96,21 @@ class SqliteDatabase:
     @contextmanager
     def transaction(self) -> Iterator[SqliteSession]:
         """A session in a ``BEGIN IMMEDIATE`` transaction: committed at the end, or rolled back."""
-        with self._lock:
+        with self._lock, full_disk_raises(self.path):
             self.conn.execute("BEGIN IMMEDIATE")
             try:
                 yield SqliteSession(self.conn)
+                # A full disk may show only here, when the WAL grows by the transaction's pages.
+                self.conn.execute("COMMIT")
             except BaseException:
-                self.conn.execute("ROLLBACK")
+                if self.conn.in_transaction:
+                    self.conn.execute("ROLLBACK")
                 raise
-            self.conn.execute("COMMIT")
 
     @contextmanager
     def read(self) -> Iterator[SqliteSession]:
         """A session for reading (each statement sees the database as committed)."""
-        with self._lock:
+        with self._lock, full_disk_raises(self.path):
             yield SqliteSession(self.conn)
 
     def vacuum(self) -> None:

@@ -42,7 +42,9 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from ai_agent.checkpoints._identity import same_prefix
 from ai_agent.checkpoints._schema import create_or_migrate, legacy_tables_present
-from ai_agent.errors import StoreError
+from ai_agent.checkpoints._sqlite import full_disk_raises
+from ai_agent.checkpoints.fencing import LEASE_ROW_SQL, check_lease, lease_in
+from ai_agent.errors import CorruptRunError, StoreError
 
 __all__ = ["DeltaStore", "ReadMemo", "Ref", "Skeleton", "WritesJob", "is_view"]
 
@@ -162,6 +164,7 @@ class WritesJob:
     task_path: str
     entries: list[list[Any]]
     replace: bool
+    lease: str | None = None
 
 
 def _conf(config: RunnableConfig) -> dict[str, Any]:
@@ -228,12 +231,13 @@ class DeltaStore:
         else:
             conn.execute("BEGIN IMMEDIATE")
         try:
-            version = conn.execute("PRAGMA data_version").fetchone()[0]
-            self._trusted = version == self._data_version
-            if not self._trusted or len(self._tips) > _MAX_LINEAGE_FACTS:
-                self._distrust()
-            yield conn
-            conn.execute("COMMIT")
+            with full_disk_raises(self.path):
+                version = conn.execute("PRAGMA data_version").fetchone()[0]
+                self._trusted = version == self._data_version
+                if not self._trusted or len(self._tips) > _MAX_LINEAGE_FACTS:
+                    self._distrust()
+                yield conn
+                conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
@@ -275,7 +279,8 @@ class DeltaStore:
         self.busy_timeout(BUSY_TIMEOUT_SECONDS)
         self.conn.execute("BEGIN")
         try:
-            yield self.conn
+            with full_disk_raises(self.path):
+                yield self.conn
         finally:
             self.conn.execute("COMMIT")
 
@@ -546,9 +551,11 @@ class DeltaStore:
             if row is None:
                 return None
             cid, parent_id, metadata = row
-            skel = self.skeleton(tkey, cid)
-            values, held = self.read_values(tkey, skel.refs)
-            writes = self.pending_writes(tkey, cid)
+            with readable(thread_id, cid, parent_id):
+                skel = self.skeleton(tkey, cid)
+                values, held = self.read_values(tkey, skel.refs)
+                writes = self.pending_writes(tkey, cid)
+                meta = cast(CheckpointMetadata, json.loads(metadata))
         # Remember what was handed out: a graph resumes from these very objects, so its next
         # append is recognised by identity instead of by re-reading and comparing the list.
         cache = self.cache(tkey)
@@ -557,7 +564,7 @@ class DeltaStore:
         return CheckpointTuple(
             config if checkpoint_id else tuple_config(thread_id, ns, cid),
             _checkpoint(skel, values),
-            cast(CheckpointMetadata, json.loads(metadata)),
+            meta,
             tuple_config(thread_id, ns, parent_id) if parent_id else None,
             writes,
         )
@@ -586,15 +593,16 @@ class DeltaStore:
         with self.snapshot():
             rows = self.conn.execute(sql, [*params, limit]).fetchall()
             for tkey, thread_id, ns, cid, parent_id, metadata in rows:
-                skel = self.skeleton(tkey, cid, memo)
-                values, _ = self.read_values(tkey, skel.refs, memo)
-                item = CheckpointTuple(
-                    tuple_config(thread_id, ns, cid),
-                    _checkpoint(skel, values),
-                    cast(CheckpointMetadata, json.loads(metadata)),
-                    tuple_config(thread_id, ns, parent_id) if parent_id else None,
-                    self.pending_writes(tkey, cid),
-                )
+                with readable(thread_id, cid, parent_id):
+                    skel = self.skeleton(tkey, cid, memo)
+                    values, _ = self.read_values(tkey, skel.refs, memo)
+                    item = CheckpointTuple(
+                        tuple_config(thread_id, ns, cid),
+                        _checkpoint(skel, values),
+                        cast(CheckpointMetadata, json.loads(metadata)),
+                        tuple_config(thread_id, ns, parent_id) if parent_id else None,
+                        self.pending_writes(tkey, cid),
+                    )
                 page.append((item, (cid, tkey)))
         return page
 
@@ -648,6 +656,7 @@ class DeltaStore:
         """The work of ``put`` inside a write transaction the caller holds."""
         conf = _conf(config)
         thread_id, ns = str(conf["thread_id"]), str(conf.get("checkpoint_ns", ""))
+        self.fence(thread_id, lease_in(config))
         parent_id: str | None = conf.get("checkpoint_id") or None
         meta = json.dumps(get_checkpoint_metadata(config, metadata), ensure_ascii=False)
         meta = meta.encode("utf-8", "ignore").decode("utf-8")
@@ -950,6 +959,7 @@ class DeltaStore:
             task_path=task_path,
             entries=entries,
             replace=all(w[0] in WRITES_IDX_MAP for w in writes),
+            lease=lease_in(config),
         )
 
     def put_writes(self, job: WritesJob) -> None:
@@ -959,6 +969,7 @@ class DeltaStore:
 
     def put_writes_in_tx(self, job: WritesJob) -> None:
         """The work of ``put_writes`` inside a write transaction the caller holds."""
+        self.fence(job.thread_id, job.lease)
         tkey = cast(int, self.thread_key(job.thread_id, job.ns, create=True))
         self.store_writes(
             tkey, job.checkpoint_id, job.task_id, job.task_path, job.entries, replace=job.replace
@@ -1003,6 +1014,17 @@ class DeltaStore:
             (task_path if replace else row[0], blob, tkey, checkpoint_id, task_id),
         )
 
+    def fence(self, thread_id: str, owner: str | None) -> None:
+        """Refuse a lease holder's write once its lease is gone (``ai_agent.checkpoints.fencing``).
+
+        Runs inside the write's own transaction, which holds the file's write lock: no takeover
+        can commit between this check and the write. An in-memory database is private to its
+        connection (the run store has its own, with the leases), and to its process: no other
+        process can take a thread over, so there is nothing to fence.
+        """
+        if owner is not None and self.path != ":memory:":
+            check_lease(self.conn.execute(LEASE_ROW_SQL, (thread_id,)).fetchone(), thread_id, owner)
+
     def delete_thread(self, thread_id: str) -> None:
         """``BaseCheckpointSaver.delete_thread``: every namespace of the thread."""
         with self.tx():
@@ -1029,6 +1051,50 @@ class DeltaStore:
         conn.execute("DELETE FROM delta_threads WHERE id = ?", (tkey,))
 
 
+@contextmanager
+def readable(thread_id: str, checkpoint_id: str, parent_id: str | None) -> Iterator[None]:
+    """Turn a checkpoint that cannot be read back into a CorruptRunError naming it.
+
+    Bytes that do not decode, a skeleton of the wrong shape, a row it needs that is gone: the
+    file was damaged or changed by something other than ai-agent. Only this run is affected;
+    the message says which checkpoint and what can still be done.
+    """
+    try:
+        yield
+    except sqlite3.OperationalError:
+        raise  # locked, full, I/O: not the checkpoint's fault
+    except (
+        StoreError,
+        sqlite3.DatabaseError,
+        ValueError,
+        TypeError,
+        KeyError,
+        IndexError,
+        AttributeError,
+        RecursionError,
+    ) as exc:
+        raise corrupt_checkpoint(thread_id, checkpoint_id, parent_id, exc) from exc
+
+
+def corrupt_checkpoint(
+    thread_id: str, checkpoint_id: str, parent_id: str | None, exc: BaseException
+) -> CorruptRunError:
+    """The error of one checkpoint that cannot be read back: which, why, what can be done."""
+    then = (
+        f"to go on from the checkpoint before it, `ai-agent fork {thread_id} {parent_id}` copies "
+        "the run up to there into a new thread (if that one is intact)"
+        if parent_id
+        else "it is the run's first: run its task again as a new run"
+    )
+    detail = str(exc)[:200] or type(exc).__name__
+    return CorruptRunError(
+        f"checkpoint {checkpoint_id} of thread {thread_id} cannot be read back "
+        f"({type(exc).__name__}: {detail}): the database was damaged or changed outside "
+        f"ai-agent. Other runs are not affected; {then}.",
+        thread_id=thread_id,
+    )
+
+
 def _connect(path: str) -> sqlite3.Connection:
     """Open the database the way the saver needs it, creating or upgrading its tables."""
     try:
@@ -1048,7 +1114,8 @@ def _connect(path: str) -> sqlite3.Connection:
         # process, and commits stay in order; only an OS crash or power cut can lose the newest
         # ones. FULL would add an fsync to every step (about 3.5 ms on this kind of disk).
         conn.execute("PRAGMA synchronous = NORMAL")
-        create_or_migrate(conn, where=path)
+        with full_disk_raises(path):
+            create_or_migrate(conn, where=path)
     except sqlite3.DatabaseError as exc:
         conn.close()
         raise StoreError(

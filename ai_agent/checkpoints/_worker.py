@@ -9,7 +9,9 @@ are run again one by one, so a job fails only for its own reason.
 
 from __future__ import annotations
 
+import contextlib
 import queue
+import sqlite3
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -171,8 +173,6 @@ class WalCheckpointer:
         self._thread.join()
 
     def _loop(self) -> None:
-        import sqlite3
-
         conn = sqlite3.connect(self.path, timeout=0, isolation_level=None)
         try:
             while True:
@@ -185,7 +185,9 @@ class WalCheckpointer:
                 # lookup slower; so then RESTART, which needs the write lock for the little
                 # left to copy: without waiting for it (busy timeout 0), and again next time
                 # when a step holds it.
-                with self.lock:
+                with self.lock, contextlib.suppress(sqlite3.Error):
+                    # A failure (the disk is full, say) leaves the log as it was, and every
+                    # commit in it stays readable: it is tried again after the next commits.
                     conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
                     conn.execute("PRAGMA wal_checkpoint(RESTART)").fetchall()
         finally:

@@ -77,7 +77,7 @@ from ai_agent.checkpoints._schema import FORMAT_VERSION
 from ai_agent.checkpoints._serde import strict_serializer
 from ai_agent.checkpoints._store import DeltaStore, ReadMemo
 from ai_agent.checkpoints._worker import WalCheckpointer, Worker
-from ai_agent.errors import StoreError
+from ai_agent.errors import AgentError, StoreError
 
 __all__ = ["FORMAT_VERSION", "DeltaSaver", "PruneStats"]
 
@@ -267,6 +267,8 @@ class DeltaSaver(
     def _raise_deferred(self) -> None:
         if self._deferred_error is not None:
             error, self._deferred_error = self._deferred_error, None
+            if isinstance(error, AgentError):  # already says what happened and what to do
+                raise error
             raise StoreError(f"an earlier checkpoint write failed: {error}") from error
 
     def close(self) -> None:
@@ -526,6 +528,9 @@ class DeltaSaver(
             return await self._await(put)
         ok, value = put
         if not ok:
+            # The writes of this group were tried with it: any failure of theirs is this one,
+            # reported now, not again by the next call.
+            self._deferred_error = None
             raise value
         self._raise_deferred()  # a write of this group that failed
         return cast(RunnableConfig, value)

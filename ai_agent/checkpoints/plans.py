@@ -27,9 +27,9 @@ import time
 from collections.abc import Sequence
 from typing import Any, Literal, TypedDict
 
-from ai_agent.checkpoints._sql import SqlStore, page, threaded
-from ai_agent.datafiles import loads_json
-from ai_agent.errors import RunError, StoreError
+from ai_agent.checkpoints._rows import stored_json
+from ai_agent.checkpoints._sql import Session, SqlStore, page, threaded
+from ai_agent.errors import CorruptRunError, RunError
 
 __all__ = ["PLAN_COLUMNS", "PlanQueue", "PlanRecord", "PlanStatus", "already_queued", "plan_record"]
 
@@ -66,13 +66,18 @@ def plan_record(row: Sequence[Any]) -> PlanRecord:
     """A PlanRecord from a row of `PLAN_COLUMNS`.
 
     Raises:
-        StoreError: the stored plan is not JSON, or is nested past ``datafiles.MAX_DEPTH``
-            (the row was damaged or written by something else: plans are checked when queued).
+        CorruptRunError: the stored plan cannot be read back.
     """
     return PlanRecord(
         id=int(row[0]),
         thread_id=row[1],
-        plan=loads_json(row[2], what=f"the stored plan {row[0]}", error=StoreError),
+        plan=stored_json(
+            row[2],
+            what=f"plan {row[0]} in the queue",
+            thread_id=str(row[1]),
+            hint=f"it is not applied; queue the plan again (`ai-agent resume {row[1]} --plan "
+            "... --queue`)",
+        ),
         status=row[3],
         gate_checkpoint_id=row[4],
         submitted_at=float(row[5]),
@@ -127,6 +132,12 @@ class PlanQueue(SqlStore):
             raise already_queued(thread_id, open_row[0] if open_row else None) from None
         return plan_record(row)
 
+    def _fence_plan(self, session: Session, plan_id: int) -> None:
+        """Fence a write of a plan by its thread's lease (a worker holds it while it serves)."""
+        row = session.one("SELECT thread_id FROM agent_plans WHERE id = ?", (plan_id,))
+        if row is not None:
+            self._fence(session, str(row[0]))
+
     @threaded
     def get_plan(self, plan_id: int) -> PlanRecord | None:
         """The plan with this id, or None."""
@@ -134,7 +145,7 @@ class PlanQueue(SqlStore):
             f"SELECT {PLAN_COLUMNS} FROM agent_plans WHERE id = ?",  # noqa: S608 - fixed text
             (plan_id,),
         )
-        return plan_record(row) if row else None
+        return self._plan_of(row) if row else None
 
     @threaded
     def list_plans(
@@ -143,7 +154,31 @@ class PlanQueue(SqlStore):
         """Plans, oldest first (the order workers take them in)."""
         select = f"SELECT {PLAN_COLUMNS} FROM agent_plans"  # noqa: S608 - fixed text
         rows = self._all(*page(select, order="id", limit=limit, status=status, thread_id=thread_id))
-        return [plan_record(r) for r in rows]
+        return [self._plan_of(r) for r in rows]
+
+    def _plan_of(self, row: Sequence[Any]) -> PlanRecord:
+        """A row as a record; an unreadable plan is failed, so the queue goes on without it.
+
+        Failing it (with the reason as its error) keeps any worker from applying it, shows in
+        ``ai-agent plans`` what happened, and frees its thread for a plan queued again.
+        """
+        try:
+            return plan_record(row)
+        except CorruptRunError as exc:
+            error = str(exc)
+        with self._tx() as session:
+            session.execute(
+                "UPDATE agent_plans SET status = 'failed', error = ?, finished_at = ? "
+                "WHERE id = ? AND status IN ('queued', 'claimed')",
+                (error, time.time(), row[0]),
+            )
+            fresh = session.one(
+                f"SELECT {PLAN_COLUMNS} FROM agent_plans WHERE id = ?",  # noqa: S608 - fixed text
+                (row[0],),
+            )
+        values = list(fresh or row)
+        values[2] = "{}"  # the plan itself is unreadable: the record carries the error instead
+        return plan_record(values)
 
     @threaded
     def claim_plan(self, plan_id: int, worker: str, *, reclaim: bool = False) -> bool:
@@ -153,6 +188,7 @@ class PlanQueue(SqlStore):
         """
         wanted = "('queued', 'claimed')" if reclaim else "('queued')"
         with self._tx() as session:
+            self._fence_plan(session, plan_id)
             claimed = session.execute(
                 "UPDATE agent_plans SET status = 'claimed', claimed_by = ?, claimed_at = ?, "  # noqa: S608 - fixed text
                 f"attempts = attempts + 1 WHERE id = ? AND status IN {wanted}",
@@ -166,6 +202,7 @@ class PlanQueue(SqlStore):
     ) -> None:
         """Record how a plan went: ``done`` (with the run's status), ``failed`` or ``refused``."""
         with self._tx() as session:
+            self._fence_plan(session, plan_id)
             session.execute(
                 "UPDATE agent_plans SET status = ?, outcome = ?, error = ?, finished_at = ? "
                 "WHERE id = ?",

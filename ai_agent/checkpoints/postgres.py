@@ -35,23 +35,30 @@ import asyncio
 import socket
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
+from contextvars import ContextVar
 from typing import Any
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 import psycopg
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMetadata
+from langgraph.checkpoint.postgres import _ainternal
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
-from psycopg.rows import dict_row
+from psycopg import AsyncCursor
+from psycopg.rows import DictRow, dict_row
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from ai_agent.checkpoints._sql import Session
+from ai_agent.checkpoints.fencing import LEASE_ROW_SQL, check_lease, lease_in
 from ai_agent.checkpoints.runstore import SqlRunStore
 from ai_agent.checkpoints.saver import strict_serializer
 from ai_agent.checkpoints.schema import SCHEMA_VERSION
 from ai_agent.checkpoints.store import describe_location
-from ai_agent.errors import StoreError
+from ai_agent.errors import StorageFullError, StoreError
 
 __all__ = [
     "PG_MIGRATIONS",
+    "FencedPostgresSaver",
     "PostgresRunStore",
     "connect_error",
     "open_postgres_checkpointer",
@@ -272,6 +279,86 @@ async def _setup_saver(conn: psycopg.AsyncConnection[Any]) -> None:
         await conn.execute("SELECT pg_advisory_unlock(%s)", (_SETUP_LOCK,))
 
 
+_WRITER: ContextVar[tuple[str, str] | None] = ContextVar("ai_agent_pg_writer", default=None)
+"""(thread id, lease owner) of the checkpoint write in progress on this task, if leased."""
+
+
+class FencedPostgresSaver(AsyncPostgresSaver):
+    """LangGraph's PostgreSQL saver, with a lease holder's writes fenced by its lease.
+
+    A checkpoint or task writes put under a lease (``ai_agent.checkpoints.fencing``) run in one
+    transaction that first reads the thread's lease row ``FOR SHARE``: a takeover waits for it,
+    and a holder whose lease was taken over gets LeaseLostError with nothing written. (The
+    saver otherwise runs its statements in autocommit pipeline mode; a fenced write gives that
+    up for the transaction.) A full disk is a StorageFullError naming the database.
+
+    Args:
+        *args: As for ``AsyncPostgresSaver``.
+        where: The database as it may be named (no password).
+        **kwargs: As for ``AsyncPostgresSaver``.
+    """
+
+    def __init__(self, *args: Any, where: str, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.where = where
+
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        """``AsyncPostgresSaver.aput``, fenced by the run's lease."""
+        with self._writing(config):
+            return await super().aput(config, checkpoint, metadata, new_versions)
+
+    async def aput_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        """``AsyncPostgresSaver.aput_writes``, fenced by the run's lease."""
+        with self._writing(config):
+            await super().aput_writes(config, writes, task_id, task_path)
+
+    @contextmanager
+    def _writing(self, config: RunnableConfig) -> Iterator[None]:
+        owner = lease_in(config)
+        thread_id = str(config["configurable"]["thread_id"])
+        token = _WRITER.set((thread_id, owner) if owner is not None else None)
+        try:
+            yield
+        except psycopg.errors.DiskFull:
+            raise StorageFullError(self.where) from None
+        finally:
+            _WRITER.reset(token)
+
+    @asynccontextmanager
+    async def _cursor(self, *, pipeline: bool = False) -> AsyncIterator[AsyncCursor[DictRow]]:
+        writer = _WRITER.get()
+        if writer is None:
+            async with super()._cursor(pipeline=pipeline) as cur:
+                yield cur
+            return
+        thread_id, owner = writer
+        async with (
+            self.lock,
+            _ainternal.get_connection(self.conn) as conn,
+            conn.transaction(),
+            conn.cursor(binary=True, row_factory=dict_row) as cur,
+        ):
+            await cur.execute(_PG_LEASE_ROW, (thread_id,))
+            row = await cur.fetchone()
+            check_lease(None if row is None else tuple(row.values()), thread_id, owner)
+            yield cur
+
+
+_PG_LEASE_ROW = LEASE_ROW_SQL.replace("?", "%s") + " FOR SHARE"
+
+
 @asynccontextmanager
 async def open_postgres_checkpointer(
     url: str, *, max_connections: int = 4
@@ -306,7 +393,7 @@ async def open_postgres_checkpointer(
     )
     await pool.open()
     try:
-        yield AsyncPostgresSaver(pool, serde=strict_serializer())
+        yield FencedPostgresSaver(pool, serde=strict_serializer(), where=describe_location(url))
     finally:
         await pool.close()
 
@@ -321,6 +408,9 @@ class PostgresSession(Session):
         "SELECT jsonb_array_elements_text(request::jsonb -> 'messages') FROM agent_model_calls "
         "UNION SELECT request::jsonb ->> 'tools' FROM agent_model_calls"
     )
+
+    # The row stays locked until this transaction ends: a takeover (an UPDATE of it) waits.
+    lease_row = LEASE_ROW_SQL + " FOR SHARE"
 
     def __init__(self, conn: psycopg.Connection[Any]) -> None:
         self.conn = conn
@@ -366,8 +456,11 @@ class PostgresDatabase:
     @contextmanager
     def transaction(self) -> Iterator[PostgresSession]:
         """A pooled connection in a transaction: committed at the end, rolled back on an error."""
-        with self._pool.connection() as conn:
-            yield PostgresSession(conn)
+        try:
+            with self._pool.connection() as conn:
+                yield PostgresSession(conn)
+        except psycopg.errors.DiskFull:
+            raise StorageFullError(describe_location(self.url)) from None
 
     read = transaction
 

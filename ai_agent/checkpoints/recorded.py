@@ -22,6 +22,7 @@ import time
 from collections.abc import Sequence
 from typing import Any, TypedDict
 
+from ai_agent.checkpoints._rows import corrupt_row, stored_json
 from ai_agent.checkpoints._sql import Session, SqlStore, threaded
 from ai_agent.state import Message, ToolCall, ToolResult
 
@@ -108,6 +109,34 @@ _TOOL_COLUMNS = (
 )
 
 
+_REPLAY_HINT = (
+    "a replay of the run cannot use it: replay it live (`ai-agent replay THREAD --live`), and "
+    "its other rows are still read"
+)
+
+
+def _column(row: Sequence[Any], index: int, what: str, *, optional: bool = False) -> Any:
+    """A JSON column of a recorded call, checked (see ``_rows.stored_json``)."""
+    return stored_json(
+        row[index],
+        what=f"{what} of recorded call {row[0]}",
+        thread_id=str(row[1]),
+        hint=_REPLAY_HINT.replace("THREAD", str(row[1])),
+        optional=optional,
+    )
+
+
+def _body(row: Sequence[Any], text: str, shape: type) -> Any:
+    """One stored body of a recorded request (a message, the tools' schemas), checked."""
+    return stored_json(
+        text,
+        what=f"a part of the request of recorded call {row[0]}",
+        thread_id=str(row[1]),
+        hint=_REPLAY_HINT.replace("THREAD", str(row[1])),
+        shape=shape,
+    )
+
+
 def _model_record(row: Sequence[Any]) -> ModelCallRecord:
     return ModelCallRecord(
         seq=row[0],
@@ -116,9 +145,9 @@ def _model_record(row: Sequence[Any]) -> ModelCallRecord:
         stage=row[3],
         checkpoint_id=row[4],
         request_hash=row[5],
-        message=json.loads(row[6]) if row[6] else None,
-        usage=json.loads(row[7]),
-        error=json.loads(row[8]) if row[8] else None,
+        message=_column(row, 6, "the reply", optional=True),
+        usage=_column(row, 7, "the usage"),
+        error=_column(row, 8, "the error", optional=True),
         latency_ms=row[9],
         replayed=bool(row[10]),
         created_at=row[11],
@@ -133,9 +162,9 @@ def _tool_record(row: Sequence[Any]) -> ToolCallRecord:
         stage=row[3],
         checkpoint_id=row[4],
         iteration=row[5],
-        call=ToolCall(id=row[6], name=row[7], args=json.loads(row[9])),
+        call=ToolCall(id=row[6], name=row[7], args=_column(row, 9, "the arguments")),
         args_hash=row[8],
-        result=json.loads(row[10]),
+        result=_column(row, 10, "the result"),
         duration_ms=row[11],
         replayed=bool(row[12]),
         created_at=row[13],
@@ -161,6 +190,7 @@ class RecordedCalls(SqlStore):
     ) -> int:
         """Record one model call: its reply, or the model error it ended with. Returns its seq."""
         with self._tx() as session:
+            self._fence(session, thread_id)
             stored = {
                 "messages": [_blob(session, m) for m in request["messages"]],
                 "tools": _blob(session, request["tools"]),
@@ -202,6 +232,7 @@ class RecordedCalls(SqlStore):
     ) -> int:
         """Record one tool call and its result. Returns its seq."""
         with self._tx() as session:
+            self._fence(session, thread_id)
             return session.insert(
                 "INSERT INTO agent_tool_calls (thread_id, step, stage, checkpoint_id, iteration, "
                 "call_id, tool, args_hash, args, result, duration_ms, replayed, created_at) "
@@ -242,23 +273,35 @@ class RecordedCalls(SqlStore):
             KeyError: no recorded call has this seq.
         """
         with self._read() as session:
-            row = session.one("SELECT request FROM agent_model_calls WHERE seq = ?", (seq,))
+            row = session.one(
+                "SELECT seq, thread_id, request FROM agent_model_calls WHERE seq = ?", (seq,)
+            )
             if row is None:
                 raise KeyError(seq)
-            stored = json.loads(row[0])
-            wanted = [*stored["messages"], stored["tools"]]
-            marks = ",".join("?" * len(wanted))
-            bodies = dict(
-                session.all(
-                    f"SELECT hash, body FROM agent_blobs WHERE hash IN ({marks})",  # noqa: S608 - placeholders only
-                    wanted,
+            stored = _column(row, 2, "the request")
+            try:
+                wanted = [*stored["messages"], stored["tools"]]
+                marks = ",".join("?" * len(wanted))
+                bodies = dict(
+                    session.all(
+                        f"SELECT hash, body FROM agent_blobs WHERE hash IN ({marks})",  # noqa: S608 - placeholders only
+                        wanted,
+                    )
                 )
-            )
-        return ModelRequest(
-            messages=[json.loads(bodies[h]) for h in stored["messages"]],
-            tools=json.loads(bodies[stored["tools"]]),
-            params=stored["params"],
-        )
+                messages = [bodies[h] for h in stored["messages"]]
+                request = ModelRequest(
+                    messages=[_body(row, m, dict) for m in messages],
+                    tools=_body(row, bodies[stored["tools"]], list),
+                    params=dict(stored["params"]),
+                )
+            except (KeyError, TypeError, ValueError) as exc:  # a body or a key is missing
+                raise corrupt_row(
+                    f"the request of recorded call {seq}",
+                    str(row[1]),
+                    f"it lists a part that is not stored ({type(exc).__name__}: {exc})",
+                    _REPLAY_HINT.replace("THREAD", str(row[1])),
+                ) from None
+        return request
 
     @threaded
     def tool_calls(self, thread_id: str) -> list[ToolCallRecord]:

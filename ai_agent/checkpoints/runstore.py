@@ -36,13 +36,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, TypedDict, cast
 
+from ai_agent.checkpoints._rows import corrupt_row, stored_json
 from ai_agent.checkpoints._sql import Session, page, threaded
-from ai_agent.checkpoints._sqlite import SqliteDatabase
+from ai_agent.checkpoints._sqlite import SqliteDatabase, full_disk_raises
+from ai_agent.checkpoints.fencing import lease_lost
 from ai_agent.checkpoints.plans import PlanQueue
 from ai_agent.checkpoints.recorded import RecordedCalls
 from ai_agent.checkpoints.schema import SCHEMA_VERSION, ensure_schema
 from ai_agent.context import JournalEntry
-from ai_agent.errors import StoreError, ThreadBusyError
+from ai_agent.errors import CorruptRunError, RunError, StoreError, ThreadBusyError
+from ai_agent.observability.logs import engine_logger
 from ai_agent.state import ToolCall, ToolResult
 
 __all__ = [
@@ -56,6 +59,8 @@ __all__ = [
 ]
 
 RunOrigin = Literal["run", "fork", "replay"]
+
+log = engine_logger("ai_agent.store")
 
 DEFAULT_LEASE_SECONDS = 300.0
 
@@ -127,6 +132,8 @@ class SqlRunStore(RecordedCalls, PlanQueue):
 
     host: str
     migrated_from: int | None
+    lease_seconds: float = DEFAULT_LEASE_SECONDS
+    """How long a lease lasts unless renewed (the Agent sets its ``lease_seconds`` setting)."""
 
     # Runs ------------------------------------------------------------------------------------
     @threaded
@@ -140,14 +147,33 @@ class SqlRunStore(RecordedCalls, PlanQueue):
         fork_checkpoint_id: str | None = None,
         status: str = "running",
     ) -> None:
-        """Record a new run (by default as running)."""
+        """Record a new run (by default as running).
+
+        Raises:
+            RunError: a run with this thread id exists (another process may have created it
+                a moment ago: of two processes starting one new thread, one gets this).
+        """
         now = time.time()
-        with self._tx() as session:
-            session.execute(
-                "INSERT INTO agent_runs (thread_id, task, status, created_at, updated_at, "
-                "parent_thread_id, origin, fork_checkpoint_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (thread_id, task, status, now, now, parent_thread_id, origin, fork_checkpoint_id),
-            )
+        try:
+            with self._tx() as session:
+                session.execute(
+                    "INSERT INTO agent_runs (thread_id, task, status, created_at, updated_at, "
+                    "parent_thread_id, origin, fork_checkpoint_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        thread_id,
+                        task,
+                        status,
+                        now,
+                        now,
+                        parent_thread_id,
+                        origin,
+                        fork_checkpoint_id,
+                    ),
+                )
+        except self._db.unique_violation:
+            raise RunError(
+                f"thread {thread_id} already exists; resume it instead of running it"
+            ) from None
 
     @threaded
     def update_run(
@@ -161,6 +187,7 @@ class SqlRunStore(RecordedCalls, PlanQueue):
     ) -> None:
         """Set a run's status and outcome."""
         with self._tx() as session:
+            self._fence(session, thread_id)
             session.execute(
                 "UPDATE agent_runs SET status = ?, final_text = ?, gate = ?, error = ?, "
                 "updated_at = ? WHERE thread_id = ?",
@@ -212,8 +239,12 @@ class SqlRunStore(RecordedCalls, PlanQueue):
 
     # Leases ----------------------------------------------------------------------------------
     @threaded
-    def acquire(self, thread_id: str, *, seconds: float = DEFAULT_LEASE_SECONDS) -> Lease:
-        """Take the thread's lease, or raise ThreadBusyError when another live process holds it."""
+    def acquire(self, thread_id: str, *, seconds: float | None = None) -> Lease:
+        """Take the thread's lease, or raise ThreadBusyError when another live process holds it.
+
+        It lasts ``seconds`` (default: ``lease_seconds``) unless renewed.
+        """
+        seconds = self.lease_seconds if seconds is None else seconds
         owner, pid = uuid.uuid4().hex, os.getpid()
         with self._tx() as session:
             now = session.now
@@ -237,6 +268,7 @@ class SqlRunStore(RecordedCalls, PlanQueue):
                 )
                 held = _lease_row(session, thread_id)
         if held[0] == owner:
+            self._held[thread_id] = owner
             return Lease(thread_id, owner, float(held[3]))
         raise ThreadBusyError(
             f"thread {thread_id} is being worked on by process {held[2]} on {held[1]}; wait for "
@@ -244,29 +276,48 @@ class SqlRunStore(RecordedCalls, PlanQueue):
         )
 
     @threaded
-    def renew(self, lease: Lease, *, seconds: float = DEFAULT_LEASE_SECONDS) -> Lease:
-        """Extend a lease this process holds."""
+    def renew(self, lease: Lease, *, seconds: float | None = None) -> Lease:
+        """Extend a lease this process holds.
+
+        Raises:
+            LeaseLostError: the lease ran out and another process took the thread over (or
+                released it): it is not this holder's to extend any more.
+        """
+        seconds = self.lease_seconds if seconds is None else seconds
         with self._tx() as session:
             session.execute(
                 f"UPDATE agent_leases SET expires_at = {session.now} + ? "  # noqa: S608 - fixed text
                 "WHERE thread_id = ? AND owner = ?",
                 (seconds, lease.thread_id, lease.owner),
             )
-            row = session.one(
+            row = session.one(session.lease_row, (lease.thread_id,))
+            expires = session.one(
                 "SELECT expires_at FROM agent_leases WHERE thread_id = ? AND owner = ?",
                 (lease.thread_id, lease.owner),
             )
-        expires = float(row[0]) if row else time.time() + seconds
-        return Lease(lease.thread_id, lease.owner, expires)
+        if expires is None:
+            # Still listed as held: this store's writes for the thread stay fenced (and fail)
+            # until the holder releases it.
+            raise lease_lost(lease.thread_id, row)
+        return Lease(lease.thread_id, lease.owner, float(expires[0]))
 
     @threaded
     def release(self, lease: Lease) -> None:
         """Give the lease back (only if this holder still has it)."""
+        self._drop(lease)
         with self._tx() as session:
             session.execute(
                 "DELETE FROM agent_leases WHERE thread_id = ? AND owner = ?",
                 (lease.thread_id, lease.owner),
             )
+
+    def held(self, thread_id: str) -> str | None:
+        """The owner (fencing token) of this store's lease on the thread, or None."""
+        return self._held.get(thread_id)
+
+    def _drop(self, lease: Lease) -> None:
+        if self._held.get(lease.thread_id) == lease.owner:
+            del self._held[lease.thread_id]
 
     # Journal (the Journal protocol) ----------------------------------------------------------
     @threaded
@@ -280,7 +331,13 @@ class SqlRunStore(RecordedCalls, PlanQueue):
         if row is None:
             return None
         status: Literal["intent", "done"] = "done" if row[1] == "done" else "intent"
-        result = json.loads(row[2]) if row[2] else None
+        try:
+            result = _journal_result(row[2], thread_id, iteration, call_id, done=status == "done")
+        except CorruptRunError as exc:
+            # An outcome that cannot be read is an unknown outcome: the call is never re-run
+            # silently, a side-effecting one goes to the gate (UNKNOWN_OUTCOME) for a person.
+            log.warning("%s", exc)
+            status, result = "intent", None
         return JournalEntry(
             call_id=call_id, tool=row[0], status=status, result=result, attempt=float(row[3])
         )
@@ -290,6 +347,7 @@ class SqlRunStore(RecordedCalls, PlanQueue):
         """Record that a call is about to run (committed before the tool starts)."""
         with self._tx() as session:
             # A re-run after a crash replaces the entry whole: no result of an earlier attempt.
+            self._fence(session, thread_id)
             session.execute(
                 "INSERT INTO agent_journal (thread_id, iteration, call_id, tool, args, status, "
                 "intent_at) VALUES (?, ?, ?, ?, ?, 'intent', ?) "
@@ -310,6 +368,7 @@ class SqlRunStore(RecordedCalls, PlanQueue):
     def outcome(self, thread_id: str, iteration: int, call: ToolCall, result: ToolResult) -> None:
         """Record a call's result."""
         with self._tx() as session:
+            self._fence(session, thread_id)
             session.execute(
                 "UPDATE agent_journal SET status = 'done', result = ?, outcome_at = ? "
                 "WHERE thread_id = ? AND iteration = ? AND call_id = ?",
@@ -320,6 +379,7 @@ class SqlRunStore(RecordedCalls, PlanQueue):
     def forget(self, thread_id: str, iteration: int, call_id: str) -> None:
         """Drop a journal entry whose call is known not to have run (a replay stopped at it)."""
         with self._tx() as session:
+            self._fence(session, thread_id)
             session.execute(
                 "DELETE FROM agent_journal WHERE thread_id = ? AND iteration = ? AND call_id = ? "
                 "AND status = 'intent'",
@@ -347,6 +407,7 @@ class SqlRunStore(RecordedCalls, PlanQueue):
         """Keep the full text of a clipped output; returns its reference (``out-<iter>-<id>``)."""
         ref = f"out-{iteration}-{call['id']}"
         with self._tx() as session:
+            self._fence(session, thread_id)
             session.execute(
                 "INSERT INTO agent_outputs (thread_id, ref, iteration, call_id, tool, chars, "
                 "content, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
@@ -392,8 +453,9 @@ class RunStore(SqlRunStore):
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.host = socket.gethostname()
         try:
-            db = SqliteDatabase(self.path)
-            self.migrated_from = ensure_schema(db.conn, self.path)
+            with full_disk_raises(self.path):
+                db = SqliteDatabase(self.path)
+                self.migrated_from = ensure_schema(db.conn, self.path)
         except sqlite3.DatabaseError as exc:
             raise StoreError(
                 f"cannot open the run store at {self.path}: {exc}. "
@@ -411,8 +473,33 @@ _OUTPUT_COLUMNS = ", ".join(_OUTPUT_FIELDS)
 
 def _run(row: Sequence[Any]) -> RunRecord:
     run = dict(zip(_RUN_FIELDS, row, strict=True))
-    run["gate"] = json.loads(run["gate"]) if run["gate"] else None
+    try:
+        run["gate"] = stored_json(
+            run["gate"],
+            what="the gate stored with the run (agent_runs.gate)",
+            thread_id=str(run["thread_id"]),
+            hint="it is a copy of the gate in the run's checkpoints, which still hold it, and "
+            "the run's next status update rewrites it",
+            optional=True,
+        )
+    except CorruptRunError as exc:
+        # Listing and showing runs must go on: the record says what is wrong instead.
+        log.warning("%s", exc)
+        run["gate"] = None
+        run["error"] = f"{run['error']}; {exc}" if run["error"] else str(exc)
     return cast(RunRecord, run)
+
+
+def _journal_result(
+    text: str | None, thread_id: str, iteration: int, call_id: str, *, done: bool
+) -> ToolResult | None:
+    """A journal entry's result: None for an intent, a checked ToolResult for an outcome."""
+    what = f"the journal entry of call {call_id} (iteration {iteration})"
+    hint = "its call's outcome counts as unknown, so the gate asks a person before it runs again"
+    result = stored_json(text, what=what, thread_id=thread_id, hint=hint, optional=not done)
+    if result is not None and not isinstance(result.get("status"), str):
+        raise corrupt_row(what, thread_id, "its result has no status", hint)
+    return cast(ToolResult | None, result)
 
 
 def _lease_row(session: Session, thread_id: str) -> Any:

@@ -13,6 +13,7 @@ and the database runs in WAL mode, so many runs and processes can share one file
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -22,6 +23,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from ai_agent.checkpoints._serde import strict_serializer
 from ai_agent.checkpoints.delta import DeltaSaver
 from ai_agent.checkpoints.store import Location, postgres_module, resolve_location
+from ai_agent.errors import StoreError
 
 __all__ = ["open_checkpointer", "strict_serializer"]
 
@@ -56,5 +58,10 @@ async def open_checkpointer(path: Location) -> AsyncIterator[BaseCheckpointSaver
     saver = await asyncio.to_thread(DeltaSaver, where)
     try:
         yield saver
-    finally:
-        await saver.aclose()
+    except BaseException:
+        # The error that ended the block says what went wrong; a write that failed for the
+        # same cause (a full disk) and is reported by closing must not take its place.
+        with contextlib.suppress(StoreError):
+            await saver.aclose()
+        raise
+    await saver.aclose()

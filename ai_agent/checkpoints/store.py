@@ -240,6 +240,8 @@ class RunStoreProtocol(Protocol):
     """
 
     migrated_from: int | None
+    lease_seconds: float
+    """How long a lease lasts unless renewed."""
 
     def close(self) -> None:
         """Close the connection."""
@@ -280,15 +282,19 @@ class RunStoreProtocol(Protocol):
     ) -> list[RunRecord]:
         """Runs, most recently updated first (all of them with ``limit=None``)."""
 
-    # Leases
-    async def acquire(self, thread_id: str, *, seconds: float = ...) -> Lease:
+    # Leases (every write this store makes for a thread whose lease it holds is fenced by it:
+    # see ai_agent.checkpoints.fencing)
+    async def acquire(self, thread_id: str, *, seconds: float | None = ...) -> Lease:
         """Take the thread's lease, or raise ThreadBusyError when another live process holds it."""
 
-    async def renew(self, lease: Lease, *, seconds: float = ...) -> Lease:
-        """Extend a lease this process holds."""
+    async def renew(self, lease: Lease, *, seconds: float | None = ...) -> Lease:
+        """Extend a lease this process holds; LeaseLostError when it was taken over."""
 
     async def release(self, lease: Lease) -> None:
         """Give the lease back (only if this holder still has it)."""
+
+    def held(self, thread_id: str) -> str | None:
+        """The owner (fencing token) of this store's lease on the thread, or None."""
 
     # Journal
     async def lookup(self, thread_id: str, iteration: int, call_id: str) -> JournalEntry | None:

@@ -25,6 +25,7 @@ from pydantic import SecretStr
 
 from ai_agent.accounting import RunMeter, UsageTracker
 from ai_agent.checkpoints import SqliteMemory, open_checkpointer
+from ai_agent.checkpoints.fencing import with_lease
 from ai_agent.checkpoints.store import (
     Location,
     RunStoreProtocol,
@@ -56,10 +57,12 @@ from ai_agent.errors import (
     AgentError,
     ConfigError,
     InvalidPlanError,
+    LeaseLostError,
     NothingPendingError,
     PlanRefusedError,
     PlanRequiredError,
     RunError,
+    StorageFullError,
     UnknownThreadError,
 )
 from ai_agent.graph.build import build_graph, recursion_limit
@@ -107,17 +110,24 @@ _UNSET: Any = object()
 
 
 def config_for(
-    thread_id: str, limit: int | None = None, *, checkpoint_id: str | None = None
+    thread_id: str,
+    limit: int | None = None,
+    *,
+    checkpoint_id: str | None = None,
+    lease: str | None = None,
 ) -> dict[str, Any]:
     """The one place that writes LangGraph's ``configurable``.
 
-    It holds the thread id (and, to address one checkpoint, its id), nothing secret. The id is
-    checked here (`check_thread_id`), so whatever reads or writes checkpoints gets a clear
-    error for a malformed one.
+    It holds the thread id (and, to address one checkpoint, its id), and for a run that holds
+    the thread's lease its fencing token, which the checkpointer checks at every write
+    (``ai_agent.checkpoints.fencing``); nothing secret. The id is checked here
+    (`check_thread_id`), so whatever reads or writes checkpoints gets a clear error for a
+    malformed one.
     """
     configurable: dict[str, Any] = {"thread_id": check_thread_id(thread_id), "checkpoint_ns": ""}
     if checkpoint_id is not None:
         configurable["checkpoint_id"] = checkpoint_id
+    with_lease(configurable, lease)
     config: dict[str, Any] = {"configurable": configurable}
     if limit is not None:
         config["recursion_limit"] = limit
@@ -349,7 +359,15 @@ class AgentCore:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
+        if exc[1] is None:
+            await self.aclose()
+            return
+        try:
+            await self.aclose()
+        except AgentError as error:
+            # The error that ended the block says what went wrong; one from closing (often the
+            # same cause, such as a full disk) must not take its place.
+            log.warning("closing the agent after an error failed too: %s", error)
 
     async def aclose(self) -> None:
         """Close what the agent opened: the model's HTTP client, the databases, any local server."""
@@ -376,6 +394,7 @@ class AgentCore:
         """The run store (runs, leases, journal, plans), opened on first use."""
         if self._store is None:
             self._store = open_run_store(self.database)
+            self._store.lease_seconds = self.settings.lease_seconds
         return self._store
 
     @contextlib.asynccontextmanager
@@ -427,6 +446,8 @@ class AgentCore:
             stream=self.settings.streaming.stream_model_responses,
             max_response_chars=backend.max_response_chars,
             secrets=self.secrets,
+            total_timeout=backend.total_timeout,
+            idle_timeout=backend.idle_timeout or backend.timeout,
         )
 
     async def _start_local(self, backend: ModelBackendSettings) -> ModelBackendSettings:
@@ -590,9 +611,10 @@ class AgentCore:
         if await self.store.get_run(thread_id) is not None:
             raise RunError(f"thread {thread_id} already exists; resume it instead of running it")
         await self.store.create_run(thread_id, task)
-        lease = await self.store.acquire(thread_id)
-        state = new_run_state(task, list(self.initial_tools))
-        return await self._drive(thread_id, state, lease)
+        async with self._full_disk_stops(thread_id):
+            lease = await self.store.acquire(thread_id)
+            state = new_run_state(task, list(self.initial_tools))
+            return await self._drive(thread_id, state, lease)
 
     def _masked_task(self, task: str) -> str:
         """The task as the run keeps it: a configured secret in it is masked, and we say so."""
@@ -616,16 +638,48 @@ class AgentCore:
 
         The arguments, the result and the errors are documented on `ai_agent.Agent.resume`.
         """
-        lease = await self.store.acquire(check_thread_id(thread_id))
+        async with self._full_disk_stops(thread_id):
+            lease = await self.store.acquire(check_thread_id(thread_id))
+            try:
+                async with self._graph() as graph:
+                    snapshot = await graph.aget_state(config_for(thread_id))
+                command = await (
+                    self._resume_input(thread_id, snapshot, plan)
+                    if snapshot.values
+                    else self._restart(thread_id, plan)
+                )
+                await self.store.update_run(thread_id, status="running")
+            except BaseException:
+                await self._release(lease)
+                raise
+            return await self._drive(thread_id, command, lease)
+
+    @contextlib.asynccontextmanager
+    async def _full_disk_stops(self, thread_id: str) -> AsyncIterator[None]:
+        """A full database disk stops the run with an error that says how to continue it.
+
+        The transaction that hit it was rolled back whole and every step before it is
+        checkpointed, so ``resume`` continues from there once there is space. The run row is
+        marked failed with the same message, when the disk still takes that small update.
+        """
         try:
-            async with self._graph() as graph:
-                snapshot = await graph.aget_state(config_for(thread_id))
-            command = await self._resume_input(thread_id, snapshot, plan)
-        except BaseException:
+            yield
+        except StorageFullError as exc:
+            full = StorageFullError(exc.where, thread_id=thread_id)
+            with contextlib.suppress(StorageFullError):
+                await self.store.update_run(thread_id, status="failed", error=str(full))
+            raise full from exc
+
+    async def _release(self, lease: Lease) -> None:
+        """Give the lease back; on a full disk it is left to run out (its holder is done)."""
+        try:
             await self.store.release(lease)
-            raise
-        await self.store.update_run(thread_id, status="running")
-        return await self._drive(thread_id, command, lease)
+        except StorageFullError:
+            log.warning(
+                "could not release the lease of thread %s (the database is full); another "
+                "process can take the thread over once this one has exited or the lease ran out",
+                lease.thread_id,
+            )
 
     def resume_sync(
         self, thread_id: str, plan: UserPlan | Mapping[str, Any] | None = None
@@ -650,10 +704,7 @@ class AgentCore:
         check_state_version(snapshot.metadata, f"run {thread_id}")
         self.secrets.refresh()  # a key exported while the run waited counts from here on
         if not snapshot.values and await self.store.get_run(thread_id) is None:
-            raise UnknownThreadError(
-                f"no run with thread id {thread_id} in {describe_location(self.database)}; "
-                "`ai-agent runs` lists the runs there"
-            )
+            raise self._unknown(thread_id)
         if snapshot.interrupts:
             report: GateReport = snapshot.interrupts[0].value
             if plan is None:
@@ -667,9 +718,11 @@ class AgentCore:
             check_plan(parsed, report, self.registry)
             # The resume value is stored with the checkpoint: a key in the instructions is not.
             return Command(resume=self.secrets.scrub(parsed.model_dump()))
-        if snapshot.next:
+        if _pending(snapshot):
             # It stopped mid-step (a crash, a failure): continue from the last checkpoint. The
-            # journal keeps any half-done side-effecting call from running again silently.
+            # writes of the step's finished tasks are stored with it and are reused, not run
+            # again; the journal keeps any half-done side-effecting call from running again
+            # silently.
             if plan is not None:
                 raise RunError(f"run {thread_id} is not waiting for a plan; resume it without one")
             return None
@@ -692,23 +745,73 @@ class AgentCore:
                 "the setting. The run is still paused"
             )
 
+    async def _restart(self, thread_id: str, plan: UserPlan | Mapping[str, Any] | None) -> RunState:
+        """The input of a run that has a run row but no checkpoint: its task, from the start.
+
+        The row is written before the first checkpoint, so a crash in between leaves it alone.
+        No stage has run without a checkpoint before it (checkpoints are written "sync"), so
+        starting the task again repeats nothing.
+        """
+        record = await self.store.get_run(thread_id)
+        if record is None:
+            raise self._unknown(thread_id)
+        if plan is not None:
+            raise RunError(
+                f"run {thread_id} stopped before its first step and is not waiting for a plan; "
+                "resume it without one"
+            )
+        log.info("run %s has no checkpoint yet; starting its task from the beginning", thread_id)
+        return new_run_state(record["task"], list(self.initial_tools))
+
+    def _unknown(self, thread_id: str) -> UnknownThreadError:
+        return UnknownThreadError(
+            f"no run with thread id {thread_id} in {describe_location(self.database)}; "
+            "`ai-agent runs` lists the runs there"
+        )
+
     async def _drive(
         self, thread_id: str, graph_input: Any, lease: Lease, context: RunContext | None = None
     ) -> RunResult:
         self._last_thread = thread_id
-        heartbeat = asyncio.create_task(self._heartbeat(lease))
-        try:
+        async with self._holding(lease):
             return await self._invoke(thread_id, graph_input, context)
+
+    @contextlib.asynccontextmanager
+    async def _holding(self, lease: Lease) -> AsyncIterator[None]:
+        """Keep the lease while the block runs, and give it back after.
+
+        A heartbeat renews it every fifth of ``lease_seconds``. If the lease was lost anyway
+        (this process stalled past it and another took the thread over), the block is
+        cancelled at once and ends with LeaseLostError; its writes would be refused by the
+        fencing regardless, but a tool still running must not start anything more.
+        """
+        runner = cast(asyncio.Task[Any], asyncio.current_task())
+        lost: list[LeaseLostError] = []
+        heartbeat = asyncio.create_task(self._heartbeat(lease, runner, lost))
+        try:
+            yield
+        except asyncio.CancelledError:
+            if not lost:
+                raise
+            runner.uncancel()
+            raise lost[0] from None
         finally:
             heartbeat.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await heartbeat
-            await self.store.release(lease)
+            await self._release(lease)
 
-    async def _heartbeat(self, lease: Lease) -> None:
+    async def _heartbeat(
+        self, lease: Lease, runner: asyncio.Task[Any], lost: list[LeaseLostError]
+    ) -> None:
         while True:
-            await asyncio.sleep(60)
-            lease = await self.store.renew(lease)
+            await asyncio.sleep(self.settings.lease_seconds / 5)
+            try:
+                lease = await self.store.renew(lease)
+            except LeaseLostError as exc:
+                lost.append(exc)
+                runner.cancel()
+                return
 
     async def _invoke(
         self, thread_id: str, graph_input: Any, context: RunContext | None = None
@@ -748,11 +851,15 @@ class AgentCore:
                 # tool never has side effects ahead of the checkpoint that leads to it.
                 await graph.ainvoke(
                     graph_input,
-                    stamped(config_for(thread_id, limit)),
+                    stamped(config_for(thread_id, limit, lease=self.store.held(thread_id))),
                     context=context,
                     durability="sync",
                 )
                 snapshot = await graph.aget_state(config_for(thread_id))
+        except (StorageFullError, LeaseLostError):
+            # Not a failure of the run: it continues once there is space again, or in the
+            # process that took it over (and this one may not write to it any more).
+            raise
         except (AgentError, GraphRecursionError) as exc:
             message = self.secrets.text(
                 str(exc)
@@ -762,7 +869,11 @@ class AgentCore:
             await self.store.update_run(thread_id, status="failed", error=message)
             return RunResult(status="failed", thread_id=thread_id, error=message)
         except BaseException as exc:
-            await self.store.update_run(thread_id, status="failed", error=f"{type(exc).__name__}")
+            # Cancelled because the lease was lost: the run is not this process's to mark.
+            with contextlib.suppress(LeaseLostError):
+                await self.store.update_run(
+                    thread_id, status="failed", error=f"{type(exc).__name__}"
+                )
             raise
         result = _result(thread_id, snapshot)
         await self.store.update_run(
@@ -851,12 +962,22 @@ def _result(thread_id: str, snapshot: StateSnapshot) -> RunResult:
             )
         )
         return RunResult(status="paused", gate=gate, **common)
-    if snapshot.next:
+    if _pending(snapshot):
         return RunResult(status="failed", error="the run stopped before finishing", **common)
     status: RunStatusName = "cancelled" if values.get("status") == "cancelled" else "completed"
     return RunResult(
         status=status, final_text=values.get("final_text"), gate=values.get("gate"), **common
     )
+
+
+def _pending(snapshot: StateSnapshot) -> bool:
+    """Whether the run stopped with work left in its step (a crash, a failure).
+
+    ``next`` lists only the step's tasks that have no stored writes: when every task of the
+    step finished and stored its writes but the checkpoint after them was never written, it is
+    empty while ``tasks`` still holds the step.
+    """
+    return bool(snapshot.next or snapshot.tasks)
 
 
 def _database(

@@ -185,8 +185,13 @@ async def copy_run(
         UnknownThreadError: the source thread has no checkpoints.
         UnknownCheckpointError: it has none with this id.
     """
-    tuples = [t async for t in saver.alist(checkpoint_config(source))]
-    if not tuples:
+    # Only the checkpoint and those before it are read: a later one may be unreadable (the
+    # reason to fork from an earlier one), and it is not needed.
+    tuples = [t async for t in saver.alist(checkpoint_config(source, checkpoint_id))]
+    if tuples:
+        before = checkpoint_config(source, checkpoint_id)
+        tuples += [t async for t in saver.alist(checkpoint_config(source), before=before)]
+    elif not [t async for t in saver.alist(checkpoint_config(source), limit=1)]:
         raise UnknownThreadError(f"no checkpoints for thread {source}")
     chain = _chain(tuples, checkpoint_id)
     if not chain:

@@ -230,8 +230,7 @@ class WorkerMixin(AgentCore):
     ) -> PlanOutcome:
         thread_id = plan["thread_id"]
         self._last_thread = thread_id
-        heartbeat = asyncio.create_task(self._heartbeat(lease))
-        try:
+        async with self._holding(lease):
             await self.store.update_run(thread_id, status="running")
             result: RunResult = await self._invoke(thread_id, command)
             # Recorded before the lease goes back: a claimed plan with a free lease means its
@@ -239,11 +238,6 @@ class WorkerMixin(AgentCore):
             await self.store.finish_plan(
                 plan["id"], status="done", outcome=result.status, error=result.error
             )
-        finally:
-            heartbeat.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await heartbeat
-            await self.store.release(lease)
         return PlanOutcome(
             plan["id"],
             thread_id,

@@ -35,6 +35,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+from ai_agent.errors import AgentError
 from ai_agent.observability._scope import SCOPE, Scope
 from ai_agent.observability.ids import thread_span_context
 from ai_agent.observability.logs import engine_logger
@@ -185,8 +186,13 @@ def _end_run(run: RunScope, elapsed: float, exc: BaseException | None) -> None:
     }
     took = f"{elapsed / 1000:.2f} s"
     if status == "failed":
-        # An exception that is not the engine's own is a bug: the traceback helps.
-        log_run.error("run failed after %s: %s", took, error, fields=fields, exc=exc)
+        # An exception that is not the engine's own is a bug: the traceback helps. The engine's
+        # own errors (a full disk, a lost lease) say what happened; their text is enough.
+        own = isinstance(exc, AgentError)
+        detail = f"{error}: {scope.redactor(str(exc))}" if own else error
+        log_run.error(
+            "run failed after %s: %s", took, detail, fields=fields, exc=None if own else exc
+        )
     elif exc is not None:
         log_run.warning("run interrupted after %s (%s); it can be resumed", took, error)
     else:

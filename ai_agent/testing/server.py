@@ -10,7 +10,8 @@ Each request takes the next item of the script:
 - a `Fault`: ``Fault.rate_limit(retry_after=2)`` (429), ``Fault.server_error()`` (500),
   ``Fault.unavailable()`` (503), ``Fault.status_code(400)``, ``Fault.hang()`` (never answers),
   ``Fault.cut(...)`` (the stream stops mid-reply), ``Fault.malformed_tool_args(...)``,
-  ``Fault.empty_choices()``, ``Fault.giant(...)`` and ``Fault.slow(...)``.
+  ``Fault.empty_choices()``, ``Fault.giant(...)``, ``Fault.slow(...)`` and ``Fault.drip(...)``
+  (a reply that never ends, a few bytes at a time).
 
 When the script runs out, ``responder(request)`` answers if given, else the server answers 500
 naming the problem.
@@ -25,6 +26,7 @@ Examples:
 
 from __future__ import annotations
 
+import itertools
 import json
 import threading
 import time
@@ -37,7 +39,7 @@ from typing import Any, Literal, Self
 
 __all__ = ["Fault", "MockOpenAIServer", "RecordedRequest", "Reply"]
 
-FaultKind = Literal["status", "hang", "cut", "empty_choices", "no_finish"]
+FaultKind = Literal["status", "hang", "cut", "empty_choices", "no_finish", "drip"]
 
 
 @dataclass(frozen=True)
@@ -74,6 +76,7 @@ class Fault:
     message: str = ""
     headers: dict[str, str] = field(default_factory=dict)
     reply: Reply = field(default_factory=Reply)
+    every: float = 0.0
 
     @classmethod
     def status_code(cls, status: int, message: str = "", **headers: str) -> Fault:
@@ -133,6 +136,17 @@ class Fault:
     def giant(cls, chars: int = 2_000_000, chunk_chars: int = 65_536) -> Fault:
         """A reply of ``chars`` characters (a runaway generation)."""
         return cls("status", status=200, reply=Reply(text="x" * chars, chunk_chars=chunk_chars))
+
+    @classmethod
+    def drip(cls, every: float, size: int = 1) -> Fault:
+        """A reply that never ends: ``size`` bytes of it every ``every`` seconds.
+
+        Streamed, the bytes are those of an endless run of text chunks (with ``size`` of a few
+        hundred, whole chunks keep arriving; with 1, not even the first one completes for a
+        long while). Not streamed, they are the start of a body that never completes. Each
+        byte keeps an HTTP client's read timeout from firing: only a deadline stops it.
+        """
+        return cls("drip", status=size, every=every)
 
     @classmethod
     def slow(cls, delay: float, reply: Reply | str = "slow answer") -> Fault:
@@ -261,6 +275,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._empty(request)
         elif item.kind == "no_finish":
             self._no_finish(item.reply, request)
+        elif item.kind == "drip":
+            self._drip(item, request)
         elif item.status == 200:
             self._reply(item.reply, request)
         else:
@@ -331,6 +347,39 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
         # Leave the chunked body unterminated: the client sees an incomplete read.
         self.close_connection = True
+
+    def _drip(self, fault: Fault, request: RecordedRequest) -> None:
+        if request.stream:
+            self._start_stream()
+            body = self._endless_events(request)
+        else:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(1 << 30))
+            self.end_headers()
+            body = itertools.chain([b'{"id": "drip", '], itertools.repeat(b" " * 64))
+        pending = b""
+        stopping = self.server.mock.stopping
+        while not stopping.is_set():
+            while len(pending) < fault.status:
+                pending += next(body)
+            piece, pending = pending[: fault.status], pending[fault.status :]
+            if request.stream:
+                self._send_chunk(piece)
+            else:
+                self.wfile.write(piece)
+                self.wfile.flush()
+            stopping.wait(fault.every)
+        self.close_connection = True
+
+    def _endless_events(self, request: RecordedRequest) -> Iterator[bytes]:
+        """The bytes of a streamed reply that never finishes: "x", "x", "x", ..."""
+        for delta in itertools.chain(
+            [{"role": "assistant", "content": ""}], itertools.repeat({"content": "x"})
+        ):
+            choice = {"index": 0, "delta": delta, "finish_reason": None}
+            payload = self._envelope(request, [choice], kind="chat.completion.chunk")
+            yield b"data: " + json.dumps(payload).encode() + b"\n\n"
 
     def _chunks(
         self, reply: Reply, request: RecordedRequest, *, finish: bool

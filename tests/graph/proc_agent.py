@@ -7,8 +7,24 @@ Usage: python proc_agent.py DB WORKDIR run|resume|submit|worker THREAD [PLAN_JSO
 
 The ``effect`` tool appends a line to WORKDIR/effects.txt (its side effect), first writing
 WORKDIR/started.txt, and sleeps EFFECT_SLEEP seconds in between (or, with EFFECT_WAIT_FOR_RELEASE
-set, waits until WORKDIR/release exists) so a test can overlap or kill it.
-Exit codes: 0 completed, 3 paused, 4 cancelled, 5 ThreadBusyError, 6 NothingPendingError.
+set, waits until WORKDIR/release exists) so a test can overlap or kill it. With EFFECT_BIG set
+its output is EFFECT_BIG characters long.
+
+Crash points, for the crash tests (each a real SIGKILL of this process, at one instant):
+
+- ``CRASH_AT=create_run``: right after the run row is created, before the lease and the first
+  checkpoint;
+- ``CRASH_AT=writes``: once the tool has run, right after a step's task writes are stored and
+  before the checkpoint that follows them;
+- ``FULL_AFTER=outcome``: not a crash: once the tool's outcome is journaled, the database may not
+  grow any more (``PRAGMA max_page_count`` on every connection of this process), so the next
+  write that needs a page fails as on a full disk (SQLite's own SQLITE_FULL).
+
+RACE_BEFORE=create_run holds each process just before it creates the run row until RACE_N of them
+got there, so they create the same new thread at once.
+LEASE_SECONDS shortens the lease (and its heartbeat) for the fencing tests.
+Exit codes: 0 completed, 3 paused, 4 cancelled, 5 ThreadBusyError, 6 NothingPendingError,
+7 another AgentError (its message on stdout).
 """
 
 from __future__ import annotations
@@ -16,24 +32,116 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ai_agent import Agent, ToolCategory, ToolSpec
+from ai_agent.checkpoints._sqlite import SqliteDatabase
+from ai_agent.checkpoints.delta import DeltaSaver
+from ai_agent.checkpoints.runstore import RunStore
 from ai_agent.config import AgentSettings
-from ai_agent.errors import NothingPendingError, ThreadBusyError
+from ai_agent.errors import AgentError, NothingPendingError, ThreadBusyError
 from ai_agent.graph import Worker
 from ai_agent.testing import ScriptedModel
 
 CODES = {"completed": 0, "failed": 1, "paused": 3, "cancelled": 4}
 
 
-def main() -> int:
-    db, workdir, mode, thread = sys.argv[1:5]
-    plan = json.loads(sys.argv[5]) if len(sys.argv) > 5 else None
+def crash() -> None:
+    """Die at once, as a power cut or the OOM killer would end the process."""
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def install_crash_points(work: Path) -> None:
+    """Patch the crash point the environment asks for into this process (test code only)."""
+    point = os.environ.get("CRASH_AT")
+    if os.environ.get("RACE_BEFORE") == "create_run":
+        install_race(work)
+    if point == "create_run":
+        create_run = RunStore.create_run
+
+        async def create_then_crash(self: RunStore, *args: Any, **kwargs: Any) -> None:
+            await create_run(self, *args, **kwargs)
+            crash()
+
+        setattr(RunStore, "create_run", create_then_crash)  # noqa: B010 - a patch, on purpose
+    elif point == "writes":
+        aput = DeltaSaver.aput
+
+        async def store_writes_then_crash(self: DeltaSaver, *args: Any, **kwargs: Any) -> Any:
+            if self._buffer and (work / "effects.txt").exists():
+                self._flush()
+                await self._acall(lambda: None)  # the worker ran the queued writes: stored
+                crash()
+            return await aput(self, *args, **kwargs)
+
+        setattr(DeltaSaver, "aput", store_writes_then_crash)  # noqa: B010
+    if os.environ.get("FULL_AFTER") == "outcome":
+        install_full_disk()
+
+
+def install_race(work: Path) -> None:
+    """Hold ``create_run`` until RACE_N processes reached it: they all start the thread at once."""
+    create_run = RunStore.create_run
+    wanted = int(os.environ.get("RACE_N", "2"))
+
+    async def create_together(self: RunStore, *args: Any, **kwargs: Any) -> None:
+        (work / f"ready.{os.getpid()}").touch()
+        deadline = time.monotonic() + 60
+        # Other processes touch the files: no in-process event can say when they have.
+        while len(list(work.glob("ready.*"))) < wanted and time.monotonic() < deadline:  # noqa: ASYNC110
+            await asyncio.sleep(0.01)
+        await create_run(self, *args, **kwargs)
+
+    setattr(RunStore, "create_run", create_together)  # noqa: B010
+
+
+def install_full_disk() -> None:
+    """Once a tool's outcome is journaled, no connection of this process may grow the file."""
+    outcome = RunStore.outcome
+    savers: list[DeltaSaver] = []
+    init = DeltaSaver.__init__
+
+    def remember(self: DeltaSaver, *args: Any, **kwargs: Any) -> None:
+        init(self, *args, **kwargs)
+        savers.append(self)
+
+    async def outcome_then_full(self: RunStore, *args: Any, **kwargs: Any) -> None:
+        await outcome(self, *args, **kwargs)
+        db = cast(SqliteDatabase, self._db)
+        with db._lock:
+            limit(db.conn)
+        for saver in savers:
+            await saver._acall(limit, saver.store.conn)
+
+    setattr(DeltaSaver, "__init__", remember)  # noqa: B010
+    setattr(RunStore, "outcome", outcome_then_full)  # noqa: B010
+
+
+def limit(conn: Any) -> None:
+    pages = conn.execute("PRAGMA page_count").fetchone()[0]
+    conn.execute(f"PRAGMA max_page_count = {pages}")
+
+
+def queue(agent: Agent, mode: str, thread: str, plan: Any) -> int:
+    """``submit`` a plan to the queue, or serve the queue once as a ``worker``."""
+    if mode == "submit":
+        print(json.dumps(asyncio.run(agent._closing(agent.submit_plan(thread, plan or {})))))
+    else:
+        outcomes = asyncio.run(agent._closing(Worker(agent).run(once=True)))
+        print(json.dumps([o.to_dict() for o in outcomes]))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    db, workdir, mode, thread = args[:4]
+    plan = json.loads(args[4]) if len(args) > 4 else None
     work = Path(workdir)
+    install_crash_points(work)
 
     def effect(args: dict[str, Any], ctx: dict[str, Any]) -> dict[str, Any]:
         with (work / "started.txt").open("a") as fh:
@@ -45,7 +153,8 @@ def main() -> int:
                 time.sleep(0.02)
         with (work / "effects.txt").open("a") as fh:
             fh.write(f"{args.get('text')} by {os.getpid()}\n")
-        return {"status": "ok", "content": "written"}
+        size = int(os.environ.get("EFFECT_BIG", "0"))
+        return {"status": "ok", "content": "x" * size if size else "written"}
 
     tool = ToolSpec(
         "effect",
@@ -60,21 +169,19 @@ def main() -> int:
             {"text": "wrote it"},
         ]
     )
+    settings: dict[str, Any] = {}
+    if os.environ.get("LEASE_SECONDS"):
+        settings["lease_seconds"] = float(os.environ["LEASE_SECONDS"])
     agent = Agent(
         model=model,
         tools=[tool],
         checkpoint_path=db,
         memory_path=None,
-        settings=AgentSettings(),
+        settings=AgentSettings(**settings),
         unattended=os.environ.get("UNATTENDED") == "1",
     )
-    if mode == "submit":
-        print(json.dumps(asyncio.run(agent._closing(agent.submit_plan(thread, plan or {})))))
-        return 0
-    if mode == "worker":
-        outcomes = asyncio.run(agent._closing(Worker(agent).run(once=True)))
-        print(json.dumps([o.to_dict() for o in outcomes]))
-        return 0
+    if mode in ("submit", "worker"):
+        return queue(agent, mode, thread, plan)
     try:
         if mode == "run":
             result = asyncio.run(agent.run("write hello", thread_id=thread))
@@ -86,6 +193,9 @@ def main() -> int:
     except NothingPendingError as exc:
         print(f"nothing: {exc}")
         return 6
+    except AgentError as exc:
+        print(f"error: {type(exc).__name__}: {exc}")
+        return 7
     print(json.dumps(result.to_dict(), default=str))
     return CODES[result.status]
 

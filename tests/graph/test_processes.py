@@ -4,31 +4,36 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import signal
 import sqlite3
-import subprocess
-import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-SCRIPT = Path(__file__).with_name("proc_agent.py")
-
-
-def start(db: Path, work: Path, *args: str, **env: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, str(SCRIPT), str(db), str(work), *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, **env},
-    )
+from tests.graph import forked
+from tests.graph.forked import Forked
 
 
-def finish(proc: subprocess.Popen[str]) -> tuple[int, str]:
+def start(db: Path, work: Path, *args: str, **env: str) -> Forked:
+    """``proc_agent.py DB WORK ARGS...`` in a process of its own (forked: see ``forked.py``)."""
+    return forked.start(db, work, *args, **env)
+
+
+class Proc(Protocol):
+    """What the tests use of a process: ``subprocess.Popen``, or ``forked.Forked``."""
+
+    @property
+    def returncode(self) -> int | None: ...
+
+    def communicate(
+        self, input: str | None = None, timeout: float | None = None
+    ) -> tuple[str, str]: ...
+
+
+def finish(proc: Proc) -> tuple[int, str]:
     out, err = proc.communicate(timeout=120)
     assert "Traceback" not in err, err
+    assert proc.returncode is not None
     return proc.returncode, out
 
 
@@ -135,7 +140,7 @@ def test_after_a_crash_an_approved_rerun_runs_once_more(tmp_path: Path) -> None:
     assert len(lines(tmp_path / "effects.txt")) == 1
 
 
-def _kill_when_started(proc: subprocess.Popen[str], started: Path, count: int) -> None:
+def _kill_when_started(proc: Forked, started: Path, count: int) -> None:
     deadline = time.monotonic() + 60
     while len(lines(started)) < count:
         assert time.monotonic() < deadline and proc.poll() is None

@@ -8,6 +8,8 @@ import signal
 import time
 from pathlib import Path
 
+import psycopg
+
 from tests.postgres.procs import finish, lines, result_of, start_app, wait_for
 
 APPROVE = json.dumps({"approve": ["*"]})
@@ -81,3 +83,41 @@ def test_sigkill_mid_call_gives_unknown_outcome_not_a_silent_rerun(
     code, out, _ = finish(start_app(pg_url, tmp_path, "resume", "t3", deny, UNATTENDED="1"))
     assert code == 0, out
     assert len(lines(tmp_path / "started.txt")) == 1
+
+
+def _stored(url: str) -> dict[str, list[tuple[object, ...]]]:
+    """Everything the processes wrote: checkpoints, their writes, the run store's rows."""
+    tables = {
+        "checkpoints": "thread_id, checkpoint_id",
+        "checkpoint_writes": "thread_id, checkpoint_id, task_id, idx",
+        "agent_runs": "thread_id",
+        "agent_journal": "thread_id, iteration, call_id",
+        "agent_tool_calls": "seq",
+        "agent_model_calls": "seq",
+        "agent_outputs": "thread_id, ref",
+    }
+    with psycopg.connect(url) as conn:
+        return {
+            table: conn.execute(f"SELECT * FROM {table} ORDER BY {order}").fetchall()
+            for table, order in tables.items()
+        }
+
+
+def test_a_holder_stalled_past_its_lease_writes_nothing_after_a_takeover(
+    pg_url: str, tmp_path: Path
+) -> None:
+    stalled = start_app(pg_url, tmp_path, "run", "t4", UNATTENDED="1", EFFECT_WAIT_FOR_RELEASE="1")
+    wait_for(tmp_path / "started.txt", stalled)  # it holds the lease, mid-call
+    stalled.send_signal(signal.SIGSTOP)
+    with psycopg.connect(pg_url) as conn:  # it stalls past its lease: the lease runs out
+        conn.execute("UPDATE agent_leases SET expires_at = 0 WHERE thread_id = 't4'")
+    code, out, _ = finish(start_app(pg_url, tmp_path, "resume", "t4", UNATTENDED="1"))
+    assert code == 3, out  # taken over: the call's outcome is unknown, a person decides
+    assert [i["code"] for i in result_of(out)["gate"]["issues"]] == ["UNKNOWN_OUTCOME"]
+    before = _stored(pg_url)
+    (tmp_path / "release").touch()
+    stalled.send_signal(signal.SIGCONT)  # the stalled holder wakes up, its call finishes
+    code, out, _ = finish(stalled)
+    assert code == 5, out
+    assert "the lease on thread t4 was taken over" in out
+    assert _stored(pg_url) == before  # not one more row, checkpoint or status change

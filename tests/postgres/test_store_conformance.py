@@ -4,23 +4,27 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from ai_agent.checkpoints import CallPosition, ModelRequest, RunStoreProtocol, open_run_store
-from ai_agent.errors import RunError, ThreadBusyError
+from ai_agent.errors import LeaseLostError, RunError, ThreadBusyError
 from ai_agent.state import Message, ToolCall, ToolResult
 from tests.postgres.cluster import Cluster
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
-async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[RunStoreProtocol]:
+def location(request: pytest.FixtureRequest, tmp_path: Path) -> str | Path:
     if request.param == "sqlite":
-        location: str | Path = tmp_path / "c.sqlite"
-    else:
-        location = request.getfixturevalue("pg_url")
+        return tmp_path / "c.sqlite"
+    return str(request.getfixturevalue("pg_url"))
+
+
+@pytest.fixture
+async def store(location: str | Path) -> AsyncIterator[RunStoreProtocol]:
     opened = open_run_store(location)
     yield opened
     opened.close()
@@ -62,6 +66,15 @@ async def test_runs_round_trip(store: RunStoreProtocol) -> None:
     assert [r["thread_id"] for r in await store.list_runs(parent_thread_id="t1")] == ["t2"]
 
 
+async def test_creating_a_run_that_exists_says_so(store: RunStoreProtocol) -> None:
+    """Of two processes starting one new thread, the second gets a RunError (no driver error)."""
+    await store.create_run("t", "first")
+    with pytest.raises(RunError, match="thread t already exists; resume it"):
+        await store.create_run("t", "second")
+    run = await store.get_run("t")
+    assert run is not None and run["task"] == "first"
+
+
 async def test_a_held_lease_makes_others_busy_until_released(store: RunStoreProtocol) -> None:
     lease = await store.acquire("t")
     with pytest.raises(ThreadBusyError, match=r"is being worked on by process \d+"):
@@ -80,6 +93,67 @@ async def test_an_expired_lease_can_be_taken(store: RunStoreProtocol) -> None:
     await store.acquire("t", seconds=-1)
     lease = await store.acquire("t")
     assert lease.thread_id == "t"
+
+
+async def test_a_stale_holders_writes_are_refused_after_a_takeover(
+    store: RunStoreProtocol, location: str | Path
+) -> None:
+    """Every write of a lease holder is checked against its lease, in its own transaction."""
+    await store.create_run("t", "task")
+    call = ToolCall(id="c1", name="note", args={})
+    stale = await store.acquire("t", seconds=-1)  # it stalled past its lease
+    other = open_run_store(location)  # another process
+    taker = await other.acquire("t")
+    plan = await other.submit_plan("t", {"approve": ["*"]}, gate_checkpoint_id=None)
+    writes: list[Callable[[], Awaitable[Any]]] = [
+        lambda: store.update_run("t", status="failed", error="stale"),
+        lambda: store.intent("t", 1, call),
+        lambda: store.outcome("t", 1, call, ToolResult(status="ok", content="x")),
+        lambda: store.forget("t", 1, "c1"),
+        lambda: store.save_output("t", 1, call, "x"),
+        lambda: store.record_model_call(
+            "t",
+            POSITION,
+            "h",
+            ModelRequest(messages=[], tools=[], params={}),
+            message=None,
+            usage={},
+            error=None,
+            latency_ms=1,
+        ),
+        lambda: store.record_tool_call(
+            "t",
+            POSITION,
+            call,
+            "a",
+            ToolResult(status="ok", content="x"),
+            iteration=1,
+            duration_ms=1,
+        ),
+        lambda: store.claim_plan(plan["id"], "w"),
+        lambda: store.finish_plan(plan["id"], status="done"),
+    ]
+    for write in writes:
+        with pytest.raises(
+            LeaseLostError,
+            match=r"the lease on thread t was taken over .*"
+            r"\(process \d+ on .* holds it now and carries the run on\)",
+        ):
+            await write()
+    with pytest.raises(LeaseLostError):  # nor can it renew the lease it lost
+        await store.renew(stale)
+    run = await other.get_run("t")
+    assert run is not None and (run["status"], run["error"]) == ("running", None)
+    assert await other.lookup("t", 1, "c1") is None
+    assert (await other.model_calls("t"), await other.tool_calls("t")) == ([], [])
+    assert await other.list_outputs("t") == []
+    queued = await other.get_plan(plan["id"])
+    assert queued is not None and queued["status"] == "queued"
+    await other.update_run("t", status="paused")  # the holder's own writes go through
+    await other.release(taker)
+    with pytest.raises(LeaseLostError, match="no process holds it now; `ai-agent resume t`"):
+        await other.renew(taker)  # a released lease is not renewed as if it were new
+    other.close()
 
 
 async def test_the_journal_records_intent_then_outcome(store: RunStoreProtocol) -> None:

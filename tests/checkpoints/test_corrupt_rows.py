@@ -1,0 +1,207 @@
+"""A damaged or hand-written database: one run's bad row never takes the others down.
+
+Each case damages one stored piece of one run ("bad") next to an intact run ("good"): a
+checkpoint's bytes, or a JSON column that is not JSON, JSON of the wrong shape, or JSON nested
+far too deep. Every command then either works or says, in one line, which run and which row is
+broken and what can be done; none prints a traceback or "internal error", and the good run still
+lists and shows.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ai_agent.checkpoints import RunStore
+from ai_agent.checkpoints._store import readable
+from ai_agent.cli import EXIT, main
+from ai_agent.errors import CorruptRunError
+from ai_agent.state import ToolCall, ToolResult
+
+BROKEN = {
+    "not JSON": "{oops",
+    "of the wrong shape": "[1, 2]",
+    "nested far too deep": "[" * 100_000 + "]" * 100_000,
+}
+
+
+@pytest.fixture
+def db(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
+    """Two finished runs, "good" and "bad", each with a tool call and two model calls."""
+    script = tmp_path / "script.json"
+    turns = [
+        {"tool_calls": [{"name": "calculator", "args": {"expression": "6*7"}}]},
+        {"text": "42"},
+    ]
+    script.write_text(json.dumps(turns))
+    path = tmp_path / "c.sqlite"
+    for thread in ("good", "bad"):
+        code = main(
+            ["run", "multiply", "--db", str(path), "--model", f"scripted:{script}",
+             "--tools", "calculator", "--thread-id", thread, "--quiet"]
+        )  # fmt: skip
+        assert code == 0
+    capsys.readouterr()
+    return path
+
+
+def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    assert "internal error" not in err and "Traceback" not in err, err
+    return code, out, err
+
+
+def damage(db: Path, sql: str, *params: Any) -> None:
+    with sqlite3.connect(db) as conn:
+        assert conn.execute(sql, params).rowcount >= 1
+
+
+def the_rest_works(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = cli(capsys, "runs", "--db", str(db))
+    assert code == 0 and {line.split()[0] for line in out.splitlines()} >= {"good", "bad"}
+    code, out, _ = cli(capsys, "show", "good", "--db", str(db))
+    assert code == 0 and out.strip().endswith("42")
+
+
+def test_a_checkpoint_that_cannot_be_read_names_itself_and_the_way_on(
+    db: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    damage(
+        db,
+        "UPDATE delta_checkpoints SET skeleton = x'c1ff00' WHERE checkpoint_id = ("
+        "SELECT max(checkpoint_id) FROM delta_checkpoints AS c JOIN delta_threads AS t "
+        "ON t.id = c.thread WHERE t.thread_id = 'bad')",
+    )
+    for command in ("show", "resume", "history"):
+        code, _, err = cli(capsys, command, "bad", "--db", str(db))
+        assert code == EXIT["failed"], err
+        assert re.match(
+            r"error: checkpoint \S+ of thread bad cannot be read back \(ValueError: .*\): the "
+            r"database was damaged or changed outside ai-agent\. Other runs are not affected; "
+            r"to go on from the checkpoint before it, `ai-agent fork bad \S+` copies the run up "
+            r"to there into a new thread \(if that one is intact\)\.",
+            err,
+        ), err
+    the_rest_works(db, capsys)
+    earlier = re.search(r"`ai-agent fork bad (\S+)`", err)
+    assert earlier is not None
+    code, out, _ = cli(capsys, "fork", "bad", earlier[1], "--db", str(db))
+    assert code == 0
+    code, _, err = cli(capsys, "show", out.split()[0], "--db", str(db))
+    assert code == 0, err
+
+
+@pytest.mark.parametrize("broken", BROKEN.values(), ids=BROKEN.keys())
+def test_an_unreadable_gate_in_the_run_row_is_reported_and_the_runs_go_on(
+    db: Path, capsys: pytest.CaptureFixture[str], broken: str
+) -> None:
+    damage(db, "UPDATE agent_runs SET gate = ? WHERE thread_id = 'bad'", broken)
+    the_rest_works(db, capsys)
+    code, out, _ = cli(capsys, "runs", "--db", str(db), "--json")
+    bad = next(r for r in json.loads(out) if r["thread_id"] == "bad")
+    assert bad["gate"] is None
+    assert bad["error"].startswith(
+        "the gate stored with the run (agent_runs.gate) of thread bad cannot be read back: it "
+    )
+    code, out, _ = cli(capsys, "show", "bad", "--db", str(db))  # the checkpoints hold the truth
+    assert code == 0 and out.strip().endswith("42")
+
+
+@pytest.mark.parametrize("broken", BROKEN.values(), ids=BROKEN.keys())
+@pytest.mark.parametrize(
+    ("table", "column", "what", "commands"),
+    [
+        ("agent_model_calls", "usage", "the usage", ("show", "replay")),  # show: tokens by step
+        ("agent_tool_calls", "result", "the result", ("replay",)),
+        ("agent_tool_calls", "args", "the arguments", ("replay",)),
+    ],
+)
+def test_an_unreadable_recorded_call_names_the_run_and_the_call(
+    db: Path,
+    capsys: pytest.CaptureFixture[str],
+    broken: str,
+    table: str,
+    column: str,
+    what: str,
+    commands: tuple[str, ...],
+) -> None:
+    damage(db, f"UPDATE {table} SET {column} = ? WHERE thread_id = 'bad'", broken)
+    for command in commands:
+        code, _, err = cli(capsys, command, "bad", "--db", str(db))
+        assert code == EXIT["failed"], err
+        assert re.match(
+            rf"error: {what} of recorded call \d+ of thread bad cannot be read back: it .* "
+            r"\(the database was damaged or changed outside ai-agent\); a replay of the run "
+            r"cannot use it: replay it live \(`ai-agent replay bad --live`\)",
+            err,
+        ), err
+    the_rest_works(db, capsys)
+
+
+def test_an_unreadable_recorded_request_names_the_run_and_the_call(
+    db: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    damage(db, "UPDATE agent_model_calls SET request = '{}' WHERE thread_id = 'bad'")
+    code, _, err = cli(capsys, "replay", "bad", "--db", str(db))
+    assert code == EXIT["failed"], err
+    assert "the request of recorded call" in err and "of thread bad cannot be read back" in err
+    the_rest_works(db, capsys)
+
+
+JOURNAL = {**BROKEN, "empty": "", "without a status": '{"content": "done"}'}
+
+
+@pytest.mark.parametrize("broken", JOURNAL.values(), ids=JOURNAL.keys())
+async def test_an_unreadable_journal_outcome_counts_as_unknown(
+    tmp_path: Path, broken: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = RunStore(tmp_path / "c.sqlite")
+    call = ToolCall(id="c1", name="effect", args={})
+    await store.intent("bad", 1, call)
+    await store.outcome("bad", 1, call, ToolResult(status="ok", content="done"))
+    damage(tmp_path / "c.sqlite", "UPDATE agent_journal SET result = ?", broken)
+    with caplog.at_level(logging.WARNING, logger="ai_agent"):
+        entry = await store.lookup("bad", 1, "c1")
+    # The gate asks a person (UNKNOWN_OUTCOME) instead of trusting or re-running the call.
+    assert entry is not None and (entry["status"], entry["result"]) == ("intent", None)
+    assert "the journal entry of call c1 (iteration 1) of thread bad cannot be read" in caplog.text
+    store.close()
+
+
+@pytest.mark.parametrize("broken", [*BROKEN.values(), ""], ids=[*BROKEN.keys(), "empty"])
+def test_an_unreadable_queued_plan_is_failed_with_the_reason_and_the_queue_goes_on(
+    db: Path, capsys: pytest.CaptureFixture[str], broken: str
+) -> None:
+    import asyncio
+
+    store = RunStore(db)
+    plan = {"approve": ["*"]}
+    asyncio.run(store.submit_plan("bad", plan, gate_checkpoint_id=None))
+    asyncio.run(store.submit_plan("good", plan, gate_checkpoint_id=None))
+    damage(db, "UPDATE agent_plans SET plan = ? WHERE thread_id = 'bad'", broken)
+    code, out, _ = cli(capsys, "plans", "--db", str(db), "--json")
+    assert code == 0
+    plans = {p["thread_id"]: p for p in json.loads(out)}
+    assert plans["good"]["status"] == "queued"
+    assert plans["bad"]["status"] == "failed"
+    assert plans["bad"]["error"].startswith("plan 1 in the queue of thread bad cannot be read")
+    assert "queue the plan again" in plans["bad"]["error"]
+    again = asyncio.run(store.submit_plan("bad", plan, gate_checkpoint_id=None))  # freed
+    assert again["status"] == "queued"
+    store.close()
+
+
+def test_a_database_that_is_busy_or_full_is_not_called_corrupt() -> None:
+    """Only what cannot be decoded is damage; a lock or a full disk is raised as it is."""
+    with pytest.raises(sqlite3.OperationalError, match="locked"), readable("t", "c1", None):
+        raise sqlite3.OperationalError("database is locked")
+    first = "it is the run's first: run its task again"
+    with pytest.raises(CorruptRunError, match=first), readable("t", "c1", None):
+        raise ValueError("invalid type")
