@@ -137,9 +137,10 @@ def test_a_sigkilled_engine_leaves_no_live_cgroup_and_the_next_call_removes_it(
     needs_cgroups()
     work = tmp_path / "work"
     script = Path(__file__).with_name("proc_bash.py")
+    command = "touch started; sleep 30 & sleep 30"
+    argv = [sys.executable, str(script), str(tmp_path / "c.sqlite"), str(work), "none"]
     engine = subprocess.Popen(
-        [sys.executable, str(script), str(tmp_path / "c.sqlite"), str(work), "none", "run", "t"]
-        + ["touch started; sleep 30 & sleep 30"],
+        [*argv, "run", "t", command],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
@@ -166,27 +167,27 @@ def test_a_sigkilled_engine_leaves_no_live_cgroup_and_the_next_call_removes_it(
     assert not group.exists()  # the next call swept it
 
 
-async def test_a_stale_cgroup_with_live_processes_is_swept() -> None:
+def test_a_stale_cgroup_with_live_processes_is_swept() -> None:
     where = needs_cgroups()
     assert where.parent is not None
     # A cgroup of an engine that is gone (a PID that cannot be running), a process still in it.
     stale = where.parent / cgroups.call_name(pid=2**22 + 1, started=1)
     stale.mkdir()
-    sleeper = subprocess.Popen(  # noqa: S603
-        ["/bin/sh", "-c", f'echo $$ > "{stale}/cgroup.procs" && exec sleep 60']
+    sleeper = subprocess.Popen(
+        ["/bin/sh", "-c", f'echo $$ > "{stale}/cgroup.procs" && echo in && exec sleep 60'],
+        stdout=subprocess.PIPE,
+        text=True,
     )
     try:
-        deadline = time.monotonic() + 30
-        while members(stale) != [sleeper.pid]:
-            assert time.monotonic() < deadline
-            time.sleep(0.01)
-        assert (await bash("true"))["meta"]["exit_code"] == 0
+        assert sleeper.stdout is not None and sleeper.stdout.readline() == "in\n"
+        assert members(stale) == [sleeper.pid]
+        assert asyncio.run(bash("true"))["meta"]["exit_code"] == 0
         assert sleeper.wait(timeout=30) == -signal.SIGKILL
         assert not stale.exists()
     finally:
         if sleeper.poll() is None:
             sleeper.kill()
-            sleeper.wait()
+        sleeper.communicate()
         if stale.exists():
             stale.rmdir()
 

@@ -13,8 +13,9 @@ as ``systemd-run -p TasksMax=N`` does:
    one, so a cgroup that holds processes may enable it), otherwise below the engine's cgroup
    in a v1 ``pids`` hierarchy. The place must be writable: as root, or a cgroup delegated to
    the engine's user (systemd: ``Delegate=yes``).
-2. `call_cgroup` makes ``ai-agent.<pid namespace>.<engine pid>.<its start time>.<random>``
-   there with ``pids.max`` set, and `CallCgroup.enter` prefixes the command line with a
+2. `make_call_cgroup` (`call_cgroup` for a block) makes a cgroup there named
+   ``ai-agent.<pid namespace>.<engine pid>.<its start time>.<random>``, with ``pids.max``
+   set, and `CallCgroup.enter` prefixes the command line with a
    ``/bin/sh`` that writes its own PID to the cgroup's ``cgroup.procs`` and then becomes
    the command (``exec``): everything the command starts is born inside. If that write
    fails, the command does not run.
@@ -23,8 +24,8 @@ as ``systemd-run -p TasksMax=N`` does:
    ``RESOURCE_LIMIT`` error certain rather than guessed from what the command printed.
 4. An engine killed by SIGKILL cannot remove its cgroups. Their processes do not live on
    (``run_bash``'s reaper and bubblewrap's ``--die-with-parent`` kill them), and the next
-   `call_cgroup`, in any engine of the same PID namespace, removes every cgroup whose engine is
-   gone, killing anything still inside.
+   `make_call_cgroup`, in any engine of the same PID namespace, removes every cgroup whose
+   engine is gone, killing anything still inside.
 
 Where no such cgroup can be made (no pids controller, a read-only cgroup file system, a v2
 cgroup not delegated), the call runs with its rlimits only. For an ordinary user those hold;
@@ -59,6 +60,7 @@ __all__ = [
     "call_cgroup",
     "call_name",
     "locate",
+    "make_call_cgroup",
     "owner_of",
     "process_limit_gap",
     "warn_process_limit_gap",
@@ -280,9 +282,10 @@ class CallCgroup:
                     return int(value)
         return 0
 
-    async def remove(self) -> bool:
-        """Kill whatever is still inside, then remove the cgroup; False if it would not go."""
-        return await _remove(self.path)
+    async def close(self) -> None:
+        """Kill whatever is still inside, then remove the cgroup (a WARNING if it stays)."""
+        if not await _remove(self.path):
+            log.warning("the pids cgroup %s of a finished call could not be removed", self.path)
 
 
 def _kill_members(path: Path) -> None:
@@ -354,11 +357,13 @@ def _make(parent: Path, limit: int) -> CallCgroup:
     return CallCgroup(path)
 
 
-@contextlib.asynccontextmanager
-async def call_cgroup(limit: int) -> AsyncIterator[CallCgroup | None]:
-    """A pids cgroup for one call, allowing ``limit`` tasks; removed when the block ends.
+async def make_call_cgroup(limit: int) -> CallCgroup | None:
+    """A new pids cgroup for one call, allowing ``limit`` tasks (remove it with `CallCgroup.close`).
 
-    Yields None where no such cgroup can be made (see `locate` and `process_limit_gap`).
+    Cgroups that engines now gone left behind are removed first.
+
+    Returns:
+        The cgroup, or None where none can be made (see `locate` and `process_limit_gap`).
 
     Raises:
         SandboxError: ``SANDBOX_UNAVAILABLE``: there is a place for it, but it could not be
@@ -366,12 +371,17 @@ async def call_cgroup(limit: int) -> AsyncIterator[CallCgroup | None]:
     """
     where = locate()
     if where.parent is None:
-        yield None
-        return
+        return None
     await _sweep(where.parent)
-    group = _make(where.parent, limit)
+    return _make(where.parent, limit)
+
+
+@contextlib.asynccontextmanager
+async def call_cgroup(limit: int) -> AsyncIterator[CallCgroup | None]:
+    """`make_call_cgroup` for the length of a block, closed when it ends."""
+    group = await make_call_cgroup(limit)
     try:
         yield group
     finally:
-        if not await group.remove():
-            log.warning("the pids cgroup %s of a finished call could not be removed", group.path)
+        if group is not None:
+            await group.close()
