@@ -240,9 +240,8 @@ async def test_nothing_a_tool_starts_outlives_its_timeout(
     name: str, body: str, approve_tool: ApproveTool, call_tool: CallTool, workspace: Path
 ) -> None:
     # Without seccomp the tool can fork and start threads: the PID namespace still takes
-    # every one of them down when the engine kills the sandbox's PID 1. (A fork bomb is only
-    # tried with seccomp on, where the first fork kills it: as root, RLIMIT_NPROC does not
-    # apply, so seccomp is what bounds the number of processes.)
+    # every one of them down when the engine kills the sandbox's PID 1. (A fork storm without
+    # seccomp is stopped by the call's pids cgroup: see the test of the process limit.)
     import textwrap
 
     code = (
