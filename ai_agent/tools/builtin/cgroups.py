@@ -307,9 +307,9 @@ def _removed(path: Path) -> bool:
     return True
 
 
-async def _remove(path: Path, rounds: int = _REMOVE_ROUNDS) -> bool:
+async def _remove(path: Path) -> bool:
     """Remove the cgroup ``path``, killing what is inside and waiting for it to exit."""
-    for _ in range(rounds):
+    for _ in range(_REMOVE_ROUNDS):
         if _removed(path):
             return True
         await asyncio.sleep(_REMOVE_PAUSE)
