@@ -8,6 +8,7 @@ cgroup v2 pids controller, a hierarchy that cannot be read) and the failure path
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 
 import pytest
@@ -123,3 +124,21 @@ def test_names_of_other_namespaces_and_other_things_are_not_ours(tmp_path: Path)
     (tmp_path / other_namespace).mkdir()
     (tmp_path / "user.slice").mkdir()
     assert cgroups._stale_groups(tmp_path) == []
+
+
+def test_a_cgroup_is_stale_once_its_engine_is_gone() -> None:
+    started = int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19])
+    me = os.getpid()
+    assert not cgroups._stale(cgroups.call_name(pid=me, started=started))
+    assert cgroups._stale(cgroups.call_name(pid=me, started=started + 1))  # its PID reused
+    assert cgroups._stale(cgroups.call_name(pid=2**22 + 1, started=1))  # no such process
+
+
+def test_the_tasks_of_a_threaded_cgroup_are_read_from_its_threads(tmp_path: Path) -> None:
+    (tmp_path / "cgroup.procs").mkdir()  # unreadable, as in a threaded v2 cgroup
+    (tmp_path / "cgroup.threads").write_text("12\n13\n")
+    assert cgroups.members(tmp_path) == [12, 13]
+    (tmp_path / "cgroup.threads").unlink()
+    (tmp_path / "cgroup.threads").mkdir()
+    assert cgroups.members(tmp_path) == []
+    assert cgroups.members(tmp_path / "gone") == []

@@ -79,11 +79,7 @@ def owned_by(pid: int) -> list[Path]:
     return [p for p in where.parent.iterdir() if cgroups.owner_of(p.name) == pid]
 
 
-def members(group: Path) -> list[int]:
-    try:
-        return [int(line) for line in (group / "cgroup.procs").read_text().split()]
-    except FileNotFoundError:
-        return []
+members = cgroups.members
 
 
 @pytest.mark.parametrize("sandbox", MODES)
@@ -171,8 +167,7 @@ def test_a_stale_cgroup_with_live_processes_is_swept() -> None:
     where = needs_cgroups()
     assert where.parent is not None
     # A cgroup of an engine that is gone (a PID that cannot be running), a process still in it.
-    stale = where.parent / cgroups.call_name(pid=2**22 + 1, started=1)
-    stale.mkdir()
+    stale = cgroups._make(where.parent, 10, cgroups.call_name(pid=2**22 + 1, started=1)).path
     sleeper = subprocess.Popen(
         ["/bin/sh", "-c", f'echo $$ > "{stale}/cgroup.procs" && echo in && exec sleep 60'],
         stdout=subprocess.PIPE,

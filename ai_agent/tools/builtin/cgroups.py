@@ -10,8 +10,8 @@ as ``systemd-run -p TasksMax=N`` does:
 1. `locate` finds where the per-call cgroups can go: below the engine's own cgroup in the
    cgroup v2 hierarchy when that cgroup may hand the ``pids`` controller to its children
    (it is then enabled in its ``cgroup.subtree_control``; the pids controller is a threaded
-   one, so a cgroup that holds processes may enable it), otherwise below the engine's cgroup
-   in a v1 ``pids`` hierarchy. The place must be writable: as root, or a cgroup delegated to
+   one, so a cgroup that holds processes may enable it, and the per-call cgroups are then
+   threaded ones), otherwise below the engine's cgroup in a v1 ``pids`` hierarchy. The place must be writable: as root, or a cgroup delegated to
    the engine's user (systemd: ``Delegate=yes``).
 2. `make_call_cgroup` (`call_cgroup` for a block) makes a cgroup there named
    ``ai-agent.<pid namespace>.<engine pid>.<its start time>.<random>``, with ``pids.max``
@@ -61,6 +61,7 @@ __all__ = [
     "call_name",
     "locate",
     "make_call_cgroup",
+    "members",
     "owner_of",
     "process_limit_gap",
     "warn_process_limit_gap",
@@ -221,12 +222,8 @@ def warn_process_limit_gap(setting: str) -> str | None:
     return gap
 
 
-def _start_time(pid: int) -> int | None:
-    """The start time of ``pid`` (clock ticks after boot), or None when it is not running."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
+def _start_time(stat: str) -> int:
+    """The start time (clock ticks after boot) in a ``/proc/PID/stat`` line."""
     return int(stat.rsplit(")", 1)[1].split()[19])
 
 
@@ -252,11 +249,21 @@ def owner_of(name: str) -> int | None:
 
 
 def _stale(name: str) -> bool:
-    """True for a per-call cgroup of an engine that is no longer running."""
+    """True for a per-call cgroup of an engine that is no longer running.
+
+    Gone means no such process, or another one under its PID (it started at another time).
+    A process that cannot be read (``/proc`` mounted with ``hidepid``) counts as running.
+    """
     match = _NAME.match(name)
     if match is None or int(match.group(1)) != _pid_namespace():
         return False
-    return _start_time(int(match.group(2))) != int(match.group(3))
+    try:
+        stat = Path(f"/proc/{match.group(2)}/stat").read_text()
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    return _start_time(stat) != int(match.group(3))
 
 
 class CallCgroup:
@@ -288,11 +295,26 @@ class CallCgroup:
             log.warning("the pids cgroup %s of a finished call could not be removed", self.path)
 
 
+def members(path: Path) -> list[int]:
+    """The tasks in the cgroup ``path``: its processes, or (a threaded v2 cgroup) its threads.
+
+    A threaded cgroup's ``cgroup.procs`` cannot be read; SIGKILL to any thread ends its
+    whole process, so either list serves to kill them.
+    """
+    for name in ("cgroup.procs", "cgroup.threads"):
+        try:
+            return [int(pid) for pid in (path / name).read_text().split()]
+        except FileNotFoundError:
+            return []
+        except OSError:
+            continue
+    return []
+
+
 def _kill_members(path: Path) -> None:
-    with contextlib.suppress(OSError):
-        for pid in (path / "cgroup.procs").read_text().split():
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(int(pid), signal.SIGKILL)
+    for pid in members(path):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
 
 
 def _removed(path: Path) -> bool:
@@ -330,22 +352,30 @@ async def _sweep(parent: Path) -> None:
         await _remove(group)
 
 
-def _make(parent: Path, limit: int) -> CallCgroup:
+def _make(parent: Path, limit: int, name: str | None = None) -> CallCgroup:
     """A new per-call cgroup under ``parent`` with ``pids.max = limit``.
+
+    In cgroup v2, a cgroup holding processes (the engine's) that enables the pids controller
+    for its children becomes a *threaded domain*, and a new child of it is an invalid domain
+    until it is made threaded; a threaded cgroup is enough for the pids controller (a
+    threaded one), and a whole process can still be moved into it through ``cgroup.procs``.
 
     ``pids.max`` is opened without ``O_CREAT``: the kernel makes it in every new cgroup, so a
     directory that is not a cgroup with the pids controller fails here, before any command
     could run believing itself limited.
+
+    Args:
+        parent: Where (a `Placement`'s ``parent``).
+        limit: ``pids.max``.
+        name: Its name (default: a new `call_name` of this engine).
     """
-    started = _start_time(os.getpid())
-    path = parent / call_name(pid=os.getpid(), started=started or 0)
+    started = _start_time(Path("/proc/self/stat").read_text())
+    path = parent / (name or call_name(pid=os.getpid(), started=started))
     try:
         path.mkdir()
-        fd = os.open(path / "pids.max", os.O_WRONLY)
-        try:
-            os.write(fd, str(limit).encode())
-        finally:
-            os.close(fd)
+        if "invalid" in _read(path / "cgroup.type"):
+            _write(path / "cgroup.type", "threaded")
+        _write(path / "pids.max", str(limit))
     except OSError as exc:
         with contextlib.suppress(OSError):
             path.rmdir()
@@ -355,6 +385,23 @@ def _make(parent: Path, limit: int) -> CallCgroup:
             "enforces its process limit. Check that the engine may still manage its cgroup.",
         ) from None
     return CallCgroup(path)
+
+
+def _read(path: Path) -> str:
+    """A cgroup file's text ("" when the hierarchy has no such file, as v1 has no types)."""
+    try:
+        return path.read_text()
+    except FileNotFoundError:
+        return ""
+
+
+def _write(path: Path, text: str) -> None:
+    """Write an existing cgroup file (never create one: a missing file is an error)."""
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        os.write(fd, text.encode())
+    finally:
+        os.close(fd)
 
 
 async def make_call_cgroup(limit: int) -> CallCgroup | None:
