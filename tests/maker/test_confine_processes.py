@@ -271,6 +271,9 @@ async def test_a_fork_storm_stops_at_the_process_limit(
 ) -> None:
     # Without seccomp (which kills the first fork) the process limit is what stops it, for an
     # engine running as root too: the call's pids cgroup counts every task in the sandbox.
+    gap = cgroups.process_limit_gap("max_processes")
+    if gap is not None:  # the documented exception, said loudly
+        pytest.skip(gap)
     tool = approve_tool(
         """
         import time

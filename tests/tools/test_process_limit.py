@@ -86,6 +86,9 @@ members = cgroups.members
 async def test_a_fork_storm_stops_at_the_process_limit_as_the_engines_own_user(
     sandbox: str,
 ) -> None:
+    gap = cgroups.process_limit_gap("max_processes")
+    if gap is not None:  # the documented exception, said loudly (see the test below)
+        pytest.skip(gap)
     result = await bash(FORK_STORM, sandbox=sandbox, max_processes=LIMIT)
     assert result["status"] == "error", result
     meta = result["meta"]

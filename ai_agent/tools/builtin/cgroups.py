@@ -11,8 +11,9 @@ as ``systemd-run -p TasksMax=N`` does:
    cgroup v2 hierarchy when that cgroup may hand the ``pids`` controller to its children
    (it is then enabled in its ``cgroup.subtree_control``; the pids controller is a threaded
    one, so a cgroup that holds processes may enable it, and the per-call cgroups are then
-   threaded ones), otherwise below the engine's cgroup in a v1 ``pids`` hierarchy. The place must be writable: as root, or a cgroup delegated to
-   the engine's user (systemd: ``Delegate=yes``).
+   threaded ones), otherwise below the engine's cgroup in a v1 ``pids`` hierarchy. The place
+   must be writable: as root, or a cgroup delegated to the engine's user (systemd:
+   ``Delegate=yes``).
 2. `make_call_cgroup` (`call_cgroup` for a block) makes a cgroup there named
    ``ai-agent.<pid namespace>.<engine pid>.<its start time>.<random>``, with ``pids.max``
    set, and `CallCgroup.enter` prefixes the command line with a
