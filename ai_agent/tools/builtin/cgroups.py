@@ -34,6 +34,12 @@ for root the process limit then does not, and the tools say so: a WARNING when t
 made, and their description and preview (`process_limit_gap`). If the place was found but the
 cgroup cannot be made, the call is refused rather than run without its limit.
 
+Why not the PID namespace's own ``pid_max`` (one per namespace since Linux 6.14): it would
+cover only sandboxed calls, bubblewrap has no option to set it (something holding
+CAP_SYS_ADMIN inside the sandbox would have to, before the capabilities are dropped), and
+the kernel refuses values below 301, so it cannot express ``max_processes = 64`` (the
+generated tools' default) or less.
+
 What it does not hold against: a command without the OS sandbox running as root can move
 itself out of its cgroup (as it can raise its rlimits); under bubblewrap it has no
 capabilities and no cgroup file system, and cannot.
