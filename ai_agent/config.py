@@ -738,9 +738,9 @@ class BashToolConfig(_Section):
     max_processes: int = Field(
         default=256,
         gt=0,
-        description="Processes and threads a command may have at once (RLIMIT_NPROC): counted "
-        "inside the sandbox with bwrap, on top of what the user already runs without it; not "
-        "applied when the engine runs as root.",
+        description="Processes and threads a command may have at once: a pids cgroup of the "
+        "call's own, which binds root too, where the engine may make one; otherwise "
+        "RLIMIT_NPROC, which root escapes (the tool then says the limit is not enforced).",
     )
     memory_mb: int = Field(
         default=4096,
@@ -862,8 +862,9 @@ class ToolsmakerConfig(_Section):
     max_processes: int = Field(
         default=64,
         gt=0,
-        description="Processes and threads at once (RLIMIT_NPROC, besides seccomp's ban on "
-        "new ones); not applied when the engine runs as root.",
+        description="Processes and threads at once (besides seccomp's ban on new ones): a pids "
+        "cgroup of the call's own where the engine may make one, otherwise RLIMIT_NPROC, "
+        "which root escapes.",
     )
     file_size_mb: int = Field(default=16, ge=0, description="Largest file it may write.")
     tmp_mb: int = Field(default=16, ge=0, description="Size of its private /tmp (0: none).")

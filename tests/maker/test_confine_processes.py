@@ -8,13 +8,15 @@ show that the namespaces and the kill of the PID namespace hold on their own.
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import time
 from pathlib import Path
 
 import pytest
 
-from ai_agent.errors import ToolPolicyViolation
+from ai_agent.errors import SandboxUnavailableError, ToolPolicyViolation
+from ai_agent.tools.builtin import cgroups
 from ai_agent.tools.maker import SandboxLimits, ToolsmakerRegistry
 from tests.maker.conftest import ApproveTool, CallTool
 
@@ -238,9 +240,8 @@ async def test_nothing_a_tool_starts_outlives_its_timeout(
     name: str, body: str, approve_tool: ApproveTool, call_tool: CallTool, workspace: Path
 ) -> None:
     # Without seccomp the tool can fork and start threads: the PID namespace still takes
-    # every one of them down when the engine kills the sandbox's PID 1. (A fork bomb is only
-    # tried with seccomp on, where the first fork kills it: as root, RLIMIT_NPROC does not
-    # apply, so seccomp is what bounds the number of processes.)
+    # every one of them down when the engine kills the sandbox's PID 1. (A fork storm without
+    # seccomp is stopped by the call's pids cgroup: see the test of the process limit.)
     import textwrap
 
     code = (
@@ -263,6 +264,98 @@ async def test_nothing_a_tool_starts_outlives_its_timeout(
     size = beat.stat().st_size
     await asyncio.sleep(0.5)
     assert beat.stat().st_size == size  # nothing is writing any more
+
+
+async def test_a_fork_storm_stops_at_the_process_limit(
+    approve_tool: ApproveTool, call_tool: CallTool
+) -> None:
+    # Without seccomp (which kills the first fork) the process limit is what stops it, for an
+    # engine running as root too: the call's pids cgroup counts every task in the sandbox.
+    gap = cgroups.process_limit_gap("max_processes")
+    if gap is not None:  # the documented exception, said loudly
+        pytest.skip(gap)
+    tool = approve_tool(
+        """
+        import time
+        forked = 0
+        try:
+            for _ in range(200):
+                if os.fork() == 0:
+                    time.sleep(30)
+                    os._exit(0)
+                forked += 1
+        finally:
+            print("forked", forked, flush=True)
+        return forked
+        """,
+        limits=SandboxLimits(timeout=20, max_processes=20, seccomp=False),
+    )
+    result = await call_tool(tool)
+    assert result["status"] == "error", result
+    assert result["meta"]["code"] == "RESOURCE_LIMIT", result
+    assert result["meta"]["limit"] == "max_processes"
+    assert (
+        "ran into its process limit (tool_config.toolsmaker.max_processes = 20)"
+        in (result["error"])
+    )
+    forked = int(result["meta"]["stdout"].split()[1])
+    assert 16 <= forked < 20  # the tool's own process counts too
+
+
+async def test_calls_leave_no_pids_cgroup_behind(
+    approve_tool: ApproveTool, call_tool: CallTool
+) -> None:
+    where = cgroups.locate()
+    if where.parent is None:
+        pytest.skip(f"no pids cgroup can be made here: {where.reason}")
+    tool = approve_tool('return "x"')
+    for _ in range(20):
+        assert (await call_tool(tool))["content"] == "x"
+    assert [p for p in where.parent.iterdir() if cgroups.owner_of(p.name) == os.getpid()] == []
+
+
+async def test_a_pids_cgroup_that_cannot_be_made_stops_the_call(
+    approve_tool: ApproveTool,
+    call_tool: CallTool,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    fake = tmp_path / "pids"  # looks like a pids hierarchy, is not one
+    fake.mkdir()
+    proc = tmp_path / "proc-self"
+    proc.mkdir()
+    (proc / "mountinfo").write_text(f"39 31 0:36 / {fake} rw - cgroup cgroup rw,pids\n")
+    (proc / "cgroup").write_text("8:pids:/\n")
+    tool = approve_tool('return "x"')
+    monkeypatch.setattr(cgroups, "PROC_SELF", proc)
+    with pytest.raises(SandboxUnavailableError, match="could not make the call's pids cgroup"):
+        await call_tool(tool)
+    assert list(fake.iterdir()) == []
+
+
+def test_without_pids_cgroups_root_is_told_the_process_limit_is_not_enforced(
+    approve_tool: ApproveTool,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    proc = tmp_path / "proc-self"
+    proc.mkdir()
+    (proc / "mountinfo").write_text("22 1 0:21 / / rw - ext4 /dev/vda rw\n")
+    (proc / "cgroup").write_text("0::/\n")
+    monkeypatch.setattr(cgroups, "PROC_SELF", proc)
+    as_root = os.getuid() == 0
+    with caplog.at_level(logging.WARNING, logger="ai_agent"):
+        filtered = approve_tool('return "x"')  # seccomp: no process can start at all
+        unfiltered = approve_tool('return "x"', limits=SandboxLimits(seccomp=False))
+    warned = [r for r in caplog.records if "process limit" in r.getMessage()]
+    assert len(warned) == (1 if as_root else 0)
+    assert "not enforced" not in filtered.description
+    assert ("process limit is not enforced" in unfiltered.description) is as_root
+    assert unfiltered.preview is not None
+    assert ("process limit is not enforced" in unfiltered.preview({})) is as_root
+    if as_root:
+        assert "tool_config.toolsmaker.max_processes" in warned[0].getMessage()
 
 
 async def test_a_flood_of_output_is_cut_at_the_cap(

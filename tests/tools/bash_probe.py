@@ -3,7 +3,8 @@
 Usage: python bash_probe.py BASE CONFIG_JSON COMMAND
 
 The limit tests run it as an unprivileged user when they run as root: the kernel never applies
-RLIMIT_NPROC to root, so a process limit can only be shown for another user.
+RLIMIT_NPROC to root, so that rlimit can only be shown for another user (one who cannot make a
+pids cgroup, so the rlimit is all that limits it).
 """
 
 from __future__ import annotations

@@ -2,8 +2,10 @@
 
 Each limit is an rlimit set inside the sandbox before the command starts (the same helper gives
 generated tools theirs), and a command that fails on one gets an error naming the setting. The
-process limit is shown by an unprivileged user: the kernel does not apply RLIMIT_NPROC to root,
-so when the tests run as root the call runs in a child process as ``nobody``.
+fork storm here shows RLIMIT_NPROC, for an unprivileged user who cannot make a pids cgroup: the
+kernel does not apply RLIMIT_NPROC to root, so when the tests run as root the call runs in a
+child process as ``nobody``. The per-call pids cgroup, which binds root, is shown as the tests'
+own user in ``test_process_limit.py``.
 """
 
 from __future__ import annotations

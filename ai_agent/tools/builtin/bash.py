@@ -8,7 +8,9 @@
   engine dies, even by SIGKILL, the reaper kills them all: a command never outlives the engine.
 - Each command gets rlimits (`ai_agent.tools.builtin.limits`): processes, memory and CPU time,
   set by the shell inside the sandbox before the command runs; failing on one is an error
-  naming the setting (``RESOURCE_LIMIT``).
+  naming the setting (``RESOURCE_LIMIT``). The process limit is also a pids cgroup of the
+  call's own (`ai_agent.tools.builtin.cgroups`), which binds root too; where none can be made
+  and the engine runs as root, the tool's description and previews say the limit does not hold.
 - Output is read as it comes, capped per stream (the rest is counted, not kept); every chunk also
   goes to ``ctx["on_output"](data, stream)`` (``stdout``/``stderr``), which the act stage turns
   into live ``tool_output`` events.
@@ -48,6 +50,7 @@ from typing import Any
 from ai_agent.config import BashToolConfig
 from ai_agent.state import ToolResult
 from ai_agent.tools.builtin._reaper import descendants
+from ai_agent.tools.builtin.cgroups import call_cgroup, warn_process_limit_gap
 from ai_agent.tools.builtin.limits import rlimits, ulimit_prefix
 from ai_agent.tools.builtin.sandbox import Sandbox, SandboxError
 from ai_agent.tools.builtin.shellparse import Parsed, parse_command
@@ -63,6 +66,9 @@ _HIJACK = re.compile(
 )
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _GRACE = 1.0
+# Tasks of the call that are not the command's: the reaper, and bubblewrap's two (its monitor
+# and the sandbox's init). The pids cgroup allows them on top of max_processes.
+_HELPERS = {"none": 1, "bwrap": 3}
 _REAPER = str(Path(__file__).with_name("_reaper.py"))
 _DRAIN = 1.0  # seconds background jobs may keep writing after the shell exits
 _DESTRUCTIVE = frozenset(
@@ -202,11 +208,15 @@ class _Capture:
 class BashTool:
     """``run_bash`` over the file sandbox's base directory."""
 
-    def __init__(self, sandbox: Sandbox, config: BashToolConfig) -> None:
+    def __init__(
+        self, sandbox: Sandbox, config: BashToolConfig, process_limit_gap: str | None = None
+    ) -> None:
         self.box = sandbox
         self.config = config
         self.allow = frozenset(config.allow)
         self.deny = frozenset(config.deny)
+        # Why max_processes does not hold here (root, and no pids cgroup), shown in previews.
+        self.process_limit_gap = process_limit_gap
 
     @property
     def listed(self) -> bool:
@@ -273,6 +283,10 @@ class BashTool:
         refused = self.refusal(command, env if isinstance(env, dict) else None)
         if refused:
             lines.append(f"(will be refused: {refused})")
+        if self.process_limit_gap:
+            lines.append(
+                "(process limit not enforced: the engine runs as root without a pids cgroup)"
+            )
         return "\n".join(lines)
 
     # Running ---------------------------------------------------------------------------------
@@ -382,8 +396,11 @@ class BashTool:
         err = _Capture("stderr", self.config.max_output_bytes, on_output)
         started = time.perf_counter()
         argv = self._argv(command, where.path, self._limits(timeout))
-        child = await _Command.start(argv, where.path, env)
-        timed_out = await _supervise(child, out, err, timeout)
+        helpers = _HELPERS[self.config.sandbox]
+        async with call_cgroup(self.config.max_processes + helpers) as group:
+            child = await _Command.start(group.enter(argv) if group else argv, where.path, env)
+            timed_out = await _supervise(child, out, err, timeout)
+            refused_forks = group.refused() if group else 0
         elapsed = round(time.perf_counter() - started, 3)
         result = _result(
             command,
@@ -395,17 +412,22 @@ class BashTool:
             elapsed,
             self.config.sandbox == "bwrap",
         )
-        return result if timed_out else self._limited(result, child.code, err.text)
+        if timed_out:
+            return result
+        return self._limited(result, child.code, err.text, refused_forks)
 
-    def _limited(self, result: ToolResult, code: int | None, stderr: str) -> ToolResult:
+    def _limited(
+        self, result: ToolResult, code: int | None, stderr: str, refused_forks: int = 0
+    ) -> ToolResult:
         """The result as an error naming the limit, when the command failed on one.
 
-        A process over its CPU limit dies of SIGXCPU, which says so for certain. Running out of
-        processes or memory only makes system calls fail, so those are recognised by what
-        failing programs print (bash, Python, C and C++ runtimes), and only when the command
-        failed.
+        A process over its CPU limit dies of SIGXCPU, which says so for certain, and the
+        call's pids cgroup counts the forks it refused. Without the cgroup, running out of
+        processes, like running out of memory, only makes system calls fail, so those are
+        recognised by what failing programs print (bash, Python, C and C++ runtimes). Either
+        way only when the command failed.
         """
-        limit = _limit_hit(code, stderr)
+        limit = _limit_hit(code, stderr, refused_forks)
         if limit is None:
             return result
         setting, what = limit
@@ -595,12 +617,14 @@ _LIMIT_SIGNS = (
 )
 
 
-def _limit_hit(code: int | None, stderr: str) -> tuple[str, str] | None:
+def _limit_hit(code: int | None, stderr: str, refused_forks: int = 0) -> tuple[str, str] | None:
     """Which limit (its setting, and what it limits) the command failed on, if any."""
     if code in _CPU_DEATHS or "CPU time limit exceeded" in stderr:
         return "cpu_seconds", "CPU time"
     if not code:
         return None
+    if refused_forks:
+        return "max_processes", "process"
     for setting, what, signs in _LIMIT_SIGNS:
         if any(sign in stderr for sign in signs):
             return setting, what
@@ -711,7 +735,8 @@ def bash_tool(sandbox: Sandbox, config: BashToolConfig) -> ToolSpec:
         >>> reg["run_bash"].escalate({"command": "rm -rf build"})
         'run_bash: destructive command: rm -rf build'
     """
-    tool = BashTool(sandbox, config)
+    gap = warn_process_limit_gap("tool_config.bash.max_processes")
+    tool = BashTool(sandbox, config, gap)
 
     def summary(result: ToolResult) -> str:
         meta = result.get("meta") or {}
@@ -729,7 +754,8 @@ def bash_tool(sandbox: Sandbox, config: BashToolConfig) -> ToolSpec:
         tool.run,
         description="Run a bash command and return its exit code, stdout and stderr. The "
         "working directory must be inside the workspace; pass variables through env. "
-        + _SANDBOX_NOTE[config.sandbox],
+        + _SANDBOX_NOTE[config.sandbox]
+        + (" Its process limit is not enforced (the engine runs as root)." if gap else ""),
         parameters={
             "type": "object",
             "properties": {

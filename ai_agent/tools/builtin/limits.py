@@ -13,7 +13,8 @@ RLIMIT_AS / DATA   memory of each process: its whole address space (AS), or its 
 RLIMIT_NPROC       processes and threads at once. The kernel counts them per user, in the user
                    namespace they run in (bubblewrap gives each sandbox its own), and does not
                    apply the limit to the host's root user at all (inside a user namespace
-                   mapped to root too): an engine running as root gets no process limit from it.
+                   mapped to root too): for root, the call's pids cgroup
+                   (`ai_agent.tools.builtin.cgroups`) is what limits processes.
 =================  ==============================================================================
 
 Soft and hard limits are the same (CPU aside), so a process cannot raise them again without a

@@ -28,6 +28,9 @@ environment                only the declared secrets (bwrap starts from the envi
                            engine gives it, which holds nothing else)
 CPU, memory, files, fds    rlimits: RLIMIT_CPU, RLIMIT_AS, RLIMIT_FSIZE, RLIMIT_NOFILE,
                            RLIMIT_CORE=0 (soft = hard, so the tool cannot raise them)
+processes                  besides seccomp, a pids cgroup of the call's own
+                           (`ai_agent.tools.builtin.cgroups`): ``max_processes`` tasks, for an
+                           engine running as root too (kernel: pids controller)
 time                       the engine kills the sandbox's PID 1 (SIGKILL, via a pidfd) at the
                            deadline; the kernel then kills every process in the namespace;
                            ``--die-with-parent`` does the same if the engine dies
@@ -59,6 +62,7 @@ from typing import Any
 
 from ai_agent.errors import SandboxUnavailableError
 from ai_agent.tools.builtin.bash import root_dirs
+from ai_agent.tools.builtin.cgroups import CallCgroup, make_call_cgroup
 from ai_agent.tools.builtin.protected import ProtectedPaths
 from ai_agent.tools.builtin.sandbox import Sandbox, SandboxError
 from ai_agent.tools.maker.policy import SandboxLimits
@@ -78,6 +82,9 @@ WORKSPACE = "/workspace"
 _SANDBOX_UID = "65534"
 _KEEP_LOG = 4000  # bytes of stdout/stderr kept for the result's meta
 _REAP_SECONDS = 5.0
+# Tasks in the call's pids cgroup that are not the tool's: bubblewrap's monitor and the
+# sandbox's init. They are allowed on top of max_processes.
+_HELPERS = 2
 MAX_DEPTH = 64  # lists and objects inside one another in a frame (results included)
 _SIGNALS = {
     signal.SIGSYS: (
@@ -151,6 +158,7 @@ class Outcome:
         received: Bytes the engine read from the sandbox in total.
         seconds: Wall time of the call.
         exit_status: bwrap's exit status (128 + N when the tool died of signal N).
+        forks_refused: Forks the call's pids cgroup refused at ``max_processes``.
     """
 
     kind: str
@@ -162,6 +170,7 @@ class Outcome:
     received: int = 0
     seconds: float = 0.0
     exit_status: int | None = None
+    forks_refused: int = 0
 
 
 def find_bwrap() -> str:
@@ -484,6 +493,21 @@ async def run_confined(call: ConfinedCall) -> Outcome:
         SandboxUnavailableError: bubblewrap is missing, or could not set up the sandbox.
     """
     bwrap = find_bwrap()
+    try:
+        group = await make_call_cgroup(call.limits.max_processes + _HELPERS)
+    except SandboxError as exc:
+        raise SandboxUnavailableError(f"generated tools: {exc}") from None
+    try:
+        outcome = await _run(bwrap, call, group)
+        outcome.forks_refused = group.refused() if group else 0
+    finally:
+        if group is not None:
+            await group.close()
+    return outcome
+
+
+async def _run(bwrap: str, call: ConfinedCall, group: CallCgroup | None) -> Outcome:
+    """Start the sandbox (inside ``group`` when there is one) and supervise it to its end."""
     started = time.perf_counter()
     parent, child = socket.socketpair()
     info_r, info_w = os.pipe()
@@ -491,7 +515,7 @@ async def run_confined(call: ConfinedCall) -> Outcome:
         with _mounts(call) as (mounts, fds):
             argv = bwrap_command(bwrap, call, mounts, child.fileno(), info_w)
             proc = await asyncio.create_subprocess_exec(
-                *argv,
+                *(group.enter(argv) if group else argv),
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,

@@ -17,6 +17,7 @@ import json
 from pathlib import Path
 
 from ai_agent.errors import ToolPolicyViolation
+from ai_agent.tools.builtin.cgroups import warn_process_limit_gap
 from ai_agent.tools.builtin.protected import ProtectedPaths
 from ai_agent.tools.maker.builder import code_sha256
 from ai_agent.tools.maker.policy import AuditFn, PolicyGuardedTool, SandboxLimits
@@ -104,18 +105,32 @@ def load_tool(
         spec, code, base_dir=base_dir, limits=limits, audit=audit, protected=protected
     )
 
+    note = _process_limit_note(limits)
+
     def preview(args: dict[str, object]) -> str:
         shown = json.dumps(args, ensure_ascii=False, sort_keys=True, default=str)
-        return f"{spec.name} v{spec.version} (generated, runs sandboxed) with {shown}"
+        return f"{spec.name} v{spec.version} (generated, runs sandboxed{note}) with {shown}"
 
     return ToolSpec(
         spec.name,
         guard.run,
         requires_env=spec.secrets,
-        description=f"{spec.purpose} (generated tool v{spec.version}; runs sandboxed)",
+        description=f"{spec.purpose} (generated tool v{spec.version}; runs sandboxed{note})",
         parameters=spec.parameters,
         category=category_for(spec),
         timeout=limits.timeout + _TIMEOUT_SLACK,
         preview=preview,
         group=GENERATED_GROUP,
     )
+
+
+def _process_limit_note(limits: SandboxLimits) -> str:
+    """What the description and preview add when ``max_processes`` does not hold (else "").
+
+    With the seccomp filter a tool cannot start a process or thread at all, so the process
+    limit only matters without it; then an engine running as root without a pids cgroup says
+    so (and logs a WARNING for the tool).
+    """
+    if limits.seccomp or not warn_process_limit_gap("tool_config.toolsmaker.max_processes"):
+        return ""
+    return "; its process limit is not enforced (the engine runs as root)"

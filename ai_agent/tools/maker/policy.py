@@ -33,7 +33,7 @@ from ai_agent.tools.builtin.limits import rlimits
 from ai_agent.tools.builtin.protected import ProtectedPaths
 
 if TYPE_CHECKING:
-    from ai_agent.tools.maker.confine import ConfinedCall
+    from ai_agent.tools.maker.confine import ConfinedCall, Outcome
     from ai_agent.tools.maker.records import GeneratedToolSpec
 
 __all__ = [
@@ -57,7 +57,8 @@ class SandboxLimits:
         timeout: Wall-clock seconds; then the sandbox's PID namespace is killed (SIGKILL).
         cpu_seconds: RLIMIT_CPU (None: the timeout, rounded up).
         memory_mb: RLIMIT_AS, the address space of the tool's process.
-        max_processes: RLIMIT_NPROC (seccomp already forbids new processes and threads).
+        max_processes: Tasks at once, through the call's pids cgroup (which binds root too)
+            and RLIMIT_NPROC; the seccomp filter already forbids new processes and threads.
         file_size_mb: RLIMIT_FSIZE, the largest file it may write.
         open_files: RLIMIT_NOFILE.
         tmp_mb: Size of the private ``/tmp`` (a tmpfs; 0: no ``/tmp``).
@@ -313,8 +314,9 @@ class PolicyGuardedTool:
         audit: ``audit(event, tool=, version=, **data)``, for ``tool_policy_blocked``.
         protected: The engine's own state: no mount may hold it or lie inside it.
 
-    A call ends in one of: the tool's result (``ok``); the tool's exception as an error result;
-    a ``TIMEOUT`` error result after the sandbox was killed at the deadline; or, for a policy
+    A call ends in one of: the tool's result (``ok``); the tool's exception as an error result
+    (``RESOURCE_LIMIT`` when its pids cgroup refused it a fork first); a ``TIMEOUT`` error
+    result after the sandbox was killed at the deadline; or, for a policy
     violation (a host outside the allowlist, a forbidden system call, output over the cap, a
     refused path, a CPU or file-size limit), `ai_agent.errors.ToolPolicyViolation` after
     a ``tool_policy_blocked`` audit event.
@@ -415,6 +417,8 @@ class PolicyGuardedTool:
                 "with everything it started. Narrow the request and try again.",
                 meta={**meta, "code": "TIMEOUT", "error_type": "ToolTimeoutError"},
             )
+        if outcome.kind in ("error", "crashed") and outcome.forks_refused:
+            return self._process_limit(outcome, meta)
         if outcome.kind != "ok":
             code = "TOOL_EXCEPTION" if outcome.kind == "error" else "CRASHED"
             return ToolResult(
@@ -423,6 +427,17 @@ class PolicyGuardedTool:
                 meta={**meta, "code": code},
             )
         return ToolResult(status="ok", content=self._clip(outcome.value, meta), meta=meta)
+
+    def _process_limit(self, outcome: Outcome, meta: dict[str, Any]) -> ToolResult:
+        """The error of a call that failed after its pids cgroup refused it a fork."""
+        return ToolResult(
+            status="error",
+            error=f"ResourceLimitError: {self.spec.name} v{self.spec.version} ran into its "
+            f"process limit (tool_config.toolsmaker.max_processes = "
+            f"{self.limits.max_processes}) and failed: {outcome.error}. Make it start fewer "
+            "processes or threads, or raise the setting.",
+            meta={**meta, "code": "RESOURCE_LIMIT", "limit": "max_processes"},
+        )
 
     def _clip(self, value: Any, meta: dict[str, Any]) -> Any:
         text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
