@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import ast
 import importlib
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -120,3 +122,98 @@ def test_the_public_api_of_the_design() -> None:
         "make_tool_registry",
     }
     assert expected <= set(ai_agent.__all__)
+
+
+# The run archive (graph/archive.py) and the modules it is made of. It drives runs only through
+# the Runner protocol (graph/driving.py): none of them imports the Agent or its runner.
+ARCHIVE = {
+    "archive",
+    "database",
+    "divergence",
+    "driving",
+    "export",
+    "history",
+    "html_report",
+    "inspection",
+    "player",
+    "prune",
+    "replay",
+    "result",
+    "summary",
+    "timeline",
+    "usage_report",
+    "worker",
+}
+RUNNER = {"agent", "core", "mcp_mixin", "streaming", "tools_mixin", "toolsmaker_mixin"}
+
+
+def _imported_modules(path: Path, *, with_annotations: bool = False) -> set[str]:
+    """Every ``ai_agent`` module a file imports (annotation-only imports on request)."""
+    tree = ast.parse(path.read_text())
+    hidden: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            hidden.update(id(n) for n in ast.walk(node))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if id(node) in hidden and not with_annotations:
+            continue
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+        elif isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+    return {m for m in found if m == "ai_agent" or m.startswith("ai_agent.")}
+
+
+def test_the_archive_knows_the_runner_only_through_its_protocol() -> None:
+    graph = PACKAGE / "graph"
+    assert {p.stem for p in graph.glob("*.py")} >= ARCHIVE | RUNNER
+    for name in sorted(ARCHIVE):
+        imported = _imported_modules(graph / f"{name}.py", with_annotations=True)
+        runner = {m for m in imported if m.removeprefix("ai_agent.graph.") in RUNNER}
+        assert not runner, f"graph/{name}.py imports {sorted(runner)}"
+
+
+# Reading stored runs needs the run store and the checkpointer (LangGraph's checkpoint package,
+# which brings langchain_core), never the model stack: ``ai-agent runs``, ``show``, ``history``
+# and ``export`` must start fast (issue 20 holds them to a quarter of a second).
+MODEL_STACK = (
+    "langchain_openai",
+    "openai",
+    "tiktoken",
+    "ai_agent.models",
+    "ai_agent.tokens",
+    "ai_agent.local",
+    "ai_agent.graph.core",
+    "ai_agent.graph.agent",
+)
+
+
+def heavy_modules(names: list[str]) -> list[str]:
+    """The modules of the model stack among ``names``."""
+    return sorted(n for n in names if any(n == h or n.startswith(h + ".") for h in MODEL_STACK))
+
+
+def imported_by(code: str) -> list[str]:
+    """The modules a fresh interpreter has loaded after running ``code``."""
+    script = f"{code}\nimport sys\nprint('\\n'.join(sys.modules))"
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120
+    )
+    return done.stdout.split()
+
+
+@pytest.mark.parametrize(
+    "module",
+    ["ai_agent.graph", "ai_agent.graph.archive", "ai_agent.graph.database", "ai_agent.cli"],
+)
+def test_the_archive_imports_no_model_stack(module: str) -> None:
+    loaded = imported_by(f"import {module}")
+    assert module in loaded
+    assert heavy_modules(loaded) == []
+
+
+def test_the_model_stack_is_what_the_agent_imports() -> None:
+    # The check above is not vacuous: the Agent does import what the archive must not.
+    loaded = heavy_modules(imported_by("from ai_agent.graph import Agent"))
+    assert {"ai_agent.models", "ai_agent.tokens", "tiktoken", "ai_agent.graph.core"} <= set(loaded)

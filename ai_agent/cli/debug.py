@@ -26,9 +26,9 @@ from ai_agent.visible import visible
 if TYPE_CHECKING:
     from ai_agent.graph import Agent, RunResult
     from ai_agent.graph.history import HistoryEntry
-    from ai_agent.graph.inspection import TimelineRow
     from ai_agent.graph.player import ReplayMode
     from ai_agent.graph.prune import PruneReport
+    from ai_agent.graph.timeline import TimelineRow
 
 __all__ = ["add_commands"]
 

@@ -18,34 +18,19 @@ Examples:
 
 from __future__ import annotations
 
+from typing import Any
+
+from ai_agent.graph.archive import RunArchive, archive_method
 from ai_agent.graph.core import AgentCore
-from ai_agent.graph.export import ExportMixin
-from ai_agent.graph.history import HistoryMixin
-from ai_agent.graph.inspection import InspectionMixin
 from ai_agent.graph.mcp_mixin import McpMixin
-from ai_agent.graph.prune import PruneMixin
-from ai_agent.graph.replay import ReplayMixin
 from ai_agent.graph.streaming import StreamingMixin
 from ai_agent.graph.tools_mixin import ToolsMixin
 from ai_agent.graph.toolsmaker_mixin import ToolsmakerMixin
-from ai_agent.graph.worker import WorkerMixin
 
 __all__ = ["Agent"]
 
 
-class Agent(
-    McpMixin,
-    ToolsmakerMixin,
-    ToolsMixin,
-    WorkerMixin,
-    StreamingMixin,
-    ExportMixin,
-    InspectionMixin,
-    ReplayMixin,
-    HistoryMixin,
-    PruneMixin,
-    AgentCore,
-):
+class Agent(McpMixin, ToolsmakerMixin, ToolsMixin, StreamingMixin, AgentCore):
     """Runs tasks through the nine-stage pipeline, pausing at the gate and resuming later.
 
     An Agent holds configuration and collaborators, never run data: every run lives in the
@@ -54,13 +39,15 @@ class Agent(
     keep the database, the model client and the MCP servers open across runs; without one,
     each call opens and closes what it needs.
 
-    The methods come from feature mixins over `ai_agent.graph.core.AgentCore`: MCP servers
-    (``agent.mcp``), generated tools (the toolsmaker: ``build_dynamic_tool``,
-    ``approve_dynamic_tool``, ``activate_tool_version``...), tool management
-    (``register_tool``, ``call_tool``, ``tool_output``...),
-    checkpoints and forks (``history``, ``fork``), ``replay``, the inspection helpers (``get_*``,
-    ``timeline``), pictures (``run_report``, ``export_html``), ``prune``, and the plan queue
-    served by workers (``submit_plan``).
+    Everything about stored runs is the run archive's (``agent.archive``, a
+    `ai_agent.graph.archive.RunArchive`): checkpoints and forks (``history``, ``fork``),
+    ``replay``, the inspection helpers (``get_*``, ``timeline``), pictures (``run_report``,
+    ``export_html``), ``prune``, and the plan queue served by workers (``submit_plan``); the
+    Agent's methods of those names are the archive's. The other methods come from feature
+    mixins over `ai_agent.graph.core.AgentCore`: MCP servers (``agent.mcp``), generated tools
+    (the toolsmaker: ``build_dynamic_tool``, ``approve_dynamic_tool``,
+    ``activate_tool_version``...), tool management (``register_tool``, ``call_tool``,
+    ``tool_output``...) and streaming (``astream``).
 
     Args:
         model: A LangChain chat model (``ScriptedModel``, ``ChatOpenAI``...), ``"scripted:PATH"``
@@ -115,3 +102,58 @@ class Agent(
         >>> result.status, result.final_text
         ('completed', 'It is 68.055.')
     """
+
+    # The run archive (graph/archive.py): each method is the archive's -----------------------
+    get_state = archive_method(RunArchive.get_state)
+    """The latest checkpointed state of a run (`RunArchive.get_state`)."""
+    get_result = archive_method(RunArchive.get_result)
+    """The RunResult of a stored run, as it stands now (`RunArchive.get_result`)."""
+    history = archive_method(RunArchive.history)
+    """The run's checkpoints, oldest first; blocking (`RunArchive.history`)."""
+    ahistory = archive_method(RunArchive.ahistory)
+    """``history`` for async code (`RunArchive.ahistory`)."""
+    fork = archive_method(RunArchive.fork)
+    """Copy a run up to a checkpoint into a new thread; blocking (`RunArchive.fork`)."""
+    afork = archive_method(RunArchive.afork)
+    """Copy a run up to a checkpoint into a new thread, ready to resume (`RunArchive.afork`)."""
+    get_system_prompt = archive_method(RunArchive.get_system_prompt)
+    """The system prompt a run was sent (`RunArchive.get_system_prompt`)."""
+    get_message_history = archive_method(RunArchive.get_message_history)
+    """The conversation, oldest first (`RunArchive.get_message_history`)."""
+    get_active_tools = archive_method(RunArchive.get_active_tools)
+    """The tools the model is offered now (`RunArchive.get_active_tools`)."""
+    get_agent_state = archive_method(RunArchive.get_agent_state)
+    """Where a run stands (`RunArchive.get_agent_state`)."""
+    get_context_state = archive_method(RunArchive.get_context_state)
+    """What the next draft would send, and its tokens (`RunArchive.get_context_state`)."""
+    get_token_usage = archive_method(RunArchive.get_token_usage)
+    """A run's token totals and cost (`RunArchive.get_token_usage`)."""
+    get_token_breakdown = archive_method(RunArchive.get_token_breakdown)
+    """Tokens of the context by component and tool (`RunArchive.get_token_breakdown`)."""
+    get_usage_history = archive_method(RunArchive.get_usage_history)
+    """Token usage per model request (`RunArchive.get_usage_history`)."""
+    get_cost_estimate = archive_method(RunArchive.get_cost_estimate)
+    """A run's cost (`RunArchive.get_cost_estimate`)."""
+    timeline = archive_method(RunArchive.timeline)
+    """A run's trace as a timeline (`RunArchive.timeline`)."""
+    get_execution_trace = archive_method(RunArchive.get_execution_trace)
+    """The timeline and every tool call (`RunArchive.get_execution_trace`)."""
+    run_report = archive_method(RunArchive.run_report)
+    """Everything the HTML page shows about a run (`RunArchive.run_report`)."""
+    export_html = archive_method(RunArchive.export_html)
+    """Write a run's page (`RunArchive.export_html`)."""
+    prune = archive_method(RunArchive.prune)
+    """Delete old checkpoints and recorded calls (`RunArchive.prune`)."""
+    submit_plan = archive_method(RunArchive.submit_plan)
+    """Queue a plan for a paused run (`RunArchive.submit_plan`)."""
+    list_plans = archive_method(RunArchive.list_plans)
+    """Plans in the queue (`RunArchive.list_plans`)."""
+
+    def get_agent_usage(self) -> dict[str, Any]:
+        """Totals of every model request this Agent made in this process, by thread and model."""
+        tracker = self.usage_tracker
+        return {
+            "totals": dict(tracker.totals),
+            "by_thread": {k: dict(v) for k, v in tracker.by_thread.items()},
+            "by_model": {k: dict(v) for k, v in tracker.by_model.items()},
+        }

@@ -28,9 +28,7 @@ from typing import TYPE_CHECKING, Any, Self
 
 from ai_agent.context import ModelCaller, RunContext, ToolBox
 from ai_agent.errors import UnknownThreadError
-from ai_agent.graph.replay import ReplayMixin
 from ai_agent.graph.tools_mixin import ToolsMixin
-from ai_agent.graph.worker import PlanOutcome, WorkerMixin
 from ai_agent.nodes.gate import parse_plan
 from ai_agent.state import SEVERITY, Issue, ToolResult, UserPlan
 from ai_agent.tools.mcp.manager import McpFailure, McpManager
@@ -39,6 +37,7 @@ if TYPE_CHECKING:
     from ai_agent.checkpoints.plans import PlanRecord
     from ai_agent.graph.player import ReplayMode
     from ai_agent.graph.result import RunResult
+    from ai_agent.graph.worker import PlanOutcome
 
 __all__ = ["McpMixin"]
 
@@ -57,7 +56,7 @@ def _issue(failure: McpFailure) -> Issue:
     )
 
 
-class McpMixin(ToolsMixin, WorkerMixin, ReplayMixin):
+class McpMixin(ToolsMixin):
     """MCP servers for the Agent (see the module docstring); ``agent.mcp`` is their manager."""
 
     @functools.cached_property
@@ -173,7 +172,7 @@ class McpMixin(ToolsMixin, WorkerMixin, ReplayMixin):
         if not parsed.allow_continue:
             return parsed
         try:
-            active = set((await self.get_state(thread_id)).get("active_tools", []))
+            active = set((await self.archive.get_state(thread_id)).get("active_tools", []))
         except UnknownThreadError:
             return parsed  # the resume itself says so
         wanted = [
@@ -188,7 +187,7 @@ class McpMixin(ToolsMixin, WorkerMixin, ReplayMixin):
         return parsed.model_copy(update={"activate_tools": [*parsed.activate_tools, *wanted]})
 
     async def serve_plan(self, plan: PlanRecord, worker: str) -> PlanOutcome | None:
-        """Serve a queued plan (see ``WorkerMixin.serve_plan``), with the MCP servers started."""
+        """Serve a queued plan (see ``RunArchive.serve_plan``), with the MCP servers started."""
         async with self.mcp.use() as failures:
             token = _FAILURES.set(failures)
             try:
