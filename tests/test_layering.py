@@ -217,3 +217,48 @@ def test_the_model_stack_is_what_the_agent_imports() -> None:
     # The check above is not vacuous: the Agent does import what the archive must not.
     loaded = heavy_modules(imported_by("from ai_agent.graph import Agent"))
     assert {"ai_agent.models", "ai_agent.tokens", "tiktoken", "ai_agent.graph.core"} <= set(loaded)
+
+
+# The command line is a client of the public API: the package's top level, the graph layer's
+# public names (the Agent, the run archive, the worker...), the settings, the errors, the
+# state's types, the typed events, how text is shown, logging set-up (observability's own
+# public names) and the size limits of reading a plan file (datafiles). Never storage,
+# tools, MCP or toolsmaker modules, nor a module inside the graph layer.
+CLI_MAY_IMPORT = {
+    "ai_agent",
+    "ai_agent.config",
+    "ai_agent.datafiles",
+    "ai_agent.errors",
+    "ai_agent.events",
+    "ai_agent.graph",
+    "ai_agent.observability",
+    "ai_agent.state",
+    "ai_agent.visible",
+}
+# Annotations may also name the types of what the public API hands out (``agent.mcp.status()``,
+# ``open_toolsmaker(...)``): they are not imported when the command runs.
+CLI_MAY_NAME = {"ai_agent.tools.maker", "ai_agent.tools.mcp"}
+
+
+def _names_from(path: Path, module: str) -> set[str]:
+    """The names a file imports from ``module`` (``from module import a, b``)."""
+    return {
+        alias.name
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.ImportFrom) and node.module == module and node.level == 0
+        for alias in node.names
+    }
+
+
+@pytest.mark.parametrize("path", sorted((PACKAGE / "cli").glob("*.py")), ids=lambda p: p.name)
+def test_the_cli_uses_only_the_public_api(path: Path) -> None:
+    def outside(modules: set[str]) -> set[str]:
+        return {m for m in modules if m != "ai_agent.cli" and not m.startswith("ai_agent.cli.")}
+
+    runtime = outside(_imported_modules(path))
+    assert runtime <= CLI_MAY_IMPORT, sorted(runtime - CLI_MAY_IMPORT)
+    named = outside(_imported_modules(path, with_annotations=True))
+    assert named <= CLI_MAY_IMPORT | CLI_MAY_NAME, sorted(named - CLI_MAY_IMPORT - CLI_MAY_NAME)
+    for module in ("ai_agent", "ai_agent.graph", "ai_agent.observability"):
+        public = set(importlib.import_module(module).__all__)
+        assert _names_from(path, module) <= public, (module, _names_from(path, module) - public)

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from ai_agent.graph.prune import PruneReport
     from ai_agent.graph.replay import REPLAY_MODES, trace_signature
     from ai_agent.graph.result import RunResult
+    from ai_agent.graph.review import open_toolsmaker
     from ai_agent.graph.timeline import TimelineRow
     from ai_agent.graph.tools_mixin import ToolListing
     from ai_agent.graph.usage_report import CostRates
@@ -51,6 +52,7 @@ __all__ = [
     "check_thread_id",
     "mermaid",
     "new_thread_id",
+    "open_toolsmaker",
     "recursion_limit",
     "trace_signature",
 ]
@@ -77,6 +79,7 @@ _HOMES = {
     "check_thread_id": "ai_agent.graph.database",
     "mermaid": "ai_agent.graph.export",
     "new_thread_id": "ai_agent.graph.database",
+    "open_toolsmaker": "ai_agent.graph.review",
     "recursion_limit": "ai_agent.graph.build",
     "trace_signature": "ai_agent.graph.replay",
 }

@@ -20,8 +20,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ai_agent.graph.archive import RunArchive, archive_method
+from ai_agent.graph.archive import RunArchive
 from ai_agent.graph.core import AgentCore
+from ai_agent.graph.driving import archive_method
 from ai_agent.graph.mcp_mixin import McpMixin
 from ai_agent.graph.streaming import StreamingMixin
 from ai_agent.graph.tools_mixin import ToolsMixin

@@ -3,7 +3,8 @@
 `RunArchive` lists runs, reads their state and result, browses and forks their checkpoints,
 inspects them (conversation, tokens, costs, timeline), exports them (Mermaid, one HTML page),
 prunes them, replays them, and keeps the plan queue that workers serve. The Agent holds one
-(``agent.archive``) and its methods of the same names delegate to it (`archive_method`); the
+(``agent.archive``) and its methods of the same names delegate to it
+(`ai_agent.graph.driving.archive_method`); the
 command line opens one on its own (`RunArchive.at`) to read runs without building an Agent.
 
 Reading needs only the run store and the checkpointer (`ai_agent.graph.database`): this module
@@ -20,14 +21,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import inspect
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, Self, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
 
 from ai_agent.context import RunPolicy, ToolInfo
 from ai_agent.errors import RunError, UnknownThreadError
-from ai_agent.graph.database import RunDatabase, check_thread_id, config_for, locate_database
+from ai_agent.graph.database import RunDatabase, check_thread_id, config_for
 from ai_agent.graph.history import HistoryEntry, fork_run, history_of, run_blocking, values_of
 from ai_agent.graph.inspection import (
     AgentStateView,
@@ -70,10 +70,8 @@ if TYPE_CHECKING:
     from ai_agent.graph.prune import PruneReport
     from ai_agent.tokens import TokenCounter
 
-__all__ = ["RunArchive", "archive_method"]
+__all__ = ["RunArchive"]
 
-P = ParamSpec("P")
-R = TypeVar("R")
 T = TypeVar("T")
 
 
@@ -131,8 +129,7 @@ class RunArchive:
             >>> archive.database.describe(), archive.database.exists()
             ('runs.sqlite', False)
         """
-        where = locate_database(location, None, settings)
-        return cls(RunDatabase(where, lease_seconds=settings.lease_seconds), settings)
+        return cls(RunDatabase.at(location, settings), settings)
 
     async def __aenter__(self) -> Self:
         await self.database.open()
@@ -585,23 +582,3 @@ def _settings_counter(settings: AgentSettings) -> TokenCounter:
     from ai_agent.tokens import TokenCounter  # tiktoken: only when a view counts tokens
 
     return TokenCounter(settings.token_tracking, model=settings.model_backend.model)
-
-
-def archive_method(
-    method: Callable[Concatenate[RunArchive, P], R],
-) -> Callable[Concatenate[Any, P], R]:
-    """A method of the Agent that is the archive's method of the same name.
-
-    The Agent keeps the archive's signature, docstring and examples (``help(agent.history)``),
-    and whether it is a coroutine function; the call goes to ``self.archive``.
-    """
-    name = method.__name__
-
-    def call(self: Any, *args: P.args, **kwargs: P.kwargs) -> R:
-        return cast(R, getattr(self.archive, name)(*args, **kwargs))
-
-    async def call_async(self: Any, *args: P.args, **kwargs: P.kwargs) -> Any:
-        return await getattr(self.archive, name)(*args, **kwargs)
-
-    delegate: Any = call_async if inspect.iscoroutinefunction(method) else call
-    return cast(Callable[Concatenate[Any, P], R], functools.update_wrapper(delegate, method))

@@ -65,9 +65,10 @@ from ai_agent.errors import (
     StorageFullError,
     UnknownThreadError,
 )
-from ai_agent.graph.archive import RunArchive, archive_method
+from ai_agent.graph.archive import RunArchive
 from ai_agent.graph.build import recursion_limit
 from ai_agent.graph.database import RunDatabase, config_for, locate_database
+from ai_agent.graph.driving import archive_method
 from ai_agent.graph.events import RunFinished, RunStarted, lifecycle_event
 from ai_agent.graph.observed import ObservedModel, ObservedToolBox
 from ai_agent.graph.recording import (

@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Self, cast
 
 from pydantic import SecretStr
 
@@ -123,6 +123,16 @@ class RunDatabase:
         self._store: RunStoreProtocol | None = None
         self._saver: BaseCheckpointSaver[Any] | None = None
         self._saver_cm: contextlib.AbstractAsyncContextManager[Any] | None = None
+
+    @classmethod
+    def at(cls, location: str | Path | None, settings: AgentSettings) -> Self:
+        """The database at ``location`` (a SQLite path or a ``postgresql://`` URL).
+
+        None: the settings' ``checkpoint_url``, then their ``checkpoint_path``. The lease
+        length is the settings' too.
+        """
+        where = locate_database(location, None, settings)
+        return cls(where, lease_seconds=settings.lease_seconds)
 
     @property
     def store(self) -> RunStoreProtocol:
