@@ -33,26 +33,8 @@ ALLOWED: dict[str, set[str]] = {
 
 
 def _runtime_imports(path: Path) -> set[str]:
-    tree = ast.parse(path.read_text())
-    hidden: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            hidden.update(id(n) for n in ast.walk(node))
-    found: set[str] = set()
-    for node in ast.walk(tree):
-        if id(node) in hidden:
-            continue
-        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names = [node.module]
-        elif isinstance(node, ast.Import):
-            names = [a.name for a in node.names]
-        else:
-            continue
-        for name in names:
-            parts = name.split(".")
-            if parts[0] == "ai_agent" and len(parts) > 1:
-                found.add(parts[1])
-    return found
+    """The parts of the package (``tools``, ``graph``...) a file imports when it runs."""
+    return {m.split(".")[1] for m in _imported_modules(path) if "." in m}
 
 
 def _part(path: Path) -> str:

@@ -876,51 +876,21 @@ class AgentCore:
 
 
 class _ArchiveRunner:
-    """The archive's view of the runner: what replays and queued plans are driven with."""
+    """The archive's view of the runner (`ai_agent.graph.driving.Runner`): the core's own methods.
+
+    Bound on the Agent, so a feature's override (the MCP servers' run context) is the one used.
+    """
 
     def __init__(self, core: AgentCore) -> None:
-        self._core = core
-
-    async def context(
-        self, thread_id: str, *, model: ModelCaller | None = None, tools: ToolBox | None = None
-    ) -> RunContext:
-        return await self._core._context(thread_id, model=model, tools=tools)
-
-    async def drive(
-        self, thread_id: str, graph_input: Any, lease: Lease, context: RunContext | None = None
-    ) -> RunResult:
-        return await self._core._drive(thread_id, graph_input, lease, context)
-
-    def holding(self, lease: Lease) -> contextlib.AbstractAsyncContextManager[None]:
-        return self._core._holding(lease)
-
-    async def invoke(self, thread_id: str, graph_input: Any) -> RunResult:
-        return await self._core._invoke(thread_id, graph_input)
-
-    async def resume_input(
-        self,
-        thread_id: str,
-        snapshot: StateSnapshot,
-        plan: UserPlan | Mapping[str, Any] | None,
-        *,
-        token_required: bool = False,
-    ) -> Command[Any] | None:
-        return await self._core._resume_input(
-            thread_id, snapshot, plan, token_required=token_required
-        )
-
-    async def model(self) -> ModelCaller:
-        return await self._core._model()
-
-    def generation_params(self) -> dict[str, Any]:
-        return self._core.generation_params()
-
-    def scrub(self, value: Any) -> Any:
-        return self._core.secrets.scrub(value)
-
-    @property
-    def hooks(self) -> Hooks:
-        return self._core.hooks
+        self.context = core._context
+        self.drive = core._drive
+        self.holding = core._holding
+        self.invoke = core._invoke
+        self.resume_input = core._resume_input
+        self.model = core._model
+        self.generation_params = core.generation_params
+        self.scrub = core.secrets.scrub
+        self.hooks = core.hooks
 
 
 def _ignore(event: Event) -> None:
