@@ -263,15 +263,16 @@ def database_of(args: argparse.Namespace, *, must_exist: bool = True) -> RunData
     return database
 
 
-def archive_of(args: argparse.Namespace) -> RunArchive:
+def archive_of(args: argparse.Namespace, *, listing: bool = False) -> RunArchive:
     """The run archive of the command's database, for reading runs without an Agent.
 
     Reading needs neither the model nor the tools: this imports the run store and the
-    checkpointer only, not the model stack.
+    checkpointer only, not the model stack. A command that only lists (``listing``: runs,
+    plans) reads no settings when ``--db`` says where the database is.
     """
     from ai_agent.graph import RunArchive
 
-    settings = settings_of(args)
+    settings = None if listing and args.db else settings_of(args)
     archive = RunArchive.at(args.db, settings)
     require_database(archive.database)
     return archive

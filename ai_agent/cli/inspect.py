@@ -40,7 +40,7 @@ def add_commands(sub: Any, parents: Parents) -> None:
 
 
 def _runs(args: argparse.Namespace) -> int:
-    archive = archive_of(args)
+    archive = archive_of(args, listing=True)
     runs = run_closing(archive, archive.list_runs(limit=args.limit, status=args.status))
     if args.json:
         print_json(runs)

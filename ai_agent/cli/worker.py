@@ -150,7 +150,7 @@ def _printer(event: WorkerEvent) -> None:
 
 
 def _plans(args: argparse.Namespace) -> int:
-    archive = archive_of(args)
+    archive = archive_of(args, listing=True)
     listing = archive.list_plans(status=args.status, thread_id=args.thread, limit=args.limit)
     plans = run_closing(archive, listing)
     if args.json:

@@ -58,7 +58,6 @@ from ai_agent.graph.usage_report import (
 )
 from ai_agent.graph.worker import PlanOutcome, PlanQueue
 from ai_agent.state import Message, RunState, UsageRecord, UserPlan
-from ai_agent.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:
     from langgraph.types import StateSnapshot
@@ -69,6 +68,7 @@ if TYPE_CHECKING:
     from ai_agent.graph.player import ReplayMode
     from ai_agent.graph.prune import PruneReport
     from ai_agent.tokens import TokenCounter
+    from ai_agent.tools.registry import ToolRegistry
 
 __all__ = ["RunArchive"]
 
@@ -81,7 +81,8 @@ class RunArchive:
     Args:
         database: The run store and the checkpointer.
         settings: The settings the views read: the context window and compaction sizes, the
-            budget and its rates, the tokenizer.
+            budget and its rates, the tokenizer. None: loaded (env and files) when first read,
+            so listing runs and plans reads none.
         catalog: The tool catalog (tool descriptions and schemas; a replay offers them to the
             model). Default: an empty one, so tools are known by name only.
         policy: The run policy of the Agent (its system prompt is the default of
@@ -96,7 +97,7 @@ class RunArchive:
     def __init__(
         self,
         database: RunDatabase,
-        settings: AgentSettings,
+        settings: AgentSettings | None = None,
         *,
         catalog: ToolRegistry | None = None,
         policy: RunPolicy | None = None,
@@ -106,22 +107,23 @@ class RunArchive:
         compaction: Callable[[], tuple[int, int] | None] | None = None,
     ) -> None:
         self.database = database
-        self.settings = settings
-        self.catalog = catalog if catalog is not None else ToolRegistry()
-        self.policy = policy or RunPolicy(system_prompt=settings.system_prompt)
+        self._settings = settings
+        self._catalog = catalog
+        self._policy = policy
         self.initial_tools = initial_tools
         self.runner = runner
         self.last_thread: str | None = None
-        self._counter = counter or functools.cache(lambda: _settings_counter(settings))
+        self._counter = counter or functools.cache(lambda: _settings_counter(self.settings))
         self._compaction = compaction or (lambda: None)
         self._plans = PlanQueue(database, self._driver, self._ran)
 
     @classmethod
-    def at(cls, location: str | Path | None, settings: AgentSettings) -> Self:
+    def at(cls, location: str | Path | None, settings: AgentSettings | None = None) -> Self:
         """The archive of a database, opened on its own: for reading and maintaining runs.
 
         ``location`` is a SQLite path or a ``postgresql://`` URL; None: the settings'
-        ``checkpoint_url``, then their ``checkpoint_path``.
+        ``checkpoint_url``, then their ``checkpoint_path``. Without ``settings``, they are
+        loaded when first needed.
 
         Examples:
             >>> from ai_agent import AgentSettings
@@ -141,6 +143,31 @@ class RunArchive:
     async def aclose(self) -> None:
         """Close the checkpointer and the run store (they reopen on the next use)."""
         await self.database.aclose()
+
+    @property
+    def settings(self) -> AgentSettings:
+        """The settings the views read (loaded from the environment and files when not given)."""
+        if self._settings is None:
+            from ai_agent.config import load_settings
+
+            self._settings = load_settings()
+        return self._settings
+
+    @property
+    def policy(self) -> RunPolicy:
+        """The Agent's run policy; for an archive alone, the settings' system prompt."""
+        if self._policy is None:
+            self._policy = RunPolicy(system_prompt=self.settings.system_prompt)
+        return self._policy
+
+    @property
+    def catalog(self) -> ToolRegistry:
+        """The tool catalog (an empty one, made when first needed, for an archive alone)."""
+        if self._catalog is None:
+            from ai_agent.tools.registry import ToolRegistry  # the tools: only when asked
+
+            self._catalog = ToolRegistry()
+        return self._catalog
 
     @property
     def store(self) -> RunStoreProtocol:

@@ -3,8 +3,9 @@
 `RunDatabase` is what the Agent's runner and its run archive share: the location (a SQLite file
 or a ``postgresql://`` URL), the run store (runs, leases, journal, recorded calls, plan queue)
 opened on first use, and the checkpointer, either shared (opened by ``async with``, so runs and
-reads use one connection) or opened privately for one call. Opening it imports the checkpoint
-package and the pipeline's graph, never the model stack.
+reads use one connection) or opened privately for one call. It imports the run store and the
+checkpoint package; the pipeline's graph (LangGraph's runtime and the stages) when a checkpoint
+is first read; never the model stack.
 
 `config_for` is the one place that writes LangGraph's ``configurable``.
 """
@@ -30,7 +31,6 @@ from ai_agent.checkpoints.store import (
     resolve_location,
 )
 from ai_agent.errors import ConfigError
-from ai_agent.graph.build import build_graph
 
 if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
@@ -83,9 +83,14 @@ def checkpoint_config(thread_id: str, checkpoint_id: str | None = None) -> Runna
 
 
 def locate_database(
-    path: str | Path | None, url: str | SecretStr | None, settings: AgentSettings
+    path: str | Path | None,
+    url: str | SecretStr | None,
+    settings: AgentSettings | None = None,
 ) -> Location:
     """Where checkpoints and the run store live: the argument given, else the settings'.
+
+    The settings (loaded from the environment and files when None) are read only when neither
+    a path nor a URL is given.
 
     Raises:
         ConfigError: both a path and a URL were given, or the location is not one the engine
@@ -95,10 +100,16 @@ def locate_database(
         url = url.get_secret_value()
     if url and path:
         raise ConfigError("give checkpoint_path or checkpoint_url, not both")
-    if not url and not path and settings.checkpoint_url is not None:
-        url = settings.checkpoint_url.get_secret_value()
-    # A URL passed as checkpoint_path works too (the CLI's --db takes either).
-    return resolve_location(url or path or settings.checkpoint_path)
+    if url or path:
+        # A URL passed as checkpoint_path works too (the CLI's --db takes either).
+        return resolve_location(url or path or "")
+    if settings is None:
+        from ai_agent.config import load_settings
+
+        settings = load_settings()
+    if settings.checkpoint_url is not None:
+        return resolve_location(settings.checkpoint_url.get_secret_value())
+    return resolve_location(settings.checkpoint_path)
 
 
 class RunDatabase:
@@ -125,14 +136,14 @@ class RunDatabase:
         self._saver_cm: contextlib.AbstractAsyncContextManager[Any] | None = None
 
     @classmethod
-    def at(cls, location: str | Path | None, settings: AgentSettings) -> Self:
+    def at(cls, location: str | Path | None, settings: AgentSettings | None = None) -> Self:
         """The database at ``location`` (a SQLite path or a ``postgresql://`` URL).
 
         None: the settings' ``checkpoint_url``, then their ``checkpoint_path``. The lease
-        length is the settings' too.
+        length is the settings' too (the store's default without them).
         """
         where = locate_database(location, None, settings)
-        return cls(where, lease_seconds=settings.lease_seconds)
+        return cls(where, lease_seconds=None if settings is None else settings.lease_seconds)
 
     @property
     def store(self) -> RunStoreProtocol:
@@ -175,7 +186,7 @@ class RunDatabase:
     async def graph(self) -> AsyncIterator[Any]:
         """The compiled graph over the shared checkpointer, or a private one for this call."""
         if self._saver is not None:
-            yield build_graph(self._saver)
+            yield _compiled(self._saver)
             return
         async with self.private_graph() as graph:
             yield graph
@@ -184,4 +195,15 @@ class RunDatabase:
     async def private_graph(self) -> AsyncIterator[Any]:
         """The compiled graph over a checkpointer of its own (another thread's event loop)."""
         async with open_checkpointer(self.location) as saver:
-            yield build_graph(saver)
+            yield _compiled(saver)
+
+
+def _compiled(saver: BaseCheckpointSaver[Any]) -> Any:
+    """The pipeline over ``saver``: imported when a checkpoint is first read.
+
+    Listing runs or plans needs the run store alone; LangGraph's graph runtime and the stages
+    come in with the first checkpoint read.
+    """
+    from ai_agent.graph.build import build_graph
+
+    return build_graph(saver)

@@ -22,7 +22,6 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
-from langgraph.types import Interrupt
 
 from ai_agent.checkpoints.versions import check_state_version, stamped, upgrade_state
 from ai_agent.errors import RunError, UnknownCheckpointError, UnknownThreadError
@@ -217,6 +216,8 @@ async def copy_run(
 
 def _retarget(value: Any, source: str, target: str) -> Any:
     """A paused gate's interrupts, with the prompt's "resume THREAD" naming the fork."""
+    from langgraph.types import Interrupt  # LangGraph's runtime: read checkpoints bring it
+
     if not isinstance(value, list):
         return value
     out = []

@@ -15,7 +15,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TypedDict
 
-from ai_agent.nodes.draft import compose_messages
 from ai_agent.state import GateReport, Grant, Message, PendingCall, RunState
 
 if TYPE_CHECKING:
@@ -100,6 +99,8 @@ def message_view(
     """
     out: list[Any] = list(messages)
     if system_prompt is not None:
+        from ai_agent.nodes.draft import compose_messages  # the stages: only with a prompt
+
         out = compose_messages(system_prompt, out)
     if roles is not None:
         out = [m for m in out if m["role"] in roles]

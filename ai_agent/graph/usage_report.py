@@ -18,7 +18,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Required, TypedDict
 
-from ai_agent.nodes.draft import compose_messages
 from ai_agent.state import Message, RunState, ToolCall, UsageRecord
 from ai_agent.usage import context_state, cost_estimate, token_breakdown, token_usage
 
@@ -227,6 +226,8 @@ def context_view(
         target=target,
         window=window,
     )
+    from ai_agent.nodes.draft import compose_messages
+
     messages = compose_messages(system_prompt, list(state.get("messages", [])))
     return ContextState(
         thread_id=thread_id,

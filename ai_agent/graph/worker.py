@@ -53,7 +53,6 @@ from ai_agent.checkpoints.plans import PlanRecord
 from ai_agent.errors import AgentError, PlanRefusedError, RunError, ThreadBusyError
 from ai_agent.graph.database import RunDatabase, config_for
 from ai_agent.graph.result import RunResult
-from ai_agent.nodes.gate import parse_plan
 from ai_agent.observability.logs import engine_logger
 from ai_agent.state import UserPlan
 
@@ -139,6 +138,8 @@ class PlanQueue:
 
     async def submit(self, thread_id: str, plan: UserPlan | Mapping[str, Any]) -> PlanRecord:
         """Check a plan against the paused gate and queue it with the gate's token."""
+        from ai_agent.nodes.gate import parse_plan  # the stages: only when a plan is queued
+
         runner = self._runner("queueing a plan")
         async with self.database.graph() as graph:
             snapshot = await graph.aget_state(config_for(thread_id))

@@ -3,7 +3,8 @@
 ``runs``, ``show``, ``history``, ``graph``, ``export`` and ``plans`` read through a `RunArchive`
 opened on its own: each is run here in a fresh interpreter, and what it loaded is checked
 against the model stack (LangChain's OpenAI client, openai, tiktoken, the engine's model and
-token modules, the Agent's runner).
+token modules, the Agent's runner). ``runs`` and ``plans`` read the run store alone: they load
+no graph runtime and, given ``--db``, no settings either.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from ai_agent.cli import EXIT, main
-from tests.test_layering import heavy_modules
+from tests.test_layering import BEYOND_THE_STORE, heavy_modules
 
 TURNS = [
     {"tool_calls": [{"name": "calculator", "args": {"expression": "6*7"}}]},
@@ -72,6 +73,8 @@ def test_reading_commands_import_no_model_stack(database: Path, command: list[st
     assert out.strip()  # it did read something
     assert "ai_agent.graph.archive" in loaded
     assert heavy_modules(loaded) == []
+    if command[0] in ("runs", "plans"):  # the run store alone: no checkpoint is read
+        assert heavy_modules(loaded, BEYOND_THE_STORE) == []
 
 
 def test_a_command_that_runs_imports_the_model_stack(database: Path) -> None:

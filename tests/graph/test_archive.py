@@ -10,7 +10,7 @@ import pytest
 from ai_agent import Agent
 from ai_agent.config import AgentSettings
 from ai_agent.errors import RunError
-from ai_agent.graph import AgentCore, RunArchive
+from ai_agent.graph import AgentCore, RunArchive, RunDatabase
 from tests.graph.conftest import MakeAgent, call, text
 
 DELEGATED = [
@@ -67,7 +67,8 @@ async def test_an_archive_of_its_own_reads_what_an_agent_stored(
 ) -> None:
     agent = make_agent([call("calculator", expression="6*7"), text("42")], tools=["calculator"])
     result = await agent.run("6*7")
-    async with RunArchive.at(db, AgentSettings()) as archive:
+    # Without settings: they are loaded (env and files) when a view first reads them.
+    async with RunArchive.at(db) as archive:
         assert [r["thread_id"] for r in await archive.list_runs()] == [result.thread_id]
         assert (await archive.get_result(result.thread_id)).final_text == "42"
         assert [e.stage for e in await archive.ahistory(result.thread_id)][-1] == "persist"
@@ -77,6 +78,16 @@ async def test_an_archive_of_its_own_reads_what_an_agent_stored(
         # Without a catalog, the run's tools are known by name only.
         assert await archive.get_active_tools(result.thread_id) == []
         assert (await archive.get_agent_state(result.thread_id))["active_tools"] == ["calculator"]
+        assert await archive.get_system_prompt() == AgentSettings().system_prompt
+
+
+def test_an_archive_without_a_location_uses_the_settings(
+    db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MAMBA_CHECKPOINT_PATH", str(db))
+    assert RunArchive.at(None).database.location == db
+    assert RunDatabase.at(None, AgentSettings()).location == db
+    assert RunDatabase.at(db).lease_seconds is None  # the store's default lease
 
 
 async def test_an_archive_of_its_own_drives_no_run(make_agent: MakeAgent, db: Path) -> None:
