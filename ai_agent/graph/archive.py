@@ -3,9 +3,8 @@
 `RunArchive` lists runs, reads their state and result, browses and forks their checkpoints,
 inspects them (conversation, tokens, costs, timeline), exports them (Mermaid, one HTML page),
 prunes them, replays them, and keeps the plan queue that workers serve. The Agent holds one
-(``agent.archive``) and its methods of the same names delegate to it
-(`ai_agent.graph.driving.archive_method`); the
-command line opens one on its own (`RunArchive.at`) to read runs without building an Agent.
+(``agent.archive``) and its methods of the same names delegate to it (`archive_method` in
+`ai_agent.graph.driving`); the command line opens one on its own (`RunArchive.at`).
 
 Reading needs only the run store and the checkpointer (`ai_agent.graph.database`): this module
 imports neither the model stack nor the tokenizer. What needs more is handed in: the tool
@@ -115,7 +114,7 @@ class RunArchive:
         self.last_thread: str | None = None
         self._counter = counter or functools.cache(lambda: _settings_counter(self.settings))
         self._compaction = compaction or (lambda: None)
-        self._plans = PlanQueue(database, self._driver, self._ran)
+        self._plans = PlanQueue(database, self._driver, on_drive=self._note_last)
 
     @classmethod
     def at(cls, location: str | Path | None, settings: AgentSettings | None = None) -> Self:
@@ -575,9 +574,8 @@ class RunArchive:
             )
         return self.runner
 
-    def _ran(self, thread_id: str) -> None:
-        """Note the run the Agent worked on last (the helpers' default thread)."""
-        self.last_thread = thread_id
+    def _note_last(self, thread_id: str) -> None:
+        self.last_thread = thread_id  # the helpers' default thread
 
     def _thread(self, thread_id: str | None) -> str:
         if thread_id is not None:

@@ -130,6 +130,7 @@ class PlanQueue:
         self,
         database: RunDatabase,
         runner: Callable[[str], Runner],
+        *,
         on_drive: Callable[[str], None],
     ) -> None:
         self.database = database
