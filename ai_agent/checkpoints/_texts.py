@@ -10,7 +10,7 @@ its UTF-8 bytes, and every row that holds it names it instead:
     agent_texts   hash (hex SHA-256) -> body (the bytes)
 
     a row that names texts    its value with each large text replaced by a *mark*,
-                              ``"\\x00ai-agent:" + kind + hash`` (kind ``s`` a str, ``b`` bytes),
+                              NUL + ``"ai-agent:"`` + kind + hash (kind ``s`` a str, ``b`` bytes),
                               and a ``texts`` column listing the hashes (JSON), NULL otherwise
 
 The mark is unambiguous: a row is read through `paste` only when its ``texts`` column is set,
@@ -83,9 +83,7 @@ def index_ddl(table: str) -> str:
     Partial: only rows that name a text are in it, so the rows of a run (nearly all of them)
     cost it nothing.
     """
-    return (
-        f"CREATE INDEX IF NOT EXISTS {table}_texts ON {table} (texts) WHERE texts IS NOT NULL"
-    )
+    return f"CREATE INDEX IF NOT EXISTS {table}_texts ON {table} (texts) WHERE texts IS NOT NULL"
 
 
 # Finding and replacing ------------------------------------------------------------------------
@@ -115,10 +113,6 @@ def _digest(body: bytes) -> str:
     return hashlib.sha256(body).hexdigest()
 
 
-def _utf8(text: str) -> bytes:
-    return text.encode()
-
-
 class Cut:
     """A value with its large texts taken out (see `cut`).
 
@@ -146,20 +140,23 @@ class Cut:
     def _walk(self, value: Any) -> Any:
         kind = type(value)
         if kind is str:
-            chars = len(value)
-            if chars >= TEXT_MIN_BYTES or value.startswith(MARK):
-                return self._mark("s", _utf8(value))
-            if chars * 4 >= TEXT_MIN_BYTES:  # UTF-8 takes up to 4 bytes a character
-                body = _utf8(value)
-                if len(body) >= TEXT_MIN_BYTES:
-                    return self._mark("s", body)
-            return value
+            return self._str(value)
         if kind is bytes:
             return self._mark("b", value) if len(value) >= TEXT_MIN_BYTES else value
         if kind is dict:
             return {k: self._walk(v) for k, v in value.items()}
         if kind is list or kind is tuple:
             return [self._walk(v) for v in value]
+        return value
+
+    def _str(self, value: str) -> str:
+        chars = len(value)
+        if chars >= TEXT_MIN_BYTES or value.startswith(MARK):
+            return self._mark("s", value.encode())
+        if chars * 4 >= TEXT_MIN_BYTES:  # UTF-8 takes up to 4 bytes a character
+            body = value.encode()
+            if len(body) >= TEXT_MIN_BYTES:
+                return self._mark("s", body)
         return value
 
 

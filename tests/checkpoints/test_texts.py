@@ -55,7 +55,7 @@ class Thread:
 
     def step(self, values: dict[str, Any], writes: Sequence[tuple[str, Any]] = ()) -> str:
         self.version += 1
-        versions = dict.fromkeys(values, self.version)
+        versions: dict[str, Any] = dict.fromkeys(values, self.version)
         cp = make_checkpoint(values, versions, step=self.version)
         self.saver.put(config(self.thread, self.head), cp, {"step": self.version}, versions)
         self.head = cp["id"]
@@ -175,7 +175,7 @@ def test_odd_values_round_trip_around_the_texts(tmp_path: Path) -> None:
     """Marks' look-alikes, bytes, multi-byte text, a text as a whole value, a text as a key."""
     path = tmp_path / "c.sqlite"
     wide = "é" * (TEXT_MIN_BYTES // 2)  # under the limit in characters, at it in bytes
-    odd = {
+    odd: dict[str, Any] = {
         "lookalike": MARK + "s" + "0" * 64,
         "bare mark": MARK,
         "wide": wide,
@@ -184,7 +184,7 @@ def test_odd_values_round_trip_around_the_texts(tmp_path: Path) -> None:
         "nested": [[{"deep": text(5 * KB)}], (MARK + "b", text(6 * KB))],
         text(5 * KB): "a long key stays where it is",
     }
-    values = {"odd": odd, "whole": text(8 * KB), "raw": b"r" * (8 * KB)}
+    values: dict[str, Any] = {"odd": odd, "whole": text(8 * KB), "raw": b"r" * (8 * KB)}
     with DeltaSaver(path) as saver:
         run = Thread(saver, "t")
         run.step(values, [("odd", odd), ("whole", text(8 * KB))])
