@@ -231,11 +231,16 @@ def listed(column: str | bytes) -> list[str]:
 def save(execute: Callable[..., Any], texts: Mapping[str, bytes]) -> None:
     """Store the texts that are not stored yet (inside the caller's write transaction).
 
-    Looked up before being inserted, so a text already there is not sent to the database again.
+    Looked up before being inserted, so a text already there is not sent to the database again;
+    and inserted only if still missing, since on PostgreSQL another transaction may be storing
+    the same text at the same time.
     """
     for digest, body in texts.items():
         if execute("SELECT 1 FROM agent_texts WHERE hash = ?", (digest,)).fetchone() is None:
-            execute("INSERT INTO agent_texts (hash, body) VALUES (?, ?)", (digest, body))
+            execute(
+                "INSERT INTO agent_texts (hash, body) VALUES (?, ?) ON CONFLICT (hash) DO NOTHING",
+                (digest, body),
+            )
 
 
 def fetch(execute: Callable[..., Any], hashes: Iterable[str]) -> dict[str, bytes]:

@@ -17,9 +17,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ai_agent.checkpoints import DeltaSaver
+from ai_agent.checkpoints import CallPosition, DeltaSaver, ModelRequest, RunStore
 from ai_agent.checkpoints._texts import MARK, TEXT_MIN_BYTES
 from ai_agent.errors import CorruptRunError
+from ai_agent.state import Message
 from tests.checkpoints.conftest import config, make_checkpoint
 from tests.checkpoints.test_delta import count, rows
 from tests.checkpoints.test_properties import same
@@ -243,6 +244,58 @@ def test_values_under_the_limit_name_no_text(tmp_path: Path) -> None:
     assert all(
         rows(path, f"SELECT count(*) FROM {t} WHERE texts IS NOT NULL") == [(0,)] for t in tables
     )
+
+
+async def test_the_checkpoints_and_the_recorded_calls_share_one_row(tmp_path: Path) -> None:
+    """In one file the plan a checkpoint holds and the plan a model request sent are one text.
+
+    Each side's sweep keeps what the other still names.
+    """
+    path = tmp_path / "c.sqlite"
+    plan = text(300 * KB)
+    store = RunStore(path)
+    try:
+        with DeltaSaver(path) as saver:
+            empty = used_bytes(path)
+            a_plan_run(saver, "t", plan)
+            message = Message(role="user", content=plan, kind="plan")
+            request = ModelRequest(messages=[message], tools=[], params={})
+            position = CallPosition(step=1, stage="draft", checkpoint_id=None)
+            await store.record_model_call(
+                "t", position, "h", request, message=None, usage={}, error=None, latency_ms=1
+            )
+            assert used_bytes(path) - empty < 1.3 * len(plan)
+            assert count(path, "agent_texts") == 1
+            await store.delete_calls("t")  # the checkpoints still name it
+            assert count(path, "agent_texts") == 1
+            await store.record_model_call(
+                "t", position, "h", request, message=None, usage={}, error=None, latency_ms=1
+            )
+            saver.delete_thread("t")  # the recorded request still names it
+            (recorded,) = await store.model_calls("t")
+            assert await store.model_request(recorded["seq"]) == request
+            await store.delete_calls("t")
+            assert count(path, "agent_texts") == 0
+    finally:
+        store.close()
+
+
+async def test_a_recorded_request_whose_text_is_missing_is_a_corrupt_row(tmp_path: Path) -> None:
+    path = tmp_path / "c.sqlite"
+    store = RunStore(path)
+    try:
+        message = Message(role="user", content=text(20 * KB))
+        request = ModelRequest(messages=[message], tools=[], params={})
+        position = CallPosition(step=1, stage="draft", checkpoint_id=None)
+        seq = await store.record_model_call(
+            "t", position, "h", request, message=None, usage={}, error=None, latency_ms=1
+        )
+        with sqlite3.connect(path) as conn:
+            conn.execute("DELETE FROM agent_texts")
+        with pytest.raises(CorruptRunError, match="it lists a part that is not stored"):
+            await store.model_request(seq)
+    finally:
+        store.close()
 
 
 # Hypothesis: random values full of large texts, shared across threads, copied, pruned --------

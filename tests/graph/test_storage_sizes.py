@@ -109,12 +109,6 @@ async def test_a_10_mb_plan_is_refused_by_default(db: Path) -> None:
         assert (await agent.get_result(paused.thread_id)).status == "paused"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a plan is stored by LangGraph's resume value (twice), the plans and messages "
-    "channels (each as a write and as a value) and the recorded model request: storing it "
-    "once needs content-addressed text under the checkpointer and the recording",
-)
 async def test_a_10_mb_plan_allowed_by_the_settings_is_stored_once(db: Path) -> None:
     async with plan_agent(db, max_plan_chars=11 * MB) as agent:
         await agent.run("add", thread_id="p")
