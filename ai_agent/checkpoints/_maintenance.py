@@ -4,7 +4,9 @@ These run on the saver's worker thread like every other store call. The one rule
 deleting checkpoints never breaks reading the ones that stay. A kept checkpoint stored as a diff
 against a deleted one is rewritten in full first, and a value, lineage or segment is deleted only
 when no kept checkpoint can reach it (a list lineage stays as long as the longest kept view of
-it, or of a lineage forked from it, needs it).
+it, or of a lineage forked from it, needs it). A large text is deleted when no row of the file
+names it any more (``DeltaStore.sweep_texts``), once per transaction that deleted rows; a copy
+names the same texts as its source.
 """
 
 from __future__ import annotations
@@ -136,6 +138,8 @@ def prune(
             if doomed:
                 for i, n in enumerate(delete_checkpoints(store, tkey, doomed)):
                     totals[i] += n
+        if totals[0]:
+            store.sweep_texts()
     return totals[0], totals[1], totals[2]
 
 
@@ -155,6 +159,8 @@ def delete_for_runs(store: DeltaStore, run_ids: Sequence[str]) -> None:
             doomed.setdefault(int(tkey), set()).add(cid)
         for tkey, ids in doomed.items():
             delete_checkpoints(store, tkey, ids)
+        if doomed:
+            store.sweep_texts()
 
 
 def reclaim(store: DeltaStore) -> None:
@@ -201,22 +207,24 @@ def _copy_key(store: DeltaStore, src: int, dst: int) -> None:
             ).lastrowid,
         )
         conn.execute(
-            "INSERT INTO delta_segments (lineage, start, count, merged, type, items) "
-            "SELECT ?, start, count, merged, type, items FROM delta_segments WHERE lineage = ?",
+            "INSERT INTO delta_segments (lineage, start, count, merged, type, items, texts) "
+            "SELECT ?, start, count, merged, type, items, texts FROM delta_segments "
+            "WHERE lineage = ?",
             (lineage_map[lineage], lineage),
         )
     # Value ids are per thread, so the copy keeps them (and the skeletons that name them).
-    for ref, type_, blob, lineage, length in conn.execute(
-        "SELECT id, type, value, lineage, length FROM delta_values WHERE thread = ?", (src,)
+    for ref, type_, blob, lineage, length, texts in conn.execute(
+        "SELECT id, type, value, lineage, length, texts FROM delta_values WHERE thread = ?", (src,)
     ).fetchall():
         conn.execute(
-            "INSERT INTO delta_values (thread, id, type, value, lineage, length) "
-            "VALUES (?, ?, ?, ?, ?, ?)",
-            (dst, ref, type_, blob, lineage_map[lineage] if lineage else None, length),
+            "INSERT INTO delta_values (thread, id, type, value, lineage, length, texts) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (dst, ref, type_, blob, lineage_map[lineage] if lineage else None, length, texts),
         )
     # Skeletons name their list views by lineage id, and lineage ids are global: remap them.
-    for cid, parent_id, full, depth, stored, metadata in conn.execute(
-        "SELECT checkpoint_id, parent_id, full, depth, skeleton, metadata "
+    # (A skeleton that names texts is remapped with its marks as they are: the same texts.)
+    for cid, parent_id, full, depth, stored, metadata, texts in conn.execute(
+        "SELECT checkpoint_id, parent_id, full, depth, skeleton, metadata, texts "
         "FROM delta_checkpoints WHERE thread = ?",
         (src,),
     ).fetchall():
@@ -231,11 +239,12 @@ def _copy_key(store: DeltaStore, src: int, dst: int) -> None:
             blob = store.serde.dumps_typed(data)[1]
         conn.execute(
             "INSERT INTO delta_checkpoints (thread, checkpoint_id, parent_id, full, depth, "
-            "skeleton, metadata) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (dst, cid, parent_id, full, depth, blob, metadata),
+            "skeleton, metadata, texts) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (dst, cid, parent_id, full, depth, blob, metadata, texts),
         )
     conn.execute(
-        "INSERT INTO delta_writes (thread, checkpoint_id, task_id, task_path, writes) "
-        "SELECT ?, checkpoint_id, task_id, task_path, writes FROM delta_writes WHERE thread = ?",
+        "INSERT INTO delta_writes (thread, checkpoint_id, task_id, task_path, writes, texts) "
+        "SELECT ?, checkpoint_id, task_id, task_path, writes, texts FROM delta_writes "
+        "WHERE thread = ?",
         (dst, src),
     )

@@ -40,6 +40,7 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
+from ai_agent.checkpoints import _texts
 from ai_agent.checkpoints._identity import same_prefix
 from ai_agent.checkpoints._schema import create_or_migrate, legacy_tables_present
 from ai_agent.checkpoints._sqlite import full_disk_raises
@@ -66,7 +67,8 @@ EMPTY = 0
 
 INLINE_MAX_BYTES = 256
 """Values that serialize to at most this many bytes are kept in the skeleton (a full skeleton,
-written every 32 steps, repeats them, so this stays small)."""
+written every 32 steps, repeats them, so this stays small). A value that names a large text is
+never inline: its row must say so (``texts``)."""
 
 MAX_DIFF_DEPTH = 31
 """A checkpoint's skeleton is stored in full after this many diffs in a row (bounded reads)."""
@@ -84,15 +86,23 @@ _SKELETON_CACHE = 4
 _MAX_LINEAGE_FACTS = 1 << 16
 _FILTER_KEY = re.compile(r"^[a-zA-Z0-9_.-]+$")
 _CHAIN_SQL = """
-WITH RECURSIVE chain(checkpoint_id, parent_id, full, depth, skeleton, n) AS (
-    SELECT checkpoint_id, parent_id, full, depth, skeleton, 0
+WITH RECURSIVE chain(checkpoint_id, parent_id, full, depth, skeleton, texts, n) AS (
+    SELECT checkpoint_id, parent_id, full, depth, skeleton, texts, 0
     FROM delta_checkpoints WHERE thread = ?1 AND checkpoint_id = ?2
     UNION ALL
-    SELECT c.checkpoint_id, c.parent_id, c.full, c.depth, c.skeleton, chain.n + 1
+    SELECT c.checkpoint_id, c.parent_id, c.full, c.depth, c.skeleton, c.texts, chain.n + 1
     FROM delta_checkpoints AS c JOIN chain ON c.thread = ?1 AND c.checkpoint_id = chain.parent_id
     WHERE chain.full = 0
 )
-SELECT checkpoint_id, full, depth, skeleton FROM chain ORDER BY n
+SELECT checkpoint_id, full, depth, skeleton, texts FROM chain ORDER BY n
+"""
+
+Packed = tuple[str, bytes, str | None]
+"""A value as a row stores it: its type, its bytes, and the texts they name (``_texts``).
+
+Two packed values are the same value only if all three are equal: the bytes of a value whose
+texts were taken out can equal the bytes of a small value that merely holds a string that looks
+like a mark (and is not one, since its row names no texts).
 """
 
 
@@ -121,12 +131,13 @@ class _Held:
 
     ``items`` holds the very objects that were stored or handed out (list values), so "the new
     list starts with the old one" is a pointer comparison instead of a comparison of contents.
+    ``blob`` is a small value as it was stored, so an unchanged one is recognised by its bytes.
     """
 
     lineage: int | None
     length: int
     items: list[Any] | None = None
-    blob: tuple[str, bytes] | None = None
+    blob: Packed | None = None
 
 
 @dataclass(slots=True)
@@ -142,6 +153,7 @@ class ReadMemo:
     skeletons: OrderedDict[tuple[int, str], Skeleton] = field(default_factory=OrderedDict)
     values: dict[tuple[int, Ref], Any] = field(default_factory=dict)
     lineages: dict[int, list[Any]] = field(default_factory=dict)
+    texts: dict[str, bytes] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -151,6 +163,14 @@ class _Batch:
     values: list[tuple[Any, ...]] = field(default_factory=list)
     segments: list[tuple[Any, ...]] = field(default_factory=list)
     merges: list[int] = field(default_factory=list)
+    texts: dict[str, bytes] = field(default_factory=dict)
+
+    def named(self, done: _texts.Cut | None) -> str | None:
+        """Keep the texts a packed value names for this put; returns its ``texts`` column."""
+        if done is None:
+            return None
+        self.texts.update(done.texts)
+        return _texts.texts_column(done.hashes)
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,6 +185,7 @@ class WritesJob:
     entries: list[list[Any]]
     replace: bool
     lease: str | None = None
+    texts: dict[str, bytes] = field(default_factory=dict)
 
 
 def _conf(config: RunnableConfig) -> dict[str, Any]:
@@ -201,6 +222,7 @@ class DeltaStore:
         self._tips: dict[int, int] = {}
         self._small: dict[int, int] = {}
         self._next_value: dict[int, int] = {}
+        self._texts_known: set[str] = set()
         self._data_version: int | None = None
         self._trusted = False
         self._busy = BUSY_TIMEOUT_SECONDS
@@ -234,7 +256,10 @@ class DeltaStore:
             with full_disk_raises(self.path):
                 version = conn.execute("PRAGMA data_version").fetchone()[0]
                 self._trusted = version == self._data_version
-                if not self._trusted or len(self._tips) > _MAX_LINEAGE_FACTS:
+                if (
+                    not self._trusted
+                    or len(self._tips) + len(self._texts_known) > _MAX_LINEAGE_FACTS
+                ):
                     self._distrust()
                 yield conn
                 conn.execute("COMMIT")
@@ -285,11 +310,12 @@ class DeltaStore:
             self.conn.execute("COMMIT")
 
     def _distrust(self) -> None:
-        """Another connection committed: forget facts it may have changed (ids, lengths)."""
+        """Another connection committed: forget facts it may have changed (ids, lengths, texts)."""
         self._small.clear()
         self._lineages.clear()
         self._tips.clear()
         self._next_value.clear()
+        self._texts_known.clear()
 
     def reset(self) -> None:
         """Forget everything cached (after a rollback, or a change made behind our back)."""
@@ -299,6 +325,7 @@ class DeltaStore:
         self._tips.clear()
         self._small.clear()
         self._next_value.clear()
+        self._texts_known.clear()
         self._data_version = None
 
     def thread_key(self, thread_id: str, ns: str, *, create: bool) -> int | None:
@@ -347,8 +374,63 @@ class DeltaStore:
         self._small.pop(lineage, None)
 
     def loads(self, type_: str, blob: bytes) -> Any:
-        """Deserialize one stored value."""
+        """Deserialize one stored value (its texts, if it names any, left as marks)."""
         return self.serde.loads_typed((type_, blob))
+
+    # Large texts (see ``_texts``) ----------------------------------------------------------
+    def pack(self, value: Any) -> tuple[str, bytes, _texts.Cut | None]:
+        """Serialize a value for a row, its large texts taken out (and returned to be saved).
+
+        The fast path, for nearly every value: serialized, it is shorter than a large text, or
+        holds no msgpack header of one, so it is stored as it is.
+        """
+        type_, blob = self.serde.dumps_typed(value)
+        if len(blob) < _texts.TEXT_MIN_BYTES:
+            return type_, blob, None
+        if type_ != "bytes" and not (type_ == "msgpack" and _texts.may_hold_large_text(blob)):
+            return type_, blob, None
+        done = _texts.cut(value)
+        if not done.texts:
+            return type_, blob, None
+        type_, blob = self.serde.dumps_typed(done.value)
+        return type_, blob, done
+
+    def unpack(
+        self, type_: str, blob: bytes, texts: str | None, found: dict[str, bytes] | None = None
+    ) -> Any:
+        """Deserialize one stored value, with the texts its row names put back.
+
+        Args:
+            type_: The row's type.
+            blob: The row's bytes.
+            texts: The row's ``texts`` column.
+            found: Texts already read by this call (a checkpoint names one text many times).
+        """
+        value = self.loads(type_, blob)
+        if texts is None:
+            return value
+        return _texts.paste(value, self.texts(_texts.listed(texts), found))
+
+    def texts(self, hashes: list[str], found: dict[str, bytes] | None = None) -> dict[str, bytes]:
+        """The bodies of these texts, read once per ``found``."""
+        found = {} if found is None else found
+        missing = [h for h in hashes if h not in found]
+        if missing:
+            found.update(_texts.fetch(self.conn.execute, missing))
+        return found
+
+    def save_texts(self, texts: Mapping[str, bytes]) -> None:
+        """Store the texts a write names (inside its transaction); known ones are skipped."""
+        new = {h: body for h, body in texts.items() if h not in self._texts_known}
+        if new:
+            _texts.save(self.conn.execute, new)
+            self._texts_known.update(new)
+
+    def sweep_texts(self) -> int:
+        """Delete the texts no row of the file names any more (after deleting rows)."""
+        self._texts_known.clear()
+        execute = self.conn.execute
+        return _texts.sweep(execute, _texts.sqlite_owners(execute))
 
     def size(self) -> int:
         """Bytes of the database file plus its WAL."""
@@ -373,8 +455,9 @@ class DeltaStore:
                 "the database was changed by something other than ai-agent"
             )
         skel: Skeleton | None = None
-        for cid, full, depth, blob in reversed(rows):
-            data = self.loads("msgpack", blob)
+        found = memo.texts if memo is not None else None
+        for cid, full, depth, blob, texts in reversed(rows):
+            data = self.unpack("msgpack", blob, texts, found)
             skel = from_full(data, depth) if full else apply_diff(cast(Skeleton, skel), data, depth)
             skel.extra["id"] = cid
             if memo is not None:
@@ -385,10 +468,13 @@ class DeltaStore:
 
     def rewrite_full(self, tkey: int, checkpoint_id: str, skel: Skeleton) -> None:
         """Store a checkpoint's skeleton in full, so it no longer depends on its parent."""
+        _, blob, done = self.pack(full_form(skel))
+        if done is not None:
+            self.save_texts(done.texts)
         self.conn.execute(
-            "UPDATE delta_checkpoints SET full = 1, depth = 0, skeleton = ? "
+            "UPDATE delta_checkpoints SET full = 1, depth = 0, skeleton = ?, texts = ? "
             "WHERE thread = ? AND checkpoint_id = ?",
-            (self.serde.dumps_typed(full_form(skel))[1], tkey, checkpoint_id),
+            (blob, _texts.texts_column(done.hashes) if done else None, tkey, checkpoint_id),
         )
         cache = self._caches.get(tkey)
         if cache is not None and checkpoint_id in cache.skeletons:
@@ -432,14 +518,15 @@ class DeltaStore:
             if known is not None and len(known) >= length:
                 return known[:length]
         items: list[Any] = []
+        found = memo.texts if memo is not None else None
         for piece, end in self._pieces(lineage, length):
             rows = self.conn.execute(
-                "SELECT type, items FROM delta_segments "
+                "SELECT type, items, texts FROM delta_segments "
                 "WHERE lineage = ? AND start < ? ORDER BY start",
                 (piece, end),
-            )
-            for type_, blob in rows:
-                items.extend(self.loads(type_, blob))
+            ).fetchall()
+            for type_, blob, texts in rows:
+                items.extend(self.unpack(type_, blob, texts, found))
             del items[end:]  # a merged chunk may run past the point a fork left its base
         if len(items) != length:
             raise StoreError(
@@ -459,6 +546,7 @@ class DeltaStore:
         if memo is not None:
             wanted = [r for r in wanted if (tkey, r) not in memo.values]
         rows = self._value_rows(tkey, wanted)
+        found = memo.texts if memo is not None else {}
         values: dict[str, Any] = {}
         held: dict[Ref, _Held] = {}
         for channel, ref in refs.items():
@@ -473,28 +561,28 @@ class DeltaStore:
             row = rows.get(ref)
             if row is None:
                 raise StoreError(f"stored value {ref} of channel {channel!r} is missing")
-            type_, blob, lineage, length = row
+            type_, blob, lineage, length, texts = row
             if lineage is not None:
                 items = self.read_items(int(lineage), int(length), memo)
                 values[channel] = items
                 held[ref] = _Held(int(lineage), int(length), items)
             else:
-                value = self.loads(type_, blob)
+                value = self.unpack(type_, blob, texts, found)
                 values[channel] = value
                 small = len(blob or b"") <= REUSE_MAX_BYTES
-                held[ref] = _Held(None, 0, None, (type_, blob) if small else None)
+                held[ref] = _Held(None, 0, None, (type_, blob, texts) if small else None)
                 if memo is not None:
                     memo.values[(tkey, ref)] = value
         return values, held
 
     def _value_rows(self, tkey: int, wanted: list[int]) -> dict[int, tuple[Any, ...]]:
-        """Value rows by id: (type, value, lineage, length)."""
+        """Value rows by id: (type, value, lineage, length, texts)."""
         rows: dict[int, tuple[Any, ...]] = {}
         for i in range(0, len(wanted), 500):
             chunk = wanted[i : i + 500]
             marks = ",".join("?" * len(chunk))
             for row in self.conn.execute(
-                "SELECT id, type, value, lineage, length FROM delta_values "  # noqa: S608 - placeholders only
+                "SELECT id, type, value, lineage, length, texts FROM delta_values "  # noqa: S608 - placeholders only
                 f"WHERE thread = ? AND id IN ({marks})",
                 [tkey, *chunk],
             ):
@@ -509,7 +597,7 @@ class DeltaStore:
             items = self.read_items(ref[0], ref[1], memo)
             held[ref] = _Held(ref[0], ref[1], items)
             return items
-        return self.loads(ref[0], ref[1])
+        return self.loads(ref[0], ref[1])  # never names a text (see INLINE_MAX_BYTES)
 
     def pending_writes(self, tkey: int, checkpoint_id: str) -> list[PendingWrite]:
         """The writes stored against one checkpoint, in ``writes_sort_key`` order."""
@@ -519,10 +607,13 @@ class DeltaStore:
             (tkey, checkpoint_id),
         ).fetchall()
         found: list[tuple[tuple[str, str, int], PendingWrite]] = []
+        bodies: dict[str, bytes] = {}
         for task_id, task_path, blob in rows:
-            for idx, channel, type_, data in self.loads("msgpack", blob):
+            for entry in self.loads("msgpack", blob):
+                idx, channel, type_, data = entry[:4]
+                texts = _texts.texts_column(entry[4]) if len(entry) > 4 else None
                 key = writes_sort_key(task_path, task_id, idx)
-                found.append((key, (task_id, channel, self.loads(type_, data))))
+                found.append((key, (task_id, channel, self.unpack(type_, data, texts, bodies))))
         found.sort(key=operator.itemgetter(0))
         return [w for _, w in found]
 
@@ -667,14 +758,14 @@ class DeltaStore:
         skel = self._skeleton_of(tkey, cache, batch, checkpoint, new_versions, parent)
         if batch.values:
             self.conn.executemany(
-                "INSERT INTO delta_values (thread, id, type, value, lineage, length) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
+                "INSERT INTO delta_values (thread, id, type, value, lineage, length, texts) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
                 batch.values,
             )
         if batch.segments:
             self.conn.executemany(
-                "INSERT INTO delta_segments (lineage, start, count, merged, type, items) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
+                "INSERT INTO delta_segments (lineage, start, count, merged, type, items, texts) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
                 batch.segments,
             )
         for lineage in batch.merges:
@@ -684,18 +775,20 @@ class DeltaStore:
             skel.depth, full, form = parent.depth + 1, 0, diff_form(parent, skel)
         else:
             skel.depth, full, form = 0, 1, full_form(skel)
-        row = (tkey, cid, parent_id, full, skel.depth, self.serde.dumps_typed(form)[1], meta)
+        _, blob, done = self.pack(form)
+        texts = batch.named(done)
+        if batch.texts:
+            self.save_texts(batch.texts)
+        row = (tkey, cid, parent_id, full, skel.depth, blob, meta, texts)
+        sql = (
+            "INTO delta_checkpoints (thread, checkpoint_id, parent_id, full, depth, skeleton, "
+            "metadata, texts) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+        )
         try:
-            self.conn.execute(
-                "INSERT INTO delta_checkpoints (thread, checkpoint_id, parent_id, full, depth, "
-                "skeleton, metadata) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                row,
-            )
+            self.conn.execute("INSERT " + sql, row)
         except sqlite3.IntegrityError:  # the same id put again: it replaces the first
             self._detach_children(tkey, cid)
-            self.conn.execute(
-                "INSERT OR REPLACE INTO delta_checkpoints VALUES (?, ?, ?, ?, ?, ?, ?)", row
-            )
+            self.conn.execute("INSERT OR REPLACE " + sql, row)
         _remember(cache, cid, skel)
         return tuple_config(thread_id, ns, cid)
 
@@ -779,9 +872,12 @@ class DeltaStore:
         if found is not None:
             return found
         if type(ref) is tuple:  # the reference says it all (only a list's items are unknown)
-            return _Held(ref[0], ref[1]) if type(ref[0]) is int else _Held(None, 0, None, ref)
+            if type(ref[0]) is int:
+                return _Held(ref[0], ref[1])
+            return _Held(None, 0, None, (ref[0], ref[1], None))
         row = self.conn.execute(
-            "SELECT type, value, lineage, length FROM delta_values WHERE thread = ? AND id = ?",
+            "SELECT type, value, lineage, length, texts FROM delta_values "
+            "WHERE thread = ? AND id = ?",
             (tkey, ref),
         ).fetchone()
         if row is None:
@@ -789,7 +885,7 @@ class DeltaStore:
         if row[2] is not None:
             return _Held(int(row[2]), int(row[3]))
         small = len(row[1] or b"") <= REUSE_MAX_BYTES
-        return _Held(None, 0, None, (row[0], row[1]) if small else None)
+        return _Held(None, 0, None, (row[0], row[1], row[4]) if small else None)
 
     def _store_value(
         self, tkey: int, cache: _ThreadCache, batch: _Batch, value: Any, prev_ref: Ref | None
@@ -812,14 +908,16 @@ class DeltaStore:
                 value and prev is not None and prev.lineage is not None
             ):
                 return self._new_lineage(tkey, cache, batch, value, None, 0)
-        blob = self.serde.dumps_typed(value)
-        if prev is not None and prev.blob is not None and prev.blob == blob:
+        type_, blob, done = self.pack(value)
+        texts = None if done is None else _texts.texts_column(done.hashes)
+        packed = (type_, blob, texts)
+        if prev is not None and prev.blob is not None and prev.blob == packed:
             return cast(Ref, prev_ref)
-        if len(blob[1]) <= INLINE_MAX_BYTES:
-            return (blob[0], blob[1])
+        if texts is None and len(blob) <= INLINE_MAX_BYTES:
+            return (type_, blob)
         ref = self._value_id(tkey)
-        batch.values.append((tkey, ref, blob[0], blob[1], None, None))
-        cache.held[ref] = _Held(None, 0, None, blob if len(blob[1]) <= REUSE_MAX_BYTES else None)
+        batch.values.append((tkey, ref, type_, blob, None, None, batch.named(done)))
+        cache.held[ref] = _Held(None, 0, None, packed if len(blob) <= REUSE_MAX_BYTES else None)
         return ref
 
     def _extends(self, prev: _Held, value: list[Any]) -> bool:
@@ -838,22 +936,31 @@ class DeltaStore:
 
     def _matches_stored(self, lineage: int, length: int, value: list[Any]) -> bool:
         """Compare a prefix with the stored bytes, one encode per segment (a cold cache)."""
-        dumps = self.serde.dumps_typed
         for piece, end in self._pieces(lineage, length):
             rows = self.conn.execute(
-                "SELECT start, count, type, items FROM delta_segments "
+                "SELECT start, count, type, items, texts FROM delta_segments "
                 "WHERE lineage = ? AND start < ? ORDER BY start",
                 (piece, end),
-            )
-            for start, count, type_, blob in rows:
+            ).fetchall()
+            for start, count, type_, blob, texts in rows:
                 if start + count <= end:
-                    if dumps(value[start : start + count]) != (type_, blob):
+                    if self._packed(value[start : start + count], texts) != (type_, blob, texts):
                         return False
                 else:  # the segment runs past the prefix: compare the part inside it
-                    stored = self.loads(type_, blob)[: end - start]
-                    if dumps(stored) != dumps(value[start:end]):
+                    stored = self.loads(type_, blob)[: end - start]  # marks: compare them
+                    part = value[start:end]
+                    if texts is not None:
+                        part = _texts.cut(part).value
+                    if self.serde.dumps_typed(stored) != self.serde.dumps_typed(part):
                         return False
         return True
+
+    def _packed(self, items: list[Any], texts: str | None) -> Packed:
+        """``items`` as a segment stores them: packed if ``texts`` says the segment was."""
+        if texts is None:
+            return (*self.serde.dumps_typed(items), None)
+        type_, blob, done = self.pack(items)
+        return type_, blob, None if done is None else _texts.texts_column(done.hashes)
 
     def _tip(self, lineage: int) -> int:
         """How many items a lineage holds (the end of its last segment)."""
@@ -872,8 +979,8 @@ class DeltaStore:
         lineage, n = cast(int, prev.lineage), prev.length
         if self._tip(lineage) != n:  # another branch grew this lineage past n: fork from it
             return self._new_lineage(tkey, cache, batch, value, lineage, n)
-        type_, blob = self.serde.dumps_typed(value[n:])
-        batch.segments.append((lineage, n, len(value) - n, 0, type_, blob))
+        type_, blob, done = self.pack(value[n:])
+        batch.segments.append((lineage, n, len(value) - n, 0, type_, blob, batch.named(done)))
         self._tips[lineage] = len(value)
         small = self._small.get(lineage)
         if small is None:
@@ -892,22 +999,50 @@ class DeltaStore:
     def _merge(self, lineage: int) -> None:
         """Fold the small segments at a lineage's tail into one chunk (fewer rows to read)."""
         rows = self.conn.execute(
-            "SELECT start, type, items FROM delta_segments "
+            "SELECT start, type, items, texts FROM delta_segments "
             "WHERE lineage = ? AND merged = 0 ORDER BY start",
             (lineage,),
         ).fetchall()
         if len(rows) < 2:
             return
-        items: list[Any] = []
-        for _, type_, blob in rows:
-            items.extend(self.loads(type_, blob))
         self.conn.execute("DELETE FROM delta_segments WHERE lineage = ? AND merged = 0", (lineage,))
-        type_, blob = self.serde.dumps_typed(items)
+        items, hashes = self._merged(rows)
+        if hashes is None:
+            type_, blob, done = self.pack(items)
+            texts = None
+            if done is not None:
+                self.save_texts(done.texts)
+                texts = _texts.texts_column(done.hashes)
+        else:
+            type_, blob = self.serde.dumps_typed(items)
+            texts = _texts.texts_column(sorted(hashes))
         self.conn.execute(
-            "INSERT INTO delta_segments (lineage, start, count, merged, type, items) "
-            "VALUES (?, ?, ?, 1, ?, ?)",
-            (lineage, rows[0][0], len(items), type_, blob),
+            "INSERT INTO delta_segments (lineage, start, count, merged, type, items, texts) "
+            "VALUES (?, ?, ?, 1, ?, ?, ?)",
+            (lineage, rows[0][0], len(items), type_, blob, texts),
         )
+
+    def _merged(self, rows: list[tuple[Any, ...]]) -> tuple[list[Any], set[str] | None]:
+        """The items of segments to merge, and the texts they name (None: they name none).
+
+        When some of them name texts, the merged segment will, so the items of the others are
+        taken through ``_texts.cut`` as well: a string of theirs that merely looks like a mark
+        would otherwise be read as one.
+        """
+        named = any(texts is not None for *_, texts in rows)
+        hashes: set[str] = set()
+        items: list[Any] = []
+        for _, type_, blob, texts in rows:
+            part = self.loads(type_, blob)
+            if texts is not None:
+                hashes.update(_texts.listed(texts))
+            elif named:
+                done = _texts.cut(part)
+                self.save_texts(done.texts)
+                hashes.update(done.texts)
+                part = done.value
+            items.extend(part)
+        return items, hashes if named else None
 
     def _new_lineage(
         self,
@@ -926,8 +1061,9 @@ class DeltaStore:
             ).lastrowid,
         )
         self._lineages[lineage] = (base, base_length)
-        type_, blob = self.serde.dumps_typed(value[base_length:])
-        batch.segments.append((lineage, base_length, len(value) - base_length, 1, type_, blob))
+        type_, blob, done = self.pack(value[base_length:])
+        count = len(value) - base_length
+        batch.segments.append((lineage, base_length, count, 1, type_, blob, batch.named(done)))
         self._tips[lineage] = len(value)
         self._small[lineage] = 0
         return self._list_view(cache, lineage, value)
@@ -947,10 +1083,15 @@ class DeltaStore:
     ) -> WritesJob:
         """Serialize a task's writes (touches no database, so any thread may call it)."""
         conf = _conf(config)
-        entries = [
-            [WRITES_IDX_MAP.get(channel, idx), channel, *self.serde.dumps_typed(value)]
-            for idx, (channel, value) in enumerate(writes)
-        ]
+        entries: list[list[Any]] = []
+        texts: dict[str, bytes] = {}
+        for idx, (channel, value) in enumerate(writes):
+            type_, blob, done = self.pack(value)
+            entry = [WRITES_IDX_MAP.get(channel, idx), channel, type_, blob]
+            if done is not None:  # the hashes it names, after its type and bytes
+                entry.append(done.hashes)
+                texts.update(done.texts)
+            entries.append(entry)
         return WritesJob(
             thread_id=str(conf["thread_id"]),
             ns=str(conf.get("checkpoint_ns", "")),
@@ -960,6 +1101,7 @@ class DeltaStore:
             entries=entries,
             replace=all(w[0] in WRITES_IDX_MAP for w in writes),
             lease=lease_in(config),
+            texts=texts,
         )
 
     def put_writes(self, job: WritesJob) -> None:
@@ -971,6 +1113,8 @@ class DeltaStore:
         """The work of ``put_writes`` inside a write transaction the caller holds."""
         self.fence(job.thread_id, job.lease)
         tkey = cast(int, self.thread_key(job.thread_id, job.ns, create=True))
+        if job.texts:
+            self.save_texts(job.texts)
         self.store_writes(
             tkey, job.checkpoint_id, job.task_id, job.task_path, job.entries, replace=job.replace
         )
@@ -988,13 +1132,15 @@ class DeltaStore:
         """Merge ``[idx, channel, type, bytes]`` entries into the task's row of writes.
 
         As in SqliteSaver, special writes (errors, interrupts, resumes) replace what the task
-        stored before at their index; ordinary writes never overwrite an earlier one.
+        stored before at their index; ordinary writes never overwrite an earlier one. An entry
+        that names large texts lists their hashes fifth; the row lists them all (``texts``).
         """
-        blob = self.serde.dumps_typed(sorted(entries, key=operator.itemgetter(0)))[1]
+        entries = sorted(entries, key=operator.itemgetter(0))
+        blob = self.serde.dumps_typed(entries)[1]
         inserted = self.conn.execute(
             "INSERT OR IGNORE INTO delta_writes (thread, checkpoint_id, task_id, task_path, "
-            "writes) VALUES (?, ?, ?, ?, ?)",
-            (tkey, checkpoint_id, task_id, task_path, blob),
+            "writes, texts) VALUES (?, ?, ?, ?, ?, ?)",
+            (tkey, checkpoint_id, task_id, task_path, blob, _entry_texts(entries)),
         ).rowcount
         if inserted:
             return
@@ -1007,11 +1153,18 @@ class DeltaStore:
         for entry in entries:
             if replace or entry[0] not in merged:
                 merged[entry[0]] = entry
-        blob = self.serde.dumps_typed([merged[k] for k in sorted(merged)])[1]
+        kept = [merged[k] for k in sorted(merged)]
         self.conn.execute(
-            "UPDATE delta_writes SET task_path = ?, writes = ? "
+            "UPDATE delta_writes SET task_path = ?, writes = ?, texts = ? "
             "WHERE thread = ? AND checkpoint_id = ? AND task_id = ?",
-            (task_path if replace else row[0], blob, tkey, checkpoint_id, task_id),
+            (
+                task_path if replace else row[0],
+                self.serde.dumps_typed(kept)[1],
+                _entry_texts(kept),
+                tkey,
+                checkpoint_id,
+                task_id,
+            ),
         )
 
     def fence(self, thread_id: str, owner: str | None) -> None:
@@ -1036,6 +1189,8 @@ class DeltaStore:
             ]
             for tkey in keys:
                 self.delete_rows(tkey)
+            if keys:
+                self.sweep_texts()
         self.forget_thread(thread_id)
 
     def delete_rows(self, tkey: int) -> None:
@@ -1049,6 +1204,12 @@ class DeltaStore:
         for table in ("delta_lineages", "delta_values", "delta_checkpoints", "delta_writes"):
             conn.execute(f"DELETE FROM {table} WHERE thread = ?", (tkey,))  # noqa: S608 - fixed names
         conn.execute("DELETE FROM delta_threads WHERE id = ?", (tkey,))
+
+
+def _entry_texts(entries: list[list[Any]]) -> str | None:
+    """The ``texts`` column of a row of writes: every hash its entries name."""
+    hashes = {h for entry in entries if len(entry) > 4 for h in entry[4]}
+    return _texts.texts_column(sorted(hashes))
 
 
 @contextmanager

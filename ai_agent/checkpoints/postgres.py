@@ -176,7 +176,16 @@ _TABLES = (
 # PG_MIGRATIONS[n] takes a PostgreSQL run store from version n to n + 1. The PostgreSQL store
 # began at version 3 (its tables above are that version); later versions add their steps here and
 # to the SQLite MIGRATIONS alike.
-PG_MIGRATIONS: dict[int, tuple[str, ...]] = {}
+PG_MIGRATIONS: dict[int, tuple[str, ...]] = {
+    # 4: large texts in message bodies stored once (ai_agent.checkpoints._texts). The index
+    # holds the key, not the list of hashes: a btree entry has a size limit here.
+    3: (
+        "CREATE TABLE IF NOT EXISTS agent_texts (hash TEXT PRIMARY KEY, body BYTEA NOT NULL)",
+        "ALTER TABLE agent_blobs ADD COLUMN IF NOT EXISTS texts TEXT",
+        "CREATE INDEX IF NOT EXISTS agent_blobs_texts ON agent_blobs (hash) "
+        "WHERE texts IS NOT NULL",
+    ),
+}
 _FIRST_PG_VERSION = 3
 
 
