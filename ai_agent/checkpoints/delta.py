@@ -7,7 +7,7 @@ results, the trace) is written as the new items plus a reference to the list it 
 that was rewritten (compaction, ``{"replace": [...]}``, a removal) starts a new lineage holding
 its full value. Reading a checkpoint rebuilds exactly the values LangGraph put.
 
-Storage format (``delta_meta.format`` = 2), beside the run store's tables in the same file:
+Storage format (``delta_meta.format`` = 3), beside the run store's tables in the same file:
 
     delta_threads      id  <-  (thread_id, checkpoint_ns)           a small integer per thread
     delta_checkpoints  (thread, checkpoint_id) -> parent_id, full, depth, skeleton, metadata
@@ -24,6 +24,10 @@ Storage format (``delta_meta.format`` = 2), beside the run store's tables in the
                                                        first base_length items (a fork, time travel)
     delta_segments     (lineage, start) -> count, merged, type, items    items[start:start+count]
     delta_writes       (thread, checkpoint_id, task_id) -> task_path, [idx, channel, type, bytes]
+    agent_texts        hash -> body                    a str or bytes of 4 KB or more, once per file
+                                                       (format 3; `ai_agent.checkpoints._texts`):
+                                                       values, segments, writes and skeletons that
+                                                       hold one name it in their ``texts`` column
 
 How the message history of a run looks after 12 messages, 3 of them added since the last merge:
 
