@@ -638,6 +638,9 @@ class AgentCore:
 
         The arguments, the result and the errors are documented on `ai_agent.Agent.resume`.
         """
+        if isinstance(self.database, Path) and not self.database.exists():
+            # Opening the store would leave an empty database behind for a mistyped path.
+            raise self._unknown(check_thread_id(thread_id))
         async with self._full_disk_stops(thread_id):
             lease = await self.store.acquire(check_thread_id(thread_id))
             try:
