@@ -73,7 +73,7 @@ MODULES = [
     "ai_agent.tools.maker.audit",
     "ai_agent.tools.maker.builder",
     "ai_agent.tools.maker.loader",
-    "ai_agent.tools.maker.policy",
+    "ai_agent.tools.maker.allowlists",
     "ai_agent.tools.maker.registry",
     "ai_agent.tools.maker.storage",
     "ai_agent.tools.maker.validator",
