@@ -22,6 +22,7 @@ MODULES = [
     "ai_agent.context",
     "ai_agent.datafiles",
     "ai_agent.events",
+    "ai_agent.issues",
     "ai_agent.graph.events",
     "ai_agent.graph.streaming",
     "ai_agent.models",

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from ai_agent.config import McpServerConfig, load_mcp_config
 from ai_agent.errors import ConfigError, McpServerError, ToolRegistrationError
+from ai_agent.issues import IssueKind, kind_of_error
 from ai_agent.state import ToolResult
 from ai_agent.tools.mcp.adapt import local_names, mcp_tool_spec, selected
 from ai_agent.tools.mcp.status import McpServerStatus
@@ -47,13 +48,13 @@ class McpFailure:
 
     Attributes:
         server: Its name.
-        code: The gate issue code: ``AUTH``, ``MISSING_ENV`` or ``TOOL_ERROR``.
+        code: The kind of gate issue it is: ``AUTH``, ``MISSING_ENV`` or ``TOOL_ERROR``.
         message: What went wrong and what to do (names the server, never a key).
         required: Whether a run needs it (``required: true`` in its configuration).
     """
 
     server: str
-    code: str
+    code: IssueKind
     message: str
     required: bool
 
@@ -173,7 +174,7 @@ class McpManager:
                 failures.append(
                     McpFailure(
                         server=connection.name,
-                        code=outcome.issue_code,
+                        code=kind_of_error(outcome) or IssueKind.TOOL_ERROR,
                         message=str(outcome),
                         required=connection.config.required,
                     )
