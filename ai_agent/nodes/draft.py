@@ -214,7 +214,9 @@ async def _draft(state: RunState, context: RunContext) -> DraftUpdate:
             }
         )
     if "budget_issue" in prepared:
-        line = TraceEvent(stage="draft", iteration=iteration, status="error", detail="BUDGET")
+        line = TraceEvent(
+            stage="draft", iteration=iteration, status="error", detail=IssueKind.BUDGET.value
+        )
         return work.done(None, line, [issue(IssueKind.BUDGET, prepared["budget_issue"])])
     messages = compose_messages(system_prompt, work.messages)
     context.emit({"type": "model_waiting", "stage": "draft", "iteration": iteration})
