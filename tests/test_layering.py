@@ -14,8 +14,9 @@ PACKAGE = Path(__file__).resolve().parent.parent / "ai_agent"
 # ``if TYPE_CHECKING:`` are annotations only and do not count.
 ALLOWED: dict[str, set[str]] = {
     "errors": set(),
+    "issues": {"errors"},
     "datafiles": {"errors"},
-    "state": set(),
+    "state": {"issues"},
     "visible": set(),
     "config": {"errors", "datafiles"},
     "context": {"state"},
@@ -23,10 +24,10 @@ ALLOWED: dict[str, set[str]] = {
     "resilience": {"errors", "state", "observability"},
     "tokens": {"errors", "config"},
     "compaction": {"errors", "state", "context", "tokens"},
-    "accounting": {"state", "context", "tokens", "compaction"},
+    "accounting": {"issues", "state", "context", "tokens", "compaction"},
     "usage": {"state"},
-    "tools": {"errors", "state", "context", "config", "resilience", "observability"},
-    "nodes": {"errors", "state", "context", "config", "tools", "observability"},
+    "tools": {"errors", "issues", "state", "context", "config", "resilience", "observability"},
+    "nodes": {"errors", "issues", "state", "context", "config", "tools", "observability"},
 }
 
 
@@ -73,11 +74,108 @@ def test_nodes_never_import_graph_or_checkpoints() -> None:
         assert not imported & {"graph", "checkpoints", "cli"}, path.name
 
 
+# Circles between modules of one package that are still there, each to be removed by the work
+# that splits the checkpoint store (then its entry goes too: the test fails while a listed
+# circle no longer exists, so the list only shrinks). tools/builtin's is a type-only one.
+KNOWN_CIRCLES: set[frozenset[str]] = {
+    frozenset({"checkpoints._legacy", "checkpoints._store"}),
+    frozenset({"checkpoints.postgres", "checkpoints.saver", "checkpoints.store"}),
+    frozenset({"tools.builtin.protected", "tools.builtin.sandbox"}),
+}
+
+
+def _module(path: Path) -> str:
+    """The module's dotted name under the package (a package: its folder's name)."""
+    parts = path.relative_to(PACKAGE).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _folder(module: str, modules: dict[str, Path]) -> str:
+    return module if modules[module].name == "__init__.py" else module.rpartition(".")[0]
+
+
+def _imported_modules(path: Path, modules: dict[str, Path]) -> set[str]:
+    """The package's modules ``path`` imports anywhere, annotations under TYPE_CHECKING too.
+
+    An import moved into a function, or under ``if TYPE_CHECKING:``, still ties the two
+    modules together, so it counts here (unlike the layering check above).
+    """
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            base = node.module.removeprefix("ai_agent.")
+            found.update(
+                f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names
+            )
+        elif isinstance(node, ast.Import):
+            found.update(a.name.removeprefix("ai_agent.") for a in node.names)
+    return found & modules.keys()
+
+
+def _circles(graph: dict[str, set[str]]) -> list[frozenset[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[frozenset[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for other in sorted(graph[node]):
+            if other not in index:
+                visit(other)
+                low[node] = min(low[node], low[other])
+            elif other in stack:
+                low[node] = min(low[node], index[other])
+        if low[node] == index[node]:
+            component = {stack.pop()}
+            while node not in component:
+                component.add(stack.pop())
+            if len(component) > 1:
+                found.append(frozenset(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def _package_graph() -> dict[str, set[str]]:
+    """Each module's imports of modules in its own folder (its package's ``__init__`` included)."""
+    modules = {_module(p): p for p in PACKAGE.rglob("*.py") if p != PACKAGE / "__init__.py"}
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        folder = _folder(name, modules)
+        graph[name] = {
+            m
+            for m in _imported_modules(path, modules)
+            if m != name and (_folder(m, modules) == folder or m == folder)
+        }
+    return graph
+
+
+def test_no_import_circles_inside_a_package() -> None:
+    circles = set(_circles(_package_graph()))
+    new = [sorted(c) for c in circles - KNOWN_CIRCLES]
+    assert not new, (
+        f"modules that import each other: {new}; move what they share into a module below both"
+    )
+    gone = [sorted(c) for c in KNOWN_CIRCLES - circles]
+    assert not gone, f"circles no longer there: {gone}; remove them from KNOWN_CIRCLES"
+
+
+def test_the_circle_finder_sees_a_circle() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": set()}
+    assert _circles(graph) == [frozenset({"a", "b", "c"})]
+
+
 @pytest.mark.parametrize(
     "module",
     [
         "ai_agent",
         "ai_agent.errors",
+        "ai_agent.issues",
         "ai_agent.state",
         "ai_agent.context",
         "ai_agent.tools",

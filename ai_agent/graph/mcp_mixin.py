@@ -31,8 +31,9 @@ from ai_agent.errors import UnknownThreadError
 from ai_agent.graph.replay import ReplayMixin
 from ai_agent.graph.tools_mixin import ToolsMixin
 from ai_agent.graph.worker import PlanOutcome, WorkerMixin
+from ai_agent.nodes._issues import issue
 from ai_agent.nodes.gate import parse_plan
-from ai_agent.state import SEVERITY, Issue, ToolResult, UserPlan
+from ai_agent.state import Issue, ToolResult, UserPlan
 from ai_agent.tools.mcp.manager import McpFailure, McpManager
 
 if TYPE_CHECKING:
@@ -48,13 +49,7 @@ _FAILURES: ContextVar[list[McpFailure] | None] = ContextVar("ai_agent_mcp_failur
 
 
 def _issue(failure: McpFailure) -> Issue:
-    return Issue(
-        code=failure.code,
-        severity=SEVERITY.get(failure.code, SEVERITY["TOOL_ERROR"]),
-        message=failure.message,
-        tool=None,
-        call_id=None,
-    )
+    return issue(failure.code, failure.message)
 
 
 class McpMixin(ToolsMixin, WorkerMixin, ReplayMixin):

@@ -5,13 +5,15 @@ A structured intent becomes a `ToolBuildRequest`, then a canonical spec and Pyth
 through ``draft -> validated -> approval_required -> approved | rejected -> activated``
 (`.approvals`), versioned and audited on disk (`.storage`, `.audit`), and loaded
 (`.loader`) as a ToolSpec whose every call runs in its own bubblewrap sandbox
-(`.confine`; HTTP through `.broker`; limits and the guarded tool in `.policy`).
+(`.confine`; HTTP through `.broker`; the limits in `.limits`, the path and host
+allowlists in `.allowlists`, the guarded tool in `.policy`).
 `ToolsmakerRegistry` is the only thing that changes this state. See docs/toolsmaker.md.
 """
 
 from ai_agent.tools.maker.audit import AuditLog, AuditReport, verify_audit
 from ai_agent.tools.maker.builder import request_from_intent
-from ai_agent.tools.maker.policy import PolicyGuardedTool, SandboxLimits
+from ai_agent.tools.maker.limits import SandboxLimits
+from ai_agent.tools.maker.policy import PolicyGuardedTool
 from ai_agent.tools.maker.records import (
     BuildRecord,
     BuildResult,

@@ -65,7 +65,7 @@ from ai_agent.tools.builtin.bash import root_dirs
 from ai_agent.tools.builtin.cgroups import CallCgroup, make_call_cgroup
 from ai_agent.tools.builtin.protected import ProtectedPaths
 from ai_agent.tools.builtin.sandbox import Sandbox, SandboxError
-from ai_agent.tools.maker.policy import SandboxLimits
+from ai_agent.tools.maker.limits import SandboxLimits
 
 __all__ = [
     "MAX_DEPTH",

@@ -41,8 +41,8 @@ from ai_agent.tools.builtin.protected import Protected, ProtectedPaths
 from ai_agent.tools.maker.approvals import check_transition, review_artifact
 from ai_agent.tools.maker.audit import AuditLog, AuditReport, verify_audit
 from ai_agent.tools.maker.builder import build, request_from_intent
+from ai_agent.tools.maker.limits import SandboxLimits
 from ai_agent.tools.maker.loader import GENERATED_GROUP, load_tool
-from ai_agent.tools.maker.policy import SandboxLimits
 from ai_agent.tools.maker.records import (
     BuildRecord,
     BuildResult,

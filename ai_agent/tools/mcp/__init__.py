@@ -18,8 +18,9 @@ Examples:
 
 from ai_agent.config import McpAuthConfig, McpServerConfig, load_mcp_config
 from ai_agent.tools.mcp.adapt import category_for, convert_result, local_names
-from ai_agent.tools.mcp.manager import McpFailure, McpManager, McpServerStatus
+from ai_agent.tools.mcp.manager import McpFailure, McpManager
 from ai_agent.tools.mcp.resolve import Resolved, resolve
+from ai_agent.tools.mcp.status import McpServerStatus
 
 __all__ = [
     "McpAuthConfig",

@@ -22,44 +22,24 @@ from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypedDict
+from typing import TYPE_CHECKING, Any
 
 from ai_agent.config import McpServerConfig, load_mcp_config
 from ai_agent.errors import ConfigError, McpServerError, ToolRegistrationError
+from ai_agent.issues import IssueKind, kind_of_error
 from ai_agent.state import ToolResult
 from ai_agent.tools.mcp.adapt import local_names, mcp_tool_spec, selected
+from ai_agent.tools.mcp.status import McpServerStatus
 from ai_agent.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:
     from ai_agent.tools.mcp.connection import McpConnection
 
-__all__ = ["McpFailure", "McpManager", "McpServerStatus", "ServerState", "gather_servers"]
-
-ServerState = Literal["stopped", "starting", "running", "failed"]
+__all__ = ["McpFailure", "McpManager", "gather_servers"]
 
 # The registry's timeout for an MCP tool: the server's own timeout is applied inside the call
 # (with a typed result); this outer one only bounds a restart that happens before the call.
 _OUTER_MARGIN = 5.0
-
-
-class McpServerStatus(TypedDict):
-    """One server as `McpManager.status` and ``ai-agent mcp list`` show it.
-
-    ``tools`` are the registry names of its tools; ``started_ms`` how long its last start took
-    (process, initialize, tool list); ``error`` / ``error_code`` why it is not running.
-    """
-
-    name: str
-    transport: str
-    target: str
-    state: ServerState
-    pid: int | None
-    server: str | None
-    tools: list[str]
-    restarts: int
-    started_ms: float | None
-    error: str | None
-    error_code: str | None
 
 
 @dataclass(frozen=True)
@@ -68,13 +48,13 @@ class McpFailure:
 
     Attributes:
         server: Its name.
-        code: The gate issue code: ``AUTH``, ``MISSING_ENV`` or ``TOOL_ERROR``.
+        code: The kind of gate issue it is: ``AUTH``, ``MISSING_ENV`` or ``TOOL_ERROR``.
         message: What went wrong and what to do (names the server, never a key).
         required: Whether a run needs it (``required: true`` in its configuration).
     """
 
     server: str
-    code: str
+    code: IssueKind
     message: str
     required: bool
 
@@ -194,7 +174,7 @@ class McpManager:
                 failures.append(
                     McpFailure(
                         server=connection.name,
-                        code=outcome.issue_code,
+                        code=kind_of_error(outcome) or IssueKind.TOOL_ERROR,
                         message=str(outcome),
                         required=connection.config.required,
                     )
