@@ -77,6 +77,7 @@ def test_nodes_never_import_graph_or_checkpoints() -> None:
     "module",
     [
         "ai_agent",
+        "ai_agent.config",
         "ai_agent.errors",
         "ai_agent.state",
         "ai_agent.context",
@@ -120,3 +121,31 @@ def test_the_public_api_of_the_design() -> None:
         "make_tool_registry",
     }
     assert expected <= set(ai_agent.__all__)
+
+
+# Every public name of the single module ``ai_agent/config.py`` that the package replaced: import
+# sites across the tree, the docs and users' code keep working.
+CONFIG_NAMES = {
+    "AgentSettings", "ApprovalPolicyName", "BashToolConfig", "BudgetConfig", "CompactionConfig",
+    "CompactionStrategy", "CONFIG_FILE_SUFFIXES", "DEFAULT_CONFIG_FILES", "ENV_NESTED_DELIMITER",
+    "ENV_PREFIX", "ErrorRecoveryConfig", "FileToolsConfig", "HybridComponent", "LoggingConfig",
+    "MAX_CONFIG_FILE_BYTES", "MAX_ITERATIONS", "MCP_ENV_REFERENCE", "McpAuthConfig",
+    "McpServerConfig", "McpTransportName", "ModelBackendSettings", "ModelRate", "NotesConfig",
+    "ObservabilityConfig", "SECRET_ENV_NAME", "StreamingConfig", "TokenizerConfig",
+    "ToolCategoryName", "ToolConfig", "ToolsmakerConfig", "USER_ENV_FILE_NAME", "WebSearchConfig",
+    "load_mcp_config", "load_settings", "split_tool_names",
+}  # fmt: skip
+
+
+def test_the_config_package_keeps_the_names_of_the_module() -> None:
+    import ai_agent.config
+
+    assert set(ai_agent.config.__all__) == CONFIG_NAMES
+
+
+def test_the_config_file_travels_as_an_argument() -> None:
+    # Settings are read from what the call names; no context variable carries the file beside it.
+    paths = [*PACKAGE.glob("config.py"), *(PACKAGE / "config").rglob("*.py")]
+    assert paths
+    for path in paths:
+        assert "ContextVar" not in path.read_text(), path.name
