@@ -4,11 +4,19 @@ from __future__ import annotations
 
 import ast
 import importlib
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "ai_agent"
+
+# Modules that sit lower or higher than the rest of their package, so they are parts of their
+# own: the retries and the breaker (the tools import them, and must not load the chat backend
+# with them), and model resolution (the one module of models that may import the fakes and
+# the local server, lazily, for ``scripted:PATH`` and the ``local`` backend).
+SUB_PARTS = ("models.resilience", "models.resolve")
 
 # What each part may import from inside the package (besides itself). Imports under
 # ``if TYPE_CHECKING:`` are annotations only and do not count.
@@ -20,13 +28,21 @@ ALLOWED: dict[str, set[str]] = {
     "config": {"errors", "datafiles"},
     "context": {"state"},
     "observability": {"errors", "state", "context", "config", "visible"},
-    "resilience": {"errors", "state", "observability"},
+    "models.resilience": {"errors", "state", "observability"},
+    "resilience": {"models.resilience"},  # the old import path of models/resilience.py
     "tokens": {"errors", "config"},
     "compaction": {"errors", "state", "context", "tokens"},
     "accounting": {"state", "context", "tokens", "compaction"},
     "usage": {"state"},
-    "tools": {"errors", "state", "context", "config", "resilience", "observability"},
+    "tools": {"errors", "state", "context", "config", "models.resilience", "observability"},
     "nodes": {"errors", "state", "context", "config", "tools", "observability"},
+    "models": {"errors", "state", "context", "observability", "models.resilience"},
+    "local": {"errors"},
+    "testing": {"errors", "state", "models"},
+    "models.resolve": {
+        *("errors", "config", "context", "observability", "models", "models.resilience"),
+        *("testing", "local"),
+    },
 }
 
 
@@ -49,13 +65,19 @@ def _runtime_imports(path: Path) -> set[str]:
         for name in names:
             parts = name.split(".")
             if parts[0] == "ai_agent" and len(parts) > 1:
-                found.add(parts[1])
+                found.add(_sub_part(parts[1:]))
     return found
 
 
+def _sub_part(parts: list[str] | tuple[str, ...]) -> str:
+    """``models.resilience`` for a module of a sub-part, else the top-level part."""
+    dotted = ".".join(parts)
+    return next((sub for sub in SUB_PARTS if f"{dotted}.".startswith(f"{sub}.")), parts[0])
+
+
 def _part(path: Path) -> str:
-    rel = path.relative_to(PACKAGE)
-    return rel.parts[0].removesuffix(".py")
+    rel = path.relative_to(PACKAGE).with_suffix("")
+    return _sub_part(rel.parts)
 
 
 @pytest.mark.parametrize("part", sorted(ALLOWED))
@@ -65,6 +87,27 @@ def test_imports_only_go_downwards(part: str) -> None:
     for path in files:
         extra = _runtime_imports(path) - ALLOWED[part] - {part}
         assert not extra, f"{path.relative_to(PACKAGE)} imports {sorted(extra)}"
+
+
+def test_only_model_resolution_imports_the_fakes_and_the_local_server() -> None:
+    # graph/core.py once chose between them itself; now it asks models/resolve.py.
+    for path in PACKAGE.rglob("*.py"):
+        if _part(path) not in {"testing", "local", "models.resolve"}:
+            imported = _runtime_imports(path)
+            assert not imported & {"testing", "local"}, path.relative_to(PACKAGE)
+
+
+def test_the_retries_load_no_chat_backend() -> None:
+    # The tools import the retry helpers; importing them must not load LangChain or a client.
+    code = (
+        "import sys, ai_agent.tools, ai_agent.models.resilience, ai_agent.resilience\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & "
+        "{'langchain_core', 'langchain_openai', 'openai', 'tenacity'}))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert out.stdout.strip() == "[]"
 
 
 def test_nodes_never_import_graph_or_checkpoints() -> None:
@@ -86,6 +129,8 @@ def test_nodes_never_import_graph_or_checkpoints() -> None:
         "ai_agent.graph",
         "ai_agent.testing",
         "ai_agent.models",
+        "ai_agent.models.resilience",
+        "ai_agent.models.resolve",
         "ai_agent.resilience",
         "ai_agent.tokens",
         "ai_agent.compaction",
