@@ -194,3 +194,35 @@ def test_the_config_file_travels_as_an_argument() -> None:
     assert paths
     for path in paths:
         assert "ContextVar" not in path.read_text(), path.name
+
+
+MAX_MODULE_LINES = 600
+# Modules over the limit today, each to be split by its own piece of work; an entry goes when its
+# file is split (the test fails while a listed file is under the limit, so the list only shrinks).
+OVER_THE_LIMIT = {
+    "checkpoints/_store.py",  # the checkpoint store split
+    "checkpoints/delta.py",  # the checkpoint store split
+    "graph/core.py",  # the runner and facade work
+    "graph/inspection.py",  # the run archive
+    "observability/scopes.py",  # the runner work (the observability scope's context variable)
+    "tools/builtin/bash.py",  # built-in tool schemas from signatures
+    "tools/maker/confine.py",  # the toolsmaker's circles
+    "tools/maker/registry.py",  # the toolsmaker's circles
+    "tools/maker/validator.py",  # the toolsmaker's circles
+    "tools/mcp/connection.py",  # the MCP circles and toolsets
+}
+
+
+def _lines(path: Path) -> int:
+    return len(path.read_text(encoding="utf-8").splitlines())
+
+
+def test_no_module_is_over_the_size_limit() -> None:
+    over = {
+        path.relative_to(PACKAGE).as_posix(): _lines(path)
+        for path in PACKAGE.rglob("*.py")
+        if _lines(path) > MAX_MODULE_LINES
+    }
+    assert {name: n for name, n in over.items() if name not in OVER_THE_LIMIT} == {}
+    # A listed module that was split leaves the list with it.
+    assert sorted(OVER_THE_LIMIT - set(over)) == []
