@@ -22,6 +22,7 @@ SUB_PARTS = ("models.resilience", "models.resolve")
 # ``if TYPE_CHECKING:`` are annotations only and do not count.
 ALLOWED: dict[str, set[str]] = {
     "errors": set(),
+    "_lazy": set(),
     "datafiles": {"errors"},
     "state": set(),
     "visible": set(),
@@ -36,7 +37,7 @@ ALLOWED: dict[str, set[str]] = {
     "usage": {"state"},
     "tools": {"errors", "state", "context", "config", "models.resilience", "observability"},
     "nodes": {"errors", "state", "context", "config", "tools", "observability"},
-    "models": {"errors", "state", "context", "observability", "models.resilience"},
+    "models": {"_lazy", "errors", "state", "context", "observability", "models.resilience"},
     "local": {"errors"},
     "testing": {"errors", "state", "models"},
     "models.resolve": {

@@ -174,28 +174,23 @@ async def test_repeated_timeouts_open_the_breaker(server: MockOpenAIServer, call
     assert breaker.state == "open"
 
 
+def _agents_caller(settings: AgentSettings) -> ChatModelCaller:
+    """The caller an Agent with these settings makes for its configured server."""
+    backend = settings.model_backend
+    model = make_chat_model(backend)
+    return caller_for(model, backend, settings, SecretValues(), base_url=backend.base_url)
+
+
 def test_the_limits_come_from_the_backend_settings(server: MockOpenAIServer) -> None:
     backend = ModelBackendSettings()
     assert (backend.total_timeout, backend.idle_timeout) == (600.0, None)
     settings = AgentSettings(
         model_backend={"base_url": server.base_url, "total_timeout": 90, "idle_timeout": 7}
     )
-    model = caller_for(
-        make_chat_model(settings.model_backend),
-        settings.model_backend,
-        settings,
-        SecretValues(),
-        base_url=server.base_url,
-    )
+    model = _agents_caller(settings)
     assert (model.total_timeout, model.idle_timeout) == (90.0, 7.0)
     plain = AgentSettings(model_backend={"base_url": server.base_url, "timeout": 12})
-    model = caller_for(
-        make_chat_model(plain.model_backend),
-        plain.model_backend,
-        plain,
-        SecretValues(),
-        base_url=server.base_url,
-    )
+    model = _agents_caller(plain)
     assert (model.total_timeout, model.idle_timeout) == (600.0, 12.0)  # idle: the read timeout
 
 

@@ -4,9 +4,12 @@ The sources and their order are described in `ai_agent.config`; `AgentSettings.l
 problem into one `ConfigError` that names each bad field and where it was set.
 
 Examples:
-    >>> settings = AgentSettings(_env_file=None, max_iterations=5)
-    >>> settings.max_iterations, settings.model_backend.model
-    (5, 'llama3.2')
+    >>> load_settings(_env_file=None, max_iterations=0)
+    Traceback (most recent call last):
+    ...
+    ai_agent.errors.ConfigError: invalid settings (1 problem):
+      max_iterations: Input should be greater than or equal to 1
+    ...
 """
 
 from __future__ import annotations

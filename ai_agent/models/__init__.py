@@ -21,8 +21,9 @@ Examples:
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ai_agent._lazy import lazy_names
 
 if TYPE_CHECKING:
     from ai_agent.models.backend import make_chat_model
@@ -61,14 +62,4 @@ _HOMES = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'ai_agent.models' has no attribute {name!r}")
-    value = getattr(importlib.import_module(home), name)
-    globals()[name] = value  # the next access is a plain lookup
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])
+__getattr__, __dir__ = lazy_names(__name__, _HOMES)
