@@ -72,9 +72,9 @@ def settings_sources(
 
 def _take_config_file(init_settings: PydanticBaseSettingsSource) -> Path | None:
     """The config file given to the constructor, removed from the values to validate."""
-    if not isinstance(init_settings, InitSettingsSource):
-        return None
-    path = init_settings.init_kwargs.pop(CONFIG_FILE_ARGUMENT, None)
+    # pydantic-settings hands the hook an InitSettingsSource; any other source holds no arguments.
+    given = init_settings.init_kwargs if isinstance(init_settings, InitSettingsSource) else {}
+    path = given.pop(CONFIG_FILE_ARGUMENT, None)
     return None if path is None else check_config_path(Path(path))
 
 
