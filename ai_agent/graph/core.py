@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import urllib.parse
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
@@ -82,11 +81,16 @@ from ai_agent.graph.secrets import (
     add_secret,
     settings_secrets,
 )
-from ai_agent.models import ChatModelCaller, make_chat_model
+from ai_agent.models.resilience import RetryPolicy
+from ai_agent.models.resolve import (
+    check_backend,
+    read_model_argument,
+    resolve_model,
+    summary_caller,
+)
 from ai_agent.nodes.gate import check_plan, check_token, parse_plan
 from ai_agent.observability import DurationMetrics, Telemetry
 from ai_agent.observability.logs import engine_logger
-from ai_agent.resilience import CircuitBreaker, RetryPolicy
 from ai_agent.state import GateReport, RunState, TraceEvent, UserPlan, new_run_state
 from ai_agent.tokens import TokenCounter
 from ai_agent.tools.building import build_tool_set
@@ -206,15 +210,9 @@ class AgentCore:
         self.registry.retry = RetryPolicy.for_tools(s.retry)
         # Read at each use: a key exported after a pause, or a tool registered later, counts.
         self.secrets.add_source(lambda: self.registry.snapshot().secret_env_values())
-        self.backend = backend or s.backend
-        if self.backend not in ("openai", "local"):
-            raise ConfigError(f"unknown backend {self.backend!r}; use 'openai' or 'local'")
-        if isinstance(model, str) and model.startswith("scripted:"):
-            from ai_agent.testing import ScriptedModel
-
-            # Read the script now: a bad file is a usage error, not a failed run.
-            model = ScriptedModel.from_file(model.removeprefix("scripted:"))
-        self._model_arg = model
+        self.backend = check_backend(backend or s.backend)
+        # A "scripted:PATH" script is read now: a bad file is a usage error, not a failed run.
+        self._model_arg = read_model_argument(model)
         self.policy = RunPolicy(
             system_prompt=s.system_prompt if system_prompt is None else system_prompt,
             max_iterations=_iterations(
@@ -412,65 +410,16 @@ class AgentCore:
         return self._caller
 
     async def _make_caller(self) -> ModelCaller:
-        model, backend = self._model_arg, self.settings.model_backend
-        if isinstance(model, BaseChatModel):
-            name = str(getattr(model, "openai_api_base", "") or f"the {model._llm_type} model")
-            return self._caller_for(model, backend, base_url=name)
-        if isinstance(model, str):
-            backend = backend.model_copy(update={"model": model})
-        if self.backend == "local":
-            backend = await self._start_local(backend)
-        self._backend = backend
-        model = make_chat_model(backend, http_log=self.telemetry.http_log())
-        return self._caller_for(model, backend, base_url=backend.base_url)
-
-    def _caller_for(
-        self, model: BaseChatModel, backend: ModelBackendSettings, *, base_url: str
-    ) -> ChatModelCaller:
-        """A caller with the settings' retry policy, a breaker for this backend, streaming."""
-        retry = self.settings.retry
-        policy = RetryPolicy.for_models(retry)
-        overridden = retry.model_max_retries is not None or retry.max_attempts is not None
-        if not overridden and "max_retries" in backend.model_fields_set:
-            # An explicit backend max_retries wins over the level's default count.
-            policy = dataclasses.replace(policy, max_retries=backend.max_retries)
-        return ChatModelCaller(
-            model,
-            base_url=base_url,
-            retry=policy,
-            breaker=CircuitBreaker(
-                base_url,
-                threshold=retry.circuit_breaker_threshold,
-                cooldown=retry.circuit_breaker_timeout,
-            ),
-            stream=self.settings.streaming.stream_model_responses,
-            max_response_chars=backend.max_response_chars,
+        resolved = await resolve_model(
+            self._model_arg,
+            backend=self.backend,
+            settings=self.settings,
             secrets=self.secrets,
-            total_timeout=backend.total_timeout,
-            idle_timeout=backend.idle_timeout or backend.timeout,
+            http_log=self.telemetry.http_log(),
+            on_event=self._on_event,
         )
-
-    async def _start_local(self, backend: ModelBackendSettings) -> ModelBackendSettings:
-        from ai_agent.local import LocalModelServer
-
-        emit = self._on_event or _ignore
-        self._local = LocalModelServer(
-            progress=lambda message: emit({"type": "backend", "detail": message})
-        )
-        emit({"type": "backend", "detail": "starting the local llama.cpp server"})
-        await self._local.start()
-        self.secrets.add(self._local.api_key)
-        # The server requires a per-start random key (so no web page can use it); it is a
-        # secret like any other and is scrubbed from error text.
-        return backend.model_copy(
-            update={
-                "base_url": self._local.base_url,
-                "model": self._local.model_id,
-                "api_key": SecretStr(self._local.api_key),
-                "temperature": backend.temperature or 0.0,
-                "seed": backend.seed if backend.seed is not None else 42,
-            }
-        )
+        self._local, self._backend = resolved.local, resolved.backend
+        return resolved.caller
 
     def _memory_store(self) -> SqliteMemory | None:
         if self._memory_sqlite and self._memory is None:
@@ -583,11 +532,8 @@ class AgentCore:
         if wanted == "same" or self._backend is None:
             return None
         if self._summary_caller is None:
-            backend = self._backend.model_copy(update={"model": wanted})
-            self._summary_caller = self._caller_for(
-                make_chat_model(backend, http_log=self.telemetry.http_log()),
-                backend,
-                base_url=backend.base_url,
+            self._summary_caller = summary_caller(
+                self._backend, wanted, self.settings, self.secrets, self.telemetry.http_log()
             )
         return self._summary_caller
 
@@ -920,10 +866,6 @@ class AgentCore:
                 iterations=result.iterations,
             )
         return result
-
-
-def _ignore(event: Event) -> None:
-    """No listener."""
 
 
 def _read_plan(plan: UserPlan | Mapping[str, Any], token_required: bool) -> UserPlan:

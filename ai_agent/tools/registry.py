@@ -20,7 +20,7 @@ from typing import Any
 
 from ai_agent.context import CallReview, ToolInfo
 from ai_agent.errors import ToolRegistrationError, UnknownToolError
-from ai_agent.resilience import RetryPolicy
+from ai_agent.models.resilience import RetryPolicy
 from ai_agent.state import ToolCall, ToolResult
 from ai_agent.tools.adapters import as_tool_spec
 from ai_agent.tools.naming import check_wire_name
@@ -106,7 +106,7 @@ class ToolRegistry(Mapping[str, ToolSpec]):
 
     @property
     def retry(self) -> RetryPolicy | None:
-        """Retries of retryable failures (``ai_agent.resilience``); None: none."""
+        """Retries of retryable failures (``ai_agent.models.resilience``); None: none."""
         return self._retry
 
     @retry.setter

@@ -31,7 +31,7 @@ from typing import Any, cast
 
 from ai_agent.context import CallReview, ToolInfo
 from ai_agent.errors import SandboxUnavailableError, ToolPolicyViolation
-from ai_agent.resilience import RetryPolicy, retry_tool
+from ai_agent.models.resilience import RetryPolicy, retry_tool
 from ai_agent.state import ToolCall, ToolResult
 from ai_agent.tools.naming import wire_name
 from ai_agent.tools.results import (
@@ -85,7 +85,7 @@ class ToolSet:
     Args:
         specs: The tools, by name.
         timeout: Seconds a call may take when its spec does not say.
-        retry: Retries of retryable failures (``ai_agent.resilience``; None: no retries).
+        retry: Retries of retryable failures (``ai_agent.models.resilience``; None: no retries).
         max_result_chars: The largest result a tool may return, in characters of its JSON form
             (None: no limit).
 
