@@ -1,0 +1,118 @@
+"""Every built-in tool's schema, as the model sees it, against a committed snapshot.
+
+``builtin_schemas.json`` holds the schemas as they were when each built-in still wrote its JSON
+schema by hand. The schemas now come from the tools' signatures and docstrings; this test keeps
+them what the model saw, apart from the differences listed in ``_INTENDED`` (each with why).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ai_agent.config import BashToolConfig, NotesConfig, ToolConfig, WebSearchConfig
+from ai_agent.tools.builtin import BUILTIN_NAMES, builtin_tools
+
+_SNAPSHOT = Path(__file__).with_name("builtin_schemas.json")
+
+# Settings that change what the model sees, one case each (the snapshot's keys).
+_CASES: dict[str, tuple[ToolConfig, tuple[str, ...]]] = {
+    "default": (ToolConfig(), BUILTIN_NAMES),
+    **{
+        f"web_search[{backend}]": (
+            ToolConfig(web_search=WebSearchConfig(backend=backend)),
+            ("web_search",),
+        )
+        for backend in ("tavily", "brave", "serpapi")
+    },
+    "run_bash[bwrap]": (ToolConfig(bash=BashToolConfig(sandbox="bwrap")), ("run_bash",)),
+    "notes[k=7,read_max_chars=1234]": (
+        ToolConfig(notes=NotesConfig(k=7, read_max_chars=1234)),
+        ("find_similar", "read_note"),
+    ),
+}
+
+Edit = Callable[[dict[str, Any]], None]
+
+
+def _set(tool: str, prop: str, schema: dict[str, Any]) -> Edit:
+    def edit(tools: dict[str, Any]) -> None:
+        tools[tool]["parameters"]["properties"][prop] = schema
+
+    return edit
+
+
+def _forbid_extra(tool: str) -> Edit:
+    def edit(tools: dict[str, Any]) -> None:
+        tools[tool]["parameters"]["additionalProperties"] = False
+
+    return edit
+
+
+_CODE_TEXT = (
+    "Optional Python module defining class GeneratedTool with execute(self, **kwargs); without "
+    "it a template is used. self.http.request(...) makes HTTP requests, self.secrets holds the "
+    "declared secrets."
+)
+
+# The intended differences from the hand-written schemas, applied to the snapshot before it is
+# compared. Each says the same to the model or is stricter where every other built-in already
+# was; none changes which well-formed calls run.
+_INTENDED: dict[str, list[Edit]] = {}
+
+
+def _expected(case: str) -> dict[str, Any]:
+    tools: dict[str, Any] = copy.deepcopy(json.loads(_SNAPSHOT.read_text())[case])
+    for name in tools:
+        for edit in _INTENDED.get(name, []):
+            edit(tools)
+    return tools
+
+
+def _seen(config: ToolConfig, names: tuple[str, ...], workdir: Path) -> dict[str, Any]:
+    """What the model sees of each named tool: its description and parameters."""
+    specs = {s.name: s for s in builtin_tools(config, workdir=workdir)}
+    seen = {}
+    for name in names:
+        function = dict(specs[name].schema["function"])
+        assert function.pop("name") == name
+        seen[name] = function
+    return seen
+
+
+@pytest.fixture(autouse=True)
+def _enforced_process_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The snapshot is of a machine where run_bash's process limit holds (see the last test)."""
+    from ai_agent.tools.builtin import bash
+
+    monkeypatch.setattr(bash, "warn_process_limit_gap", lambda setting: None)
+
+
+def test_the_snapshot_covers_every_built_in() -> None:
+    snapshot = json.loads(_SNAPSHOT.read_text())
+    assert set(snapshot) == set(_CASES)
+    assert tuple(snapshot["default"]) == BUILTIN_NAMES
+    assert set(_INTENDED) <= set(BUILTIN_NAMES)
+
+
+@pytest.mark.parametrize("case", list(_CASES))
+def test_each_built_in_schema_is_what_the_model_saw(case: str, tmp_path: Path) -> None:
+    config, names = _CASES[case]
+    assert _seen(config, names, tmp_path) == _expected(case)
+
+
+def test_run_bash_says_when_its_process_limit_does_not_hold(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ai_agent.tools.builtin import bash
+
+    monkeypatch.setattr(bash, "warn_process_limit_gap", lambda setting: "root, no cgroup")
+    seen = _seen(ToolConfig(), ("run_bash",), tmp_path)["run_bash"]
+    expected = _expected("default")["run_bash"]
+    gap = " Its process limit is not enforced (the engine runs as root)."
+    assert seen == {**expected, "description": expected["description"] + gap}
