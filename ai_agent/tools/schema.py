@@ -8,6 +8,11 @@ Two kinds of check, one interface (``validator(args) -> [problem, ...]``):
   ``jsonschema`` against it.
 
 A problem names the argument and what is wrong, in words the model can act on.
+
+A parameter's schema comes from its annotation (``Annotated[int, Field(ge=1)]`` for bounds,
+``Literal[...]`` for choices), its default (a value, or ``Field(...)`` for what only the call
+site knows, as pydantic's ``validate_call`` allows) and the docstring's ``Args:`` text, which wins
+over a ``Field`` description. `Omittable` marks an argument the model may leave out.
 """
 
 from __future__ import annotations
@@ -16,14 +21,17 @@ import inspect
 import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any, TypeAlias, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic.fields import FieldInfo
+from pydantic.json_schema import SkipJsonSchema
 
 from ai_agent.errors import ToolRegistrationError
 
 __all__ = [
     "CONTEXT_PARAMETER",
+    "Omittable",
     "SignatureSchema",
     "json_schema_of",
     "json_schema_validator",
@@ -36,6 +44,18 @@ Validator = Callable[[dict[str, Any]], list[str]]
 # A parameter with this name receives the tool context dict instead of a model argument.
 CONTEXT_PARAMETER = "ctx"
 _MAX_PROBLEMS = 8
+
+T = TypeVar("T")
+
+
+def _no_default(schema: dict[str, Any]) -> None:
+    schema.pop("default", None)
+
+
+# An argument the model may leave out (the function then gets None): ``section: Omittable[str] =
+# None``. The model sees the type alone, neither required nor nullable nor with a default, which
+# says "leave it out" more plainly than ``anyOf [string, null]``; pydantic still accepts None.
+Omittable: TypeAlias = Annotated[T | SkipJsonSchema[None], Field(json_schema_extra=_no_default)]
 
 
 def _where(loc: tuple[int | str, ...]) -> str:
@@ -117,6 +137,20 @@ def _hints(fn: Callable[..., Any], owner: str) -> dict[str, Any]:
         ) from None
 
 
+def _field(p: inspect.Parameter, described: str | None) -> FieldInfo:
+    """The field of one parameter: its default and, when the docstring has one, its text.
+
+    Without docstring text, the ``Field`` of the annotation or the default keeps its own
+    description (passing ``description=None`` would erase it).
+    """
+    field: FieldInfo
+    if isinstance(p.default, FieldInfo):
+        field = p.default
+    else:
+        field = Field(... if p.default is p.empty else p.default)
+    return FieldInfo.merge_field_infos(field, description=described) if described else field
+
+
 def signature_schema(
     fn: Callable[..., Any], *, owner: str, docs: Mapping[str, str], skip_first: bool = False
 ) -> SignatureSchema:
@@ -159,8 +193,7 @@ def signature_schema(
             )
         if p.kind is p.POSITIONAL_ONLY:
             positional.append(p.name)
-        default = ... if p.default is p.empty else p.default
-        fields[p.name] = (hints.get(p.name, Any), Field(default, description=docs.get(p.name)))
+        fields[p.name] = (hints.get(p.name, Any), _field(p, docs.get(p.name)))
     try:
         model = create_model(
             f"{owner.replace('.', '_').replace('-', '_')}_args",
