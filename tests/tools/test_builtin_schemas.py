@@ -16,6 +16,8 @@ from typing import Any
 import pytest
 
 from ai_agent.config import BashToolConfig, NotesConfig, ToolConfig, WebSearchConfig
+from ai_agent.state import ToolResult
+from ai_agent.tools import ToolRegistry
 from ai_agent.tools.builtin import BUILTIN_NAMES, builtin_tools
 
 _SNAPSHOT = Path(__file__).with_name("builtin_schemas.json")
@@ -63,7 +65,13 @@ _CODE_TEXT = (
 # The intended differences from the hand-written schemas, applied to the snapshot before it is
 # compared. Each says the same to the model or is stricter where every other built-in already
 # was; none changes which well-formed calls run.
-_INTENDED: dict[str, list[Edit]] = {}
+_INTENDED: dict[str, list[Edit]] = {
+    "calculator": [
+        # Every other built-in refused unknown arguments; the calculator ignored them, so a
+        # misspelled argument went unnoticed. Now it is a schema problem like everywhere else.
+        _forbid_extra("calculator"),
+    ],
+}
 
 
 def _expected(case: str) -> dict[str, Any]:
@@ -116,3 +124,22 @@ def test_run_bash_says_when_its_process_limit_does_not_hold(
     expected = _expected("default")["run_bash"]
     gap = " Its process limit is not enforced (the engine runs as root)."
     assert seen == {**expected, "description": expected["description"] + gap}
+
+
+async def test_built_in_arguments_are_checked_against_the_schema_the_model_saw(
+    tmp_path: Path,
+) -> None:
+    registry = ToolRegistry(builtin_tools(workdir=tmp_path))
+
+    async def calculate(**args: Any) -> ToolResult:
+        return await registry.execute({"id": "1", "name": "calculator", "args": args}, {})
+
+    assert (await calculate(expression="2 * 21"))["content"] == "42"
+    # Worded by the JSON schema, not by pydantic; and a number in a string is no string.
+    wrong = await calculate(expression=42, precision=2)
+    assert wrong["meta"]["problems"] == [
+        "arguments: Additional properties are not allowed ('precision' was unexpected)",
+        "expression: 42 is not of type 'string'",
+    ]
+    assert (await calculate(expression="  "))["meta"]["code"] == "BAD_ARGUMENTS"
+    assert all(spec.validator is None for spec in builtin_tools(workdir=tmp_path))
