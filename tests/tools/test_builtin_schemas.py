@@ -71,6 +71,21 @@ _INTENDED: dict[str, list[Edit]] = {
         # misspelled argument went unnoticed. Now it is a schema problem like everywhere else.
         _forbid_extra("calculator"),
     ],
+    "run_bash": [
+        # ``dict[str, str] | None``: pydantic writes "object or null" as anyOf instead of a list
+        # of types; the same values fit.
+        _set(
+            "run_bash",
+            "env",
+            {
+                "anyOf": [
+                    {"type": "object", "additionalProperties": {"type": "string"}},
+                    {"type": "null"},
+                ],
+                "default": None,
+            },
+        ),
+    ],
 }
 
 

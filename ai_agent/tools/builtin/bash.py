@@ -12,7 +12,8 @@ One job per module:
   runs as root, the tool's description and previews say the limit does not hold;
 - the bubblewrap options: `ai_agent.tools.builtin.bwrap`.
 
-This module is the tool: where a command runs, how long, and what the model gets back. Output
+This module is the tool: where a command runs, how long, and what the model gets back; its schema
+is the signature of `BashTool.run_bash`. Output
 is read as it comes, capped per stream (the rest is counted, not kept); every chunk also goes to
 ``ctx["on_output"](data, stream)`` (``stdout``/``stderr``), which the act stage turns into live
 ``tool_output`` events. The working directory must be inside the file sandbox.
@@ -31,7 +32,9 @@ import os
 import shutil
 import time
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import Field
 
 from ai_agent.config import BashToolConfig
 from ai_agent.state import ToolResult
@@ -41,7 +44,9 @@ from ai_agent.tools.builtin.bwrap import bwrap_arguments
 from ai_agent.tools.builtin.cgroups import call_cgroup, warn_process_limit_gap
 from ai_agent.tools.builtin.limits import limit_hit, rlimits, tasks_of, ulimit_prefix
 from ai_agent.tools.builtin.sandbox import Sandbox, SandboxError
+from ai_agent.tools.builtin.typed import builtin_spec
 from ai_agent.tools.builtin.walk import require_directory
+from ai_agent.tools.docstrings import parse_docstring
 from ai_agent.tools.spec import ToolCategory, ToolSpec
 
 __all__ = ["BashTool", "bash_tool"]
@@ -85,7 +90,7 @@ class BashTool:
         """
         command = str(args.get("command", ""))
         where = args.get("working_dir") or "."
-        timeout = self._timeout(args)
+        timeout = self._seconds(args.get("timeout", 30))
         mode = ", sandboxed (bwrap)" if self.config.sandbox == "bwrap" else ", no OS sandbox"
         first, *more = command.split("\n")
         lines = [f"run_bash in {where} (timeout {timeout:g}s{mode}):", f"$ {first}"]
@@ -103,8 +108,8 @@ class BashTool:
         return "\n".join(lines)
 
     # Running ---------------------------------------------------------------------------------
-    def _timeout(self, args: dict[str, Any]) -> float:
-        value = args.get("timeout", 30)
+    def _seconds(self, value: Any) -> float:
+        """The call's timeout in seconds, at most ``max_timeout`` (30 when it is not a number)."""
         try:
             seconds = float(value)
         except (TypeError, ValueError):
@@ -166,39 +171,52 @@ class BashTool:
         shown = [self.box.base, *(Path(os.path.realpath(p)) for p in self.config.readonly_paths)]
         return state.masks(shown)
 
-    async def run(self, args: dict[str, Any], ctx: dict[str, Any]) -> ToolResult:
-        """The tool function."""
+    async def run_bash(
+        self,
+        command: Annotated[str, Field(description="The command line.")],
+        working_dir: str = ".",
+        timeout: Annotated[int, Field(ge=1)] = 30,  # noqa: ASYNC109 - the model's name for it
+        env: dict[str, str] | None = None,
+        *,
+        ctx: dict[str, Any],
+    ) -> ToolResult:
+        """Run a bash command and return its exit code, stdout and stderr. The working
+        directory must be inside the workspace; pass variables through env.
+        """  # noqa: D205 - the model reads the first paragraph whole, as the tool's description
         try:
-            return await self._run(args, ctx)
+            return await self._run(command, working_dir, self._seconds(timeout), env, ctx)
         except SandboxError as exc:
             return ToolResult(status="error", error=str(exc), meta={"code": exc.code})
 
-    async def _run(self, args: dict[str, Any], ctx: dict[str, Any]) -> ToolResult:
-        command = args.get("command")
-        if not isinstance(command, str) or not command.strip() or "\x00" in command:
+    async def _run(
+        self,
+        command: str,
+        working_dir: str,
+        seconds: float,
+        extra_env: dict[str, str] | None,
+        ctx: dict[str, Any],
+    ) -> ToolResult:
+        if not command.strip() or "\x00" in command:
             raise SandboxError("BAD_ARGUMENTS", "command must be a non-empty string")
-        refused = self.policy.refusal(command, args.get("env"))
+        refused = self.policy.refusal(command, extra_env)
         if refused:
             return ToolResult(
                 status="error",
                 error=f"not run: {refused}",
                 meta={"code": "COMMAND_NOT_ALLOWED"},
             )
-        where = self.box.resolve(
-            args.get("working_dir") or ".", field="working_dir", check_extension=False
-        )
+        where = self.box.resolve(working_dir or ".", field="working_dir", check_extension=False)
         require_directory(self.box, where.parts, where.given)
-        env = self.policy.env(args.get("env"))
-        timeout = self._timeout(args)
+        env = self.policy.env(extra_env)
         on_output = ctx.get("on_output")
         out = Capture("stdout", self.config.max_output_bytes, on_output)
         err = Capture("stderr", self.config.max_output_bytes, on_output)
         started = time.perf_counter()
-        argv = self._argv(command, where.path, self._limits(timeout))
+        argv = self._argv(command, where.path, self._limits(seconds))
         helpers = _HELPERS[self.config.sandbox]
         async with call_cgroup(self.config.max_processes + helpers) as group:
             child = await Command.start(group.enter(argv) if group else argv, where.path, env)
-            timed_out = await supervise(child, out, err, timeout)
+            timed_out = await supervise(child, out, err, seconds)
             refused_forks = group.refused() if group else 0
         elapsed = round(time.perf_counter() - started, 3)
         result = _result(
@@ -207,7 +225,7 @@ class BashTool:
             out,
             err,
             timed_out,
-            timeout,
+            seconds,
             elapsed,
             self.config.sandbox == "bwrap",
         )
@@ -298,33 +316,17 @@ def bash_tool(sandbox: Sandbox, config: BashToolConfig) -> ToolSpec:
             f"({meta.get('stdout_bytes')} B stdout, {meta.get('stderr_bytes')} B stderr)"
         )
 
-    return ToolSpec(
-        "run_bash",
-        tool.run,
-        description="Run a bash command and return its exit code, stdout and stderr. The "
-        "working directory must be inside the workspace; pass variables through env. "
-        + _SANDBOX_NOTE[config.sandbox]
-        + (" Its process limit is not enforced (the engine runs as root)." if gap else ""),
-        parameters={
-            "type": "object",
-            "properties": {
-                "command": {"type": "string", "description": "The command line."},
-                "working_dir": {"type": "string", "default": "."},
-                "timeout": {"type": "integer", "minimum": 1, "default": 30},
-                "env": {
-                    "type": ["object", "null"],
-                    "additionalProperties": {"type": "string"},
-                    "default": None,
-                },
-            },
-            "required": ["command"],
-            "additionalProperties": False,
-        },
+    described = parse_docstring(tool.run_bash.__doc__).description
+    return builtin_spec(
+        tool.run_bash,
         category=ToolCategory.MODIFICATION,
+        group="shell",
+        # What the model reads of the sandbox depends on the settings and on the machine.
+        description=f"{described} {_SANDBOX_NOTE[config.sandbox]}"
+        + (" Its process limit is not enforced (the engine runs as root)." if gap else ""),
         # The command's own timeout kills its processes; the registry's is only a backstop.
         timeout=config.max_timeout + 10,
         preview=tool.preview,
         escalate=tool.escalate,
         format_result=summary,
-        group="shell",
     )

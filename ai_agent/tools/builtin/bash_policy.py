@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from ai_agent.config import BashToolConfig
@@ -157,17 +158,17 @@ class CommandPolicy:
             return "run_bash: destructive command: " + "; ".join(reasons)
         return None
 
-    def env(self, extra: Any) -> dict[str, str]:
-        """The command's environment: the agent's, filtered, plus ``extra`` (the call's ``env``)."""
+    def env(self, extra: Mapping[str, str] | None) -> dict[str, str]:
+        """The command's environment: the agent's, filtered, plus ``extra`` (the call's ``env``).
+
+        Raises:
+            SandboxError: BAD_ARGUMENTS for a name that is not a shell name, or a NUL in a value.
+        """
         env = _base_env(self.pass_env)
-        if extra is None:
-            return env
-        if not isinstance(extra, dict):
-            raise SandboxError("BAD_ARGUMENTS", "env must be an object of NAME: value strings")
-        for name, value in extra.items():
-            if not _ENV_NAME.match(str(name)):
+        for name, value in (extra or {}).items():
+            if not _ENV_NAME.match(name):
                 raise SandboxError("BAD_ARGUMENTS", f"env name {name!r} is not a valid name")
-            if not isinstance(value, str) or "\x00" in value:
+            if "\x00" in value:
                 raise SandboxError("BAD_ARGUMENTS", f"env {name} must be a string without NUL")
-            env[str(name)] = value
+            env[name] = value
         return env
