@@ -11,7 +11,7 @@ import copy
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import pytest
 
@@ -83,6 +83,44 @@ _INTENDED: dict[str, list[Edit]] = {
                     {"type": "null"},
                 ],
                 "default": None,
+            },
+        ),
+    ],
+    "propose_tool": [
+        # ``dict[str, Any]``: "additionalProperties": true is JSON Schema's default, said aloud.
+        _set(
+            "propose_tool",
+            "inputs",
+            {
+                "type": "object",
+                "additionalProperties": True,
+                "description": "Parameter name -> JSON type (string, integer, number, boolean, "
+                "object, array).",
+            },
+        ),
+        # Literals of strings: the enum gains "type": "string", which every value already is.
+        _set(
+            "propose_tool",
+            "capabilities",
+            {
+                "type": "array",
+                "items": {"type": "string", "enum": ["fs_read", "fs_write", "http", "secrets"]},
+            },
+        ),
+        _set(
+            "propose_tool",
+            "risk",
+            {"type": "string", "enum": ["low", "medium", "high"], "default": "medium"},
+        ),
+        # ``str | None = None``: anyOf instead of a list of types, and the default (null, which
+        # the tool always read as "no code") said aloud.
+        _set(
+            "propose_tool",
+            "code",
+            {
+                "anyOf": [{"type": "string"}, {"type": "null"}],
+                "default": None,
+                "description": _CODE_TEXT,
             },
         ),
     ],
@@ -158,3 +196,10 @@ async def test_built_in_arguments_are_checked_against_the_schema_the_model_saw(
     ]
     assert (await calculate(expression="  "))["meta"]["code"] == "BAD_ARGUMENTS"
     assert all(spec.validator is None for spec in builtin_tools(workdir=tmp_path))
+
+
+def test_propose_tool_offers_the_capabilities_the_toolsmaker_knows() -> None:
+    from ai_agent.tools.maker.propose import Capability
+    from ai_agent.tools.maker.records import CAPABILITIES
+
+    assert get_args(Capability) == CAPABILITIES
