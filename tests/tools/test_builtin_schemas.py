@@ -203,3 +203,19 @@ def test_propose_tool_offers_the_capabilities_the_toolsmaker_knows() -> None:
     from ai_agent.tools.maker.records import CAPABILITIES
 
     assert get_args(Capability) == CAPABILITIES
+
+
+async def test_the_tools_own_checks_hold_where_the_schema_cannot_say(tmp_path: Path) -> None:
+    specs = {s.name: s for s in builtin_tools(workdir=tmp_path)}
+    registry = ToolRegistry(list(specs.values()))
+
+    async def run(name: str, **args: Any) -> ToolResult:
+        return await registry.execute({"id": "1", "name": name, "args": args}, {})
+
+    assert (await run("calculator", expression="2 +"))["meta"]["code"] == "CANNOT_PARSE"
+    assert (await run("find_similar", queries=["  "]))["meta"]["code"] == "BAD_ARGUMENTS"
+    # Called directly, past the registry's check against the schema, the tool still refuses
+    # a search type its backend does not offer.
+    direct = await specs["web_search"].fn({"query": "tides", "search_type": "torrents"}, {})
+    assert direct["meta"]["code"] == "BAD_ARGUMENTS"
+    assert "use one of general, news" in direct["error"]
