@@ -1,15 +1,16 @@
 """Every built-in tool's schema, as the model sees it, against a committed snapshot.
 
 ``builtin_schemas.json`` holds the schemas as they were when each built-in still wrote its JSON
-schema by hand. The schemas now come from the tools' signatures and docstrings; this test keeps
-them what the model saw, apart from the differences listed in ``_INTENDED`` (each with why).
+schema by hand. The schemas now come from the tools' signatures and docstrings, and must stay
+the same as JSON with sorted keys, which is how a replay compares model requests: a recorded run
+replays offline only while every schema in its requests is unchanged
+(``tests/checkpoints/test_fixtures.py`` replays one that used the calculator). A change to a
+built-in's schema is a change to this snapshot, made on purpose.
 """
 
 from __future__ import annotations
 
-import copy
 import json
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, get_args
 
@@ -39,100 +40,15 @@ _CASES: dict[str, tuple[ToolConfig, tuple[str, ...]]] = {
     ),
 }
 
-Edit = Callable[[dict[str, Any]], None]
 
-
-def _set(tool: str, prop: str, schema: dict[str, Any]) -> Edit:
-    def edit(tools: dict[str, Any]) -> None:
-        tools[tool]["parameters"]["properties"][prop] = schema
-
-    return edit
-
-
-def _forbid_extra(tool: str) -> Edit:
-    def edit(tools: dict[str, Any]) -> None:
-        tools[tool]["parameters"]["additionalProperties"] = False
-
-    return edit
-
-
-_CODE_TEXT = (
-    "Optional Python module defining class GeneratedTool with execute(self, **kwargs); without "
-    "it a template is used. self.http.request(...) makes HTTP requests, self.secrets holds the "
-    "declared secrets."
-)
-
-# The intended differences from the hand-written schemas, applied to the snapshot before it is
-# compared. Each accepts the same arguments as before, written as pydantic writes it, except the
-# calculator's, which now refuses unknown arguments as every other built-in did.
-_INTENDED: dict[str, list[Edit]] = {
-    "calculator": [
-        # Every other built-in refused unknown arguments; the calculator ignored them, so a
-        # misspelled argument went unnoticed. Now it is a schema problem like everywhere else.
-        _forbid_extra("calculator"),
-    ],
-    "run_bash": [
-        # ``dict[str, str] | None``: pydantic writes "object or null" as anyOf instead of a list
-        # of types; the same values fit.
-        _set(
-            "run_bash",
-            "env",
-            {
-                "anyOf": [
-                    {"type": "object", "additionalProperties": {"type": "string"}},
-                    {"type": "null"},
-                ],
-                "default": None,
-            },
-        ),
-    ],
-    "propose_tool": [
-        # ``dict[str, Any]``: "additionalProperties": true is JSON Schema's default, said aloud.
-        _set(
-            "propose_tool",
-            "inputs",
-            {
-                "type": "object",
-                "additionalProperties": True,
-                "description": "Parameter name -> JSON type (string, integer, number, boolean, "
-                "object, array).",
-            },
-        ),
-        # Literals of strings: the enum gains "type": "string", which every value already is.
-        _set(
-            "propose_tool",
-            "capabilities",
-            {
-                "type": "array",
-                "items": {"type": "string", "enum": ["fs_read", "fs_write", "http", "secrets"]},
-            },
-        ),
-        _set(
-            "propose_tool",
-            "risk",
-            {"type": "string", "enum": ["low", "medium", "high"], "default": "medium"},
-        ),
-        # ``str | None = None``: anyOf instead of a list of types, and the default (null, which
-        # the tool always read as "no code") said aloud.
-        _set(
-            "propose_tool",
-            "code",
-            {
-                "anyOf": [{"type": "string"}, {"type": "null"}],
-                "default": None,
-                "description": _CODE_TEXT,
-            },
-        ),
-    ],
-}
+def _json(schemas: dict[str, Any]) -> str:
+    """The schemas as a replay compares them (``ai_agent.graph.divergence.request_lines``)."""
+    return json.dumps(schemas, sort_keys=True, ensure_ascii=False, indent=1)
 
 
 def _expected(case: str) -> dict[str, Any]:
-    tools: dict[str, Any] = copy.deepcopy(json.loads(_SNAPSHOT.read_text())[case])
-    for name in tools:
-        for edit in _INTENDED.get(name, []):
-            edit(tools)
-    return tools
+    expected: dict[str, Any] = json.loads(_SNAPSHOT.read_text())[case]
+    return expected
 
 
 def _seen(config: ToolConfig, names: tuple[str, ...], workdir: Path) -> dict[str, Any]:
@@ -148,7 +64,7 @@ def _seen(config: ToolConfig, names: tuple[str, ...], workdir: Path) -> dict[str
 
 @pytest.fixture(autouse=True)
 def _enforced_process_limit(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The snapshot is of a machine where run_bash's process limit holds (see the last test)."""
+    """The snapshot is of a machine where run_bash's process limit holds (see the test below)."""
     from ai_agent.tools.builtin import bash
 
     monkeypatch.setattr(bash, "warn_process_limit_gap", lambda setting: None)
@@ -158,13 +74,12 @@ def test_the_snapshot_covers_every_built_in() -> None:
     snapshot = json.loads(_SNAPSHOT.read_text())
     assert set(snapshot) == set(_CASES)
     assert tuple(snapshot["default"]) == BUILTIN_NAMES
-    assert set(_INTENDED) <= set(BUILTIN_NAMES)
 
 
 @pytest.mark.parametrize("case", list(_CASES))
 def test_each_built_in_schema_is_what_the_model_saw(case: str, tmp_path: Path) -> None:
     config, names = _CASES[case]
-    assert _seen(config, names, tmp_path) == _expected(case)
+    assert _json(_seen(config, names, tmp_path)) == _json(_expected(case))
 
 
 def test_run_bash_says_when_its_process_limit_does_not_hold(
@@ -187,12 +102,15 @@ async def test_built_in_arguments_are_checked_against_the_schema_the_model_saw(
     async def calculate(**args: Any) -> ToolResult:
         return await registry.execute({"id": "1", "name": "calculator", "args": args}, {})
 
-    assert (await calculate(expression="2 * 21"))["content"] == "42"
+    # The calculator has always ignored arguments it does not know.
+    assert (await calculate(expression="2 * 21", precision=2))["content"] == "42"
     # Worded by the JSON schema, not by pydantic; and a number in a string is no string.
-    wrong = await calculate(expression=42, precision=2)
+    wrong = await registry.execute(
+        {"id": "2", "name": "read_file", "args": {"path": 42, "mode": "r"}}, {}
+    )
     assert wrong["meta"]["problems"] == [
-        "arguments: Additional properties are not allowed ('precision' was unexpected)",
-        "expression: 42 is not of type 'string'",
+        "arguments: Additional properties are not allowed ('mode' was unexpected)",
+        "path: 42 is not of type 'string'",
     ]
     assert (await calculate(expression="  "))["meta"]["code"] == "BAD_ARGUMENTS"
     assert all(spec.validator is None for spec in builtin_tools(workdir=tmp_path))

@@ -15,7 +15,7 @@ from ai_agent.state import ToolCall
 from ai_agent.tools import ToolRegistry, as_tool_spec
 from ai_agent.tools.adapters import is_tool
 from ai_agent.tools.docstrings import parse_docstring
-from ai_agent.tools.schema import Omittable
+from ai_agent.tools.schema import Omittable, compact_schema
 
 
 def call(tool_name: str, /, **args: Any) -> ToolCall:
@@ -156,6 +156,26 @@ async def test_annotations_field_defaults_and_omittable_arguments_shape_the_sche
     given = await run(reg, "pick", kinds=["a"], label="x", at=2)
     assert given["content"] == {"times": 1, "kind": "plain", "label": "x", "at": 2}
     assert (await run(reg, "pick", kinds=["a"], at=-1))["meta"]["code"] == "SCHEMA_VIOLATION"
+
+
+def test_a_compact_schema_says_the_same_in_fewer_words() -> None:
+    nullable = {"anyOf": [{"type": "integer", "minimum": 0}, {"type": "null"}], "default": None}
+    assert compact_schema({"type": "array", "items": nullable}) == {
+        "type": "array",
+        "items": {"type": ["integer", "null"], "minimum": 0, "default": None},
+    }
+    # What a list of types cannot say stays an anyOf: more options, a reference, a clash.
+    unchanged = [
+        {"anyOf": [{"type": "string"}, {"type": "integer"}, {"type": "null"}]},
+        {"anyOf": [{"$ref": "#/$defs/A"}, {"type": "null"}]},
+        {"anyOf": [{"type": "string", "default": "x"}, {"type": "null"}], "default": None},
+        {"anyOf": [{"type": "string"}, {"type": "integer"}]},
+    ]
+    assert [compact_schema(s) for s in unchanged] == unchanged
+    assert compact_schema({"type": "object", "additionalProperties": False}) == {
+        "type": "object",
+        "additionalProperties": False,
+    }
 
 
 async def test_async_tools_positional_only_parameters_and_the_context() -> None:

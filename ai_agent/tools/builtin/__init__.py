@@ -118,5 +118,13 @@ def builtin_tools(
             protected=protected,
             allow_hard_links=config.files.allow_hard_links,
         ),
-        builtin_spec(_calculator, name="calculator", category=ToolCategory.READ_ONLY, group="math"),
+        # The calculator has always ignored arguments it does not know (its schema never said
+        # additionalProperties: false, and recorded runs replay only against the same schema).
+        builtin_spec(
+            _calculator,
+            name="calculator",
+            category=ToolCategory.READ_ONLY,
+            group="math",
+            extra="ignore",
+        ),
     ]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 from ai_agent.tools.decorator import function_spec
 from ai_agent.tools.spec import ToolCategory, ToolSpec
@@ -20,7 +20,12 @@ __all__ = ["builtin_spec"]
 
 
 def builtin_spec(
-    fn: Callable[..., Any], *, category: ToolCategory, group: str, **options: Any
+    fn: Callable[..., Any],
+    *,
+    category: ToolCategory,
+    group: str,
+    extra: Literal["forbid", "ignore"] = "forbid",
+    **options: Any,
 ) -> ToolSpec:
     """The ToolSpec of a built-in tool function (`function_spec` with the built-ins' checks).
 
@@ -30,10 +35,15 @@ def builtin_spec(
     schema refuses (a number in a string, an explicit null for an omittable argument) never
     runs. What passes the schema also passes pydantic, which hands the function its values.
 
+    The schema is written compactly (`ai_agent.tools.schema.compact_schema`), as the built-ins'
+    schemas always were: a recorded run replays offline only while every schema in its model
+    requests is the same, to the byte.
+
     Args:
         fn: The tool function; ``ctx`` receives the tool context.
         category: Its oversight category.
         group: Its group.
+        extra: ``ignore`` drops unknown arguments instead of refusing them (the calculator).
         **options: ``name``, ``description``, ``preview``, ``escalate``, ``format_result``,
             ``timeout``, ``requires_env`` (see `function_spec`).
 
@@ -49,5 +59,5 @@ def builtin_spec(
         >>> spec.parameters["properties"]["text"], spec.validator
         ({'description': 'What to shout.', 'type': 'string'}, None)
     """
-    spec = function_spec(fn, category=category, group=group, **options)
+    spec = function_spec(fn, category=category, group=group, extra=extra, compact=True, **options)
     return dataclasses.replace(spec, validator=None)

@@ -38,8 +38,18 @@ __all__ = ["PROPOSE_TOOL", "ProposeTool", "propose_tool_spec"]
 
 PROPOSE_TOOL = "propose_tool"
 _ESCALATION = "propose_tool: a generated tool needs a person's review before it can run"
+
+
+def _choices_only(schema: dict[str, Any]) -> None:
+    # propose_tool's schema has always given its choices alone, without their type: recorded
+    # runs replay offline only against the very same schema.
+    schema.pop("type", None)
+
+
 # The capabilities a generated tool may ask for (`ai_agent.tools.maker.records.CAPABILITIES`).
 Capability = Literal["fs_read", "fs_write", "http", "secrets"]
+_Capability = Annotated[Capability, Field(json_schema_extra=_choices_only)]
+_Risk = Annotated[Literal["low", "medium", "high"], Field(json_schema_extra=_choices_only)]
 _Texts = Omittable[list[str]]
 _INPUTS = "Parameter name -> JSON type (string, integer, number, boolean, object, array)."
 _PATHS = "Workspace subdirectories it may read (fs_read) or write (fs_write)."
@@ -135,12 +145,12 @@ class ProposeTool:
         purpose: Annotated[str, Field(description="What the tool does.")],
         inputs: Annotated[Omittable[dict[str, Any]], Field(description=_INPUTS)] = None,
         outputs: _Texts = None,
-        capabilities: Omittable[list[Capability]] = None,
+        capabilities: Omittable[list[_Capability]] = None,
         allowed_paths: Annotated[_Texts, Field(description=_PATHS)] = None,
         allowed_domains: Annotated[_Texts, Field(description=_DOMAINS)] = None,
         secrets: _Texts = None,
-        risk: Literal["low", "medium", "high"] = "medium",
-        code: Annotated[str | None, Field(description=_CODE)] = None,
+        risk: _Risk = "medium",
+        code: Annotated[Omittable[str | None], Field(description=_CODE)] = None,
         *,
         ctx: dict[str, Any],
     ) -> ToolResult:
