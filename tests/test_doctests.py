@@ -68,6 +68,7 @@ MODULES = [
     "ai_agent.tools.builtin.sandbox",
     "ai_agent.tools.builtin.search",
     "ai_agent.tools.builtin.shellparse",
+    "ai_agent.tools.builtin.typed",
     "ai_agent.tools.builtin.web_search",
     "ai_agent.graph.tools_mixin",
     # the toolsmaker

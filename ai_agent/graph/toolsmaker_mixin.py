@@ -92,7 +92,9 @@ class ToolsmakerMixin(ToolsMixin):
 
         if PROPOSE_TOOL not in self.registry:
             return
-        owner = getattr(self.registry[PROPOSE_TOOL].fn, "__self__", None)
+        # The preview is a method of the ProposeTool behind the spec (its fn is the wrapper
+        # that checks and passes the arguments).
+        owner = getattr(self.registry[PROPOSE_TOOL].preview, "__self__", None)
         if isinstance(owner, ProposeTool):  # not when the user put their own tool there
             owner.bind(
                 lambda: self.toolsmaker,
