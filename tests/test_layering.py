@@ -120,3 +120,62 @@ def test_the_public_api_of_the_design() -> None:
         "make_tool_registry",
     }
     assert expected <= set(ai_agent.__all__)
+
+
+def _package_imports(path: Path, package: str) -> set[str]:
+    """The modules of ``ai_agent.<package>`` that ``path`` imports, wherever the import stands.
+
+    Imports inside functions count, and so do those under ``if TYPE_CHECKING:``: a circle of
+    them still means neither module can be read, tested or moved without the other. A name
+    imported from the package itself (not one of its modules) is an import of its ``__init__``.
+    """
+    prefix = f"ai_agent.{package}"
+    modules = {p.stem for p in (PACKAGE / package).glob("*.py")}
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module == prefix:
+                found.update(a.name if a.name in modules else "__init__" for a in node.names)
+            elif node.module.startswith(prefix + "."):
+                found.add(node.module.removeprefix(prefix + ".").split(".")[0])
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith(prefix + "."):
+                    found.add(alias.name.removeprefix(prefix + ".").split(".")[0])
+    return found - {path.stem}
+
+
+def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The import circles of a graph: its strongly connected parts of two or more modules."""
+    order: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    circles: list[list[str]] = []
+
+    def visit(module: str) -> None:
+        order[module] = low[module] = len(order)
+        stack.append(module)
+        for other in sorted(graph.get(module, ())):
+            if other not in order:
+                visit(other)
+                low[module] = min(low[module], low[other])
+            elif other in stack:
+                low[module] = min(low[module], order[other])
+        if low[module] == order[module]:
+            part = stack[stack.index(module) :]
+            del stack[stack.index(module) :]
+            if len(part) > 1:
+                circles.append(sorted(part))
+
+    for module in sorted(graph):
+        if module not in order:
+            visit(module)
+    return circles
+
+
+def test_no_import_circles_inside_checkpoints() -> None:
+    # The storage engines sit on shared low modules (locations, the run-store protocol, the
+    # delta store's core); nothing below imports back up, not even inside a function.
+    folder = PACKAGE / "checkpoints"
+    graph = {p.stem: _package_imports(p, "checkpoints") for p in folder.glob("*.py")}
+    assert _circles(graph) == []

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any, cast
 
 from langgraph.checkpoint.base import Checkpoint, CheckpointMetadata
 
+from ai_agent.checkpoints._schema import legacy_tables_present
+
 if TYPE_CHECKING:
     from ai_agent.checkpoints._store import DeltaStore
 
@@ -25,6 +27,8 @@ __all__ = ["import_legacy"]
 def import_legacy(store: DeltaStore) -> list[str]:
     """Copy SqliteSaver's threads into the delta tables once; returns the threads skipped."""
     conn = store.conn
+    if not legacy_tables_present(conn):
+        return []
     done = conn.execute("SELECT value FROM delta_meta WHERE key = 'legacy_import'").fetchone()
     if done is not None:
         return list(json.loads(done[0]))

@@ -42,7 +42,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from ai_agent.checkpoints import _texts
 from ai_agent.checkpoints._identity import same_prefix
-from ai_agent.checkpoints._schema import create_or_migrate, legacy_tables_present
+from ai_agent.checkpoints._schema import create_or_migrate
 from ai_agent.checkpoints._sqlite import full_disk_raises
 from ai_agent.checkpoints.fencing import LEASE_ROW_SQL, check_lease, lease_in
 from ai_agent.errors import CorruptRunError, StoreError
@@ -228,10 +228,7 @@ class DeltaStore:
         self._busy = BUSY_TIMEOUT_SECONDS
         self.on_commit: Callable[[], None] | None = None
         self.legacy_skipped: list[str] = []
-        if legacy_tables_present(self.conn):
-            from ai_agent.checkpoints._legacy import import_legacy
-
-            self.legacy_skipped = import_legacy(self)
+        """Threads of an old SqliteSaver database that could not be imported (``_legacy``)."""
 
     def close(self) -> None:
         """Close the connection."""

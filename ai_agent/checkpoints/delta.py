@@ -77,6 +77,7 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from ai_agent.checkpoints import _maintenance
+from ai_agent.checkpoints._legacy import import_legacy
 from ai_agent.checkpoints._schema import FORMAT_VERSION
 from ai_agent.checkpoints._serde import strict_serializer
 from ai_agent.checkpoints._store import DeltaStore, ReadMemo
@@ -164,7 +165,7 @@ class DeltaSaver(
         self._wal: WalCheckpointer | None = None
         try:
             self._store = self._worker.submit(
-                functools.partial(DeltaStore, path, self.serde, cache_threads=cache_threads)
+                functools.partial(_open_store, path, self.serde, cache_threads)
             ).result()
         except BaseException:
             self._worker.stop()
@@ -595,6 +596,13 @@ class DeltaSaver(
     async def areclaim(self) -> None:
         """``reclaim`` off the event loop."""
         await self._acall(self._reclaim)
+
+
+def _open_store(path: str | Path, serde: SerializerProtocol, cache_threads: int) -> DeltaStore:
+    """The storage engine; an old SqliteSaver database's runs are imported the first time."""
+    store = DeltaStore(path, serde, cache_threads=cache_threads)
+    store.legacy_skipped = import_legacy(store)
+    return store
 
 
 def _keep_for(strategy: str) -> int:

@@ -13,10 +13,15 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from ai_agent.checkpoints import SCHEMA_VERSION, describe_location, open_checkpointer
+from ai_agent.checkpoints import (
+    SCHEMA_VERSION,
+    describe_location,
+    open_checkpointer,
+    open_run_store,
+)
 from ai_agent.checkpoints import postgres as pg
 from ai_agent.checkpoints.postgres import PostgresRunStore, scrub
-from ai_agent.checkpoints.store import is_postgres_url, open_run_store, resolve_location
+from ai_agent.checkpoints.store import is_postgres_url, resolve_location
 from ai_agent.errors import ConfigError, LeaseLostError, StoreError, ThreadBusyError
 from tests.postgres.cluster import Cluster
 from tests.postgres.test_store_conformance import dead_pid

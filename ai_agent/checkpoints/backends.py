@@ -1,7 +1,10 @@
-"""The checkpointer the engine runs on: the delta saver, opened the way this engine needs it.
+"""Opening a storage engine for a location: the checkpointer and the run store.
 
-For a ``postgresql://`` URL it is LangGraph's PostgreSQL saver instead
-(``ai_agent.checkpoints.postgres``).
+This is the one seam that opens a backend: a SQLite file path gets the delta checkpointer
+(`DeltaSaver`) and the SQLite `RunStore`; a ``postgresql://`` URL gets LangGraph's PostgreSQL
+saver and ``PostgresRunStore`` (``ai_agent.checkpoints.postgres``, imported only then: it needs
+the ``postgres`` extra). Callers get LangGraph's ``BaseCheckpointSaver`` and
+`RunStoreProtocol` back and never ask which engine they have.
 
 `DeltaSaver` stores what each step added instead of the whole
 state (see its module for the format). Strict serialization: checkpoints are read back with only
@@ -16,16 +19,48 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from types import ModuleType
 from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
-from ai_agent.checkpoints._serde import strict_serializer
 from ai_agent.checkpoints.delta import DeltaSaver
-from ai_agent.checkpoints.store import Location, postgres_module, resolve_location
-from ai_agent.errors import StoreError
+from ai_agent.checkpoints.runstore import RunStore
+from ai_agent.checkpoints.store import Location, RunStoreProtocol, resolve_location
+from ai_agent.errors import ConfigError, StoreError
 
-__all__ = ["open_checkpointer", "strict_serializer"]
+__all__ = ["open_checkpointer", "open_run_store", "postgres_module"]
+
+
+def postgres_module() -> ModuleType:
+    """``ai_agent.checkpoints.postgres``, or a ConfigError saying how to install its extra."""
+    try:
+        # Imported here, not at the top: importing ai_agent never needs the extra.
+        from ai_agent.checkpoints import postgres
+    except ImportError as exc:
+        raise ConfigError(
+            f"PostgreSQL support needs the postgres extra ({exc.name} is missing): "
+            "pip install 'ai-agent[postgres]'"
+        ) from None
+    return postgres
+
+
+def open_run_store(location: Location, **options: Any) -> RunStoreProtocol:
+    """Open the run store at ``location``: SQLite for a path, PostgreSQL for a URL.
+
+    Args:
+        location: A SQLite file path or a ``postgresql://`` URL.
+        options: Passed to the PostgreSQL store (``host``: the name its leases carry).
+
+    Raises:
+        StoreError: the database cannot be opened, or was written by a newer ai-agent.
+        ConfigError: a PostgreSQL URL was given and the ``postgres`` extra is not installed.
+    """
+    resolved = resolve_location(location)
+    if isinstance(resolved, str):
+        store: RunStoreProtocol = postgres_module().PostgresRunStore(resolved, **options)
+        return store
+    return RunStore(resolved)
 
 
 @asynccontextmanager
