@@ -76,7 +76,7 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from ai_agent.checkpoints import _maintenance
+from ai_agent.checkpoints import _maintenance, _puts, _reads, _writes
 from ai_agent.checkpoints._legacy import import_legacy
 from ai_agent.checkpoints._schema import FORMAT_VERSION
 from ai_agent.checkpoints._serde import strict_serializer
@@ -359,7 +359,7 @@ class DeltaSaver(
     # Sync API --------------------------------------------------------------------------------
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """The checkpoint ``config`` names (its ``checkpoint_id``, else the thread's latest)."""
-        return self._call(self.store.get_tuple, config)
+        return self._call(_reads.get_tuple, self.store, config)
 
     def list(
         self,
@@ -375,7 +375,9 @@ class DeltaSaver(
         left = limit
         while left is None or left > 0:
             size = _LIST_PAGE if left is None else min(left, _LIST_PAGE)
-            page = self._call(self.store.list_page, config, filter, before, size, after, memo)
+            page = self._call(
+                _reads.list_page, self.store, config, filter, before, size, after, memo
+            )
             for item, key in page:
                 yield item
                 after = key
@@ -392,9 +394,10 @@ class DeltaSaver(
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
         """Store a checkpoint: its new values, and its skeleton as a diff of its parent's."""
-        job = functools.partial(self.store.put_in_tx, config, checkpoint, metadata, new_versions)
+        store = self.store
+        job = functools.partial(_puts.put_in_tx, store, config, checkpoint, metadata, new_versions)
         if threading.get_ident() == self._worker.ident:
-            return self.store.put(config, checkpoint, metadata, new_versions)
+            return _puts.put(store, config, checkpoint, metadata, new_versions)
         return self._write(job).result()
 
     def put_writes(
@@ -405,15 +408,15 @@ class DeltaSaver(
         task_path: str = "",
     ) -> None:
         """Store a task's pending writes against a checkpoint."""
-        job = self.store.prepare_writes(config, writes, task_id, task_path)
+        job = _writes.prepare_writes(self.store, config, writes, task_id, task_path)
         if threading.get_ident() == self._worker.ident:
-            self.store.put_writes(job)
+            _writes.put_writes(self.store, job)
             return
-        self._write(functools.partial(self.store.put_writes_in_tx, job)).result()
+        self._write(functools.partial(_writes.put_writes_in_tx, self.store, job)).result()
 
     def delete_thread(self, thread_id: str) -> None:
         """Delete a thread: every namespace, checkpoint, value and write of it."""
-        self._call(self.store.delete_thread, thread_id)
+        self._call(_maintenance.delete_thread, self.store, thread_id)
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
         """Delete the checkpoints whose metadata ``run_id`` is one of ``run_ids``."""
@@ -480,7 +483,7 @@ class DeltaSaver(
     # Async API -------------------------------------------------------------------------------
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """``get_tuple`` off the event loop."""
-        return await self._acall(self.store.get_tuple, config)
+        return await self._acall(_reads.get_tuple, self.store, config)
 
     async def alist(
         self,
@@ -497,7 +500,7 @@ class DeltaSaver(
         while left is None or left > 0:
             size = _LIST_PAGE if left is None else min(left, _LIST_PAGE)
             page = await self._acall(
-                self.store.list_page, config, filter, before, size, after, memo
+                _reads.list_page, self.store, config, filter, before, size, after, memo
             )
             for item, key in page:
                 yield item
@@ -523,8 +526,9 @@ class DeltaSaver(
             self._flush_timer.cancel()
             self._flush_timer = None
         jobs, self._buffer = self._buffer, []
+        store = self.store
         jobs.append(
-            functools.partial(self.store.put_in_tx, config, checkpoint, metadata, new_versions)
+            functools.partial(_puts.put_in_tx, store, config, checkpoint, metadata, new_versions)
         )
         *writes, put = self._write_now(jobs)
         for outcome in writes:
@@ -557,8 +561,8 @@ class DeltaSaver(
         next call.
         """
         self._raise_deferred()
-        job = self.store.prepare_writes(config, writes, task_id, task_path)
-        self._buffer.append(functools.partial(self.store.put_writes_in_tx, job))
+        job = _writes.prepare_writes(self.store, config, writes, task_id, task_path)
+        self._buffer.append(functools.partial(_writes.put_writes_in_tx, self.store, job))
         if job.replace:
             self._flush()
         elif self._flush_timer is None:
@@ -566,7 +570,7 @@ class DeltaSaver(
 
     async def adelete_thread(self, thread_id: str) -> None:
         """``delete_thread`` off the event loop."""
-        await self._acall(self.store.delete_thread, thread_id)
+        await self._acall(_maintenance.delete_thread, self.store, thread_id)
 
     async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
         """``delete_for_runs`` off the event loop."""
