@@ -12,6 +12,7 @@ names the same texts as its source.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import cast
 
 from ai_agent.checkpoints._puts import rewrite_full
@@ -21,13 +22,34 @@ from ai_agent.checkpoints._store import BUSY_TIMEOUT_SECONDS, DeltaStore, ReadMe
 from ai_agent.errors import StoreError
 
 __all__ = [
+    "PruneStats",
     "copy_thread",
     "delete_checkpoints",
     "delete_for_runs",
     "delete_thread",
+    "keep_for",
     "prune",
     "reclaim",
 ]
+
+
+@dataclass(frozen=True, slots=True)
+class PruneStats:
+    """What a prune removed.
+
+    Attributes:
+        checkpoints: Checkpoints deleted.
+        values: Stored channel values deleted.
+        segments: List segments deleted (whole lineages, and tails no kept checkpoint reads).
+        bytes_before: Size of the database file and its WAL before.
+        bytes_after: Size after (smaller once the space was reclaimed).
+    """
+
+    checkpoints: int
+    values: int
+    segments: int
+    bytes_before: int
+    bytes_after: int
 
 
 def delete_checkpoints(store: DeltaStore, tkey: int, doomed: set[str]) -> tuple[int, int, int]:
@@ -115,6 +137,15 @@ def _collect(
                 (lineage, needed[lineage]),
             ).rowcount
     return values, segments
+
+
+def keep_for(strategy: str) -> int:
+    """How many checkpoints LangGraph's prune strategy keeps per namespace."""
+    if strategy == "keep_latest":
+        return 1
+    if strategy == "delete":
+        return 0
+    raise ValueError(f"unknown prune strategy {strategy!r}; use 'keep_latest' or 'delete'")
 
 
 def prune(

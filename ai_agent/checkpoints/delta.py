@@ -61,7 +61,6 @@ import threading
 from collections.abc import AsyncIterator, Callable, Collection, Iterator, Sequence
 from concurrent.futures import Future
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
-from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any, ParamSpec, TypeVar, cast
@@ -78,6 +77,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from ai_agent.checkpoints import _maintenance, _puts, _reads, _writes
 from ai_agent.checkpoints._legacy import import_legacy
+from ai_agent.checkpoints._maintenance import PruneStats
 from ai_agent.checkpoints._schema import FORMAT_VERSION
 from ai_agent.checkpoints._serde import strict_serializer
 from ai_agent.checkpoints._store import DeltaStore, ReadMemo
@@ -93,25 +93,6 @@ _LIST_PAGE = 64
 
 FLUSH_AFTER = 0.05
 """Seconds a task's writes may wait in memory for the checkpoint that follows them."""
-
-
-@dataclass(frozen=True, slots=True)
-class PruneStats:
-    """What a prune removed.
-
-    Attributes:
-        checkpoints: Checkpoints deleted.
-        values: Stored channel values deleted.
-        segments: List segments deleted (whole lineages, and tails no kept checkpoint reads).
-        bytes_before: Size of the database file and its WAL before.
-        bytes_after: Size after (smaller once the space was reclaimed).
-    """
-
-    checkpoints: int
-    values: int
-    segments: int
-    bytes_before: int
-    bytes_after: int
 
 
 class DeltaSaver(
@@ -436,7 +417,7 @@ class DeltaSaver(
         Raises:
             ValueError: an unknown strategy.
         """
-        keep = _keep_for(strategy)
+        keep = _maintenance.keep_for(strategy)
         for thread_id in thread_ids:
             self.prune_thread(thread_id, keep=keep, reclaim=False)
 
@@ -582,7 +563,7 @@ class DeltaSaver(
 
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """``prune`` off the event loop."""
-        keep = _keep_for(strategy)
+        keep = _maintenance.keep_for(strategy)
         for thread_id in thread_ids:
             await self.aprune_thread(thread_id, keep=keep, reclaim=False)
 
@@ -607,11 +588,3 @@ def _open_store(path: str | Path, serde: SerializerProtocol, cache_threads: int)
     store = DeltaStore(path, serde, cache_threads=cache_threads)
     store.legacy_skipped = import_legacy(store)
     return store
-
-
-def _keep_for(strategy: str) -> int:
-    if strategy == "keep_latest":
-        return 1
-    if strategy == "delete":
-        return 0
-    raise ValueError(f"unknown prune strategy {strategy!r}; use 'keep_latest' or 'delete'")
