@@ -17,9 +17,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from types import ModuleType
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -29,20 +28,23 @@ from ai_agent.checkpoints.runstore import RunStore
 from ai_agent.checkpoints.store import Location, RunStoreProtocol, resolve_location
 from ai_agent.errors import ConfigError, StoreError
 
-__all__ = ["open_checkpointer", "open_run_store", "postgres_module"]
+__all__ = ["open_checkpointer", "open_run_store"]
 
 
-def postgres_module() -> ModuleType:
-    """``ai_agent.checkpoints.postgres``, or a ConfigError saying how to install its extra."""
+@contextmanager
+def _postgres_extra() -> Iterator[None]:
+    """Around importing ``ai_agent.checkpoints.postgres``: a missing extra is a ConfigError.
+
+    The PostgreSQL engine is imported only for a URL, never at the top: importing ai_agent
+    never needs the extra.
+    """
     try:
-        # Imported here, not at the top: importing ai_agent never needs the extra.
-        from ai_agent.checkpoints import postgres
+        yield
     except ImportError as exc:
         raise ConfigError(
             f"PostgreSQL support needs the postgres extra ({exc.name} is missing): "
             "pip install 'ai-agent[postgres]'"
         ) from None
-    return postgres
 
 
 def open_run_store(location: Location, **options: Any) -> RunStoreProtocol:
@@ -58,8 +60,9 @@ def open_run_store(location: Location, **options: Any) -> RunStoreProtocol:
     """
     resolved = resolve_location(location)
     if isinstance(resolved, str):
-        store: RunStoreProtocol = postgres_module().PostgresRunStore(resolved, **options)
-        return store
+        with _postgres_extra():
+            from ai_agent.checkpoints.postgres import PostgresRunStore
+        return PostgresRunStore(resolved, **options)
     return RunStore(resolved)
 
 
@@ -86,7 +89,9 @@ async def open_checkpointer(path: Location) -> AsyncIterator[BaseCheckpointSaver
     """
     where = resolve_location(path)
     if isinstance(where, str):
-        async with postgres_module().open_postgres_checkpointer(where) as pg_saver:
+        with _postgres_extra():
+            from ai_agent.checkpoints.postgres import open_postgres_checkpointer
+        async with open_postgres_checkpointer(where) as pg_saver:
             yield pg_saver
         return
     # Opening may migrate or import an old database: keep that off the event loop too.

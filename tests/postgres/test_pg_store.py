@@ -202,6 +202,19 @@ def test_without_the_extra_a_url_says_how_to_install_it(monkeypatch: pytest.Monk
         open_run_store("postgresql://h/db")
 
 
+async def test_without_the_extra_a_checkpointer_url_says_so_too(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import ai_agent.checkpoints
+
+    monkeypatch.delitem(sys.modules, "ai_agent.checkpoints.postgres")
+    monkeypatch.delattr(ai_agent.checkpoints, "postgres")
+    monkeypatch.setitem(sys.modules, "psycopg", None)
+    with pytest.raises(ConfigError, match=r"psycopg is missing\): pip install"):
+        async with open_checkpointer("postgresql://h/db"):
+            pass  # pragma: no cover - never opened
+
+
 def test_importing_ai_agent_does_not_import_psycopg() -> None:
     code = "import sys, ai_agent, ai_agent.cli; print('psycopg' in sys.modules)"
     out = subprocess.run(
