@@ -179,3 +179,10 @@ def test_no_import_circles_inside_checkpoints() -> None:
     folder = PACKAGE / "checkpoints"
     graph = {p.stem: _package_imports(p, "checkpoints") for p in folder.glob("*.py")}
     assert _circles(graph) == []
+
+
+def test_checkpoints_modules_stay_small() -> None:
+    # One job per module: the delta store was one 1,410-line file before it was split.
+    for path in (PACKAGE / "checkpoints").glob("*.py"):
+        lines = len(path.read_text().splitlines())
+        assert lines <= 600, f"{path.relative_to(PACKAGE)} has {lines} lines"

@@ -6,13 +6,15 @@ transactions never need a lock. The storage format is drawn in the ``delta`` mod
 This module holds the connection, its transactions, the caches, and how a value becomes a row's
 bytes; the rest of the engine is functions over a store, one module per concern:
 
-    _skeleton     a checkpoint without its values, in full or as a diff (no database)
+    _skeleton     a checkpoint without its values, in full or as a diff (below this module)
     _lineages     list channels: segments appended, forked and merged
-    _puts         storing a checkpoint: what changed since its parent
     _writes       a task's pending writes
     _reads        reading checkpoints back (get, list) and naming one that cannot be
+    _puts         storing a checkpoint: what changed since its parent
     _maintenance  pruning, copying and deleting runs; reclaiming space
     _legacy       importing an old SqliteSaver database
+
+Each of them imports only the ones listed before it (and this module): no circles.
 
 Why the caches can be trusted: every write transaction first reads ``PRAGMA data_version``,
 which changes only when *another* connection committed since this one last looked. While it
