@@ -35,6 +35,7 @@ MODULES = [
     "ai_agent.usage",
     "ai_agent.visible",
     # replay, debugging, checkpoints
+    "ai_agent.checkpoints.backends",
     "ai_agent.checkpoints.store",
     "ai_agent.checkpoints.versions",
     "ai_agent.graph.divergence",

@@ -12,18 +12,44 @@ names the same texts as its source.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import cast
 
-from ai_agent.checkpoints._store import (
-    BUSY_TIMEOUT_SECONDS,
-    EMPTY,
-    DeltaStore,
-    ReadMemo,
-    is_view,
-)
+from ai_agent.checkpoints._puts import rewrite_full
+from ai_agent.checkpoints._reads import skeleton
+from ai_agent.checkpoints._skeleton import EMPTY, is_view
+from ai_agent.checkpoints._store import BUSY_TIMEOUT_SECONDS, DeltaStore, ReadMemo
 from ai_agent.errors import StoreError
 
-__all__ = ["copy_thread", "delete_checkpoints", "delete_for_runs", "prune", "reclaim"]
+__all__ = [
+    "PruneStats",
+    "copy_thread",
+    "delete_checkpoints",
+    "delete_for_runs",
+    "delete_thread",
+    "keep_for",
+    "prune",
+    "reclaim",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class PruneStats:
+    """What a prune removed.
+
+    Attributes:
+        checkpoints: Checkpoints deleted.
+        values: Stored channel values deleted.
+        segments: List segments deleted (whole lineages, and tails no kept checkpoint reads).
+        bytes_before: Size of the database file and its WAL before.
+        bytes_after: Size after (smaller once the space was reclaimed).
+    """
+
+    checkpoints: int
+    values: int
+    segments: int
+    bytes_before: int
+    bytes_after: int
 
 
 def delete_checkpoints(store: DeltaStore, tkey: int, doomed: set[str]) -> tuple[int, int, int]:
@@ -40,13 +66,13 @@ def delete_checkpoints(store: DeltaStore, tkey: int, doomed: set[str]) -> tuple[
     full = {r[0]: bool(r[2]) for r in rows}
     doomed &= set(parent)
     memo = ReadMemo()
-    kept = {cid: store.skeleton(tkey, cid, memo) for cid in sorted(parent) if cid not in doomed}
+    kept = {cid: skeleton(store, tkey, cid, memo) for cid in sorted(parent) if cid not in doomed}
     for cid, skel in kept.items():
         node: str | None = cid
         while node is not None and not full.get(node, True):
             node = parent.get(node)
             if node in doomed:
-                store.rewrite_full(tkey, cid, skel)
+                rewrite_full(store, tkey, cid, skel)
                 break
     conn.executemany(
         "DELETE FROM delta_checkpoints WHERE thread = ? AND checkpoint_id = ?",
@@ -113,6 +139,15 @@ def _collect(
     return values, segments
 
 
+def keep_for(strategy: str) -> int:
+    """How many checkpoints LangGraph's prune strategy keeps per namespace."""
+    if strategy == "keep_latest":
+        return 1
+    if strategy == "delete":
+        return 0
+    raise ValueError(f"unknown prune strategy {strategy!r}; use 'keep_latest' or 'delete'")
+
+
 def prune(
     store: DeltaStore, thread_id: str, keep: int | Sequence[str], checkpoint_ns: str | None
 ) -> tuple[int, int, int]:
@@ -161,6 +196,35 @@ def delete_for_runs(store: DeltaStore, run_ids: Sequence[str]) -> None:
             delete_checkpoints(store, tkey, ids)
         if doomed:
             store.sweep_texts()
+
+
+def delete_thread(store: DeltaStore, thread_id: str) -> None:
+    """``BaseCheckpointSaver.delete_thread``: every namespace of the thread."""
+    with store.tx():
+        keys = [
+            r[0]
+            for r in store.conn.execute(
+                "SELECT id FROM delta_threads WHERE thread_id = ?", (thread_id,)
+            )
+        ]
+        for tkey in keys:
+            _delete_rows(store, tkey)
+        if keys:
+            store.sweep_texts()
+    store.forget_thread(thread_id)
+
+
+def _delete_rows(store: DeltaStore, tkey: int) -> None:
+    """Delete every row of one thread key."""
+    conn = store.conn
+    for (lineage,) in conn.execute(
+        "SELECT id FROM delta_lineages WHERE thread = ?", (tkey,)
+    ).fetchall():
+        conn.execute("DELETE FROM delta_segments WHERE lineage = ?", (lineage,))
+        store.forget_lineage(lineage)
+    for table in ("delta_lineages", "delta_values", "delta_checkpoints", "delta_writes"):
+        conn.execute(f"DELETE FROM {table} WHERE thread = ?", (tkey,))  # noqa: S608 - fixed names
+    conn.execute("DELETE FROM delta_threads WHERE id = ?", (tkey,))
 
 
 def reclaim(store: DeltaStore) -> None:

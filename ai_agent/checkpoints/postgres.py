@@ -48,10 +48,10 @@ from psycopg import AsyncCursor
 from psycopg.rows import DictRow, dict_row
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
+from ai_agent.checkpoints._serde import strict_serializer
 from ai_agent.checkpoints._sql import Session
 from ai_agent.checkpoints.fencing import LEASE_ROW_SQL, check_lease, lease_in
 from ai_agent.checkpoints.runstore import SqlRunStore
-from ai_agent.checkpoints.saver import strict_serializer
 from ai_agent.checkpoints.schema import SCHEMA_VERSION
 from ai_agent.checkpoints.store import describe_location
 from ai_agent.errors import StorageFullError, StoreError

@@ -23,7 +23,7 @@ from langgraph.types import Command
 from pydantic import SecretStr
 
 from ai_agent.accounting import RunMeter, UsageTracker
-from ai_agent.checkpoints import SqliteMemory, open_checkpointer
+from ai_agent.checkpoints import SqliteMemory, open_checkpointer, open_run_store
 from ai_agent.checkpoints.fencing import with_lease
 from ai_agent.checkpoints.store import (
     Location,
@@ -31,7 +31,6 @@ from ai_agent.checkpoints.store import (
     check_thread_id,
     describe_location,
     new_thread_id,
-    open_run_store,
     resolve_location,
 )
 from ai_agent.checkpoints.versions import check_state_version, stamped

@@ -18,6 +18,7 @@ import pytest
 
 from ai_agent import Agent, ToolCategory, ToolSpec
 from ai_agent.checkpoints import FORMAT_VERSION, DeltaSaver
+from ai_agent.checkpoints._reads import skeleton
 from ai_agent.config import AgentSettings
 from ai_agent.errors import PlanRefusedError, StoreError
 from ai_agent.graph import Worker
@@ -169,7 +170,7 @@ def test_a_format_1_database_is_migrated_and_then_grows_in_format_2(tmp_path: Pa
         assert latest is not None
         tkey = saver.store.thread_key("done", "", create=False)
         assert tkey is not None
-        old = saver.store.skeleton(tkey, latest.checkpoint["id"])
+        old = skeleton(saver.store, tkey, latest.checkpoint["id"])
         assert all(type(ref) is int for ref in old.refs.values())  # format 1: rows only
         values = latest.checkpoint["channel_values"]
         child: Any = {
@@ -182,7 +183,7 @@ def test_a_format_1_database_is_migrated_and_then_grows_in_format_2(tmp_path: Pa
         again = saver.get_tuple(config("done"))
         assert again is not None
         assert again.checkpoint["channel_values"] == {**values, "status": "more"}
-        new = saver.store.skeleton(tkey, "2099-01-01")
+        new = skeleton(saver.store, tkey, "2099-01-01")
         assert new.refs["status"] == ("msgpack", b"\xa4more")  # format 2: inline
         assert {k: r for k, r in new.refs.items() if k != "status"} == {
             k: r for k, r in old.refs.items() if k != "status"
