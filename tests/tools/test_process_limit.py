@@ -136,7 +136,8 @@ def test_a_sigkilled_engine_leaves_no_live_cgroup_and_the_next_call_removes_it(
     needs_cgroups()
     work = tmp_path / "work"
     script = Path(__file__).with_name("proc_bash.py")
-    command = "touch started; sleep 30 & sleep 30"
+    # The background job is forked before `started` appears, so three members are there to see.
+    command = "sleep 30 & touch started; sleep 30"
     argv = [sys.executable, str(script), str(tmp_path / "c.sqlite"), str(work), "none"]
     engine = subprocess.Popen(
         [*argv, "run", "t", command],
