@@ -31,7 +31,7 @@ from ai_agent.graph.secrets import ScrubbedToolBox
 from ai_agent.state import ToolCall, ToolResult
 from ai_agent.tools.naming import wire_name
 from ai_agent.tools.spec import ToolSpec
-from ai_agent.tools.toolset import missing_env
+from ai_agent.tools.snapshot import missing_env
 
 __all__ = ["ToolListing", "ToolsMixin"]
 
