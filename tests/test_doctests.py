@@ -87,6 +87,7 @@ MODULES = [
     "ai_agent.tools.mcp.adapt",
     "ai_agent.tools.mcp.manager",
     "ai_agent.tools.mcp.resolve",
+    "ai_agent.tools.mcp.toolset",
     # observability
     "ai_agent.observability",
     "ai_agent.observability._scope",
