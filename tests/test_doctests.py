@@ -42,6 +42,7 @@ MODULES = [
     "ai_agent.graph.recording",
     "ai_agent.graph.replay",
     "ai_agent.graph.summary",
+    "ai_agent.graph.tooling",
     "ai_agent.graph.worker",
     # tools
     "ai_agent.tools",

@@ -22,7 +22,6 @@ from ai_agent.graph.core import AgentCore
 from ai_agent.graph.export import ExportMixin
 from ai_agent.graph.history import HistoryMixin
 from ai_agent.graph.inspection import InspectionMixin
-from ai_agent.graph.mcp_mixin import McpMixin
 from ai_agent.graph.prune import PruneMixin
 from ai_agent.graph.replay import ReplayMixin
 from ai_agent.graph.streaming import StreamingMixin
@@ -34,7 +33,6 @@ __all__ = ["Agent"]
 
 
 class Agent(
-    McpMixin,
     ToolsmakerMixin,
     ToolsMixin,
     WorkerMixin,
@@ -96,8 +94,8 @@ class Agent(
         tracer_provider: The OpenTelemetry ``TracerProvider`` that gets the spans when
             ``observability.enable_otel_instrumentation`` is on (default: the global provider).
         mcp_servers: MCP servers (``McpServerConfig`` or dicts of its shape) besides the
-            settings' ``mcp_servers``; their tools join the catalog when they start (see
-            `ai_agent.graph.mcp_mixin`).
+            settings' ``mcp_servers``; each is a toolset whose tools join the catalog when it
+            starts (see `ai_agent.tools.mcp` and docs/mcp.md).
         mcp_config: A YAML, JSON or TOML file of MCP servers (or a list of them), read now.
         toolsmaker_dir: Where generated tools are kept (default: the settings'
             ``tool_config.toolsmaker.dir``, ``.agents/toolsmaker``).

@@ -14,12 +14,10 @@ external tools belongs to runs (it is recorded in run state) and does not apply 
 
 from __future__ import annotations
 
-import dataclasses
 import uuid
 from typing import Any, TypedDict
 
 from ai_agent.checkpoints.store import check_thread_id
-from ai_agent.context import ModelCaller, RunContext, ToolBox
 from ai_agent.errors import (
     ApprovalRequiredError,
     ToolPolicyViolation,
@@ -30,8 +28,8 @@ from ai_agent.graph.core import AgentCore
 from ai_agent.graph.secrets import ScrubbedToolBox
 from ai_agent.state import ToolCall, ToolResult
 from ai_agent.tools.naming import wire_name
-from ai_agent.tools.spec import ToolSpec
 from ai_agent.tools.snapshot import missing_env
+from ai_agent.tools.spec import ToolSpec
 
 __all__ = ["ToolListing", "ToolsMixin"]
 
@@ -54,16 +52,6 @@ class ToolListing(TypedDict):
 
 class ToolsMixin(AgentCore):
     """Tool management for the Agent (see the module docstring)."""
-
-    async def _context(
-        self, thread_id: str, *, model: ModelCaller | None = None, tools: ToolBox | None = None
-    ) -> RunContext:
-        # A view per run pins one registry snapshot per cycle (a replay brings its own tool box);
-        # clipped outputs go to the run store.
-        context = await super()._context(
-            thread_id, model=model, tools=tools if tools is not None else self.registry.view()
-        )
-        return dataclasses.replace(context, outputs=self.store)
 
     # Registration ----------------------------------------------------------------------------
     def register_tool(
@@ -164,6 +152,12 @@ class ToolsMixin(AgentCore):
             >>> result["content"], result["summary"]
             ('68.055', 'calculator: 68.055')
         """
+        async with self._tool_session():  # an MCP tool's server is started first
+            return await self._call_tool(name, args, approved)
+
+    async def _call_tool(
+        self, name: str, args: dict[str, Any] | None, approved: bool
+    ) -> ToolResult:
         tools = self.registry.snapshot()
         spec = tools.spec(name)
         if spec is None:
