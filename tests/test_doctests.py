@@ -81,6 +81,7 @@ MODULES = [
     "ai_agent.tools.maker.policy",
     "ai_agent.tools.maker.registry",
     "ai_agent.tools.maker.storage",
+    "ai_agent.tools.maker.toolset",
     "ai_agent.tools.maker.validator",
     "ai_agent.graph.toolsmaker_mixin",
     # MCP
