@@ -72,7 +72,6 @@ MODULES = [
     "ai_agent.tools.builtin.search",
     "ai_agent.tools.builtin.shellparse",
     "ai_agent.tools.builtin.web_search",
-    "ai_agent.graph.tools_mixin",
     # the toolsmaker
     "ai_agent.tools.maker.approvals",
     "ai_agent.tools.maker.audit",
@@ -83,7 +82,6 @@ MODULES = [
     "ai_agent.tools.maker.storage",
     "ai_agent.tools.maker.toolset",
     "ai_agent.tools.maker.validator",
-    "ai_agent.graph.toolsmaker_mixin",
     # MCP
     "ai_agent.tools.mcp",
     "ai_agent.tools.mcp.adapt",

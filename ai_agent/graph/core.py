@@ -84,7 +84,7 @@ from ai_agent.graph.secrets import (
     add_secret,
     settings_secrets,
 )
-from ai_agent.graph.tooling import AgentTools
+from ai_agent.graph.tooling import AgentTools, toolsmaker_paths
 from ai_agent.models import ChatModelCaller, make_chat_model
 from ai_agent.nodes.gate import check_plan, check_token, parse_plan
 from ai_agent.observability import DurationMetrics, Telemetry
@@ -193,10 +193,9 @@ class AgentCore:
         self.hooks = hooks if isinstance(hooks, Hooks) else Hooks(**dict(hooks or {}))
         memory = s.memory_path if memory_path is _UNSET else memory_path
         self._memory_sqlite = s.memory_sqlite if memory_sqlite is None else memory_sqlite
-        maker = s.tool_config.toolsmaker
-        self.toolsmaker_dir = Path(toolsmaker_dir or maker.dir)
-        audit = toolsmaker_audit_path or maker.audit_path
-        self.toolsmaker_audit_path = Path(audit) if audit else self.toolsmaker_dir / "audit.jsonl"
+        self.toolsmaker_dir, self.toolsmaker_audit_path = toolsmaker_paths(
+            s, toolsmaker_dir, toolsmaker_audit_path
+        )
         # Every path the engine keeps state in, computed once: the tools never reach them.
         self.protected = self._engine_state(workdir, memory)
         self.backend = backend or s.backend
@@ -241,6 +240,8 @@ class AgentCore:
             workdir=workdir,
             protected=self.protected,
             servers=self.mcp_servers,
+            toolsmaker_dir=self.toolsmaker_dir,
+            toolsmaker_audit_path=self.toolsmaker_audit_path,
             on_event=on_event,
         )
         self.registry = self._tools.registry
@@ -261,14 +262,6 @@ class AgentCore:
         self._saver_cm: contextlib.AbstractAsyncContextManager[Any] | None = None
         self._open_lock = asyncio.Lock()
         self._last_thread: str | None = None
-        self._set_up_toolsmaker()
-
-    def _set_up_toolsmaker(self) -> None:
-        """Load the active generated tools; the toolsmaker mixin (``toolsmaker_mixin.py``) does it.
-
-        The core only knows where they live (``toolsmaker_dir``, part of the engine's state), so
-        the Agent's constructor keeps one signature (the one documented on `ai_agent.Agent`).
-        """
 
     def _engine_state(self, workdir: str | Path, memory: str | Path | None) -> ProtectedPaths:
         """Every path this Agent keeps state in (see `ai_agent.tools.builtin.protected`)."""
