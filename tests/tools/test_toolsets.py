@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import ast
 import asyncio
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,9 +17,9 @@ from ai_agent.tools import (
     FunctionToolset,
     ToolRegistry,
     ToolSet,
+    Toolset,
     ToolSnapshot,
     ToolSpec,
-    Toolset,
 )
 from ai_agent.tools.building import build_tool_set
 from ai_agent.tools.registry import Refresh
@@ -112,8 +114,11 @@ def test_a_name_another_toolset_holds_is_refused() -> None:
     third = Listed("third", spec("x.y"))
     second.specs.append(spec("x__y"))
     second.changed()
-    assert registry.mount(third, on_refresh=seen.append).refused[0].error.args[0].startswith(
-        "tool 'x.y' would be called 'x__y'"
+    assert (
+        registry.mount(third, on_refresh=seen.append)
+        .refused[0]
+        .error.args[0]
+        .startswith("tool 'x.y' would be called 'x__y'")
     )
 
 
@@ -240,3 +245,24 @@ def test_a_toolset_stops_telling_a_registry_that_unmounted_it() -> None:
     source.changed(takeover=["a"])
     assert calls == [("src", ["a"])] and "a" not in registry
     source.unwatch(print)  # not watching: nothing to do
+
+
+def test_the_toolsets_package_knows_no_particular_source() -> None:
+    """Sources depend on the protocol, never the other way: no MCP, toolsmaker or graph here."""
+    package = Path(__file__).resolve().parents[2] / "ai_agent" / "tools" / "toolsets"
+    allowed = {
+        "ai_agent.config",
+        "ai_agent.errors",
+        "ai_agent.state",
+        "ai_agent.tools.adapters",
+        "ai_agent.tools.builtin",
+        "ai_agent.tools.spec",
+        "ai_agent.tools.toolsets",
+    }
+    for path in package.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("ai_agent"):
+                module = node.module or ""
+                assert any(module == a or module.startswith(a + ".") for a in allowed), (
+                    f"{path.name} imports {module}"
+                )
