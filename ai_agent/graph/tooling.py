@@ -320,9 +320,8 @@ class AgentTools:
     def _bind_propose_tool(self) -> None:
         from ai_agent.tools.maker.propose import PROPOSE_TOOL, ProposeTool
 
-        if PROPOSE_TOOL not in self.registry:
-            return
-        owner = getattr(self.registry[PROPOSE_TOOL].fn, "__self__", None)
+        spec = self.registry.snapshot().spec(PROPOSE_TOOL)
+        owner = getattr(spec.fn, "__self__", None) if spec is not None else None
         if isinstance(owner, ProposeTool):  # not when the user put their own tool there
             owner.bind(
                 lambda: self.toolsmaker,

@@ -62,6 +62,8 @@ async def test_a_users_toolset_is_one_class_passed_in_the_agents_tools(
     assert [t["name"] for t in agent.list_tools() if t["name"].startswith("counted")] == [
         "counted.ping"
     ]
+    assert agent.unregister_tool("read_file").name == "read_file"  # in the catalog only
+    assert agent.initial_tools == ["calculator", "counted.ping"]
     result = await agent.run("ping")
     assert result.status == "completed"
     state = await agent.get_state(result.thread_id)
