@@ -3,48 +3,31 @@
 from __future__ import annotations
 
 import ast
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from ai_agent import Agent, ToolCategory, ToolSpec
 from ai_agent.graph import Worker
 from ai_agent.state import Issue
-from ai_agent.tools import Toolset
 from tests.graph.conftest import MakeAgent, call, text
+from tests.tools.test_toolsets import Listed
 
 PACKAGE = Path(__file__).resolve().parents[2] / "ai_agent"
 
 
-class Counted(Toolset):
-    """A source of one tool, written here: it counts the spans that open it."""
-
-    name = "counted"
-
-    def __init__(self, *problems: Issue) -> None:
-        self.open = 0
-        self.entries = 0
-        self.problems = list(problems)
-        self.ping = ToolSpec(
+def counted(*problems: Issue) -> Listed:
+    """A source of one tool, written in a test (`Listed`): it counts the spans that open it."""
+    source = Listed("counted")
+    source.specs = [
+        ToolSpec(
             "counted.ping",
-            lambda args, ctx: f"pong, open {self.open}",
+            lambda args, ctx: f"pong, open {source.open}",
             description="Answer pong.",
             category=ToolCategory.READ_ONLY,
         )
-
-    def tools(self) -> Sequence[ToolSpec]:
-        return [self.ping]
-
-    async def __aenter__(self) -> Counted:
-        self.open += 1
-        self.entries += 1
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        self.open -= 1
-
-    def issues(self) -> list[Issue]:
-        return list(self.problems)
+    ]
+    source.problems = list(problems)
+    return source
 
 
 def refused_key() -> Issue:
@@ -56,7 +39,7 @@ def refused_key() -> Issue:
 async def test_a_users_toolset_is_one_class_passed_in_the_agents_tools(
     make_agent: MakeAgent,
 ) -> None:
-    source = Counted()
+    source = counted()
     agent = make_agent([call("counted.ping"), text("done")], tools=["calculator", source])
     assert agent.initial_tools == ["calculator", "counted.ping"]
     assert [t["name"] for t in agent.list_tools() if t["name"].startswith("counted")] == [
@@ -72,7 +55,7 @@ async def test_a_users_toolset_is_one_class_passed_in_the_agents_tools(
 
 
 async def test_each_span_opens_the_toolsets_once(make_agent: MakeAgent) -> None:
-    source = Counted()
+    source = counted()
     turns: list[Any] = [call("counted.ping"), call("note_it"), text("done")]
     note = ToolSpec(
         "note_it", lambda a, c: "noted", description="Note.", category=ToolCategory.MODIFICATION
@@ -91,7 +74,7 @@ async def test_each_span_opens_the_toolsets_once(make_agent: MakeAgent) -> None:
 
 
 async def test_an_agent_block_keeps_the_toolsets_open_across_spans(make_agent: MakeAgent) -> None:
-    source = Counted()
+    source = counted()
     agent = make_agent([call("counted.ping"), text("done")], tools=[source])
     async with agent:
         assert source.open == 0  # opened by the first span, not by the block
@@ -107,7 +90,7 @@ async def test_an_agent_block_keeps_the_toolsets_open_across_spans(make_agent: M
 async def test_start_up_issues_reach_the_gate_through_the_run_context(
     make_agent: MakeAgent,
 ) -> None:
-    source = Counted(refused_key())
+    source = counted(refused_key())
     # The model is never asked while the issue stands: its script would end the run at once.
     agent = make_agent([text("done")], tools=[source])
     paused = await agent.run("ping")
