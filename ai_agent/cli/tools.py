@@ -23,7 +23,7 @@ from ai_agent.cli._common import (
 from ai_agent.visible import visible
 
 if TYPE_CHECKING:
-    from ai_agent.graph.tools_mixin import ToolListing
+    from ai_agent.graph.tooling import ToolListing
     from ai_agent.tools.maker import BuildRecord, ToolsmakerRegistry
 
 __all__ = ["add_commands"]

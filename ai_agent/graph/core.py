@@ -1,7 +1,9 @@
 """AgentCore: configuration, collaborators, resources, and run/resume of the nine-stage graph.
 
 Features that sit on top of running (replay, inspection, streaming, tool management, the
-toolsmaker) are mixins over this core, composed into `ai_agent.graph.agent.Agent`.
+toolsmaker) are mixins over this core, composed into `ai_agent.graph.agent.Agent`. The tools
+are a collaborator (`ai_agent.graph.tooling.AgentTools`): every run, resume, replay, plan
+served and direct call opens them for its span (`AgentCore._tool_session`).
 
 An Agent holds configuration and collaborators, never run data: every run lives in the checkpoint
 database under its thread id, so any Agent built the same way, in any process, can resume it.
@@ -80,7 +82,7 @@ from ai_agent.graph.secrets import (
     add_secret,
     settings_secrets,
 )
-from ai_agent.models.resilience import RetryPolicy
+from ai_agent.graph.tooling import AgentTools, toolsmaker_paths
 from ai_agent.models.resolve import (
     check_backend,
     read_model_argument,
@@ -90,9 +92,8 @@ from ai_agent.models.resolve import (
 from ai_agent.nodes.gate import check_plan, check_token, parse_plan
 from ai_agent.observability import DurationMetrics, Telemetry
 from ai_agent.observability.logs import engine_logger
-from ai_agent.state import GateReport, RunState, TraceEvent, UserPlan, new_run_state
+from ai_agent.state import GateReport, Issue, RunState, TraceEvent, UserPlan, new_run_state
 from ai_agent.tokens import TokenCounter
-from ai_agent.tools.building import build_tool_set
 from ai_agent.tools.builtin.protected import ProtectedPaths
 from ai_agent.tools.mcp.manager import gather_servers
 
@@ -188,27 +189,17 @@ class AgentCore:
             # A database URL's password is a secret like the API key: never in a log line.
             password = urllib.parse.urlsplit(self.database).password
             add_secret(self.secrets, password, "the database URL's password")
-        # Validated (and files read) now, so a bad server is a usage error; graph/mcp_mixin.py
-        # starts them when runs need them.
+        # Validated (and files read) now, so a bad server is a usage error; each is a toolset
+        # of the Agent's tools, started when a span needs it.
         self.mcp_servers = gather_servers(s.mcp_servers, mcp_config, mcp_servers)
         self.hooks = hooks if isinstance(hooks, Hooks) else Hooks(**dict(hooks or {}))
         memory = s.memory_path if memory_path is _UNSET else memory_path
         self._memory_sqlite = s.memory_sqlite if memory_sqlite is None else memory_sqlite
-        maker = s.tool_config.toolsmaker
-        self.toolsmaker_dir = Path(toolsmaker_dir or maker.dir)
-        audit = toolsmaker_audit_path or maker.audit_path
-        self.toolsmaker_audit_path = Path(audit) if audit else self.toolsmaker_dir / "audit.jsonl"
+        self.toolsmaker_dir, self.toolsmaker_audit_path = toolsmaker_paths(
+            s, toolsmaker_dir, toolsmaker_audit_path
+        )
         # Every path the engine keeps state in, computed once: the tools never reach them.
         self.protected = self._engine_state(workdir, memory)
-        self.registry, self.initial_tools = build_tool_set(
-            tools if tools is not None else s.tools,
-            config=s.tool_config,
-            workdir=workdir,
-            protected=self.protected,
-        )
-        self.registry.retry = RetryPolicy.for_tools(s.retry)
-        # Read at each use: a key exported after a pause, or a tool registered later, counts.
-        self.secrets.add_source(lambda: self.registry.snapshot().secret_env_values())
         self.backend = check_backend(backend or s.backend)
         # A "scripted:PATH" script is read now: a bad file is a usage error, not a failed run.
         self._model_arg = read_model_argument(model)
@@ -235,6 +226,24 @@ class AgentCore:
             max_output_chars=s.tool_config.max_output_chars,
         )
         self._on_event = on_event
+        # The tools (graph/tooling.py): the catalog of toolsets, the tools new runs start with,
+        # the MCP servers, the toolsmaker; opened for each span by _tool_session.
+        self._tools = AgentTools(
+            tools if tools is not None else s.tools,
+            settings=s,
+            policy=self.policy,
+            secrets=self.secrets,
+            workdir=workdir,
+            protected=self.protected,
+            servers=self.mcp_servers,
+            toolsmaker_dir=self.toolsmaker_dir,
+            toolsmaker_audit_path=self.toolsmaker_audit_path,
+            on_event=on_event,
+        )
+        self.registry = self._tools.registry
+        self.initial_tools = self._tools.initial
+        self.mcp = self._tools.mcp
+        """The Agent's MCP servers: status, health, start/stop, adding servers at run time."""
         self._store: RunStoreProtocol | None = None
         self._memory: SqliteMemory | None = None
         self._caller: ModelCaller | None = None
@@ -249,14 +258,6 @@ class AgentCore:
         self._saver_cm: contextlib.AbstractAsyncContextManager[Any] | None = None
         self._open_lock = asyncio.Lock()
         self._last_thread: str | None = None
-        self._set_up_toolsmaker()
-
-    def _set_up_toolsmaker(self) -> None:
-        """Load the active generated tools; the toolsmaker mixin (``toolsmaker_mixin.py``) does it.
-
-        The core only knows where they live (``toolsmaker_dir``, part of the engine's state), so
-        the Agent's constructor keeps one signature (the one documented on `ai_agent.Agent`).
-        """
 
     def _engine_state(self, workdir: str | Path, memory: str | Path | None) -> ProtectedPaths:
         """Every path this Agent keeps state in (see `ai_agent.tools.builtin.protected`)."""
@@ -353,6 +354,7 @@ class AgentCore:
             if self._saver is None:
                 self._saver_cm = open_checkpointer(self.database)
                 self._saver = await self._saver_cm.__aenter__()
+        self._tools.hold()  # the toolsets stay open across the block's spans
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -367,7 +369,21 @@ class AgentCore:
             log.warning("closing the agent after an error failed too: %s", error)
 
     async def aclose(self) -> None:
-        """Close what the agent opened: the model's HTTP client, the databases, any local server."""
+        """Close what the agent opened: toolsets, the model's client, databases, a local server."""
+        try:
+            await self._tools.aclose()
+        finally:
+            await self._close_resources()
+
+    def _tool_session(self) -> contextlib.AbstractAsyncContextManager[list[Issue]]:
+        """The span of a run, resume, replay, plan served or direct call: the toolsets open.
+
+        ``async with self._tool_session() as issues``: the issues (a required MCP server
+        that could not start) go to the run's ``_context``.
+        """
+        return self._tools.session()
+
+    async def _close_resources(self) -> None:
         for caller in (self._caller, self._summary_caller):
             closer = getattr(caller, "aclose", None)
             if closer is not None:
@@ -430,11 +446,18 @@ class AgentCore:
         return generation_params(self._model_arg, self.backend, self.settings.model_backend)
 
     async def _context(
-        self, thread_id: str, *, model: ModelCaller | None = None, tools: ToolBox | None = None
+        self,
+        thread_id: str,
+        *,
+        model: ModelCaller | None = None,
+        tools: ToolBox | None = None,
+        issues: Sequence[Issue] = (),
     ) -> RunContext:
         """The run context; every model and tool call through it is recorded in the run store.
 
-        A replay passes its own ``model`` and ``tools`` (which serve recorded replies).
+        A replay passes its own ``model`` and ``tools`` (which serve recorded replies). A run
+        sees the registry through a view that pins one snapshot per cycle; ``issues`` (found
+        by the span's toolsets) are raised by the first draft instead of asking the model.
         """
         caller = model if model is not None else await self._model()
         secrets, stream = self.secrets, self._stream_sink()
@@ -451,7 +474,7 @@ class AgentCore:
         # too): the recording and the journal hold what the run keeps, and a large output's
         # full text is stored once, in the outputs.
         bounded = BoundedToolBox(
-            ScrubbedToolBox(tools or self.registry, secrets),
+            ScrubbedToolBox(tools if tools is not None else self.registry.view(), secrets),
             self.store,
             thread_id,
             self.policy.max_output_chars,
@@ -469,6 +492,9 @@ class AgentCore:
             # Only while someone consumes the token deltas is the model asked to stream.
             watch_tokens=stream is not None,
             scrub=secrets.scrub,
+            # A replay brings its own model and hears no start-up issues.
+            take_issues=_taking(issues if model is None else ()),
+            outputs=self.store,  # clipped tool outputs, for tool_output
         )
 
     def _model_label(self, caller: ModelCaller) -> str:
@@ -549,17 +575,20 @@ class AgentCore:
             RunError: the thread id is already taken.
             InvalidThreadIdError: the thread id breaks the grammar.
         """
-        if not task.strip():
-            raise ConfigError("the task is empty; say what the agent should do")
-        task = self._masked_task(task)
-        thread_id = new_thread_id() if thread_id is None else check_thread_id(thread_id)
-        if await self.store.get_run(thread_id) is not None:
-            raise RunError(f"thread {thread_id} already exists; resume it instead of running it")
-        await self.store.create_run(thread_id, task)
-        async with self._full_disk_stops(thread_id):
-            lease = await self.store.acquire(thread_id)
-            state = new_run_state(task, list(self.initial_tools))
-            return await self._drive(thread_id, state, lease)
+        async with self._tool_session() as issues:
+            if not task.strip():
+                raise ConfigError("the task is empty; say what the agent should do")
+            task = self._masked_task(task)  # after the span began: MCP secrets are known
+            thread_id = new_thread_id() if thread_id is None else check_thread_id(thread_id)
+            if await self.store.get_run(thread_id) is not None:
+                raise RunError(
+                    f"thread {thread_id} already exists; resume it instead of running it"
+                )
+            await self.store.create_run(thread_id, task)
+            async with self._full_disk_stops(thread_id):
+                lease = await self.store.acquire(thread_id)
+                state = new_run_state(task, list(self.initial_tools))
+                return await self._drive(thread_id, state, lease, issues=issues)
 
     def _masked_task(self, task: str) -> str:
         """The task as the run keeps it: a configured secret in it is masked, and we say so."""
@@ -586,7 +615,7 @@ class AgentCore:
         if isinstance(self.database, Path) and not self.database.exists():
             # Opening the store would leave an empty database behind for a mistyped path.
             raise self._unknown(check_thread_id(thread_id))
-        async with self._full_disk_stops(thread_id):
+        async with self._tool_session() as issues, self._full_disk_stops(thread_id):
             lease = await self.store.acquire(check_thread_id(thread_id))
             try:
                 async with self._graph() as graph:
@@ -600,7 +629,7 @@ class AgentCore:
             except BaseException:
                 await self._release(lease)
                 raise
-            return await self._drive(thread_id, command, lease)
+            return await self._drive(thread_id, command, lease, issues=issues)
 
     @contextlib.asynccontextmanager
     async def _full_disk_stops(self, thread_id: str) -> AsyncIterator[None]:
@@ -659,9 +688,11 @@ class AgentCore:
                 raise PlanRequiredError(
                     f"run {thread_id} is paused at the gate and needs a plan:\n{report['prompt']}"
                 )
-            parsed = _read_plan(plan, token_required)
-            self._check_plan_size(parsed)
             values = cast(RunState, snapshot.values)
+            parsed = self._tools.with_new_tools(
+                _read_plan(plan, token_required), values.get("active_tools", [])
+            )
+            self._check_plan_size(parsed)
             check_token(parsed, report, values, thread_id, required=token_required)
             check_plan(parsed, report, self.registry)
             # The resume value is stored with the checkpoint: a key in the instructions is not.
@@ -718,11 +749,17 @@ class AgentCore:
         )
 
     async def _drive(
-        self, thread_id: str, graph_input: Any, lease: Lease, context: RunContext | None = None
+        self,
+        thread_id: str,
+        graph_input: Any,
+        lease: Lease,
+        context: RunContext | None = None,
+        *,
+        issues: Sequence[Issue] = (),
     ) -> RunResult:
         self._last_thread = thread_id
         async with self._holding(lease):
-            return await self._invoke(thread_id, graph_input, context)
+            return await self._invoke(thread_id, graph_input, context, issues=issues)
 
     @contextlib.asynccontextmanager
     async def _holding(self, lease: Lease) -> AsyncIterator[None]:
@@ -762,7 +799,12 @@ class AgentCore:
                 return
 
     async def _invoke(
-        self, thread_id: str, graph_input: Any, context: RunContext | None = None
+        self,
+        thread_id: str,
+        graph_input: Any,
+        context: RunContext | None = None,
+        *,
+        issues: Sequence[Issue] = (),
     ) -> RunResult:
         # A fresh state starts a run; a Command (a plan) or None continues the thread: a
         # resume is a new run of the same thread, observed as its own run linked to the thread.
@@ -771,7 +813,7 @@ class AgentCore:
         with self.telemetry.run(thread_id, resumed=resumed) as run:
             listeners.publish(RunStarted(thread_id, run.run_id, resumed))
             try:
-                result = await self._invoke_graph(thread_id, graph_input, context)
+                result = await self._invoke_graph(thread_id, graph_input, context, issues)
             except BaseException as exc:
                 listeners.publish(
                     RunFinished(
@@ -789,11 +831,11 @@ class AgentCore:
         return result
 
     async def _invoke_graph(
-        self, thread_id: str, graph_input: Any, context: RunContext | None
+        self, thread_id: str, graph_input: Any, context: RunContext | None, issues: Sequence[Issue]
     ) -> RunResult:
         limit = recursion_limit(self.policy.max_iterations)
         try:
-            context = context or await self._context(thread_id)
+            context = context or await self._context(thread_id, issues=issues)
             async with self._graph() as graph:
                 # "sync": each step's checkpoint is committed before the next step starts, so a
                 # tool never has side effects ahead of the checkpoint that leads to it.
@@ -865,6 +907,22 @@ class AgentCore:
                 iterations=result.iterations,
             )
         return result
+
+
+def _ignore(event: Event) -> None:
+    """No listener."""
+
+
+def _taking(issues: Sequence[Issue]) -> Callable[[], list[Issue]]:
+    """A run's ``take_issues``: the issues once, then nothing (a resume finds them again)."""
+    pending = list(issues)
+
+    def take_issues() -> list[Issue]:
+        taken = list(pending)
+        pending.clear()
+        return taken
+
+    return take_issues
 
 
 def _read_plan(plan: UserPlan | Mapping[str, Any], token_required: bool) -> UserPlan:

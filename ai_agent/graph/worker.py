@@ -56,7 +56,7 @@ from ai_agent.graph.core import AgentCore, config_for
 from ai_agent.graph.result import RunResult
 from ai_agent.nodes.gate import parse_plan
 from ai_agent.observability.logs import engine_logger
-from ai_agent.state import UserPlan
+from ai_agent.state import Issue, UserPlan
 
 if TYPE_CHECKING:
     from langgraph.types import Command, StateSnapshot
@@ -168,6 +168,12 @@ class WorkerMixin(AgentCore):
         Returns None when the plan is not this worker's to serve: its thread is busy (another
         worker or a person holds the lease) or the plan was claimed by another worker first.
         """
+        async with self._tool_session() as issues:  # the tools open, as for a resume
+            return await self._serve_plan(plan, worker, issues)
+
+    async def _serve_plan(
+        self, plan: PlanRecord, worker: str, issues: list[Issue]
+    ) -> PlanOutcome | None:
         try:
             lease = await self.store.acquire(plan["thread_id"])
         except ThreadBusyError:
@@ -188,7 +194,7 @@ class WorkerMixin(AgentCore):
                     plan["id"], plan["thread_id"], "failed", error=str(exc), seconds=_since(started)
                 )
             handed_over = True
-            return await self._drive_plan(plan, command, lease, started)
+            return await self._drive_plan(plan, command, lease, started, issues)
         finally:
             if not handed_over:
                 await self.store.release(lease)
@@ -226,13 +232,18 @@ class WorkerMixin(AgentCore):
         return command
 
     async def _drive_plan(
-        self, plan: PlanRecord, command: Command[Any] | None, lease: Lease, started: float
+        self,
+        plan: PlanRecord,
+        command: Command[Any] | None,
+        lease: Lease,
+        started: float,
+        issues: list[Issue],
     ) -> PlanOutcome:
         thread_id = plan["thread_id"]
         self._last_thread = thread_id
         async with self._holding(lease):
             await self.store.update_run(thread_id, status="running")
-            result: RunResult = await self._invoke(thread_id, command)
+            result: RunResult = await self._invoke(thread_id, command, issues=issues)
             # Recorded before the lease goes back: a claimed plan with a free lease means its
             # worker died, and this one did not.
             await self.store.finish_plan(

@@ -7,7 +7,8 @@ through ``draft -> validated -> approval_required -> approved | rejected -> acti
 (`.loader`) as a ToolSpec whose every call runs in its own bubblewrap sandbox
 (`.confine`; HTTP through `.broker`; the limits in `.limits`, the path and host
 allowlists in `.allowlists`, the guarded tool in `.policy`).
-`ToolsmakerRegistry` is the only thing that changes this state. See docs/toolsmaker.md.
+`ToolsmakerRegistry` is the only thing that changes this state; the active versions are its
+`GeneratedToolset`, one toolset of the Agent's registry. See docs/toolsmaker.md.
 """
 
 from ai_agent.tools.maker.audit import AuditLog, AuditReport, verify_audit
@@ -22,6 +23,7 @@ from ai_agent.tools.maker.records import (
     ToolStatus,
 )
 from ai_agent.tools.maker.registry import DEFAULT_TOOLSMAKER_DIR, ToolsmakerRegistry
+from ai_agent.tools.maker.toolset import GeneratedToolset
 from ai_agent.tools.maker.validator import ValidationReport, validate_code, validate_request
 
 __all__ = [
@@ -31,6 +33,7 @@ __all__ = [
     "BuildRecord",
     "BuildResult",
     "GeneratedToolSpec",
+    "GeneratedToolset",
     "PolicyGuardedTool",
     "SandboxLimits",
     "ToolBuildRequest",
