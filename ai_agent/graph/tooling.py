@@ -321,7 +321,9 @@ class AgentTools:
         from ai_agent.tools.maker.propose import PROPOSE_TOOL, ProposeTool
 
         spec = self.registry.snapshot().spec(PROPOSE_TOOL)
-        owner = getattr(spec.fn, "__self__", None) if spec is not None else None
+        # The preview is a method of the ProposeTool behind the spec (its fn is the wrapper that
+        # checks and passes the arguments).
+        owner = getattr(spec.preview, "__self__", None) if spec is not None else None
         if isinstance(owner, ProposeTool):  # not when the user put their own tool there
             owner.bind(
                 lambda: self.toolsmaker,
