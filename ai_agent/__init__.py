@@ -59,4 +59,4 @@ _HOMES = {
 }
 
 
-__getattr__, __dir__ = lazy_names(__name__, _HOMES, globals())
+__getattr__, __dir__ = lazy_names(__name__, _HOMES)

@@ -1,12 +1,23 @@
-"""Public names a package imports on first use (PEP 562): ``ai_agent`` and ``ai_agent.graph``.
+"""Public names of a package imported on first use (PEP 562).
 
-A package lists where each public name lives; importing the package imports none of them, so a
-command that needs one part (reading stored runs, ``--help``) does not pay for the others.
+A package lists where each name lives; importing the package then costs nothing until a name is
+used, and importing one of its light modules does not load the heavy ones. ``ai_agent``,
+``ai_agent.models`` and ``ai_agent.graph`` use it.
+
+Examples:
+    >>> import types, sys
+    >>> pkg = types.ModuleType("pkg")
+    >>> sys.modules["pkg"] = pkg
+    >>> pkg.__getattr__, pkg.__dir__ = lazy_names("pkg", {"dumps": "json"})
+    >>> pkg.dumps([1]), "dumps" in dir(pkg)
+    ('[1]', True)
+    >>> del sys.modules["pkg"]
 """
 
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -14,32 +25,25 @@ __all__ = ["lazy_names"]
 
 
 def lazy_names(
-    package: str, homes: Mapping[str, str], namespace: dict[str, Any]
+    package: str, homes: Mapping[str, str]
 ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
-    """The module ``__getattr__`` and ``__dir__`` of a package whose names load on first use.
+    """The ``__getattr__`` and ``__dir__`` of ``package``, whose names live in ``homes``.
 
     Args:
-        package: The package's name (for the error of an unknown name).
+        package: The package's ``__name__``.
         homes: Each public name and the module it is imported from.
-        namespace: The package's globals; a name, once imported, is kept there (the next
-            access is a plain lookup), and its ``__all__`` is listed by ``__dir__``.
-
-    Examples:
-        >>> space = {"__all__": ["sqrt"]}
-        >>> getattr_, dir_ = lazy_names("demo", {"sqrt": "math"}, space)
-        >>> getattr_("sqrt")(9.0), "sqrt" in space, dir_()
-        (3.0, True, ['__all__', 'sqrt'])
     """
+    namespace = vars(sys.modules[package])
 
-    def load(name: str) -> Any:
+    def __getattr__(name: str) -> Any:  # noqa: N807 - the name PEP 562 looks for
         home = homes.get(name)
         if home is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
         value = getattr(importlib.import_module(home), name)
-        namespace[name] = value
+        namespace[name] = value  # the next access is a plain lookup
         return value
 
-    def listing() -> list[str]:
-        return sorted({*namespace, *namespace["__all__"]})
+    def __dir__() -> list[str]:  # noqa: N807 - the name PEP 562 looks for
+        return sorted({*namespace, *homes})
 
-    return load, listing
+    return __getattr__, __dir__

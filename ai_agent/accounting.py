@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from ai_agent.compaction import Compactor, ModelCallerHelper
 from ai_agent.context import ModelCaller, ModelReply, Prepared
+from ai_agent.issues import IssueKind
 from ai_agent.state import GateReport, Message, PlanRecord, RunState, UsageRecord
 from ai_agent.tokens import MESSAGE_OVERHEAD, ConversationTokens, TokenCounter
 
@@ -76,7 +77,7 @@ def budget_granted(state: RunState) -> bool:
     plans: list[PlanRecord] = state.get("plans") or []
     if not gate or not gate["intervene"] or not plans:
         return False
-    if not any(i["code"] == "BUDGET" for i in gate["issues"]):
+    if not any(i["code"] == IssueKind.BUDGET for i in gate["issues"]):
         return False
     last = plans[-1]
     return last["iteration"] == gate["iteration"] and bool(last["plan"].get("allow_continue"))

@@ -267,9 +267,10 @@ class McpServerError(ToolError):
     Attributes:
         server: The server's configured name.
         issue_code: The gate issue it becomes in a run (``AUTH``, ``MISSING_ENV``,
-            ``TOOL_ERROR``).
+            ``TOOL_ERROR``): the kind the table of kinds (`ai_agent.issues.KINDS`) gives it.
     """
 
+    # In step with ai_agent.issues, which imports this module (tests/test_issues.py checks).
     issue_code = "TOOL_ERROR"
 
     def __init__(self, message: str, *, server: str) -> None:

@@ -20,6 +20,8 @@ from typing import Annotated, Any, Literal, NotRequired, Required, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ai_agent.issues import KINDS, IssueKind
+
 __all__ = [
     "SEVERITY",
     "CompactionRecord",
@@ -48,38 +50,10 @@ __all__ = [
 Role = Literal["system", "user", "assistant", "tool"]
 RunStatus = Literal["running", "paused", "completed", "failed", "cancelled"]
 
-IssueCode = Literal[
-    "TOOL_MISSING",
-    "TOOL_ERROR",
-    "RATE_LIMIT",
-    "AUTH",
-    "DATA_MISSING",
-    "MISSING_ENV",
-    "APPROVAL_REQUIRED",
-    "UNKNOWN_OUTCOME",
-    "NO_PROGRESS",
-    "MODEL_ERROR",
-    "CIRCUIT_OPEN",
-    "BUDGET",
-]
-
-# Default severities (0..1) of the critical gate. The first five come from the pipeline spec; the
-# rest are blockers the engine adds: a missing env key is an AUTH problem, and an approval or an
-# unknown outcome after a crash must always stop the run, whatever the threshold.
-SEVERITY: dict[str, float] = {
-    "TOOL_MISSING": 0.80,
-    "TOOL_ERROR": 0.90,
-    "RATE_LIMIT": 0.85,
-    "AUTH": 0.95,
-    "DATA_MISSING": 0.70,
-    "MISSING_ENV": 0.95,
-    "APPROVAL_REQUIRED": 1.0,
-    "UNKNOWN_OUTCOME": 1.0,
-    "NO_PROGRESS": 0.75,
-    "MODEL_ERROR": 0.90,
-    "CIRCUIT_OPEN": 0.95,
-    "BUDGET": 1.0,
-}
+# The kinds of issue (the name before they became an enum), and their default severities
+# (0..1) of the critical gate: both from the one table of kinds, `ai_agent.issues.KINDS`.
+IssueCode = IssueKind
+SEVERITY: dict[str, float] = {kind: spec.severity for kind, spec in KINDS.items()}
 
 
 class ToolCall(TypedDict):
@@ -130,9 +104,12 @@ class ToolResult(TypedDict, total=False):
 
 
 class Issue(TypedDict):
-    """A problem found during a cycle, scored by the gate."""
+    """A problem found during a cycle, scored by the gate.
 
-    code: str
+    ``code`` is its kind (`ai_agent.issues.IssueKind`), kept as the kind's plain string.
+    """
+
+    code: IssueKind
     severity: float
     message: str
     tool: str | None
@@ -147,7 +124,7 @@ class PendingCall(TypedDict):
     """
 
     call: ToolCall
-    blocked: str | None
+    blocked: IssueKind | None
     preview: str
     # For UNKNOWN_OUTCOME: the journal attempt the person is asked about (see JournalEntry).
     attempt: NotRequired[float]

@@ -276,6 +276,16 @@ def test_load_reads_the_given_file_instead_of_the_defaults(
     assert AgentSettings().model_backend.model == "default-toml"
 
 
+def test_the_constructor_takes_the_config_file_as_an_argument(dirs: Dirs) -> None:
+    # The file travels in the call, not in state beside it: load() is the constructor plus errors.
+    dirs.write("config.toml", '[model_backend]\nmodel = "default-toml"\n')
+    path = dirs.write("prod.toml", '[model_backend]\nmodel = "file"\n')
+    assert AgentSettings(_config_file=path).model_backend.model == "file"
+    assert AgentSettings(_config_file=None).model_backend.model == "default-toml"
+    with pytest.raises(ConfigError, match=r"config file not found: nowhere\.toml"):
+        AgentSettings(_config_file="nowhere.toml")
+
+
 def test_load_file_ranks_below_env_and_overrides(
     dirs: Dirs, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -17,11 +17,12 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessageChunk
 from langchain_core.outputs import ChatGenerationChunk
 
-from ai_agent import Agent
 from ai_agent.config import AgentSettings, ModelBackendSettings
 from ai_agent.context import Event, streaming_to
 from ai_agent.errors import CircuitOpenError, ModelUnavailableError
 from ai_agent.models import ChatModelCaller, classify_model_error, make_chat_model
+from ai_agent.models.resolve import caller_for
+from ai_agent.observability.redaction import SecretValues
 from ai_agent.resilience import CircuitBreaker, RetryPolicy, error_names
 from ai_agent.state import Message
 from ai_agent.testing import Fault, MockOpenAIServer
@@ -173,22 +174,23 @@ async def test_repeated_timeouts_open_the_breaker(server: MockOpenAIServer, call
     assert breaker.state == "open"
 
 
+def _agents_caller(settings: AgentSettings) -> ChatModelCaller:
+    """The caller an Agent with these settings makes for its configured server."""
+    backend = settings.model_backend
+    model = make_chat_model(backend)
+    return caller_for(model, backend, settings, SecretValues(), base_url=backend.base_url)
+
+
 def test_the_limits_come_from_the_backend_settings(server: MockOpenAIServer) -> None:
     backend = ModelBackendSettings()
     assert (backend.total_timeout, backend.idle_timeout) == (600.0, None)
     settings = AgentSettings(
         model_backend={"base_url": server.base_url, "total_timeout": 90, "idle_timeout": 7}
     )
-    model = Agent(settings=settings)._caller_for(
-        make_chat_model(settings.model_backend),
-        settings.model_backend,
-        base_url=server.base_url,
-    )
+    model = _agents_caller(settings)
     assert (model.total_timeout, model.idle_timeout) == (90.0, 7.0)
     plain = AgentSettings(model_backend={"base_url": server.base_url, "timeout": 12})
-    model = Agent(settings=plain)._caller_for(
-        make_chat_model(plain.model_backend), plain.model_backend, base_url=server.base_url
-    )
+    model = _agents_caller(plain)
     assert (model.total_timeout, model.idle_timeout) == (600.0, 12.0)  # idle: the read timeout
 
 

@@ -4,6 +4,8 @@ The run store keeps runs, leases, the act journal, the recorded calls and the pl
 SQLite or PostgreSQL.
 """
 
+from ai_agent.checkpoints._serde import strict_serializer
+from ai_agent.checkpoints.backends import open_checkpointer, open_run_store
 from ai_agent.checkpoints.delta import FORMAT_VERSION, DeltaSaver, PruneStats
 from ai_agent.checkpoints.memory import SqliteMemory
 from ai_agent.checkpoints.plans import PlanRecord, PlanStatus
@@ -14,13 +16,11 @@ from ai_agent.checkpoints.recorded import (
     ToolCallRecord,
 )
 from ai_agent.checkpoints.runstore import SCHEMA_VERSION, Lease, RunOrigin, RunRecord, RunStore
-from ai_agent.checkpoints.saver import open_checkpointer, strict_serializer
 from ai_agent.checkpoints.store import (
     Location,
     RunStoreProtocol,
     describe_location,
     is_postgres_url,
-    open_run_store,
 )
 
 __all__ = [

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 from langgraph.checkpoint.base import Checkpoint, CheckpointMetadata
 
-if TYPE_CHECKING:
-    from ai_agent.checkpoints._store import DeltaStore
+from ai_agent.checkpoints._puts import put_in_tx
+from ai_agent.checkpoints._schema import legacy_tables_present
+from ai_agent.checkpoints._store import DeltaStore
+from ai_agent.checkpoints._writes import store_writes
 
 __all__ = ["import_legacy"]
 
@@ -25,6 +27,8 @@ __all__ = ["import_legacy"]
 def import_legacy(store: DeltaStore) -> list[str]:
     """Copy SqliteSaver's threads into the delta tables once; returns the threads skipped."""
     conn = store.conn
+    if not legacy_tables_present(conn):
+        return []
     done = conn.execute("SELECT value FROM delta_meta WHERE key = 'legacy_import'").fetchone()
     if done is not None:
         return list(json.loads(done[0]))
@@ -80,7 +84,7 @@ def _import_thread(store: DeltaStore, thread_id: str, ns: str, path: str) -> Non
         conf = {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": parent_id}
         config: Any = {"configurable": conf}
         meta: CheckpointMetadata = json.loads(metadata) if metadata else {}
-        store.put_in_tx(config, checkpoint, meta, new_versions)
+        put_in_tx(store, config, checkpoint, meta, new_versions)
         versions_of[checkpoint_id] = checkpoint["channel_versions"]
     tkey = cast(int, store.thread_key(thread_id, ns, create=True))
     tasks: dict[tuple[str, str], tuple[str, list[list[Any]]]] = {}
@@ -92,4 +96,4 @@ def _import_thread(store: DeltaStore, thread_id: str, ns: str, path: str) -> Non
         entry = tasks.setdefault((checkpoint_id, task_id), (task_path, []))
         entry[1].append([idx, channel, type_, value])
     for (checkpoint_id, task_id), (task_path, entries) in tasks.items():
-        store.store_writes(tkey, checkpoint_id, task_id, task_path, entries, replace=True)
+        store_writes(store, tkey, checkpoint_id, task_id, task_path, entries, replace=True)

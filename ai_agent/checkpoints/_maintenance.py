@@ -4,24 +4,52 @@ These run on the saver's worker thread like every other store call. The one rule
 deleting checkpoints never breaks reading the ones that stay. A kept checkpoint stored as a diff
 against a deleted one is rewritten in full first, and a value, lineage or segment is deleted only
 when no kept checkpoint can reach it (a list lineage stays as long as the longest kept view of
-it, or of a lineage forked from it, needs it).
+it, or of a lineage forked from it, needs it). A large text is deleted when no row of the file
+names it any more (``DeltaStore.sweep_texts``), once per transaction that deleted rows; a copy
+names the same texts as its source.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import cast
 
-from ai_agent.checkpoints._store import (
-    BUSY_TIMEOUT_SECONDS,
-    EMPTY,
-    DeltaStore,
-    ReadMemo,
-    is_view,
-)
+from ai_agent.checkpoints._puts import rewrite_full
+from ai_agent.checkpoints._reads import skeleton
+from ai_agent.checkpoints._skeleton import EMPTY, is_view
+from ai_agent.checkpoints._store import BUSY_TIMEOUT_SECONDS, DeltaStore, ReadMemo
 from ai_agent.errors import StoreError
 
-__all__ = ["copy_thread", "delete_checkpoints", "delete_for_runs", "prune", "reclaim"]
+__all__ = [
+    "PruneStats",
+    "copy_thread",
+    "delete_checkpoints",
+    "delete_for_runs",
+    "delete_thread",
+    "keep_for",
+    "prune",
+    "reclaim",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class PruneStats:
+    """What a prune removed.
+
+    Attributes:
+        checkpoints: Checkpoints deleted.
+        values: Stored channel values deleted.
+        segments: List segments deleted (whole lineages, and tails no kept checkpoint reads).
+        bytes_before: Size of the database file and its WAL before.
+        bytes_after: Size after (smaller once the space was reclaimed).
+    """
+
+    checkpoints: int
+    values: int
+    segments: int
+    bytes_before: int
+    bytes_after: int
 
 
 def delete_checkpoints(store: DeltaStore, tkey: int, doomed: set[str]) -> tuple[int, int, int]:
@@ -38,13 +66,13 @@ def delete_checkpoints(store: DeltaStore, tkey: int, doomed: set[str]) -> tuple[
     full = {r[0]: bool(r[2]) for r in rows}
     doomed &= set(parent)
     memo = ReadMemo()
-    kept = {cid: store.skeleton(tkey, cid, memo) for cid in sorted(parent) if cid not in doomed}
+    kept = {cid: skeleton(store, tkey, cid, memo) for cid in sorted(parent) if cid not in doomed}
     for cid, skel in kept.items():
         node: str | None = cid
         while node is not None and not full.get(node, True):
             node = parent.get(node)
             if node in doomed:
-                store.rewrite_full(tkey, cid, skel)
+                rewrite_full(store, tkey, cid, skel)
                 break
     conn.executemany(
         "DELETE FROM delta_checkpoints WHERE thread = ? AND checkpoint_id = ?",
@@ -111,6 +139,15 @@ def _collect(
     return values, segments
 
 
+def keep_for(strategy: str) -> int:
+    """How many checkpoints LangGraph's prune strategy keeps per namespace."""
+    if strategy == "keep_latest":
+        return 1
+    if strategy == "delete":
+        return 0
+    raise ValueError(f"unknown prune strategy {strategy!r}; use 'keep_latest' or 'delete'")
+
+
 def prune(
     store: DeltaStore, thread_id: str, keep: int | Sequence[str], checkpoint_ns: str | None
 ) -> tuple[int, int, int]:
@@ -136,6 +173,8 @@ def prune(
             if doomed:
                 for i, n in enumerate(delete_checkpoints(store, tkey, doomed)):
                     totals[i] += n
+        if totals[0]:
+            store.sweep_texts()
     return totals[0], totals[1], totals[2]
 
 
@@ -155,6 +194,37 @@ def delete_for_runs(store: DeltaStore, run_ids: Sequence[str]) -> None:
             doomed.setdefault(int(tkey), set()).add(cid)
         for tkey, ids in doomed.items():
             delete_checkpoints(store, tkey, ids)
+        if doomed:
+            store.sweep_texts()
+
+
+def delete_thread(store: DeltaStore, thread_id: str) -> None:
+    """``BaseCheckpointSaver.delete_thread``: every namespace of the thread."""
+    with store.tx():
+        keys = [
+            r[0]
+            for r in store.conn.execute(
+                "SELECT id FROM delta_threads WHERE thread_id = ?", (thread_id,)
+            )
+        ]
+        for tkey in keys:
+            _delete_rows(store, tkey)
+        if keys:
+            store.sweep_texts()
+    store.forget_thread(thread_id)
+
+
+def _delete_rows(store: DeltaStore, tkey: int) -> None:
+    """Delete every row of one thread key."""
+    conn = store.conn
+    for (lineage,) in conn.execute(
+        "SELECT id FROM delta_lineages WHERE thread = ?", (tkey,)
+    ).fetchall():
+        conn.execute("DELETE FROM delta_segments WHERE lineage = ?", (lineage,))
+        store.forget_lineage(lineage)
+    for table in ("delta_lineages", "delta_values", "delta_checkpoints", "delta_writes"):
+        conn.execute(f"DELETE FROM {table} WHERE thread = ?", (tkey,))  # noqa: S608 - fixed names
+    conn.execute("DELETE FROM delta_threads WHERE id = ?", (tkey,))
 
 
 def reclaim(store: DeltaStore) -> None:
@@ -201,22 +271,24 @@ def _copy_key(store: DeltaStore, src: int, dst: int) -> None:
             ).lastrowid,
         )
         conn.execute(
-            "INSERT INTO delta_segments (lineage, start, count, merged, type, items) "
-            "SELECT ?, start, count, merged, type, items FROM delta_segments WHERE lineage = ?",
+            "INSERT INTO delta_segments (lineage, start, count, merged, type, items, texts) "
+            "SELECT ?, start, count, merged, type, items, texts FROM delta_segments "
+            "WHERE lineage = ?",
             (lineage_map[lineage], lineage),
         )
     # Value ids are per thread, so the copy keeps them (and the skeletons that name them).
-    for ref, type_, blob, lineage, length in conn.execute(
-        "SELECT id, type, value, lineage, length FROM delta_values WHERE thread = ?", (src,)
+    for ref, type_, blob, lineage, length, texts in conn.execute(
+        "SELECT id, type, value, lineage, length, texts FROM delta_values WHERE thread = ?", (src,)
     ).fetchall():
         conn.execute(
-            "INSERT INTO delta_values (thread, id, type, value, lineage, length) "
-            "VALUES (?, ?, ?, ?, ?, ?)",
-            (dst, ref, type_, blob, lineage_map[lineage] if lineage else None, length),
+            "INSERT INTO delta_values (thread, id, type, value, lineage, length, texts) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (dst, ref, type_, blob, lineage_map[lineage] if lineage else None, length, texts),
         )
     # Skeletons name their list views by lineage id, and lineage ids are global: remap them.
-    for cid, parent_id, full, depth, stored, metadata in conn.execute(
-        "SELECT checkpoint_id, parent_id, full, depth, skeleton, metadata "
+    # (A skeleton that names texts is remapped with its marks as they are: the same texts.)
+    for cid, parent_id, full, depth, stored, metadata, texts in conn.execute(
+        "SELECT checkpoint_id, parent_id, full, depth, skeleton, metadata, texts "
         "FROM delta_checkpoints WHERE thread = ?",
         (src,),
     ).fetchall():
@@ -231,11 +303,12 @@ def _copy_key(store: DeltaStore, src: int, dst: int) -> None:
             blob = store.serde.dumps_typed(data)[1]
         conn.execute(
             "INSERT INTO delta_checkpoints (thread, checkpoint_id, parent_id, full, depth, "
-            "skeleton, metadata) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (dst, cid, parent_id, full, depth, blob, metadata),
+            "skeleton, metadata, texts) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (dst, cid, parent_id, full, depth, blob, metadata, texts),
         )
     conn.execute(
-        "INSERT INTO delta_writes (thread, checkpoint_id, task_id, task_path, writes) "
-        "SELECT ?, checkpoint_id, task_id, task_path, writes FROM delta_writes WHERE thread = ?",
+        "INSERT INTO delta_writes (thread, checkpoint_id, task_id, task_path, writes, texts) "
+        "SELECT ?, checkpoint_id, task_id, task_path, writes, texts FROM delta_writes "
+        "WHERE thread = ?",
         (dst, src),
     )

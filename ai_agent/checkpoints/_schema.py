@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import sqlite3
 
+from ai_agent.checkpoints import _texts
 from ai_agent.errors import StoreError
 
 __all__ = ["FORMAT_VERSION", "create_or_migrate", "legacy_tables_present"]
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 
 _DDL_V1 = """
 CREATE TABLE IF NOT EXISTS delta_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -70,15 +71,28 @@ CREATE TABLE IF NOT EXISTS delta_writes (
 ) WITHOUT ROWID;
 """
 
-# Version N -> the statements that turn a version N database into version N + 1. The test suite
-# keeps a version-1 database as a fixture, so each migration runs against a file written by an
-# older ai-agent.
+_TEXT_TABLES = ("delta_checkpoints", "delta_values", "delta_segments", "delta_writes")
+
+# Version N -> the statements that turn a version N database into version N + 1. A new database
+# gets the version-1 tables and then every migration. The test suite keeps a database of each
+# older version as a fixture, so each migration runs against a file written by an older ai-agent.
 _MIGRATIONS: dict[int, str] = {
     # 2: a skeleton may name a list as (lineage, length) and hold a small value itself, where
     # format 1 always named a delta_values row. A format-1 file is a valid format-2 file (all its
     # references are row ids), so only the number changes; a format-1 reader must refuse the
     # new references, which is what the number is for.
     1: "",
+    # 3: large texts are stored once, in agent_texts (shared with the run store when it is in
+    # the same file), and a row that names some lists them in its texts column
+    # (ai_agent.checkpoints._texts). Rows written before keep their texts inline (texts NULL),
+    # which format 3 reads as they are; a format-2 reader would hand out the marks.
+    2: ";".join(
+        [
+            *(f"ALTER TABLE {table} ADD COLUMN texts TEXT" for table in _TEXT_TABLES),
+            *(_texts.index_ddl(table) for table in _TEXT_TABLES),
+            _texts.TABLE_DDL,
+        ]
+    ),
 }
 
 
@@ -103,7 +117,7 @@ def create_or_migrate(conn: sqlite3.Connection, *, where: str) -> None:
             row = conn.execute("SELECT value FROM delta_meta WHERE key = 'format'").fetchone()
             found = int(row[0]) if row else FORMAT_VERSION
         else:
-            found = FORMAT_VERSION
+            found = 1
             for statement in _DDL_V1.split(";"):
                 if statement.strip():
                     conn.execute(statement)

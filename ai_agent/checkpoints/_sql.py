@@ -90,6 +90,10 @@ class Session(ABC):
     def insert(self, sql: str, params: Sequence[Any], key: str) -> int:
         """Run one INSERT and return the generated ``key`` column of the new row."""
 
+    def text_owners(self) -> list[str]:
+        """The tables whose ``texts`` column names large texts (``_texts.sweep`` reads them)."""
+        return ["agent_blobs"]
+
     def one(self, sql: str, params: Sequence[Any] = ()) -> Any:
         """The first row of a query, or None."""
         return self.execute(sql, params).fetchone()

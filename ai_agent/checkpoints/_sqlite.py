@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from ai_agent.checkpoints import _texts
 from ai_agent.checkpoints._sql import Session
 from ai_agent.checkpoints.fencing import LEASE_ROW_SQL
 from ai_agent.errors import StorageFullError
@@ -62,6 +63,10 @@ class SqliteSession(Session):
     def insert(self, sql: str, params: Sequence[Any], key: str) -> int:
         """Run one INSERT and return the generated ``key`` (the rowid alias) of the new row."""
         return int(self.conn.execute(sql, params).lastrowid or 0)
+
+    def text_owners(self) -> list[str]:
+        """The run store's bodies, and the checkpoints' rows when they share this file."""
+        return _texts.sqlite_owners(self.conn.execute)
 
 
 class SqliteDatabase:

@@ -7,7 +7,7 @@ results, the trace) is written as the new items plus a reference to the list it 
 that was rewritten (compaction, ``{"replace": [...]}``, a removal) starts a new lineage holding
 its full value. Reading a checkpoint rebuilds exactly the values LangGraph put.
 
-Storage format (``delta_meta.format`` = 2), beside the run store's tables in the same file:
+Storage format (``delta_meta.format`` = 3), beside the run store's tables in the same file:
 
     delta_threads      id  <-  (thread_id, checkpoint_ns)           a small integer per thread
     delta_checkpoints  (thread, checkpoint_id) -> parent_id, full, depth, skeleton, metadata
@@ -24,6 +24,10 @@ Storage format (``delta_meta.format`` = 2), beside the run store's tables in the
                                                        first base_length items (a fork, time travel)
     delta_segments     (lineage, start) -> count, merged, type, items    items[start:start+count]
     delta_writes       (thread, checkpoint_id, task_id) -> task_path, [idx, channel, type, bytes]
+    agent_texts        hash -> body                    a str or bytes of 4 KB or more, once per file
+                                                       (format 3; `ai_agent.checkpoints._texts`):
+                                                       values, segments, writes and skeletons that
+                                                       hold one name it in their ``texts`` column
 
 How the message history of a run looks after 12 messages, 3 of them added since the last merge:
 
@@ -57,7 +61,6 @@ import threading
 from collections.abc import AsyncIterator, Callable, Collection, Iterator, Sequence
 from concurrent.futures import Future
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
-from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any, ParamSpec, TypeVar, cast
@@ -72,7 +75,9 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from ai_agent.checkpoints import _maintenance
+from ai_agent.checkpoints import _maintenance, _puts, _reads, _writes
+from ai_agent.checkpoints._legacy import import_legacy
+from ai_agent.checkpoints._maintenance import PruneStats
 from ai_agent.checkpoints._schema import FORMAT_VERSION
 from ai_agent.checkpoints._serde import strict_serializer
 from ai_agent.checkpoints._store import DeltaStore, ReadMemo
@@ -88,25 +93,6 @@ _LIST_PAGE = 64
 
 FLUSH_AFTER = 0.05
 """Seconds a task's writes may wait in memory for the checkpoint that follows them."""
-
-
-@dataclass(frozen=True, slots=True)
-class PruneStats:
-    """What a prune removed.
-
-    Attributes:
-        checkpoints: Checkpoints deleted.
-        values: Stored channel values deleted.
-        segments: List segments deleted (whole lineages, and tails no kept checkpoint reads).
-        bytes_before: Size of the database file and its WAL before.
-        bytes_after: Size after (smaller once the space was reclaimed).
-    """
-
-    checkpoints: int
-    values: int
-    segments: int
-    bytes_before: int
-    bytes_after: int
 
 
 class DeltaSaver(
@@ -160,7 +146,7 @@ class DeltaSaver(
         self._wal: WalCheckpointer | None = None
         try:
             self._store = self._worker.submit(
-                functools.partial(DeltaStore, path, self.serde, cache_threads=cache_threads)
+                functools.partial(_open_store, path, self.serde, cache_threads)
             ).result()
         except BaseException:
             self._worker.stop()
@@ -354,7 +340,7 @@ class DeltaSaver(
     # Sync API --------------------------------------------------------------------------------
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """The checkpoint ``config`` names (its ``checkpoint_id``, else the thread's latest)."""
-        return self._call(self.store.get_tuple, config)
+        return self._call(_reads.get_tuple, self.store, config)
 
     def list(
         self,
@@ -370,7 +356,9 @@ class DeltaSaver(
         left = limit
         while left is None or left > 0:
             size = _LIST_PAGE if left is None else min(left, _LIST_PAGE)
-            page = self._call(self.store.list_page, config, filter, before, size, after, memo)
+            page = self._call(
+                _reads.list_page, self.store, config, filter, before, size, after, memo
+            )
             for item, key in page:
                 yield item
                 after = key
@@ -387,9 +375,10 @@ class DeltaSaver(
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
         """Store a checkpoint: its new values, and its skeleton as a diff of its parent's."""
-        job = functools.partial(self.store.put_in_tx, config, checkpoint, metadata, new_versions)
+        store = self.store
+        job = functools.partial(_puts.put_in_tx, store, config, checkpoint, metadata, new_versions)
         if threading.get_ident() == self._worker.ident:
-            return self.store.put(config, checkpoint, metadata, new_versions)
+            return _puts.put(store, config, checkpoint, metadata, new_versions)
         return self._write(job).result()
 
     def put_writes(
@@ -400,15 +389,15 @@ class DeltaSaver(
         task_path: str = "",
     ) -> None:
         """Store a task's pending writes against a checkpoint."""
-        job = self.store.prepare_writes(config, writes, task_id, task_path)
+        job = _writes.prepare_writes(self.store, config, writes, task_id, task_path)
         if threading.get_ident() == self._worker.ident:
-            self.store.put_writes(job)
+            _writes.put_writes(self.store, job)
             return
-        self._write(functools.partial(self.store.put_writes_in_tx, job)).result()
+        self._write(functools.partial(_writes.put_writes_in_tx, self.store, job)).result()
 
     def delete_thread(self, thread_id: str) -> None:
         """Delete a thread: every namespace, checkpoint, value and write of it."""
-        self._call(self.store.delete_thread, thread_id)
+        self._call(_maintenance.delete_thread, self.store, thread_id)
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
         """Delete the checkpoints whose metadata ``run_id`` is one of ``run_ids``."""
@@ -428,7 +417,7 @@ class DeltaSaver(
         Raises:
             ValueError: an unknown strategy.
         """
-        keep = _keep_for(strategy)
+        keep = _maintenance.keep_for(strategy)
         for thread_id in thread_ids:
             self.prune_thread(thread_id, keep=keep, reclaim=False)
 
@@ -475,7 +464,7 @@ class DeltaSaver(
     # Async API -------------------------------------------------------------------------------
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """``get_tuple`` off the event loop."""
-        return await self._acall(self.store.get_tuple, config)
+        return await self._acall(_reads.get_tuple, self.store, config)
 
     async def alist(
         self,
@@ -492,7 +481,7 @@ class DeltaSaver(
         while left is None or left > 0:
             size = _LIST_PAGE if left is None else min(left, _LIST_PAGE)
             page = await self._acall(
-                self.store.list_page, config, filter, before, size, after, memo
+                _reads.list_page, self.store, config, filter, before, size, after, memo
             )
             for item, key in page:
                 yield item
@@ -518,8 +507,9 @@ class DeltaSaver(
             self._flush_timer.cancel()
             self._flush_timer = None
         jobs, self._buffer = self._buffer, []
+        store = self.store
         jobs.append(
-            functools.partial(self.store.put_in_tx, config, checkpoint, metadata, new_versions)
+            functools.partial(_puts.put_in_tx, store, config, checkpoint, metadata, new_versions)
         )
         *writes, put = self._write_now(jobs)
         for outcome in writes:
@@ -552,8 +542,8 @@ class DeltaSaver(
         next call.
         """
         self._raise_deferred()
-        job = self.store.prepare_writes(config, writes, task_id, task_path)
-        self._buffer.append(functools.partial(self.store.put_writes_in_tx, job))
+        job = _writes.prepare_writes(self.store, config, writes, task_id, task_path)
+        self._buffer.append(functools.partial(_writes.put_writes_in_tx, self.store, job))
         if job.replace:
             self._flush()
         elif self._flush_timer is None:
@@ -561,7 +551,7 @@ class DeltaSaver(
 
     async def adelete_thread(self, thread_id: str) -> None:
         """``delete_thread`` off the event loop."""
-        await self._acall(self.store.delete_thread, thread_id)
+        await self._acall(_maintenance.delete_thread, self.store, thread_id)
 
     async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
         """``delete_for_runs`` off the event loop."""
@@ -573,7 +563,7 @@ class DeltaSaver(
 
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """``prune`` off the event loop."""
-        keep = _keep_for(strategy)
+        keep = _maintenance.keep_for(strategy)
         for thread_id in thread_ids:
             await self.aprune_thread(thread_id, keep=keep, reclaim=False)
 
@@ -593,9 +583,8 @@ class DeltaSaver(
         await self._acall(self._reclaim)
 
 
-def _keep_for(strategy: str) -> int:
-    if strategy == "keep_latest":
-        return 1
-    if strategy == "delete":
-        return 0
-    raise ValueError(f"unknown prune strategy {strategy!r}; use 'keep_latest' or 'delete'")
+def _open_store(path: str | Path, serde: SerializerProtocol, cache_threads: int) -> DeltaStore:
+    """The storage engine; an old SqliteSaver database's runs are imported the first time."""
+    store = DeltaStore(path, serde, cache_threads=cache_threads)
+    store.legacy_skipped = import_legacy(store)
+    return store

@@ -48,10 +48,10 @@ from psycopg import AsyncCursor
 from psycopg.rows import DictRow, dict_row
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
+from ai_agent.checkpoints._serde import strict_serializer
 from ai_agent.checkpoints._sql import Session
 from ai_agent.checkpoints.fencing import LEASE_ROW_SQL, check_lease, lease_in
 from ai_agent.checkpoints.runstore import SqlRunStore
-from ai_agent.checkpoints.saver import strict_serializer
 from ai_agent.checkpoints.schema import SCHEMA_VERSION
 from ai_agent.checkpoints.store import describe_location
 from ai_agent.errors import StorageFullError, StoreError
@@ -176,7 +176,16 @@ _TABLES = (
 # PG_MIGRATIONS[n] takes a PostgreSQL run store from version n to n + 1. The PostgreSQL store
 # began at version 3 (its tables above are that version); later versions add their steps here and
 # to the SQLite MIGRATIONS alike.
-PG_MIGRATIONS: dict[int, tuple[str, ...]] = {}
+PG_MIGRATIONS: dict[int, tuple[str, ...]] = {
+    # 4: large texts in message bodies stored once (ai_agent.checkpoints._texts). The index
+    # holds the key, not the list of hashes: a btree entry has a size limit here.
+    3: (
+        "CREATE TABLE IF NOT EXISTS agent_texts (hash TEXT PRIMARY KEY, body BYTEA NOT NULL)",
+        "ALTER TABLE agent_blobs ADD COLUMN IF NOT EXISTS texts TEXT",
+        "CREATE INDEX IF NOT EXISTS agent_blobs_texts ON agent_blobs (hash) "
+        "WHERE texts IS NOT NULL",
+    ),
+}
 _FIRST_PG_VERSION = 3
 
 

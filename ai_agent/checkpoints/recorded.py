@@ -8,7 +8,10 @@ checkpoint the stage started from.
 
 Requests repeat the whole conversation, so message bodies and tool schema lists are stored once,
 by content hash, in ``agent_blobs``: a request row lists hashes, and recording a run grows with
-its length, not with its square.
+its length, not with its square. A long text in a body (a plan, a task, a tool output, a model's
+answer) is stored once more apart, in ``agent_texts`` (``ai_agent.checkpoints._texts``): in one
+SQLite file the checkpoints name the very same row, so the plan a run holds in its state and the
+plan its model request sent are stored once.
 
 Nothing secret is ever passed here: the model's inputs are the conversation and the schemas; the
 API key and headers live inside the model client and never reach a ModelCaller's arguments.
@@ -22,8 +25,10 @@ import time
 from collections.abc import Sequence
 from typing import Any, TypedDict
 
+from ai_agent.checkpoints import _texts
 from ai_agent.checkpoints._rows import corrupt_row, stored_json
 from ai_agent.checkpoints._sql import Session, SqlStore, threaded
+from ai_agent.errors import StoreError
 from ai_agent.state import Message, ToolCall, ToolResult
 
 __all__ = [
@@ -90,11 +95,25 @@ def _dumps(value: Any) -> str:
 
 
 def _blob(session: Session, value: Any) -> str:
+    """Store one body (once: by the hash of its JSON); returns the hash.
+
+    A body of a large text or more has its large texts taken out (``_texts.cut``) and stored
+    apart; the row lists them (``texts``). Its hash stays that of the whole body.
+    """
     body = _dumps(value)
     digest = hashlib.sha256(body.encode()).hexdigest()
+    texts = None
+    if len(body) >= _texts.TEXT_MIN_BYTES:
+        if session.one("SELECT 1 FROM agent_blobs WHERE hash = ?", (digest,)) is not None:
+            return digest  # stored already: no need to cut and hash its texts again
+        done = _texts.cut(value)
+        if done.texts:
+            _texts.save(session.execute, done.texts)
+            body, texts = _dumps(done.value), _texts.texts_column(done.hashes)
     session.execute(
-        "INSERT INTO agent_blobs (hash, body) VALUES (?, ?) ON CONFLICT (hash) DO NOTHING",
-        (digest, body),
+        "INSERT INTO agent_blobs (hash, body, texts) VALUES (?, ?, ?) "
+        "ON CONFLICT (hash) DO NOTHING",
+        (digest, body, texts),
     )
     return digest
 
@@ -126,15 +145,22 @@ def _column(row: Sequence[Any], index: int, what: str, *, optional: bool = False
     )
 
 
-def _body(row: Sequence[Any], text: str, shape: type) -> Any:
-    """One stored body of a recorded request (a message, the tools' schemas), checked."""
-    return stored_json(
+def _body(
+    row: Sequence[Any], stored: tuple[str, str | None], shape: type, found: dict[str, bytes]
+) -> Any:
+    """One stored body of a recorded request (a message, the tools' schemas), checked.
+
+    ``stored`` is its row's (body, texts); ``found`` the texts read for the request.
+    """
+    text, texts = stored
+    value = stored_json(
         text,
         what=f"a part of the request of recorded call {row[0]}",
         thread_id=str(row[1]),
         hint=_REPLAY_HINT.replace("THREAD", str(row[1])),
         shape=shape,
     )
+    return value if texts is None else _texts.paste(value, found)
 
 
 def _model_record(row: Sequence[Any]) -> ModelCallRecord:
@@ -282,19 +308,23 @@ class RecordedCalls(SqlStore):
             try:
                 wanted = [*stored["messages"], stored["tools"]]
                 marks = ",".join("?" * len(wanted))
-                bodies = dict(
-                    session.all(
-                        f"SELECT hash, body FROM agent_blobs WHERE hash IN ({marks})",  # noqa: S608 - placeholders only
+                bodies = {
+                    h: (body, texts)
+                    for h, body, texts in session.all(
+                        f"SELECT hash, body, texts FROM agent_blobs WHERE hash IN ({marks})",  # noqa: S608 - placeholders only
                         wanted,
                     )
-                )
+                }
+                named = [t for _, texts in bodies.values() if texts for t in _texts.listed(texts)]
+                found = _texts.fetch(session.execute, named) if named else {}
                 messages = [bodies[h] for h in stored["messages"]]
                 request = ModelRequest(
-                    messages=[_body(row, m, dict) for m in messages],
-                    tools=_body(row, bodies[stored["tools"]], list),
+                    messages=[_body(row, m, dict, found) for m in messages],
+                    tools=_body(row, bodies[stored["tools"]], list, found),
                     params=dict(stored["params"]),
                 )
-            except (KeyError, TypeError, ValueError) as exc:  # a body or a key is missing
+            # A body, a key or a text is missing, or a texts column is not a list of hashes.
+            except (KeyError, TypeError, ValueError, StoreError) as exc:
                 raise corrupt_row(
                     f"the request of recorded call {seq}",
                     str(row[1]),
@@ -328,4 +358,6 @@ class RecordedCalls(SqlStore):
             session.execute(
                 f"DELETE FROM agent_blobs WHERE hash NOT IN ({session.blobs_in_use})"  # noqa: S608 - fixed text
             )
+            # And the texts nothing names any more (no body, nor a checkpoint of the same file).
+            _texts.sweep(session.execute, session.text_owners())
         return int(models) + int(tools)

@@ -19,6 +19,9 @@ Version history:
 2. recorded model and tool calls (with message bodies stored once, by hash, in ``agent_blobs``);
    a run's ``origin`` (run, fork, replay) and the checkpoint it was forked at.
 3. the plan queue (``agent_plans``, see ``ai_agent.checkpoints.plans``).
+4. large texts in message bodies stored once, in ``agent_texts`` (shared with the checkpoints of
+   the same file): an ``agent_blobs`` row that names some lists them (``texts``), see
+   ``ai_agent.checkpoints._texts``.
 
 The PostgreSQL run store (``ai_agent.checkpoints.postgres``) keeps the same tables under the same
 version number; a new version migrates both.
@@ -30,11 +33,12 @@ import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
+from ai_agent.checkpoints import _texts
 from ai_agent.errors import StoreError
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "ensure_schema", "schema_version"]
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 _V1 = (
     "CREATE TABLE IF NOT EXISTS agent_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
@@ -144,6 +148,16 @@ def _v3(conn: sqlite3.Connection) -> None:
         conn.execute(statement)
 
 
+def _v4(conn: sqlite3.Connection) -> None:
+    """Large texts stored once (the checkpoints may have created their table already)."""
+    for statement in (
+        _texts.TABLE_DDL,
+        "ALTER TABLE agent_blobs ADD COLUMN texts TEXT",
+        _texts.index_ddl("agent_blobs"),
+    ):
+        conn.execute(statement)
+
+
 _ADDITIVE = (
     """CREATE TABLE IF NOT EXISTS agent_outputs (
         thread_id TEXT NOT NULL,
@@ -160,7 +174,7 @@ _ADDITIVE = (
 
 
 # MIGRATIONS[n] takes a database from version n to n + 1.
-MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _v2, 2: _v3}
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _v2, 2: _v3, 3: _v4}
 
 
 def schema_version(conn: sqlite3.Connection) -> int | None:

@@ -1,12 +1,11 @@
-"""Where runs are kept: the run-store interface, database locations, and how a backend opens.
+"""Where runs are kept: the run-store interface, database locations and thread ids.
 
-`open_checkpointer` and `open_run_store` are the one seam that opens a backend for a location.
+The low module both storage engines build on; it imports neither of them.
 
 A *location* is either a SQLite file path (one machine; the default) or a ``postgresql://`` URL
-(several machines sharing one database). `open_run_store` and
-`ai_agent.checkpoints.open_checkpointer` take either and open the matching backend, so the
-engine itself never asks which one it has: it talks to `RunStoreProtocol` and LangGraph's
-``BaseCheckpointSaver``.
+(several machines sharing one database). ``ai_agent.checkpoints.backends`` opens the matching
+engine for one (`open_run_store`, `open_checkpointer`), so the engine itself never asks which one
+it has: it talks to `RunStoreProtocol` and LangGraph's ``BaseCheckpointSaver``.
 
 A PostgreSQL URL may hold a password. It is kept only in memory, for connecting: every message
 names the database through `describe_location`, which drops the password (and any other
@@ -24,7 +23,6 @@ from __future__ import annotations
 import re
 import uuid
 from pathlib import Path
-from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
 
@@ -52,8 +50,6 @@ __all__ = [
     "describe_location",
     "is_postgres_url",
     "new_thread_id",
-    "open_run_store",
-    "postgres_module",
     "resolve_location",
 ]
 
@@ -194,38 +190,6 @@ def describe_location(location: Location) -> str:
         return f"{scheme}://(a malformed URL)"
     user = f"{parts.username}@" if parts.username else ""
     return f"{scheme}://{user}{host}{port}{parts.path}"
-
-
-def postgres_module() -> ModuleType:
-    """``ai_agent.checkpoints.postgres``, or a ConfigError saying how to install its extra."""
-    try:
-        from ai_agent.checkpoints import postgres
-    except ImportError as exc:
-        raise ConfigError(
-            f"PostgreSQL support needs the postgres extra ({exc.name} is missing): "
-            "pip install 'ai-agent[postgres]'"
-        ) from None
-    return postgres
-
-
-def open_run_store(location: Location, **options: Any) -> RunStoreProtocol:
-    """Open the run store at ``location``: SQLite for a path, PostgreSQL for a URL.
-
-    Args:
-        location: A SQLite file path or a ``postgresql://`` URL.
-        options: Passed to the PostgreSQL store (``host``: the name its leases carry).
-
-    Raises:
-        StoreError: the database cannot be opened, or was written by a newer ai-agent.
-        ConfigError: a PostgreSQL URL was given and the ``postgres`` extra is not installed.
-    """
-    resolved = resolve_location(location)
-    if isinstance(resolved, str):
-        store: RunStoreProtocol = postgres_module().PostgresRunStore(resolved, **options)
-        return store
-    from ai_agent.checkpoints.runstore import RunStore
-
-    return RunStore(resolved)
 
 
 class RunStoreProtocol(Protocol):

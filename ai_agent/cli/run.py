@@ -163,6 +163,11 @@ def _check_answer(args: argparse.Namespace) -> None:
             "--deny stops the run, so --approve and --activate would never apply; give one or "
             "the other"
         )
+    if args.scope != "call" and not args.approve:
+        raise UsageError(
+            "--scope says how far an --approve reaches; name the calls with --approve CALL_ID "
+            "(or --approve all), or leave --scope out"
+        )
     if args.reason and not args.deny:
         raise UsageError("--reason goes with --deny; to continue with instructions use --plan")
     both = sorted(set(args.approve) & set(args.reject))

@@ -166,8 +166,15 @@ class CompactionInput:
         return out
 
     def drop_until_fits(self, order: Sequence[Block], extra_tokens: int = 0) -> set[int]:
-        """Blocks from ``order`` to drop, first to last, until the rest fits the budget."""
+        """Blocks from ``order`` to drop, first to last, until the rest fits the budget.
+
+        None when dropping them all would still leave the conversation over the budget (the
+        blocks that stay, a long plan say, are over it on their own): a dropped block is gone
+        from the run for good, so it is not dropped for nothing.
+        """
         total = self.tokens + extra_tokens
+        if total - sum(b.tokens for b in order) > self.budget:
+            return set()
         drop: set[int] = set()
         for block in order:
             if total <= self.budget:

@@ -233,10 +233,20 @@ class Compactor:
         )
 
     def _enforce(self, result: CompactionResult, budget: int) -> tuple[list[Message], list[str]]:
-        """Make the strategy's result fit: drop oldest, then shorten the longest results."""
+        """Make the strategy's result fit: drop oldest, then shorten the longest results.
+
+        When the protected messages alone are over the budget, nothing can make it fit: then
+        nothing more is dropped or cut, since what compaction removes is gone from the run (a
+        tool result dropped so makes the model repeat its call).
+        """
         messages, notes = list(result.messages), list[str]()
         if self._count(messages) <= budget:
             return messages, notes
+        blocks = split_blocks(
+            messages, self._count, protect_system=self.config.preserve_system_prompt
+        )
+        if sum(b.tokens for b in blocks if b.protected) > budget:
+            return messages, ["the protected messages alone exceed the target"]
         for recent in range(self.config.preserve_recent_turns, 0, -1):
             data = self._input(messages, budget, recent, None)
             drop = data.drop_until_fits(data.candidates)

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from ai_agent.graph.result import RunResult
     from ai_agent.graph.review import open_toolsmaker
     from ai_agent.graph.timeline import TimelineRow
-    from ai_agent.graph.tools_mixin import ToolListing
+    from ai_agent.graph.tooling import ToolListing
     from ai_agent.graph.usage_report import CostRates
     from ai_agent.graph.worker import PlanOutcome, Worker, WorkerEvent
 
@@ -73,7 +73,7 @@ _HOMES = {
     "RunDatabase": "ai_agent.graph.database",
     "RunResult": "ai_agent.graph.result",
     "TimelineRow": "ai_agent.graph.timeline",
-    "ToolListing": "ai_agent.graph.tools_mixin",
+    "ToolListing": "ai_agent.graph.tooling",
     "Worker": "ai_agent.graph.worker",
     "WorkerEvent": "ai_agent.graph.worker",
     "build_graph": "ai_agent.graph.build",
@@ -86,4 +86,4 @@ _HOMES = {
 }
 
 
-__getattr__, __dir__ = lazy_names(__name__, _HOMES, globals())
+__getattr__, __dir__ = lazy_names(__name__, _HOMES)

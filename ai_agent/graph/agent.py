@@ -1,4 +1,9 @@
-"""The Agent: runs, pauses and resumes tasks; composed from the core and its feature mixins.
+"""The Agent: runs, pauses and resumes tasks; the core, its run archive, and its tools.
+
+The archive's methods (stored runs, replay, the plan queue) are those of its run archive
+(`ai_agent.graph.archive.RunArchive`); the tool methods (tool management, direct calls, the
+toolsmaker) delegate to the Agent's tools (`ai_agent.graph.tooling.AgentTools`), the registry,
+the toolsmaker and the run store.
 
 Examples:
     >>> import asyncio, tempfile, os
@@ -18,20 +23,31 @@ Examples:
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
+from ai_agent.checkpoints.store import check_thread_id
+from ai_agent.errors import UnknownOutputError
 from ai_agent.graph.archive import RunArchive
 from ai_agent.graph.core import AgentCore
 from ai_agent.graph.driving import archive_method
-from ai_agent.graph.mcp_mixin import McpMixin
 from ai_agent.graph.streaming import StreamingMixin
-from ai_agent.graph.tools_mixin import ToolsMixin
-from ai_agent.graph.toolsmaker_mixin import ToolsmakerMixin
+from ai_agent.graph.tooling import ToolListing
+from ai_agent.state import ToolResult
+from ai_agent.tools.spec import ToolSpec
+
+if TYPE_CHECKING:
+    from ai_agent.tools.maker import (
+        BuildRecord,
+        BuildResult,
+        ToolBuildRequest,
+        ToolsmakerRegistry,
+    )
 
 __all__ = ["Agent"]
 
 
-class Agent(McpMixin, ToolsmakerMixin, ToolsMixin, StreamingMixin, AgentCore):
+class Agent(StreamingMixin, AgentCore):
     """Runs tasks through the nine-stage pipeline, pausing at the gate and resuming later.
 
     An Agent holds configuration and collaborators, never run data: every run lives in the
@@ -43,12 +59,13 @@ class Agent(McpMixin, ToolsmakerMixin, ToolsMixin, StreamingMixin, AgentCore):
     Everything about stored runs is the run archive's (``agent.archive``, a
     `ai_agent.graph.archive.RunArchive`): checkpoints and forks (``history``, ``fork``),
     ``replay``, the inspection helpers (``get_*``, ``timeline``), pictures (``run_report``,
-    ``export_html``), ``prune``, and the plan queue served by workers (``submit_plan``); the
-    Agent's methods of those names are the archive's. The other methods come from feature
-    mixins over `ai_agent.graph.core.AgentCore`: MCP servers (``agent.mcp``), generated tools
-    (the toolsmaker: ``build_dynamic_tool``, ``approve_dynamic_tool``,
+    ``export_html``), ``prune``, and the plan queue served by workers (``submit_plan``,
+    ``serve_plan``); the Agent's methods of those names are the archive's. Its tools are
+    another collaborator (`ai_agent.graph.tooling.AgentTools`): MCP servers (``agent.mcp``),
+    generated tools (the toolsmaker: ``build_dynamic_tool``, ``approve_dynamic_tool``,
     ``activate_tool_version``...), tool management (``register_tool``, ``call_tool``,
-    ``tool_output``...) and streaming (``astream``).
+    ``tool_output``...). Streaming (``astream``) is a mixin over
+    `ai_agent.graph.core.AgentCore`, which runs and resumes.
 
     Args:
         model: A LangChain chat model (``ScriptedModel``, ``ChatOpenAI``...), ``"scripted:PATH"``
@@ -84,8 +101,8 @@ class Agent(McpMixin, ToolsmakerMixin, ToolsMixin, StreamingMixin, AgentCore):
         tracer_provider: The OpenTelemetry ``TracerProvider`` that gets the spans when
             ``observability.enable_otel_instrumentation`` is on (default: the global provider).
         mcp_servers: MCP servers (``McpServerConfig`` or dicts of its shape) besides the
-            settings' ``mcp_servers``; their tools join the catalog when they start (see
-            `ai_agent.graph.mcp_mixin`).
+            settings' ``mcp_servers``; each is a toolset whose tools join the catalog when it
+            starts (see `ai_agent.tools.mcp` and docs/mcp.md).
         mcp_config: A YAML, JSON or TOML file of MCP servers (or a list of them), read now.
         toolsmaker_dir: Where generated tools are kept (default: the settings'
             ``tool_config.toolsmaker.dir``, ``.agents/toolsmaker``).
@@ -145,10 +162,14 @@ class Agent(McpMixin, ToolsmakerMixin, ToolsMixin, StreamingMixin, AgentCore):
     """Write a run's page (`RunArchive.export_html`)."""
     prune = archive_method(RunArchive.prune)
     """Delete old checkpoints and recorded calls (`RunArchive.prune`)."""
+    replay = archive_method(RunArchive.replay)
+    """Re-execute a stored run into a new thread, in a span of the tools (`RunArchive.replay`)."""
     submit_plan = archive_method(RunArchive.submit_plan)
     """Queue a plan for a paused run (`RunArchive.submit_plan`)."""
     list_plans = archive_method(RunArchive.list_plans)
     """Plans in the queue (`RunArchive.list_plans`)."""
+    serve_plan = archive_method(RunArchive.serve_plan)
+    """Serve one queued plan, in a span of the tools (`RunArchive.serve_plan`)."""
 
     def get_agent_usage(self) -> dict[str, Any]:
         """Totals of every model request this Agent made in this process, by thread and model."""
@@ -158,3 +179,290 @@ class Agent(McpMixin, ToolsmakerMixin, ToolsMixin, StreamingMixin, AgentCore):
             "by_thread": {k: dict(v) for k, v in tracker.by_thread.items()},
             "by_model": {k: dict(v) for k, v in tracker.by_model.items()},
         }
+
+    # Tool management (graph/tooling.py) ------------------------------------------------------
+    def register_tool(
+        self, tool: Any, *, activate: bool = True, replace: bool = False, **options: Any
+    ) -> ToolSpec:
+        """Add a tool to the catalog (any supported form); active in new runs by default.
+
+        Args:
+            tool: A ToolSpec, ``@tool`` function, BaseTool, pydantic model with ``__call__``,
+                LangChain tool, or typed function with a docstring.
+            activate: Make it active in runs started from now on. Runs already going see it in
+                their catalog from their next cycle; a plan can activate it there.
+            replace: Replace a tool of the same name.
+            **options: ``name``, ``namespace``, ``category``, ``group``, ``description``,
+                ``requires_env``, ``timeout``.
+
+        Raises:
+            ToolRegistrationError: the tool is invalid or its name is taken.
+
+        Examples:
+            >>> from ai_agent import Agent, tool
+            >>> @tool(category="read_only")
+            ... def shout(text: str) -> str:
+            ...     '''Upper-case a text.'''
+            ...     return text.upper()
+            >>> agent = Agent(checkpoint_path=":memory:", memory_path=None)
+            >>> agent.register_tool(shout, namespace="fun").name
+            'fun.shout'
+        """
+        return self._tools.register(tool, activate=activate, replace=replace, **options)
+
+    def unregister_tool(self, name: str) -> ToolSpec:
+        """Remove a tool from the catalog (and from the tools new runs start with)."""
+        return self._tools.unregister(name)
+
+    def disable_tools(self, *selectors: str) -> list[str]:
+        """Hide tools (names, groups, namespaces, globs) from runs without removing them."""
+        return self.registry.disable(list(selectors))
+
+    def enable_tools(self, *selectors: str) -> list[str]:
+        """Show disabled tools to runs again."""
+        return self.registry.enable(list(selectors))
+
+    def tool_groups(self) -> dict[str, list[str]]:
+        """Group name -> tool names."""
+        return self.registry.groups()
+
+    def list_tools(self, *, include_disabled: bool = True) -> list[ToolListing]:
+        """The catalog with each tool's category, effective policy and state, sorted by name."""
+        return self._tools.listing(include_disabled=include_disabled)
+
+    async def call_tool(
+        self, name: str, args: dict[str, Any] | None = None, *, approved: bool = False
+    ) -> ToolResult:
+        """Run one tool directly, under the same policy a run applies.
+
+        The tools are opened for the call (an MCP tool starts its server first). Where a run
+        would wait for a person, the call raises instead; see `ai_agent.graph.tooling`.
+
+        Args:
+            name: The tool's name (or its wire name).
+            args: Its arguments.
+            approved: A person approved this call (needed where a run would wait for one).
+
+        Returns:
+            The full ToolResult (never clipped), with ``execution_time_ms`` and ``summary``.
+
+        Raises:
+            UnknownToolError: no enabled tool has this name; nothing runs.
+            ToolPolicyViolation: the category's policy is ``deny``.
+            ApprovalRequiredError: the policy (or the tool, for this call) needs a person and
+                ``approved`` is False outside unattended mode. The message shows the preview.
+
+        Examples:
+            >>> import asyncio
+            >>> from ai_agent import Agent
+            >>> agent = Agent(checkpoint_path=":memory:", memory_path=None)
+            >>> result = asyncio.run(agent.call_tool("calculator", {"expression": "19.5% of 349"}))
+            >>> result["content"], result["summary"]
+            ('68.055', 'calculator: 68.055')
+        """
+        return await self._tools.call(name, args, approved=approved)
+
+    async def tool_output(self, thread_id: str, ref: str) -> str:
+        """The full text of a tool output that was clipped in a run (``out-<iter>-<call id>``).
+
+        Raises:
+            UnknownOutputError: the run kept no output under that reference.
+        """
+        record = await self.store.get_output(check_thread_id(thread_id), ref)
+        if record is None:
+            kept = await self.store.list_outputs(thread_id)
+            listed = ", ".join(kept) if kept else "none"
+            raise UnknownOutputError(
+                f"run {thread_id} kept no output {ref!r}; kept outputs: {listed}"
+            )
+        return record["content"]
+
+    # The toolsmaker (method names from its spec; see docs/toolsmaker.md) ----------------------
+    @property
+    def toolsmaker(self) -> ToolsmakerRegistry:
+        """The `ai_agent.tools.maker.ToolsmakerRegistry` over this Agent's registry.
+
+        Its options, ``toolsmaker_dir`` and ``toolsmaker_audit_path``, are arguments of the
+        constructor. Nothing of it is imported before it is needed.
+        """
+        return self._tools.toolsmaker
+
+    def set_tools(self, tools: Iterable[Any] | str) -> list[str]:
+        """Replace the tools new runs start with.
+
+        Args:
+            tools: Catalog names, groups, namespaces or globs (a list, or one comma-separated
+                string), and/or tools in any supported form (registered first, replacing a
+                tool of the same name).
+
+        Returns:
+            The names new runs start with, in order.
+
+        Raises:
+            ConfigError: an unknown name, or an object that is not a tool.
+        """
+        return self._tools.set_initial(tools)
+
+    def add_tool(self, tool: Any, **options: Any) -> ToolSpec:
+        """Register a tool and make it active in new runs (``register_tool`` with activate).
+
+        Args:
+            tool: A tool in any supported form.
+            **options: ``register_tool``'s options (``name``, ``namespace``, ``replace``...).
+
+        Returns:
+            Its ToolSpec.
+
+        Raises:
+            ToolRegistrationError: an invalid tool, or a name taken (without ``replace``).
+        """
+        return self.register_tool(tool, activate=True, **options)
+
+    def remove_tool(self, name: str) -> ToolSpec:
+        """Remove a tool from the catalog (``unregister_tool``).
+
+        For a generated tool this only affects this Agent: its version stays active on disk
+        (``rollback`` or a newer version changes that) and is loaded again by the next Agent.
+
+        Args:
+            name: The tool's name.
+
+        Returns:
+            The ToolSpec that was removed.
+
+        Raises:
+            UnknownToolError: no tool has this name.
+        """
+        return self.unregister_tool(name)
+
+    def create_tool_build_request_from_intent(self, intent: Mapping[str, Any]) -> ToolBuildRequest:
+        """A build request from a structured intent.
+
+        Args:
+            intent: ``name``, ``purpose``, ``inputs``, ``outputs``, ``capabilities``,
+                ``allowed_paths``, ``allowed_domains``, ``secrets``, ``risk`` and optionally
+                ``code``.
+
+        Returns:
+            The `ai_agent.tools.maker.ToolBuildRequest`.
+
+        Raises:
+            ToolBuildError: not a mapping, unknown fields, or no name or purpose.
+        """
+        return self.toolsmaker.request_from_intent(intent)
+
+    def build_dynamic_tool(self, request: ToolBuildRequest) -> BuildResult:
+        """Build, validate and prepare a tool version for review.
+
+        Args:
+            request: What to build.
+
+        Returns:
+            The result: ``approval_required`` with the review artifact when it passed
+            validation (an identical earlier build is reused), ``draft`` when it did not.
+
+        Raises:
+            ToolBuildError: a name that cannot name files.
+        """
+        return self.toolsmaker.build(request)
+
+    def build_dynamic_tool_from_intent(self, intent: Mapping[str, Any]) -> BuildResult:
+        """`create_tool_build_request_from_intent` then `build_dynamic_tool`.
+
+        Args:
+            intent: The structured intent.
+
+        Returns:
+            The build's result.
+
+        Raises:
+            ToolBuildError: not an intent.
+
+        Examples:
+            >>> import tempfile, os
+            >>> from ai_agent import Agent
+            >>> d = tempfile.mkdtemp()
+            >>> agent = Agent(checkpoint_path=":memory:", memory_path=None, workdir=d,
+            ...               toolsmaker_dir=os.path.join(d, "tm"))
+            >>> built = agent.build_dynamic_tool_from_intent(
+            ...     {"name": "shout", "purpose": "Echo a text.", "inputs": {"text": "string"}})
+            >>> built.status.value
+            'approval_required'
+            >>> _ = agent.approve_dynamic_tool("shout", 1)
+            >>> agent.activate_tool_version("shout", 1).name
+            'shout'
+            >>> "shout" in agent.initial_tools
+            True
+        """
+        return self.toolsmaker.build_from_intent(intent)
+
+    def approve_dynamic_tool(self, name: str, version: int) -> BuildRecord:
+        """A person approved this version (``approval_required -> approved``).
+
+        Args:
+            name: The tool.
+            version: The version.
+
+        Returns:
+            The updated build record.
+
+        Raises:
+            UnknownToolError: no such version.
+            ToolTransitionError: it is not waiting for approval.
+        """
+        return self.toolsmaker.approve(name, version)
+
+    def reject_dynamic_tool(self, name: str, version: int, reason: str = "") -> BuildRecord:
+        """A person rejected this version (``approval_required -> rejected``, final).
+
+        Args:
+            name: The tool.
+            version: The version.
+            reason: Why (kept in the record and the audit log).
+
+        Returns:
+            The updated build record.
+
+        Raises:
+            UnknownToolError: no such version.
+            ToolTransitionError: it is not waiting for approval.
+        """
+        return self.toolsmaker.reject(name, version, reason=reason or "rejected")
+
+    def activate_tool_version(
+        self, name: str, version: int, max_output_chars: int | None = None
+    ) -> ToolSpec:
+        """Activate an approved version: registered now, callable from runs' next cycle.
+
+        It becomes active in new runs; a run already going gets it in its catalog from its next
+        cycle (a plan can activate it there).
+
+        Args:
+            name: The tool.
+            version: An approved version.
+            max_output_chars: Cap of its result text (None: the Agent's ``max_output_chars``).
+
+        Returns:
+            Its runtime ToolSpec.
+
+        Raises:
+            ToolTransitionError: the version is not approved.
+            ToolPolicyViolation: its code changed on disk since the review.
+            ToolBuildError: a static tool holds the name.
+        """
+        return self._tools.activate_version(name, version, max_output_chars)
+
+    def rollback_tool(self, name: str, version: int | None = None) -> ToolSpec:
+        """Make an earlier activated version of a generated tool active again.
+
+        Args:
+            name: The tool.
+            version: The version to return to (None: the one activated before the active one).
+
+        Returns:
+            That version's runtime ToolSpec (active in new runs).
+
+        Raises:
+            ToolTransitionError: nothing to roll back to.
+        """
+        return self._tools.rollback(name, version)

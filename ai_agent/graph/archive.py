@@ -4,15 +4,14 @@
 inspects them (conversation, tokens, costs, timeline), exports them (Mermaid, one HTML page),
 prunes them, replays them, and keeps the plan queue that workers serve. The Agent holds one
 (``agent.archive``) and its methods of the same names delegate to it (`archive_method` in
-`ai_agent.graph.driving`); the command line opens one on its own (`RunArchive.at`).
+`ai_agent.graph.driving`); the command line opens one on its own (`RunArchive.at`). The
+helpers whose ``thread_id`` is None read the run the Agent worked on last.
 
 Reading needs only the run store and the checkpointer (`ai_agent.graph.database`): this module
 imports neither the model stack nor the tokenizer. What needs more is handed in: the tool
 catalog, the Agent's run policy, its token counter, and the `Runner` that replays and queued
-plans are driven with (an archive opened on its own has none, and refuses to drive runs).
-
-The helpers that take an optional ``thread_id`` use the run the Agent worked on last when it is
-None (see `ai_agent.graph.inspection`).
+plans are driven with, each in a span of the Agent's tools (an archive opened on its own has
+none, and refuses to drive runs).
 """
 
 from __future__ import annotations
@@ -182,17 +181,11 @@ class RunArchive:
 
     async def get_state(self, thread_id: str) -> RunState:
         """The latest checkpointed state of a run."""
-        snapshot = await self._snapshot(thread_id)
-        if not snapshot.values:
-            raise UnknownThreadError(f"no run with thread id {thread_id}")
-        return cast(RunState, snapshot.values)
+        return cast(RunState, (await self._snapshot(thread_id)).values)
 
     async def get_result(self, thread_id: str) -> RunResult:
         """The RunResult of a stored run, as it stands now."""
-        snapshot = await self._snapshot(thread_id)
-        if not snapshot.values:
-            raise UnknownThreadError(f"no run with thread id {thread_id}")
-        result = result_of(thread_id, snapshot)
+        result = result_of(thread_id, await self._snapshot(thread_id))
         record = await self.store.get_run(thread_id)
         if record and record["status"] == "failed" and result.status != "paused":
             return RunResult(
@@ -333,11 +326,8 @@ class RunArchive:
     async def get_context_state(self, thread_id: str | None = None) -> ContextState:
         """The messages the next draft would send, their token counts, and the compactions."""
         thread, state, _ = await self._state(thread_id)
-        compaction = self.settings.context
-        window = self._compaction() or (
-            compaction.trigger_threshold_tokens,
-            compaction.target_tokens,
-        )
+        sizes = self.settings.context
+        window = self._compaction() or (sizes.trigger_threshold_tokens, sizes.target_tokens)
         return context_view(
             thread,
             state,
@@ -585,15 +575,16 @@ class RunArchive:
         return self.last_thread
 
     async def _snapshot(self, thread_id: str) -> StateSnapshot:
+        """The run's latest checkpoint (UnknownThreadError when it has none)."""
         async with self.database.graph() as graph:
             snapshot: StateSnapshot = await graph.aget_state(config_for(thread_id))
+        if not snapshot.values:
+            raise UnknownThreadError(f"no run with thread id {thread_id}")
         return snapshot
 
     async def _state(self, thread_id: str | None) -> tuple[str, RunState, StateSnapshot]:
         thread = self._thread(thread_id)
         snapshot = await self._snapshot(thread)
-        if not snapshot.values:
-            raise UnknownThreadError(f"no run with thread id {thread}")
         return thread, values_of(snapshot), snapshot
 
     async def _closing(self, coro: Awaitable[T]) -> T:

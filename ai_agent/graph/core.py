@@ -1,10 +1,12 @@
 """AgentCore: configuration, collaborators, resources, and run/resume of the nine-stage graph.
 
-Features that sit on top of running (streaming, tool management, the toolsmaker) are mixins
-over this core, composed into `ai_agent.graph.agent.Agent`. Everything about stored runs is the
-run archive's (`ai_agent.graph.archive.RunArchive`), which the core creates with the run
-database it shares and a `Runner` view of itself (``_ArchiveRunner``) to drive replays and
-queued plans.
+Streaming sits on top of running as a mixin over this core, composed into
+`ai_agent.graph.agent.Agent`. The tools are a collaborator (`ai_agent.graph.tooling.AgentTools`):
+every run, resume, replay, plan served and direct call opens them for its span
+(`AgentCore._tool_session`). Everything about stored runs is the run archive's
+(`ai_agent.graph.archive.RunArchive`), which the core creates with the run database it shares
+and a `Runner` view of itself (``_ArchiveRunner``) to drive replays and queued plans, each in a
+tool session of its own.
 
 An Agent holds configuration and collaborators, never run data: every run lives in the checkpoint
 database under its thread id, so any Agent built the same way, in any process, can resume it.
@@ -15,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import urllib.parse
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
@@ -68,7 +69,6 @@ from ai_agent.errors import (
 from ai_agent.graph.archive import RunArchive
 from ai_agent.graph.build import recursion_limit
 from ai_agent.graph.database import RunDatabase, config_for, locate_database
-from ai_agent.graph.driving import archive_method
 from ai_agent.graph.events import RunFinished, RunStarted, lifecycle_event
 from ai_agent.graph.observed import ObservedModel, ObservedToolBox
 from ai_agent.graph.recording import (
@@ -85,14 +85,18 @@ from ai_agent.graph.secrets import (
     add_secret,
     settings_secrets,
 )
-from ai_agent.models import ChatModelCaller, make_chat_model
+from ai_agent.graph.tooling import AgentTools, toolsmaker_paths
+from ai_agent.models.resolve import (
+    check_backend,
+    read_model_argument,
+    resolve_model,
+    summary_caller,
+)
 from ai_agent.nodes.gate import check_plan, check_token, parse_plan
 from ai_agent.observability import DurationMetrics, Telemetry
 from ai_agent.observability.logs import engine_logger
-from ai_agent.resilience import CircuitBreaker, RetryPolicy
-from ai_agent.state import GateReport, RunState, UserPlan, new_run_state
+from ai_agent.state import GateReport, Issue, RunState, UserPlan, new_run_state
 from ai_agent.tokens import TokenCounter
-from ai_agent.tools.building import build_tool_set
 from ai_agent.tools.builtin.protected import ProtectedPaths
 from ai_agent.tools.mcp.manager import gather_servers
 
@@ -164,36 +168,20 @@ class AgentCore:
             # A database URL's password is a secret like the API key: never in a log line.
             password = urllib.parse.urlsplit(self.database).password
             add_secret(self.secrets, password, "the database URL's password")
-        # Validated (and files read) now, so a bad server is a usage error; graph/mcp_mixin.py
-        # starts them when runs need them.
+        # Validated (and files read) now, so a bad server is a usage error; each is a toolset
+        # of the Agent's tools, started when a span needs it.
         self.mcp_servers = gather_servers(s.mcp_servers, mcp_config, mcp_servers)
         self.hooks = hooks if isinstance(hooks, Hooks) else Hooks(**dict(hooks or {}))
         memory = s.memory_path if memory_path is _UNSET else memory_path
         self._memory_sqlite = s.memory_sqlite if memory_sqlite is None else memory_sqlite
-        maker = s.tool_config.toolsmaker
-        self.toolsmaker_dir = Path(toolsmaker_dir or maker.dir)
-        audit = toolsmaker_audit_path or maker.audit_path
-        self.toolsmaker_audit_path = Path(audit) if audit else self.toolsmaker_dir / "audit.jsonl"
+        self.toolsmaker_dir, self.toolsmaker_audit_path = toolsmaker_paths(
+            s, toolsmaker_dir, toolsmaker_audit_path
+        )
         # Every path the engine keeps state in, computed once: the tools never reach them.
         self.protected = self._engine_state(workdir, memory)
-        self.registry, self.initial_tools = build_tool_set(
-            tools if tools is not None else s.tools,
-            config=s.tool_config,
-            workdir=workdir,
-            protected=self.protected,
-        )
-        self.registry.retry = RetryPolicy.for_tools(s.retry)
-        # Read at each use: a key exported after a pause, or a tool registered later, counts.
-        self.secrets.add_source(lambda: self.registry.snapshot().secret_env_values())
-        self.backend = backend or s.backend
-        if self.backend not in ("openai", "local"):
-            raise ConfigError(f"unknown backend {self.backend!r}; use 'openai' or 'local'")
-        if isinstance(model, str) and model.startswith("scripted:"):
-            from ai_agent.testing import ScriptedModel
-
-            # Read the script now: a bad file is a usage error, not a failed run.
-            model = ScriptedModel.from_file(model.removeprefix("scripted:"))
-        self._model_arg = model
+        self.backend = check_backend(backend or s.backend)
+        # A "scripted:PATH" script is read now: a bad file is a usage error, not a failed run.
+        self._model_arg = read_model_argument(model)
         self.policy = RunPolicy(
             system_prompt=s.system_prompt if system_prompt is None else system_prompt,
             max_iterations=_iterations(
@@ -217,6 +205,24 @@ class AgentCore:
             max_output_chars=s.tool_config.max_output_chars,
         )
         self._on_event = on_event
+        # The tools (graph/tooling.py): the catalog of toolsets, the tools new runs start with,
+        # the MCP servers, the toolsmaker; opened for each span by _tool_session.
+        self._tools = AgentTools(
+            tools if tools is not None else s.tools,
+            settings=s,
+            policy=self.policy,
+            secrets=self.secrets,
+            workdir=workdir,
+            protected=self.protected,
+            servers=self.mcp_servers,
+            toolsmaker_dir=self.toolsmaker_dir,
+            toolsmaker_audit_path=self.toolsmaker_audit_path,
+            on_event=on_event,
+        )
+        self.registry = self._tools.registry
+        self.initial_tools = self._tools.initial
+        self.mcp = self._tools.mcp
+        """The Agent's MCP servers: status, health, start/stop, adding servers at run time."""
         self._memory: SqliteMemory | None = None
         self._caller: ModelCaller | None = None
         self._backend: ModelBackendSettings | None = None
@@ -239,14 +245,6 @@ class AgentCore:
             counter=self._token_counter,
             compaction=self._compaction_window,
         )
-        self._set_up_toolsmaker()
-
-    def _set_up_toolsmaker(self) -> None:
-        """Load the active generated tools; the toolsmaker mixin (``toolsmaker_mixin.py``) does it.
-
-        The core only knows where they live (``toolsmaker_dir``, part of the engine's state), so
-        the Agent's constructor keeps one signature (the one documented on `ai_agent.Agent`).
-        """
 
     def _engine_state(self, workdir: str | Path, memory: str | Path | None) -> ProtectedPaths:
         """Every path this Agent keeps state in (see `ai_agent.tools.builtin.protected`)."""
@@ -341,6 +339,7 @@ class AgentCore:
     async def __aenter__(self) -> Self:
         async with self._open_lock:
             await self._db.open()
+        self._tools.hold()  # the toolsets stay open across the block's spans
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -355,7 +354,21 @@ class AgentCore:
             log.warning("closing the agent after an error failed too: %s", error)
 
     async def aclose(self) -> None:
-        """Close what the agent opened: the model's HTTP client, the databases, any local server."""
+        """Close what the agent opened: toolsets, the model's client, databases, a local server."""
+        try:
+            await self._tools.aclose()
+        finally:
+            await self._close_resources()
+
+    def _tool_session(self) -> contextlib.AbstractAsyncContextManager[list[Issue]]:
+        """The span of a run, resume, replay, plan served or direct call: the toolsets open.
+
+        ``async with self._tool_session() as issues``: the issues (a required MCP server
+        that could not start) go to the run's ``_context``.
+        """
+        return self._tools.session()
+
+    async def _close_resources(self) -> None:
         for caller in (self._caller, self._summary_caller):
             closer = getattr(caller, "aclose", None)
             if closer is not None:
@@ -384,65 +397,16 @@ class AgentCore:
         return self._caller
 
     async def _make_caller(self) -> ModelCaller:
-        model, backend = self._model_arg, self.settings.model_backend
-        if isinstance(model, BaseChatModel):
-            name = str(getattr(model, "openai_api_base", "") or f"the {model._llm_type} model")
-            return self._caller_for(model, backend, base_url=name)
-        if isinstance(model, str):
-            backend = backend.model_copy(update={"model": model})
-        if self.backend == "local":
-            backend = await self._start_local(backend)
-        self._backend = backend
-        model = make_chat_model(backend, http_log=self.telemetry.http_log())
-        return self._caller_for(model, backend, base_url=backend.base_url)
-
-    def _caller_for(
-        self, model: BaseChatModel, backend: ModelBackendSettings, *, base_url: str
-    ) -> ChatModelCaller:
-        """A caller with the settings' retry policy, a breaker for this backend, streaming."""
-        retry = self.settings.retry
-        policy = RetryPolicy.for_models(retry)
-        overridden = retry.model_max_retries is not None or retry.max_attempts is not None
-        if not overridden and "max_retries" in backend.model_fields_set:
-            # An explicit backend max_retries wins over the level's default count.
-            policy = dataclasses.replace(policy, max_retries=backend.max_retries)
-        return ChatModelCaller(
-            model,
-            base_url=base_url,
-            retry=policy,
-            breaker=CircuitBreaker(
-                base_url,
-                threshold=retry.circuit_breaker_threshold,
-                cooldown=retry.circuit_breaker_timeout,
-            ),
-            stream=self.settings.streaming.stream_model_responses,
-            max_response_chars=backend.max_response_chars,
+        resolved = await resolve_model(
+            self._model_arg,
+            backend=self.backend,
+            settings=self.settings,
             secrets=self.secrets,
-            total_timeout=backend.total_timeout,
-            idle_timeout=backend.idle_timeout or backend.timeout,
+            http_log=self.telemetry.http_log(),
+            on_event=self._on_event,
         )
-
-    async def _start_local(self, backend: ModelBackendSettings) -> ModelBackendSettings:
-        from ai_agent.local import LocalModelServer
-
-        emit = self._on_event or _ignore
-        self._local = LocalModelServer(
-            progress=lambda message: emit({"type": "backend", "detail": message})
-        )
-        emit({"type": "backend", "detail": "starting the local llama.cpp server"})
-        await self._local.start()
-        self.secrets.add(self._local.api_key)
-        # The server requires a per-start random key (so no web page can use it); it is a
-        # secret like any other and is scrubbed from error text.
-        return backend.model_copy(
-            update={
-                "base_url": self._local.base_url,
-                "model": self._local.model_id,
-                "api_key": SecretStr(self._local.api_key),
-                "temperature": backend.temperature or 0.0,
-                "seed": backend.seed if backend.seed is not None else 42,
-            }
-        )
+        self._local, self._backend = resolved.local, resolved.backend
+        return resolved.caller
 
     def _memory_store(self) -> SqliteMemory | None:
         if self._memory_sqlite and self._memory is None:
@@ -454,11 +418,18 @@ class AgentCore:
         return generation_params(self._model_arg, self.backend, self.settings.model_backend)
 
     async def _context(
-        self, thread_id: str, *, model: ModelCaller | None = None, tools: ToolBox | None = None
+        self,
+        thread_id: str,
+        *,
+        model: ModelCaller | None = None,
+        tools: ToolBox | None = None,
+        issues: Sequence[Issue] = (),
     ) -> RunContext:
         """The run context; every model and tool call through it is recorded in the run store.
 
-        A replay passes its own ``model`` and ``tools`` (which serve recorded replies).
+        A replay passes its own ``model`` and ``tools`` (which serve recorded replies). A run
+        sees the registry through a view that pins one snapshot per cycle; ``issues`` (found
+        by the span's toolsets) are raised by the first draft instead of asking the model.
         """
         caller = model if model is not None else await self._model()
         secrets, stream = self.secrets, self._stream_sink()
@@ -475,7 +446,7 @@ class AgentCore:
         # too): the recording and the journal hold what the run keeps, and a large output's
         # full text is stored once, in the outputs.
         bounded = BoundedToolBox(
-            ScrubbedToolBox(tools or self.registry, secrets),
+            ScrubbedToolBox(tools if tools is not None else self.registry.view(), secrets),
             self.store,
             thread_id,
             self.policy.max_output_chars,
@@ -493,6 +464,9 @@ class AgentCore:
             # Only while someone consumes the token deltas is the model asked to stream.
             watch_tokens=stream is not None,
             scrub=secrets.scrub,
+            # A replay brings its own model and hears no start-up issues.
+            take_issues=_taking(issues if model is None else ()),
+            outputs=self.store,  # clipped tool outputs, for tool_output
         )
 
     def _model_label(self, caller: ModelCaller) -> str:
@@ -561,11 +535,8 @@ class AgentCore:
         if wanted == "same" or self._backend is None:
             return None
         if self._summary_caller is None:
-            backend = self._backend.model_copy(update={"model": wanted})
-            self._summary_caller = self._caller_for(
-                make_chat_model(backend, http_log=self.telemetry.http_log()),
-                backend,
-                base_url=backend.base_url,
+            self._summary_caller = summary_caller(
+                self._backend, wanted, self.settings, self.secrets, self.telemetry.http_log()
             )
         return self._summary_caller
 
@@ -582,17 +553,20 @@ class AgentCore:
             RunError: the thread id is already taken.
             InvalidThreadIdError: the thread id breaks the grammar.
         """
-        if not task.strip():
-            raise ConfigError("the task is empty; say what the agent should do")
-        task = self._masked_task(task)
-        thread_id = new_thread_id() if thread_id is None else check_thread_id(thread_id)
-        if await self.store.get_run(thread_id) is not None:
-            raise RunError(f"thread {thread_id} already exists; resume it instead of running it")
-        await self.store.create_run(thread_id, task)
-        async with self._full_disk_stops(thread_id):
-            lease = await self.store.acquire(thread_id)
-            state = new_run_state(task, list(self.initial_tools))
-            return await self._drive(thread_id, state, lease)
+        async with self._tool_session() as issues:
+            if not task.strip():
+                raise ConfigError("the task is empty; say what the agent should do")
+            task = self._masked_task(task)  # after the span began: MCP secrets are known
+            thread_id = new_thread_id() if thread_id is None else check_thread_id(thread_id)
+            if await self.store.get_run(thread_id) is not None:
+                raise RunError(
+                    f"thread {thread_id} already exists; resume it instead of running it"
+                )
+            await self.store.create_run(thread_id, task)
+            async with self._full_disk_stops(thread_id):
+                lease = await self.store.acquire(thread_id)
+                state = new_run_state(task, list(self.initial_tools))
+                return await self._drive(thread_id, state, lease, issues=issues)
 
     def _masked_task(self, task: str) -> str:
         """The task as the run keeps it: a configured secret in it is masked, and we say so."""
@@ -616,7 +590,10 @@ class AgentCore:
 
         The arguments, the result and the errors are documented on `ai_agent.Agent.resume`.
         """
-        async with self._full_disk_stops(thread_id):
+        if not self._db.exists():
+            # Opening the store would leave an empty database behind for a mistyped path.
+            raise self._unknown(check_thread_id(thread_id))
+        async with self._tool_session() as issues, self._full_disk_stops(thread_id):
             lease = await self.store.acquire(check_thread_id(thread_id))
             try:
                 async with self._graph() as graph:
@@ -630,7 +607,7 @@ class AgentCore:
             except BaseException:
                 await self._release(lease)
                 raise
-            return await self._drive(thread_id, command, lease)
+            return await self._drive(thread_id, command, lease, issues=issues)
 
     @contextlib.asynccontextmanager
     async def _full_disk_stops(self, thread_id: str) -> AsyncIterator[None]:
@@ -689,9 +666,11 @@ class AgentCore:
                 raise PlanRequiredError(
                     f"run {thread_id} is paused at the gate and needs a plan:\n{report['prompt']}"
                 )
-            parsed = _read_plan(plan, token_required)
-            self._check_plan_size(parsed)
             values = cast(RunState, snapshot.values)
+            parsed = self._tools.with_new_tools(
+                _read_plan(plan, token_required), values.get("active_tools", [])
+            )
+            self._check_plan_size(parsed)
             check_token(parsed, report, values, thread_id, required=token_required)
             check_plan(parsed, report, self.registry)
             # The resume value is stored with the checkpoint: a key in the instructions is not.
@@ -748,11 +727,17 @@ class AgentCore:
         )
 
     async def _drive(
-        self, thread_id: str, graph_input: Any, lease: Lease, context: RunContext | None = None
+        self,
+        thread_id: str,
+        graph_input: Any,
+        lease: Lease,
+        context: RunContext | None = None,
+        *,
+        issues: Sequence[Issue] = (),
     ) -> RunResult:
         self.archive.last_thread = thread_id
         async with self._holding(lease):
-            return await self._invoke(thread_id, graph_input, context)
+            return await self._invoke(thread_id, graph_input, context, issues=issues)
 
     @contextlib.asynccontextmanager
     async def _holding(self, lease: Lease) -> AsyncIterator[None]:
@@ -792,7 +777,12 @@ class AgentCore:
                 return
 
     async def _invoke(
-        self, thread_id: str, graph_input: Any, context: RunContext | None = None
+        self,
+        thread_id: str,
+        graph_input: Any,
+        context: RunContext | None = None,
+        *,
+        issues: Sequence[Issue] = (),
     ) -> RunResult:
         # A fresh state starts a run; a Command (a plan) or None continues the thread: a
         # resume is a new run of the same thread, observed as its own run linked to the thread.
@@ -801,7 +791,7 @@ class AgentCore:
         with self.telemetry.run(thread_id, resumed=resumed) as run:
             listeners.publish(RunStarted(thread_id, run.run_id, resumed))
             try:
-                result = await self._invoke_graph(thread_id, graph_input, context)
+                result = await self._invoke_graph(thread_id, graph_input, context, issues)
             except BaseException as exc:
                 listeners.publish(
                     RunFinished(
@@ -819,11 +809,11 @@ class AgentCore:
         return result
 
     async def _invoke_graph(
-        self, thread_id: str, graph_input: Any, context: RunContext | None
+        self, thread_id: str, graph_input: Any, context: RunContext | None, issues: Sequence[Issue]
     ) -> RunResult:
         limit = recursion_limit(self.policy.max_iterations)
         try:
-            context = context or await self._context(thread_id)
+            context = context or await self._context(thread_id, issues=issues)
             async with self._graph() as graph:
                 # "sync": each step's checkpoint is committed before the next step starts, so a
                 # tool never has side effects ahead of the checkpoint that leads to it.
@@ -868,20 +858,12 @@ class AgentCore:
         finally:
             await self.aclose()
 
-    # The archive's methods that the MCP servers' span still wraps (graph/mcp_mixin.py) ------
-    replay = archive_method(RunArchive.replay)
-    """Re-execute a stored run into a new thread (`RunArchive.replay`)."""
-    serve_plan = archive_method(RunArchive.serve_plan)
-    """Serve one queued plan (`RunArchive.serve_plan`)."""
-
 
 class _ArchiveRunner:
-    """The archive's view of the runner (`ai_agent.graph.driving.Runner`): the core's own methods.
-
-    Bound on the Agent, so a feature's override (the MCP servers' run context) is the one used.
-    """
+    """The archive's view of the runner (`ai_agent.graph.driving.Runner`): the core's methods."""
 
     def __init__(self, core: AgentCore) -> None:
+        self.tool_session = core._tool_session
         self.context = core._context
         self.drive = core._drive
         self.holding = core._holding
@@ -895,6 +877,18 @@ class _ArchiveRunner:
 
 def _ignore(event: Event) -> None:
     """No listener."""
+
+
+def _taking(issues: Sequence[Issue]) -> Callable[[], list[Issue]]:
+    """A run's ``take_issues``: the issues once, then nothing (a resume finds them again)."""
+    pending = list(issues)
+
+    def take_issues() -> list[Issue]:
+        taken = list(pending)
+        pending.clear()
+        return taken
+
+    return take_issues
 
 
 def _read_plan(plan: UserPlan | Mapping[str, Any], token_required: bool) -> UserPlan:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Self, cast
 
 from pydantic import SecretStr
 
-from ai_agent.checkpoints import open_checkpointer
+from ai_agent.checkpoints import open_checkpointer, open_run_store
 from ai_agent.checkpoints.fencing import with_lease
 from ai_agent.checkpoints.store import (
     Location,
@@ -27,7 +27,6 @@ from ai_agent.checkpoints.store import (
     check_thread_id,
     describe_location,
     new_thread_id,
-    open_run_store,
     resolve_location,
 )
 from ai_agent.errors import ConfigError

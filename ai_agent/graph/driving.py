@@ -2,7 +2,8 @@
 
 A replay and a queued plan are runs: the archive decides what to run (a fork of the original, a
 plan read from the queue) and hands the driving to the `Runner`, which the Agent's runner fills:
-it builds the run context (the model, the tools, the recorders), keeps the thread's lease, and
+it opens the tools for the span (MCP servers started; the start-up issues handed to the run),
+builds the run context (the model, the tools, the recorders), keeps the thread's lease, and
 records the outcome. The other way round, each of the Agent's archive methods is
 `archive_method` of the archive's method: the call goes to ``agent.archive``.
 """
@@ -12,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, Protocol, TypeVar, cast
 
 if TYPE_CHECKING:
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
     from ai_agent.context import Hooks, ModelCaller, RunContext, ToolBox
     from ai_agent.graph.archive import RunArchive
     from ai_agent.graph.result import RunResult
-    from ai_agent.state import UserPlan
+    from ai_agent.state import Issue, UserPlan
 
 __all__ = ["Runner", "archive_method"]
 
@@ -37,6 +38,12 @@ class Runner(Protocol):
     def hooks(self) -> Hooks:
         """The Agent's hooks (a replay answers some of them from the recording)."""
 
+    def tool_session(self) -> contextlib.AbstractAsyncContextManager[list[Issue]]:
+        """The span of a replay or a plan served: the toolsets open; yields their start-up issues.
+
+        The issues (a required MCP server that could not start) go to the run (`invoke`).
+        """
+
     async def context(
         self, thread_id: str, *, model: ModelCaller | None = None, tools: ToolBox | None = None
     ) -> RunContext:
@@ -50,8 +57,13 @@ class Runner(Protocol):
     def holding(self, lease: Lease) -> contextlib.AbstractAsyncContextManager[None]:
         """Keep a lease (renewed) while the block runs, and give it back after."""
 
-    async def invoke(self, thread_id: str, graph_input: Any) -> RunResult:
-        """Run the graph on a thread (its lease held by the caller) and record the outcome."""
+    async def invoke(
+        self, thread_id: str, graph_input: Any, *, issues: Sequence[Issue] = ()
+    ) -> RunResult:
+        """Run the graph on a thread (its lease held by the caller) and record the outcome.
+
+        ``issues`` (from the span's `tool_session`) are raised by the run's first draft.
+        """
 
     async def resume_input(
         self,

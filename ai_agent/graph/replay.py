@@ -103,6 +103,14 @@ class Replayer:
         """Re-execute a stored run into a new thread (see ``RunArchive.replay``)."""
         if mode not in REPLAY_MODES:
             raise ConfigError(f"unknown replay mode {mode!r}; use one of {', '.join(REPLAY_MODES)}")
+        # The tools open (graph/tooling.py): an MCP tool's schema is the one the model saw; a
+        # server that fails only loses its tools (a replay hears no start-up issues).
+        async with self.runner.tool_session():
+            return await self._replay(thread_id, checkpoint_id, mode)
+
+    async def _replay(
+        self, thread_id: str, checkpoint_id: str | None, mode: ReplayMode
+    ) -> RunResult:
         async with self.database.graph() as graph:
             entries = await history_of(graph, thread_id)
         chosen = _entry(entries, checkpoint_id, thread_id) if checkpoint_id else None

@@ -54,7 +54,7 @@ from ai_agent.errors import AgentError, PlanRefusedError, RunError, ThreadBusyEr
 from ai_agent.graph.database import RunDatabase, config_for
 from ai_agent.graph.result import RunResult
 from ai_agent.observability.logs import engine_logger
-from ai_agent.state import UserPlan
+from ai_agent.state import Issue, UserPlan
 
 if TYPE_CHECKING:
     from langgraph.types import Command, StateSnapshot
@@ -159,6 +159,12 @@ class PlanQueue:
     async def serve(self, plan: PlanRecord, worker: str) -> PlanOutcome | None:
         """Lease the plan's thread, claim the plan, resume the run with it, record the outcome."""
         runner = self._runner("serving a plan")
+        async with runner.tool_session() as issues:  # the tools open, as for a resume
+            return await self._serve(runner, plan, worker, issues)
+
+    async def _serve(
+        self, runner: Runner, plan: PlanRecord, worker: str, issues: list[Issue]
+    ) -> PlanOutcome | None:
         store = self.database.store
         try:
             lease = await store.acquire(plan["thread_id"])
@@ -180,7 +186,7 @@ class PlanQueue:
                     plan["id"], plan["thread_id"], "failed", error=str(exc), seconds=_since(started)
                 )
             handed_over = True
-            return await self._drive_plan(runner, plan, command, lease, started)
+            return await self._drive_plan(runner, plan, command, lease, started, issues)
         finally:
             if not handed_over:
                 await store.release(lease)
@@ -226,12 +232,13 @@ class PlanQueue:
         command: Command[Any] | None,
         lease: Lease,
         started: float,
+        issues: list[Issue],
     ) -> PlanOutcome:
         thread_id, store = plan["thread_id"], self.database.store
         self._on_drive(thread_id)
         async with runner.holding(lease):
             await store.update_run(thread_id, status="running")
-            result: RunResult = await runner.invoke(thread_id, command)
+            result: RunResult = await runner.invoke(thread_id, command, issues=issues)
             # Recorded before the lease goes back: a claimed plan with a free lease means its
             # worker died, and this one did not.
             await store.finish_plan(

@@ -23,6 +23,7 @@ from typing import Any, TypedDict
 from langgraph.runtime import Runtime
 
 from ai_agent.context import RunContext
+from ai_agent.issues import IssueKind, as_state
 from ai_agent.nodes._common import stage
 from ai_agent.nodes._issues import issue, issue_from_result
 from ai_agent.nodes._output import output_sink
@@ -121,7 +122,7 @@ class _Cycle:
         )
         rerun_approved = (
             approved_now
-            and pending["blocked"] == "UNKNOWN_OUTCOME"
+            and pending["blocked"] == IssueKind.UNKNOWN_OUTCOME
             and journal is not None
             and pending.get("attempt") == journal["attempt"]
         )
@@ -179,13 +180,14 @@ class _Cycle:
             self.update["grants"] = list(spent)
 
     def wait(self, pending: PendingCall, verdict: Verdict) -> None:
-        call = pending["call"]
-        waiting = PendingCall(call=call, blocked=verdict.code, preview=pending["preview"])
+        call, kind = pending["call"], verdict.code
+        assert kind is not None  # a verdict to wait always names the kind that holds the call
+        waiting = PendingCall(call=call, blocked=as_state(kind), preview=pending["preview"])
         if verdict.attempt is not None:
             waiting["attempt"] = verdict.attempt
         self.update["pending"].append(waiting)
-        if verdict.code != "TOOL_MISSING" or self.answered:  # decide already reported it
-            self.update["issues"].append(issue(str(verdict.code), verdict.message, call=call))
+        if kind != IssueKind.TOOL_MISSING or self.answered:  # decide already reported it
+            self.update["issues"].append(issue(kind, verdict.message, call=call))
         self.update["trace"].append(
             TraceEvent(
                 stage="act",
@@ -273,8 +275,7 @@ class _Cycle:
         self.update["results"].append(
             ToolOutcome(iteration=self.iteration, call=call, result=result)
         )
-        code = (result.get("meta") or {}).get("code")
-        found = issue_from_result(call, result) if code != "SCHEMA_VIOLATION" else None
+        found = issue_from_result(call, result)
         if found is not None:
             self.update["issues"].append(found)
         line = TraceEvent(

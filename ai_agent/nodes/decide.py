@@ -14,6 +14,7 @@ from typing import TypedDict
 from langgraph.runtime import Runtime
 
 from ai_agent.context import RunContext, ToolBox
+from ai_agent.issues import IssueKind
 from ai_agent.nodes._common import last_assistant, stage
 from ai_agent.nodes._issues import issue
 from ai_agent.state import Decision, Issue, Message, PendingCall, RunState, ToolCall, TraceEvent
@@ -64,7 +65,11 @@ async def decide(state: RunState, *, runtime: Runtime[RunContext]) -> DecideUpda
     chosen = [canonical_call(c, context.tools) for c in picked]
     active = set(state.get("active_tools", []))
     issues = [
-        issue("TOOL_MISSING", f"the model asked for {c['name']!r}, which is not active", call=c)
+        issue(
+            IssueKind.TOOL_MISSING,
+            f"the model asked for {c['name']!r}, which is not active",
+            call=c,
+        )
         for c in chosen
         if c["name"] not in active
     ]

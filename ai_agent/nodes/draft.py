@@ -25,13 +25,7 @@ from typing import Any, TypedDict, cast
 from langgraph.runtime import Runtime
 
 from ai_agent.context import Event, Prepared, RunContext, streaming_to
-from ai_agent.errors import (
-    BudgetExceededError,
-    CircuitOpenError,
-    ModelAuthError,
-    ModelRateLimitError,
-    ModelResponseError,
-)
+from ai_agent.issues import IssueKind, kind_of_error
 from ai_agent.nodes._common import stage
 from ai_agent.nodes._issues import issue
 from ai_agent.observability.scopes import set_iteration
@@ -47,16 +41,6 @@ from ai_agent.state import (
 )
 
 __all__ = ["DraftUpdate", "compose_messages", "draft", "engine_call_id", "with_engine_ids"]
-
-# Model failures the gate can help with; anything else (an unreachable server, a broken script)
-# fails the run with a clear message and leaves the last checkpoint resumable.
-_GATED: tuple[tuple[type[Exception], str], ...] = (
-    (ModelRateLimitError, "RATE_LIMIT"),
-    (ModelAuthError, "AUTH"),
-    (CircuitOpenError, "CIRCUIT_OPEN"),
-    (BudgetExceededError, "BUDGET"),
-    (ModelResponseError, "MODEL_ERROR"),
-)
 
 
 class DraftUpdate(TypedDict, total=False):
@@ -230,19 +214,24 @@ async def _draft(state: RunState, context: RunContext) -> DraftUpdate:
             }
         )
     if "budget_issue" in prepared:
-        line = TraceEvent(stage="draft", iteration=iteration, status="error", detail="BUDGET")
-        return work.done(None, line, [issue("BUDGET", prepared["budget_issue"])])
+        line = TraceEvent(
+            stage="draft", iteration=iteration, status="error", detail=IssueKind.BUDGET.value
+        )
+        return work.done(None, line, [issue(IssueKind.BUDGET, prepared["budget_issue"])])
     messages = compose_messages(system_prompt, work.messages)
     context.emit({"type": "model_waiting", "stage": "draft", "iteration": iteration})
     try:
         with streaming_to(_sink(context, iteration) if context.watch_tokens else None):
             reply = await context.model(messages, tools)
     except Exception as exc:
-        for kind, code in _GATED:
-            if isinstance(exc, kind):
-                line = TraceEvent(stage="draft", iteration=iteration, status="error", detail=code)
-                return work.done(None, line, [issue(code, str(exc))])
-        raise
+        # Model failures the gate can help with are issues (the table of kinds says which);
+        # anything else (an unreachable server, a broken script) fails the run with a clear
+        # message and leaves the last checkpoint resumable.
+        kind = kind_of_error(exc)
+        if kind is None:
+            raise
+        line = TraceEvent(stage="draft", iteration=iteration, status="error", detail=kind.value)
+        return work.done(None, line, [issue(kind, str(exc))])
     message = with_engine_ids(reply["message"], iteration)
     context.emit(
         {

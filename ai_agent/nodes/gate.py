@@ -26,6 +26,7 @@ from pydantic import ValidationError
 
 from ai_agent.context import RunContext
 from ai_agent.errors import InvalidPlanError, PlanRefusedError
+from ai_agent.issues import KINDS
 from ai_agent.nodes._common import call_hook, hook_view, stage
 from ai_agent.observability.scopes import note_gate_plan
 from ai_agent.state import (
@@ -53,20 +54,6 @@ __all__ = [
     "parse_plan",
 ]
 
-_ADVICE = {
-    "MISSING_ENV": "set the missing environment variable(s), then resume with a plan",
-    "AUTH": "fix the credentials, then resume with a plan",
-    "RATE_LIMIT": "wait for the limit to reset, then resume with a plan",
-    "DATA_MISSING": "point the agent at the right data in the plan's instructions",
-    "TOOL_ERROR": "resume with instructions for another approach, or stop the run",
-    "NO_PROGRESS": "give the agent new instructions, or stop the run",
-    "MODEL_ERROR": "check the model server, then resume",
-    "CIRCUIT_OPEN": "wait for the model server to recover, then resume",
-    "BUDGET": "resume with a plan to grant another budget of the same size, or stop the run",
-    "UNKNOWN_OUTCOME": "check whether the interrupted call's effects already happened before "
-    "approving it again",
-}
-
 
 class GateUpdate(TypedDict, total=False):
     """What the gate stage writes to the run state."""
@@ -85,16 +72,20 @@ class GateUpdate(TypedDict, total=False):
 
 
 def _options(issues: list[Issue], pending: list[PendingCall], catalog: set[str]) -> list[str]:
+    """What a plan can do: settle each waiting call, then each kind's advice (`KINDS`)."""
     options: list[str] = []
     for p in pending:
-        call = p["call"]
-        if p["blocked"] == "TOOL_MISSING" and call["name"] in catalog:
+        call, spec = p["call"], KINDS.get(p["blocked"]) if p["blocked"] else None
+        resolves = spec.resolves if spec is not None else None
+        if resolves == "activate" and call["name"] in catalog:
             options.append(f"activate {call['name']} (--activate {call['name']})")
-        elif p["blocked"] in ("APPROVAL_REQUIRED", "UNKNOWN_OUTCOME"):
+        elif resolves == "approve":
             options.append(f"approve {call['id']} (--approve {call['id']})")
-    for code in dict.fromkeys(i["code"] for i in issues):
-        if code in _ADVICE:
-            options.append(_ADVICE[code])
+    # A kind this engine does not know (stored by another version) has no advice to give.
+    advice = [
+        KINDS[c].advice if c in KINDS else None for c in dict.fromkeys(i["code"] for i in issues)
+    ]
+    options += [a for a in advice if a]
     options.append("continue with instructions (--plan '...')")
     options.append("stop the run (--deny)")
     return list(dict.fromkeys(options))

@@ -8,6 +8,7 @@ from typing import TypedDict
 from langgraph.runtime import Runtime
 
 from ai_agent.context import RunContext
+from ai_agent.issues import IssueKind
 from ai_agent.nodes._common import call_hook, hook_view, stage
 from ai_agent.nodes._issues import issue
 from ai_agent.state import Issue, RunState, ToolOutcome, TraceEvent
@@ -59,7 +60,7 @@ async def reflect(state: RunState, *, runtime: Runtime[RunContext]) -> ReflectUp
         )
     if repeated_calls(list(state.get("results", [])), iteration):
         found = issue(
-            "NO_PROGRESS",
+            IssueKind.NO_PROGRESS,
             "the agent repeated the previous cycle's tool call(s) "
             "with the same arguments; it may be stuck",
         )

@@ -7,23 +7,59 @@ task (and each worker thread started with the task's context) sees its own run's
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from ai_agent.observability.redaction import Redactor
-    from ai_agent.observability.telemetry import Telemetry
-    from ai_agent.observability.tracing import Span
+    from ai_agent.observability.tracing import Span, Tracer
 
-__all__ = ["SCOPE", "Scope", "current_ids"]
+__all__ = ["SCOPE", "CostFunction", "Observer", "Scope", "current_ids"]
+
+CostFunction = Callable[[str, Mapping[str, Any]], float | None]
+
+
+class Observer(Protocol):
+    """What the scopes need from the Agent's observability (`Telemetry` is the one there is).
+
+    Named here, below the scopes and `Telemetry` both, so the scopes see only these members
+    and `Telemetry` (which opens the run scope) imports the scopes, never the other way round.
+    """
+
+    redactor: Redactor
+    tracer: Tracer
+    cost: CostFunction | None
+
+    @property
+    def body_size_limit(self) -> int:
+        """Bytes of a body (or of tool arguments) shown in a log line."""
+        ...
+
+    @property
+    def slow_response_ms(self) -> float | None:
+        """Model calls slower than this are logged at WARNING."""
+        ...
+
+    def new_id(self) -> str:
+        """A fresh id in the configured format."""
+        ...
+
+    def record(self, name: str, value: float, attributes: Mapping[str, Any]) -> None:
+        """Hand one duration to the metrics collectors."""
+        ...
+
+    def trace_headers(self, span: Span, request_id: str, run_id: str) -> dict[str, str]:
+        """The headers a model request carries."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
 class Scope:
     """Where the code running now is: which run, stage, model call or tool call."""
 
-    telemetry: Telemetry
+    telemetry: Observer
     redactor: Redactor
     span: Span
     thread_id: str

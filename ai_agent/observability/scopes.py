@@ -36,7 +36,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from ai_agent.errors import AgentError
-from ai_agent.observability._scope import SCOPE, Scope
+from ai_agent.observability._scope import SCOPE, Observer, Scope
 from ai_agent.observability.ids import thread_span_context
 from ai_agent.observability.logs import engine_logger
 from ai_agent.observability.redaction import cut_body
@@ -45,7 +45,6 @@ from ai_agent.observability.tracing import AttributeValue, SpanLink
 
 if TYPE_CHECKING:
     from ai_agent.context import ModelReply
-    from ai_agent.observability.telemetry import Telemetry
     from ai_agent.state import ToolCall, ToolResult
 
 __all__ = [
@@ -124,7 +123,7 @@ class RunScope:
 
 
 @contextmanager
-def run_scope(telemetry: Telemetry, thread_id: str, *, resumed: bool = False) -> Iterator[RunScope]:
+def run_scope(telemetry: Observer, thread_id: str, *, resumed: bool = False) -> Iterator[RunScope]:
     """The scope of one run (see `Telemetry.run`)."""
     run_id = telemetry.new_id()
     trace_id, span_id = thread_span_context(thread_id)

@@ -16,10 +16,11 @@ Examples:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
+from ai_agent.observability._scope import CostFunction
 from ai_agent.observability.hooks import Listeners
 from ai_agent.observability.ids import new_id
 from ai_agent.observability.logs import engine_logger
@@ -40,8 +41,6 @@ if TYPE_CHECKING:
     from ai_agent.observability.httplog import HttpLog
 
 __all__ = ["CostFunction", "Telemetry", "tracestate"]
-
-CostFunction = Callable[[str, Mapping[str, Any]], float | None]
 
 log = engine_logger("ai_agent.telemetry")
 log_metrics = engine_logger("ai_agent.metrics")

@@ -33,7 +33,7 @@ from langchain_core.runnables import Runnable
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ai_agent.errors import ConfigError, ScriptExhaustedError
-from ai_agent.models import from_langchain
+from ai_agent.models.messages import from_langchain
 from ai_agent.state import Message
 
 __all__ = ["FunctionModel", "ScriptedModel", "Turn"]

@@ -1,4 +1,4 @@
-"""Tools: one registry for every kind of tool, the approval policy, and the built-in tools.
+"""Tools: one registry composed from toolsets, the approval policy, and the built-in tools.
 
 Examples:
     >>> from ai_agent.tools import ToolRegistry, tool
@@ -14,17 +14,22 @@ from ai_agent.tools.adapters import as_tool_spec
 from ai_agent.tools.base import BaseTool
 from ai_agent.tools.decorator import tool
 from ai_agent.tools.registry import ToolRegistry, TurnView, make_tool_registry
+from ai_agent.tools.snapshot import DEFAULT_TOOL_TIMEOUT, ToolSet, ToolSnapshot
 from ai_agent.tools.spec import ToolCategory, ToolFn, ToolSpec
-from ai_agent.tools.toolset import DEFAULT_TOOL_TIMEOUT, ToolSet
+from ai_agent.tools.toolsets import BuiltinToolset, FunctionToolset, Toolset
 
 __all__ = [
     "DEFAULT_TOOL_TIMEOUT",
     "BaseTool",
+    "BuiltinToolset",
+    "FunctionToolset",
     "ToolCategory",
     "ToolFn",
     "ToolRegistry",
     "ToolSet",
+    "ToolSnapshot",
     "ToolSpec",
+    "Toolset",
     "TurnView",
     "as_tool_spec",
     "make_tool_registry",

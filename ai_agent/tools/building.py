@@ -8,24 +8,29 @@
   LangChain tool): registered and activated. A tool named like a built-in replaces it (this is
   how a notes tool with an embedding function, or a differently configured ``run_bash``, is
   swapped in);
+- toolsets (`ai_agent.tools.toolsets.Toolset`, a source of tools of the user's): mounted,
+  and every tool they offer, now or later, activated;
 - or a mapping ``{name: tool}``, which names (or renames) each tool.
 
-Every other built-in stays in the catalog, inactive, for a plan to activate.
+The registry is composed of the built-in toolset and the user's (`ToolRegistry.functions`),
+then the user's toolsets in order. Every other built-in stays in the catalog, inactive, for a
+plan to activate.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ai_agent.config import ToolConfig, split_tool_names
 from ai_agent.errors import ConfigError, UnknownToolError
 from ai_agent.tools.adapters import as_tool_spec, is_tool
-from ai_agent.tools.builtin import BUILTIN_NAMES, builtin_tools
+from ai_agent.tools.builtin import BUILTIN_NAMES
 from ai_agent.tools.builtin.notes_rank import Embed
 from ai_agent.tools.builtin.protected import ProtectedPaths
-from ai_agent.tools.registry import ToolRegistry
+from ai_agent.tools.registry import Refresh, ToolRegistry
+from ai_agent.tools.toolsets import BuiltinToolset, Toolset
 
 __all__ = ["build_tool_set"]
 
@@ -61,7 +66,7 @@ def build_tool_set(
     """
     config = config or ToolConfig()
     registry = ToolRegistry(
-        builtin_tools(config, workdir=workdir, embed=embed, protected=protected),
+        toolsets=[BuiltinToolset(config, workdir=workdir, embed=embed, protected=protected)],
         timeout=config.timeout,
         max_result_chars=config.max_result_chars,
     )
@@ -72,6 +77,8 @@ def build_tool_set(
                 names = registry.select(item)
             except UnknownToolError as exc:
                 raise ConfigError(str(exc)) from None
+        elif isinstance(item, Toolset):
+            names = registry.mount(item, on_refresh=_activating(active)).added
         else:
             if not is_tool(item):
                 raise ConfigError(
@@ -83,3 +90,14 @@ def build_tool_set(
             names = [spec.name]
         active += [n for n in names if n not in active]
     return registry, active
+
+
+def _activating(active: list[str]) -> Callable[[Refresh], None]:
+    """A user's toolset's mount: tools it adds later are active too; a refused one raises."""
+
+    def handle(refresh: Refresh) -> None:
+        if refresh.refused:
+            raise refresh.refused[0].error
+        active.extend(n for n in refresh.added if n not in active)
+
+    return handle

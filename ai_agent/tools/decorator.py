@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar, cast, overload
+from typing import Any, Literal, TypeVar, cast, overload
 
 from pydantic import BaseModel, ValidationError
 
@@ -51,8 +51,13 @@ def function_spec(
     preview: Callable[[dict[str, Any]], str] | None = None,
     format_result: Callable[[Any], str] | None = None,
     escalate: Callable[[dict[str, Any]], str | None] | None = None,
+    extra: Literal["forbid", "ignore"] = "forbid",
+    compact: bool = False,
 ) -> ToolSpec:
     """The ToolSpec of a typed function (what ``@tool`` attaches).
+
+    ``extra`` and ``compact`` are passed on to `signature_schema` (unknown arguments refused or
+    dropped; the JSON schema written compactly).
 
     Raises:
         ToolRegistrationError: no description (docstring), or a signature without a schema.
@@ -65,7 +70,7 @@ def function_spec(
             f"tool {tool_name!r} has no description: give the function a docstring saying what "
             "it does (its first paragraph is what the model reads), or pass description='...'"
         )
-    sig = signature_schema(fn, owner=tool_name, docs=doc.args)
+    sig = signature_schema(fn, owner=tool_name, docs=doc.args, extra=extra, compact=compact)
     is_async = inspect.iscoroutinefunction(fn)
 
     async def call(args: dict[str, Any], ctx: dict[str, Any]) -> Any:

@@ -50,6 +50,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ai_agent.context import ApprovalPolicy, JournalEntry, ToolInfo
+from ai_agent.issues import IssueKind
 from ai_agent.state import Grant, ToolCall, ToolResult
 from ai_agent.tools.results import schema_violation
 
@@ -117,7 +118,7 @@ class Verdict:
     """What to do with a call: run it, make it wait for a plan (with an issue), or cancel it."""
 
     action: Literal["run", "wait", "cancel", "reuse", "reject"]
-    code: str | None = None
+    code: IssueKind | None = None
     message: str = ""
     result: ToolResult | None = None
     attempt: float | None = None
@@ -267,7 +268,7 @@ def _availability(f: CallFacts) -> Verdict | None:
         return None
     if f.answered:
         return _cancel(f"Error: tool {name!r} is not available in this run")
-    return Verdict("wait", "TOOL_MISSING", f"tool {name!r} is not active in this run")
+    return Verdict("wait", IssueKind.TOOL_MISSING, f"tool {name!r} is not active in this run")
 
 
 def _schema(f: CallFacts) -> Verdict | None:
@@ -279,7 +280,7 @@ def _schema(f: CallFacts) -> Verdict | None:
         return Verdict("reject", result=result)
     return Verdict(
         "reject",
-        "TOOL_ERROR",
+        IssueKind.TOOL_ERROR,
         f"the model called {name} with invalid arguments again after being told what was "
         f"wrong: {'; '.join(f.problems)}",
         result,
@@ -304,7 +305,7 @@ def _journal(f: CallFacts) -> Verdict | None:
         return _cancel(f"{CANCELLED}: its earlier attempt may or may not have completed")
     return Verdict(
         "wait",
-        "UNKNOWN_OUTCOME",
+        IssueKind.UNKNOWN_OUTCOME,
         f"{f.call['name']} was running when the process stopped, so its effects may already "
         "have happened, in full or in part. Approve to run it again, and its effects may happen "
         "twice; deny to skip it.",
@@ -318,7 +319,7 @@ def _environment(f: CallFacts) -> Verdict | None:
     keys = ", ".join(f.missing_env)
     return Verdict(
         "wait",
-        "MISSING_ENV",
+        IssueKind.MISSING_ENV,
         f"{f.call['name']} needs environment variable(s) {keys}, which are not set; "
         "set them and resume",
         ToolResult(
@@ -360,7 +361,7 @@ def _approval(f: CallFacts) -> Verdict:
         return Verdict("run")
     if f.answered:
         return _cancel(CANCELLED)
-    return Verdict("wait", "APPROVAL_REQUIRED", "; ".join(reasons))
+    return Verdict("wait", IssueKind.APPROVAL_REQUIRED, "; ".join(reasons))
 
 
 _RULES = (_availability, _schema, _denial, _journal, _environment)

@@ -1,4 +1,13 @@
-"""The tool registry: one catalog of every tool a run may use, changeable at run time.
+"""The tool registry: one catalog of every tool a run may use, composed from toolsets.
+
+Tools come from toolsets (`ai_agent.tools.toolsets`): the built-in tools, the user's tools
+(`ToolRegistry.functions`, what `ToolRegistry.register` adds to), each MCP server, the
+generated tools, and any toolset of the user's. The registry mounts them in order and keeps
+their tools in one catalog, each tool owned by the toolset it came from; a name is held by one
+tool, and a toolset's tool whose name (or wire name) another toolset holds is refused unless it
+is registered to replace it. When a toolset's tools change, the registry takes the change
+(`ToolRegistry.refresh`). It also enters them for the spans that may call them
+(`ToolRegistry.session`).
 
 The registry is the Agent's catalog; which tools are *active* is run state (``active_tools``), so a
 plan can activate a catalog tool mid-run and a fork keeps its own set. Besides registering and
@@ -6,7 +15,7 @@ unregistering, a tool can be disabled without removing it (it leaves the catalog
 it is enabled again), and tools can be selected together by group (``files``) or namespace
 (``fs.*``).
 
-Every change makes a new immutable `ToolSet`. A run does not see
+Every change makes a new immutable `ToolSnapshot`. A run does not see
 the registry directly but a `TurnView`, which pins one snapshot per cycle (when the draft
 asks for the schemas): the model, the decision and the act stage of one cycle see the same tools,
 even while the registry changes underneath (the toolsmaker changes it mid-run).
@@ -14,27 +23,33 @@ even while the registry changes underneath (the toolsmaker changes it mid-run).
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from ai_agent.context import CallReview, ToolInfo
 from ai_agent.errors import ToolRegistrationError, UnknownToolError
-from ai_agent.resilience import RetryPolicy
-from ai_agent.state import ToolCall, ToolResult
-from ai_agent.tools.adapters import as_tool_spec
+from ai_agent.models.resilience import RetryPolicy
+from ai_agent.state import Issue, ToolCall, ToolResult
 from ai_agent.tools.naming import check_wire_name
 from ai_agent.tools.schema import json_schema_validator
-from ai_agent.tools.spec import ToolSpec
-from ai_agent.tools.toolset import (
+from ai_agent.tools.snapshot import (
     DEFAULT_MAX_RESULT_CHARS,
     DEFAULT_TOOL_TIMEOUT,
-    ToolSet,
+    ToolSnapshot,
     missing_env,
 )
+from ai_agent.tools.spec import ToolSpec
+from ai_agent.tools.toolsets.base import Toolset
+from ai_agent.tools.toolsets.functions import FunctionToolset
+from ai_agent.tools.toolsets.spans import ToolsetSpans
 
 __all__ = [
     "DEFAULT_TOOL_TIMEOUT",
+    "Refresh",
+    "Refused",
     "ToolRegistry",
     "TurnView",
     "make_tool_registry",
@@ -44,11 +59,45 @@ __all__ = [
 _GLOB = frozenset("*?[")
 
 
+@dataclass(frozen=True)
+class Refused:
+    """A toolset's tool the registry did not take, and why."""
+
+    spec: ToolSpec
+    error: ToolRegistrationError
+
+
+@dataclass(frozen=True)
+class Refresh:
+    """What a refresh of one toolset changed in the catalog.
+
+    Attributes:
+        added: Names the toolset holds now and did not before (in its order).
+        refused: Its tools the registry did not take (a name or wire name taken, a bad schema).
+    """
+
+    added: list[str] = field(default_factory=list)
+    refused: list[Refused] = field(default_factory=list)
+
+
+# What a mount does with a refresh (the default raises the first refusal).
+RefreshHandler = Callable[[Refresh], None]
+
+
+@dataclass
+class _Mount:
+    toolset: Toolset
+    handler: RefreshHandler | None
+    # The tools taken from the toolset, as they were offered: unchanged ones are not taken again.
+    taken: dict[str, ToolSpec] = field(default_factory=dict)
+
+
 class ToolRegistry(Mapping[str, ToolSpec]):
     """A mapping of tool name to ToolSpec, with registration, selection and execution.
 
     Args:
-        tools: Tools in any supported form (see `as_tool_spec`).
+        tools: Tools in any supported form (see `as_tool_spec`), registered in `functions`.
+        toolsets: Toolsets mounted first, in order (see `mount`).
         timeout: Seconds a call may take when its tool does not say (30 by default).
         max_result_chars: The largest result a tool may return, in characters of its JSON form;
             a larger one becomes an error result (``OUTPUT_TOO_LARGE``). None: no limit.
@@ -70,16 +119,25 @@ class ToolRegistry(Mapping[str, ToolSpec]):
         self,
         tools: Iterable[Any] = (),
         *,
+        toolsets: Iterable[Toolset] = (),
         timeout: float = DEFAULT_TOOL_TIMEOUT,
         max_result_chars: int | None = DEFAULT_MAX_RESULT_CHARS,
     ):
         self._specs: dict[str, ToolSpec] = {}
         self._wire: dict[str, str] = {}
+        self._owner: dict[str, Toolset] = {}
+        self._mounts: dict[int, _Mount] = {}
         self._disabled: set[str] = set()
-        self._snapshot: ToolSet | None = None
+        self._snapshot: ToolSnapshot | None = None
         self.timeout = timeout
         self.max_result_chars = max_result_chars
         self._retry: RetryPolicy | None = None
+        self._spans = ToolsetSpans(self.toolsets)
+        for toolset in toolsets:
+            self.mount(toolset)
+        self.functions = FunctionToolset(name="functions")
+        """The user's tools: what `register` adds to."""
+        self.mount(self.functions)
         for item in tools:
             self.register(item)
 
@@ -106,7 +164,7 @@ class ToolRegistry(Mapping[str, ToolSpec]):
 
     @property
     def retry(self) -> RetryPolicy | None:
-        """Retries of retryable failures (``ai_agent.resilience``); None: none."""
+        """Retries of retryable failures (``ai_agent.models.resilience``); None: none."""
         return self._retry
 
     @retry.setter
@@ -114,22 +172,96 @@ class ToolRegistry(Mapping[str, ToolSpec]):
         self._retry = policy
         self._changed()
 
-    # Registration ----------------------------------------------------------------------------
-    def register(self, tool: Any, *, replace: bool = False, **options: Any) -> ToolSpec:
-        """Add a tool in any supported form; returns its spec.
+    # Toolsets --------------------------------------------------------------------------------
+    def toolsets(self) -> list[Toolset]:
+        """The mounted toolsets, in the order they were mounted."""
+        return [mount.toolset for mount in self._mounts.values()]
+
+    def mount(self, toolset: Toolset, *, on_refresh: RefreshHandler | None = None) -> Refresh:
+        """Add a toolset: its tools join the catalog now and follow its changes from now on.
 
         Args:
-            tool: A ToolSpec, ``@tool`` function, BaseTool, pydantic model with ``__call__``,
-                LangChain tool or typed function with a docstring.
-            replace: Replace a tool of the same name instead of refusing it.
-            **options: ``name``, ``namespace``, ``category``, ``group``, ``description``,
-                ``requires_env``, ``timeout`` overrides.
+            toolset: The toolset.
+            on_refresh: Called with what each refresh changed (`refresh`); without it, a
+                refused tool raises its error to whoever changed the toolset.
+
+        Returns:
+            What its tools changed in the catalog.
 
         Raises:
-            ToolRegistrationError: an invalid tool, a name taken (without ``replace``), or a
-                name whose wire form another tool already has.
+            ToolRegistrationError: the toolset is mounted already, or (without ``on_refresh``)
+                one of its tools was refused; then nothing of it stays mounted.
         """
-        spec = as_tool_spec(tool, **options)
+        if id(toolset) in self._mounts:
+            raise ToolRegistrationError(f"toolset {toolset.name!r} is mounted already")
+        self._mounts[id(toolset)] = _Mount(toolset, on_refresh)
+        toolset.watch(self._on_change)
+        try:
+            return self.refresh(toolset)
+        except ToolRegistrationError:
+            self.unmount(toolset)
+            raise
+
+    def unmount(self, toolset: Toolset) -> None:
+        """Take a toolset and all its tools out of the catalog."""
+        mount = self._mounts.pop(id(toolset), None)
+        if mount is None:
+            return
+        toolset.unwatch(self._on_change)
+        for name in self.names_of(toolset):
+            self._drop(name)
+
+    def owner(self, name: str) -> Toolset | None:
+        """The toolset a tool of the catalog came from, or None."""
+        return self._owner.get(name)
+
+    def names_of(self, toolset: Toolset) -> list[str]:
+        """The names of a toolset's tools in the catalog."""
+        return [name for name, owner in self._owner.items() if owner is toolset]
+
+    def _on_change(self, toolset: Toolset, takeover: frozenset[str]) -> None:
+        self.refresh(toolset, takeover=takeover)
+
+    def refresh(self, toolset: Toolset, *, takeover: Iterable[str] = ()) -> Refresh:
+        """Take what changed in a mounted toolset's tools into the catalog.
+
+        A changed or new tool is taken unless another toolset holds its name (or its wire
+        name), except the names in ``takeover``; a tool it no longer offers leaves the catalog.
+        The mount's handler gets the outcome (without one, a refusal raises).
+
+        Raises:
+            ToolRegistrationError: a refused tool, when the mount has no handler.
+        """
+        mount = self._mounts[id(toolset)]
+        wanted = frozenset(takeover)
+        offered = {spec.name: spec for spec in toolset.tools()}
+        taken: dict[str, ToolSpec] = {}
+        outcome = Refresh()
+        for name, spec in offered.items():
+            if mount.taken.get(name) is spec:
+                taken[name] = spec  # unchanged
+                continue
+            held = self._owner.get(name) is toolset
+            try:
+                self._put(spec, toolset, replace=held or name in wanted)
+            except ToolRegistrationError as exc:
+                outcome.refused.append(Refused(spec, exc))
+                continue
+            taken[name] = spec
+            if not held:
+                outcome.added.append(name)
+        for name in list(mount.taken):
+            if name not in offered and self._owner.get(name) is toolset:
+                self._drop(name)
+        mount.taken = taken
+        if mount.handler is not None:
+            mount.handler(outcome)
+        elif outcome.refused:
+            raise outcome.refused[0].error
+        return outcome
+
+    def _put(self, spec: ToolSpec, owner: Toolset, *, replace: bool) -> None:
+        """Hold ``spec`` under its name for ``owner``, or raise why not (nothing changes)."""
         wire = check_wire_name(spec.name)
         if spec.validator is None and spec.parameters is not None:
             # A broken schema is a bug in the tool: say so now, not at its first call.
@@ -145,18 +277,73 @@ class ToolRegistry(Mapping[str, ToolSpec]):
                 f"tool {spec.name!r} would be called {wire!r} by the model, which is already "
                 f"the name of {holder!r}; rename one of them"
             )
+        previous = self._owner.get(spec.name)
         self._specs[spec.name] = spec
         self._wire[wire] = spec.name
+        self._owner[spec.name] = owner
+        if previous is not None and previous is not owner:
+            self._forget(previous, spec.name)
+        self._changed()
+
+    def _drop(self, name: str) -> ToolSpec:
+        spec = self._specs.pop(name)
+        self._wire = {w: n for w, n in self._wire.items() if n != name}
+        self._disabled.discard(name)
+        owner = self._owner.pop(name)
+        self._forget(owner, name)
         self._changed()
         return spec
 
+    def _forget(self, owner: Toolset, name: str) -> None:
+        """``owner`` lost ``name``: it is told, and offers it anew if it ever wants it back."""
+        mount = self._mounts.get(id(owner))
+        if mount is not None:
+            mount.taken.pop(name, None)
+        owner.discard(name)
+
+    # Lifecycle -------------------------------------------------------------------------------
+    @contextlib.asynccontextmanager
+    async def session(self) -> AsyncIterator[list[Issue]]:
+        """A span that may call the tools: every toolset entered for it (see `ToolsetSpans`).
+
+        Yields the issues the toolsets report (an MCP server that could not start).
+        """
+        async with self._spans.session() as issues:
+            yield issues
+
+    def hold(self) -> None:
+        """Keep the toolsets open between sessions until `aclose` (an ``async with`` block)."""
+        self._spans.hold()
+
+    async def aclose(self) -> None:
+        """Leave what `hold` kept open."""
+        await self._spans.aclose()
+
+    # Registration ----------------------------------------------------------------------------
+    def register(self, tool: Any, *, replace: bool = False, **options: Any) -> ToolSpec:
+        """Add a tool in any supported form to `functions`; returns its spec.
+
+        Args:
+            tool: A ToolSpec, ``@tool`` function, BaseTool, pydantic model with ``__call__``,
+                LangChain tool or typed function with a docstring.
+            replace: Replace a tool of the same name (whichever toolset it came from) instead
+                of refusing it.
+            **options: ``name``, ``namespace``, ``category``, ``group``, ``description``,
+                ``requires_env``, ``timeout`` overrides.
+
+        Raises:
+            ToolRegistrationError: an invalid tool, a name taken (without ``replace``), or a
+                name whose wire form another tool already has.
+        """
+        return self.functions.add(tool, replace=replace, **options)
+
     def unregister(self, name: str) -> ToolSpec:
-        """Remove a tool and return it. Runs pinned to an earlier snapshot keep it this cycle."""
-        spec = self[name]
-        del self._specs[name]
-        self._wire = {w: n for w, n in self._wire.items() if n != name}
-        self._disabled.discard(name)
-        self._changed()
+        """Remove a tool and return it. Runs pinned to an earlier snapshot keep it this cycle.
+
+        Its toolset is told (`Toolset.discard`); one that offers it anew brings it back.
+        """
+        spec = self[name]  # an unknown name: UnknownToolError listing the known ones
+        self._drop(name)
         return spec
 
     # Groups, namespaces, selection -----------------------------------------------------------
@@ -230,11 +417,11 @@ class ToolRegistry(Mapping[str, ToolSpec]):
         return name in self._specs and name not in self._disabled
 
     # Snapshots -------------------------------------------------------------------------------
-    def snapshot(self) -> ToolSet:
-        """The enabled tools as an immutable ToolSet (the same object until the next change)."""
+    def snapshot(self) -> ToolSnapshot:
+        """The enabled tools, immutable (the same ToolSnapshot until the next change)."""
         if self._snapshot is None:
             enabled = {n: s for n, s in self._specs.items() if n not in self._disabled}
-            self._snapshot = ToolSet(
+            self._snapshot = ToolSnapshot(
                 enabled,
                 timeout=self.timeout,
                 retry=self._retry,
@@ -300,7 +487,7 @@ class TurnView:
         self._pinned = registry.snapshot()
 
     @property
-    def pinned(self) -> ToolSet:
+    def pinned(self) -> ToolSnapshot:
         """The snapshot this cycle uses."""
         return self._pinned
 
@@ -310,27 +497,27 @@ class TurnView:
         return self._pinned.schemas(names)
 
     def info(self, name: str) -> ToolInfo | None:
-        """See `ToolSet.info`."""
+        """See `ToolSnapshot.info`."""
         return self._pinned.info(name)
 
     def catalog(self) -> list[ToolInfo]:
-        """See `ToolSet.catalog`."""
+        """See `ToolSnapshot.catalog`."""
         return self._pinned.catalog()
 
     def preview(self, call: ToolCall) -> str:
-        """See `ToolSet.preview`."""
+        """See `ToolSnapshot.preview`."""
         return self._pinned.preview(call)
 
     def review(self, call: ToolCall) -> CallReview:
-        """See `ToolSet.review`."""
+        """See `ToolSnapshot.review`."""
         return self._pinned.review(call)
 
     def format_result(self, name: str, result: ToolResult) -> str:
-        """See `ToolSet.format_result`."""
+        """See `ToolSnapshot.format_result`."""
         return self._pinned.format_result(name, result)
 
     async def execute(self, call: ToolCall, tool_ctx: dict[str, Any]) -> ToolResult:
-        """See `ToolSet.execute`."""
+        """See `ToolSnapshot.execute`."""
         return await self._pinned.execute(call, tool_ctx)
 
 

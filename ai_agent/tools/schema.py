@@ -8,6 +8,12 @@ Two kinds of check, one interface (``validator(args) -> [problem, ...]``):
   ``jsonschema`` against it.
 
 A problem names the argument and what is wrong, in words the model can act on.
+
+A parameter's schema comes from its annotation (``Annotated[int, Field(ge=1)]`` for bounds,
+``Literal[...]`` for choices), its default (a value, or ``Field(...)`` for what only the call
+site knows, as pydantic's ``validate_call`` allows) and the docstring's ``Args:`` text, which wins
+over a ``Field`` description. `Omittable` marks an argument the model may leave out. A compact
+schema (`compact_schema`) says the same in fewer words.
 """
 
 from __future__ import annotations
@@ -16,15 +22,19 @@ import inspect
 import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any, Literal, TypeAlias, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic.fields import FieldInfo
+from pydantic.json_schema import SkipJsonSchema
 
 from ai_agent.errors import ToolRegistrationError
 
 __all__ = [
     "CONTEXT_PARAMETER",
+    "Omittable",
     "SignatureSchema",
+    "compact_schema",
     "json_schema_of",
     "json_schema_validator",
     "pydantic_problems",
@@ -36,6 +46,18 @@ Validator = Callable[[dict[str, Any]], list[str]]
 # A parameter with this name receives the tool context dict instead of a model argument.
 CONTEXT_PARAMETER = "ctx"
 _MAX_PROBLEMS = 8
+
+T = TypeVar("T")
+
+
+def _no_default(schema: dict[str, Any]) -> None:
+    schema.pop("default", None)
+
+
+# An argument the model may leave out (the function then gets None): ``section: Omittable[str] =
+# None``. The model sees the type alone, neither required nor nullable nor with a default, which
+# says "leave it out" more plainly than ``anyOf [string, null]``; pydantic still accepts None.
+Omittable: TypeAlias = Annotated[T | SkipJsonSchema[None], Field(json_schema_extra=_no_default)]
 
 
 def _where(loc: tuple[int | str, ...]) -> str:
@@ -59,9 +81,51 @@ def _strip_titles(schema: Any) -> Any:
     return schema
 
 
-def json_schema_of(model: type[BaseModel]) -> dict[str, Any]:
-    """The JSON schema of an argument model, as the model will see it."""
+# Keywords whose values are data, not schemas: compact_schema leaves them as they are.
+_VALUES = frozenset(("default", "enum", "const", "examples"))
+
+
+def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
+    """``anyOf [{"type": T, ...}, {"type": "null"}]`` as ``{"type": [T, "null"], ...}``."""
+    options = schema.get("anyOf")
+    if not isinstance(options, list) or len(options) != 2 or {"type": "null"} not in options:
+        return schema
+    (other,) = [o for o in options if o != {"type": "null"}]
+    if not isinstance(other.get("type"), str) or set(other) & set(schema):
+        return schema
+    rest = {k: v for k, v in schema.items() if k != "anyOf"}
+    return {**other, "type": [other["type"], "null"], **rest}
+
+
+def compact_schema(schema: Any) -> Any:
+    """The same JSON schema without what a reader need not be told.
+
+    A type that may also be null is a list of two types instead of an ``anyOf``, and
+    ``additionalProperties: true``, JSON Schema's default, is left out. What fits the schema
+    does not change.
+
+    Examples:
+        >>> compact_schema({"anyOf": [{"type": "string"}, {"type": "null"}], "default": None})
+        {'type': ['string', 'null'], 'default': None}
+        >>> compact_schema({"type": "object", "additionalProperties": True,
+        ...                 "properties": {"d": {"type": "object", "default": {"anyOf": 1}}}})
+        {'type': 'object', 'properties': {'d': {'type': 'object', 'default': {'anyOf': 1}}}}
+    """
+    if isinstance(schema, list):
+        return [compact_schema(v) for v in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = _nullable({k: v if k in _VALUES else compact_schema(v) for k, v in schema.items()})
+    if out.get("additionalProperties") is True:
+        del out["additionalProperties"]
+    return out
+
+
+def json_schema_of(model: type[BaseModel], *, compact: bool = False) -> dict[str, Any]:
+    """The JSON schema of an argument model, as the model will see it (`compact_schema`d)."""
     schema: dict[str, Any] = _strip_titles(model.model_json_schema())
+    if compact:
+        schema = compact_schema(schema)
     schema.setdefault("properties", {})
     return schema
 
@@ -74,16 +138,18 @@ class SignatureSchema:
         model: The argument model (unknown arguments are rejected).
         positional: Names passed positionally (positional-only parameters), in order.
         wants_context: The callable takes the tool context as ``ctx``.
+        compact: The JSON schema is written compactly (`compact_schema`).
     """
 
     model: type[BaseModel]
     positional: tuple[str, ...]
     wants_context: bool
+    compact: bool = False
 
     @property
     def parameters(self) -> dict[str, Any]:
         """The JSON schema of the arguments."""
-        return json_schema_of(self.model)
+        return json_schema_of(self.model, compact=self.compact)
 
     def problems(self, args: dict[str, Any]) -> list[str]:
         """What is wrong with ``args``; empty when they are valid."""
@@ -117,8 +183,28 @@ def _hints(fn: Callable[..., Any], owner: str) -> dict[str, Any]:
         ) from None
 
 
+def _field(p: inspect.Parameter, described: str | None) -> FieldInfo:
+    """The field of one parameter: its default and, when the docstring has one, its text.
+
+    Without docstring text, the ``Field`` of the annotation or the default keeps its own
+    description (passing ``description=None`` would erase it).
+    """
+    field: FieldInfo
+    if isinstance(p.default, FieldInfo):
+        field = p.default
+    else:
+        field = Field(... if p.default is p.empty else p.default)
+    return FieldInfo.merge_field_infos(field, description=described) if described else field
+
+
 def signature_schema(
-    fn: Callable[..., Any], *, owner: str, docs: Mapping[str, str], skip_first: bool = False
+    fn: Callable[..., Any],
+    *,
+    owner: str,
+    docs: Mapping[str, str],
+    skip_first: bool = False,
+    extra: Literal["forbid", "ignore"] = "forbid",
+    compact: bool = False,
 ) -> SignatureSchema:
     """Build the argument model of ``fn`` from its signature and its docstring's ``Args:``.
 
@@ -127,6 +213,9 @@ def signature_schema(
         owner: The tool's name, for error messages.
         docs: Parameter descriptions (from the docstring).
         skip_first: Skip the first parameter (``self`` of an unbound method).
+        extra: Unknown arguments are refused (``forbid``: the schema says
+            ``additionalProperties: false``) or dropped (``ignore``).
+        compact: Write the JSON schema compactly (`compact_schema`).
 
     Raises:
         ToolRegistrationError: the signature has ``*args``/``**kwargs`` beside named parameters,
@@ -159,12 +248,11 @@ def signature_schema(
             )
         if p.kind is p.POSITIONAL_ONLY:
             positional.append(p.name)
-        default = ... if p.default is p.empty else p.default
-        fields[p.name] = (hints.get(p.name, Any), Field(default, description=docs.get(p.name)))
+        fields[p.name] = (hints.get(p.name, Any), _field(p, docs.get(p.name)))
     try:
         model = create_model(
             f"{owner.replace('.', '_').replace('-', '_')}_args",
-            __config__=ConfigDict(extra="forbid", arbitrary_types_allowed=False),
+            __config__=ConfigDict(extra=extra, arbitrary_types_allowed=False),
             **fields,
         )
         json_schema_of(model)
@@ -172,7 +260,7 @@ def signature_schema(
         raise ToolRegistrationError(
             f"tool {owner!r}: its parameters cannot be described as a JSON schema ({exc})"
         ) from None
-    return SignatureSchema(model, tuple(positional), wants_context)
+    return SignatureSchema(model, tuple(positional), wants_context, compact)
 
 
 def json_schema_validator(schema: Mapping[str, Any], *, owner: str) -> Validator:

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from ai_agent.checkpoints import RunStore
-from ai_agent.checkpoints._store import readable
+from ai_agent.checkpoints._reads import readable
 from ai_agent.cli import EXIT, main
 from ai_agent.errors import CorruptRunError
 from ai_agent.state import ToolCall, ToolResult

@@ -11,7 +11,8 @@ import pytest
 from langgraph.checkpoint.base import Checkpoint
 
 from ai_agent.checkpoints import FORMAT_VERSION, DeltaSaver, open_checkpointer
-from ai_agent.checkpoints._store import LINEAGE_MIN_ITEMS, MAX_DIFF_DEPTH, MERGE_AT
+from ai_agent.checkpoints._lineages import LINEAGE_MIN_ITEMS, MERGE_AT
+from ai_agent.checkpoints._skeleton import MAX_DIFF_DEPTH
 from ai_agent.errors import StoreError
 from tests.checkpoints.conftest import config, make_checkpoint
 

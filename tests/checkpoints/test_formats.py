@@ -18,8 +18,9 @@ import pytest
 
 from ai_agent import Agent, ToolCategory, ToolSpec
 from ai_agent.checkpoints import FORMAT_VERSION, DeltaSaver
+from ai_agent.checkpoints._reads import skeleton
 from ai_agent.config import AgentSettings
-from ai_agent.errors import PlanRefusedError
+from ai_agent.errors import PlanRefusedError, StoreError
 from ai_agent.graph import Worker
 from ai_agent.testing import ScriptedModel
 from tests.checkpoints.conftest import config
@@ -54,7 +55,9 @@ def _agent(db: Path, log: list[str]) -> Agent:
     )
 
 
-@pytest.mark.parametrize("name", ["sqlitesaver.sqlite", "delta_v1.sqlite", "delta_v2.sqlite"])
+@pytest.mark.parametrize(
+    "name", ["sqlitesaver.sqlite", "delta_v1.sqlite", "delta_v2.sqlite", "delta_v3.sqlite"]
+)
 def test_an_old_database_reads_back_as_written(name: str, tmp_path: Path) -> None:
     db = copy_of(name, tmp_path)
     with DeltaSaver(db) as saver:
@@ -69,7 +72,9 @@ def test_an_old_database_reads_back_as_written(name: str, tmp_path: Path) -> Non
             assert all(t.checkpoint["channel_values"] for t in history[:-1])
 
 
-@pytest.mark.parametrize("name", ["sqlitesaver.sqlite", "delta_v1.sqlite", "delta_v2.sqlite"])
+@pytest.mark.parametrize(
+    "name", ["sqlitesaver.sqlite", "delta_v1.sqlite", "delta_v2.sqlite", "delta_v3.sqlite"]
+)
 async def test_a_run_paused_in_an_old_database_resumes(name: str, tmp_path: Path) -> None:
     db = copy_of(name, tmp_path)
     log: list[str] = []
@@ -165,7 +170,7 @@ def test_a_format_1_database_is_migrated_and_then_grows_in_format_2(tmp_path: Pa
         assert latest is not None
         tkey = saver.store.thread_key("done", "", create=False)
         assert tkey is not None
-        old = saver.store.skeleton(tkey, latest.checkpoint["id"])
+        old = skeleton(saver.store, tkey, latest.checkpoint["id"])
         assert all(type(ref) is int for ref in old.refs.values())  # format 1: rows only
         values = latest.checkpoint["channel_values"]
         child: Any = {
@@ -178,9 +183,53 @@ def test_a_format_1_database_is_migrated_and_then_grows_in_format_2(tmp_path: Pa
         again = saver.get_tuple(config("done"))
         assert again is not None
         assert again.checkpoint["channel_values"] == {**values, "status": "more"}
-        new = saver.store.skeleton(tkey, "2099-01-01")
+        new = skeleton(saver.store, tkey, "2099-01-01")
         assert new.refs["status"] == ("msgpack", b"\xa4more")  # format 2: inline
         assert {k: r for k, r in new.refs.items() if k != "status"} == {
             k: r for k, r in old.refs.items() if k != "status"
         }
-    assert _format(db) == str(FORMAT_VERSION) == "2"
+    assert _format(db) == str(FORMAT_VERSION)
+
+
+def test_a_format_2_database_is_migrated_and_then_stores_large_texts_once(
+    tmp_path: Path,
+) -> None:
+    """Format 3 reads format 2's rows as they are; new rows name their large texts."""
+    db = copy_of("delta_v2.sqlite", tmp_path)
+    assert _format(db) == "2"
+    plan = "a long plan. " * 2000
+    with DeltaSaver(db) as saver:
+        latest = saver.get_tuple(config("done"))
+        assert latest is not None
+        values = latest.checkpoint["channel_values"]
+        for parent in (latest.config, config("new")):
+            child: Any = {
+                **latest.checkpoint,
+                "id": "2099-01-01",
+                "channel_values": {**values, "status": plan},
+                "channel_versions": {**latest.checkpoint["channel_versions"], "status": 99},
+            }
+            saver.put(parent, child, {}, {"status": 99})
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT count(*) FROM agent_texts").fetchone() == (1,)
+    with DeltaSaver(db) as saver:
+        for thread in ("done", "new"):
+            again = saver.get_tuple(config(thread))
+            assert again is not None
+            assert again.checkpoint["channel_values"] == {**values, "status": plan}
+        before = saver.get_tuple(config("done", latest.checkpoint["id"]))
+        assert before is not None and before.checkpoint == latest.checkpoint
+    assert _format(db) == str(FORMAT_VERSION) == "3"
+
+
+def test_an_older_ai_agent_refuses_a_format_3_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Format 2 would hand out the marks of large texts as values: it must refuse the file."""
+    db = copy_of("delta_v2.sqlite", tmp_path)
+    DeltaSaver(db).close()
+    monkeypatch.setattr("ai_agent.checkpoints._schema.FORMAT_VERSION", 2)  # format 2's check
+    with pytest.raises(
+        StoreError, match=r"use format 3, newer than this ai-agent understands \(2\)"
+    ):
+        DeltaSaver(db)

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from ai_agent.checkpoints import DeltaSaver, PruneStats
-from ai_agent.checkpoints._store import MERGE_AT
+from ai_agent.checkpoints._lineages import MERGE_AT
 from ai_agent.errors import StoreError
 from tests.checkpoints.conftest import config, make_checkpoint
 from tests.checkpoints.test_delta import Run, count

@@ -126,6 +126,7 @@ def test_unknown_top_level_config_keys_name_the_closest(
         (["--deny", "--activate", "calculator"], "--deny stops the run, so --approve"),
         (["--approve", "call_0_0", "--reject", "call_0_0"], "--reject both name call_0_0"),
         (["--reason", "why", "--plan", "go"], "--reason goes with --deny"),
+        (["--plan", "go", "--scope", "tool"], "--scope says how far an --approve reaches"),
     ],
 )
 def test_contradicting_resume_options_leave_the_run_paused(

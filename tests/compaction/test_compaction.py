@@ -330,6 +330,32 @@ async def test_protected_messages_alone_over_the_target_are_reported() -> None:
     assert "protected messages alone exceed the target" in done.record["detail"]
 
 
+def over_the_target_plan(rounds: int) -> list[Message]:
+    """A run whose latest plan alone is over the target: nothing else can make it fit."""
+    out = [Message(role="user", content="Find the answer.", kind="task")]
+    for i in range(rounds):
+        out += exchange(i)
+    return [*out, Message(role="user", content="use this data: " + "word " * 2000, kind="plan")]
+
+
+@pytest.mark.parametrize("strategy", sorted(BUILTIN_STRATEGIES))
+@pytest.mark.parametrize("recent", [1, 3])
+async def test_a_plan_over_the_target_loses_nothing_else(strategy: str, recent: int) -> None:
+    """Dropping or cutting what cannot make the request fit loses it for nothing.
+
+    (The compacted conversation is what the run keeps: a result dropped here is gone, and the
+    model, no longer seeing it, repeats the call, which the gate reports as no progress.)
+    """
+    messages = over_the_target_plan(rounds=2)
+    compactor = Compactor(config(strategy=strategy, preserve_recent_turns=recent), COUNTER)
+    done = await compactor.compact(messages, fixed_tokens=0, iteration=1, model=FakeModel())
+    if strategy == "summarize_older" and recent == 1:  # what it is for: a summary stands in
+        assert [m.get("kind") for m in done.messages] == ["task", "summary", "plan"]
+    else:
+        assert done.messages == messages
+    assert "protected messages alone exceed the target" in done.record["detail"]
+
+
 async def test_a_custom_strategy_plugs_in() -> None:
     class KeepTaskOnly:
         name = "keep_task_only"

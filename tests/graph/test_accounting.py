@@ -138,6 +138,32 @@ async def test_the_latest_plan_survives_compaction(make_agent: MakeAgent) -> Non
     assert plan_seen and all(plan_seen)
 
 
+async def test_a_plan_over_the_target_keeps_the_result_it_answers(make_agent: MakeAgent) -> None:
+    """The gated call runs once the plan allows it, and the model sees its result next to the
+    plan: compaction, which cannot make the plan fit, drops nothing for it."""
+    settings = AgentSettings(
+        context={"trigger_threshold_tokens": 800, "target_tokens": 500, "preserve_recent_turns": 1}
+    )
+    agent = make_agent([call("calculator", expression="1+1"), text("2")], settings=settings)
+    async with agent:
+        paused = await agent.run("add")  # 'calculator' is not active: the gate asks
+        assert paused.status == "paused"
+        plan = "Use the calculator. " + "Some background for it. " * 400
+        done = await agent.resume(
+            paused.thread_id, {"instructions": plan, "activate_tools": ["calculator"]}
+        )
+        state = await agent.get_state(paused.thread_id)
+    assert (done.status, done.final_text) == ("completed", "2")
+    assert [(m["role"], m.get("kind")) for m in state["messages"]] == [
+        ("user", "task"),
+        ("assistant", None),
+        ("tool", None),
+        ("user", "plan"),
+        ("assistant", None),
+    ]
+    assert "protected messages alone exceed the target" in state["compactions"][-1]["detail"]
+
+
 # Budgets ---------------------------------------------------------------------------------------
 
 

@@ -263,6 +263,15 @@ async def test_resume_of_an_unknown_thread_is_an_error(make_agent: MakeAgent) ->
         await agent.get_result("ghost")
 
 
+async def test_resume_on_a_database_that_does_not_exist_creates_nothing(tmp_path: Path) -> None:
+    missing = tmp_path / "typo.sqlite"
+    agent = Agent(model=ScriptedModel([]), checkpoint_path=missing)
+    with pytest.raises(UnknownThreadError, match=r"no run with thread id t1 in .*typo"):
+        await agent.resume("t1")
+    await agent.aclose()
+    assert not missing.exists()
+
+
 async def test_resume_of_a_finished_run_is_an_error(make_agent: MakeAgent) -> None:
     agent = make_agent([text("done")])
     result = await agent.run("x")

@@ -10,7 +10,7 @@ import pytest
 from ai_agent import Agent
 from ai_agent.config import AgentSettings
 from ai_agent.errors import RunError
-from ai_agent.graph import AgentCore, RunArchive, RunDatabase
+from ai_agent.graph import RunArchive, RunDatabase
 from tests.graph.conftest import MakeAgent, call, text
 
 DELEGATED = [
@@ -39,15 +39,12 @@ DELEGATED = [
     "list_plans",
     "serve_plan",
 ]
-# The MCP servers' span still wraps these two on the Agent (graph/mcp_mixin.py), around the
-# core's, which are the archive's.
-WRAPPED = {"replay", "serve_plan"}
 
 
 @pytest.mark.parametrize("name", DELEGATED)
 def test_the_agents_method_is_the_archives(name: str) -> None:
-    owner = AgentCore if name in WRAPPED else Agent
-    on_agent, on_archive = getattr(owner, name), getattr(RunArchive, name)
+    # Nothing wraps them (replay and serve_plan open the tools through the archive's runner).
+    on_agent, on_archive = getattr(Agent, name), getattr(RunArchive, name)
     assert on_agent.__doc__ == on_archive.__doc__
     assert inspect.signature(on_agent) == inspect.signature(on_archive)
     assert inspect.iscoroutinefunction(on_agent) == inspect.iscoroutinefunction(on_archive)

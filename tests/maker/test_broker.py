@@ -18,9 +18,9 @@ import pytest
 from ai_agent.errors import ToolPolicyViolation
 from ai_agent.tools.maker import ToolsmakerRegistry
 from ai_agent.tools.maker import broker as broker_module
+from ai_agent.tools.maker.allowlists import parse_host_rule
 from ai_agent.tools.maker.broker import HttpBroker
 from ai_agent.tools.maker.confine import Violation
-from ai_agent.tools.maker.policy import parse_host_rule
 from tests.maker.conftest import ApproveTool, CallTool
 
 

@@ -91,6 +91,8 @@ async def test_approve_then_activate_registers_the_tool(
     assert maker.active_versions() == {"echo": 1}
     assert json.loads(maker.layout.active.read_text()) == {"echo": 1}
     assert maker.runtime["echo"] is spec
+    assert maker.runtime.owner("echo") is maker.toolset  # the generated tools' own toolset
+    assert maker.toolset.tools() == [spec]
     assert spec.group == "generated" and spec.category.value == "read_only"
     assert maker.record("echo", 1).max_output_chars == 500
     assert (await call_tool(spec, {"text": "hi"}))["content"] == {"result": {"text": "hi"}}
@@ -288,6 +290,14 @@ def test_a_generated_tool_never_replaces_a_static_one(workspace: Path, tmp_path:
     assert runtime["echo"].description == "A static echo."
     assert maker.active_versions() == {}  # nothing was marked active either
     assert maker.record("echo", 2).status is ToolStatus.APPROVED
+    # What counts is where the tool came from, not what it calls itself.
+    runtime.register(
+        ToolSpec("dressed", lambda a, c: None, description="Static.", group="generated")
+    )
+    other.build_from_intent({**ECHO, "name": "dressed"})
+    other.approve("dressed", 1)
+    with pytest.raises(ToolBuildError, match="never replaces it"):
+        maker.activate("dressed", 1)
 
 
 def test_unknown_tools_and_bad_requests(maker: ToolsmakerRegistry) -> None:

@@ -224,3 +224,51 @@ async def test_tool_specs() -> None:
     broken = Ns(name="b", description="B.", inputSchema={"type": "object", "properties": 3})
     with pytest.raises(ToolRegistrationError):
         mcp_tool_spec(config, broken, "b", invoke)
+
+
+# A server as a toolset (no server process: its tool list and start are stood in for) -------------
+def _tool(name: str, schema: dict[str, Any] | None = None) -> Ns:
+    schema = schema or {"type": "object", "properties": {}}
+    return Ns(name=name, description=f"The {name} tool.", annotations=None, inputSchema=schema)
+
+
+def test_a_servers_tools_become_the_toolsets_and_a_broken_one_is_left_out() -> None:
+    from ai_agent.tools import ToolRegistry
+    from ai_agent.tools.mcp import McpManager
+
+    events: list[str] = []
+    manager = McpManager(
+        [McpServerConfig(name="srv", command="x", exclude_tools=["hidden"])],
+        registry=ToolRegistry(),
+        on_event=events.append,
+    )
+    toolset = manager.toolset("srv")
+    broken = _tool("broken", {"type": "object", "properties": {"n": {"type": 5}}})
+    toolset._discovered([_tool("good"), broken, _tool("hidden")])
+    assert [s.name for s in toolset.tools()] == ["srv.good"]
+    assert manager.tool_names("srv") == ["srv.good"] and toolset.original("srv.good") == "good"
+    (event,) = events
+    assert event.startswith("MCP server 'srv': tool 'broken' left out: tool 'srv.broken'")
+    assert "not a valid JSON schema" in event
+    quiet = McpManager([McpServerConfig(name="q", command="x")], registry=ToolRegistry())
+    quiet.toolset("q")._discovered([broken])  # no listener: left out silently
+    assert quiet.tool_names("q") == []
+
+
+async def test_a_start_that_fails_with_a_bug_is_raised_and_the_span_not_counted() -> None:
+    from ai_agent.tools import ToolRegistry
+    from ai_agent.tools.mcp import McpManager
+
+    manager = McpManager([McpServerConfig(name="srv", command="x")], registry=ToolRegistry())
+    toolset = manager.toolset("srv")
+
+    async def bug() -> None:
+        raise RuntimeError("a bug in the client")
+
+    toolset.connection.start = bug  # type: ignore[method-assign]
+    with pytest.raises(RuntimeError, match="a bug in the client"):
+        await manager.start()
+    with pytest.raises(RuntimeError, match="a bug in the client"):
+        async with manager.use():
+            pass  # pragma: no cover - never entered
+    assert toolset._spans == 0 and toolset.issues() == []

@@ -13,10 +13,15 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from ai_agent.checkpoints import SCHEMA_VERSION, describe_location, open_checkpointer
+from ai_agent.checkpoints import (
+    SCHEMA_VERSION,
+    describe_location,
+    open_checkpointer,
+    open_run_store,
+)
 from ai_agent.checkpoints import postgres as pg
 from ai_agent.checkpoints.postgres import PostgresRunStore, scrub
-from ai_agent.checkpoints.store import is_postgres_url, open_run_store, resolve_location
+from ai_agent.checkpoints.store import is_postgres_url, resolve_location
 from ai_agent.errors import ConfigError, LeaseLostError, StoreError, ThreadBusyError
 from tests.postgres.cluster import Cluster
 from tests.postgres.test_store_conformance import dead_pid
@@ -195,6 +200,19 @@ def test_without_the_extra_a_url_says_how_to_install_it(monkeypatch: pytest.Monk
     monkeypatch.setitem(sys.modules, "psycopg", None)
     with pytest.raises(ConfigError, match=r"pip install 'ai-agent\[postgres\]'"):
         open_run_store("postgresql://h/db")
+
+
+async def test_without_the_extra_a_checkpointer_url_says_so_too(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import ai_agent.checkpoints
+
+    monkeypatch.delitem(sys.modules, "ai_agent.checkpoints.postgres")
+    monkeypatch.delattr(ai_agent.checkpoints, "postgres")
+    monkeypatch.setitem(sys.modules, "psycopg", None)
+    with pytest.raises(ConfigError, match=r"psycopg is missing\): pip install"):
+        async with open_checkpointer("postgresql://h/db"):
+            pass  # pragma: no cover - never opened
 
 
 def test_importing_ai_agent_does_not_import_psycopg() -> None:

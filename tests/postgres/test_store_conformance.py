@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import sqlite3
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 
 from ai_agent.checkpoints import CallPosition, ModelRequest, RunStoreProtocol, open_run_store
@@ -212,6 +214,45 @@ async def test_recorded_calls_store_bodies_once(store: RunStoreProtocol) -> None
     (kept,) = await store.model_calls("u")  # the other thread's bodies are still there
     assert await store.model_request(kept["seq"]) == request
     await store.vacuum()
+
+
+def text_rows(location: str | Path) -> int:
+    """How many large texts the database holds (``agent_texts``), read past the store."""
+    if isinstance(location, Path):
+        with sqlite3.connect(location) as conn:
+            return int(conn.execute("SELECT count(*) FROM agent_texts").fetchone()[0])
+    with psycopg.connect(location) as pg:
+        row = pg.execute("SELECT count(*) FROM agent_texts").fetchone()
+        return int(row[0]) if row else 0
+
+
+async def test_recorded_bodies_store_a_large_text_once(
+    store: RunStoreProtocol, location: str | Path
+) -> None:
+    """A long text in two messages of two threads' requests is one row, gone with the last."""
+    plan = "a line of a long plan. " * 1000
+    lookalike = "\x00ai-agent:s" + "0" * 64  # not a text: it must come back as it was
+    call = ToolCall(id="c1", name="note", args={"text": plan})
+    request = ModelRequest(
+        messages=[
+            Message(role="user", content=plan, kind="plan"),
+            Message(role="assistant", content=lookalike, tool_calls=[call]),
+        ],
+        tools=[{"name": "note", "description": plan}],
+        params={},
+    )
+    for thread in ("t", "u"):
+        await store.record_model_call(
+            thread, POSITION, "h", request, message=None, usage={}, error=None, latency_ms=1
+        )
+    assert text_rows(location) == 2  # the plan and the look-alike, each once
+    for thread in ("t", "u"):
+        (recorded,) = await store.model_calls(thread)
+        assert await store.model_request(recorded["seq"]) == request
+    await store.delete_calls("t")
+    assert text_rows(location) == 2
+    await store.delete_calls("u")
+    assert text_rows(location) == 0
 
 
 async def test_the_plan_queue(store: RunStoreProtocol) -> None:

@@ -28,8 +28,8 @@ import ai_agent
 from ai_agent.config import BashToolConfig
 from ai_agent.state import ToolCall, ToolResult
 from ai_agent.tools import ToolRegistry
-from ai_agent.tools.builtin.bash import _tasks_of, bash_tool
-from ai_agent.tools.builtin.limits import rlimits, ulimit_prefix
+from ai_agent.tools.builtin.bash import bash_tool
+from ai_agent.tools.builtin.limits import rlimits, tasks_of, ulimit_prefix
 from ai_agent.tools.builtin.sandbox import Sandbox
 from ai_agent.tools.maker import SandboxLimits
 
@@ -173,6 +173,6 @@ def test_generated_tools_get_their_limits_from_the_same_helper() -> None:
 
 def test_the_tasks_of_a_user_are_counted_as_the_kernel_counts_them() -> None:
     # RLIMIT_NPROC counts threads too: this process alone has at least its own.
-    mine = _tasks_of(os.getuid())
+    mine = tasks_of(os.getuid())
     assert mine >= threading.active_count()
-    assert _tasks_of(NOBODY + 1) == 0  # nobody runs as that user
+    assert tasks_of(NOBODY + 1) == 0  # nobody runs as that user

@@ -373,7 +373,9 @@ async def test_a_command_that_cannot_start_leaves_nothing_open(
     base: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     ws = Workspace(base, settings=AgentSettings())
-    monkeypatch.setattr("ai_agent.tools.builtin.bash.sys.executable", str(base / "no-python"))
+    monkeypatch.setattr(
+        "ai_agent.tools.builtin.bash_process.sys.executable", str(base / "no-python")
+    )
     before = pipes()
     result = await ws.call("run_bash", command="true")
     assert result["status"] == "error" and "no-python" in str(result["error"])

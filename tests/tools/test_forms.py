@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
 import pytest
 from langchain_core.tools import StructuredTool, ToolException
@@ -15,6 +15,7 @@ from ai_agent.state import ToolCall
 from ai_agent.tools import ToolRegistry, as_tool_spec
 from ai_agent.tools.adapters import is_tool
 from ai_agent.tools.docstrings import parse_docstring
+from ai_agent.tools.schema import Omittable, compact_schema
 
 
 def call(tool_name: str, /, **args: Any) -> ToolCall:
@@ -107,6 +108,74 @@ def test_signatures_without_a_schema_fail_at_registration() -> None:
 
     with pytest.raises(ToolRegistrationError, match="unknown category 'loud'"):
         tool(category="loud")(scale)
+
+
+Count = Annotated[int, Field(ge=1, description="How many.")]
+
+
+@tool(category="read_only")
+def pick(
+    kinds: list[str],
+    times: Count = 1,
+    kind: str = Field("plain", json_schema_extra={"enum": ["plain", "fancy"]}),
+    label: Omittable[str] = None,
+    at: Omittable[Annotated[int, Field(ge=0)]] = None,
+) -> dict[str, Any]:
+    """Pick something.
+
+    Args:
+        kinds: What to pick from.
+        kind: Which kind.
+    """
+    return {"times": times, "kind": kind, "label": label, "at": at}
+
+
+async def test_annotations_field_defaults_and_omittable_arguments_shape_the_schema() -> None:
+    properties = dict(as_tool_spec(pick).parameters or {})["properties"]
+    # A Field in the annotation keeps its description when the docstring has none.
+    assert properties["times"] == {
+        "type": "integer",
+        "minimum": 1,
+        "default": 1,
+        "description": "How many.",
+    }
+    # A Field as the default brings what only the call site knows; the docstring adds the text.
+    assert properties["kind"] == {
+        "type": "string",
+        "enum": ["plain", "fancy"],
+        "default": "plain",
+        "description": "Which kind.",
+    }
+    # An omittable argument shows its type alone: not required, no null, no default.
+    assert properties["label"] == {"type": "string"}
+    assert properties["at"] == {"type": "integer", "minimum": 0}
+    assert dict(as_tool_spec(pick).parameters or {})["required"] == ["kinds"]
+    reg = ToolRegistry([pick])
+    left_out = await run(reg, "pick", kinds=["a"])
+    assert left_out["content"] == {"times": 1, "kind": "plain", "label": None, "at": None}
+    given = await run(reg, "pick", kinds=["a"], label="x", at=2)
+    assert given["content"] == {"times": 1, "kind": "plain", "label": "x", "at": 2}
+    assert (await run(reg, "pick", kinds=["a"], at=-1))["meta"]["code"] == "SCHEMA_VIOLATION"
+
+
+def test_a_compact_schema_says_the_same_in_fewer_words() -> None:
+    nullable = {"anyOf": [{"type": "integer", "minimum": 0}, {"type": "null"}], "default": None}
+    assert compact_schema({"type": "array", "items": nullable}) == {
+        "type": "array",
+        "items": {"type": ["integer", "null"], "minimum": 0, "default": None},
+    }
+    # What a list of types cannot say stays an anyOf: more options, a reference, a clash.
+    unchanged = [
+        {"anyOf": [{"type": "string"}, {"type": "integer"}, {"type": "null"}]},
+        {"anyOf": [{"$ref": "#/$defs/A"}, {"type": "null"}]},
+        {"anyOf": [{"type": "string", "default": "x"}, {"type": "null"}], "default": None},
+        {"anyOf": [{"type": "string"}, {"type": "integer"}]},
+    ]
+    assert [compact_schema(s) for s in unchanged] == unchanged
+    assert compact_schema({"type": "object", "additionalProperties": False}) == {
+        "type": "object",
+        "additionalProperties": False,
+    }
 
 
 async def test_async_tools_positional_only_parameters_and_the_context() -> None:

@@ -21,7 +21,6 @@ search backend, notes folder) and the Agent's working directory.
 from __future__ import annotations
 
 import os
-from typing import Any
 
 from ai_agent.config import ToolConfig
 from ai_agent.state import ToolResult
@@ -31,6 +30,7 @@ from ai_agent.tools.builtin.notes import notes_tools
 from ai_agent.tools.builtin.notes_rank import Embed
 from ai_agent.tools.builtin.protected import ProtectedPaths
 from ai_agent.tools.builtin.search import search_tools
+from ai_agent.tools.builtin.typed import builtin_spec
 from ai_agent.tools.builtin.web_search import web_search_tool
 from ai_agent.tools.spec import ToolCategory, ToolSpec
 
@@ -56,11 +56,17 @@ BUILTIN_NAMES = (
 )
 
 
-def _calculator(args: dict[str, Any], ctx: dict[str, Any]) -> ToolResult:
+def _calculator(expression: str) -> ToolResult:
+    """Evaluate an arithmetic expression exactly: + - * / // % ** ^, parentheses, and
+    percentages such as '19.5% of 349' or '50 + 10%'. Returns the number.
+
+    Args:
+        expression: The expression, e.g. 19.5% of 349
+    """  # noqa: D205 - the model reads the first paragraph whole, as the tool's description
+    # Loaded on the first call: importing the tools does not need the calculator.
     from ai_agent.tools.builtin.calculator import CalculatorError, evaluate, format_number
 
-    expression = args.get("expression")
-    if not isinstance(expression, str) or not expression.strip():
+    if not expression.strip():
         return ToolResult(
             status="error",
             error="give an arithmetic expression, e.g. '19.5% of 349'",
@@ -71,23 +77,6 @@ def _calculator(args: dict[str, Any], ctx: dict[str, Any]) -> ToolResult:
     except CalculatorError as exc:
         return ToolResult(status="error", error=str(exc), meta={"code": "CANNOT_PARSE"})
     return ToolResult(status="ok", content=format_number(value))
-
-
-CALCULATOR = ToolSpec(
-    name="calculator",
-    fn=_calculator,
-    description="Evaluate an arithmetic expression exactly: + - * / // % ** ^, parentheses, and "
-    "percentages such as '19.5% of 349' or '50 + 10%'. Returns the number.",
-    parameters={
-        "type": "object",
-        "properties": {
-            "expression": {"type": "string", "description": "The expression, e.g. 19.5% of 349"}
-        },
-        "required": ["expression"],
-    },
-    category=ToolCategory.READ_ONLY,
-    group="math",
-)
 
 
 def builtin_tools(
@@ -129,5 +118,13 @@ def builtin_tools(
             protected=protected,
             allow_hard_links=config.files.allow_hard_links,
         ),
-        CALCULATOR,
+        # The calculator has always ignored arguments it does not know (its schema never said
+        # additionalProperties: false, and recorded runs replay only against the same schema).
+        builtin_spec(
+            _calculator,
+            name="calculator",
+            category=ToolCategory.READ_ONLY,
+            group="math",
+            extra="ignore",
+        ),
     ]

@@ -1,7 +1,8 @@
 """The reaper: the parent of every ``run_bash`` command, so the command dies with the engine.
 
-`ai_agent.tools.builtin.bash` runs each command as ``python -I _reaper.py WATCH STATUS -- ARGV``
-in a session of its own (ARGV is ``bash -c ...``, or ``bwrap ... bash -c ...``). The reaper:
+`ai_agent.tools.builtin.bash_process` runs each command as
+``python -I _reaper.py WATCH STATUS -- ARGV`` in a session of its own (ARGV is ``bash -c ...``,
+or ``bwrap ... bash -c ...``). The reaper:
 
 1. becomes a child subreaper, so a process the command leaves behind (a background job, a
    double-forked daemon in a session of its own) is re-parented to it instead of to init, and

@@ -1,6 +1,7 @@
 """The file tools (spec 5.4.1): read, write, append, list, info, delete, move, copy.
 
-Every path goes through the `Sandbox`. Reading tools are
+Every path goes through the `Sandbox`. Each tool is a typed method whose signature and docstring
+are its schema (`ai_agent.tools.builtin.typed`). Reading tools are
 READ_ONLY; the others are MODIFICATION tools, and their previews show a person exactly what would
 change: a unified diff for ``write_file`` and ``append_file``, the target (and what it is) for
 ``delete_file``, ``move_file`` and ``copy_file``.
@@ -9,7 +10,6 @@ change: a unified diff for ``write_file`` and ``append_file``, the target (and w
 from __future__ import annotations
 
 import codecs
-import dataclasses
 import difflib
 import errno
 import functools
@@ -17,12 +17,15 @@ import os
 import stat
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import Annotated, Any, ParamSpec
+
+from pydantic import Field
 
 from ai_agent.config import FileToolsConfig
 from ai_agent.state import ToolResult
 from ai_agent.tools.builtin.protected import ProtectedPaths
 from ai_agent.tools.builtin.sandbox import Sandbox, SandboxError, Target, file_kind
+from ai_agent.tools.builtin.typed import builtin_spec
 from ai_agent.tools.builtin.walk import require_directory, walk
 from ai_agent.tools.spec import ToolCategory, ToolSpec
 
@@ -32,7 +35,12 @@ _GROUP = "files"
 _MAX_LIST = 1000
 _DIFF_LINES = 200
 
-Fn = Callable[[dict[str, Any], dict[str, Any]], ToolResult]
+P = ParamSpec("P")
+
+# The arguments several tools share, with what the model reads about them.
+FilePath = Annotated[str, Field(description="File path, relative to the working directory.")]
+Encoding = Annotated[str, Field(description="Text encoding.")]
+Content = Annotated[str, Field(description="The text to write.")]
 
 
 def sandbox_for(
@@ -82,13 +90,16 @@ def _error(code: str, message: str) -> ToolResult:
     return ToolResult(status="error", error=message, meta={"code": code})
 
 
-def guarded(fn: Fn) -> Fn:
-    """Turn the sandbox's refusals and OS errors into error results with a code."""
+def guarded(fn: Callable[P, ToolResult]) -> Callable[P, ToolResult]:
+    """Turn the sandbox's refusals and OS errors into error results with a code.
+
+    The wrapper keeps ``fn``'s signature and docstring, which are the tool's schema.
+    """
 
     @functools.wraps(fn)
-    def run(args: dict[str, Any], ctx: dict[str, Any]) -> ToolResult:
+    def run(*args: P.args, **kwargs: P.kwargs) -> ToolResult:
         try:
-            return fn(args, ctx)
+            return fn(*args, **kwargs)
         except SandboxError as exc:
             return _error(exc.code, str(exc))
         except UnicodeError as exc:
@@ -104,33 +115,12 @@ def guarded(fn: Fn) -> Fn:
     return run
 
 
-def _encoding(args: dict[str, Any]) -> str:
-    name = args.get("encoding") or "utf-8"
+def _encoding(given: str) -> str:
+    name = given or "utf-8"
     try:
         return codecs.lookup(name).name
     except LookupError:
         raise SandboxError("BAD_ARGUMENTS", f"unknown encoding {name!r}") from None
-
-
-def _string(args: dict[str, Any], key: str) -> str:
-    value = args.get(key)
-    if not isinstance(value, str):
-        raise SandboxError("BAD_ARGUMENTS", f"{key} must be a string")
-    return value
-
-
-def _schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
-    return {
-        "type": "object",
-        "properties": properties,
-        "required": required,
-        "additionalProperties": False,
-    }
-
-
-_PATH = {"type": "string", "description": "File path, relative to the working directory."}
-_ENCODING = {"type": "string", "description": "Text encoding.", "default": "utf-8"}
-_CONTENT = {"type": "string", "description": "The text to write."}
 
 
 class FileTools:
@@ -144,23 +134,33 @@ class FileTools:
         return self.box.display(target.path, absolute=self.config.absolute_paths)
 
     # Reading ---------------------------------------------------------------------------------
-    def read_file(self, args: dict[str, Any], ctx: dict[str, Any]) -> ToolResult:
-        target = self.box.resolve(args.get("path"))
-        encoding = _encoding(args)
-        data = self.box.read_bytes(target, on_chunk=_streamer(ctx, encoding))
-        text = data.decode(encoding)
+    @guarded
+    def read_file(
+        self, path: FilePath, encoding: Encoding = "utf-8", *, ctx: dict[str, Any]
+    ) -> ToolResult:
+        """Read a text file and return its contents."""
+        target = self.box.resolve(path)
+        codec = _encoding(encoding)
+        data = self.box.read_bytes(target, on_chunk=_streamer(ctx, codec))
+        text = data.decode(codec)
         return ToolResult(
             status="ok",
             content=text,
-            meta={"path": self.show(target), "bytes": len(data), "encoding": encoding},
+            meta={"path": self.show(target), "bytes": len(data), "encoding": codec},
         )
 
-    def list_directory(self, args: dict[str, Any], ctx: dict[str, Any]) -> ToolResult:
-        target = self.box.resolve(args.get("path") or ".", check_extension=False)
-        recursive = bool(args.get("recursive", False))
-        depth = int(args.get("max_depth", 2)) if recursive else 1
-        if depth < 1:
-            raise SandboxError("BAD_ARGUMENTS", "max_depth must be at least 1")
+    @guarded
+    def list_directory(
+        self,
+        path: Annotated[str, Field(description="Directory path.")],
+        recursive: bool = False,
+        max_depth: Annotated[int, Field(ge=1)] = 2,
+    ) -> ToolResult:
+        """List a directory's entries (name, type, size); recursive lists subdirectories down
+        to max_depth levels. Symlinks are listed, not followed.
+        """  # noqa: D205 - the model reads the first paragraph whole, as the tool's description
+        target = self.box.resolve(path or ".", check_extension=False)
+        depth = max_depth if recursive else 1
         require_directory(self.box, target.parts, target.given)
         entries: list[dict[str, Any]] = []
         truncated = False
@@ -177,8 +177,10 @@ class FileTools:
             content={"path": self.show(target), "entries": entries, "truncated": truncated},
         )
 
-    def file_info(self, args: dict[str, Any], ctx: dict[str, Any]) -> ToolResult:
-        target = self.box.resolve(args.get("path"), check_extension=False)
+    @guarded
+    def file_info(self, path: FilePath) -> ToolResult:
+        """Metadata of a file or directory: type, size, modification time, mode."""
+        target = self.box.resolve(path, check_extension=False)
         info = self.box.lstat(target)
         if info is None:
             raise SandboxError("NOT_FOUND", f"no such file or directory: {target.given!r}")
@@ -202,9 +204,15 @@ class FileTools:
         return own is not None and stat.S_ISLNK(own.st_mode)
 
     # Writing ---------------------------------------------------------------------------------
-    def write_file(self, args: dict[str, Any], ctx: dict[str, Any]) -> ToolResult:
-        target = self.box.resolve(args.get("path"))
-        data = _string(args, "content").encode(_encoding(args))
+    @guarded
+    def write_file(
+        self, path: FilePath, content: Content, encoding: Encoding = "utf-8"
+    ) -> ToolResult:
+        """Write a text file, replacing it if it exists (parent directories are created). A
+        person sees the diff before it is written.
+        """  # noqa: D205 - the model reads the first paragraph whole, as the tool's description
+        target = self.box.resolve(path)
+        data = content.encode(_encoding(encoding))
         existed = self.box.lstat(target) is not None
         written = self.box.write_atomic(target, data)
         verb = "replaced" if existed else "created"
@@ -214,9 +222,11 @@ class FileTools:
             meta={"path": self.show(target), "bytes": written, "created": not existed},
         )
 
-    def append_file(self, args: dict[str, Any], ctx: dict[str, Any]) -> ToolResult:
-        target = self.box.resolve(args.get("path"))
-        data = _string(args, "content").encode("utf-8")
+    @guarded
+    def append_file(self, path: FilePath, content: Content) -> ToolResult:
+        """Append text to the end of a file (created if missing)."""
+        target = self.box.resolve(path)
+        data = content.encode("utf-8")
         info = self.box.lstat(target)
         before = info.st_size if info is not None else 0
         total = self.box.write_atomic(target, data, prefix=before)
@@ -226,8 +236,17 @@ class FileTools:
             meta={"path": self.show(target), "bytes": len(data), "size": total},
         )
 
-    def delete_file(self, args: dict[str, Any], ctx: dict[str, Any]) -> ToolResult:
-        target = self.box.resolve_entry(args.get("path"))
+    @guarded
+    def delete_file(
+        self,
+        path: FilePath,
+        require_confirmation: Annotated[
+            bool, Field(description="Ask a person first (cannot relax the approval policy).")
+        ] = True,
+    ) -> ToolResult:
+        """Delete a file (not a directory)."""
+        # require_confirmation is read before the call, by escalate_delete.
+        target = self.box.resolve_entry(path)
         self.box.unlink(target)
         return ToolResult(
             status="ok", content=f"deleted {self.show(target)}", meta={"path": self.show(target)}
@@ -243,37 +262,45 @@ class FileTools:
             raise SandboxError("BAD_ARGUMENTS", "source and destination are the same file")
         return destination
 
-    def move_file(self, args: dict[str, Any], ctx: dict[str, Any]) -> ToolResult:
-        source = self.box.resolve_entry(args.get("source"), field="source")
-        self.box.check_holds_none(source)
-        destination = self._destination(source, args.get("destination"))
-        if source.path in destination.path.parents:
+    @guarded
+    def move_file(self, source: FilePath, destination: FilePath) -> ToolResult:
+        """Move or rename a file or directory; into a directory when the destination is one. An
+        existing destination file is replaced.
+        """  # noqa: D205 - the model reads the first paragraph whole, as the tool's description
+        src = self.box.resolve_entry(source, field="source")
+        self.box.check_holds_none(src)
+        dst = self._destination(src, destination)
+        if src.path in dst.path.parents:
             raise SandboxError("BAD_ARGUMENTS", "cannot move a directory into itself")
         try:
-            self.box.rename(source, destination)
+            self.box.rename(src, dst)
         except OSError as exc:
             if exc.errno != errno.EXDEV:
                 raise
-            self._copy(source, destination)
-            self.box.unlink(source)
+            self._copy(src, dst)
+            self.box.unlink(src)
         return ToolResult(
             status="ok",
-            content=f"moved {self.show(source)} to {self.show(destination)}",
-            meta={"source": self.show(source), "destination": self.show(destination)},
+            content=f"moved {self.show(src)} to {self.show(dst)}",
+            meta={"source": self.show(src), "destination": self.show(dst)},
         )
 
     def _copy(self, source: Target, destination: Target) -> int:
         with self.box.open_file(source) as (fd, _):
             return self.box.write_atomic(destination, iter(lambda: os.read(fd, 1 << 16), b""))
 
-    def copy_file(self, args: dict[str, Any], ctx: dict[str, Any]) -> ToolResult:
-        source = self.box.resolve(args.get("source"), field="source")
-        destination = self._destination(source, args.get("destination"))
-        written = self._copy(source, destination)
+    @guarded
+    def copy_file(self, source: FilePath, destination: FilePath) -> ToolResult:
+        """Copy a file; into a directory when the destination is one. An existing destination
+        file is replaced.
+        """  # noqa: D205 - the model reads the first paragraph whole, as the tool's description
+        src = self.box.resolve(source, field="source")
+        dst = self._destination(src, destination)
+        written = self._copy(src, dst)
         return ToolResult(
             status="ok",
-            content=f"copied {self.show(source)} to {self.show(destination)} ({written} bytes)",
-            meta={"source": self.show(source), "destination": self.show(destination)},
+            content=f"copied {self.show(src)} to {self.show(dst)} ({written} bytes)",
+            meta={"source": self.show(src), "destination": self.show(dst)},
         )
 
     # Previews --------------------------------------------------------------------------------
@@ -392,99 +419,18 @@ def file_tools(sandbox: Sandbox, config: FileToolsConfig) -> list[ToolSpec]:
     """
     t = FileTools(sandbox, config)
     ro, mod = ToolCategory.READ_ONLY, ToolCategory.MODIFICATION
-    specs = [
-        ToolSpec(
-            "read_file",
-            guarded(t.read_file),
-            description="Read a text file and return its contents.",
-            parameters=_schema({"path": _PATH, "encoding": _ENCODING}, ["path"]),
-            category=ro,
-            format_result=_summary("read_file"),
-        ),
-        ToolSpec(
-            "write_file",
-            guarded(t.write_file),
-            description="Write a text file, replacing it if it exists (parent directories are "
-            "created). A person sees the diff before it is written.",
-            parameters=_schema(
-                {"path": _PATH, "content": _CONTENT, "encoding": _ENCODING}, ["path", "content"]
-            ),
-            category=mod,
-            preview=t.preview_write,
-            format_result=_summary("write_file"),
-        ),
-        ToolSpec(
-            "append_file",
-            guarded(t.append_file),
-            description="Append text to the end of a file (created if missing).",
-            parameters=_schema({"path": _PATH, "content": _CONTENT}, ["path", "content"]),
-            category=mod,
-            preview=t.preview_append,
-            format_result=_summary("append_file"),
-        ),
-        ToolSpec(
-            "list_directory",
-            guarded(t.list_directory),
-            description="List a directory's entries (name, type, size); recursive lists "
-            "subdirectories down to max_depth levels. Symlinks are listed, not followed.",
-            parameters=_schema(
-                {
-                    "path": {**_PATH, "description": "Directory path."},
-                    "recursive": {"type": "boolean", "default": False},
-                    "max_depth": {"type": "integer", "minimum": 1, "default": 2},
-                },
-                ["path"],
-            ),
-            category=ro,
-            format_result=_summary("list_directory"),
-        ),
-        ToolSpec(
-            "file_info",
-            guarded(t.file_info),
-            description="Metadata of a file or directory: type, size, modification time, mode.",
-            parameters=_schema({"path": _PATH}, ["path"]),
-            category=ro,
-            format_result=_summary("file_info"),
-        ),
-        ToolSpec(
-            "delete_file",
-            guarded(t.delete_file),
-            description="Delete a file (not a directory).",
-            parameters=_schema(
-                {
-                    "path": _PATH,
-                    "require_confirmation": {
-                        "type": "boolean",
-                        "default": True,
-                        "description": "Ask a person first (cannot relax the approval policy).",
-                    },
-                },
-                ["path"],
-            ),
-            category=mod,
-            preview=t.preview_delete,
-            escalate=t.escalate_delete,
-            format_result=_summary("delete_file"),
-        ),
-        ToolSpec(
-            "move_file",
-            guarded(t.move_file),
-            description="Move or rename a file or directory; into a directory when the "
-            "destination is one. An existing destination file is replaced.",
-            parameters=_schema({"source": _PATH, "destination": _PATH}, ["source", "destination"]),
-            category=mod,
-            preview=t.preview_move,
-            format_result=_summary("move_file"),
-        ),
-        ToolSpec(
-            "copy_file",
-            guarded(t.copy_file),
-            description="Copy a file; into a directory when the destination is one. An "
-            "existing destination file is replaced.",
-            parameters=_schema({"source": _PATH, "destination": _PATH}, ["source", "destination"]),
-            category=mod,
-            preview=t.preview_copy,
-            format_result=_summary("copy_file"),
-        ),
+
+    def spec(fn: Callable[..., ToolResult], category: ToolCategory, **hooks: Any) -> ToolSpec:
+        summary = _summary(fn.__name__)
+        return builtin_spec(fn, category=category, group=_GROUP, format_result=summary, **hooks)
+
+    return [
+        spec(t.read_file, ro),
+        spec(t.write_file, mod, preview=t.preview_write),
+        spec(t.append_file, mod, preview=t.preview_append),
+        spec(t.list_directory, ro),
+        spec(t.file_info, ro),
+        spec(t.delete_file, mod, preview=t.preview_delete, escalate=t.escalate_delete),
+        spec(t.move_file, mod, preview=t.preview_move),
+        spec(t.copy_file, mod, preview=t.preview_copy),
     ]
-    return [dataclasses.replace(s, group=_GROUP) for s in specs]

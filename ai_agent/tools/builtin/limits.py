@@ -18,15 +18,19 @@ RLIMIT_NPROC       processes and threads at once. The kernel counts them per use
 =================  ==============================================================================
 
 Soft and hard limits are the same (CPU aside), so a process cannot raise them again without a
-capability, which sandboxed processes do not have.
+capability, which sandboxed processes do not have. `limit_hit` says which limit a failed
+``run_bash`` command ran into, and `tasks_of` counts a user's tasks as RLIMIT_NPROC does.
 """
 
 from __future__ import annotations
 
 import math
+import os
 import resource
+import signal
+from pathlib import Path
 
-__all__ = ["rlimits", "ulimit_prefix"]
+__all__ = ["limit_hit", "rlimits", "tasks_of", "ulimit_prefix"]
 
 # ``ulimit`` option and unit (bytes per unit; 0: a plain count or seconds) of each limit.
 _ULIMIT = {
@@ -96,3 +100,56 @@ def ulimit_prefix(limits: dict[str, list[int]]) -> str:
 
 def _within(value: int, ceiling: int) -> int:
     return value if ceiling == resource.RLIM_INFINITY else min(value, ceiling)
+
+
+_CPU_DEATHS = (-signal.SIGXCPU, 128 + signal.SIGXCPU)
+# What programs print when a system call fails for a limit: bash, Python, C and C++ runtimes.
+_PROCESS_SIGNS = (
+    "fork: Resource temporarily unavailable",
+    "fork: retry: Resource temporarily",
+    "Cannot fork",
+    "can't fork",
+    "BlockingIOError: [Errno 11]",
+)
+_MEMORY_SIGNS = (
+    "MemoryError",
+    "Cannot allocate memory",
+    "cannot allocate memory",
+    "xmalloc: cannot allocate",
+    "std::bad_alloc",
+    "out of memory",
+)
+_LIMIT_SIGNS = (
+    ("max_processes", "process", _PROCESS_SIGNS),
+    ("memory_mb", "memory", _MEMORY_SIGNS),
+)
+
+
+def limit_hit(code: int | None, stderr: str, refused_forks: int = 0) -> tuple[str, str] | None:
+    """Which limit (its setting, and what it limits) the command failed on, if any."""
+    if code in _CPU_DEATHS or "CPU time limit exceeded" in stderr:
+        return "cpu_seconds", "CPU time"
+    if not code:
+        return None
+    if refused_forks:
+        return "max_processes", "process"
+    for setting, what, signs in _LIMIT_SIGNS:
+        if any(sign in stderr for sign in signs):
+            return setting, what
+    return None
+
+
+def tasks_of(uid: int) -> int:
+    """Tasks (processes and threads) whose real user is ``uid``, as RLIMIT_NPROC counts them."""
+    total = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            status = Path(f"/proc/{entry}/status").read_text()
+        except OSError:
+            continue
+        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+        if int(fields.get("Uid", "-1").split()[0]) == uid:
+            total += int(fields.get("Threads", "1"))
+    return total

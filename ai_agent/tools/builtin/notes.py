@@ -9,6 +9,9 @@ it are never followed), and are READ_ONLY.
 - ``read_note(path, section=None, start=None, end=None, max_chars=...)`` returns ``{ok, text,
   meta}``: the note or one section, optionally a character range ``[start, end)`` of it, clipped
   to ``max_chars`` with a hint saying how to read on (``start=...``) or which sections exist.
+
+Their schemas come from the signatures of the two functions `notes_tools` makes, whose defaults
+are the settings' (``k``, ``read_max_chars``).
 """
 
 from __future__ import annotations
@@ -16,7 +19,9 @@ from __future__ import annotations
 import importlib
 import time
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
 from ai_agent.config import NotesConfig
 from ai_agent.state import ToolResult
@@ -24,12 +29,29 @@ from ai_agent.tools.builtin.notes_index import NOTE_SUFFIXES, Note, NotesIndex
 from ai_agent.tools.builtin.notes_rank import Embed, rank, words
 from ai_agent.tools.builtin.protected import ProtectedPaths
 from ai_agent.tools.builtin.sandbox import Sandbox, SandboxError
+from ai_agent.tools.builtin.typed import builtin_spec
+from ai_agent.tools.schema import Omittable, json_schema_of
 from ai_agent.tools.spec import ToolCategory, ToolSpec
 
 __all__ = ["NotesTools", "load_embedding", "notes_tools"]
 
 _SNIPPET = 240
 _MAX_READ = 50_000
+
+
+class _NoteFilter(BaseModel):
+    # Which notes find_similar searches: a folder (with its subfolders) and a tag. Private, so
+    # no docstring: pydantic would show it to the model as the filter's description.
+    model_config = ConfigDict(extra="forbid")
+
+    folder: Omittable[str] = None
+    tag: Omittable[str] = None
+
+
+# The filter's schema in place, as the model always saw it (pydantic would put it under $defs
+# and point there, which small models follow worse).
+_Filter = Annotated[_NoteFilter, WithJsonSchema(json_schema_of(_NoteFilter))]
+_Offset = Annotated[int, Field(ge=0)]
 
 
 def load_embedding(path: str) -> Embed:
@@ -88,23 +110,28 @@ class NotesTools:
         self.embed = embed or (load_embedding(config.embedding) if config.embedding else None)
 
     # find_similar ----------------------------------------------------------------------------
-    def find_similar(self, args: dict[str, Any], ctx: dict[str, Any]) -> ToolResult:
-        """The ``find_similar`` tool: the chunks of the notes that best match the queries."""
+    def find_similar(
+        self, queries: list[str], k: int, *, folder: str | None = None, tag: str | None = None
+    ) -> ToolResult:
+        """The ``find_similar`` tool: the ``k`` chunks of the notes that best match the queries.
+
+        Args:
+            queries: What to look for (blank ones are left out).
+            k: How many chunks, at most (1 to 100).
+            folder: Only notes in this folder (or below it).
+            tag: Only notes with this tag.
+        """
         started = time.perf_counter()
-        queries = args.get("queries")
-        if isinstance(queries, str):
-            queries = [queries]
-        if not isinstance(queries, list) or not [q for q in queries if str(q).strip()]:
+        queries = [q for q in queries if q.strip()]
+        if not queries:
             return _error("BAD_ARGUMENTS", "queries must be a non-empty list of strings")
-        queries = [str(q) for q in queries if str(q).strip()]
-        k = max(1, min(int(args.get("k") or self.config.k), 100))
+        k = max(1, min(k, 100))
         try:
             chunks = self.index.refresh()
         except SandboxError as exc:
             return _error(exc.code, f"the notes folder cannot be read: {exc}")
-        wanted = args.get("filter") or {}
-        folder = str(wanted.get("folder") or "").strip("/")
-        tag = str(wanted.get("tag") or "").lstrip("#").lower()
+        folder = (folder or "").strip("/")
+        tag = (tag or "").lstrip("#").lower()
         if folder:
             chunks = [c for c in chunks if c.path == folder or c.path.startswith(folder + "/")]
         if tag:
@@ -134,9 +161,23 @@ class NotesTools:
         )
 
     # read_note -------------------------------------------------------------------------------
-    def read_note(self, args: dict[str, Any], ctx: dict[str, Any]) -> ToolResult:
-        """The ``read_note`` tool: a note, a section or a character range, clipped."""
-        path = args.get("path")
+    def read_note(
+        self,
+        path: str,
+        section_name: str | None = None,
+        start: int | None = None,
+        end: int | None = None,
+        max_chars: int | None = None,
+    ) -> ToolResult:
+        """The ``read_note`` tool: a note, a section or a character range, clipped.
+
+        Args:
+            path: The note, relative to the notes folder.
+            section_name: Only this section (by its title).
+            start: The first character to read (default: the first).
+            end: The character to stop before (default: the end).
+            max_chars: At most this many characters (default: the settings' read_max_chars).
+        """
         try:
             target = self.box.resolve(path)
         except SandboxError as exc:
@@ -148,10 +189,9 @@ class NotesTools:
             if exc.code != "NOT_FOUND":
                 return _error(exc.code, str(exc))
             return _error("NOT_FOUND", f"no readable note at {path!r} in the notes folder")
-        section_name = args.get("section")
         text, section = note.text, None
         if section_name:
-            section = note.section(str(section_name))
+            section = note.section(section_name)
             if section is None:
                 names = ", ".join(repr(s.title) for s in note.sections if s.title) or "none"
                 return _error(
@@ -159,16 +199,22 @@ class NotesTools:
                     f"{rel} has no section {section_name!r}; its sections are: {names}",
                 )
             text = note.section_text(section)
-        return self._clip(rel, text, section.title if section else None, note, args)
+        title = section.title if section else None
+        limit = max(1, min(max_chars or self.config.read_max_chars, _MAX_READ))
+        return self._clip(rel, text, title, note, (max(0, start or 0), end, limit))
 
     def _clip(
-        self, rel: str, text: str, section: str | None, note: Note, args: dict[str, Any]
+        self,
+        rel: str,
+        text: str,
+        section: str | None,
+        note: Note,
+        window: tuple[int, int | None, int],
     ) -> ToolResult:
+        """``text[start:end]``, at most ``limit`` characters of it, with a hint when clipped."""
+        start, end, limit = window
         total = len(text)
-        start = max(0, int(args.get("start") or 0))
-        end = args.get("end")
-        stop = total if end is None else max(start, min(int(end), total))
-        limit = max(1, min(int(args.get("max_chars") or self.config.read_max_chars), _MAX_READ))
+        stop = total if end is None else max(start, min(end, total))
         piece = text[start:stop]
         clipped = len(piece) > limit
         meta: dict[str, Any] = {
@@ -247,54 +293,31 @@ def notes_tools(
         part = f"{meta.get('start')}..{meta.get('end')} of {meta.get('total_chars')} chars"
         return f"read_note {where}: {part}{' (clipped)' if meta.get('clipped') else ''}"
 
+    def find_similar(
+        queries: Annotated[list[str], Field(min_length=1)],
+        k: Annotated[int, Field(ge=1, le=100)] = config.k,
+        filter: Omittable[_Filter] = None,
+    ) -> ToolResult:
+        """Search the notes for passages similar to one or more queries; returns the best K
+        chunks (path, section, score, snippet), diverse rather than repetitive.
+        """  # noqa: D205 - the model reads the first paragraph whole, as the tool's description
+        wanted = filter or _NoteFilter()
+        return t.find_similar(queries, k, folder=wanted.folder, tag=wanted.tag)
+
+    def read_note(
+        path: str,
+        section: Omittable[str] = None,
+        start: Omittable[_Offset] = None,
+        end: Omittable[_Offset] = None,
+        max_chars: Annotated[int, Field(ge=1, le=_MAX_READ)] = config.read_max_chars,
+    ) -> ToolResult:
+        """Read a note, or one section of it, or a character range; long text is clipped to
+        max_chars with a hint on how to read on.
+        """  # noqa: D205 - the model reads the first paragraph whole, as the tool's description
+        return t.read_note(path, section, start, end, max_chars)
+
+    read_only = ToolCategory.READ_ONLY
     return [
-        ToolSpec(
-            "find_similar",
-            t.find_similar,
-            description="Search the notes for passages similar to one or more queries; returns "
-            "the best K chunks (path, section, score, snippet), diverse rather than repetitive.",
-            parameters={
-                "type": "object",
-                "properties": {
-                    "queries": {"type": "array", "items": {"type": "string"}, "minItems": 1},
-                    "k": {"type": "integer", "minimum": 1, "maximum": 100, "default": config.k},
-                    "filter": {
-                        "type": "object",
-                        "properties": {"folder": {"type": "string"}, "tag": {"type": "string"}},
-                        "additionalProperties": False,
-                    },
-                },
-                "required": ["queries"],
-                "additionalProperties": False,
-            },
-            category=ToolCategory.READ_ONLY,
-            format_result=found,
-            group="notes",
-        ),
-        ToolSpec(
-            "read_note",
-            t.read_note,
-            description="Read a note, or one section of it, or a character range; long text "
-            "is clipped to max_chars with a hint on how to read on.",
-            parameters={
-                "type": "object",
-                "properties": {
-                    "path": {"type": "string"},
-                    "section": {"type": "string"},
-                    "start": {"type": "integer", "minimum": 0},
-                    "end": {"type": "integer", "minimum": 0},
-                    "max_chars": {
-                        "type": "integer",
-                        "minimum": 1,
-                        "maximum": _MAX_READ,
-                        "default": config.read_max_chars,
-                    },
-                },
-                "required": ["path"],
-                "additionalProperties": False,
-            },
-            category=ToolCategory.READ_ONLY,
-            format_result=read,
-            group="notes",
-        ),
+        builtin_spec(find_similar, category=read_only, group="notes", format_result=found),
+        builtin_spec(read_note, category=read_only, group="notes", format_result=read),
     ]

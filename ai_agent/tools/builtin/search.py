@@ -4,7 +4,8 @@ Both walk with `walk` (symlinks are never entered), honour a
 result limit and, by default, the ``.gitignore`` files from the sandbox base down (``.git`` itself
 is always skipped then). grep reads each file through its directory's descriptor, skips binary
 files (a NUL byte in the first 8 KiB) and files over the read limit, and runs the pattern with a
-time budget, so a pathological regular expression cannot hold a worker thread for ever.
+time budget, so a pathological regular expression cannot hold a worker thread for ever. Each
+tool is a typed method whose signature and docstring are its schema.
 """
 
 from __future__ import annotations
@@ -13,13 +14,16 @@ import fnmatch
 import os
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
+
+from pydantic import Field
 
 from ai_agent.config import FileToolsConfig
 from ai_agent.state import ToolResult
 from ai_agent.tools.builtin.files import guarded
 from ai_agent.tools.builtin.patterns import GitIgnore, glob_regex
 from ai_agent.tools.builtin.sandbox import Sandbox, SandboxError, Target
+from ai_agent.tools.builtin.typed import builtin_spec
 from ai_agent.tools.builtin.walk import Entry, require_directory, walk
 from ai_agent.tools.spec import ToolCategory, ToolSpec
 
@@ -112,12 +116,19 @@ class SearchTools:
             root = os.path.join(root_dir, *literal) if literal else root_dir
         return self.box.resolve(root or ".", field="root_dir", check_extension=False), rest
 
-    def glob_search(self, args: dict[str, Any], ctx: dict[str, Any]) -> ToolResult:
-        pattern = args.get("pattern")
-        if not isinstance(pattern, str) or not pattern.strip() or "\x00" in pattern:
+    @guarded
+    def glob_search(
+        self,
+        pattern: Annotated[str, Field(description="Glob, e.g. src/**/*.py")],
+        root_dir: str = ".",
+        recursive: bool = True,
+    ) -> ToolResult:
+        """Find files and directories whose path matches a glob pattern: * and ? within a name,
+        ** across directories, [abc] character classes. Directories end in '/'.
+        """  # noqa: D205 - the model reads the first paragraph whole, as the tool's description
+        if not pattern.strip() or "\x00" in pattern:
             raise SandboxError("BAD_ARGUMENTS", "pattern must be a non-empty glob such as **/*.py")
-        recursive = bool(args.get("recursive", True))
-        start, rest = self._split(pattern, str(args.get("root_dir") or "."))
+        start, rest = self._split(pattern, root_dir or ".")
         require_directory(self.box, start.parts, start.given)
         matcher = glob_regex(rest, recursive=recursive)
         deep = recursive and "**" in rest.split("/")
@@ -145,14 +156,13 @@ class SearchTools:
         )
 
     # grep ------------------------------------------------------------------------------------
-    def _compile(self, args: dict[str, Any]) -> regex.Pattern[str]:
+    def _compile(self, pattern: str, *, ignore_case: bool, literal: bool) -> regex.Pattern[str]:
         import regex  # only grep needs it; imported on its first call
 
-        pattern = args.get("pattern")
-        if not isinstance(pattern, str) or not pattern:
+        if not pattern:
             raise SandboxError("BAD_ARGUMENTS", "pattern must be a non-empty string")
-        flags = regex.IGNORECASE if args.get("ignore_case") else 0
-        source = pattern if args.get("regex", True) else regex.escape(pattern)
+        flags = regex.IGNORECASE if ignore_case else 0
+        source = regex.escape(pattern) if literal else pattern
         try:
             return regex.compile(source, flags | regex.VERSION0)
         except regex.error as exc:
@@ -162,15 +172,15 @@ class SearchTools:
                 "for the text literally",
             ) from None
 
-    def _files(self, start: Target, args: dict[str, Any]) -> list[Entry] | None:
-        """The files to search: None when ``path`` is one file."""
+    def _files(self, start: Target, file_pattern: str, *, recursive: bool) -> list[Entry] | None:
+        """The files to search: None when ``start`` is one file."""
         info = self.box.lstat(start)
         if info is None:
             raise SandboxError("NOT_FOUND", f"no such file or directory: {start.given!r}")
         if not os.path.isdir(start.path):
             return None
-        file_pattern = str(args.get("file_pattern") or "*")
-        depth = None if args.get("recursive", True) else 1
+        file_pattern = file_pattern or "*"
+        depth = None if recursive else 1
         ignore = _Ignorer(self.box, self.config.respect_gitignore)
         descend = lambda rel: not self._skip(ignore, start, rel, is_dir=True)  # noqa: E731
         out = []
@@ -187,14 +197,28 @@ class SearchTools:
         # The walk's directory descriptors close as it moves on; keep the path instead.
         return Entry(entry.rel, entry.kind, entry.size, entry.depth, -1, entry.name, entry.mtime_ns)
 
-    def grep_search(self, args: dict[str, Any], ctx: dict[str, Any]) -> ToolResult:
-        compiled = self._compile(args)
-        start = self.box.resolve(args.get("path") or ".", check_extension=False)
-        context = max(0, min(int(args.get("context_lines") or 0), 20))
-        files = self._files(start, args)
+    @guarded
+    def grep_search(
+        self,
+        pattern: str,
+        path: Annotated[str, Field(description="A file or a directory.")],
+        recursive: bool = True,
+        file_pattern: str = "*",
+        context_lines: Annotated[int, Field(ge=0)] = 0,
+        ignore_case: bool = False,
+        regex: bool = True,
+    ) -> ToolResult:
+        """Search file contents for a regular expression (or literal text with regex=false);
+        returns matching lines with paths and line numbers, and context lines when asked.
+        Binary files are skipped.
+        """  # noqa: D205 - the model reads the first paragraph whole, as the tool's description
+        compiled = self._compile(pattern, ignore_case=ignore_case, literal=not regex)
+        start = self.box.resolve(path or ".", check_extension=False)
+        context = min(context_lines, 20)
+        files = self._files(start, file_pattern, recursive=recursive)
         if files is None:
             # A file named directly: checked like any read (extensions included).
-            targets = [(self.box.resolve(str(args.get("path"))), start.path.name)]
+            targets = [(self.box.resolve(path), start.path.name)]
         else:
             targets = [
                 (self.box.resolve(str(start.path / e.rel), check_extension=False), e.rel)
@@ -311,48 +335,11 @@ def search_tools(sandbox: Sandbox, config: FileToolsConfig) -> list[ToolSpec]:
     """
     t = SearchTools(sandbox, config)
     return [
-        ToolSpec(
-            "glob_search",
-            guarded(t.glob_search),
-            description="Find files and directories whose path matches a glob pattern: * and ? "
-            "within a name, ** across directories, [abc] character classes. Directories end "
-            "in '/'.",
-            parameters={
-                "type": "object",
-                "properties": {
-                    "pattern": {"type": "string", "description": "Glob, e.g. src/**/*.py"},
-                    "root_dir": {"type": "string", "default": "."},
-                    "recursive": {"type": "boolean", "default": True},
-                },
-                "required": ["pattern"],
-                "additionalProperties": False,
-            },
+        builtin_spec(
+            fn,
             category=ToolCategory.READ_ONLY,
-            format_result=_summary("glob_search"),
             group=_GROUP,
-        ),
-        ToolSpec(
-            "grep_search",
-            guarded(t.grep_search),
-            description="Search file contents for a regular expression (or literal text with "
-            "regex=false); returns matching lines with paths and line numbers, and context "
-            "lines when asked. Binary files are skipped.",
-            parameters={
-                "type": "object",
-                "properties": {
-                    "pattern": {"type": "string"},
-                    "path": {"type": "string", "description": "A file or a directory."},
-                    "recursive": {"type": "boolean", "default": True},
-                    "file_pattern": {"type": "string", "default": "*"},
-                    "context_lines": {"type": "integer", "minimum": 0, "default": 0},
-                    "ignore_case": {"type": "boolean", "default": False},
-                    "regex": {"type": "boolean", "default": True},
-                },
-                "required": ["pattern", "path"],
-                "additionalProperties": False,
-            },
-            category=ToolCategory.READ_ONLY,
-            format_result=_summary("grep_search"),
-            group=_GROUP,
-        ),
+            format_result=_summary(fn.__name__),
+        )
+        for fn in (t.glob_search, t.grep_search)
     ]

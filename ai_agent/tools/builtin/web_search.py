@@ -3,7 +3,8 @@
 An EXTERNAL tool: a person confirms its calls (by default) and sees its first use in each run.
 The hosted backends' API key comes from the environment variable the settings name; it is a
 ``requires_env`` of the tool, so a missing key pauses the run at the gate instead of failing, and
-the registry scrubs its value from anything the tool returns.
+the registry scrubs its value from anything the tool returns. Its schema comes from the signature
+of the function `web_search_tool` makes, whose ``search_type`` choices are the backend's.
 """
 
 from __future__ import annotations
@@ -12,12 +13,14 @@ import asyncio
 import time
 from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Annotated, Any
 
 import httpx
+from pydantic import Field
 
 from ai_agent.config import WebSearchConfig
 from ai_agent.state import ToolResult
+from ai_agent.tools.builtin.typed import builtin_spec
 from ai_agent.tools.builtin.web_backends import BACKENDS, Backend, SearchError, SearchHit
 from ai_agent.tools.spec import ToolCategory, ToolSpec
 
@@ -111,16 +114,11 @@ class WebSearch:
         """The key variable, for backends that need one."""
         return [self.key_env] if self.backend.needs_key and self.key_env else []
 
-    def _arguments(self, args: dict[str, Any]) -> tuple[str, int, str]:
-        query = args.get("query")
-        if not isinstance(query, str) or not query.strip():
+    def _arguments(self, query: str, num_results: int, search_type: str) -> tuple[str, int, str]:
+        if not query.strip():
             raise SearchError("BAD_ARGUMENTS", "query must be a non-empty string")
-        try:
-            count = int(args.get("num_results", 10))
-        except (TypeError, ValueError):
-            raise SearchError("BAD_ARGUMENTS", "num_results must be a number") from None
-        count = max(1, min(count, self.config.max_results))
-        kind = str(args.get("search_type") or "general")
+        count = max(1, min(num_results, self.config.max_results))
+        kind = search_type or "general"
         if kind not in self.backend.types:
             choices = ", ".join(self.backend.types)
             raise SearchError(
@@ -129,18 +127,32 @@ class WebSearch:
             )
         return query.strip(), count, kind
 
-    async def run(self, args: dict[str, Any], ctx: dict[str, Any]) -> ToolResult:
-        """The tool function."""
+    async def run(
+        self,
+        query: str,
+        num_results: int = 10,
+        search_type: str = "general",
+        *,
+        ctx: dict[str, Any],
+    ) -> ToolResult:
+        """The tool function: errors, the local rate limit included, are error results.
+
+        Args:
+            query: What to search for.
+            num_results: How many results (at most the settings' max_results).
+            search_type: One of the backend's search types.
+            ctx: The tool context (the API key is in ``ctx["env"]``).
+        """
         try:
-            return await self._run(args, ctx)
+            query, count, kind = self._arguments(query, num_results, search_type)
+            return await self._run(query, count, kind, ctx)
         except SearchError as exc:
             meta: dict[str, Any] = {"code": exc.code, "backend": self.backend.name}
             if exc.retry_after is not None:
                 meta["retry_after"] = exc.retry_after
             return ToolResult(status="error", error=f"web_search: {exc}", meta=meta)
 
-    async def _run(self, args: dict[str, Any], ctx: dict[str, Any]) -> ToolResult:
-        query, count, kind = self._arguments(args)
+    async def _run(self, query: str, count: int, kind: str, ctx: dict[str, Any]) -> ToolResult:
         key = (self.backend.name, query, count, kind)
         cached = self.cache.get(key)
         if cached is not None:
@@ -226,28 +238,24 @@ def web_search_tool(config: WebSearchConfig) -> ToolSpec:
             f"for {content.get('query')!r}{cached}"
         )
 
-    return ToolSpec(
-        "web_search",
-        search.run,
-        requires_env=search.requires_env,
-        description="Search the web; returns results with title, url and snippet.",
-        parameters={
-            "type": "object",
-            "properties": {
-                "query": {"type": "string"},
-                "num_results": {"type": "integer", "minimum": 1, "default": 10},
-                "search_type": {
-                    "type": "string",
-                    "enum": list(search.backend.types),
-                    "default": "general",
-                },
-            },
-            "required": ["query"],
-            "additionalProperties": False,
-        },
+    async def web_search(
+        query: str,
+        num_results: Annotated[int, Field(ge=1)] = 10,
+        # The backend's choices, known only here: an enum in the schema the calls are checked
+        # against (and by the tool itself).
+        search_type: str = Field("general", json_schema_extra={"enum": [*search.backend.types]}),
+        *,
+        ctx: dict[str, Any],
+    ) -> ToolResult:
+        """Search the web; returns results with title, url and snippet."""
+        return await search.run(query, num_results, search_type, ctx=ctx)
+
+    return builtin_spec(
+        web_search,
         category=ToolCategory.EXTERNAL,
+        group="web",
+        requires_env=search.requires_env,
         timeout=config.timeout + config.max_wait_seconds + 5,
         preview=search.preview,
         format_result=summary,
-        group="web",
     )

@@ -5,13 +5,16 @@ A structured intent becomes a `ToolBuildRequest`, then a canonical spec and Pyth
 through ``draft -> validated -> approval_required -> approved | rejected -> activated``
 (`.approvals`), versioned and audited on disk (`.storage`, `.audit`), and loaded
 (`.loader`) as a ToolSpec whose every call runs in its own bubblewrap sandbox
-(`.confine`; HTTP through `.broker`; limits and the guarded tool in `.policy`).
-`ToolsmakerRegistry` is the only thing that changes this state. See docs/toolsmaker.md.
+(`.confine`; HTTP through `.broker`; the limits in `.limits`, the path and host
+allowlists in `.allowlists`, the guarded tool in `.policy`).
+`ToolsmakerRegistry` is the only thing that changes this state; the active versions are its
+`GeneratedToolset`, one toolset of the Agent's registry. See docs/toolsmaker.md.
 """
 
 from ai_agent.tools.maker.audit import AuditLog, AuditReport, verify_audit
 from ai_agent.tools.maker.builder import request_from_intent
-from ai_agent.tools.maker.policy import PolicyGuardedTool, SandboxLimits
+from ai_agent.tools.maker.limits import SandboxLimits
+from ai_agent.tools.maker.policy import PolicyGuardedTool
 from ai_agent.tools.maker.records import (
     BuildRecord,
     BuildResult,
@@ -20,6 +23,7 @@ from ai_agent.tools.maker.records import (
     ToolStatus,
 )
 from ai_agent.tools.maker.registry import DEFAULT_TOOLSMAKER_DIR, ToolsmakerRegistry
+from ai_agent.tools.maker.toolset import GeneratedToolset
 from ai_agent.tools.maker.validator import ValidationReport, validate_code, validate_request
 
 __all__ = [
@@ -29,6 +33,7 @@ __all__ = [
     "BuildRecord",
     "BuildResult",
     "GeneratedToolSpec",
+    "GeneratedToolset",
     "PolicyGuardedTool",
     "SandboxLimits",
     "ToolBuildRequest",

@@ -31,8 +31,8 @@ from urllib.parse import urljoin, urlsplit
 
 import httpx
 
+from ai_agent.tools.maker.allowlists import HostRule, address_ok, host_allowed
 from ai_agent.tools.maker.confine import Violation
-from ai_agent.tools.maker.policy import HostRule, address_ok, host_allowed
 
 __all__ = ["HttpBroker", "Resolver"]
 

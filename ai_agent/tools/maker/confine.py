@@ -61,11 +61,11 @@ from pathlib import Path
 from typing import Any
 
 from ai_agent.errors import SandboxUnavailableError
-from ai_agent.tools.builtin.bash import root_dirs
+from ai_agent.tools.builtin.bwrap import root_dirs
 from ai_agent.tools.builtin.cgroups import CallCgroup, make_call_cgroup
 from ai_agent.tools.builtin.protected import ProtectedPaths
 from ai_agent.tools.builtin.sandbox import Sandbox, SandboxError
-from ai_agent.tools.maker.policy import SandboxLimits
+from ai_agent.tools.maker.limits import SandboxLimits
 
 __all__ = [
     "MAX_DEPTH",

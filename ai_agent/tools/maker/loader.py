@@ -20,7 +20,8 @@ from ai_agent.errors import ToolPolicyViolation
 from ai_agent.tools.builtin.cgroups import warn_process_limit_gap
 from ai_agent.tools.builtin.protected import ProtectedPaths
 from ai_agent.tools.maker.builder import code_sha256
-from ai_agent.tools.maker.policy import AuditFn, PolicyGuardedTool, SandboxLimits
+from ai_agent.tools.maker.limits import SandboxLimits
+from ai_agent.tools.maker.policy import AuditFn, PolicyGuardedTool
 from ai_agent.tools.maker.records import BuildRecord, GeneratedToolSpec
 from ai_agent.tools.spec import ToolCategory, ToolSpec
 

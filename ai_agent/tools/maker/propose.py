@@ -20,11 +20,15 @@ In unattended mode (``--yes``) nobody reviews: the call builds the version and l
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+from pydantic import Field
 
 from ai_agent.errors import ToolBuildError, ToolError
 from ai_agent.state import ToolResult
-from ai_agent.tools.maker.records import CAPABILITIES, BuildResult, ToolStatus
+from ai_agent.tools.builtin.typed import builtin_spec
+from ai_agent.tools.maker.records import BuildResult, ToolStatus
+from ai_agent.tools.schema import Omittable
 from ai_agent.tools.spec import ToolCategory, ToolSpec
 
 if TYPE_CHECKING:
@@ -34,40 +38,27 @@ __all__ = ["PROPOSE_TOOL", "ProposeTool", "propose_tool_spec"]
 
 PROPOSE_TOOL = "propose_tool"
 _ESCALATION = "propose_tool: a generated tool needs a person's review before it can run"
-_PARAMETERS: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "name": {"type": "string", "description": "Tool name: a letter, then letters, digits, _."},
-        "purpose": {"type": "string", "description": "What the tool does."},
-        "inputs": {
-            "type": "object",
-            "description": "Parameter name -> JSON type (string, integer, number, boolean, "
-            "object, array).",
-        },
-        "outputs": {"type": "array", "items": {"type": "string"}},
-        "capabilities": {"type": "array", "items": {"enum": list(CAPABILITIES)}},
-        "allowed_paths": {
-            "type": "array",
-            "items": {"type": "string"},
-            "description": "Workspace subdirectories it may read (fs_read) or write (fs_write).",
-        },
-        "allowed_domains": {
-            "type": "array",
-            "items": {"type": "string"},
-            "description": "Hosts it may reach over HTTP (api.example.com, *.example.com).",
-        },
-        "secrets": {"type": "array", "items": {"type": "string"}},
-        "risk": {"enum": ["low", "medium", "high"], "default": "medium"},
-        "code": {
-            "type": ["string", "null"],
-            "description": "Optional Python module defining class GeneratedTool with "
-            "execute(self, **kwargs); without it a template is used. self.http.request(...) "
-            "makes HTTP requests, self.secrets holds the declared secrets.",
-        },
-    },
-    "required": ["name", "purpose"],
-    "additionalProperties": False,
-}
+
+
+def _choices_only(schema: dict[str, Any]) -> None:
+    # propose_tool's schema has always given its choices alone, without their type: recorded
+    # runs replay offline only against the very same schema.
+    schema.pop("type", None)
+
+
+# The capabilities a generated tool may ask for (`ai_agent.tools.maker.records.CAPABILITIES`).
+Capability = Literal["fs_read", "fs_write", "http", "secrets"]
+_Capability = Annotated[Capability, Field(json_schema_extra=_choices_only)]
+_Risk = Annotated[Literal["low", "medium", "high"], Field(json_schema_extra=_choices_only)]
+_Texts = Omittable[list[str]]
+_INPUTS = "Parameter name -> JSON type (string, integer, number, boolean, object, array)."
+_PATHS = "Workspace subdirectories it may read (fs_read) or write (fs_write)."
+_DOMAINS = "Hosts it may reach over HTTP (api.example.com, *.example.com)."
+_CODE = (
+    "Optional Python module defining class GeneratedTool with execute(self, **kwargs); without "
+    "it a template is used. self.http.request(...) makes HTTP requests, self.secrets holds the "
+    "declared secrets."
+)
 
 
 class ProposeTool:
@@ -148,12 +139,25 @@ class ProposeTool:
         """
         return _ESCALATION
 
-    def run(self, args: dict[str, Any], ctx: dict[str, Any]) -> ToolResult:
-        """The approved call: approve, activate and register the proposed version.
-
-        Args:
-            args: The proposal (an intent); built again, which reuses the reviewed build.
-            ctx: The tool context (the thread and call ids name who approved it).
+    def run(
+        self,
+        name: Annotated[str, Field(description="Tool name: a letter, then letters, digits, _.")],
+        purpose: Annotated[str, Field(description="What the tool does.")],
+        inputs: Annotated[Omittable[dict[str, Any]], Field(description=_INPUTS)] = None,
+        outputs: _Texts = None,
+        capabilities: Omittable[list[_Capability]] = None,
+        allowed_paths: Annotated[_Texts, Field(description=_PATHS)] = None,
+        allowed_domains: Annotated[_Texts, Field(description=_DOMAINS)] = None,
+        secrets: _Texts = None,
+        risk: _Risk = "medium",
+        code: Annotated[Omittable[str | None], Field(description=_CODE)] = None,
+        *,
+        ctx: dict[str, Any],
+    ) -> ToolResult:
+        """Propose a new tool when no available tool can do the job: name, purpose, typed
+        inputs, outputs, capabilities (fs_read, fs_write, http, secrets) with the paths, hosts
+        and secrets they need, and optionally the Python code. A person reviews it; once
+        approved it can be called from the next step.
 
         Returns:
             ``ok`` with ``meta.activate_tools`` (the act stage makes the tool active from the
@@ -163,9 +167,24 @@ class ProposeTool:
 
         Raises:
             ToolBuildError: the tool is not bound to a toolsmaker.
-        """
+        """  # noqa: D205 - the model reads the first paragraph whole, as the description
+        # The approved call: the intent is built again, which reuses the reviewed build (None
+        # is what the model left out; the build ignores it, as it did in the raw arguments).
+        given = dict(
+            name=name,
+            purpose=purpose,
+            inputs=inputs,
+            outputs=outputs,
+            capabilities=capabilities,
+            allowed_paths=allowed_paths,
+            allowed_domains=allowed_domains,
+            secrets=secrets,
+            risk=risk,
+            code=code,
+        )
+        intent = {key: value for key, value in given.items() if value is not None}
         try:
-            built = self._build(args)
+            built = self._build(intent)
         except ToolError as exc:
             return ToolResult(status="error", error=str(exc), meta={"code": "BAD_ARGUMENTS"})
         maker = self._maker
@@ -212,16 +231,11 @@ def propose_tool_spec() -> ToolSpec:
         `ProposeTool` behind it (the Agent binds it, see ``bind``).
     """
     tool = ProposeTool()
-    return ToolSpec(
-        PROPOSE_TOOL,
+    return builtin_spec(
         tool.run,
-        description="Propose a new tool when no available tool can do the job: name, purpose, "
-        "typed inputs, outputs, capabilities (fs_read, fs_write, http, secrets) with the paths, "
-        "hosts and secrets they need, and optionally the Python code. A person reviews it; "
-        "once approved it can be called from the next step.",
-        parameters=_PARAMETERS,
+        name=PROPOSE_TOOL,
         category=ToolCategory.MODIFICATION,
+        group="toolsmaker",
         preview=tool.preview,
         escalate=tool.escalate,
-        group="toolsmaker",
     )

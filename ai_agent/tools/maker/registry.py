@@ -2,8 +2,9 @@
 
 It builds (request -> validated code -> review artifact), moves versions through their
 lifecycle (`ai_agent.tools.maker.approvals`), activates and rolls back versions, and puts
-the active ones into the Agent's runtime `ai_agent.tools.registry.ToolRegistry`, next to
-the static tools: a run sees generated and static tools in one catalog, pinned per cycle.
+the active ones in its toolset (`ai_agent.tools.maker.toolset.GeneratedToolset`), mounted in
+the Agent's runtime `ai_agent.tools.registry.ToolRegistry` next to the static tools: a run
+sees generated and static tools in one catalog, pinned per cycle.
 
 Every change holds the directory's lock (several processes may share one toolsmaker directory)
 and is written atomically; every step is an audit event.
@@ -41,8 +42,8 @@ from ai_agent.tools.builtin.protected import Protected, ProtectedPaths
 from ai_agent.tools.maker.approvals import check_transition, review_artifact
 from ai_agent.tools.maker.audit import AuditLog, AuditReport, verify_audit
 from ai_agent.tools.maker.builder import build, request_from_intent
-from ai_agent.tools.maker.loader import GENERATED_GROUP, load_tool
-from ai_agent.tools.maker.policy import SandboxLimits
+from ai_agent.tools.maker.limits import SandboxLimits
+from ai_agent.tools.maker.loader import load_tool
 from ai_agent.tools.maker.records import (
     BuildRecord,
     BuildResult,
@@ -51,6 +52,7 @@ from ai_agent.tools.maker.records import (
     ToolStatus,
 )
 from ai_agent.tools.maker.storage import Layout, atomic_write, dumps, read_json
+from ai_agent.tools.maker.toolset import GeneratedToolset
 from ai_agent.tools.maker.validator import NAME, validate_code, validate_request
 from ai_agent.tools.registry import ToolRegistry
 from ai_agent.tools.spec import ToolSpec
@@ -70,8 +72,8 @@ class ToolsmakerRegistry:
     Args:
         directory: ``toolsmaker_dir`` (created on the first change).
         audit_path: ``toolsmaker_audit_path`` (default ``directory/audit.jsonl``).
-        runtime: The runtime tool registry active versions are registered in (a new one when
-            None: useful for the CLI and tests).
+        runtime: The runtime tool registry its toolset of active versions is mounted in (a
+            new one when None: useful for the CLI and tests).
         base_dir: The workspace generated tools' ``allowed_paths`` are relative to.
         limits: Limits of every generated tool call.
         protected: The rest of the engine's own state (the Agent's `ProtectedPaths`), or more
@@ -92,6 +94,9 @@ class ToolsmakerRegistry:
         self.layout = Layout(Path(directory), Path(audit_path) if audit_path else None)
         self.audit_log = AuditLog(self.layout.audit)
         self.runtime = runtime if runtime is not None else ToolRegistry()
+        self.toolset = GeneratedToolset()
+        """The active versions this object registered, as a toolset of the runtime registry."""
+        self.runtime.mount(self.toolset)
         self.base_dir = Path(base_dir)
         self.limits = limits or SandboxLimits()
         own = [
@@ -596,9 +601,9 @@ class ToolsmakerRegistry:
         )
 
     def _check_shadow(self, name: str) -> None:
-        """Refuse to let a generated tool take the place of a static one."""
-        taken = name in self.runtime and name not in self._loaded
-        if taken and self.runtime[name].group != GENERATED_GROUP:
+        """Refuse to let a generated tool take the place of a tool from another source."""
+        owner = self.runtime.owner(name)
+        if owner is not None and not isinstance(owner, GeneratedToolset):
             raise ToolBuildError(
                 f"a tool named {name!r} that is not generated is registered; a "
                 "generated tool never replaces it"
@@ -606,12 +611,12 @@ class ToolsmakerRegistry:
 
     def _register(self, spec: ToolSpec, version: int) -> ToolSpec:
         self._check_shadow(spec.name)
-        self.runtime.register(spec, replace=True)
+        self.toolset.add(spec, replace=True)
         self._loaded[spec.name] = version
         return spec
 
     def load_active(self) -> list[ToolSpec]:
-        """Register every active version in the runtime registry (at start-up).
+        """Put every active version in the toolset (at start-up).
 
         A version whose code changed since its review is skipped (and audited), as are missing
         ones and names a static tool holds; the others load.
@@ -633,7 +638,7 @@ class ToolsmakerRegistry:
         return out
 
     def loaded(self) -> dict[str, int]:
-        """Generated tools this object registered in the runtime registry.
+        """Generated tools this object put in its toolset (and so in the runtime registry).
 
         Returns:
             Tool name -> version.

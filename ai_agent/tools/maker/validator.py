@@ -34,7 +34,7 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ai_agent.tools.maker.policy import check_relative_path, parse_host_rule
+from ai_agent.tools.maker.allowlists import check_relative_path, parse_host_rule
 from ai_agent.tools.maker.records import CAPABILITIES, ToolBuildRequest
 
 __all__ = ["ValidationReport", "validate_code", "validate_request"]

@@ -47,8 +47,8 @@ from mcp import types as mcp_types
 from ai_agent.errors import McpAuthError, McpConnectError, McpServerError
 from ai_agent.state import ToolResult
 from ai_agent.tools.mcp.adapt import convert_result
-from ai_agent.tools.mcp.manager import McpServerStatus, ServerState
 from ai_agent.tools.mcp.resolve import Resolved, resolve
+from ai_agent.tools.mcp.status import McpServerStatus, ServerState
 from ai_agent.tools.mcp.stdio import stdio_transport
 from ai_agent.tools.results import Scrubber
 

@@ -1,15 +1,16 @@
-"""Many MCP servers at once: start them together, keep their tools in the registry, stop them.
+"""Many MCP servers at once: each one a toolset in the registry; started, listed, stopped.
 
-`McpManager` owns one `McpConnection` per configured
-server. It starts them concurrently, registers each server's tools in the tool registry as
-``<server>.<tool>`` (and again after a restart or a ``tools/list_changed``, removing tools that
-went away), and routes every call of those tools to the server's live session.
+`McpManager` holds one `McpToolset <ai_agent.tools.mcp.toolset.McpToolset>` per configured
+server, mounted in the tool registry: each server's tools are in the catalog as
+``<server>.<tool>`` (and again after a restart or a ``tools/list_changed``, without the tools
+that went away), and every call of those tools goes to the server's live session.
 
-Scope: `McpManager.use` marks a span that needs the servers (a run, a resume, a direct
-call). The first use starts them; when the last use ends, they are stopped, unless the manager is
-`held <McpManager.hold>` (an ``async with Agent(...)`` block), in which case they stay open
-until `McpManager.aclose`. Each use that begins gives every server its restart allowance
-again ("restarted once per run").
+Scope: the Agent enters every toolset of its registry for a span that needs the tools (a run,
+a resume, a direct call); each server starts with the first span and stops when the last one
+ends, unless the registry holds them (an ``async with Agent(...)`` block). `McpManager.use`
+is the same span over this manager's servers alone, with `McpManager.hold` and
+`McpManager.aclose`. Each span that begins gives every server its restart allowance again
+("restarted once per run").
 
 The MCP client (``mcp``, ``httpx``, ``langchain-mcp-adapters``) is imported only when a server is
 started, so the engine imports without it.
@@ -20,63 +21,20 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypedDict
+from typing import TYPE_CHECKING, Any
 
 from ai_agent.config import McpServerConfig, load_mcp_config
-from ai_agent.errors import ConfigError, McpServerError, ToolRegistrationError
-from ai_agent.state import ToolResult
-from ai_agent.tools.mcp.adapt import local_names, mcp_tool_spec, selected
-from ai_agent.tools.registry import ToolRegistry
+from ai_agent.errors import ConfigError
+from ai_agent.tools.mcp.status import McpServerStatus
+from ai_agent.tools.mcp.toolset import McpFailure, McpToolset
+from ai_agent.tools.registry import Refresh, ToolRegistry
+from ai_agent.tools.toolsets.spans import ToolsetSpans
 
 if TYPE_CHECKING:
     from ai_agent.tools.mcp.connection import McpConnection
 
-__all__ = ["McpFailure", "McpManager", "McpServerStatus", "ServerState", "gather_servers"]
-
-ServerState = Literal["stopped", "starting", "running", "failed"]
-
-# The registry's timeout for an MCP tool: the server's own timeout is applied inside the call
-# (with a typed result); this outer one only bounds a restart that happens before the call.
-_OUTER_MARGIN = 5.0
-
-
-class McpServerStatus(TypedDict):
-    """One server as `McpManager.status` and ``ai-agent mcp list`` show it.
-
-    ``tools`` are the registry names of its tools; ``started_ms`` how long its last start took
-    (process, initialize, tool list); ``error`` / ``error_code`` why it is not running.
-    """
-
-    name: str
-    transport: str
-    target: str
-    state: ServerState
-    pid: int | None
-    server: str | None
-    tools: list[str]
-    restarts: int
-    started_ms: float | None
-    error: str | None
-    error_code: str | None
-
-
-@dataclass(frozen=True)
-class McpFailure:
-    """A server that could not be started.
-
-    Attributes:
-        server: Its name.
-        code: The gate issue code: ``AUTH``, ``MISSING_ENV`` or ``TOOL_ERROR``.
-        message: What went wrong and what to do (names the server, never a key).
-        required: Whether a run needs it (``required: true`` in its configuration).
-    """
-
-    server: str
-    code: str
-    message: str
-    required: bool
+__all__ = ["McpFailure", "McpManager", "gather_servers"]
 
 
 class McpManager:
@@ -84,7 +42,7 @@ class McpManager:
 
     Args:
         servers: Server configurations (names must be unique).
-        registry: Where their tools are registered.
+        registry: Where their toolsets are mounted.
         on_activate: Called with the names of newly registered tools of ``active`` servers
             (the Agent adds them to the tools new runs start with).
         on_event: Called with a line about each lifecycle step.
@@ -108,12 +66,8 @@ class McpManager:
         self.registry = registry
         self._on_activate = on_activate
         self._on_event = on_event
-        self._configs: dict[str, McpServerConfig] = {}
-        self._connections: dict[str, McpConnection] = {}
-        self._owned: dict[str, list[str]] = {}
-        self._users = 0
-        self._held = False
-        self._lock = asyncio.Lock()
+        self._toolsets: dict[str, McpToolset] = {}
+        self._spans = ToolsetSpans(lambda: list(self._toolsets.values()))
         for config in servers:
             self.add(config)
 
@@ -121,57 +75,56 @@ class McpManager:
     @property
     def servers(self) -> list[McpServerConfig]:
         """The configured servers, in order."""
-        return list(self._configs.values())
+        return [toolset.config for toolset in self._toolsets.values()]
 
     def __bool__(self) -> bool:
-        return bool(self._configs)
+        return bool(self._toolsets)
 
     def add(self, config: McpServerConfig | Mapping[str, Any]) -> McpServerConfig:
-        """Add a server; it starts with the next use (or `start`).
+        """Add a server; it starts with the next span (or `start`).
 
         Raises:
             ConfigError: the configuration is invalid or the name is taken.
         """
         config = _validated(config)
-        if config.name in self._configs:
+        if config.name in self._toolsets:
             raise ConfigError(f"an MCP server named {config.name!r} is already configured")
-        self._configs[config.name] = config
+        toolset = McpToolset(config, on_event=self._on_event)
+        self._toolsets[config.name] = toolset
+        self.registry.mount(toolset, on_refresh=lambda refresh: self._refreshed(toolset, refresh))
         return config
 
     async def remove(self, name: str) -> None:
         """Stop a server and take its tools out of the registry."""
-        self._config(name)
-        connection = self._connections.pop(name, None)
-        if connection is not None:
-            await connection.stop()
-        for tool in self._owned.pop(name, []):
-            if tool in self.registry:
-                self.registry.unregister(tool)
-        del self._configs[name]
+        toolset = self.toolset(name)
+        await toolset.stop()
+        self.registry.unmount(toolset)
+        del self._toolsets[name]
 
-    def _config(self, name: str) -> McpServerConfig:
+    def toolset(self, name: str) -> McpToolset:
+        """The toolset of a server.
+
+        Raises:
+            ConfigError: no server has this name.
+        """
         try:
-            return self._configs[name]
+            return self._toolsets[name]
         except KeyError:
-            known = ", ".join(self._configs) or "none"
+            known = ", ".join(self._toolsets) or "none"
             raise ConfigError(f"no MCP server named {name!r}; configured: {known}") from None
 
     def connection(self, name: str) -> McpConnection:
         """The connection of a server (made on first use)."""
-        config = self._config(name)
-        if name not in self._connections:
-            from ai_agent.tools.mcp.connection import McpConnection
-
-            self._connections[name] = McpConnection(
-                config,
-                on_tools=lambda tools: self._register(name, tools),
-                on_event=self._on_event,
-            )
-        return self._connections[name]
+        return self.toolset(name).connection
 
     def secret_values(self) -> list[str]:
         """The secret values of every server connected so far (its headers, auth and keys)."""
-        return [value for c in self._connections.values() for value in c.secrets]
+        return [
+            value
+            for toolset in self._toolsets.values()
+            if toolset.connected
+            for value in toolset.connection.secrets
+        ]
 
     # Lifecycle -------------------------------------------------------------------------------
     async def start(self, names: Sequence[str] | None = None) -> list[McpFailure]:
@@ -182,131 +135,73 @@ class McpManager:
             of the registry (or keep their last registration, whose calls then fail clearly).
         """
         wanted = (
-            list(names)
+            [self.toolset(name) for name in names]
             if names is not None
-            else [c.name for c in self._configs.values() if c.enabled]
+            else [t for t in self._toolsets.values() if t.config.enabled]
         )
-        connections = [self.connection(name) for name in wanted]
-        outcomes = await asyncio.gather(*(c.start() for c in connections), return_exceptions=True)
+        outcomes = await asyncio.gather(*(t.start() for t in wanted), return_exceptions=True)
         failures = []
-        for connection, outcome in zip(connections, outcomes, strict=True):
-            if isinstance(outcome, McpServerError):
-                failures.append(
-                    McpFailure(
-                        server=connection.name,
-                        code=outcome.issue_code,
-                        message=str(outcome),
-                        required=connection.config.required,
-                    )
-                )
-            elif isinstance(outcome, BaseException):
+        for outcome in outcomes:
+            if isinstance(outcome, BaseException):
                 raise outcome
+            if outcome is not None:
+                failures.append(outcome)
         return failures
 
     async def stop(self) -> None:
-        """Stop every server (they start again with the next use)."""
-        await asyncio.gather(*(c.stop() for c in self._connections.values()))
+        """Stop every server (they start again with the next span)."""
+        await asyncio.gather(*(t.stop() for t in self._toolsets.values()))
 
     def hold(self) -> None:
         """Keep the servers open between uses until `aclose` (an ``async with`` block)."""
-        self._held = True
+        self._spans.hold()
 
     async def aclose(self) -> None:
         """Stop every server and stop holding them."""
-        self._held = False
+        await self._spans.aclose()
         await self.stop()
 
     @asynccontextmanager
     async def use(self) -> AsyncIterator[list[McpFailure]]:
-        """A span that needs the servers (a run).
+        """A span that needs these servers (the Agent's spans enter its whole registry).
 
         They are started, and stopped after the last span ends unless held. Yields the servers
         that could not be started.
         """
-        if not self._configs:
-            yield []
-            return
-        async with self._lock:
-            self._users += 1
-            try:
-                for connection in self._connections.values():
-                    connection.reset_restarts()
-                failures = await self.start()
-            except BaseException:
-                self._users -= 1
-                raise
-        try:
-            yield failures
-        finally:
-            async with self._lock:
-                self._users -= 1
-                if self._users == 0 and not self._held:
-                    await self.stop()
+        async with self._spans.session():
+            yield [t.failure for t in self._toolsets.values() if t.failure is not None]
 
     # Status ----------------------------------------------------------------------------------
     def status(self) -> list[McpServerStatus]:
         """Every configured server: state, pid, tools, restarts, last error."""
         out = []
-        for name, config in self._configs.items():
-            if name in self._connections:
-                status = self._connections[name].status()
-                status["tools"] = list(self._owned.get(name, []))
+        for name, toolset in self._toolsets.items():
+            if toolset.connected:
+                status = toolset.connection.status()
+                status["tools"] = self.tool_names(name)
                 out.append(status)
             else:
-                out.append(_idle_status(config))
+                out.append(_idle_status(toolset.config))
         return out
 
     async def health(self) -> dict[str, float | None]:
         """Ping every running server: milliseconds to answer, or None (not running, no answer)."""
-        names = list(self._connections)
-        answers = await asyncio.gather(*(self._connections[n].ping() for n in names))
-        return {**dict.fromkeys(self._configs), **dict(zip(names, answers, strict=True))}
+        connected = [t for t in self._toolsets.values() if t.connected]
+        answers = await asyncio.gather(*(t.connection.ping() for t in connected))
+        pings = {t.name: answer for t, answer in zip(connected, answers, strict=True)}
+        return {**dict.fromkeys(self._toolsets), **pings}
 
     # Tools -----------------------------------------------------------------------------------
     def tool_names(self, server: str) -> list[str]:
         """The registry names of a server's tools (after it was started)."""
-        return list(self._owned.get(server, []))
+        return self.registry.names_of(self.toolset(server))
 
-    def _register(self, server: str, tools: Sequence[Any]) -> None:
-        """(Re)register a server's tools after discovery; called by its connection."""
-        config = self._configs[server]
-        connection = self._connections[server]
-        kept = [t for t in tools if selected(str(t.name), config.tools, config.exclude_tools)]
-        names = local_names(server, [str(t.name) for t in kept])
-        by_original = {str(t.name): t for t in kept}
-        previous = set(self._owned.get(server, []))
-        registered: list[str] = []
-
-        async def invoke(tool: str, args: dict[str, Any]) -> ToolResult:
-            return await connection.call(tool, args)
-
-        for local, original in names.items():
-            try:
-                spec = mcp_tool_spec(
-                    config,
-                    by_original[original],
-                    local,
-                    invoke,
-                    secret_env=connection.secret_env,
-                    target=connection.target,
-                    timeout=config.timeout + config.startup_timeout + _OUTER_MARGIN,
-                )
-                self.registry.register(spec, replace=spec.name in previous)
-            except ToolRegistrationError as exc:
-                self._event(f"MCP server {server!r}: tool {original!r} left out: {exc}")
-                continue
-            registered.append(spec.name)
-        for gone in previous - set(registered):
-            if gone in self.registry:
-                self.registry.unregister(gone)
-        self._owned[server] = registered
-        new = [n for n in registered if n not in previous]
-        if config.active and new and self._on_activate is not None:
-            self._on_activate(new)
-
-    def _event(self, text: str) -> None:
-        if self._on_event is not None:
-            self._on_event(text)
+    def _refreshed(self, toolset: McpToolset, refresh: Refresh) -> None:
+        """A server's tools changed in the registry: report the refused, activate the new."""
+        for refused in refresh.refused:
+            toolset.left_out(toolset.original(refused.spec.name), refused.error)
+        if toolset.config.active and refresh.added and self._on_activate is not None:
+            self._on_activate(refresh.added)
 
 
 def gather_servers(

@@ -1,6 +1,6 @@
-"""ToolSet: an immutable snapshot of the registry's enabled tools, and the one way to run them.
+"""ToolSnapshot: an immutable copy of the registry's enabled tools, and the one way to run them.
 
-A ToolSet never changes after it is built, so a run that pinned one for a cycle sees the same
+A ToolSnapshot never changes after it is built, so a run that pinned one for a cycle sees the same
 tools, schemas and functions from draft to act even while someone registers, replaces, disables
 or removes tools on the registry (`ai_agent.tools.registry.TurnView` does the pinning).
 
@@ -31,7 +31,7 @@ from typing import Any, cast
 
 from ai_agent.context import CallReview, ToolInfo
 from ai_agent.errors import SandboxUnavailableError, ToolPolicyViolation
-from ai_agent.resilience import RetryPolicy, retry_tool
+from ai_agent.models.resilience import RetryPolicy, retry_tool
 from ai_agent.state import ToolCall, ToolResult
 from ai_agent.tools.naming import wire_name
 from ai_agent.tools.results import (
@@ -45,7 +45,13 @@ from ai_agent.tools.results import (
 from ai_agent.tools.schema import json_schema_validator
 from ai_agent.tools.spec import ToolSpec
 
-__all__ = ["DEFAULT_MAX_RESULT_CHARS", "DEFAULT_TOOL_TIMEOUT", "ToolSet", "missing_env"]
+__all__ = [
+    "DEFAULT_MAX_RESULT_CHARS",
+    "DEFAULT_TOOL_TIMEOUT",
+    "ToolSet",
+    "ToolSnapshot",
+    "missing_env",
+]
 
 DEFAULT_TOOL_TIMEOUT = 30.0
 DEFAULT_MAX_RESULT_CHARS = 10_000_000
@@ -79,13 +85,13 @@ def _guarded(fn: Callable[[], str], fallback: Callable[[], str]) -> str:
     return text if isinstance(text, str) else fallback()
 
 
-class ToolSet:
+class ToolSnapshot:
     """An immutable set of enabled tools, implementing the ToolBox protocol.
 
     Args:
         specs: The tools, by name.
         timeout: Seconds a call may take when its spec does not say.
-        retry: Retries of retryable failures (``ai_agent.resilience``; None: no retries).
+        retry: Retries of retryable failures (``ai_agent.models.resilience``; None: no retries).
         max_result_chars: The largest result a tool may return, in characters of its JSON form
             (None: no limit).
 
@@ -94,7 +100,7 @@ class ToolSet:
         >>> from ai_agent.tools.spec import ToolCategory
         >>> echo = ToolSpec("fs.echo", lambda a, c: a["text"], description="Echo a text.",
         ...                 category=ToolCategory.READ_ONLY)
-        >>> tools = ToolSet({"fs.echo": echo})
+        >>> tools = ToolSnapshot({"fs.echo": echo})
         >>> [s["function"]["name"] for s in tools.schemas(["fs.echo"])]
         ['fs__echo']
         >>> tools.info("fs__echo")["name"]
@@ -354,6 +360,10 @@ class ToolSet:
             chars=size,
             max_chars=limit,
         )
+
+
+# Its name before sources of tools became toolsets (`ai_agent.tools.toolsets`); kept importable.
+ToolSet = ToolSnapshot
 
 
 def _refused(name: str, code: str, why: str, **meta: Any) -> ToolResult:

@@ -1,0 +1,249 @@
+"""List channels as lineages: items stored once, in segments, and lists that extend each other.
+
+A list that grew by appending (the messages, the results, the trace) is stored as a *lineage*:
+segments of items in ``delta_segments``, so a checkpoint names the list as ``(lineage, length)``
+and a step that appended writes only the new items. A list that extends a prefix of a lineage
+another branch grew past (a fork, time travel) starts a lineage of its own whose *base* is that
+prefix. Small segments are merged into one chunk every `MERGE_AT` appends, so reading a list of
+n appends touches about n/32 + 32 rows.
+
+Functions over a `DeltaStore`, on its worker thread; the writing ones inside the caller's write
+transaction, adding their rows to the put's `Batch`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+from ai_agent.checkpoints import _texts
+from ai_agent.checkpoints._skeleton import Ref
+from ai_agent.checkpoints._store import Batch, DeltaStore, Held, Packed, ReadMemo, ThreadCache
+from ai_agent.errors import StoreError
+
+__all__ = [
+    "LINEAGE_MIN_ITEMS",
+    "MERGE_AT",
+    "append",
+    "matches_stored",
+    "merge",
+    "new_lineage",
+    "read_items",
+]
+
+MERGE_AT = 32
+"""Small segments of a lineage are merged into one chunk when this many have accumulated."""
+
+LINEAGE_MIN_ITEMS = 8
+"""Lists shorter than this are stored whole (a lineage would cost more rows than it saves)."""
+
+
+# Reading ---------------------------------------------------------------------------------------
+def _base(store: DeltaStore, lineage: int) -> tuple[int | None, int]:
+    """(base lineage, base length) of a list lineage."""
+    found = store.bases.get(lineage)
+    if found is None:
+        row = store.conn.execute(
+            "SELECT base, base_length FROM delta_lineages WHERE id = ?", (lineage,)
+        ).fetchone()
+        if row is None:
+            raise StoreError(f"list lineage {lineage} is missing from the checkpoint database")
+        found = store.bases[lineage] = (row[0], int(row[1]))
+    return found
+
+
+def _pieces(store: DeltaStore, lineage: int, length: int) -> list[tuple[int, int]]:
+    """(lineage, end) pieces whose segments make up the first ``length`` items, oldest first.
+
+    A forked lineage holds only what came after the fork; the items before it are read from
+    the lineage it forked from (and so on down).
+    """
+    pieces: list[tuple[int, int]] = []
+    current: int | None = lineage
+    end = length
+    while current is not None:
+        pieces.append((current, end))
+        base, base_length = _base(store, current)
+        current, end = (base, min(base_length, end)) if base is not None else (None, 0)
+        if end == 0:
+            current = None
+    pieces.reverse()
+    return pieces
+
+
+def read_items(
+    store: DeltaStore, lineage: int, length: int, memo: ReadMemo | None = None
+) -> list[Any]:
+    """The first ``length`` items of a list lineage."""
+    if memo is not None:
+        known = memo.lineages.get(lineage)
+        if known is not None and len(known) >= length:
+            return known[:length]
+    items: list[Any] = []
+    found = memo.texts if memo is not None else None
+    for piece, end in _pieces(store, lineage, length):
+        rows = store.conn.execute(
+            "SELECT type, items, texts FROM delta_segments "
+            "WHERE lineage = ? AND start < ? ORDER BY start",
+            (piece, end),
+        ).fetchall()
+        for type_, blob, texts in rows:
+            items.extend(store.unpack(type_, blob, texts, found))
+        del items[end:]  # a merged chunk may run past the point a fork left its base
+    if len(items) != length:
+        raise StoreError(
+            f"list lineage {lineage} holds {len(items)} items where {length} were stored; "
+            "the checkpoint database was changed by something other than ai-agent"
+        )
+    if memo is not None:
+        memo.lineages[lineage] = items
+        return items[:length]
+    return items
+
+
+def matches_stored(store: DeltaStore, lineage: int, length: int, value: list[Any]) -> bool:
+    """Compare a prefix with the stored bytes, one encode per segment (a cold cache)."""
+    for piece, end in _pieces(store, lineage, length):
+        rows = store.conn.execute(
+            "SELECT start, count, type, items, texts FROM delta_segments "
+            "WHERE lineage = ? AND start < ? ORDER BY start",
+            (piece, end),
+        ).fetchall()
+        for start, count, type_, blob, texts in rows:
+            if start + count <= end:
+                if _packed(store, value[start : start + count], texts) != (type_, blob, texts):
+                    return False
+            else:  # the segment runs past the prefix: compare the part inside it
+                stored = store.loads(type_, blob)[: end - start]  # marks: compare them
+                part = value[start:end]
+                if texts is not None:
+                    part = _texts.cut(part).value
+                if store.serde.dumps_typed(stored) != store.serde.dumps_typed(part):
+                    return False
+    return True
+
+
+def _packed(store: DeltaStore, items: list[Any], texts: str | None) -> Packed:
+    """``items`` as a segment stores them: packed if ``texts`` says the segment was."""
+    if texts is None:
+        return (*store.serde.dumps_typed(items), None)
+    type_, blob, done = store.pack(items)
+    return type_, blob, None if done is None else _texts.texts_column(done.hashes)
+
+
+# Writing ---------------------------------------------------------------------------------------
+def _tip(store: DeltaStore, lineage: int) -> int:
+    """How many items a lineage holds (the end of its last segment)."""
+    if store.trusted and lineage in store.tips:
+        return store.tips[lineage]
+    row = store.conn.execute(
+        "SELECT start + count FROM delta_segments WHERE lineage = ? ORDER BY start DESC LIMIT 1",
+        (lineage,),
+    ).fetchone()
+    return int(row[0]) if row else _base(store, lineage)[1]
+
+
+def append(
+    store: DeltaStore, tkey: int, cache: ThreadCache, batch: Batch, prev: Held, value: list[Any]
+) -> Ref:
+    """Store ``value``, which extends the list ``prev`` holds: only its new items are written."""
+    lineage, n = cast(int, prev.lineage), prev.length
+    if _tip(store, lineage) != n:  # another branch grew this lineage past n: fork from it
+        return new_lineage(store, tkey, cache, batch, value, lineage, n)
+    type_, blob, done = store.pack(value[n:])
+    batch.segments.append((lineage, n, len(value) - n, 0, type_, blob, batch.named(done)))
+    store.tips[lineage] = len(value)
+    small = store.unmerged.get(lineage)
+    if small is None:
+        row = store.conn.execute(
+            "SELECT count(*) FROM delta_segments WHERE lineage = ? AND merged = 0",
+            (lineage,),
+        ).fetchone()
+        small = int(row[0])
+    small += 1
+    if small >= MERGE_AT:
+        batch.merges.append(lineage)
+        small = 0
+    store.unmerged[lineage] = small
+    return _list_view(cache, lineage, value)
+
+
+def merge(store: DeltaStore, lineage: int) -> None:
+    """Fold the small segments at a lineage's tail into one chunk (fewer rows to read)."""
+    rows = store.conn.execute(
+        "SELECT start, type, items, texts FROM delta_segments "
+        "WHERE lineage = ? AND merged = 0 ORDER BY start",
+        (lineage,),
+    ).fetchall()
+    if len(rows) < 2:
+        return
+    store.conn.execute("DELETE FROM delta_segments WHERE lineage = ? AND merged = 0", (lineage,))
+    items, hashes = _merged(store, rows)
+    if hashes is None:
+        type_, blob, done = store.pack(items)
+        texts = None
+        if done is not None:
+            store.save_texts(done.texts)
+            texts = _texts.texts_column(done.hashes)
+    else:
+        type_, blob = store.serde.dumps_typed(items)
+        texts = _texts.texts_column(sorted(hashes))
+    store.conn.execute(
+        "INSERT INTO delta_segments (lineage, start, count, merged, type, items, texts) "
+        "VALUES (?, ?, ?, 1, ?, ?, ?)",
+        (lineage, rows[0][0], len(items), type_, blob, texts),
+    )
+
+
+def _merged(store: DeltaStore, rows: list[tuple[Any, ...]]) -> tuple[list[Any], set[str] | None]:
+    """The items of segments to merge, and the texts they name (None: they name none).
+
+    When some of them name texts, the merged segment will, so the items of the others are
+    taken through ``_texts.cut`` as well: a string of theirs that merely looks like a mark
+    would otherwise be read as one.
+    """
+    named = any(texts is not None for *_, texts in rows)
+    hashes: set[str] = set()
+    items: list[Any] = []
+    for _, type_, blob, texts in rows:
+        part = store.loads(type_, blob)
+        if texts is not None:
+            hashes.update(_texts.listed(texts))
+        elif named:
+            done = _texts.cut(part)
+            store.save_texts(done.texts)
+            hashes.update(done.texts)
+            part = done.value
+        items.extend(part)
+    return items, hashes if named else None
+
+
+def new_lineage(
+    store: DeltaStore,
+    tkey: int,
+    cache: ThreadCache,
+    batch: Batch,
+    value: list[Any],
+    base: int | None,
+    base_length: int,
+) -> Ref:
+    """Store ``value`` as a new lineage (forked from ``base``'s first ``base_length`` items)."""
+    lineage = cast(
+        int,
+        store.conn.execute(
+            "INSERT INTO delta_lineages (thread, base, base_length) VALUES (?, ?, ?)",
+            (tkey, base, base_length),
+        ).lastrowid,
+    )
+    store.bases[lineage] = (base, base_length)
+    type_, blob, done = store.pack(value[base_length:])
+    count = len(value) - base_length
+    batch.segments.append((lineage, base_length, count, 1, type_, blob, batch.named(done)))
+    store.tips[lineage] = len(value)
+    store.unmerged[lineage] = 0
+    return _list_view(cache, lineage, value)
+
+
+def _list_view(cache: ThreadCache, lineage: int, value: list[Any]) -> Ref:
+    ref = (lineage, len(value))
+    cache.held[ref] = Held(lineage, len(value), value)
+    return ref

@@ -1,0 +1,174 @@
+"""A task's pending writes: one row per task and checkpoint, merged as SqliteSaver merges them.
+
+LangGraph stores what a task wrote before the checkpoint that follows it exists, so a step that
+stopped half-way resumes with the writes of the tasks that finished. A task's writes are
+serialized where the saver is called (`prepare_writes` touches no database) and stored on the
+worker thread as one ``delta_writes`` row (`store_writes`); `pending_writes` reads them back in
+LangGraph's order.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import WRITES_IDX_MAP, PendingWrite, writes_sort_key
+
+from ai_agent.checkpoints import _texts
+from ai_agent.checkpoints._store import DeltaStore, thread_of
+from ai_agent.checkpoints.fencing import lease_in
+
+__all__ = [
+    "WritesJob",
+    "pending_writes",
+    "prepare_writes",
+    "put_writes",
+    "put_writes_in_tx",
+    "store_writes",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class WritesJob:
+    """One ``put_writes`` call, serialized and ready to store."""
+
+    thread_id: str
+    ns: str
+    checkpoint_id: str
+    task_id: str
+    task_path: str
+    entries: list[list[Any]]
+    replace: bool
+    lease: str | None = None
+    texts: dict[str, bytes] = field(default_factory=dict)
+
+
+def prepare_writes(
+    store: DeltaStore,
+    config: RunnableConfig,
+    writes: Sequence[tuple[str, Any]],
+    task_id: str,
+    task_path: str = "",
+) -> WritesJob:
+    """Serialize a task's writes (touches no database, so any thread may call it)."""
+    entries: list[list[Any]] = []
+    texts: dict[str, bytes] = {}
+    for idx, (channel, value) in enumerate(writes):
+        type_, blob, done = store.pack(value)
+        entry = [WRITES_IDX_MAP.get(channel, idx), channel, type_, blob]
+        if done is not None:  # the hashes it names, after its type and bytes
+            entry.append(done.hashes)
+            texts.update(done.texts)
+        entries.append(entry)
+    thread_id, ns = thread_of(config)
+    return WritesJob(
+        thread_id=thread_id,
+        ns=ns,
+        checkpoint_id=str(config["configurable"]["checkpoint_id"]),
+        task_id=task_id,
+        task_path=task_path,
+        entries=entries,
+        replace=all(w[0] in WRITES_IDX_MAP for w in writes),
+        lease=lease_in(config),
+        texts=texts,
+    )
+
+
+def put_writes(store: DeltaStore, job: WritesJob) -> None:
+    """``BaseCheckpointSaver.put_writes``, with SqliteSaver's replace/ignore rules."""
+    with store.tx():
+        put_writes_in_tx(store, job)
+
+
+def put_writes_in_tx(store: DeltaStore, job: WritesJob) -> None:
+    """The work of ``put_writes`` inside a write transaction the caller holds."""
+    store.fence(job.thread_id, job.lease)
+    tkey = cast(int, store.thread_key(job.thread_id, job.ns, create=True))
+    if job.texts:
+        store.save_texts(job.texts)
+    store_writes(
+        store,
+        tkey,
+        job.checkpoint_id,
+        job.task_id,
+        job.task_path,
+        job.entries,
+        replace=job.replace,
+    )
+
+
+def store_writes(
+    store: DeltaStore,
+    tkey: int,
+    checkpoint_id: str,
+    task_id: str,
+    task_path: str,
+    entries: list[list[Any]],
+    *,
+    replace: bool,
+) -> None:
+    """Merge ``[idx, channel, type, bytes]`` entries into the task's row of writes.
+
+    As in SqliteSaver, special writes (errors, interrupts, resumes) replace what the task
+    stored before at their index; ordinary writes never overwrite an earlier one. An entry
+    that names large texts lists their hashes fifth; the row lists them all (``texts``).
+    """
+    entries = sorted(entries, key=operator.itemgetter(0))
+    blob = store.serde.dumps_typed(entries)[1]
+    inserted = store.conn.execute(
+        "INSERT OR IGNORE INTO delta_writes (thread, checkpoint_id, task_id, task_path, "
+        "writes, texts) VALUES (?, ?, ?, ?, ?, ?)",
+        (tkey, checkpoint_id, task_id, task_path, blob, _entry_texts(entries)),
+    ).rowcount
+    if inserted:
+        return
+    row = store.conn.execute(
+        "SELECT task_path, writes FROM delta_writes "
+        "WHERE thread = ? AND checkpoint_id = ? AND task_id = ?",
+        (tkey, checkpoint_id, task_id),
+    ).fetchone()
+    merged = {int(e[0]): list(e) for e in store.loads("msgpack", row[1])}
+    for entry in entries:
+        if replace or entry[0] not in merged:
+            merged[entry[0]] = entry
+    kept = [merged[k] for k in sorted(merged)]
+    store.conn.execute(
+        "UPDATE delta_writes SET task_path = ?, writes = ?, texts = ? "
+        "WHERE thread = ? AND checkpoint_id = ? AND task_id = ?",
+        (
+            task_path if replace else row[0],
+            store.serde.dumps_typed(kept)[1],
+            _entry_texts(kept),
+            tkey,
+            checkpoint_id,
+            task_id,
+        ),
+    )
+
+
+def _entry_texts(entries: list[list[Any]]) -> str | None:
+    """The ``texts`` column of a row of writes: every hash its entries name."""
+    hashes = {h for entry in entries if len(entry) > 4 for h in entry[4]}
+    return _texts.texts_column(sorted(hashes))
+
+
+def pending_writes(store: DeltaStore, tkey: int, checkpoint_id: str) -> list[PendingWrite]:
+    """The writes stored against one checkpoint, in ``writes_sort_key`` order."""
+    rows = store.conn.execute(
+        "SELECT task_id, task_path, writes FROM delta_writes "
+        "WHERE thread = ? AND checkpoint_id = ?",
+        (tkey, checkpoint_id),
+    ).fetchall()
+    found: list[tuple[tuple[str, str, int], PendingWrite]] = []
+    bodies: dict[str, bytes] = {}
+    for task_id, task_path, blob in rows:
+        for entry in store.loads("msgpack", blob):
+            idx, channel, type_, data = entry[:4]
+            texts = _texts.texts_column(entry[4]) if len(entry) > 4 else None
+            key = writes_sort_key(task_path, task_id, idx)
+            found.append((key, (task_id, channel, store.unpack(type_, data, texts, bodies))))
+    found.sort(key=operator.itemgetter(0))
+    return [w for _, w in found]

@@ -1,0 +1,77 @@
+"""Config files: which are read by default, and reading one into data, or a clear ConfigError.
+
+Settings files (``config.toml``, ``config.yaml``, the CLI's ``--config``) and MCP files share it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import tomllib
+from pathlib import Path
+
+from ai_agent.datafiles import parse_nested, read_text
+from ai_agent.errors import ConfigError
+
+__all__ = [
+    "CONFIG_FILE_SUFFIXES",
+    "DEFAULT_CONFIG_FILES",
+    "MAX_CONFIG_FILE_BYTES",
+    "check_config_path",
+    "default_config_files",
+    "parse_config_file",
+]
+
+DEFAULT_CONFIG_FILES = ("config.toml", "config.yaml")
+CONFIG_FILE_SUFFIXES = (".toml", ".yaml", ".yml", ".json")
+# A config file larger than this is refused before it is read: settings, MCP servers and tool
+# options fill a few kilobytes; megabytes mean the wrong file.
+MAX_CONFIG_FILE_BYTES = 4 * 1024 * 1024
+
+
+def default_config_files() -> list[Path]:
+    """The default config files present in the working directory, the winning one first."""
+    # config.toml first: a source listed earlier wins, so toml beats yaml key by key.
+    return [Path(name) for name in DEFAULT_CONFIG_FILES if Path(name).is_file()]
+
+
+def check_config_path(path: Path) -> Path:
+    """``path`` if it names an existing file of a known kind, else a ConfigError saying which."""
+    if path.suffix.lower() not in CONFIG_FILE_SUFFIXES:
+        raise ConfigError(
+            f"unsupported config file {path}: the suffix must be one of "
+            f"{', '.join(CONFIG_FILE_SUFFIXES)}"
+        )
+    if not path.is_file():
+        raise ConfigError(f"config file not found: {path}. Check the path, or pass None.")
+    return path
+
+
+def parse_config_file(path: Path) -> object:
+    """The data in a TOML, JSON or YAML file; ConfigError naming the file and position.
+
+    The file is read through `ai_agent.datafiles`: at most `MAX_CONFIG_FILE_BYTES`, UTF-8 text,
+    nested at most `ai_agent.datafiles.MAX_DEPTH` levels.
+    """
+    what = f"config file {path}"
+    text = read_text(path, what=what, max_bytes=MAX_CONFIG_FILE_BYTES)
+    suffix = path.suffix.lower()
+    parse = tomllib.loads if suffix == ".toml" else json.loads if suffix == ".json" else _load_yaml
+    try:
+        return parse_nested(parse, text, what=what)
+    except ValueError as exc:
+        # tomllib and json errors (ValueError subclasses) name the position, not the content.
+        raise ConfigError(f"cannot read config file {path}: {exc}. Fix or remove it.") from None
+
+
+def _load_yaml(text: str) -> object:
+    # PyYAML ships no type stubs; importing it by name keeps mypy strict without an ignore.
+    yaml = importlib.import_module("yaml")
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        # str(exc) quotes the offending line, which could hold a secret: keep problem + position.
+        problem = getattr(exc, "problem", None) or "invalid YAML"
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        raise ValueError(f"{problem}{where}") from None

@@ -1,0 +1,388 @@
+"""Calling the chat model for a draft: `ChatModelCaller`.
+
+Streamed or not, retried by level, behind a circuit breaker, with every broken reply (cut
+stream, no choices, bad tool-call JSON, oversized) turned into a typed error.
+
+Examples:
+    >>> from ai_agent.testing import ScriptedModel
+    >>> import asyncio
+    >>> caller = ChatModelCaller(ScriptedModel(["hello"]), max_retries=0)
+    >>> reply = asyncio.run(caller([{"role": "user", "content": "hi"}], []))
+    >>> reply["message"]
+    {'role': 'assistant', 'content': 'hello'}
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessageChunk, BaseMessage
+from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
+
+from ai_agent.context import Event, ModelReply, model_sink
+from ai_agent.errors import (
+    BudgetExceededError,
+    CircuitOpenError,
+    EmptyResponseError,
+    ModelError,
+    ModelUnavailableError,
+    ResponseTooLargeError,
+)
+from ai_agent.models.errors import classify_model_error, malformed_call, stream_cut, timed_out
+from ai_agent.models.messages import from_langchain, text_of, to_langchain, usage_of
+from ai_agent.models.resilience import CircuitBreaker, RetryPolicy, with_kinds
+from ai_agent.observability.logs import engine_logger
+from ai_agent.observability.redaction import SecretValues
+from ai_agent.observability.scopes import request_headers
+from ai_agent.state import Message
+
+if TYPE_CHECKING:
+    from tenacity import RetryCallState
+
+__all__ = ["DEFAULT_MAX_RESPONSE_CHARS", "ChatModelCaller"]
+
+log = engine_logger("ai_agent.models")
+
+# A reply longer than this is a runaway generation or a broken server, not an answer.
+DEFAULT_MAX_RESPONSE_CHARS = 1_000_000
+
+
+class _Stream:
+    """Assembles one streamed reply: deltas out to the sink, size cap, raw tool arguments."""
+
+    def __init__(self, sink: Callable[[Event], None], cap: int) -> None:
+        self.sink, self.cap = sink, cap
+        self.message: AIMessageChunk | None = None
+        self.text: list[str] = []
+        self.size = 0
+        self.raw_args: dict[int, list[str]] = {}
+        self.openai_protocol = False
+
+    def add(self, chunk: AIMessageChunk) -> None:
+        self.message = chunk if self.message is None else self.message + chunk
+        self.openai_protocol |= chunk.response_metadata.get("model_provider") == "openai"
+        text = text_of(chunk.content)
+        self.size += len(text)
+        for part in chunk.tool_call_chunks:
+            args = part.get("args") or ""
+            self.size += len(args)
+            self.raw_args.setdefault(part.get("index") or 0, []).append(args)
+            if part.get("name"):
+                self.sink({"type": "model_tool_call", "tool": str(part["name"])})
+        if self.size > self.cap:
+            raise ResponseTooLargeError(
+                f"the reply passed the size cap of {self.cap} characters; the model is "
+                "probably looping. Lower max_tokens or raise "
+                "MAMBA_MODEL_BACKEND__MAX_RESPONSE_CHARS."
+            )
+        if text:
+            self.text.append(text)
+            self.sink({"type": "model_delta", "detail": text})
+
+    def partial(self) -> str:
+        return "".join(self.text)
+
+
+def _is_blank(message: AIMessageChunk) -> bool:
+    """Nothing at all: no text, no tool call, no finish reason (a stream of empty choices)."""
+    return not (
+        text_of(message.content)
+        or message.tool_call_chunks
+        or message.response_metadata.get("finish_reason")
+    )
+
+
+def _check_calls(message: BaseMessage, raw_args: dict[int, list[str]]) -> None:
+    """A tool call whose arguments are not a JSON object is a typed error, never a crash."""
+    for bad in getattr(message, "invalid_tool_calls", None) or []:
+        raw = str(bad.get("args") or "")
+        raise malformed_call(str(bad.get("name") or "?"), raw)
+    names = [c["name"] for c in getattr(message, "tool_calls", None) or []]
+    for index, parts in sorted(raw_args.items()):
+        raw = "".join(parts)
+        # langchain parses streamed arguments leniently (a cut '{"x": 1' passes): be strict.
+        try:
+            value = json.loads(raw) if raw.strip() else {}
+        except json.JSONDecodeError:
+            value = None
+        if not isinstance(value, dict):
+            raise malformed_call(names[index] if index < len(names) else "?", raw)
+
+
+Sleep = Callable[[float], Awaitable[None]]
+
+
+class ChatModelCaller:
+    """Calls a LangChain chat model for a draft: streamed, retried, behind a circuit breaker.
+
+    Streaming happens when ``stream`` is on and a sink is listening (see
+    `ai_agent.context.streaming_to`): text deltas go to the sink as ``model_delta`` events
+    and the assembled reply is returned, so wrappers of the ModelCaller seam see one reply.
+
+    Inside an observed model call (an Agent's run) the request carries the call's
+    ``X-Request-ID``, ``traceparent`` and ``tracestate`` headers, on every attempt, when the model
+    is an OpenAI client (ChatOpenAI and its kin take per-request headers; other models have no
+    HTTP request to put them on).
+
+    Args:
+        model: Any LangChain chat model that supports ``bind_tools``.
+        base_url: Where the model lives, named in error messages and the breaker.
+        max_retries: Retries after the first attempt (used when ``retry`` is not given).
+        initial_backoff: Seconds before the first retry (when ``retry`` is not given).
+        max_backoff: Upper bound of any wait (when ``retry`` is not given).
+        multiplier: Growth of the wait between retries (when ``retry`` is not given).
+        retry: The full retry policy; see `ai_agent.resilience.RetryPolicy`.
+        breaker: The circuit breaker of this backend (default: one that never opens).
+        stream: Stream replies when someone listens.
+        max_response_chars: Size cap of a reply (text plus tool-call arguments).
+        secrets: Values to scrub from any error text (the API key, or the Agent's
+            `SecretValues`).
+        sleep: How to wait between retries (tests pass a recorder).
+        model_name: The model id, recorded with the usage.
+        total_timeout: Seconds one attempt may take in all, a streamed reply included (None:
+            no limit). A server can keep every read timeout from firing by sending a byte now
+            and then; this deadline still ends the attempt.
+        idle_timeout: Seconds to wait for the next part of a streamed reply (None: no limit).
+            Either limit makes the attempt a retryable timeout (``Timeout``), which counts
+            against the breaker like any other.
+    """
+
+    def __init__(
+        self,
+        model: BaseChatModel,
+        *,
+        base_url: str = "",
+        max_retries: int = 3,
+        initial_backoff: float = 1.0,
+        max_backoff: float = 60.0,
+        multiplier: float = 1.5,
+        retry: RetryPolicy | None = None,
+        breaker: CircuitBreaker | None = None,
+        stream: bool = True,
+        max_response_chars: int = DEFAULT_MAX_RESPONSE_CHARS,
+        secrets: Sequence[str] | SecretValues = (),
+        sleep: Sleep | None = None,
+        model_name: str | None = None,
+        total_timeout: float | None = None,
+        idle_timeout: float | None = None,
+    ) -> None:
+        self.model = model
+        self.base_url = base_url or str(getattr(model, "openai_api_base", "") or "the model")
+        self.retry = retry or RetryPolicy(
+            max_retries=max_retries,
+            initial_backoff=initial_backoff,
+            max_backoff=max_backoff,
+            multiplier=multiplier,
+        )
+        self.breaker = breaker or CircuitBreaker(self.base_url, threshold=2**31)
+        self.stream = stream
+        self.max_response_chars = max_response_chars
+        self.model_name = model_name or str(
+            getattr(model, "model_name", None) or getattr(model, "_llm_type", "model")
+        )
+        # The Agent passes its SecretValues (shared, so keys it learns later are masked too).
+        self._secrets = secrets if isinstance(secrets, SecretValues) else SecretValues(secrets)
+        self._sleep: Sleep = sleep or asyncio.sleep
+        self.total_timeout = total_timeout
+        self.idle_timeout = idle_timeout
+        # langchain-openai's models pass extra_headers through to the OpenAI client per request.
+        self._takes_headers = type(model).__module__.startswith("langchain_openai")
+
+    @property
+    def max_retries(self) -> int:
+        """Retries after the first attempt."""
+        return self.retry.max_retries
+
+    def _wait(self, state: RetryCallState) -> float:
+        exc = state.outcome.exception() if state.outcome else None
+        return self.retry.wait(state.attempt_number, exc)
+
+    def _should_retry(self, exc: BaseException) -> bool:
+        if isinstance(exc, CircuitOpenError | BudgetExceededError):
+            return False
+        return self.retry.should_retry(exc)
+
+    async def aclose(self) -> None:
+        """Close the model's own HTTP clients, if it has them."""
+        client = getattr(self.model, "http_async_client", None)
+        if client is not None:
+            await client.aclose()
+        sync_client = getattr(self.model, "http_client", None)
+        if sync_client is not None:
+            sync_client.close()
+
+    async def __call__(self, messages: list[Message], tools: list[dict[str, Any]]) -> ModelReply:
+        """Call the model with retries, the breaker and streaming; return the reply."""
+        runnable: Any = self.model.bind_tools(tools) if tools else self.model
+        lc_messages = to_langchain(messages)
+        turn = sum(1 for m in messages if m["role"] == "assistant")
+        sink = model_sink()
+        headers = request_headers() if self._takes_headers else {}
+        options: dict[str, Any] = {"extra_headers": headers} if headers else {}
+        started = time.perf_counter()
+        retries: list[dict[str, Any]] = []
+
+        async def before_sleep(state: RetryCallState) -> None:
+            exc = state.outcome.exception() if state.outcome else None
+            wait = state.upcoming_sleep
+            retries.append({"error": type(exc).__name__, "wait": round(wait, 3)})
+            log.warning(
+                "model call to %s failed (%s); retry %d of %d in %.2fs",
+                self.base_url,
+                exc,
+                state.attempt_number,
+                self.retry.max_retries,
+                wait,
+                fields={
+                    "event": "model_retry",
+                    "error": type(exc).__name__,
+                    "retry": state.attempt_number,
+                    "backoff_seconds": round(wait, 3),
+                },
+                secrets=self._secrets.values(),
+            )
+            if sink is not None:
+                sink({"type": "model_retry", "detail": str(exc), "duration_ms": wait * 1000})
+
+        retrying = AsyncRetrying(
+            stop=stop_after_attempt(self.retry.max_retries + 1),
+            wait=self._wait,
+            retry=retry_if_exception(self._should_retry),
+            reraise=True,
+            sleep=self._sleep,
+            before_sleep=before_sleep,
+        )
+        streamed = False
+        async for attempt in retrying:
+            with attempt:
+                self.breaker.before_call()
+                try:
+                    reply, streamed = await self._attempt(runnable, lc_messages, sink, options)
+                except ModelError as exc:
+                    self.breaker.record_failure(exc)
+                    raise
+                self.breaker.record_success()
+        return ModelReply(
+            message=from_langchain(reply, turn=turn),
+            usage=usage_of(reply),
+            latency_ms=round((time.perf_counter() - started) * 1000, 3),
+            model=self.model_name,
+            streamed=streamed,
+            attempts=len(retries) + 1,
+            retries=retries,
+            finish_reason=str(reply.response_metadata.get("finish_reason") or ""),
+        )
+
+    async def _attempt(
+        self,
+        runnable: Any,
+        messages: list[BaseMessage],
+        sink: Callable[[Event], None] | None,
+        options: Mapping[str, Any],
+    ) -> tuple[BaseMessage, bool]:
+        """One attempt, ended by the total deadline if it runs past it."""
+        total = self.total_timeout
+        ends = None if total is None else asyncio.get_running_loop().time() + total
+        deadline = asyncio.timeout_at(ends)
+        try:
+            async with deadline:
+                return await self._attempt_once(runnable, messages, sink, options, ends)
+        except TimeoutError:
+            if deadline.expired():
+                raise self._past_deadline() from None
+            raise  # pragma: no cover - an attempt turns every other timeout into a ModelError
+
+    def _past_deadline(self) -> ModelUnavailableError:
+        return timed_out(
+            f"the model call to {self.base_url} did not finish within {self.total_timeout:g} s; "
+            "raise MAMBA_MODEL_BACKEND__TOTAL_TIMEOUT for long replies, or lower max_tokens"
+        )
+
+    async def _attempt_once(
+        self,
+        runnable: Any,
+        messages: list[BaseMessage],
+        sink: Callable[[Event], None] | None,
+        options: Mapping[str, Any],
+        ends: float | None,
+    ) -> tuple[BaseMessage, bool]:
+        if sink is not None and self.stream:
+            return await self._streamed(runnable, messages, sink, options, ends), True
+        try:
+            reply: BaseMessage = await runnable.ainvoke(messages, **options)
+        except Exception as exc:
+            raise classify_model_error(exc, base_url=self.base_url, secrets=self._secrets) from None
+        size = len(text_of(reply.content)) + sum(
+            len(json.dumps(c.get("args"))) for c in getattr(reply, "tool_calls", None) or []
+        )
+        if size > self.max_response_chars:
+            raise ResponseTooLargeError(
+                f"the reply from {self.base_url} has {size} characters, over the size cap of "
+                f"{self.max_response_chars}; lower max_tokens or raise "
+                "MAMBA_MODEL_BACKEND__MAX_RESPONSE_CHARS"
+            )
+        _check_calls(reply, {})
+        return reply, False
+
+    async def _streamed(
+        self,
+        runnable: Any,
+        messages: list[BaseMessage],
+        sink: Callable[[Event], None],
+        options: Mapping[str, Any],
+        ends: float | None,
+    ) -> BaseMessage:
+        stream = _Stream(sink, self.max_response_chars)
+        chunks = aiter(runnable.astream(messages, **options))
+        clock = asyncio.get_running_loop().time
+        try:
+            while (chunk := await self._next_part(chunks)) is not None:
+                if isinstance(chunk, AIMessageChunk):
+                    stream.add(chunk)
+                # Parts that are already buffered come without the loop ever waiting, so the
+                # deadline's timer may never get to run while a server floods: look at the clock.
+                if ends is not None and clock() >= ends:
+                    raise self._past_deadline()
+        except ModelError:
+            raise
+        except Exception as exc:
+            partial = stream.partial() if stream.message is not None else None
+            raise classify_model_error(
+                exc, base_url=self.base_url, secrets=self._secrets, partial_text=partial
+            ) from None
+        reply = stream.message
+        if reply is None or _is_blank(reply):
+            raise with_kinds(
+                EmptyResponseError(f"the model server at {self.base_url} sent an empty stream"),
+                "EmptyResponse",
+            )
+        if stream.openai_protocol and not reply.response_metadata.get("finish_reason"):
+            # The server closed the stream cleanly but never said the reply was complete.
+            raise stream_cut(
+                ConnectionResetError("the stream ended without a finish reason"),
+                self.base_url,
+                "no finish reason",
+                stream.partial(),
+            )
+        _check_calls(reply, stream.raw_args)
+        return reply
+
+    async def _next_part(self, chunks: AsyncIterator[Any]) -> Any:
+        """The next part of a streamed reply (None at its end), within the idle limit."""
+        limit = asyncio.timeout(self.idle_timeout)
+        try:
+            async with limit:
+                return await anext(chunks, None)
+        except TimeoutError:
+            if not limit.expired():
+                raise
+        raise timed_out(
+            f"the model server at {self.base_url} sent no part of its streamed reply for "
+            f"{self.idle_timeout:g} s; it looks stalled (raise "
+            "MAMBA_MODEL_BACKEND__IDLE_TIMEOUT if it is only slow)"
+        )

@@ -1,0 +1,205 @@
+"""How a model call fails, in the engine's error tree: what the client raised, mapped.
+
+`classify_model_error` turns a client exception into a `ai_agent.errors.ModelError` with a
+message that says what to do (and never a secret), tagged with the kinds the retry lists and the
+breaker know (`ai_agent.models.resilience.with_kinds`). The caller's own failures (a deadline
+passed, a cut stream, tool-call arguments that are not JSON) are made here too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ai_agent.errors import (
+    EmptyResponseError,
+    MalformedToolCallError,
+    ModelAuthError,
+    ModelError,
+    ModelRateLimitError,
+    ModelResponseError,
+    ModelUnavailableError,
+    StreamInterruptedError,
+)
+from ai_agent.models.resilience import parse_retry_after, with_kinds
+from ai_agent.observability.redaction import SecretValues
+
+__all__ = ["classify_model_error", "malformed_call", "stream_cut", "timed_out"]
+
+_SHOWN_ARGUMENTS = 200
+
+
+def _scrub(text: str, secrets: Sequence[str] | SecretValues) -> str:
+    values = secrets if isinstance(secrets, SecretValues) else SecretValues(secrets)
+    return values.text(text)
+
+
+def _retry_after(exc: Exception) -> float | None:
+    response = getattr(exc, "response", None)
+    headers = getattr(response, "headers", None)
+    if not headers:
+        return None
+    millis = headers.get("retry-after-ms")
+    if millis is not None:
+        seconds = parse_retry_after(millis)
+        if seconds is not None:
+            return seconds / 1000
+    return parse_retry_after(headers.get("retry-after"))
+
+
+# Kinds by HTTP status, for the retryable-error lists of ErrorRecoveryConfig.
+_STATUS_KINDS = {
+    408: ("Timeout",),
+    500: ("InternalServerError",),
+    502: ("BadGateway",),
+    503: ("ServiceUnavailable",),
+    504: ("GatewayTimeout", "Timeout"),
+}
+
+
+def classify_model_error(
+    exc: Exception,
+    *,
+    base_url: str,
+    secrets: Sequence[str] | SecretValues = (),
+    partial_text: str | None = None,
+) -> ModelError:
+    """Map a client exception to the engine's error tree, with an actionable message.
+
+    Args:
+        exc: What the client raised.
+        base_url: The server, named in the message.
+        secrets: Values to scrub from the message (the API key).
+        partial_text: The text streamed before the failure, when it happened mid-stream: the
+            failure is then a `StreamInterruptedError`.
+    """
+    import openai
+
+    if isinstance(exc, ModelError):
+        return exc
+    detail = _scrub(str(exc), secrets)
+    if isinstance(exc, openai.RateLimitError):
+        err: ModelError = ModelRateLimitError(
+            f"the model server at {base_url} is rate limiting (429): {detail}",
+            retry_after=_retry_after(exc),
+        )
+        return _tag(err, "RateLimitError", status=429)
+    if isinstance(exc, openai.APIStatusError):
+        return _status_error(int(exc.status_code or 0), base_url, detail)
+    transport = _transport_error(exc, base_url, detail, partial_text)
+    if transport is not None:
+        return transport
+    if isinstance(exc, IndexError) or "No generation chunks" in str(exc):
+        # langchain reads choices[0]: a reply without choices surfaces as an IndexError (or,
+        # streamed, as "No generation chunks were returned").
+        return _tag(
+            EmptyResponseError(f"the model server at {base_url} sent a reply with no choices"),
+            "EmptyResponse",
+        )
+    return ModelResponseError(
+        f"the reply from {base_url} could not be used ({type(exc).__name__}): {detail}"
+    )
+
+
+def _transport_error(
+    exc: Exception, base_url: str, detail: str, partial_text: str | None
+) -> ModelError | None:
+    """Timeouts, refused connections and cut streams; None for anything else."""
+    import httpx
+    import openai
+
+    hint = "pass --base-url or set MAMBA_MODEL_BACKEND__BASE_URL"
+    if partial_text is not None and isinstance(exc, httpx.TransportError | openai.APIError):
+        return stream_cut(exc, base_url, detail, partial_text)
+    cut = _cause(exc, httpx.RemoteProtocolError | httpx.ReadError)
+    if isinstance(exc, openai.APIConnectionError) and isinstance(cut, Exception):
+        # Connected, then the body stopped short: a cut reply, not an unreachable server.
+        return stream_cut(cut, base_url, str(cut), "")
+    # TimeoutError: a client's own limit, such as langchain-openai's stream_chunk_timeout.
+    if isinstance(exc, openai.APITimeoutError | httpx.TimeoutException | TimeoutError):
+        err = ModelUnavailableError(
+            f"the model server at {base_url} did not answer in time; check that it is running "
+            f"and not overloaded, raise MAMBA_MODEL_BACKEND__TIMEOUT, or {hint}"
+        )
+        return _tag(err, "Timeout", "TimeoutError")
+    if isinstance(exc, openai.APIConnectionError | httpx.TransportError):
+        err = ModelUnavailableError(
+            f"cannot reach the model server at {base_url}; start it, or {hint}"
+        )
+        return _tag(err, "ConnectionError", "ServiceUnavailable")
+    return None
+
+
+def _cause(exc: BaseException, kind: Any) -> BaseException | None:
+    """The first exception of ``kind`` in the chain behind ``exc`` (clients wrap each other)."""
+    seen: BaseException | None = exc
+    for _ in range(8):
+        seen = seen.__cause__ or seen.__context__ if seen is not None else None
+        if seen is None or isinstance(seen, kind):
+            return seen
+    return None
+
+
+def _tag(err: ModelError, *kinds: str, status: int | None = None) -> ModelError:
+    with_kinds(err, *kinds, status=status)
+    return err
+
+
+def stream_cut(exc: Exception, base_url: str, detail: str, partial: str) -> ModelError:
+    """A reply that stopped short after ``partial``: retryable, and counted by the breaker."""
+    import httpx
+
+    err = StreamInterruptedError(
+        f"the stream from {base_url} stopped before the reply was complete "
+        f"({type(exc).__name__}: {detail}) after {len(partial)} character(s); "
+        "the call can be retried",
+        partial_text=partial,
+    )
+    kinds = ["StreamInterrupted", "ConnectionError", "ServiceUnavailable"]
+    if isinstance(exc, httpx.TimeoutException):
+        kinds.append("Timeout")
+    return _tag(err, *kinds)
+
+
+def _status_error(status: int, base_url: str, detail: str) -> ModelError:
+    where = f"the model server at {base_url}"
+    if status in (401, 403):
+        return _tag(
+            ModelAuthError(
+                f"{where} refused the API key ({status}): {detail}. "
+                "Set MAMBA_MODEL_BACKEND__API_KEY and resume."
+            ),
+            status=status,
+        )
+    if status == 404:
+        return _tag(
+            ModelResponseError(
+                f"{where} answered 404: {detail}. Check the model id "
+                "(--model or MAMBA_MODEL_BACKEND__MODEL) and that the URL ends in /v1."
+            ),
+            status=status,
+        )
+    if status >= 500:
+        kinds = (*_STATUS_KINDS.get(status, ()), "ServiceUnavailable")
+        return _tag(ModelUnavailableError(f"{where} answered {status}: {detail}"), *kinds)
+    kinds = _STATUS_KINDS.get(status, ())
+    return _tag(ModelResponseError(f"{where} answered {status}: {detail}"), *kinds, status=status)
+
+
+def timed_out(message: str) -> ModelUnavailableError:
+    """A deadline of ours ran out: a timeout like the client's own (retried, counted)."""
+    err = ModelUnavailableError(message)
+    with_kinds(err, "Timeout", "TimeoutError")
+    return err
+
+
+def malformed_call(tool: str, raw: str) -> MalformedToolCallError:
+    """A tool call whose arguments ``raw`` are not a JSON object (shown shortened)."""
+    shown = raw if len(raw) <= _SHOWN_ARGUMENTS else raw[:_SHOWN_ARGUMENTS] + "..."
+    err = MalformedToolCallError(
+        f"the model called {tool!r} with arguments that are not a JSON object: {shown!r}",
+        tool=tool,
+        raw_arguments=shown,
+    )
+    with_kinds(err, "MalformedToolCall")
+    return err

@@ -1,0 +1,174 @@
+"""What ``run_bash`` lets a command do: allow and deny lists, the environment, destructive commands.
+
+- Allow and deny lists name programs and are checked on every command of the *parsed* command
+  line (`ai_agent.tools.builtin.shellparse`); a line that cannot be fully read is refused while a
+  list is configured. With a list configured, ``PATH`` cannot be changed either.
+- The environment is the agent's minus anything that looks like a secret (``*KEY*``,
+  ``*TOKEN*``, ``*SECRET*``, ``*PASSWORD*``..., ``MAMBA_*``) and minus variables that hijack the
+  shell (``BASH_ENV``, ``BASH_FUNC_*``, ``LD_PRELOAD``...); a call's ``env`` adds variables,
+  never those.
+- Destructive commands (``rm``, ``dd``, ``git reset --hard``, overwriting redirections...) and
+  command lines that cannot be read are escalated: they wait for a person even where shell
+  commands would otherwise run unasked.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from ai_agent.config import BashToolConfig
+from ai_agent.tools.builtin.sandbox import SandboxError
+from ai_agent.tools.builtin.shellparse import Parsed, parse_command
+
+__all__ = ["CommandPolicy"]
+
+_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|^MAMBA_", re.IGNORECASE)
+_HIJACK = re.compile(
+    r"^(BASH_ENV|ENV|BASH_FUNC_.*|LD_PRELOAD|LD_AUDIT|LD_LIBRARY_PATH|SHELLOPTS|BASHOPTS|PS4|"
+    r"IFS|PROMPT_COMMAND|GLOBIGNORE|CDPATH|PYTHONSTARTUP|PERL5OPT|NODE_OPTIONS)$"
+)
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_DESTRUCTIVE = frozenset(
+    (
+        "rm",
+        "rmdir",
+        "unlink",
+        "shred",
+        "dd",
+        "truncate",
+        "wipefs",
+        "fdisk",
+        "sfdisk",
+        "parted",
+        "mkswap",
+        "kill",
+        "killall",
+        "pkill",
+        "reboot",
+        "shutdown",
+        "halt",
+        "poweroff",
+        "sudo",
+        "doas",
+        "crontab",
+    )
+)
+_HARMLESS_TARGETS = frozenset(("/dev/null", "/dev/stdout", "/dev/stderr"))
+
+
+def _destructive(parsed: Parsed) -> list[str]:
+    """Why the commands could destroy data or stop processes (empty when they look safe)."""
+    reasons: list[str] = []
+    for cmd in parsed.commands:
+        name, args = cmd.name, cmd.args
+        if name in _DESTRUCTIVE or name.startswith("mkfs"):
+            reasons.append(f"{name} {' '.join(args)}".strip())
+        elif name in ("chmod", "chown", "chgrp") and any(a in ("-R", "--recursive") for a in args):
+            reasons.append(f"{name} -R")
+        elif name == "find" and "-delete" in args:
+            reasons.append("find -delete")
+        elif name == "git" and _destructive_git(args):
+            reasons.append(f"git {' '.join(args)}")
+        for op, target in cmd.redirects:
+            if op in (">", ">|", "&>") and target not in _HARMLESS_TARGETS and not target.isdigit():
+                reasons.append(f"overwrites {target or 'a file'} ({op})")
+    return reasons
+
+
+def _destructive_git(args: list[str]) -> bool:
+    if not args:
+        return False
+    sub, rest = args[0], set(args[1:])
+    return (
+        (sub == "reset" and "--hard" in rest)
+        or (sub == "clean" and any(a.startswith("-") and "f" in a for a in rest))
+        or (sub == "push" and bool(rest & {"-f", "--force", "--force-with-lease"}))
+        or (sub == "branch" and "-D" in rest)
+        or (sub == "checkout" and "--" in rest)
+    )
+
+
+def _base_env(pass_env: list[str]) -> dict[str, str]:
+    """The agent's environment without secrets and shell hijackers (``pass_env`` is kept)."""
+    keep = set(pass_env)
+    return {
+        k: v
+        for k, v in os.environ.items()
+        if k in keep or not (_SECRET_NAME.search(k) or _HIJACK.match(k))
+    }
+
+
+class CommandPolicy:
+    """What ``run_bash`` lets a command do, and which commands a person must see first.
+
+    Args:
+        config: The allow and deny lists, ``pass_env`` and ``confirm_destructive``.
+    """
+
+    def __init__(self, config: BashToolConfig) -> None:
+        self.allow = frozenset(config.allow)
+        self.deny = frozenset(config.deny)
+        self.pass_env = list(config.pass_env)
+        self.confirm_destructive = config.confirm_destructive
+
+    @property
+    def listed(self) -> bool:
+        """True when an allow or deny list is configured."""
+        return bool(self.allow or self.deny)
+
+    def refusal(self, command: str, env: dict[str, Any] | None) -> str | None:
+        """Why the command may not run at all under the lists, or None."""
+        parsed = parse_command(command)
+        if self.listed and parsed.unverifiable:
+            return (
+                "the command cannot be checked against the allow/deny list because it uses "
+                f"{', '.join(parsed.unverifiable)}; write it without those constructs"
+            )
+        for name in parsed.programs:
+            if not name:
+                continue
+            if name in self.deny:
+                return f"{name!r} is on the deny list"
+            if self.allow and name not in self.allow:
+                allowed = ", ".join(sorted(self.allow))
+                return f"{name!r} is not on the allow list (allowed: {allowed})"
+        names = [a.split("=", 1)[0].split("[", 1)[0].rstrip("+") for a in parsed.assignments]
+        names += list(env or {})
+        for name in names:
+            if _HIJACK.match(name) or (self.listed and name == "PATH"):
+                return f"the command may not set {name}"
+        return None
+
+    def escalate(self, command: str) -> str | None:
+        """Why a person must see this command first, or None (destructive or unreadable)."""
+        if not self.confirm_destructive:
+            return None
+        parsed = parse_command(command)
+        if parsed.unverifiable:
+            return (
+                "run_bash: the command cannot be fully read ("
+                + ", ".join(parsed.unverifiable)
+                + "); a person should check it"
+            )
+        reasons = _destructive(parsed)
+        if reasons:
+            return "run_bash: destructive command: " + "; ".join(reasons)
+        return None
+
+    def env(self, extra: Mapping[str, str] | None) -> dict[str, str]:
+        """The command's environment: the agent's, filtered, plus ``extra`` (the call's ``env``).
+
+        Raises:
+            SandboxError: BAD_ARGUMENTS for a name that is not a shell name, or a NUL in a value.
+        """
+        env = _base_env(self.pass_env)
+        for name, value in (extra or {}).items():
+            if not _ENV_NAME.match(name):
+                raise SandboxError("BAD_ARGUMENTS", f"env name {name!r} is not a valid name")
+            if "\x00" in value:
+                raise SandboxError("BAD_ARGUMENTS", f"env {name} must be a string without NUL")
+            env[name] = value
+        return env
