@@ -23,14 +23,15 @@ Examples:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+import functools
+import inspect
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar, cast
 
 from ai_agent.checkpoints.store import check_thread_id
 from ai_agent.errors import UnknownOutputError
 from ai_agent.graph.archive import RunArchive
 from ai_agent.graph.core import AgentCore
-from ai_agent.graph.driving import archive_method
 from ai_agent.graph.streaming import StreamingMixin
 from ai_agent.graph.tooling import ToolListing
 from ai_agent.state import ToolResult
@@ -44,7 +45,30 @@ if TYPE_CHECKING:
         ToolsmakerRegistry,
     )
 
-__all__ = ["Agent"]
+__all__ = ["Agent", "archive_method"]
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def archive_method(
+    method: Callable[Concatenate[RunArchive, P], R],
+) -> Callable[Concatenate[Any, P], R]:
+    """A method of the Agent that is the archive's method of the same name.
+
+    The Agent keeps the archive's signature, docstring and examples (``help(agent.history)``),
+    and whether it is a coroutine function; the call goes to ``self.archive``.
+    """
+    name = method.__name__
+
+    def call(self: Any, *args: P.args, **kwargs: P.kwargs) -> R:
+        return cast(R, getattr(self.archive, name)(*args, **kwargs))
+
+    async def call_async(self: Any, *args: P.args, **kwargs: P.kwargs) -> Any:
+        return await getattr(self.archive, name)(*args, **kwargs)
+
+    delegate: Any = call_async if inspect.iscoroutinefunction(method) else call
+    return cast(Callable[Concatenate[Any, P], R], functools.update_wrapper(delegate, method))
 
 
 class Agent(StreamingMixin, AgentCore):

@@ -4,7 +4,7 @@
 inspects them (conversation, tokens, costs, timeline), exports them (Mermaid, one HTML page),
 prunes them, replays them, and keeps the plan queue that workers serve. The Agent holds one
 (``agent.archive``) and its methods of the same names delegate to it (`archive_method` in
-`ai_agent.graph.driving`); the command line opens one on its own (`RunArchive.at`). The
+`ai_agent.graph.agent`); the command line opens one on its own (`RunArchive.at`). The
 helpers whose ``thread_id`` is None read the run the Agent worked on last.
 
 Reading needs only the run store and the checkpointer (`ai_agent.graph.database`): this module

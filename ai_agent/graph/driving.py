@@ -1,34 +1,28 @@
-"""The run archive's two seams: what it drives runs with, and how the Agent speaks for it.
+"""What the run archive drives runs with: the `Runner` protocol, which the Agent's runner fills.
 
 A replay and a queued plan are runs: the archive decides what to run (a fork of the original, a
 plan read from the queue) and hands the driving to the `Runner`, which the Agent's runner fills:
 it opens the tools for the span (MCP servers started; the start-up issues handed to the run),
 builds the run context (the model, the tools, the recorders), keeps the thread's lease, and
-records the outcome. The other way round, each of the Agent's archive methods is
-`archive_method` of the archive's method: the call goes to ``agent.archive``.
+records the outcome. The archive imports this protocol, never the runner
+(tests/test_layering.py).
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
-import inspect
-from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, Protocol, TypeVar, cast
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from langgraph.types import Command, StateSnapshot
 
     from ai_agent.checkpoints import Lease
     from ai_agent.context import Hooks, ModelCaller, RunContext, ToolBox
-    from ai_agent.graph.archive import RunArchive
     from ai_agent.graph.result import RunResult
     from ai_agent.state import Issue, UserPlan
 
-__all__ = ["Runner", "archive_method"]
-
-P = ParamSpec("P")
-R = TypeVar("R")
+__all__ = ["Runner"]
 
 
 class Runner(Protocol):
@@ -83,23 +77,3 @@ class Runner(Protocol):
 
     def scrub(self, value: Any) -> Any:
         """``value`` with every configured secret masked."""
-
-
-def archive_method(
-    method: Callable[Concatenate[RunArchive, P], R],
-) -> Callable[Concatenate[Any, P], R]:
-    """A method of the Agent that is the archive's method of the same name.
-
-    The Agent keeps the archive's signature, docstring and examples (``help(agent.history)``),
-    and whether it is a coroutine function; the call goes to ``self.archive``.
-    """
-    name = method.__name__
-
-    def call(self: Any, *args: P.args, **kwargs: P.kwargs) -> R:
-        return cast(R, getattr(self.archive, name)(*args, **kwargs))
-
-    async def call_async(self: Any, *args: P.args, **kwargs: P.kwargs) -> Any:
-        return await getattr(self.archive, name)(*args, **kwargs)
-
-    delegate: Any = call_async if inspect.iscoroutinefunction(method) else call
-    return cast(Callable[Concatenate[Any, P], R], functools.update_wrapper(delegate, method))

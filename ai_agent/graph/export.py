@@ -13,7 +13,7 @@ import asyncio
 import re
 from collections import Counter
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ai_agent.graph.build import build_graph
 from ai_agent.graph.html_report import render_html
@@ -22,9 +22,39 @@ from ai_agent.state import RunState
 if TYPE_CHECKING:
     from langgraph.types import StateSnapshot
 
-    from ai_agent.graph.archive import RunArchive
+    from ai_agent.checkpoints import RunStoreProtocol
+    from ai_agent.graph.history import HistoryEntry
+    from ai_agent.graph.inspection import AgentStateView
+    from ai_agent.graph.timeline import ExecutionTrace
+    from ai_agent.graph.usage_report import TokenUsage, UsagePoint
 
-__all__ = ["mermaid", "run_report", "write_page"]
+__all__ = ["RunReader", "mermaid", "run_report", "write_page"]
+
+
+class RunReader(Protocol):
+    """What a run's page is read through: the run archive (`ai_agent.graph.archive`)."""
+
+    @property
+    def store(self) -> RunStoreProtocol:
+        """The run store."""
+
+    async def get_execution_trace(self, thread_id: str) -> ExecutionTrace:
+        """The timeline and every tool call."""
+
+    async def ahistory(self, thread_id: str) -> list[HistoryEntry]:
+        """The run's checkpoints, oldest first."""
+
+    async def get_agent_state(self, thread_id: str) -> AgentStateView:
+        """Where the run stands."""
+
+    async def get_system_prompt(self, thread_id: str) -> str:
+        """The system prompt the run was sent."""
+
+    async def get_token_usage(self, thread_id: str) -> TokenUsage:
+        """The run's token totals and cost."""
+
+    async def get_usage_history(self, thread_id: str) -> list[UsagePoint]:
+        """Token usage per model request."""
 
 
 def mermaid(visits: dict[str, int] | None = None) -> str:
@@ -52,7 +82,7 @@ def mermaid(visits: dict[str, int] | None = None) -> str:
 
 
 async def run_report(
-    archive: RunArchive, thread_id: str, state: RunState, snapshot: StateSnapshot
+    archive: RunReader, thread_id: str, state: RunState, snapshot: StateSnapshot
 ) -> dict[str, Any]:
     """Everything the HTML page shows about a stored run, as JSON-ready data.
 
