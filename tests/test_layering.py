@@ -307,12 +307,15 @@ def test_the_archive_knows_the_runner_only_through_its_protocol() -> None:
 
 # Reading stored runs needs the run store and the checkpointer (LangGraph's checkpoint package,
 # which brings langchain_core), never the model stack: ``ai-agent runs``, ``show``, ``history``
-# and ``export`` must start fast (issue 20 holds them to a quarter of a second).
+# and ``export`` must start fast (issue 20 holds them to a quarter of a second). The models
+# package's ``__init__`` loads nothing, and its ``resilience`` (retries, the breaker) is light:
+# the tools import it (see test_the_retries_load_no_chat_backend).
 MODEL_STACK = (
     "langchain_openai",
     "openai",
     "tiktoken",
-    "ai_agent.models",
+    *("ai_agent.models.backend", "ai_agent.models.caller", "ai_agent.models.errors"),
+    *("ai_agent.models.messages", "ai_agent.models.resolve"),
     "ai_agent.tokens",
     "ai_agent.local",
     "ai_agent.graph.core",
@@ -361,7 +364,12 @@ def test_the_archive_imports_no_model_stack(module: str) -> None:
 def test_the_model_stack_is_what_the_agent_imports() -> None:
     # The check above is not vacuous: the Agent does import what the archive must not.
     loaded = heavy_modules(imported_by("from ai_agent.graph import Agent"))
-    assert {"ai_agent.models", "ai_agent.tokens", "tiktoken", "ai_agent.graph.core"} <= set(loaded)
+    assert {"ai_agent.models.caller", "ai_agent.tokens", "tiktoken", "ai_agent.graph.core"} <= set(
+        loaded
+    )
+    # Every module of the models package is in the stack, but the two light ones.
+    models = {f"ai_agent.models.{p.stem}" for p in (PACKAGE / "models").glob("*.py")}
+    assert models - {"ai_agent.models.__init__", "ai_agent.models.resilience"} <= set(MODEL_STACK)
 
 
 # The command line is a client of the public API: the package's top level, the graph layer's
