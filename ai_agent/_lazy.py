@@ -1,7 +1,8 @@
 """Public names of a package imported on first use (PEP 562).
 
 A package lists where each name lives; importing the package then costs nothing until a name is
-used, and importing one of its light modules does not load the heavy ones.
+used, and importing one of its light modules does not load the heavy ones. ``ai_agent``,
+``ai_agent.models`` and ``ai_agent.graph`` use it.
 
 Examples:
     >>> import types, sys

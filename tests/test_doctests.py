@@ -38,6 +38,8 @@ MODULES = [
     "ai_agent.checkpoints.backends",
     "ai_agent.checkpoints.store",
     "ai_agent.checkpoints.versions",
+    "ai_agent.graph.archive",
+    "ai_agent.graph.database",
     "ai_agent.graph.divergence",
     "ai_agent.graph.export",
     "ai_agent.graph.history",
@@ -46,6 +48,7 @@ MODULES = [
     "ai_agent.graph.replay",
     "ai_agent.graph.summary",
     "ai_agent.graph.tooling",
+    "ai_agent.graph.usage_report",
     "ai_agent.graph.worker",
     # tools
     "ai_agent.tools",

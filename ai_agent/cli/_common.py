@@ -13,25 +13,24 @@ import asyncio
 import contextlib
 import json
 import sys
-from collections.abc import Awaitable, Coroutine, Iterator, Sequence
+from collections.abc import Awaitable, Coroutine, Iterator, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO, TypeVar, cast
 
 from ai_agent.visible import escape_hidden, json_visible, visible
 
 if TYPE_CHECKING:
-    from ai_agent.checkpoints.store import Location
     from ai_agent.config import AgentSettings
-    from ai_agent.context import Event
-    from ai_agent.graph import Agent, RunResult
+    from ai_agent.graph import Agent, RunArchive, RunDatabase, RunResult
 
 __all__ = [
     "EXIT",
     "Parents",
     "UsageError",
+    "archive_of",
     "build_agent",
-    "db_path",
+    "database_of",
     "format_table",
     "format_timeline",
     "format_trace",
@@ -248,39 +247,50 @@ def logging_for(args: argparse.Namespace) -> contextlib.AbstractContextManager[o
     )
 
 
-def db_path(args: argparse.Namespace, *, must_exist: bool = True) -> Location:
+def database_of(args: argparse.Namespace, *, must_exist: bool = True) -> RunDatabase:
     """The checkpoint database the command works on: a SQLite path or a ``postgresql://`` URL.
 
-    Only ``run`` may create a database (``must_exist=False``): every other command reads or
+    ``--db``, else the settings' ``checkpoint_url``, else their ``checkpoint_path``. Only
+    ``run`` may create a database (``must_exist=False``): every other command reads or
     continues what a run stored, so a missing file is a mistake in ``--db`` (or the settings),
     and opening it would leave an empty database behind.
     """
-    from ai_agent.checkpoints.store import resolve_location
+    from ai_agent.graph import RunDatabase
 
-    if args.db:
-        location = resolve_location(args.db)
-    else:
-        settings = settings_of(args)
-        url = settings.checkpoint_url
-        location = resolve_location(url.get_secret_value() if url else settings.checkpoint_path)
+    database = RunDatabase.at(args.db, settings_of(args))
     if must_exist:
-        require_database(location)
-    return location
+        require_database(database)
+    return database
 
 
-def require_database(location: Location) -> None:
-    """UsageError when ``location`` is a SQLite file that does not exist (a URL always may)."""
-    if isinstance(location, Path) and not location.exists():
+def archive_of(args: argparse.Namespace, *, listing: bool = False) -> RunArchive:
+    """The run archive of the command's database, for reading runs without an Agent.
+
+    Reading needs neither the model nor the tools: this imports the run store and the
+    checkpointer only, not the model stack. A command that only lists (``listing``: runs,
+    plans) reads no settings when ``--db`` says where the database is.
+    """
+    from ai_agent.graph import RunArchive
+
+    settings = None if listing and args.db else settings_of(args)
+    archive = RunArchive.at(args.db, settings)
+    require_database(archive.database)
+    return archive
+
+
+def require_database(database: RunDatabase) -> None:
+    """UsageError when the database is a SQLite file that does not exist (a URL always may)."""
+    if not database.exists():
         raise UsageError(
-            f"no checkpoint database at {location}; check --db (only `ai-agent run` creates "
-            "a database)"
+            f"no checkpoint database at {database.describe()}; check --db (only `ai-agent run` "
+            "creates a database)"
         )
 
 
 def thread_arg(value: str) -> str:
     """An argparse ``type`` for thread ids: the engine's grammar, as a usage error."""
-    from ai_agent.checkpoints.store import check_thread_id
     from ai_agent.errors import InvalidThreadIdError
+    from ai_agent.graph import check_thread_id
 
     try:
         return check_thread_id(value)
@@ -320,7 +330,7 @@ def build_agent(args: argparse.Namespace, *, creates: bool = False, **overrides:
         "max_iterations": iterations,
         "gate_threshold": getattr(args, "threshold", None),
         "gate_profile": getattr(args, "profile", None),
-        "checkpoint_path": db_path(args, must_exist=not creates),
+        "checkpoint_path": database_of(args, must_exist=not creates).location,
         "settings": settings,
         "backend": getattr(args, "backend", None),
         "unattended": getattr(args, "yes", False),
@@ -350,24 +360,24 @@ def _approvals(items: Sequence[str]) -> dict[str, str]:
     return out
 
 
-async def _closing(agent: Agent, coro: Awaitable[T]) -> T:
+async def _closing(owner: AbstractAsyncContextManager[Any], coro: Awaitable[T]) -> T:
     try:
-        async with agent:
+        async with owner:
             return await coro
     finally:
         if isinstance(coro, Coroutine):  # never started when opening the database failed
             coro.close()
 
 
-def run_closing(agent: Agent, coro: Awaitable[T]) -> T:
-    """Run a coroutine of the agent in a fresh event loop, closing the agent afterwards."""
-    return asyncio.run(_closing(agent, coro))
+def run_closing(owner: AbstractAsyncContextManager[Any], coro: Awaitable[T]) -> T:
+    """Run a coroutine of an Agent (or an archive) in a fresh event loop, closing it after."""
+    return asyncio.run(_closing(owner, coro))
 
 
 def status_printer(stream: TextIO) -> Any:
     """Live status lines: which stage runs, which tool, when we wait for the model."""
 
-    def emit(event: Event) -> None:
+    def emit(event: Mapping[str, Any]) -> None:
         kind, it = event.get("type"), event.get("iteration", 0)
         if kind == "stage_started":
             text = f"[{it}] {event.get('stage')}"

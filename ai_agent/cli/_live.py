@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import TextIO
 
-from ai_agent.graph.events import (
+from ai_agent.events import (
     FinalDelta,
     GatePaused,
     ModelRetry,
@@ -24,7 +24,7 @@ from ai_agent.graph.events import (
     ToolOutput,
     ToolStarted,
 )
-from ai_agent.graph.result import RunResult
+from ai_agent.graph import RunResult
 from ai_agent.visible import VisibleStream, visible
 
 __all__ = ["LivePrinter", "consume"]

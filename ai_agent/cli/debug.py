@@ -12,23 +12,18 @@ from ai_agent.cli._common import (
     EXIT,
     Parents,
     UsageError,
+    archive_of,
     build_agent,
-    db_path,
     format_table,
     print_json,
     print_result,
     run_closing,
-    settings_of,
     thread_arg,
 )
 from ai_agent.visible import visible
 
 if TYPE_CHECKING:
-    from ai_agent.graph import Agent, RunResult
-    from ai_agent.graph.history import HistoryEntry
-    from ai_agent.graph.inspection import TimelineRow
-    from ai_agent.graph.player import ReplayMode
-    from ai_agent.graph.prune import PruneReport
+    from ai_agent.graph import HistoryEntry, PruneReport, ReplayMode, RunResult, TimelineRow
 
 __all__ = ["add_commands"]
 
@@ -93,18 +88,12 @@ def add_commands(sub: Any, parents: Parents) -> None:
     prune.set_defaults(handler=_prune)
 
 
-def _stored_agent(args: argparse.Namespace) -> Agent:
-    from ai_agent.graph import Agent
-
-    return Agent(checkpoint_path=db_path(args), settings=settings_of(args), memory_path=None)
-
-
 # Each handler gets its data through one event loop, then hands it to a printer: the printers
 # hold the logic, the handlers stay two lines long.
 
 
 def _history(args: argparse.Namespace) -> int:
-    return _show_history(args, _stored_agent(args).history(args.thread))
+    return _show_history(args, archive_of(args).history(args.thread))
 
 
 def _show_history(args: argparse.Namespace, entries: list[HistoryEntry]) -> int:
@@ -132,8 +121,10 @@ def _update_of(args: argparse.Namespace) -> dict[str, Any] | None:
 
 
 def _fork(args: argparse.Namespace) -> int:
-    agent, update = _stored_agent(args), _update_of(args)
-    return _show_fork(args, run_closing(agent, agent.afork(args.thread, args.checkpoint, update)))
+    archive, update = archive_of(args), _update_of(args)
+    return _show_fork(
+        args, run_closing(archive, archive.afork(args.thread, args.checkpoint, update))
+    )
 
 
 def _show_fork(args: argparse.Namespace, new: str) -> int:
@@ -172,12 +163,12 @@ def _show_replay(args: argparse.Namespace, mode: str, result: RunResult) -> int:
 def _graph(args: argparse.Namespace) -> int:
     if not args.thread:
         return _show_graph(None)
-    agent = _stored_agent(args)
-    return _show_graph(run_closing(agent, agent.timeline(args.thread)))
+    archive = archive_of(args)
+    return _show_graph(run_closing(archive, archive.timeline(args.thread)))
 
 
 def _show_graph(timeline: list[TimelineRow] | None) -> int:
-    from ai_agent.graph.export import mermaid
+    from ai_agent.graph import mermaid
 
     visits: dict[str, int] | None = None
     if timeline is not None:
@@ -189,8 +180,9 @@ def _show_graph(timeline: list[TimelineRow] | None) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
-    agent = _stored_agent(args)
-    return _show_export(args, run_closing(agent, agent.export_html(args.thread, Path(args.html))))
+    archive = archive_of(args)
+    page = archive.export_html(args.thread, Path(args.html))
+    return _show_export(args, run_closing(archive, page))
 
 
 def _show_export(args: argparse.Namespace, path: Path) -> int:
@@ -202,14 +194,14 @@ def _show_export(args: argparse.Namespace, path: Path) -> int:
 
 
 def _prune(args: argparse.Namespace) -> int:
-    agent = _stored_agent(args)
-    pruning = agent.prune(
+    archive = archive_of(args)
+    pruning = archive.prune(
         args.thread,
         older_than_days=args.older_than,
         keep_last=args.keep_last,
         vacuum=not args.no_vacuum,
     )
-    return _show_prune(args, run_closing(agent, pruning))
+    return _show_prune(args, run_closing(archive, pruning))
 
 
 def _show_prune(args: argparse.Namespace, report: PruneReport) -> int:

@@ -3,20 +3,21 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ai_agent.cli._common import (
     Parents,
-    db_path,
+    archive_of,
     format_timeline,
     print_json,
     print_result,
     run_closing,
-    settings_of,
     thread_arg,
 )
 from ai_agent.visible import visible
+
+if TYPE_CHECKING:
+    from ai_agent.graph import RunArchive
 
 __all__ = ["add_commands"]
 
@@ -39,13 +40,8 @@ def add_commands(sub: Any, parents: Parents) -> None:
 
 
 def _runs(args: argparse.Namespace) -> int:
-    from ai_agent.checkpoints import open_run_store
-
-    store = open_run_store(db_path(args))
-    try:
-        runs = asyncio.run(store.list_runs(limit=args.limit, status=args.status))
-    finally:
-        store.close()
+    archive = archive_of(args, listing=True)
+    runs = run_closing(archive, archive.list_runs(limit=args.limit, status=args.status))
     if args.json:
         print_json(runs)
         return 0
@@ -60,10 +56,8 @@ def _runs(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
-    from ai_agent.graph import Agent
-
-    agent = Agent(checkpoint_path=db_path(args), settings=settings_of(args), memory_path=None)
-    return _print_show(args, *run_closing(agent, _gather(agent, args.thread, args.checkpoint)))
+    archive = archive_of(args)
+    return _print_show(args, *run_closing(archive, _gather(archive, args.thread, args.checkpoint)))
 
 
 def _print_show(args: argparse.Namespace, result: Any, timeline: Any, state: Any) -> int:
@@ -88,11 +82,11 @@ def _print_show(args: argparse.Namespace, result: Any, timeline: Any, state: Any
     return 0
 
 
-async def _gather(agent: Any, thread: str, checkpoint: str | None) -> Any:
-    result = await agent.get_result(thread)
-    timeline = await agent.timeline(thread, checkpoint)
+async def _gather(archive: RunArchive, thread: str, checkpoint: str | None) -> Any:
+    result = await archive.get_result(thread)
+    timeline = await archive.timeline(thread, checkpoint)
     state = None
     if checkpoint is not None:
-        entry = next(e for e in await agent.ahistory(thread) if e.checkpoint_id == checkpoint)
+        entry = next(e for e in await archive.ahistory(thread) if e.checkpoint_id == checkpoint)
         state = {"step": entry.step, "next": list(entry.next), "paused": entry.paused}
     return result, timeline, state

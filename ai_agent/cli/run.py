@@ -82,8 +82,8 @@ def add_commands(sub: Any, parents: Parents) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from ai_agent.checkpoints.store import new_thread_id
     from ai_agent.cli._live import LivePrinter, consume  # imports the engine: only when running
+    from ai_agent.graph import new_thread_id
 
     agent = build_agent(args, creates=True)
     args.thread_id = new_thread_id() if args.thread_id is None else args.thread_id

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from ai_agent.cli._common import (
     Parents,
     UsageError,
-    db_path,
+    database_of,
     print_json,
     run_closing,
     settings_of,
@@ -23,7 +23,7 @@ from ai_agent.cli._common import (
 from ai_agent.visible import visible
 
 if TYPE_CHECKING:
-    from ai_agent.graph.tooling import ToolListing
+    from ai_agent.graph import ToolListing
     from ai_agent.tools.maker import BuildRecord, ToolsmakerRegistry
 
 __all__ = ["add_commands"]
@@ -99,7 +99,9 @@ def _tools(args: argparse.Namespace) -> int:
 def _output(args: argparse.Namespace) -> int:
     from ai_agent.graph import Agent
 
-    agent = Agent(checkpoint_path=db_path(args), settings=settings_of(args), memory_path=None)
+    agent = Agent(
+        checkpoint_path=database_of(args).location, settings=settings_of(args), memory_path=None
+    )
     text = run_closing(agent, agent.tool_output(args.thread, args.ref))
     if args.json:
         print_json({"thread_id": args.thread, "ref": args.ref, "content": text})
@@ -147,11 +149,9 @@ def _maker_commands(tools: Any, parents: Parents) -> None:
 
 
 def _maker(args: argparse.Namespace) -> ToolsmakerRegistry:
-    from ai_agent.tools.maker import ToolsmakerRegistry
+    from ai_agent.graph import open_toolsmaker
 
-    config = settings_of(args).tool_config.toolsmaker
-    directory = args.dir or config.dir
-    return ToolsmakerRegistry(directory, audit_path=args.audit_path or config.audit_path)
+    return open_toolsmaker(settings_of(args), directory=args.dir, audit_path=args.audit_path)
 
 
 def _reviewer() -> str:

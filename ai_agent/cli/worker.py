@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 from ai_agent.cli._common import (
     Parents,
     UsageError,
+    archive_of,
     build_agent,
-    db_path,
     format_table,
     print_json,
     require_database,
@@ -30,8 +30,7 @@ from ai_agent.cli._common import (
 from ai_agent.visible import visible
 
 if TYPE_CHECKING:
-    from ai_agent.graph import Agent, PlanOutcome
-    from ai_agent.graph.worker import WorkerEvent
+    from ai_agent.graph import Agent, PlanOutcome, WorkerEvent
 
 __all__ = ["add_commands", "load_app"]
 
@@ -92,14 +91,13 @@ def load_app(spec: str, checkpoint_url: str | None) -> Agent:
 
 
 def _worker(args: argparse.Namespace) -> int:
-    from ai_agent.checkpoints.store import describe_location
     from ai_agent.graph import Worker
 
     if args.concurrency < 1 or args.poll <= 0:
         raise UsageError("--concurrency must be at least 1 and --poll more than 0")
     agent = load_app(args.app, args.db) if args.app else build_agent(args, on_event=None)
     # A worker serves what runs queued: it never starts a database of its own.
-    require_database(agent.database)
+    require_database(agent.archive.database)
     worker = Worker(
         agent,
         poll=args.poll,
@@ -109,7 +107,7 @@ def _worker(args: argparse.Namespace) -> int:
     )
     if not args.json:
         print(
-            f"worker {worker.name} serving {describe_location(agent.database)} "
+            f"worker {worker.name} serving {agent.archive.database.describe()} "
             f"(concurrency {args.concurrency}, poll {args.poll:g}s)",
             file=sys.stderr,
             flush=True,
@@ -152,15 +150,9 @@ def _printer(event: WorkerEvent) -> None:
 
 
 def _plans(args: argparse.Namespace) -> int:
-    from ai_agent.checkpoints import open_run_store
-
-    store = open_run_store(db_path(args))
-    try:
-        plans = asyncio.run(
-            store.list_plans(status=args.status, thread_id=args.thread, limit=args.limit)
-        )
-    finally:
-        store.close()
+    archive = archive_of(args, listing=True)
+    listing = archive.list_plans(status=args.status, thread_id=args.thread, limit=args.limit)
+    plans = run_closing(archive, listing)
     if args.json:
         print_json(plans)
         return 0

@@ -1,7 +1,9 @@
-"""The Agent: runs, pauses and resumes tasks; the core, its feature mixins, and its tools.
+"""The Agent: runs, pauses and resumes tasks; the core, its run archive, and its tools.
 
-The tool methods (tool management, direct calls, the toolsmaker) delegate to the Agent's
-tools (`ai_agent.graph.tooling.AgentTools`), the registry, the toolsmaker and the run store.
+The archive's methods (stored runs, replay, the plan queue) are those of its run archive
+(`ai_agent.graph.archive.RunArchive`); the tool methods (tool management, direct calls, the
+toolsmaker) delegate to the Agent's tools (`ai_agent.graph.tooling.AgentTools`), the registry,
+the toolsmaker and the run store.
 
 Examples:
     >>> import asyncio, tempfile, os
@@ -21,20 +23,17 @@ Examples:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+import functools
+import inspect
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar, cast
 
 from ai_agent.checkpoints.store import check_thread_id
 from ai_agent.errors import UnknownOutputError
+from ai_agent.graph.archive import RunArchive
 from ai_agent.graph.core import AgentCore
-from ai_agent.graph.export import ExportMixin
-from ai_agent.graph.history import HistoryMixin
-from ai_agent.graph.inspection import InspectionMixin
-from ai_agent.graph.prune import PruneMixin
-from ai_agent.graph.replay import ReplayMixin
 from ai_agent.graph.streaming import StreamingMixin
 from ai_agent.graph.tooling import ToolListing
-from ai_agent.graph.worker import WorkerMixin
 from ai_agent.state import ToolResult
 from ai_agent.tools.spec import ToolSpec
 
@@ -46,19 +45,33 @@ if TYPE_CHECKING:
         ToolsmakerRegistry,
     )
 
-__all__ = ["Agent"]
+__all__ = ["Agent", "archive_method"]
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
-class Agent(
-    WorkerMixin,
-    StreamingMixin,
-    ExportMixin,
-    InspectionMixin,
-    ReplayMixin,
-    HistoryMixin,
-    PruneMixin,
-    AgentCore,
-):
+def archive_method(
+    method: Callable[Concatenate[RunArchive, P], R],
+) -> Callable[Concatenate[Any, P], R]:
+    """A method of the Agent that is the archive's method of the same name.
+
+    The Agent keeps the archive's signature, docstring and examples (``help(agent.history)``),
+    and whether it is a coroutine function; the call goes to ``self.archive``.
+    """
+    name = method.__name__
+
+    def call(self: Any, *args: P.args, **kwargs: P.kwargs) -> R:
+        return cast(R, getattr(self.archive, name)(*args, **kwargs))
+
+    async def call_async(self: Any, *args: P.args, **kwargs: P.kwargs) -> Any:
+        return await getattr(self.archive, name)(*args, **kwargs)
+
+    delegate: Any = call_async if inspect.iscoroutinefunction(method) else call
+    return cast(Callable[Concatenate[Any, P], R], functools.update_wrapper(delegate, method))
+
+
+class Agent(StreamingMixin, AgentCore):
     """Runs tasks through the nine-stage pipeline, pausing at the gate and resuming later.
 
     An Agent holds configuration and collaborators, never run data: every run lives in the
@@ -67,14 +80,16 @@ class Agent(
     keep the database, the model client and the MCP servers open across runs; without one,
     each call opens and closes what it needs.
 
-    Its tools are one collaborator (`ai_agent.graph.tooling.AgentTools`): MCP servers
-    (``agent.mcp``), generated tools (the toolsmaker: ``build_dynamic_tool``,
-    ``approve_dynamic_tool``, ``activate_tool_version``...), tool management
-    (``register_tool``, ``call_tool``, ``tool_output``...); the other methods come from feature
-    mixins over `ai_agent.graph.core.AgentCore`: checkpoints and forks (``history``,
-    ``fork``), ``replay``, the inspection helpers (``get_*``, ``timeline``), pictures
-    (``run_report``, ``export_html``), ``prune``, and the plan queue served by workers
-    (``submit_plan``).
+    Everything about stored runs is the run archive's (``agent.archive``, a
+    `ai_agent.graph.archive.RunArchive`): checkpoints and forks (``history``, ``fork``),
+    ``replay``, the inspection helpers (``get_*``, ``timeline``), pictures (``run_report``,
+    ``export_html``), ``prune``, and the plan queue served by workers (``submit_plan``,
+    ``serve_plan``); the Agent's methods of those names are the archive's. Its tools are
+    another collaborator (`ai_agent.graph.tooling.AgentTools`): MCP servers (``agent.mcp``),
+    generated tools (the toolsmaker: ``build_dynamic_tool``, ``approve_dynamic_tool``,
+    ``activate_tool_version``...), tool management (``register_tool``, ``call_tool``,
+    ``tool_output``...). Streaming (``astream``) is a mixin over
+    `ai_agent.graph.core.AgentCore`, which runs and resumes.
 
     Args:
         model: A LangChain chat model (``ScriptedModel``, ``ChatOpenAI``...), ``"scripted:PATH"``
@@ -129,6 +144,65 @@ class Agent(
         >>> result.status, result.final_text
         ('completed', 'It is 68.055.')
     """
+
+    # The run archive (graph/archive.py): each method is the archive's -----------------------
+    get_state = archive_method(RunArchive.get_state)
+    """The latest checkpointed state of a run (`RunArchive.get_state`)."""
+    get_result = archive_method(RunArchive.get_result)
+    """The RunResult of a stored run, as it stands now (`RunArchive.get_result`)."""
+    history = archive_method(RunArchive.history)
+    """The run's checkpoints, oldest first; blocking (`RunArchive.history`)."""
+    ahistory = archive_method(RunArchive.ahistory)
+    """``history`` for async code (`RunArchive.ahistory`)."""
+    fork = archive_method(RunArchive.fork)
+    """Copy a run up to a checkpoint into a new thread; blocking (`RunArchive.fork`)."""
+    afork = archive_method(RunArchive.afork)
+    """Copy a run up to a checkpoint into a new thread, ready to resume (`RunArchive.afork`)."""
+    get_system_prompt = archive_method(RunArchive.get_system_prompt)
+    """The system prompt a run was sent (`RunArchive.get_system_prompt`)."""
+    get_message_history = archive_method(RunArchive.get_message_history)
+    """The conversation, oldest first (`RunArchive.get_message_history`)."""
+    get_active_tools = archive_method(RunArchive.get_active_tools)
+    """The tools the model is offered now (`RunArchive.get_active_tools`)."""
+    get_agent_state = archive_method(RunArchive.get_agent_state)
+    """Where a run stands (`RunArchive.get_agent_state`)."""
+    get_context_state = archive_method(RunArchive.get_context_state)
+    """What the next draft would send, and its tokens (`RunArchive.get_context_state`)."""
+    get_token_usage = archive_method(RunArchive.get_token_usage)
+    """A run's token totals and cost (`RunArchive.get_token_usage`)."""
+    get_token_breakdown = archive_method(RunArchive.get_token_breakdown)
+    """Tokens of the context by component and tool (`RunArchive.get_token_breakdown`)."""
+    get_usage_history = archive_method(RunArchive.get_usage_history)
+    """Token usage per model request (`RunArchive.get_usage_history`)."""
+    get_cost_estimate = archive_method(RunArchive.get_cost_estimate)
+    """A run's cost (`RunArchive.get_cost_estimate`)."""
+    timeline = archive_method(RunArchive.timeline)
+    """A run's trace as a timeline (`RunArchive.timeline`)."""
+    get_execution_trace = archive_method(RunArchive.get_execution_trace)
+    """The timeline and every tool call (`RunArchive.get_execution_trace`)."""
+    run_report = archive_method(RunArchive.run_report)
+    """Everything the HTML page shows about a run (`RunArchive.run_report`)."""
+    export_html = archive_method(RunArchive.export_html)
+    """Write a run's page (`RunArchive.export_html`)."""
+    prune = archive_method(RunArchive.prune)
+    """Delete old checkpoints and recorded calls (`RunArchive.prune`)."""
+    replay = archive_method(RunArchive.replay)
+    """Re-execute a stored run into a new thread, in a span of the tools (`RunArchive.replay`)."""
+    submit_plan = archive_method(RunArchive.submit_plan)
+    """Queue a plan for a paused run (`RunArchive.submit_plan`)."""
+    list_plans = archive_method(RunArchive.list_plans)
+    """Plans in the queue (`RunArchive.list_plans`)."""
+    serve_plan = archive_method(RunArchive.serve_plan)
+    """Serve one queued plan, in a span of the tools (`RunArchive.serve_plan`)."""
+
+    def get_agent_usage(self) -> dict[str, Any]:
+        """Totals of every model request this Agent made in this process, by thread and model."""
+        tracker = self.usage_tracker
+        return {
+            "totals": dict(tracker.totals),
+            "by_thread": {k: dict(v) for k, v in tracker.by_thread.items()},
+            "by_model": {k: dict(v) for k, v in tracker.by_model.items()},
+        }
 
     # Tool management (graph/tooling.py) ------------------------------------------------------
     def register_tool(

@@ -1,9 +1,12 @@
 """AgentCore: configuration, collaborators, resources, and run/resume of the nine-stage graph.
 
-Features that sit on top of running (replay, inspection, streaming, tool management, the
-toolsmaker) are mixins over this core, composed into `ai_agent.graph.agent.Agent`. The tools
-are a collaborator (`ai_agent.graph.tooling.AgentTools`): every run, resume, replay, plan
-served and direct call opens them for its span (`AgentCore._tool_session`).
+Streaming sits on top of running as a mixin over this core, composed into
+`ai_agent.graph.agent.Agent`. The tools are a collaborator (`ai_agent.graph.tooling.AgentTools`):
+every run, resume, replay, plan served and direct call opens them for its span
+(`AgentCore._tool_session`). Everything about stored runs is the run archive's
+(`ai_agent.graph.archive.RunArchive`), which the core creates with the run database it shares
+and a `Runner` view of itself (``_ArchiveRunner``) to drive replays and queued plans, each in a
+tool session of its own.
 
 An Agent holds configuration and collaborators, never run data: every run lives in the checkpoint
 database under its thread id, so any Agent built the same way, in any process, can resume it.
@@ -25,15 +28,13 @@ from langgraph.types import Command
 from pydantic import SecretStr
 
 from ai_agent.accounting import RunMeter, UsageTracker
-from ai_agent.checkpoints import SqliteMemory, open_checkpointer, open_run_store
-from ai_agent.checkpoints.fencing import with_lease
+from ai_agent.checkpoints import SqliteMemory
 from ai_agent.checkpoints.store import (
     Location,
     RunStoreProtocol,
     check_thread_id,
     describe_location,
     new_thread_id,
-    resolve_location,
 )
 from ai_agent.checkpoints.versions import check_state_version, stamped
 from ai_agent.compaction import CompactionStrategy, Compactor
@@ -65,7 +66,9 @@ from ai_agent.errors import (
     StorageFullError,
     UnknownThreadError,
 )
-from ai_agent.graph.build import build_graph, recursion_limit
+from ai_agent.graph.archive import RunArchive
+from ai_agent.graph.build import recursion_limit
+from ai_agent.graph.database import RunDatabase, config_for, locate_database
 from ai_agent.graph.events import RunFinished, RunStarted, lifecycle_event
 from ai_agent.graph.observed import ObservedModel, ObservedToolBox
 from ai_agent.graph.recording import (
@@ -74,7 +77,7 @@ from ai_agent.graph.recording import (
     RecordingToolBox,
     generation_params,
 )
-from ai_agent.graph.result import RunResult, RunStatusName
+from ai_agent.graph.result import RunResult, is_pending, result_of
 from ai_agent.graph.secrets import (
     ScrubbedEvents,
     ScrubbedModel,
@@ -92,18 +95,17 @@ from ai_agent.models.resolve import (
 from ai_agent.nodes.gate import check_plan, check_token, parse_plan
 from ai_agent.observability import DurationMetrics, Telemetry
 from ai_agent.observability.logs import engine_logger
-from ai_agent.state import GateReport, Issue, RunState, TraceEvent, UserPlan, new_run_state
+from ai_agent.state import GateReport, Issue, RunState, UserPlan, new_run_state
 from ai_agent.tokens import TokenCounter
 from ai_agent.tools.builtin.protected import ProtectedPaths
 from ai_agent.tools.mcp.manager import gather_servers
 
 if TYPE_CHECKING:
-    from langgraph.checkpoint.base import BaseCheckpointSaver
     from langgraph.types import StateSnapshot
 
     from ai_agent.checkpoints.runstore import Lease
 
-__all__ = ["PROFILES", "AgentCore", "config_for"]
+__all__ = ["PROFILES", "AgentCore"]
 
 log = engine_logger("ai_agent.agent")
 
@@ -111,31 +113,6 @@ PROFILES = {"interactive": 0.60, "default": 0.70, "batch": 0.90}
 T = TypeVar("T")
 E = TypeVar("E")
 _UNSET: Any = object()
-
-
-def config_for(
-    thread_id: str,
-    limit: int | None = None,
-    *,
-    checkpoint_id: str | None = None,
-    lease: str | None = None,
-) -> dict[str, Any]:
-    """The one place that writes LangGraph's ``configurable``.
-
-    It holds the thread id (and, to address one checkpoint, its id), and for a run that holds
-    the thread's lease its fencing token, which the checkpointer checks at every write
-    (``ai_agent.checkpoints.fencing``); nothing secret. The id is checked here
-    (`check_thread_id`), so whatever reads or writes checkpoints gets a clear error for a
-    malformed one.
-    """
-    configurable: dict[str, Any] = {"thread_id": check_thread_id(thread_id), "checkpoint_ns": ""}
-    if checkpoint_id is not None:
-        configurable["checkpoint_id"] = checkpoint_id
-    with_lease(configurable, lease)
-    config: dict[str, Any] = {"configurable": configurable}
-    if limit is not None:
-        config["recursion_limit"] = limit
-    return config
 
 
 class AgentCore:
@@ -181,7 +158,9 @@ class AgentCore:
         self.telemetry = Telemetry.from_settings(
             s, tracer_provider=tracer_provider, secrets=self.secrets
         )
-        self.database: Location = _database(checkpoint_path, checkpoint_url, s)
+        self.database: Location = locate_database(checkpoint_path, checkpoint_url, s)
+        # The run store and the checkpointer, shared by the runs and the archive.
+        self._db = RunDatabase(self.database, lease_seconds=s.lease_seconds)
         self.checkpoint_path = (
             self.database if isinstance(self.database, Path) else Path(s.checkpoint_path)
         )
@@ -244,7 +223,6 @@ class AgentCore:
         self.initial_tools = self._tools.initial
         self.mcp = self._tools.mcp
         """The Agent's MCP servers: status, health, start/stop, adding servers at run time."""
-        self._store: RunStoreProtocol | None = None
         self._memory: SqliteMemory | None = None
         self._caller: ModelCaller | None = None
         self._backend: ModelBackendSettings | None = None
@@ -254,10 +232,19 @@ class AgentCore:
         self._compaction_strategy = compaction_strategy
         self.usage_tracker = UsageTracker()
         self._local: Any = None
-        self._saver: BaseCheckpointSaver[Any] | None = None
-        self._saver_cm: contextlib.AbstractAsyncContextManager[Any] | None = None
         self._open_lock = asyncio.Lock()
-        self._last_thread: str | None = None
+        # Everything about stored runs: history, inspection, replay, prune, export, the plan
+        # queue. It drives runs (replay, queued plans) through this runner.
+        self.archive = RunArchive(
+            self._db,
+            s,
+            catalog=self.registry,
+            policy=self.policy,
+            initial_tools=self.initial_tools,
+            runner=_ArchiveRunner(self),
+            counter=self._token_counter,
+            compaction=self._compaction_window,
+        )
 
     def _engine_state(self, workdir: str | Path, memory: str | Path | None) -> ProtectedPaths:
         """Every path this Agent keeps state in (see `ai_agent.tools.builtin.protected`)."""
@@ -351,9 +338,7 @@ class AgentCore:
     # Resources ------------------------------------------------------------------------------
     async def __aenter__(self) -> Self:
         async with self._open_lock:
-            if self._saver is None:
-                self._saver_cm = open_checkpointer(self.database)
-                self._saver = await self._saver_cm.__aenter__()
+            await self._db.open()
         self._tools.hold()  # the toolsets stay open across the block's spans
         return self
 
@@ -389,15 +374,10 @@ class AgentCore:
             if closer is not None:
                 await closer()
         self._caller = self._summary_caller = None
-        if self._saver_cm is not None:
-            cm, self._saver_cm, self._saver = self._saver_cm, None, None
-            await cm.__aexit__(None, None, None)
+        await self._db.aclose()
         if self._local is not None:
             server, self._local = self._local, None
             await server.stop()
-        if self._store is not None:
-            self._store.close()
-            self._store = None
         if self._memory is not None:
             self._memory.close()
             self._memory = None
@@ -405,19 +385,11 @@ class AgentCore:
     @property
     def store(self) -> RunStoreProtocol:
         """The run store (runs, leases, journal, plans), opened on first use."""
-        if self._store is None:
-            self._store = open_run_store(self.database)
-            self._store.lease_seconds = self.settings.lease_seconds
-        return self._store
+        return self._db.store
 
-    @contextlib.asynccontextmanager
-    async def _graph(self) -> AsyncIterator[Any]:
+    def _graph(self) -> contextlib.AbstractAsyncContextManager[Any]:
         """The compiled graph over the shared checkpointer, or a private one for this call."""
-        if self._saver is not None:
-            yield build_graph(self._saver)
-            return
-        async with open_checkpointer(self.database) as saver:
-            yield build_graph(saver)
+        return self._db.graph()
 
     async def _model(self) -> ModelCaller:
         if self._caller is None:
@@ -511,6 +483,12 @@ class AgentCore:
             s = self.settings
             self._counter = TokenCounter(s.token_tracking, model=model or s.model_backend.model)
         return self._counter
+
+    def _compaction_window(self) -> tuple[int, int] | None:
+        """The compactor's trigger and target, once a run made it (the settings' before)."""
+        if self._compactor is None:
+            return None
+        return self._compactor.trigger, self._compactor.target
 
     def _meter(self, thread_id: str, caller: ModelCaller, *, replaying: bool = False) -> RunMeter:
         """Token accounting for one run: shared counter and compactor, its own running count.
@@ -612,7 +590,7 @@ class AgentCore:
 
         The arguments, the result and the errors are documented on `ai_agent.Agent.resume`.
         """
-        if isinstance(self.database, Path) and not self.database.exists():
+        if not self._db.exists():
             # Opening the store would leave an empty database behind for a mistyped path.
             raise self._unknown(check_thread_id(thread_id))
         async with self._tool_session() as issues, self._full_disk_stops(thread_id):
@@ -697,7 +675,7 @@ class AgentCore:
             check_plan(parsed, report, self.registry)
             # The resume value is stored with the checkpoint: a key in the instructions is not.
             return Command(resume=self.secrets.scrub(parsed.model_dump()))
-        if _pending(snapshot):
+        if is_pending(snapshot):
             # It stopped mid-step (a crash, a failure): continue from the last checkpoint. The
             # writes of the step's finished tasks are stored with it and are reused, not run
             # again; the journal keeps any half-done side-effecting call from running again
@@ -757,7 +735,7 @@ class AgentCore:
         *,
         issues: Sequence[Issue] = (),
     ) -> RunResult:
-        self._last_thread = thread_id
+        self.archive.last_thread = thread_id
         async with self._holding(lease):
             return await self._invoke(thread_id, graph_input, context, issues=issues)
 
@@ -865,7 +843,7 @@ class AgentCore:
                     thread_id, status="failed", error=f"{type(exc).__name__}"
                 )
             raise
-        result = _result(thread_id, snapshot)
+        result = result_of(thread_id, snapshot)
         await self.store.update_run(
             thread_id,
             status=result.status,
@@ -880,33 +858,21 @@ class AgentCore:
         finally:
             await self.aclose()
 
-    # Inspecting -----------------------------------------------------------------------------
-    async def get_state(self, thread_id: str) -> RunState:
-        """The latest checkpointed state of a run."""
-        async with self._graph() as graph:
-            snapshot = await graph.aget_state(config_for(thread_id))
-        if not snapshot.values:
-            raise UnknownThreadError(f"no run with thread id {thread_id}")
-        return cast(RunState, snapshot.values)
 
-    async def get_result(self, thread_id: str) -> RunResult:
-        """The RunResult of a stored run, as it stands now."""
-        async with self._graph() as graph:
-            snapshot = await graph.aget_state(config_for(thread_id))
-        if not snapshot.values:
-            raise UnknownThreadError(f"no run with thread id {thread_id}")
-        result = _result(thread_id, snapshot)
-        record = await self.store.get_run(thread_id)
-        if record and record["status"] == "failed" and result.status != "paused":
-            return RunResult(
-                status="failed",
-                thread_id=thread_id,
-                error=record["error"],
-                trace=result.trace,
-                usage=result.usage,
-                iterations=result.iterations,
-            )
-        return result
+class _ArchiveRunner:
+    """The archive's view of the runner (`ai_agent.graph.driving.Runner`): the core's methods."""
+
+    def __init__(self, core: AgentCore) -> None:
+        self.tool_session = core._tool_session
+        self.context = core._context
+        self.drive = core._drive
+        self.holding = core._holding
+        self.invoke = core._invoke
+        self.resume_input = core._resume_input
+        self.model = core._model
+        self.generation_params = core.generation_params
+        self.scrub = core.secrets.scrub
+        self.hooks = core.hooks
 
 
 def _ignore(event: Event) -> None:
@@ -940,60 +906,6 @@ def _read_plan(plan: UserPlan | Mapping[str, Any], token_required: bool) -> User
             f"{exc}; a plan queued by Agent.submit_plan or `ai-agent resume THREAD --queue` is "
             "always valid, so this one was written into the queue by something else"
         ) from None
-
-
-def _result(thread_id: str, snapshot: StateSnapshot) -> RunResult:
-    values = cast(RunState, snapshot.values)
-    common: dict[str, Any] = {
-        "thread_id": thread_id,
-        "trace": list(values.get("trace", [])),
-        "usage": dict(values.get("usage") or {}),
-        "iterations": values.get("iteration", 0),
-    }
-    if snapshot.interrupts:
-        gate: GateReport = snapshot.interrupts[0].value
-        # The gate stage has not returned (it waits inside its interrupt), so its trace line is
-        # added here: the trace shows where the run stands.
-        common["trace"].append(
-            TraceEvent(
-                stage="gate",
-                iteration=gate["iteration"],
-                status="paused",
-                gate_score=gate["severity"],
-                detail=", ".join(i["code"] for i in gate["issues"]),
-            )
-        )
-        return RunResult(status="paused", gate=gate, **common)
-    if _pending(snapshot):
-        return RunResult(status="failed", error="the run stopped before finishing", **common)
-    status: RunStatusName = "cancelled" if values.get("status") == "cancelled" else "completed"
-    return RunResult(
-        status=status, final_text=values.get("final_text"), gate=values.get("gate"), **common
-    )
-
-
-def _pending(snapshot: StateSnapshot) -> bool:
-    """Whether the run stopped with work left in its step (a crash, a failure).
-
-    ``next`` lists only the step's tasks that have no stored writes: when every task of the
-    step finished and stored its writes but the checkpoint after them was never written, it is
-    empty while ``tasks`` still holds the step.
-    """
-    return bool(snapshot.next or snapshot.tasks)
-
-
-def _database(
-    path: str | Path | None, url: str | SecretStr | None, settings: AgentSettings
-) -> Location:
-    """Where checkpoints and the run store live: the argument given, else the settings'."""
-    if isinstance(url, SecretStr):
-        url = url.get_secret_value()
-    if url and path:
-        raise ConfigError("give checkpoint_path or checkpoint_url, not both")
-    if not url and not path and settings.checkpoint_url is not None:
-        url = settings.checkpoint_url.get_secret_value()
-    # A URL passed as checkpoint_path works too (the CLI's --db takes either).
-    return resolve_location(url or path or settings.checkpoint_path)
 
 
 def _iterations(value: int) -> int:

@@ -1,9 +1,10 @@
 """Pictures of the pipeline and of a run: Mermaid text, and one self-contained HTML page.
 
 ``mermaid()`` draws the nine-stage graph (LangGraph's ``draw_mermaid``), optionally marking the
-stages a run went through and how often. ``Agent.run_report`` gathers everything about a run that
-the page shows (timeline, path, tool calls with inputs and outputs, gate decisions and plans, the
-conversation, the checkpoints) and ``Agent.export_html`` writes the page.
+stages a run went through and how often. `run_report` (``Agent.run_report``) gathers everything
+about a run that the page shows (timeline, path, tool calls with inputs and outputs, gate
+decisions and plans, the conversation, the checkpoints) and `write_page`
+(``Agent.export_html``) writes the page.
 """
 
 from __future__ import annotations
@@ -12,13 +13,48 @@ import asyncio
 import re
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ai_agent.graph.build import build_graph
 from ai_agent.graph.html_report import render_html
-from ai_agent.graph.inspection import InspectionMixin
+from ai_agent.state import RunState
 
-__all__ = ["ExportMixin", "mermaid"]
+if TYPE_CHECKING:
+    from langgraph.types import StateSnapshot
+
+    from ai_agent.checkpoints import RunStoreProtocol
+    from ai_agent.graph.history import HistoryEntry
+    from ai_agent.graph.inspection import AgentStateView
+    from ai_agent.graph.timeline import ExecutionTrace
+    from ai_agent.graph.usage_report import TokenUsage, UsagePoint
+
+__all__ = ["RunReader", "mermaid", "run_report", "write_page"]
+
+
+class RunReader(Protocol):
+    """What a run's page is read through: the run archive (`ai_agent.graph.archive`)."""
+
+    @property
+    def store(self) -> RunStoreProtocol:
+        """The run store."""
+
+    async def get_execution_trace(self, thread_id: str) -> ExecutionTrace:
+        """The timeline and every tool call."""
+
+    async def ahistory(self, thread_id: str) -> list[HistoryEntry]:
+        """The run's checkpoints, oldest first."""
+
+    async def get_agent_state(self, thread_id: str) -> AgentStateView:
+        """Where the run stands."""
+
+    async def get_system_prompt(self, thread_id: str) -> str:
+        """The system prompt the run was sent."""
+
+    async def get_token_usage(self, thread_id: str) -> TokenUsage:
+        """The run's token totals and cost."""
+
+    async def get_usage_history(self, thread_id: str) -> list[UsagePoint]:
+        """Token usage per model request."""
 
 
 def mermaid(visits: dict[str, int] | None = None) -> str:
@@ -45,47 +81,48 @@ def mermaid(visits: dict[str, int] | None = None) -> str:
     return text.rstrip("\n") + "\n\tclassDef visited fill:#cfe8d6,stroke:#2b8a3e\n"
 
 
-class ExportMixin(InspectionMixin):
-    """``run_report`` and ``export_html`` (see the module docstring)."""
+async def run_report(
+    archive: RunReader, thread_id: str, state: RunState, snapshot: StateSnapshot
+) -> dict[str, Any]:
+    """Everything the HTML page shows about a stored run, as JSON-ready data.
 
-    async def run_report(self, thread_id: str | None = None) -> dict[str, Any]:
-        """Everything the HTML page shows about a run, as JSON-ready data."""
-        thread, state, snapshot = await self._state(thread_id)
-        record = await self.store.get_run(thread)
-        trace = await self.get_execution_trace(thread)
-        timeline = trace["timeline"]
-        path = [row["stage"] for row in timeline]
-        history = [entry.to_dict() for entry in await self.ahistory(thread)]
-        visits = dict(Counter(path))
-        return {
-            "thread_id": thread,
-            "task": state.get("task", ""),
-            "status": (await self.get_agent_state(thread))["status"],
-            "origin": record["origin"] if record else "run",
-            "parent_thread_id": record["parent_thread_id"] if record else None,
-            "created_at": record["created_at"] if record else None,
-            "final_text": state.get("final_text"),
-            "error": record["error"] if record else None,
-            "system_prompt": await self.get_system_prompt(thread),
-            "iterations": state.get("iteration", 0),
-            "usage": await self.get_token_usage(thread),
-            "timeline": timeline,
-            "path": path,
-            "visits": visits,
-            "tool_calls": trace["tool_calls"],
-            "gates": [row for row in timeline if row["stage"] == "gate"],
-            "pending_gate": snapshot.interrupts[0].value if snapshot.interrupts else None,
-            "plans": list(state.get("plans", [])),
-            "messages": list(state.get("messages", [])),
-            "model_calls": await self.get_usage_history(thread),
-            "history": history,
-            "mermaid": mermaid(visits),
-        }
+    ``state`` and ``snapshot`` are the run's latest; the rest is read through the archive.
+    """
+    record = await archive.store.get_run(thread_id)
+    trace = await archive.get_execution_trace(thread_id)
+    timeline = trace["timeline"]
+    path = [row["stage"] for row in timeline]
+    history = [entry.to_dict() for entry in await archive.ahistory(thread_id)]
+    visits = dict(Counter(path))
+    return {
+        "thread_id": thread_id,
+        "task": state.get("task", ""),
+        "status": (await archive.get_agent_state(thread_id))["status"],
+        "origin": record["origin"] if record else "run",
+        "parent_thread_id": record["parent_thread_id"] if record else None,
+        "created_at": record["created_at"] if record else None,
+        "final_text": state.get("final_text"),
+        "error": record["error"] if record else None,
+        "system_prompt": await archive.get_system_prompt(thread_id),
+        "iterations": state.get("iteration", 0),
+        "usage": await archive.get_token_usage(thread_id),
+        "timeline": timeline,
+        "path": path,
+        "visits": visits,
+        "tool_calls": trace["tool_calls"],
+        "gates": [row for row in timeline if row["stage"] == "gate"],
+        "pending_gate": snapshot.interrupts[0].value if snapshot.interrupts else None,
+        "plans": list(state.get("plans", [])),
+        "messages": list(state.get("messages", [])),
+        "model_calls": await archive.get_usage_history(thread_id),
+        "history": history,
+        "mermaid": mermaid(visits),
+    }
 
-    async def export_html(self, thread_id: str | None, path: str | Path) -> Path:
-        """Write the run's page to ``path`` (one file, nothing fetched when it is opened)."""
-        page = render_html(await self.run_report(thread_id))
-        return await asyncio.to_thread(_write, Path(path), page)
+
+async def write_page(target: Path, report: dict[str, Any]) -> Path:
+    """Write the page of a run's report to ``target`` (off the event loop)."""
+    return await asyncio.to_thread(_write, target, render_html(report))
 
 
 def _write(target: Path, text: str) -> Path:

@@ -5,6 +5,7 @@ the ``BaseCheckpointSaver`` API only (``alist``, ``aput``, ``aput_writes``), so 
 any checkpointer, the SQLite one and the delta one alike. LangGraph's own ``copy_thread`` is not
 implemented by the SQLite saver, and would copy more than a fork wants (see `copy_run`).
 
+The archive (`ai_agent.graph.archive.RunArchive`) reads and forks through these functions; its
 ``history()`` and ``fork()`` are the blocking forms the design documents. ``history()`` may be
 called anywhere, even on a thread whose event loop is running (a notebook): it reads through a
 private connection on a worker thread, which SQLite's WAL mode lets read while others write.
@@ -20,23 +21,20 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
-from langgraph.types import Interrupt
 
-from ai_agent.checkpoints import RunOrigin, open_checkpointer
-from ai_agent.checkpoints.store import new_thread_id
 from ai_agent.checkpoints.versions import check_state_version, stamped, upgrade_state
 from ai_agent.errors import RunError, UnknownCheckpointError, UnknownThreadError
-from ai_agent.graph.build import build_graph
-from ai_agent.graph.core import AgentCore, config_for
+from ai_agent.graph.database import RunDatabase, checkpoint_config, config_for, new_thread_id
 from ai_agent.graph.summary import change_summary
 from ai_agent.state import RunState, TraceEvent
 
 if TYPE_CHECKING:
     from langgraph.types import StateSnapshot
 
-__all__ = ["HistoryEntry", "HistoryMixin", "checkpoint_config", "copy_run", "run_blocking"]
+    from ai_agent.checkpoints import RunOrigin
+
+__all__ = ["HistoryEntry", "copy_run", "fork_run", "history_of", "run_blocking", "values_of"]
 
 T = TypeVar("T")
 _INTERRUPT = "__interrupt__"  # LangGraph's channel for a pending interrupt
@@ -80,6 +78,12 @@ def run_blocking(factory: Callable[[], Coroutine[Any, Any, T]]) -> T:
     """Run a coroutine to completion from synchronous code.
 
     It runs on a worker thread if this thread already runs an event loop.
+
+    Examples:
+        >>> async def answer() -> int:
+        ...     return 42
+        >>> run_blocking(answer)
+        42
     """
     try:
         asyncio.get_running_loop()
@@ -87,11 +91,6 @@ def run_blocking(factory: Callable[[], Coroutine[Any, Any, T]]) -> T:
         return asyncio.run(factory())
     with ThreadPoolExecutor(1) as pool:
         return pool.submit(lambda: asyncio.run(factory())).result()
-
-
-def checkpoint_config(thread_id: str, checkpoint_id: str | None = None) -> RunnableConfig:
-    """``config_for`` typed for the checkpointer API."""
-    return cast(RunnableConfig, config_for(thread_id, checkpoint_id=checkpoint_id))
 
 
 def _id(config: Mapping[str, Any] | None) -> str | None:
@@ -217,6 +216,8 @@ async def copy_run(
 
 def _retarget(value: Any, source: str, target: str) -> Any:
     """A paused gate's interrupts, with the prompt's "resume THREAD" naming the fork."""
+    from langgraph.types import Interrupt  # LangGraph's runtime: read checkpoints bring it
+
     if not isinstance(value, list):
         return value
     out = []
@@ -239,113 +240,41 @@ def _fork_status(snapshot: StateSnapshot) -> tuple[str, dict[str, Any] | None]:
     return str(values.get("status") or "completed"), None
 
 
-class HistoryMixin(AgentCore):
-    """``history`` / ``ahistory`` and ``fork`` / ``afork`` (see the module docstring)."""
+async def fork_run(
+    database: RunDatabase,
+    thread_id: str,
+    checkpoint_id: str,
+    update: Mapping[str, Any] | None,
+    *,
+    origin: RunOrigin,
+) -> str:
+    """Copy a run up to a checkpoint into a new thread, with its run row; return the new id.
 
-    def history(self, thread_id: str) -> list[HistoryEntry]:
-        """The run's checkpoints, oldest first: id, parent, step, stage, time and what changed.
-
-        Blocking; safe anywhere (it reads through its own connection).
-
-        Raises:
-            UnknownThreadError: the thread has no checkpoints.
-
-        Examples:
-            >>> import asyncio, tempfile, os
-            >>> from ai_agent import Agent
-            >>> from ai_agent.testing import ScriptedModel
-            >>> d = tempfile.mkdtemp()
-            >>> agent = Agent(model=ScriptedModel(["hi"]), memory_path=None,
-            ...               checkpoint_path=os.path.join(d, "c.sqlite"))
-            >>> res = agent.run_sync("greet")
-            >>> [(e.step, e.stage) for e in agent.history(res.thread_id)][:4]
-            [(-1, 'input'), (0, 'start'), (1, 'recall'), (2, 'draft')]
-        """
-
-        async def read() -> list[HistoryEntry]:
-            async with open_checkpointer(self.database) as saver:
-                return await history_of(build_graph(saver), thread_id)
-
-        return run_blocking(read)
-
-    async def ahistory(self, thread_id: str) -> list[HistoryEntry]:
-        """``history`` for async code."""
-        async with self._graph() as graph:
-            return await history_of(graph, thread_id)
-
-    def fork(
-        self, thread_id: str, checkpoint_id: str, update: Mapping[str, Any] | None = None
-    ) -> str:
-        """Copy a run up to a checkpoint into a new thread; return the new thread's id.
-
-        Blocking; in async code use ``await afork(...)``. See `afork`.
-
-        Raises:
-            RunError: called on a thread that runs an event loop.
-        """
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run(self._closing(self.afork(thread_id, checkpoint_id, update)))
-        raise RunError("fork() blocks; in async code use `await agent.afork(...)`")
-
-    async def afork(
-        self, thread_id: str, checkpoint_id: str, update: Mapping[str, Any] | None = None
-    ) -> str:
-        """Copy a run up to a checkpoint into a new thread, ready to resume.
-
-        The original is never changed.
-
-        The fork has the run's state as it was at that checkpoint: its messages, its tools, and
-        its grants on record (a fork from before an approval does not have it; a grant from
-        before the fork point is bound to the original run and covers nothing in the fork, so
-        a person is asked again). ``resume(new_id)``
-        continues it from there; a fork at a paused gate is paused, so ``resume(new_id, plan)``
-        answers it with another plan.
-
-        Args:
-            thread_id: The run to fork.
-            checkpoint_id: Where (``history`` lists the ids).
-            update: State values applied to the fork as if the stage that wrote the checkpoint
-                had returned them (through the state's reducers: a list of messages is
-                appended; ``{"replace": [...]}`` replaces).
-
-        Raises:
-            UnknownThreadError / UnknownCheckpointError: no such run or checkpoint.
-            RunError: ``update`` was given for a paused gate (resume the fork with a plan
-                instead) or for the run's input.
-        """
-        return await self._fork(thread_id, checkpoint_id, update, origin="fork")
-
-    async def _fork(
-        self,
-        thread_id: str,
-        checkpoint_id: str,
-        update: Mapping[str, Any] | None,
-        *,
-        origin: RunOrigin,
-    ) -> str:
-        new = new_thread_id()
-        async with self._graph() as graph:
-            head = await copy_run(graph.checkpointer, thread_id, new, checkpoint_id)
-            check_state_version(head.metadata, f"checkpoint {checkpoint_id} of {thread_id}")
-            if update:
-                await _apply_update(graph, new, head, update)
-            snapshot = await graph.aget_state(config_for(new))
-        status, gate = _fork_status(snapshot)
-        record = await self.store.get_run(thread_id)
-        task = record["task"] if record else str((snapshot.values or {}).get("task", ""))
-        await self.store.create_run(
-            new,
-            task,
-            parent_thread_id=thread_id,
-            origin=origin,
-            fork_checkpoint_id=checkpoint_id,
-            status=status,
-        )
-        if gate is not None:
-            await self.store.update_run(new, status=status, gate=gate)
-        return new
+    The arguments and the errors are those of ``Agent.afork``; ``origin`` says what made the
+    copy (``fork`` or ``replay``).
+    """
+    new = new_thread_id()
+    async with database.graph() as graph:
+        head = await copy_run(graph.checkpointer, thread_id, new, checkpoint_id)
+        check_state_version(head.metadata, f"checkpoint {checkpoint_id} of {thread_id}")
+        if update:
+            await _apply_update(graph, new, head, update)
+        snapshot = await graph.aget_state(config_for(new))
+    status, gate = _fork_status(snapshot)
+    store = database.store
+    record = await store.get_run(thread_id)
+    task = record["task"] if record else str((snapshot.values or {}).get("task", ""))
+    await store.create_run(
+        new,
+        task,
+        parent_thread_id=thread_id,
+        origin=origin,
+        fork_checkpoint_id=checkpoint_id,
+        status=status,
+    )
+    if gate is not None:
+        await store.update_run(new, status=status, gate=gate)
+    return new
 
 
 async def _apply_update(

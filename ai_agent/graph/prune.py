@@ -26,13 +26,12 @@ from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 
-from ai_agent.checkpoints import RunRecord
-from ai_agent.checkpoints.store import check_thread_id
+from ai_agent.checkpoints import Location, RunRecord, RunStoreProtocol
 from ai_agent.errors import ConfigError, ThreadBusyError, UnknownThreadError
-from ai_agent.graph.core import AgentCore
-from ai_agent.graph.history import checkpoint_config as _config
+from ai_agent.graph.database import RunDatabase, check_thread_id
+from ai_agent.graph.database import checkpoint_config as _config
 
-__all__ = ["PruneMixin", "PruneReport"]
+__all__ = ["PruneReport", "keep_latest", "prune_runs"]
 
 _FINISHED = ("completed", "cancelled")
 
@@ -105,108 +104,105 @@ async def keep_latest(saver: BaseCheckpointSaver[Any], thread_id: str) -> int:
     return count - 1
 
 
-class PruneMixin(AgentCore):
-    """``prune`` (see the module docstring)."""
+async def prune_runs(
+    database: RunDatabase,
+    thread_id: str | None = None,
+    *,
+    older_than_days: float | None = None,
+    keep_last: int | None = None,
+    vacuum: bool = True,
+) -> PruneReport:
+    """Prune one run, the runs not updated for some days, or all but the latest N runs.
 
-    async def prune(
-        self,
-        thread_id: str | None = None,
-        *,
-        older_than_days: float | None = None,
-        keep_last: int | None = None,
-        vacuum: bool = True,
-    ) -> PruneReport:
-        """Prune one run, the runs not updated for some days, or all but the latest N runs.
+    The arguments and the errors are those of ``Agent.prune``.
+    """
+    store = database.store
+    selected = await _select(store, thread_id, older_than_days, keep_last)
+    keep = {r["thread_id"] for r in await store.list_runs(limit=None)} - {
+        r["thread_id"] for r in selected
+    }
+    before = _size(database.location)
+    pruned: list[str] = []
+    skipped: dict[str, str] = {}
+    checkpoints = calls = 0
+    for record in selected:
+        outcome = await _prune_one(database, record, keep)
+        if isinstance(outcome, str):
+            skipped[record["thread_id"]] = outcome
+            continue
+        pruned.append(record["thread_id"])
+        checkpoints, calls = checkpoints + outcome[0], calls + outcome[1]
+    vacuumed = await _vacuum(store) if vacuum else False
+    return PruneReport(
+        pruned=pruned,
+        skipped=skipped,
+        checkpoints_deleted=checkpoints,
+        calls_deleted=calls,
+        bytes_before=before,
+        bytes_after=_size(database.location),
+        vacuumed=vacuumed,
+    )
 
-        Args:
-            thread_id: Prune this run.
-            older_than_days: Prune the runs last updated more than this many days ago.
-            keep_last: Prune all but the N most recently updated runs.
-            vacuum: Reclaim the space afterwards (SQLite ``VACUUM``).
 
-        Raises:
-            ConfigError: not exactly one of the three was given, or a negative number.
-            UnknownThreadError: ``thread_id`` names no run.
-        """
-        selected = await self._select(thread_id, older_than_days, keep_last)
-        keep = {r["thread_id"] for r in await self.store.list_runs(limit=None)} - {
-            r["thread_id"] for r in selected
-        }
-        before = self._size()
-        pruned: list[str] = []
-        skipped: dict[str, str] = {}
-        checkpoints = calls = 0
-        for record in selected:
-            outcome = await self._prune_one(record, keep)
-            if isinstance(outcome, str):
-                skipped[record["thread_id"]] = outcome
-                continue
-            pruned.append(record["thread_id"])
-            checkpoints, calls = checkpoints + outcome[0], calls + outcome[1]
-        vacuumed = await self._vacuum() if vacuum else False
-        return PruneReport(
-            pruned=pruned,
-            skipped=skipped,
-            checkpoints_deleted=checkpoints,
-            calls_deleted=calls,
-            bytes_before=before,
-            bytes_after=self._size(),
-            vacuumed=vacuumed,
-        )
+async def _select(
+    store: RunStoreProtocol,
+    thread_id: str | None,
+    older_than_days: float | None,
+    keep_last: int | None,
+) -> list[RunRecord]:
+    given = [x for x in (thread_id, older_than_days, keep_last) if x is not None]
+    if len(given) != 1:
+        raise ConfigError("prune needs exactly one of: a thread id, older_than_days, keep_last")
+    if thread_id is not None:
+        record = await store.get_run(check_thread_id(thread_id))
+        if record is None:
+            raise UnknownThreadError(f"no run with thread id {thread_id}")
+        return [record]
+    runs = await store.list_runs(limit=None)  # most recently updated first
+    if keep_last is not None:
+        if keep_last < 0:
+            raise ConfigError(f"keep_last must be 0 or more (got {keep_last})")
+        return runs[keep_last:]
+    days = float(older_than_days or 0)
+    if days < 0:
+        raise ConfigError(f"older_than_days must be 0 or more (got {days:g})")
+    cutoff = time.time() - days * 86400
+    return [r for r in runs if r["updated_at"] < cutoff]
 
-    async def _select(
-        self, thread_id: str | None, older_than_days: float | None, keep_last: int | None
-    ) -> list[RunRecord]:
-        given = [x for x in (thread_id, older_than_days, keep_last) if x is not None]
-        if len(given) != 1:
-            raise ConfigError("prune needs exactly one of: a thread id, older_than_days, keep_last")
-        if thread_id is not None:
-            record = await self.store.get_run(check_thread_id(thread_id))
-            if record is None:
-                raise UnknownThreadError(f"no run with thread id {thread_id}")
-            return [record]
-        runs = await self.store.list_runs(limit=None)  # most recently updated first
-        if keep_last is not None:
-            if keep_last < 0:
-                raise ConfigError(f"keep_last must be 0 or more (got {keep_last})")
-            return runs[keep_last:]
-        days = float(older_than_days or 0)
-        if days < 0:
-            raise ConfigError(f"older_than_days must be 0 or more (got {days:g})")
-        cutoff = time.time() - days * 86400
-        return [r for r in runs if r["updated_at"] < cutoff]
 
-    async def _prune_one(self, record: RunRecord, keep: set[str]) -> tuple[int, int] | str:
-        thread = record["thread_id"]
-        try:
-            lease = await self.store.acquire(thread)
-        except ThreadBusyError:
-            return "another process is working on it"
-        try:
-            async with self._graph() as graph:
-                deleted = await keep_latest(graph.checkpointer, thread)
-            children = await self.store.list_runs(parent_thread_id=thread, limit=None)
-            calls = 0
-            if not any(c["thread_id"] in keep for c in children):
-                calls = await self.store.delete_calls(thread)
-            if record["status"] in _FINISHED:
-                await self.store.delete_journal(thread)
-        finally:
-            await self.store.release(lease)
-        return deleted, calls
+async def _prune_one(
+    database: RunDatabase, record: RunRecord, keep: set[str]
+) -> tuple[int, int] | str:
+    thread, store = record["thread_id"], database.store
+    try:
+        lease = await store.acquire(thread)
+    except ThreadBusyError:
+        return "another process is working on it"
+    try:
+        async with database.graph() as graph:
+            deleted = await keep_latest(graph.checkpointer, thread)
+        children = await store.list_runs(parent_thread_id=thread, limit=None)
+        calls = 0
+        if not any(c["thread_id"] in keep for c in children):
+            calls = await store.delete_calls(thread)
+        if record["status"] in _FINISHED:
+            await store.delete_journal(thread)
+    finally:
+        await store.release(lease)
+    return deleted, calls
 
-    async def _vacuum(self) -> bool:
-        try:
-            await self.store.vacuum()
-        except sqlite3.OperationalError:  # another connection is mid-transaction: try later
-            return False
-        return True
 
-    def _size(self) -> int:
-        if not isinstance(self.database, Path):  # PostgreSQL: the server manages its files
-            return 0
-        paths = [
-            self.checkpoint_path,
-            self.checkpoint_path.with_name(self.checkpoint_path.name + "-wal"),
-        ]
-        return sum(p.stat().st_size for p in paths if p.exists())
+async def _vacuum(store: RunStoreProtocol) -> bool:
+    try:
+        await store.vacuum()
+    except sqlite3.OperationalError:  # another connection is mid-transaction: try later
+        return False
+    return True
+
+
+def _size(location: Location) -> int:
+    """The SQLite file and its WAL, in bytes (0 for PostgreSQL: the server manages its files)."""
+    if not isinstance(location, Path):
+        return 0
+    paths = [location, location.with_name(location.name + "-wal")]
+    return sum(p.stat().st_size for p in paths if p.exists())

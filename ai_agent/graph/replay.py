@@ -22,15 +22,15 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langgraph.types import Command
 
 from ai_agent.checkpoints.recorded import CallPosition, ModelCallRecord, ToolCallRecord
-from ai_agent.context import RunContext
+from ai_agent.context import RunContext, RunPolicy
 from ai_agent.errors import ConfigError, ReplayDivergedError, UnknownCheckpointError
-from ai_agent.graph.core import config_for
-from ai_agent.graph.history import HistoryEntry, HistoryMixin, values_of
+from ai_agent.graph.database import RunDatabase, config_for
+from ai_agent.graph.history import HistoryEntry, fork_run, history_of, values_of
 from ai_agent.graph.player import (
     ReplayMode,
     ReplayModel,
@@ -43,7 +43,11 @@ from ai_agent.graph.player import (
 from ai_agent.graph.result import RunResult
 from ai_agent.state import TraceEvent
 
-__all__ = ["REPLAY_MODES", "ReplayMixin", "trace_signature"]
+if TYPE_CHECKING:
+    from ai_agent.graph.driving import Runner
+    from ai_agent.tools.registry import ToolRegistry
+
+__all__ = ["REPLAY_MODES", "Replayer", "trace_signature"]
 
 REPLAY_MODES: tuple[ReplayMode, ...] = ("recorded", "live", "live-after")
 # recall is the first stage of every run: step -1 is the input, 0 the start, 1 recall.
@@ -74,62 +78,45 @@ def trace_signature(trace: Sequence[TraceEvent]) -> list[tuple[Any, ...]]:
     ]
 
 
-class ReplayMixin(HistoryMixin):
-    """``replay`` (see the module docstring)."""
+class Replayer:
+    """Replays stored runs of one database (see the module docstring).
+
+    Args:
+        database: The run store and the checkpointer.
+        runner: Builds the replay's run context and drives it.
+        catalog: The Agent's tools: their schemas are what the replayed model is offered, and
+            a live part of the replay calls them.
+        policy: The Agent's run policy (a recorded replay runs it without long-term memory).
+    """
+
+    def __init__(
+        self, database: RunDatabase, runner: Runner, catalog: ToolRegistry, policy: RunPolicy
+    ) -> None:
+        self.database = database
+        self.runner = runner
+        self.catalog = catalog
+        self.policy = policy
 
     async def replay(
         self, thread_id: str, checkpoint_id: str | None = None, mode: ReplayMode = "recorded"
     ) -> RunResult:
-        """Re-execute a stored run into a new thread and return the new thread's RunResult.
-
-        Args:
-            thread_id: The run to replay.
-            checkpoint_id: Where to start (``recorded``, ``live``; default: the beginning), or
-                where to switch to live (``live-after``; default: the original's last
-                checkpoint).
-            mode: ``"recorded"``, ``"live"`` or ``"live-after"``.
-
-        Returns:
-            The replay's RunResult. When the recording could not answer a call, the replay
-            stops there (status ``failed``, or ``paused`` at a gate the original did not stop
-            at) and ``result.divergence`` says where and how the new call differs.
-
-        Raises:
-            ConfigError: an unknown mode.
-            UnknownThreadError / UnknownCheckpointError: no such run or checkpoint.
-
-        Examples:
-            >>> import asyncio, tempfile, os
-            >>> from ai_agent import Agent
-            >>> from ai_agent.testing import ScriptedModel
-            >>> async def demo():
-            ...     db = os.path.join(tempfile.mkdtemp(), "c.sqlite")
-            ...     async with Agent(model=ScriptedModel(["hi"]), checkpoint_path=db,
-            ...                      memory_path=None) as agent:
-            ...         original = await agent.run("greet")
-            ...     # Another Agent, whose model would fail: the replay never asks it.
-            ...     async with Agent(model=ScriptedModel([]), checkpoint_path=db,
-            ...                      memory_path=None) as agent:
-            ...         again = await agent.replay(original.thread_id)
-            ...     return again.final_text, again.thread_id != original.thread_id
-            >>> asyncio.run(demo())
-            ('hi', True)
-        """
+        """Re-execute a stored run into a new thread (see ``RunArchive.replay``)."""
         if mode not in REPLAY_MODES:
             raise ConfigError(f"unknown replay mode {mode!r}; use one of {', '.join(REPLAY_MODES)}")
         # The tools open (graph/tooling.py): an MCP tool's schema is the one the model saw; a
         # server that fails only loses its tools (a replay hears no start-up issues).
-        async with self._tool_session():
+        async with self.runner.tool_session():
             return await self._replay(thread_id, checkpoint_id, mode)
 
     async def _replay(
         self, thread_id: str, checkpoint_id: str | None, mode: ReplayMode
     ) -> RunResult:
-        entries = await self.ahistory(thread_id)
+        async with self.database.graph() as graph:
+            entries = await history_of(graph, thread_id)
         chosen = _entry(entries, checkpoint_id, thread_id) if checkpoint_id else None
         start = entries[0] if mode == "live-after" or chosen is None else chosen
         switch = (chosen or entries[-1]).step if mode == "live-after" else None
-        new = await self._fork(thread_id, start.checkpoint_id, None, origin="replay")
+        new = await fork_run(self.database, thread_id, start.checkpoint_id, None, origin="replay")
         session = await self._session(thread_id, new, mode, switch, start)
         return await self._play(session)
 
@@ -142,7 +129,7 @@ class ReplayMixin(HistoryMixin):
         start: HistoryEntry,
     ) -> ReplaySession:
         models, tools = await self._recording(source)
-        async with self._graph() as graph:
+        async with self.database.graph() as graph:
             head = await graph.aget_state(config_for(source))
             at_start = await graph.aget_state(config_for(source, checkpoint_id=start.checkpoint_id))
         plans = list(values_of(head).get("plans", []))
@@ -152,12 +139,12 @@ class ReplayMixin(HistoryMixin):
             mode=mode,
             switch_step=switch,
             tape=Tape(models, tools),
-            store=self.store,
+            store=self.database.store,
             plans=plans,
             applied=len(values_of(at_start).get("plans", [])),
             source_paused=bool(head.interrupts),
-            live_model=self._model,
-            catalog=list(self.registry),
+            live_model=self.runner.model,
+            catalog=list(self.catalog),
         )
 
     async def _recording(
@@ -167,23 +154,24 @@ class ReplayMixin(HistoryMixin):
 
         A fork's first steps were made, and recorded, by its parent.
         """
-        models = await self.store.model_calls(thread_id)
-        tools = await self.store.tool_calls(thread_id)
-        record = await self.store.get_run(thread_id)
+        store = self.database.store
+        models = await store.model_calls(thread_id)
+        tools = await store.tool_calls(thread_id)
+        record = await store.get_run(thread_id)
         seen = {thread_id}
         while record and record["parent_thread_id"] and record["parent_thread_id"] not in seen:
             parent, cut = record["parent_thread_id"], await self._fork_step(record)
             seen.add(parent)
-            models = [m for m in await self.store.model_calls(parent) if _before(m, cut)] + models
-            tools = [t for t in await self.store.tool_calls(parent) if _before(t, cut)] + tools
-            record = await self.store.get_run(parent)
+            models = [m for m in await store.model_calls(parent) if _before(m, cut)] + models
+            tools = [t for t in await store.tool_calls(parent) if _before(t, cut)] + tools
+            record = await store.get_run(parent)
         return models, tools
 
     async def _fork_step(self, record: Any) -> int | None:
         checkpoint = record["fork_checkpoint_id"]
         if not checkpoint:
             return None
-        async with self._graph() as graph:
+        async with self.database.graph() as graph:
             snapshot = await graph.aget_state(
                 config_for(record["thread_id"], checkpoint_id=checkpoint)
             )
@@ -191,13 +179,14 @@ class ReplayMixin(HistoryMixin):
         return int(step) if step is not None else None
 
     async def _replay_context(self, session: ReplaySession, start_step: int) -> RunContext:
-        context = await self._context(
+        runner = self.runner
+        context = await runner.context(
             session.thread_id,
-            model=ReplayModel(session, self.generation_params()),
-            tools=ReplayToolBox(session, self.registry),
+            model=ReplayModel(session, runner.generation_params()),
+            tools=ReplayToolBox(session, self.catalog),
         )
         hooks = dataclasses.replace(
-            self.hooks, query_user_plan=plan_hook(session, self.hooks.query_user_plan)
+            runner.hooks, query_user_plan=plan_hook(session, runner.hooks.query_user_plan)
         )
         changes: dict[str, Any] = {}
         if start_step < _RECALL_STEP and session.recorded_at(_RECALL_STEP):
@@ -218,7 +207,7 @@ class ReplayMixin(HistoryMixin):
         return dataclasses.replace(context, hooks=hooks, **changes)
 
     async def _head(self, thread_id: str) -> Any:
-        async with self._graph() as graph:
+        async with self.database.graph() as graph:
             return await graph.aget_state(config_for(thread_id))
 
     async def _play(self, session: ReplaySession) -> RunResult:
@@ -227,8 +216,8 @@ class ReplayMixin(HistoryMixin):
         context = await self._replay_context(session, int((head.metadata or {}).get("step", -1)))
         graph_input: Any = None
         while True:
-            lease = await self.store.acquire(session.thread_id)
-            result = await self._drive(session.thread_id, graph_input, lease, context)
+            lease = await self.database.store.acquire(session.thread_id)
+            result = await self.runner.drive(session.thread_id, graph_input, lease, context)
             session.resuming = False
             if session.divergence is not None:
                 return await self._diverged(session, result)
@@ -258,7 +247,7 @@ class ReplayMixin(HistoryMixin):
 
     async def _diverged(self, session: ReplaySession, result: RunResult) -> RunResult:
         if session.forget is not None:  # act journaled the call before the player refused it
-            await self.store.forget(session.thread_id, *session.forget)
+            await self.database.store.forget(session.thread_id, *session.forget)
         return dataclasses.replace(result, divergence=session.divergence)
 
 

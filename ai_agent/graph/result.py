@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from ai_agent.graph.divergence import DivergenceReport
-from ai_agent.state import GateReport, TraceEvent
+from ai_agent.state import GateReport, RunState, TraceEvent
 
-__all__ = ["RunResult", "RunStatusName"]
+if TYPE_CHECKING:
+    from langgraph.types import StateSnapshot
+
+__all__ = ["RunResult", "RunStatusName", "is_pending", "result_of"]
 
 RunStatusName = Literal["completed", "paused", "failed", "cancelled"]
 
@@ -44,3 +47,44 @@ class RunResult:
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (what ``--json`` prints)."""
         return asdict(self)
+
+
+def result_of(thread_id: str, snapshot: StateSnapshot) -> RunResult:
+    """The RunResult a run's latest checkpoint stands for."""
+    values = cast(RunState, snapshot.values)
+    common: dict[str, Any] = {
+        "thread_id": thread_id,
+        "trace": list(values.get("trace", [])),
+        "usage": dict(values.get("usage") or {}),
+        "iterations": values.get("iteration", 0),
+    }
+    if snapshot.interrupts:
+        gate: GateReport = snapshot.interrupts[0].value
+        # The gate stage has not returned (it waits inside its interrupt), so its trace line is
+        # added here: the trace shows where the run stands.
+        common["trace"].append(
+            TraceEvent(
+                stage="gate",
+                iteration=gate["iteration"],
+                status="paused",
+                gate_score=gate["severity"],
+                detail=", ".join(i["code"] for i in gate["issues"]),
+            )
+        )
+        return RunResult(status="paused", gate=gate, **common)
+    if is_pending(snapshot):
+        return RunResult(status="failed", error="the run stopped before finishing", **common)
+    status: RunStatusName = "cancelled" if values.get("status") == "cancelled" else "completed"
+    return RunResult(
+        status=status, final_text=values.get("final_text"), gate=values.get("gate"), **common
+    )
+
+
+def is_pending(snapshot: StateSnapshot) -> bool:
+    """Whether the run stopped with work left in its step (a crash, a failure).
+
+    ``next`` lists only the step's tasks that have no stored writes: when every task of the
+    step finished and stored its writes but the checkpoint after them was never written, it is
+    empty while ``tasks`` still holds the step.
+    """
+    return bool(snapshot.next or snapshot.tasks)

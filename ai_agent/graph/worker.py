@@ -1,7 +1,7 @@
 """Workers: plans arrive in a queue, and worker processes resume the runs they answer.
 
 A paused run does not need a process waiting for its plan. A person (or a program) queues the
-plan with `WorkerMixin.submit_plan` (``ai-agent resume THREAD --plan ... --queue``): it is
+plan with ``Agent.submit_plan`` (``ai-agent resume THREAD --plan ... --queue``): it is
 checked against the pending gate there and then, and stored in the run store's plan queue
 (``ai_agent.checkpoints.plans``). Any number of `Worker` processes (``ai-agent worker``),
 on any machine that reaches the database, poll the queue and serve each plan:
@@ -47,23 +47,23 @@ import socket
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from ai_agent.checkpoints.plans import PlanRecord
-from ai_agent.checkpoints.store import check_thread_id
 from ai_agent.errors import AgentError, PlanRefusedError, RunError, ThreadBusyError
-from ai_agent.graph.core import AgentCore, config_for
+from ai_agent.graph.database import RunDatabase, config_for
 from ai_agent.graph.result import RunResult
-from ai_agent.nodes.gate import parse_plan
 from ai_agent.observability.logs import engine_logger
 from ai_agent.state import Issue, UserPlan
 
 if TYPE_CHECKING:
     from langgraph.types import Command, StateSnapshot
 
+    from ai_agent.checkpoints import RunStoreProtocol
     from ai_agent.checkpoints.runstore import Lease
+    from ai_agent.graph.driving import Runner
 
-__all__ = ["PlanOutcome", "Worker", "WorkerEvent", "WorkerMixin"]
+__all__ = ["PlanOutcome", "PlanQueue", "PlanServer", "Worker", "WorkerEvent"]
 
 WorkerEvent = dict[str, Any]
 
@@ -82,6 +82,10 @@ class PlanOutcome:
         run_status: The run's status afterwards (completed, paused, failed, cancelled), when done.
         error: Why the plan failed, or how the run failed.
         seconds: Time from claiming the plan to recording its outcome.
+
+    Examples:
+        >>> PlanOutcome(7, "order-42", "done", run_status="completed").to_dict()["run_status"]
+        'completed'
     """
 
     plan_id: int
@@ -96,51 +100,49 @@ class PlanOutcome:
         return asdict(self)
 
 
+class PlanServer(Protocol):
+    """What a `Worker` serves plans with: an Agent (or its archive)."""
+
+    @property
+    def store(self) -> RunStoreProtocol:
+        """The run store whose plan queue is served."""
+
+    async def serve_plan(self, plan: PlanRecord, worker: str) -> PlanOutcome | None:
+        """Serve one plan (see `ai_agent.graph.archive.RunArchive.serve_plan`)."""
+
+
 def _checkpoint_id(snapshot: StateSnapshot) -> str | None:
     configurable = (snapshot.config or {}).get("configurable", {})
     value = configurable.get("checkpoint_id")
     return str(value) if value is not None else None
 
 
-class WorkerMixin(AgentCore):
-    """``submit_plan``, ``list_plans`` and ``serve_plan`` (see the module docstring)."""
+class PlanQueue:
+    """The plan queue of one database, served with the Agent's runner (see the module docstring).
 
-    async def submit_plan(self, thread_id: str, plan: UserPlan | Mapping[str, Any]) -> PlanRecord:
-        """Queue a plan for a run paused at the gate; a worker resumes the run with it.
+    Args:
+        database: The run store and the checkpointer.
+        runner: Gives the runner that checks plans and resumes runs (or raises RunError).
+        on_drive: Told which thread a served plan resumes.
+    """
 
-        The plan is checked now, against the pending gate and this Agent's tools, so a mistake
-        is reported to the person who wrote it, not found later by a worker. It is queued with
-        the token of the paused gate's report (read from the paused checkpoint), which the
-        worker requires: the plan answers that gate and no other.
+    def __init__(
+        self,
+        database: RunDatabase,
+        runner: Callable[[str], Runner],
+        *,
+        on_drive: Callable[[str], None],
+    ) -> None:
+        self.database = database
+        self._runner = runner
+        self._on_drive = on_drive
 
-        Raises:
-            UnknownThreadError: no such run.
-            InvalidPlanError: the plan does not fit the pending gate.
-            PlanRefusedError: it carries the token of another (earlier) gate, or the run is
-                paused at a gate of an older ai-agent, which hands out no token.
-            NothingPendingError / RunError: the run is not paused at the gate, or a plan for
-                it is already queued.
+    async def submit(self, thread_id: str, plan: UserPlan | Mapping[str, Any]) -> PlanRecord:
+        """Check a plan against the paused gate and queue it with the gate's token."""
+        from ai_agent.nodes.gate import parse_plan  # the stages: only when a plan is queued
 
-        Examples:
-            >>> import asyncio, tempfile, os
-            >>> from ai_agent import Agent, ToolCategory, ToolSpec
-            >>> from ai_agent.testing import ScriptedModel
-            >>> note = ToolSpec("note", lambda args, ctx: {"status": "ok", "content": "ok"},
-            ...                 description="Write a note.", category=ToolCategory.MODIFICATION)
-            >>> async def demo():
-            ...     with tempfile.TemporaryDirectory() as d:
-            ...         turns = [{"tool_calls": [{"name": "note", "args": {}}]}, {"text": "noted"}]
-            ...         agent = Agent(model=ScriptedModel(turns), tools=[note], memory_path=None,
-            ...                       checkpoint_path=os.path.join(d, "c.sqlite"))
-            ...         async with agent:
-            ...             paused = await agent.run("take a note")
-            ...             queued = await agent.submit_plan(paused.thread_id, {"approve": ["*"]})
-            ...             (outcome,) = await Worker(agent).run(once=True)
-            ...         return paused.status, queued["status"], outcome.run_status
-            >>> asyncio.run(demo())
-            ('paused', 'queued', 'completed')
-        """
-        async with self._graph() as graph:
+        runner = self._runner("queueing a plan")
+        async with self.database.graph() as graph:
             snapshot = await graph.aget_state(config_for(thread_id))
         parsed = parse_plan(plan)
         if parsed.gate_token is None and snapshot.interrupts:
@@ -148,56 +150,46 @@ class WorkerMixin(AgentCore):
             parsed = parsed.model_copy(update={"gate_token": token})
         # The checks of a resume: unknown thread, nothing pending, not waiting for a plan (a
         # crashed run is resumed without one), a plan that does not fit the gate, its token.
-        await self._resume_input(thread_id, snapshot, parsed, token_required=True)
-        plan_data = self.secrets.scrub(parsed.model_dump(mode="json"))  # kept in the queue
-        return await self.store.submit_plan(
+        await runner.resume_input(thread_id, snapshot, parsed, token_required=True)
+        plan_data = runner.scrub(parsed.model_dump(mode="json"))  # kept in the queue
+        return await self.database.store.submit_plan(
             thread_id, plan_data, gate_checkpoint_id=_checkpoint_id(snapshot)
         )
 
-    async def list_plans(
-        self, *, status: str | None = None, thread_id: str | None = None, limit: int | None = 50
-    ) -> list[PlanRecord]:
-        """Plans in the queue, oldest first (optionally only one status or one run's)."""
-        if thread_id is not None:
-            check_thread_id(thread_id)
-        return await self.store.list_plans(status=status, thread_id=thread_id, limit=limit)
+    async def serve(self, plan: PlanRecord, worker: str) -> PlanOutcome | None:
+        """Lease the plan's thread, claim the plan, resume the run with it, record the outcome."""
+        runner = self._runner("serving a plan")
+        async with runner.tool_session() as issues:  # the tools open, as for a resume
+            return await self._serve(runner, plan, worker, issues)
 
-    async def serve_plan(self, plan: PlanRecord, worker: str) -> PlanOutcome | None:
-        """Take one plan: lease its thread, claim it, resume the run with it, record the outcome.
-
-        Returns None when the plan is not this worker's to serve: its thread is busy (another
-        worker or a person holds the lease) or the plan was claimed by another worker first.
-        """
-        async with self._tool_session() as issues:  # the tools open, as for a resume
-            return await self._serve_plan(plan, worker, issues)
-
-    async def _serve_plan(
-        self, plan: PlanRecord, worker: str, issues: list[Issue]
+    async def _serve(
+        self, runner: Runner, plan: PlanRecord, worker: str, issues: list[Issue]
     ) -> PlanOutcome | None:
+        store = self.database.store
         try:
-            lease = await self.store.acquire(plan["thread_id"])
+            lease = await store.acquire(plan["thread_id"])
         except ThreadBusyError:
             return None
         started = time.monotonic()
         handed_over = False
         try:
             reclaim = plan["status"] == "claimed"
-            if not await self.store.claim_plan(plan["id"], worker, reclaim=reclaim):
+            if not await store.claim_plan(plan["id"], worker, reclaim=reclaim):
                 return None
             try:
-                command = await self._plan_input(plan, reclaimed=reclaim)
+                command = await self._plan_input(runner, plan, reclaimed=reclaim)
             except PlanRefusedError as exc:  # not from a reader of the report: the run waits
                 return await self._refuse(plan, str(exc), started)
             except AgentError as exc:  # the plan does not fit (any more): the run stays as it is
-                await self.store.finish_plan(plan["id"], status="failed", error=str(exc))
+                await store.finish_plan(plan["id"], status="failed", error=str(exc))
                 return PlanOutcome(
                     plan["id"], plan["thread_id"], "failed", error=str(exc), seconds=_since(started)
                 )
             handed_over = True
-            return await self._drive_plan(plan, command, lease, started, issues)
+            return await self._drive_plan(runner, plan, command, lease, started, issues)
         finally:
             if not handed_over:
-                await self.store.release(lease)
+                await store.release(lease)
 
     async def _refuse(self, plan: PlanRecord, reason: str, started: float) -> PlanOutcome:
         """Record and log a plan that is not applied because of its gate token."""
@@ -208,21 +200,23 @@ class WorkerMixin(AgentCore):
             reason,
             fields={"event": "plan_refused", "plan": plan["id"], "thread_id": plan["thread_id"]},
         )
-        await self.store.finish_plan(plan["id"], status="refused", error=reason)
+        await self.database.store.finish_plan(plan["id"], status="refused", error=reason)
         return PlanOutcome(
             plan["id"], plan["thread_id"], "refused", error=reason, seconds=_since(started)
         )
 
-    async def _plan_input(self, plan: PlanRecord, *, reclaimed: bool) -> Command[Any] | None:
+    async def _plan_input(
+        self, runner: Runner, plan: PlanRecord, *, reclaimed: bool
+    ) -> Command[Any] | None:
         thread_id = plan["thread_id"]
-        async with self._graph() as graph:
+        async with self.database.graph() as graph:
             snapshot = await graph.aget_state(config_for(thread_id))
         gate = plan["gate_checkpoint_id"]
         if reclaimed and not snapshot.interrupts and snapshot.next:
             # The worker that claimed it applied it and died mid-run: continue from the last
             # checkpoint, as a resume after a crash does.
-            return await self._resume_input(thread_id, snapshot, None)
-        command = await self._resume_input(thread_id, snapshot, plan["plan"], token_required=True)
+            return await runner.resume_input(thread_id, snapshot, None)
+        command = await runner.resume_input(thread_id, snapshot, plan["plan"], token_required=True)
         if gate and _checkpoint_id(snapshot) != gate:
             # The row's own word only ever refuses a plan; what lets one through is its token.
             raise PlanRefusedError(
@@ -233,20 +227,21 @@ class WorkerMixin(AgentCore):
 
     async def _drive_plan(
         self,
+        runner: Runner,
         plan: PlanRecord,
         command: Command[Any] | None,
         lease: Lease,
         started: float,
         issues: list[Issue],
     ) -> PlanOutcome:
-        thread_id = plan["thread_id"]
-        self._last_thread = thread_id
-        async with self._holding(lease):
-            await self.store.update_run(thread_id, status="running")
-            result: RunResult = await self._invoke(thread_id, command, issues=issues)
+        thread_id, store = plan["thread_id"], self.database.store
+        self._on_drive(thread_id)
+        async with runner.holding(lease):
+            await store.update_run(thread_id, status="running")
+            result: RunResult = await runner.invoke(thread_id, command, issues=issues)
             # Recorded before the lease goes back: a claimed plan with a free lease means its
             # worker died, and this one did not.
-            await self.store.finish_plan(
+            await store.finish_plan(
                 plan["id"], status="done", outcome=result.status, error=result.error
             )
         return PlanOutcome(
@@ -278,7 +273,7 @@ class Worker:
 
     def __init__(
         self,
-        agent: WorkerMixin,
+        agent: PlanServer,
         *,
         poll: float = 1.0,
         concurrency: int = 1,

@@ -82,7 +82,7 @@ async def test_a_newer_state_version_is_refused(tmp_path: Path) -> None:
     head = (await agent.ahistory(COMPLETED))[-1]
     assert head.step == 11
     async with agent:
-        saver = agent._saver
+        saver = agent._db.saver
         assert saver is not None
         found = await saver.aget_tuple(
             {"configurable": {"thread_id": COMPLETED, "checkpoint_ns": ""}}

@@ -199,12 +199,12 @@ def test_argparse_errors_and_help(capsys: pytest.CaptureFixture[str]) -> None:
 def test_internal_errors_are_reported_without_traceback(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from ai_agent.graph import core
+    from ai_agent.graph import build
 
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("wires crossed")
 
-    monkeypatch.setattr(core, "build_graph", broken)
+    monkeypatch.setattr(build, "build_graph", broken)
     model = script(tmp_path, {"text": "x"})
     assert main(["x", "--model", model, "--quiet"]) == EXIT["failed"]
     err = capsys.readouterr().err

@@ -214,12 +214,12 @@ def test_the_html_export_shows_the_real_command_and_answer(
 def test_a_traceback_and_an_internal_error_reach_the_terminal_escaped(
     tmp_path: Path, capsysbinary: pytest.CaptureFixture[bytes], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from ai_agent.graph import core
+    from ai_agent.graph import build
 
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("wires\x1b[2K\rcrossed \u202eok")
 
-    monkeypatch.setattr(core, "build_graph", broken)
+    monkeypatch.setattr(build, "build_graph", broken)
     model = script(tmp_path, {"text": "x"})
     # --debug prints Python's own traceback, which no command renders: the output's net does.
     code, _, err = cli(capsysbinary, "x", "--model", model, "--quiet", "--debug")

@@ -8,7 +8,7 @@ import pytest
 
 from ai_agent import ToolCategory
 from ai_agent.errors import RunError, UnknownCheckpointError, UnknownThreadError
-from ai_agent.graph.inspection import CostRates
+from ai_agent.graph import CostRates
 from ai_agent.testing import ScriptedModel
 from ai_agent.tokens import TokenCounter
 from tests.graph.conftest import MakeAgent, call, recorder

@@ -12,7 +12,7 @@ import pytest
 from ai_agent import ToolCategory, UserPlan
 from ai_agent.checkpoints import RunStore
 from ai_agent.errors import ConfigError, UnknownThreadError
-from ai_agent.graph.history import checkpoint_config
+from ai_agent.graph.database import checkpoint_config
 from ai_agent.graph.prune import keep_latest
 from tests.graph.conftest import MakeAgent, call, recorder, text
 
@@ -108,7 +108,7 @@ async def test_an_interrupted_prune_is_finished_by_the_next(make_agent: MakeAgen
     agent = make_agent([text("a")])
     result = await agent.run("x")
     async with agent:
-        saver = agent._saver
+        saver = agent._db.saver
         assert saver is not None
         head = await saver.aget_tuple(checkpoint_config(result.thread_id))
         assert head is not None

@@ -285,7 +285,7 @@ async def test_direct_calls_streams_and_replays_use_the_servers(
     async with agent:
         finished = [e async for e in agent.astream("add") if isinstance(e, ToolFinished)]
         assert [e.tool for e in finished] == ["every.get-sum"]
-        original = agent._last_thread
+        original = agent.archive.last_thread
         assert original is not None
         replayed = await agent.replay(original)
     assert replayed.status == "completed"

@@ -1,0 +1,208 @@
+"""The run database as the graph layer sees it: the run store and the checkpointer opener.
+
+`RunDatabase` is what the Agent's runner and its run archive share: the location (a SQLite file
+or a ``postgresql://`` URL), the run store (runs, leases, journal, recorded calls, plan queue)
+opened on first use, and the checkpointer, either shared (opened by ``async with``, so runs and
+reads use one connection) or opened privately for one call. It imports the run store and the
+checkpoint package; the pipeline's graph (LangGraph's runtime and the stages) when a checkpoint
+is first read; never the model stack.
+
+`config_for` is the one place that writes LangGraph's ``configurable``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Self, cast
+
+from pydantic import SecretStr
+
+from ai_agent.checkpoints import open_checkpointer, open_run_store
+from ai_agent.checkpoints.fencing import with_lease
+from ai_agent.checkpoints.store import (
+    Location,
+    RunStoreProtocol,
+    check_thread_id,
+    describe_location,
+    new_thread_id,
+    resolve_location,
+)
+from ai_agent.errors import ConfigError
+
+if TYPE_CHECKING:
+    from langchain_core.runnables import RunnableConfig
+    from langgraph.checkpoint.base import BaseCheckpointSaver
+
+    from ai_agent.config import AgentSettings
+
+__all__ = [
+    "RunDatabase",
+    "check_thread_id",
+    "checkpoint_config",
+    "config_for",
+    "locate_database",
+    "new_thread_id",
+]
+
+
+def config_for(
+    thread_id: str,
+    limit: int | None = None,
+    *,
+    checkpoint_id: str | None = None,
+    lease: str | None = None,
+) -> dict[str, Any]:
+    """The one place that writes LangGraph's ``configurable``.
+
+    It holds the thread id (and, to address one checkpoint, its id), and for a run that holds
+    the thread's lease its fencing token, which the checkpointer checks at every write
+    (``ai_agent.checkpoints.fencing``); nothing secret. The id is checked here
+    (`check_thread_id`), so whatever reads or writes checkpoints gets a clear error for a
+    malformed one.
+
+    Examples:
+        >>> config_for("t1", 50)
+        {'configurable': {'thread_id': 't1', 'checkpoint_ns': ''}, 'recursion_limit': 50}
+    """
+    configurable: dict[str, Any] = {"thread_id": check_thread_id(thread_id), "checkpoint_ns": ""}
+    if checkpoint_id is not None:
+        configurable["checkpoint_id"] = checkpoint_id
+    with_lease(configurable, lease)
+    config: dict[str, Any] = {"configurable": configurable}
+    if limit is not None:
+        config["recursion_limit"] = limit
+    return config
+
+
+def checkpoint_config(thread_id: str, checkpoint_id: str | None = None) -> RunnableConfig:
+    """``config_for`` typed for the checkpointer API."""
+    return cast("RunnableConfig", config_for(thread_id, checkpoint_id=checkpoint_id))
+
+
+def locate_database(
+    path: str | Path | None,
+    url: str | SecretStr | None,
+    settings: AgentSettings | None = None,
+) -> Location:
+    """Where checkpoints and the run store live: the argument given, else the settings'.
+
+    The settings (loaded from the environment and files when None) are read only when neither
+    a path nor a URL is given.
+
+    Raises:
+        ConfigError: both a path and a URL were given, or the location is not one the engine
+            can open (see `ai_agent.checkpoints.store.resolve_location`).
+    """
+    if isinstance(url, SecretStr):
+        url = url.get_secret_value()
+    if url and path:
+        raise ConfigError("give checkpoint_path or checkpoint_url, not both")
+    if url or path:
+        # A URL passed as checkpoint_path works too (the CLI's --db takes either).
+        return resolve_location(url or path or "")
+    if settings is None:
+        from ai_agent.config import load_settings
+
+        settings = load_settings()
+    if settings.checkpoint_url is not None:
+        return resolve_location(settings.checkpoint_url.get_secret_value())
+    return resolve_location(settings.checkpoint_path)
+
+
+class RunDatabase:
+    """The run store and the checkpointer of one database, opened when first needed.
+
+    Args:
+        location: A SQLite file (``Path``) or a ``postgresql://`` URL (``str``), as
+            `locate_database` gives it.
+        lease_seconds: How long a thread's lease lasts without renewal (the settings'
+            ``lease_seconds``); the store's default when None.
+
+    Examples:
+        >>> from pathlib import Path
+        >>> db = RunDatabase(Path("missing.sqlite"))
+        >>> db.exists(), db.describe()
+        (False, 'missing.sqlite')
+    """
+
+    def __init__(self, location: Location, *, lease_seconds: float | None = None) -> None:
+        self.location = location
+        self.lease_seconds = lease_seconds
+        self._store: RunStoreProtocol | None = None
+        self._saver: BaseCheckpointSaver[Any] | None = None
+        self._saver_cm: contextlib.AbstractAsyncContextManager[Any] | None = None
+
+    @classmethod
+    def at(cls, location: str | Path | None, settings: AgentSettings | None = None) -> Self:
+        """The database at ``location`` (a SQLite path or a ``postgresql://`` URL).
+
+        None: the settings' ``checkpoint_url``, then their ``checkpoint_path``. The lease
+        length is the settings' too (the store's default without them).
+        """
+        where = locate_database(location, None, settings)
+        return cls(where, lease_seconds=None if settings is None else settings.lease_seconds)
+
+    @property
+    def store(self) -> RunStoreProtocol:
+        """The run store (runs, leases, journal, recorded calls, plans), opened on first use."""
+        if self._store is None:
+            self._store = open_run_store(self.location)
+            if self.lease_seconds is not None:
+                self._store.lease_seconds = self.lease_seconds
+        return self._store
+
+    @property
+    def saver(self) -> BaseCheckpointSaver[Any] | None:
+        """The shared checkpointer while it is open (`open`), else None."""
+        return self._saver
+
+    def exists(self) -> bool:
+        """False only for a SQLite file that is not there (a server database always may be)."""
+        return not isinstance(self.location, Path) or self.location.exists()
+
+    def describe(self) -> str:
+        """The location as it may be shown (a URL without its password)."""
+        return describe_location(self.location)
+
+    async def open(self) -> None:
+        """Open the shared checkpointer (once); every `graph` until `aclose` uses it."""
+        if self._saver is None:
+            self._saver_cm = open_checkpointer(self.location)
+            self._saver = await self._saver_cm.__aenter__()
+
+    async def aclose(self) -> None:
+        """Close the shared checkpointer and the run store (both reopen on the next use)."""
+        if self._saver_cm is not None:
+            cm, self._saver_cm, self._saver = self._saver_cm, None, None
+            await cm.__aexit__(None, None, None)
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+
+    @contextlib.asynccontextmanager
+    async def graph(self) -> AsyncIterator[Any]:
+        """The compiled graph over the shared checkpointer, or a private one for this call."""
+        if self._saver is not None:
+            yield _compiled(self._saver)
+            return
+        async with self.private_graph() as graph:
+            yield graph
+
+    @contextlib.asynccontextmanager
+    async def private_graph(self) -> AsyncIterator[Any]:
+        """The compiled graph over a checkpointer of its own (another thread's event loop)."""
+        async with open_checkpointer(self.location) as saver:
+            yield _compiled(saver)
+
+
+def _compiled(saver: BaseCheckpointSaver[Any]) -> Any:
+    """The pipeline over ``saver``: imported when a checkpoint is first read.
+
+    Listing runs or plans needs the run store alone; LangGraph's graph runtime and the stages
+    come in with the first checkpoint read.
+    """
+    from ai_agent.graph.build import build_graph
+
+    return build_graph(saver)

@@ -1,0 +1,86 @@
+"""Reading stored runs from the command line imports the run archive, never the model stack.
+
+``runs``, ``show``, ``history``, ``graph``, ``export`` and ``plans`` read through a `RunArchive`
+opened on its own: each is run here in a fresh interpreter, and what it loaded is checked
+against the model stack (LangChain's OpenAI client, openai, tiktoken, the engine's model and
+token modules, the Agent's runner). ``runs`` and ``plans`` read the run store alone: they load
+no graph runtime and, given ``--db``, no settings either.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ai_agent.cli import EXIT, main
+from tests.test_layering import BEYOND_THE_STORE, heavy_modules
+
+TURNS = [
+    {"tool_calls": [{"name": "calculator", "args": {"expression": "6*7"}}]},
+    {"text": "6*7 = 42"},
+]
+
+
+@pytest.fixture(scope="module")
+def database(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A database with one stored run, ``t1``."""
+    where = tmp_path_factory.mktemp("light")
+    script = where / "script.json"
+    script.write_text(json.dumps(TURNS))
+    db = where / "c.sqlite"
+    model = ["--model", f"scripted:{script}", "--tools", "calculator", "--quiet"]
+    code = main(["run", "what is 6*7", "--thread-id", "t1", "--db", str(db), *model])
+    assert code == EXIT["completed"]
+    return db
+
+
+def _loaded_by(argv: list[str]) -> tuple[int, str, list[str]]:
+    """Run the command in a fresh interpreter: its exit code, its output, the modules loaded."""
+    script = (
+        "import sys\n"
+        "from ai_agent.cli import main\n"
+        f"code = main({argv!r})\n"
+        "print('\\n=modules=', *sys.modules, sep='\\n')\n"
+        "sys.exit(code)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=False
+    )
+    out, _, modules = done.stdout.partition("\n=modules=\n")
+    return done.returncode, out, modules.split()
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["runs"],
+        ["show", "t1"],
+        ["history", "t1"],
+        ["graph", "--thread", "t1"],
+        ["export", "t1", "--html", "{dir}/t1.html"],
+        ["plans"],
+    ],
+    ids=lambda c: c[0],
+)
+def test_reading_commands_import_no_model_stack(database: Path, command: list[str]) -> None:
+    argv = [part.format(dir=database.parent) for part in command]
+    code, out, loaded = _loaded_by([*argv, "--db", str(database)])
+    assert code == 0, out
+    assert out.strip()  # it did read something
+    assert "ai_agent.graph.archive" in loaded
+    assert heavy_modules(loaded) == []
+    if command[0] in ("runs", "plans"):  # the run store alone: no checkpoint is read
+        assert heavy_modules(loaded, BEYOND_THE_STORE) == []
+
+
+def test_a_command_that_runs_imports_the_model_stack(database: Path) -> None:
+    # The check above is not vacuous: replaying drives a run, which needs the Agent.
+    model = ["--model", f"scripted:{database.parent / 'script.json'}", "--tools", "calculator"]
+    argv = ["replay", "t1", "--db", str(database), *model, "--quiet"]
+    code, _, loaded = _loaded_by(argv)
+    assert code == 0
+    assert "ai_agent.graph.core" in heavy_modules(loaded)
