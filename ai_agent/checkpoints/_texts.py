@@ -202,7 +202,15 @@ def _text(mark: str, bodies: Mapping[str, bytes]) -> str | bytes:
             f"a stored value names text {digest[:16] or '(none)'}..., which is not stored; "
             "the database was changed by something other than ai-agent"
         )
-    return body.decode() if kind == "s" else body
+    if kind == "b":
+        return body
+    try:
+        return body.decode()
+    except UnicodeDecodeError:
+        raise StoreError(
+            f"stored text {digest[:16]}... is not UTF-8; the database was changed by something "
+            "other than ai-agent"
+        ) from None
 
 
 def texts_column(hashes: Sequence[str]) -> str | None:

@@ -232,6 +232,16 @@ def test_a_missing_text_is_a_corrupt_checkpoint_not_a_wrong_value(tmp_path: Path
         saver.get_tuple(config("t"))
 
 
+def test_a_text_that_is_not_utf8_is_a_corrupt_checkpoint(tmp_path: Path) -> None:
+    path = tmp_path / "c.sqlite"
+    with DeltaSaver(path) as saver:
+        Thread(saver, "t").step({"plan": text(50 * KB)})
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE agent_texts SET body = x'fffe'")
+    with DeltaSaver(path) as saver, pytest.raises(CorruptRunError, match="is not UTF-8"):
+        saver.get_tuple(config("t"))
+
+
 def test_values_under_the_limit_name_no_text(tmp_path: Path) -> None:
     path = tmp_path / "c.sqlite"
     with DeltaSaver(path) as saver:
