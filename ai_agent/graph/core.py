@@ -590,9 +590,7 @@ class AgentCore:
 
         The arguments, the result and the errors are documented on `ai_agent.Agent.resume`.
         """
-        if not self._db.exists():
-            # Opening the store would leave an empty database behind for a mistyped path.
-            raise self._unknown(check_thread_id(thread_id))
+        self._db.require(check_thread_id(thread_id))  # before the store would create the file
         async with self._tool_session() as issues, self._full_disk_stops(thread_id):
             lease = await self.store.acquire(check_thread_id(thread_id))
             try:

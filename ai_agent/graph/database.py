@@ -29,7 +29,7 @@ from ai_agent.checkpoints.store import (
     new_thread_id,
     resolve_location,
 )
-from ai_agent.errors import ConfigError
+from ai_agent.errors import ConfigError, UnknownThreadError
 
 if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
@@ -159,8 +159,23 @@ class RunDatabase:
         return self._saver
 
     def exists(self) -> bool:
-        """False only for a SQLite file that is not there (a server database always may be)."""
-        return not isinstance(self.location, Path) or self.location.exists()
+        """False only for a SQLite file that is not there (a server or in-memory one may be)."""
+        where = self.location
+        return not isinstance(where, Path) or str(where) == ":memory:" or where.exists()
+
+    def require(self, thread_id: str | None = None) -> None:
+        """UnknownThreadError for a SQLite file that is not there: no run can be in it.
+
+        Reading or resuming must not open it: that would leave an empty database behind for a
+        mistyped path. Only a new run creates the database.
+        """
+        if self.exists():
+            return
+        run = "" if thread_id is None else f" with thread id {thread_id}"
+        raise UnknownThreadError(
+            f"no run{run} in {self.describe()}: the file does not exist (only a run creates "
+            "one); check the path"
+        )
 
     def describe(self) -> str:
         """The location as it may be shown (a URL without its password)."""
@@ -193,6 +208,7 @@ class RunDatabase:
     @contextlib.asynccontextmanager
     async def private_graph(self) -> AsyncIterator[Any]:
         """The compiled graph over a checkpointer of its own (another thread's event loop)."""
+        self.require()
         async with open_checkpointer(self.location) as saver:
             yield _compiled(saver)
 

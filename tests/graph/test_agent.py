@@ -272,6 +272,18 @@ async def test_resume_on_a_database_that_does_not_exist_creates_nothing(tmp_path
     assert not missing.exists()
 
 
+async def test_reading_a_database_that_does_not_exist_creates_nothing(tmp_path: Path) -> None:
+    missing = tmp_path / "typo.sqlite"
+    agent = Agent(model=ScriptedModel([]), checkpoint_path=missing)
+    for read in (agent.get_state, agent.get_result, agent.ahistory):
+        with pytest.raises(UnknownThreadError, match=r"no run in .*typo.sqlite: the file does"):
+            await read("t1")
+    with pytest.raises(UnknownThreadError, match="only a run creates one"):
+        agent.history("t1")
+    await agent.aclose()
+    assert not missing.exists()
+
+
 async def test_resume_of_a_finished_run_is_an_error(make_agent: MakeAgent) -> None:
     agent = make_agent([text("done")])
     result = await agent.run("x")
