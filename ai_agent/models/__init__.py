@@ -12,6 +12,7 @@ The names are imported on first use (PEP 562): ``ai_agent.models.resilience`` is
 tools, which must not load LangChain for it.
 
 Examples:
+    >>> from ai_agent.models import ChatModelCaller
     >>> from ai_agent.testing import ScriptedModel
     >>> import asyncio
     >>> caller = ChatModelCaller(ScriptedModel(["hello"]), max_retries=0)
