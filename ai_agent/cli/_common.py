@@ -31,6 +31,7 @@ __all__ = [
     "archive_of",
     "build_agent",
     "database_of",
+    "exit_code",
     "format_table",
     "format_timeline",
     "format_trace",
@@ -54,7 +55,24 @@ EXIT = {
     "cancelled": 4,
     "busy": 5,
     "diverged": 6,
+    "max_iterations": 7,
+    "forked": 0,
 }
+
+
+def exit_code(result: Any) -> int:
+    """The exit code a run's result stands for (docs/workflow.md, "Exit codes").
+
+    The stop reason comes first where it says more than the status: a replay that diverged, a
+    run that ran out of cycles without finishing.
+    """
+    if getattr(result, "divergence", None) is not None:
+        return EXIT["diverged"]
+    if result.stop_reason == "max_iterations":
+        return EXIT["max_iterations"]
+    return EXIT[result.status]
+
+
 T = TypeVar("T")
 
 
@@ -431,7 +449,8 @@ def print_result(
     ):
         print(visible(result.final_text or "", "text"))
     if result.status == "cancelled":
-        print("(cancelled)", file=sys.stderr)
+        why = "" if result.stop_reason in (None, "cancelled") else f": {result.stop_reason}"
+        print(f"(cancelled{why})", file=sys.stderr)
     elif result.status == "paused" and result.gate:
         print(visible(result.gate["prompt"], "lines"))
     elif result.status == "failed":

@@ -9,11 +9,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ai_agent.cli._common import (
-    EXIT,
     Parents,
     UsageError,
     archive_of,
     build_agent,
+    exit_code,
     format_table,
     print_json,
     print_result,
@@ -157,7 +157,7 @@ def _show_replay(args: argparse.Namespace, mode: str, result: RunResult) -> int:
             print(visible(str(result.divergence), "lines"))
         else:
             print_result(result, trace=args.trace)
-    return EXIT["diverged"] if result.divergence is not None else EXIT[result.status]
+    return exit_code(result)
 
 
 def _graph(args: argparse.Namespace) -> int:

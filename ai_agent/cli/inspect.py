@@ -65,8 +65,9 @@ def _print_show(args: argparse.Namespace, result: Any, timeline: Any, state: Any
         print_json({**result.to_dict(), "timeline": timeline, "at": state})
         return 0
     usage = result.usage
+    why = "" if result.stop_reason in (None, "finished") else f" ({result.stop_reason})"
     print(
-        f"thread {visible(result.thread_id)}: {result.status} after {result.iterations} "
+        f"thread {visible(result.thread_id)}: {result.status}{why} after {result.iterations} "
         "iteration(s), "
         f"{usage.get('total_tokens', 0)} tokens in {usage.get('requests', 0)} model request(s)"
     )

@@ -11,6 +11,7 @@ from ai_agent.cli._common import (
     Parents,
     UsageError,
     build_agent,
+    exit_code,
     print_json,
     print_result,
     run_closing,
@@ -96,7 +97,7 @@ def _run(args: argparse.Namespace) -> int:
     else:
         result = run_closing(agent, agent.run(args.task, thread_id=args.thread_id))
     print_result(result, as_json=args.json, trace=args.trace, streamed=printer.streamed)
-    return EXIT[result.status]
+    return exit_code(result)
 
 
 def _resume(args: argparse.Namespace) -> int:
@@ -112,7 +113,7 @@ def _resume(args: argparse.Namespace) -> int:
     else:
         result = run_closing(agent, agent.resume(args.thread, plan))
     print_result(result, as_json=args.json, trace=args.trace, streamed=printer.streamed)
-    return EXIT[result.status]
+    return exit_code(result)
 
 
 def _queue(args: argparse.Namespace, agent: Any, plan: Any) -> int:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import functools
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
@@ -187,7 +188,15 @@ class RunArchive:
         """The RunResult of a stored run, as it stands now."""
         result = result_of(thread_id, await self._snapshot(thread_id))
         record = await self.store.get_run(thread_id)
-        if record and record["status"] == "failed" and result.status != "paused":
+        if record and record["status"] == "forked" and result.status == "failed":
+            # A copy that was never resumed waits at its fork point: nothing failed.
+            return dataclasses.replace(result, status="forked", error=None, stop_reason=None)
+        if (
+            record
+            and record["status"] == "failed"
+            and result.status != "paused"
+            and result.stop_reason != "max_iterations"  # the state says it all
+        ):
             return RunResult(
                 status="failed",
                 thread_id=thread_id,

@@ -213,6 +213,12 @@ def _gates(r: dict[str, Any]) -> str:
         (_e(g["iteration"]), f"{g['gate_score'] or 0:.2f}", _e(g["status"]), _e(g["detail"]))
         for g in r["gates"]
     ]
+    waiting = r["pending_gate"]
+    if waiting and not any(g["status"] == "paused" for g in r["gates"]):
+        # The gate that waits has not returned, so no trace line of its own says it ran.
+        codes = ", ".join(str(i.get("code", "")) for i in waiting.get("issues", []))
+        severity = waiting.get("severity") or 0
+        rows.append((_e(waiting.get("iteration", "")), f"{severity:.2f}", "paused", _e(codes)))
     parts = [
         _table(("iter", "severity", "decision", "issues"), rows)
         if rows

@@ -248,7 +248,7 @@ class Replayer:
     async def _diverged(self, session: ReplaySession, result: RunResult) -> RunResult:
         if session.forget is not None:  # act journaled the call before the player refused it
             await self.database.store.forget(session.thread_id, *session.forget)
-        return dataclasses.replace(result, divergence=session.divergence)
+        return dataclasses.replace(result, divergence=session.divergence, stop_reason="diverged")
 
 
 def _before(record: ModelCallRecord | ToolCallRecord, cut: int | None) -> bool:

@@ -6,14 +6,31 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from ai_agent.graph.divergence import DivergenceReport
+from ai_agent.issues import IssueKind
 from ai_agent.state import GateReport, RunState, TraceEvent
 
 if TYPE_CHECKING:
     from langgraph.types import StateSnapshot
 
-__all__ = ["RunResult", "RunStatusName", "is_pending", "result_of"]
+__all__ = ["RunResult", "RunStatusName", "StopReason", "is_pending", "result_of"]
 
-RunStatusName = Literal["completed", "paused", "failed", "cancelled"]
+RunStatusName = Literal["completed", "paused", "failed", "cancelled", "forked"]
+
+#: Why a run ended. ``finished``: the model gave its final answer. ``max_iterations``: the
+#: cycles ran out first (a failure: the task is not done). ``cancelled``, ``denied``, ``budget``:
+#: a person's plan stopped it at the gate; ``denied`` when the gate asked for an approval,
+#: ``budget`` when it reported the budget spent. ``error``: the run failed. ``diverged``: a
+#: replay could not follow its recording.
+StopReason = Literal[
+    "finished", "max_iterations", "cancelled", "denied", "budget", "error", "diverged"
+]
+
+# What a status says on its own about why the run ended (the others are read from the state).
+_DEFAULT_REASON: dict[str, StopReason] = {
+    "completed": "finished",
+    "failed": "error",
+    "cancelled": "cancelled",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,8 +38,10 @@ class RunResult:
     """The outcome of ``Agent.run`` / ``Agent.resume``.
 
     Attributes:
-        status: ``completed``, ``paused`` (waiting at the gate for a plan), ``failed`` or
-            ``cancelled`` (a plan stopped it).
+        status: ``completed``, ``paused`` (waiting at the gate for a plan), ``failed`` (an
+            error, or the max_iterations limit reached without an answer), ``cancelled`` (a
+            plan stopped it) or ``forked`` (a fork or a replay's copy not resumed yet:
+            ``Agent.resume`` runs it on from where it was copied).
         thread_id: The run's id; pass it to ``Agent.resume``.
         final_text: The answer (or a clear stop summary); None while paused or after a failure.
         gate: The GateReport when paused (issues, severity, a prompt for a person, options).
@@ -32,6 +51,7 @@ class RunResult:
         iterations: Cycles run so far.
         divergence: For a replay that stopped because the recording could not answer a call:
             where, and how the new call differs from the recorded one.
+        stop_reason: Why the run ended (see `StopReason`); None while it is paused or forked.
     """
 
     status: RunStatusName
@@ -43,6 +63,11 @@ class RunResult:
     usage: dict[str, Any] = field(default_factory=dict)
     iterations: int = 0
     divergence: DivergenceReport | None = None
+    stop_reason: StopReason | None = None
+
+    def __post_init__(self) -> None:
+        if self.stop_reason is None and self.status in _DEFAULT_REASON:
+            object.__setattr__(self, "stop_reason", _DEFAULT_REASON[self.status])
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (what ``--json`` prints)."""
@@ -74,10 +99,33 @@ def result_of(thread_id: str, snapshot: StateSnapshot) -> RunResult:
         return RunResult(status="paused", gate=gate, **common)
     if is_pending(snapshot):
         return RunResult(status="failed", error="the run stopped before finishing", **common)
-    status: RunStatusName = "cancelled" if values.get("status") == "cancelled" else "completed"
-    return RunResult(
-        status=status, final_text=values.get("final_text"), gate=values.get("gate"), **common
-    )
+    final_text, last_gate = values.get("final_text"), values.get("gate")
+    if values.get("status") == "cancelled":
+        reason = _cancelled_because(last_gate)
+        return RunResult(
+            status="cancelled", final_text=final_text, gate=last_gate, stop_reason=reason, **common
+        )
+    if values.get("stop_reason") == "max_iterations":
+        # Running out of cycles is not success: the answer is the stop summary, not the task's.
+        return RunResult(
+            status="failed",
+            final_text=final_text,
+            gate=last_gate,
+            error=final_text or "stopped at the max_iterations limit without a final answer",
+            stop_reason="max_iterations",
+            **common,
+        )
+    return RunResult(status="completed", final_text=final_text, gate=last_gate, **common)
+
+
+def _cancelled_because(gate: GateReport | None) -> StopReason:
+    """What the person refused when their plan stopped the run at this gate."""
+    codes = {issue["code"] for issue in gate["issues"]} if gate else set()
+    if IssueKind.BUDGET in codes:
+        return "budget"
+    if IssueKind.APPROVAL_REQUIRED in codes:
+        return "denied"
+    return "cancelled"
 
 
 def is_pending(snapshot: StateSnapshot) -> bool:

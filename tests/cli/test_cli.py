@@ -89,6 +89,21 @@ def test_resume_deny_cancels(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert "(cancelled)" in out.err
 
 
+def test_running_out_of_iterations_is_its_own_exit_code(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    model = script(tmp_path, calc("1+1"), calc("2+2"), {"text": "never"})
+    argv = ["count", "--model", model, "--tools", "calculator", "--max-iterations", "1"]
+    code = main([*argv, "--thread-id", "m1"])
+    err = capsys.readouterr().err
+    assert code == EXIT["max_iterations"] == 7
+    assert "error: Stopped after 1 iteration(s) (the max_iterations limit)" in err
+    code, data = run_json(capsys, "show", "m1")
+    assert (data["status"], data["stop_reason"]) == ("failed", "max_iterations")
+    assert main(["show", "m1"]) == 0
+    assert "thread m1: failed (max_iterations) after 1 iteration(s)" in capsys.readouterr().out
+
+
 def test_resume_with_a_plan_file_and_approvals(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -50,13 +50,27 @@ def test_stream_prints_the_answer_once_and_progress_on_stderr(
 def test_a_final_text_other_than_the_stream_is_printed_too(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    model = script(tmp_path, calc("1+1"), {"text": "never"})
+    db = str(tmp_path / "c.sqlite")
+    assert main(["add", "--model", model, "--thread-id", "d", "--db", db, "--stream"]) == 3
+    capsys.readouterr()
+    code = main(["resume", "d", "--deny", "--model", model, "--db", db, "--stream"])
+    out = capsys.readouterr()
+    assert code == EXIT["cancelled"]
+    assert out.out.startswith("Run cancelled at the gate")
+
+
+def test_a_stream_that_ran_out_of_iterations_says_why_on_stderr(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     model = script(tmp_path, calc("1+1"), calc("2+2"))
     code = main(
         ["loop", "--tools", "calculator", "--model", model, "--stream", "--max-iterations", "1"]
     )
     out = capsys.readouterr()
-    assert code == EXIT["completed"]
-    assert out.out.startswith("Stopped after 1 iteration(s)")
+    assert code == EXIT["max_iterations"]
+    assert out.out == ""
+    assert "error: Stopped after 1 iteration(s)" in out.err
 
 
 def test_stream_resume_of_a_paused_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

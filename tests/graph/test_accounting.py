@@ -195,6 +195,15 @@ async def test_a_token_budget_stops_the_run_before_the_limit_and_a_plan_extends_
     assert state.get("budget_allowance", {})["tokens"] == 1500 + 1600
 
 
+async def test_a_run_stopped_at_its_budget_says_so(make_agent: MakeAgent) -> None:
+    turns = [usage_turn(call("calculator", expression=f"{i}+1")) for i in range(4)]
+    settings = AgentSettings(budget={"max_tokens": 1600})
+    agent = make_agent(turns, tools=["calculator"], settings=settings)
+    paused = await agent.run("count up")
+    stopped = await agent.resume(paused.thread_id, {"allow_continue": False})
+    assert (stopped.status, stopped.stop_reason) == ("cancelled", "budget")
+
+
 async def test_a_cost_budget_uses_the_model_rate(make_agent: MakeAgent) -> None:
     turns = [usage_turn(call("calculator", expression="1+1"), 1000, 1000) for _ in range(3)]
     settings = AgentSettings(

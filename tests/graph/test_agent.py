@@ -163,10 +163,20 @@ async def test_max_iterations_stops_with_a_summary(make_agent: MakeAgent) -> Non
     turns = [call("note", text=str(i)) for i in range(5)]
     agent = make_agent(turns, tools=[recorder(log)], max_iterations=3)
     result = await agent.run("loop")
-    assert result.status == "completed"
+    # Running out of cycles is not success: the task is not done.
+    assert (result.status, result.stop_reason) == ("failed", "max_iterations")
     assert len(log) == 3
     assert result.final_text is not None
     assert result.final_text.startswith("Stopped after 3 iteration(s)")
+    assert result.error == result.final_text
+    assert (await agent.get_result(result.thread_id)).stop_reason == "max_iterations"
+    record = await agent.store.get_run(result.thread_id)
+    assert record is not None and record["status"] == "failed"
+
+
+async def test_a_finished_run_says_so(make_agent: MakeAgent) -> None:
+    result = await make_agent([text("done")]).run("x")
+    assert (result.status, result.stop_reason) == ("completed", "finished")
 
 
 async def test_repeating_the_same_call_is_a_no_progress_issue(make_agent: MakeAgent) -> None:
@@ -328,7 +338,7 @@ async def test_a_denied_plan_cancels_the_run_with_a_clear_text(make_agent: MakeA
     result = await agent.resume(
         paused.thread_id, UserPlan(allow_continue=False, instructions="not today")
     )
-    assert result.status == "cancelled"
+    assert (result.status, result.stop_reason) == ("cancelled", "denied")
     assert result.final_text is not None
     assert result.final_text.startswith("Run cancelled at the gate: note is a modification tool")
     assert "not today" in result.final_text

@@ -144,3 +144,17 @@ def test_mermaid_draws_the_pipeline_and_marks_a_path() -> None:
     assert '\tdraft("draft x3"):::visited' in marked
     assert '\tgate("gate x1"):::visited' in marked
     assert "\trecall(recall)" in marked
+
+
+async def test_the_export_of_a_paused_run_shows_the_gate_that_waits(
+    make_agent: MakeAgent, tmp_path: Path
+) -> None:
+    log: list[dict[str, Any]] = []
+    tools = [recorder(log, category=ToolCategory.MODIFICATION)]
+    agent = make_agent([call("note", text="x"), text("done")], tools=tools)
+    paused = await agent.run("write")
+    page = (await agent.export_html(paused.thread_id, tmp_path / "run.html")).read_text()
+    gates = page.split('id="gates"')[1].split("</section>")[0]
+    assert "The gate never ran" not in gates
+    assert re.search(r"<td>1</td><td>1\.00</td><td>paused</td><td>APPROVAL_REQUIRED</td>", gates)
+    assert "Waiting for a plan" in gates

@@ -160,6 +160,8 @@ async def test_fork_with_a_state_update(make_agent: MakeAgent) -> None:
     fork = await agent.afork(original.thread_id, recall.checkpoint_id, update)
     record = await agent.store.get_run(fork)
     assert record is not None and record["status"] == "forked"
+    waiting = await agent.get_result(fork)  # not resumed yet: nothing failed
+    assert (waiting.status, waiting.stop_reason, waiting.error) == ("forked", None, None)
     result = await agent.resume(fork)
     assert result.status == "completed"
     assert seen == [["hello"], ["hello", "answer in French"]]

@@ -110,7 +110,7 @@ async def test_changed_system_prompt_diverges_at_the_first_draft(
 
     report = replay.divergence
     assert report is not None
-    assert replay.status == "failed"
+    assert (replay.status, replay.stop_reason) == ("failed", "diverged")
     assert (report.step, report.stage) == (2, "draft")
     assert report.source_thread_id == original.thread_id
     assert report.thread_id == replay.thread_id
