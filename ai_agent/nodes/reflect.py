@@ -32,13 +32,18 @@ def _signature(outcomes: list[ToolOutcome], iteration: int) -> list[str]:
         if outcome["iteration"] < iteration:
             break
         if outcome["iteration"] == iteration:
-            call = outcome["call"]
-            found.append(json.dumps([call["name"], call["args"]], sort_keys=True, default=str))
+            call, result = outcome["call"], outcome["result"]
+            # What came back counts too: a stateful tool asked the same thing again (a queue,
+            # a clock, a job's status) that answers something new is progress.
+            answer = [result.get("status"), result.get("content"), result.get("error")]
+            found.append(
+                json.dumps([call["name"], call["args"], answer], sort_keys=True, default=str)
+            )
     return sorted(found)
 
 
 def repeated_calls(results: list[ToolOutcome], iteration: int) -> bool:
-    """True when this cycle ran exactly the calls (names and arguments) of the previous one."""
+    """True when this cycle ran exactly the calls of the previous one, with the same results."""
     if iteration < 2:
         return False
     now = _signature(results, iteration)
@@ -62,10 +67,10 @@ async def reflect(state: RunState, *, runtime: Runtime[RunContext]) -> ReflectUp
         found = issue(
             IssueKind.NO_PROGRESS,
             "the agent repeated the previous cycle's tool call(s) "
-            "with the same arguments; it may be stuck",
+            "with the same arguments and got the same results; it may be stuck",
         )
         return ReflectUpdate(
-            reflection="no progress: same call(s) as the previous cycle",
+            reflection="no progress: same call(s) and result(s) as the previous cycle",
             issues=[found],
             trace=[
                 TraceEvent(

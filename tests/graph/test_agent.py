@@ -191,6 +191,28 @@ async def test_repeating_the_same_call_is_a_no_progress_issue(make_agent: MakeAg
     assert resumed.status == "completed"
 
 
+async def test_asking_a_stateful_tool_again_is_progress_when_the_answer_changes(
+    make_agent: MakeAgent,
+) -> None:
+    polls: list[int] = []
+
+    def poll(args: dict[str, Any], ctx: dict[str, Any]) -> dict[str, Any]:
+        polls.append(len(polls) + 1)
+        return {"status": "ok", "content": "done" if len(polls) == 3 else f"queued ({len(polls)})"}
+
+    job = ToolSpec(
+        "job_status",
+        poll,
+        description="The status of the build job.",
+        category=ToolCategory.READ_ONLY,
+        parameters={"type": "object", "properties": {"job": {"type": "string"}}},
+    )
+    turns = [call("job_status", job="b1") for _ in range(3)] + [text("the build is done")]
+    result = await make_agent(turns, tools=[job]).run("wait for the build")
+    assert (result.status, result.final_text) == ("completed", "the build is done")
+    assert polls == [1, 2, 3]
+
+
 async def test_run_rejects_an_empty_task_and_a_taken_thread(make_agent: MakeAgent) -> None:
     agent = make_agent([text("a"), text("b")])
     with pytest.raises(ConfigError, match="task is empty"):
