@@ -23,7 +23,14 @@ from ai_agent.cli._common import (
 from ai_agent.visible import visible
 
 if TYPE_CHECKING:
-    from ai_agent.graph import HistoryEntry, PruneReport, ReplayMode, RunResult, TimelineRow
+    from ai_agent.graph import (
+        HistoryEntry,
+        ModelIdentity,
+        PruneReport,
+        ReplayMode,
+        RunResult,
+        TimelineRow,
+    )
 
 __all__ = ["add_commands"]
 
@@ -139,9 +146,10 @@ def _show_fork(args: argparse.Namespace, new: str) -> int:
 def _replay(args: argparse.Namespace) -> int:
     mode: ReplayMode = "live" if args.live else "live-after" if args.live_after else "recorded"
     agent = build_agent(args)
-    return _show_replay(
-        args, mode, run_closing(agent, agent.replay(args.thread, args.checkpoint, mode))
-    )
+    # Without --model the replay compares its requests as the original's model made them.
+    identity: ModelIdentity = "recorded" if args.model is None else "agent"
+    replaying = agent.replay(args.thread, args.checkpoint, mode, model_identity=identity)
+    return _show_replay(args, mode, run_closing(agent, replaying))
 
 
 def _show_replay(args: argparse.Namespace, mode: str, result: RunResult) -> int:

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from ai_agent.graph.divergence import DivergenceReport
     from ai_agent.graph.export import mermaid
     from ai_agent.graph.history import HistoryEntry
-    from ai_agent.graph.player import ReplayMode
+    from ai_agent.graph.player import ModelIdentity, ReplayMode
     from ai_agent.graph.prune import PruneReport
     from ai_agent.graph.replay import REPLAY_MODES, trace_signature
     from ai_agent.graph.result import RunResult
@@ -39,6 +39,7 @@ __all__ = [
     "CostRates",
     "DivergenceReport",
     "HistoryEntry",
+    "ModelIdentity",
     "PlanOutcome",
     "PruneReport",
     "ReplayMode",
@@ -68,6 +69,7 @@ _HOMES = {
     "HistoryEntry": "ai_agent.graph.history",
     "PlanOutcome": "ai_agent.graph.worker",
     "PruneReport": "ai_agent.graph.prune",
+    "ModelIdentity": "ai_agent.graph.player",
     "ReplayMode": "ai_agent.graph.player",
     "RunArchive": "ai_agent.graph.archive",
     "RunDatabase": "ai_agent.graph.database",

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import functools
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
@@ -34,7 +33,7 @@ from ai_agent.graph.inspection import (
     message_view,
     recorded_system_prompt,
 )
-from ai_agent.graph.result import RunResult, result_of
+from ai_agent.graph.result import RunResult, result_of, with_run_row
 from ai_agent.graph.timeline import (
     ExecutionTrace,
     TimelineRow,
@@ -64,7 +63,7 @@ if TYPE_CHECKING:
     from ai_agent.checkpoints import PlanRecord, RunRecord, RunStoreProtocol
     from ai_agent.config import AgentSettings
     from ai_agent.graph.driving import Runner
-    from ai_agent.graph.player import ReplayMode
+    from ai_agent.graph.player import ModelIdentity, ReplayMode
     from ai_agent.graph.prune import PruneReport
     from ai_agent.tokens import TokenCounter
     from ai_agent.tools.registry import ToolRegistry
@@ -187,25 +186,7 @@ class RunArchive:
     async def get_result(self, thread_id: str) -> RunResult:
         """The RunResult of a stored run, as it stands now."""
         result = result_of(thread_id, await self._snapshot(thread_id))
-        record = await self.store.get_run(thread_id)
-        if record and record["status"] == "forked" and result.status == "failed":
-            # A copy that was never resumed waits at its fork point: nothing failed.
-            return dataclasses.replace(result, status="forked", error=None, stop_reason=None)
-        if (
-            record
-            and record["status"] == "failed"
-            and result.status != "paused"
-            and result.stop_reason != "max_iterations"  # the state says it all
-        ):
-            return RunResult(
-                status="failed",
-                thread_id=thread_id,
-                error=record["error"],
-                trace=result.trace,
-                usage=result.usage,
-                iterations=result.iterations,
-            )
-        return result
+        return with_run_row(result, await self.store.get_run(thread_id))
 
     # History and forks (graph/history.py) -----------------------------------------------------
     def history(self, thread_id: str) -> list[HistoryEntry]:
@@ -464,7 +445,12 @@ class RunArchive:
 
     # Replay (graph/replay.py) -----------------------------------------------------------------
     async def replay(
-        self, thread_id: str, checkpoint_id: str | None = None, mode: ReplayMode = "recorded"
+        self,
+        thread_id: str,
+        checkpoint_id: str | None = None,
+        mode: ReplayMode = "recorded",
+        *,
+        model_identity: ModelIdentity = "recorded",
     ) -> RunResult:
         """Re-execute a stored run into a new thread and return the new thread's RunResult.
 
@@ -475,6 +461,11 @@ class RunArchive:
                 checkpoint).
             mode: ``"recorded"`` (answers from the recording: no model server, no tool runs),
                 ``"live"`` (model and tools called again) or ``"live-after"``.
+            model_identity: Which model the recorded requests are compared as coming from:
+                ``"recorded"`` (the original's, as recorded with its first model call: an
+                offline replay needs no model of its own) or ``"agent"`` (this Agent's: a
+                replay with another model, or other generation parameters, diverges at its
+                first model call, and the divergence shows the parameters that differ).
 
         Returns:
             The replay's RunResult. When the recording could not answer a call, the replay
@@ -506,7 +497,7 @@ class RunArchive:
         from ai_agent.graph.replay import Replayer  # the player imports the model's hashing
 
         replayer = Replayer(self.database, self._driver("replay"), self.catalog, self.policy)
-        return await replayer.replay(thread_id, checkpoint_id, mode)
+        return await replayer.replay(thread_id, checkpoint_id, mode, model_identity)
 
     # The plan queue (graph/worker.py) ---------------------------------------------------------
     async def submit_plan(self, thread_id: str, plan: UserPlan | Mapping[str, Any]) -> PlanRecord:

@@ -51,6 +51,9 @@ from ai_agent.tools.policy import args_hash
 __all__ = ["ReplayMode", "ReplayModel", "ReplaySession", "ReplayToolBox", "Tape"]
 
 ReplayMode = Literal["recorded", "live", "live-after"]
+#: Whose generation parameters a replay's requests are compared with: the original's, as
+#: recorded, or the replaying Agent's.
+ModelIdentity = Literal["recorded", "agent"]
 
 _ERRORS: dict[str, type[ModelError]] = {
     cls.__name__: cls

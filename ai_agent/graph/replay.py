@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, get_args
 
 from langgraph.types import Command
 
@@ -32,6 +32,7 @@ from ai_agent.errors import ConfigError, ReplayDivergedError, UnknownCheckpointE
 from ai_agent.graph.database import RunDatabase, config_for
 from ai_agent.graph.history import HistoryEntry, fork_run, history_of, values_of
 from ai_agent.graph.player import (
+    ModelIdentity,
     ReplayMode,
     ReplayModel,
     ReplaySession,
@@ -96,13 +97,23 @@ class Replayer:
         self.runner = runner
         self.catalog = catalog
         self.policy = policy
+        self.model_identity: ModelIdentity = "recorded"
 
     async def replay(
-        self, thread_id: str, checkpoint_id: str | None = None, mode: ReplayMode = "recorded"
+        self,
+        thread_id: str,
+        checkpoint_id: str | None = None,
+        mode: ReplayMode = "recorded",
+        model_identity: ModelIdentity = "recorded",
     ) -> RunResult:
         """Re-execute a stored run into a new thread (see ``RunArchive.replay``)."""
         if mode not in REPLAY_MODES:
             raise ConfigError(f"unknown replay mode {mode!r}; use one of {', '.join(REPLAY_MODES)}")
+        if model_identity not in get_args(ModelIdentity):
+            raise ConfigError(
+                f"unknown model identity {model_identity!r}; use 'recorded' or 'agent'"
+            )
+        self.model_identity = model_identity
         # The tools open (graph/tooling.py): an MCP tool's schema is the one the model saw; a
         # server that fails only loses its tools (a replay hears no start-up issues).
         async with self.runner.tool_session():
@@ -178,11 +189,22 @@ class Replayer:
         step = (snapshot.metadata or {}).get("step")
         return int(step) if step is not None else None
 
+    async def _params(self, session: ReplaySession) -> dict[str, Any]:
+        """The generation parameters the recorded requests are compared with.
+
+        The original's (its first recorded request's) unless the caller asked for the Agent's:
+        a replay from the recording needs no model, so it need not be told the original's.
+        """
+        if self.model_identity == "recorded" and session.tape.models:
+            first = await self.database.store.model_request(session.tape.models[0]["seq"])
+            return dict(first["params"])
+        return self.runner.generation_params()
+
     async def _replay_context(self, session: ReplaySession, start_step: int) -> RunContext:
         runner = self.runner
         context = await runner.context(
             session.thread_id,
-            model=ReplayModel(session, runner.generation_params()),
+            model=ReplayModel(session, await self._params(session)),
             tools=ReplayToolBox(session, self.catalog),
         )
         hooks = dataclasses.replace(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, cast
 
@@ -12,7 +14,7 @@ from ai_agent.state import GateReport, RunState, TraceEvent
 if TYPE_CHECKING:
     from langgraph.types import StateSnapshot
 
-__all__ = ["RunResult", "RunStatusName", "StopReason", "is_pending", "result_of"]
+__all__ = ["RunResult", "RunStatusName", "StopReason", "is_pending", "result_of", "with_run_row"]
 
 RunStatusName = Literal["completed", "paused", "failed", "cancelled", "forked"]
 
@@ -136,3 +138,28 @@ def is_pending(snapshot: StateSnapshot) -> bool:
     empty while ``tasks`` still holds the step.
     """
     return bool(snapshot.next or snapshot.tasks)
+
+
+def with_run_row(result: RunResult, record: Mapping[str, Any] | None) -> RunResult:
+    """A stored run's result, told what only its run row knows.
+
+    A fork that was never resumed waits at its fork point (its checkpoint alone looks like a
+    run that stopped midway); a run that failed with an error has it in its row only.
+    """
+    if record and record["status"] == "forked" and result.status == "failed":
+        return dataclasses.replace(result, status="forked", error=None, stop_reason=None)
+    if (
+        record
+        and record["status"] == "failed"
+        and result.status != "paused"
+        and result.stop_reason != "max_iterations"  # the state says it all
+    ):
+        return RunResult(
+            status="failed",
+            thread_id=result.thread_id,
+            error=record["error"],
+            trace=result.trace,
+            usage=result.usage,
+            iterations=result.iterations,
+        )
+    return result

@@ -108,9 +108,15 @@ def test_replay_modes_and_exit_codes(
 
     assert main(["replay", "t1", *db, *model, "--live"]) == EXIT["completed"]
     assert main(["replay", "t1", *db, *model, "--live-after"]) == EXIT["completed"]
-    capsys.readouterr()
+    # Without --model, the replay is of the recorded model: offline, nothing to tell it.
+    assert main(["replay", "t1", *db]) == EXIT["completed"]
+    assert out_of(capsys).strip().endswith("6*7 = 42")
+    # A model named on the command line is what the requests are compared as coming from.
+    code = main(["replay", "t1", *db, "--model", "another-model"])
+    assert code == EXIT["diverged"]
+    assert '+params: {"backend": "openai", "model": "another-model"' in out_of(capsys)
     assert main(["runs", *db]) == 0
-    assert out_of(capsys).count("(replay of t1)") == 5
+    assert out_of(capsys).count("(replay of t1)") == 7
 
 
 def test_fork_graph_export_and_prune(

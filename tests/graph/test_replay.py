@@ -191,10 +191,22 @@ async def test_another_model_is_a_different_request(make_agent: MakeAgent, tmp_p
     effects = tmp_path / "effects.txt"
     original = await original_run(make_agent, effects)
     agent = agent_for(make_agent, effects, model=FunctionModel(lambda m, i: "hi"))
-    report = (await agent.replay(original.thread_id)).divergence
+    report = (await agent.replay(original.thread_id, model_identity="agent")).divergence
     assert report is not None
     assert '-params: {"llm": "scripted"}' in report.diff
     assert '+params: {"llm": "function"}' in report.diff
+
+
+async def test_a_recorded_replay_is_of_the_recorded_model_by_default(
+    make_agent: MakeAgent, tmp_path: Path
+) -> None:
+    effects = tmp_path / "effects.txt"
+    original = await original_run(make_agent, effects)
+    agent = agent_for(make_agent, effects, model=FunctionModel(lambda m, i: "not asked"))
+    replay = await agent.replay(original.thread_id)
+    assert (replay.divergence, replay.final_text) == (None, original.final_text)
+    with pytest.raises(ConfigError, match="unknown model identity 'mine'"):
+        await agent.replay(original.thread_id, model_identity="mine")  # type: ignore[arg-type]
 
 
 async def test_live_after_replays_up_to_the_checkpoint_then_goes_live(
