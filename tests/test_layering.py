@@ -45,6 +45,7 @@ ALLOWED: dict[str, set[str]] = {
         "models.resilience",
         "observability",
     },
+    "events": {"observability"},  # the typed events, below whatever produces them
     "nodes": {"errors", "issues", "state", "context", "config", "tools", "observability"},
     "models": {"_lazy", "errors", "state", "context", "observability", "models.resilience"},
     "local": {"errors"},

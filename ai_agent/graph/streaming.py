@@ -8,7 +8,7 @@ cancels the run; it stays resumable from its last checkpoint.
 Examples:
     >>> import asyncio, tempfile, os
     >>> from ai_agent import Agent
-    >>> from ai_agent.graph.events import FinalDelta, RunFinished
+    >>> from ai_agent.events import FinalDelta, RunFinished
     >>> from ai_agent.testing import ScriptedModel
     >>> async def demo():
     ...     with tempfile.TemporaryDirectory() as d:
@@ -34,8 +34,9 @@ from typing import Any
 
 from ai_agent.checkpoints.store import new_thread_id
 from ai_agent.context import Event
+from ai_agent.events import RunFinished, StreamEvent
 from ai_agent.graph.core import AgentCore
-from ai_agent.graph.events import EventTranslator, RunFinished, StreamEvent
+from ai_agent.graph.events import EventTranslator
 from ai_agent.graph.result import RunResult
 from ai_agent.state import UserPlan
 
