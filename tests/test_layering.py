@@ -468,6 +468,20 @@ def test_context_variables_are_only_the_listed_ones() -> None:
     assert found == CONTEXT_VARIABLES
 
 
+def test_the_observability_scope_carries_only_the_span_and_its_ids() -> None:
+    # What rides on the one run-time context variable: the current span, the ids that name where
+    # the code runs, and the Agent's observer and redactor. A collaborator or value a stage
+    # decides on belongs in the RunContext instead.
+    from dataclasses import fields
+
+    from ai_agent.observability._scope import Scope
+
+    assert [f.name for f in fields(Scope)] == [
+        *("telemetry", "redactor", "span", "thread_id", "run_id", "stage", "stage_id"),
+        *("iteration", "step", "request_id", "tool_call_id"),
+    ]
+
+
 MAX_MODULE_LINES = 600
 # Modules over the limit today, each to be split by its own piece of work; an entry goes when its
 # file is split (the test fails while a listed file is under the limit, so the list only shrinks).
