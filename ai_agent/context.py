@@ -14,9 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
-from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, Literal, NotRequired, Protocol, TypedDict
+from typing import Any, Literal, NotRequired, Protocol, TypedDict, cast, runtime_checkable
 
 from ai_agent.state import (
     CompactionRecord,
@@ -38,15 +37,16 @@ __all__ = [
     "Memory",
     "Meter",
     "ModelCaller",
+    "ModelEvents",
     "ModelReply",
     "OutputStore",
     "Prepared",
+    "ReportingCaller",
     "RunContext",
     "RunPolicy",
     "ToolBox",
     "ToolInfo",
-    "model_sink",
-    "streaming_to",
+    "reporting",
 ]
 
 ApprovalPolicy = Literal["auto", "confirm", "approve", "deny"]
@@ -314,35 +314,62 @@ def _no_issues() -> list[Issue]:
     return []
 
 
-# Where a streaming ModelCaller sends token deltas. A context variable rather than an argument,
-# so the ModelCaller seam stays ``(messages, tools) -> ModelReply`` and wrappers (recording,
-# replay) need not know about streaming; each asyncio task sees the sink its draft set.
-_MODEL_SINK: ContextVar[Callable[[Event], None] | None] = ContextVar(
-    "ai_agent_model_sink", default=None
-)
+class ModelEvents:
+    """Where the model calls of a run's drafts report progress: retries, and token deltas.
 
-
-def model_sink() -> Callable[[Event], None] | None:
-    """The sink set by `streaming_to` for the current task, or None (nobody listens)."""
-    return _MODEL_SINK.get()
-
-
-@contextmanager
-def streaming_to(sink: Callable[[Event], None] | None) -> Iterator[None]:
-    """Send the token deltas of model calls made inside the block to ``sink``.
+    The Agent makes one per run and binds its model caller to it (`reporting`); the draft
+    opens it around its model call (`during`), which tags each event with the stage and the
+    draft's iteration. Outside a draft (a compaction summary) nothing is reported and the model
+    is not asked to stream. Retries are reported to every run; token deltas (and so a streamed
+    request) only when ``tokens`` is set: while someone consumes them (``Agent.astream``), so
+    plain runs work with servers whose streaming is broken.
 
     Examples:
         >>> seen = []
-        >>> with streaming_to(seen.append):
-        ...     model_sink()({"type": "model_delta", "detail": "hi"})
-        >>> seen, model_sink() is None
-        ([{'type': 'model_delta', 'detail': 'hi'}], True)
+        >>> events = ModelEvents(seen.append, tokens=True)
+        >>> events({"type": "model_delta", "detail": "lost"})  # outside a draft
+        >>> with events.during(2):
+        ...     events.streaming, events({"type": "model_delta", "detail": "hi"})
+        (True, None)
+        >>> seen, events.streaming
+        ([{'type': 'model_delta', 'detail': 'hi', 'stage': 'draft', 'iteration': 2}], False)
     """
-    token = _MODEL_SINK.set(sink)
-    try:
-        yield
-    finally:
-        _MODEL_SINK.reset(token)
+
+    def __init__(self, emit: Callable[[Event], None] = _ignore, *, tokens: bool = False) -> None:
+        self._emit, self._tokens = emit, tokens
+        self._iteration: int | None = None
+
+    @property
+    def streaming(self) -> bool:
+        """Whether the model call being made now should stream its token deltas here."""
+        return self._tokens and self._iteration is not None
+
+    @contextmanager
+    def during(self, iteration: int) -> Iterator[None]:
+        """Report the progress of the model calls made inside the block, as draft ``iteration``."""
+        self._iteration = iteration
+        try:
+            yield
+        finally:
+            self._iteration = None
+
+    def __call__(self, event: Event) -> None:
+        """Report one event of the model call being made now (dropped outside a draft)."""
+        if self._iteration is not None:
+            self._emit(cast(Event, {**event, "stage": "draft", "iteration": self._iteration}))
+
+
+@runtime_checkable
+class ReportingCaller(Protocol):
+    """A ModelCaller that can report its progress (`ai_agent.models.ChatModelCaller` is one)."""
+
+    def reporting(self, events: ModelEvents) -> ModelCaller:
+        """The same caller (same client, retries and breaker), reporting to ``events``."""
+
+
+def reporting(caller: ModelCaller, events: ModelEvents) -> ModelCaller:
+    """``caller`` bound to report to ``events`` when it can; otherwise ``caller`` itself."""
+    return caller.reporting(events) if isinstance(caller, ReportingCaller) else caller
 
 
 @dataclass(frozen=True, slots=True)
@@ -358,9 +385,9 @@ class RunContext:
     emit: Callable[[Event], None] = _ignore
     memory: Memory | None = None
     meter: Meter | None = None
-    # True while someone consumes the run's token deltas (Agent.astream): only then is the model
-    # asked to stream, so plain runs work with servers whose streaming is broken.
-    watch_tokens: bool = False
+    # Where the run's model caller reports retries and token deltas; the draft opens it around
+    # its call. The Agent binds its caller to the same object (`reporting`).
+    model_events: ModelEvents = field(default_factory=ModelEvents)
     extras: Mapping[str, Any] = field(default_factory=dict)
     outputs: OutputStore | None = None
     # Issues the Agent found while preparing this run or resume (an MCP server that refused its

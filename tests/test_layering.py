@@ -45,6 +45,7 @@ ALLOWED: dict[str, set[str]] = {
         "models.resilience",
         "observability",
     },
+    "events": {"observability"},  # the typed events, below whatever produces them
     "nodes": {"errors", "issues", "state", "context", "config", "tools", "observability"},
     "models": {"_lazy", "errors", "state", "context", "observability", "models.resilience"},
     "local": {"errors"},
@@ -443,6 +444,42 @@ def test_the_config_file_travels_as_an_argument() -> None:
     assert paths
     for path in paths:
         assert "ContextVar" not in path.read_text(), path.name
+
+
+# The only context variables in the package, and why each is one. A run's values (its model,
+# tools, events, stream) travel in the RunContext LangGraph passes to every stage, never in a
+# context variable; see docs/architecture.md, "Run-scoped values".
+CONTEXT_VARIABLES = {
+    # The current span and its correlation ids: the OpenTelemetry pattern for a current span,
+    # read by log lines, headers and child spans wherever they are made.
+    "observability/_scope.py": 1,
+    # The lease of the checkpoint write in progress: set by the saver's aput and read by its
+    # _cursor, which LangGraph's own aput calls in between (one method call, not a run).
+    "checkpoints/postgres.py": 1,
+}
+
+
+def test_context_variables_are_only_the_listed_ones() -> None:
+    found = {
+        path.relative_to(PACKAGE).as_posix(): text.count("ContextVar(")
+        for path in PACKAGE.rglob("*.py")
+        if "ContextVar(" in (text := path.read_text(encoding="utf-8"))
+    }
+    assert found == CONTEXT_VARIABLES
+
+
+def test_the_observability_scope_carries_only_the_span_and_its_ids() -> None:
+    # What rides on the one run-time context variable: the current span, the ids that name where
+    # the code runs, and the Agent's observer and redactor. A collaborator or value a stage
+    # decides on belongs in the RunContext instead.
+    from dataclasses import fields
+
+    from ai_agent.observability._scope import Scope
+
+    assert [f.name for f in fields(Scope)] == [
+        *("telemetry", "redactor", "span", "thread_id", "run_id", "stage", "stage_id"),
+        *("iteration", "step", "request_id", "tool_call_id"),
+    ]
 
 
 MAX_MODULE_LINES = 600

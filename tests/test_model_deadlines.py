@@ -18,7 +18,7 @@ from langchain_core.messages import AIMessageChunk
 from langchain_core.outputs import ChatGenerationChunk
 
 from ai_agent.config import AgentSettings, ModelBackendSettings
-from ai_agent.context import Event, streaming_to
+from ai_agent.context import Event
 from ai_agent.errors import CircuitOpenError, ModelUnavailableError
 from ai_agent.models import ChatModelCaller, classify_model_error, make_chat_model
 from ai_agent.models.resolve import caller_for
@@ -26,6 +26,7 @@ from ai_agent.observability.redaction import SecretValues
 from ai_agent.resilience import CircuitBreaker, RetryPolicy, error_names
 from ai_agent.state import Message
 from ai_agent.testing import Fault, MockOpenAIServer
+from tests.test_models_http import listening
 
 ASK: list[Message] = [Message(role="user", content="What is 2 + 2?")]
 
@@ -78,8 +79,8 @@ async def caller(server: MockOpenAIServer) -> AsyncIterator[Make]:
 
 async def call(model: ChatModelCaller) -> Any:
     events: list[Event] = []
-    with streaming_to(events.append):
-        return await model(list(ASK), [])
+    with listening(model, events) as reporting:
+        return await reporting(list(ASK), [])
 
 
 async def test_a_stream_that_drips_bytes_hits_the_idle_limit_and_is_retried(

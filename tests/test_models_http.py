@@ -11,6 +11,7 @@ import json
 import logging
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import httpx
@@ -18,7 +19,7 @@ import pytest
 import respx
 
 from ai_agent.config import ErrorRecoveryConfig, ModelBackendSettings
-from ai_agent.context import Event, streaming_to
+from ai_agent.context import Event, ModelEvents
 from ai_agent.errors import (
     CircuitOpenError,
     EmptyResponseError,
@@ -91,10 +92,20 @@ def make_caller(
     )
 
 
+@contextmanager
+def listening(
+    caller: ChatModelCaller, events: list[Event], *, tokens: bool = True
+) -> Iterator[ChatModelCaller]:
+    """The caller reporting to ``events``, as a run binds it and its draft opens them."""
+    model_events = ModelEvents(events.append, tokens=tokens)
+    with model_events.during(1):
+        yield caller.reporting(model_events)
+
+
 async def call(caller: ChatModelCaller, *, listen: bool = True) -> tuple[Any, list[Event]]:
     events: list[Event] = []
-    with streaming_to(events.append if listen else None):
-        reply = await caller(list(ASK), TOOLS)
+    with listening(caller, events, tokens=listen) as reporting:
+        reply = await reporting(list(ASK), TOOLS)
     return reply, events
 
 
@@ -340,8 +351,9 @@ async def test_a_giant_reply_passes_the_size_cap(server: MockOpenAIServer, liste
 async def test_a_giant_stream_is_abandoned_early(server: MockOpenAIServer) -> None:
     server.add(Fault.giant(chars=500_000, chunk_chars=1_000))
     events: list[Event] = []
-    with pytest.raises(ResponseTooLargeError), streaming_to(events.append):
-        await make_caller(server, retries=0, cap=5_000)(list(ASK), [])
+    caller = make_caller(server, retries=0, cap=5_000)
+    with pytest.raises(ResponseTooLargeError), listening(caller, events) as reporting:
+        await reporting(list(ASK), [])
     assert sum(len(e["detail"]) for e in events) <= 5_000
 
 

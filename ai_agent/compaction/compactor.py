@@ -40,7 +40,7 @@ from ai_agent.compaction.base import (
     split_blocks,
 )
 from ai_agent.compaction.strategies import BUILTIN_STRATEGIES
-from ai_agent.context import ModelCaller, ModelReply, streaming_to
+from ai_agent.context import ModelCaller, ModelReply
 from ai_agent.errors import ConfigError
 from ai_agent.state import CompactionRecord, Message
 from ai_agent.tokens import REPLY_PRIMING
@@ -82,8 +82,9 @@ class ModelCallerHelper:
 
     async def _ask(self, system: str, text: str) -> str:
         messages = [Message(role="system", content=system), Message(role="user", content=text)]
-        with streaming_to(None):  # a summary is bookkeeping, not something to show as it types
-            reply = await self.caller(messages, [])
+        # A summary is bookkeeping, not something to show as it types: it is asked for while the
+        # draft prepares, before it opens its model events, so nothing of it is reported.
+        reply = await self.caller(messages, [])
         if self.on_reply is not None:
             self.on_reply(reply)
         return reply["message"]["content"]

@@ -50,9 +50,11 @@ from ai_agent.context import (
     Event,
     Hooks,
     ModelCaller,
+    ModelEvents,
     RunContext,
     RunPolicy,
     ToolBox,
+    reporting,
 )
 from ai_agent.errors import (
     AgentError,
@@ -307,8 +309,8 @@ class AgentCore:
         """
         return self.telemetry.metrics
 
-    def _stream_sink(self) -> Callable[[Event], None] | None:
-        """Who consumes the run being prepared as a stream (``Agent.astream``); None: nobody."""
+    def _stream_sink(self, thread_id: str) -> Callable[[Event], None] | None:
+        """Who consumes the run of ``thread_id`` as a stream (``Agent.astream``); None: nobody."""
         return None
 
     def _emitter(self, stream: Callable[[Event], None] | None = None) -> Callable[[Event], None]:
@@ -432,11 +434,15 @@ class AgentCore:
         by the span's toolsets) are raised by the first draft instead of asking the model.
         """
         caller = model if model is not None else await self._model()
-        secrets, stream = self.secrets, self._stream_sink()
+        secrets, stream = self.secrets, self._stream_sink(thread_id)
         secrets.refresh()  # MCP servers may have connected, keys been exported
+        emit = ScrubbedEvents(self._emitter(stream), secrets)
+        # The model reports retries to every run, token deltas only while someone consumes them
+        # (so plain runs work with servers whose streaming is broken).
+        model_events = ModelEvents(emit, tokens=stream is not None)
         # Secrets are masked inside the recorders: what is recorded is what enters state.
         recorded = RecordingModel(
-            ScrubbedModel(caller, secrets),
+            ScrubbedModel(reporting(caller, model_events), secrets),
             self.store,
             thread_id,
             self.generation_params(),
@@ -458,11 +464,10 @@ class AgentCore:
             journal=self.store,
             hooks=self.hooks,
             policy=self.policy,
-            emit=ScrubbedEvents(self._emitter(stream), secrets),
+            emit=emit,
             memory=self._memory_store(),
             meter=self._meter(thread_id, caller, replaying=model is not None),
-            # Only while someone consumes the token deltas is the model asked to stream.
-            watch_tokens=stream is not None,
+            model_events=model_events,
             scrub=secrets.scrub,
             # A replay brings its own model and hears no start-up issues.
             take_issues=_taking(issues if model is None else ()),

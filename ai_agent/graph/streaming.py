@@ -1,13 +1,14 @@
 """Streaming runs: ``Agent.astream`` / ``Agent.stream`` yield typed events as a run goes.
 
 The run itself is the same as ``Agent.run``: the stream is a view of its progress events, fed
-through a per-run sink, so several streams on one Agent do not mix. Leaving the loop early
+through a sink the run's context takes by its thread id, so several streams on one Agent do not
+mix. Leaving the loop early
 cancels the run; it stays resumable from its last checkpoint.
 
 Examples:
     >>> import asyncio, tempfile, os
     >>> from ai_agent import Agent
-    >>> from ai_agent.graph.events import FinalDelta, RunFinished
+    >>> from ai_agent.events import FinalDelta, RunFinished
     >>> from ai_agent.testing import ScriptedModel
     >>> async def demo():
     ...     with tempfile.TemporaryDirectory() as d:
@@ -25,24 +26,22 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import queue
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
-from contextvars import ContextVar
 from typing import Any
 
+from ai_agent.checkpoints.store import new_thread_id
 from ai_agent.context import Event
+from ai_agent.events import RunFinished, StreamEvent
 from ai_agent.graph.core import AgentCore
-from ai_agent.graph.events import EventTranslator, RunFinished, StreamEvent
+from ai_agent.graph.events import EventTranslator
 from ai_agent.graph.result import RunResult
 from ai_agent.state import UserPlan
 
 __all__ = ["StreamingMixin"]
 
-# The sink of the stream a run belongs to; set around the task that drives the run.
-_STREAM_SINK: ContextVar[Callable[[Event], None] | None] = ContextVar(
-    "ai_agent_stream_sink", default=None
-)
 _DONE = object()
 
 
@@ -54,9 +53,15 @@ class _Failed:
 class StreamingMixin(AgentCore):
     """``astream`` / ``astream_resume`` (async) and ``stream`` / ``stream_resume`` (sync)."""
 
-    def _stream_sink(self) -> Callable[[Event], None] | None:
-        # The run context sends its (masked) events here too, and asks the model to stream.
-        return _STREAM_SINK.get()
+    @functools.cached_property
+    def _streams(self) -> dict[str, Callable[[Event], None]]:
+        """The sink of each run being streamed, by thread id (a thread runs once at a time)."""
+        return {}
+
+    def _stream_sink(self, thread_id: str) -> Callable[[Event], None] | None:
+        # The run context of this thread sends its (masked) events here too, and the model
+        # streams its token deltas.
+        return self._streams.get(thread_id)
 
     def astream(
         self, task: str, *, thread_id: str | None = None, quiet_tools: bool = False
@@ -69,7 +74,9 @@ class StreamingMixin(AgentCore):
             quiet_tools: Stream only the final answer and status events (no model deltas
                 during tool phases, no tool output).
         """
-        return self._astream(lambda: self.run(task, thread_id=thread_id), quiet_tools)
+        # The id is drawn here, not by run: the stream is found by it when the run starts.
+        new = new_thread_id() if thread_id is None else thread_id
+        return self._astream(new, lambda: self.run(task, thread_id=new), quiet_tools)
 
     def astream_resume(
         self,
@@ -79,10 +86,10 @@ class StreamingMixin(AgentCore):
         quiet_tools: bool = False,
     ) -> AsyncIterator[StreamEvent]:
         """Resume a run (see ``Agent.resume``) and yield its events as they happen."""
-        return self._astream(lambda: self.resume(thread_id, plan), quiet_tools)
+        return self._astream(thread_id, lambda: self.resume(thread_id, plan), quiet_tools)
 
     async def _astream(
-        self, start: Callable[[], Any], quiet_tools: bool
+        self, thread_id: str, start: Callable[[], Any], quiet_tools: bool
     ) -> AsyncIterator[StreamEvent]:
         events: asyncio.Queue[Event | None] = asyncio.Queue()
         loop = asyncio.get_running_loop()
@@ -95,11 +102,8 @@ class StreamingMixin(AgentCore):
             else:
                 loop.call_soon_threadsafe(events.put_nowait, event)
 
-        token = _STREAM_SINK.set(sink)
-        try:
-            run: asyncio.Task[RunResult] = asyncio.create_task(start())
-        finally:
-            _STREAM_SINK.reset(token)
+        self._streams[thread_id] = sink
+        run: asyncio.Task[RunResult] = asyncio.create_task(start())
         run.add_done_callback(lambda _: events.put_nowait(None))
         translate = EventTranslator(quiet_tools=quiet_tools)
         try:
@@ -112,6 +116,8 @@ class StreamingMixin(AgentCore):
                 run.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await run
+            if self._streams.get(thread_id) is sink:
+                del self._streams[thread_id]
 
     def stream(
         self, task: str, *, thread_id: str | None = None, quiet_tools: bool = False

@@ -15,6 +15,7 @@ Examples:
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
@@ -24,7 +25,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessageChunk, BaseMessage
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
 
-from ai_agent.context import Event, ModelReply, model_sink
+from ai_agent.context import Event, ModelEvents, ModelReply
 from ai_agent.errors import (
     BudgetExceededError,
     CircuitOpenError,
@@ -120,9 +121,11 @@ Sleep = Callable[[float], Awaitable[None]]
 class ChatModelCaller:
     """Calls a LangChain chat model for a draft: streamed, retried, behind a circuit breaker.
 
-    Streaming happens when ``stream`` is on and a sink is listening (see
-    `ai_agent.context.streaming_to`): text deltas go to the sink as ``model_delta`` events
-    and the assembled reply is returned, so wrappers of the ModelCaller seam see one reply.
+    A caller bound to a run's `ai_agent.context.ModelEvents` (`reporting`) reports each retry
+    to them as a ``model_retry`` event, and streams when ``stream`` is on and the events take
+    token deltas: text deltas go to them as ``model_delta`` events and the assembled reply is
+    returned, so wrappers of the ModelCaller seam see one reply. An unbound caller reports
+    nothing and does not stream.
 
     Inside an observed model call (an Agent's run) the request carries the call's
     ``X-Request-ID``, ``traceparent`` and ``tracestate`` headers, on every attempt, when the model
@@ -138,7 +141,7 @@ class ChatModelCaller:
         multiplier: Growth of the wait between retries (when ``retry`` is not given).
         retry: The full retry policy; see `ai_agent.resilience.RetryPolicy`.
         breaker: The circuit breaker of this backend (default: one that never opens).
-        stream: Stream replies when someone listens.
+        stream: Stream replies when the bound events take token deltas.
         max_response_chars: Size cap of a reply (text plus tool-call arguments).
         secrets: Values to scrub from any error text (the API key, or the Agent's
             `SecretValues`).
@@ -192,6 +195,16 @@ class ChatModelCaller:
         self.idle_timeout = idle_timeout
         # langchain-openai's models pass extra_headers through to the OpenAI client per request.
         self._takes_headers = type(model).__module__.startswith("langchain_openai")
+        self._events = ModelEvents()  # nobody listens until a run binds its own (reporting)
+
+    def reporting(self, events: ModelEvents) -> ChatModelCaller:
+        """This caller, reporting to one run's ``events``: same model, retries and breaker.
+
+        A shallow copy, so runs sharing the Agent's caller each report to their own events.
+        """
+        bound = copy.copy(self)
+        bound._events = events
+        return bound
 
     @property
     def max_retries(self) -> int:
@@ -221,7 +234,8 @@ class ChatModelCaller:
         runnable: Any = self.model.bind_tools(tools) if tools else self.model
         lc_messages = to_langchain(messages)
         turn = sum(1 for m in messages if m["role"] == "assistant")
-        sink = model_sink()
+        events = self._events
+        sink = events if events.streaming and self.stream else None
         headers = request_headers() if self._takes_headers else {}
         options: dict[str, Any] = {"extra_headers": headers} if headers else {}
         started = time.perf_counter()
@@ -246,8 +260,7 @@ class ChatModelCaller:
                 },
                 secrets=self._secrets.values(),
             )
-            if sink is not None:
-                sink({"type": "model_retry", "detail": str(exc), "duration_ms": wait * 1000})
+            events({"type": "model_retry", "detail": str(exc), "duration_ms": wait * 1000})
 
         retrying = AsyncRetrying(
             stop=stop_after_attempt(self.retry.max_retries + 1),
@@ -311,7 +324,7 @@ class ChatModelCaller:
         options: Mapping[str, Any],
         ends: float | None,
     ) -> tuple[BaseMessage, bool]:
-        if sink is not None and self.stream:
+        if sink is not None:
             return await self._streamed(runnable, messages, sink, options, ends), True
         try:
             reply: BaseMessage = await runnable.ainvoke(messages, **options)

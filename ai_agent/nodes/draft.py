@@ -6,7 +6,8 @@ failed to start or refused its key) are raised instead, once, before any model c
 Around the call, the run's Meter (when there is one) estimates the request, compacts the
 conversation when it reaches the trigger, and checks the budget: a call that could pass the run's
 token or cost limit is not made, and the gate gets a BUDGET issue instead. Token deltas of a
-streamed reply go to the run's event sink as ``model_delta`` events.
+streamed reply go to the run's events as ``model_delta`` events, and every retry of the call as a
+``model_retry`` event (`RunContext.model_events`).
 
 The reply's tool calls enter state here, so here each gets the engine's own identity
 (`engine_call_id`): ``c<iteration>.<position>``, unique within the run and the same when a
@@ -19,12 +20,12 @@ repeat one within a reply. The first draft of a run also draws the run's gate no
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, TypedDict, cast
 
 from langgraph.runtime import Runtime
 
-from ai_agent.context import Event, Prepared, RunContext, streaming_to
+from ai_agent.context import Prepared, RunContext
 from ai_agent.issues import IssueKind, kind_of_error
 from ai_agent.nodes._common import stage
 from ai_agent.nodes._issues import issue
@@ -105,15 +106,6 @@ def _add_usage(total: dict[str, Any] | None, record: Mapping[str, Any]) -> dict[
         out["cost"] = round(out.get("cost", 0.0) + float(record["cost"] or 0.0), 9)
     out["requests"] = out.get("requests", 0) + 1
     return out
-
-
-def _sink(context: RunContext, iteration: int) -> Callable[[Event], None]:
-    """Where the model caller sends token deltas: the run's events, tagged with this draft."""
-
-    def send(event: Event) -> None:
-        context.emit(cast(Event, {**event, "stage": "draft", "iteration": iteration}))
-
-    return send
 
 
 class _Draft:
@@ -221,7 +213,7 @@ async def _draft(state: RunState, context: RunContext) -> DraftUpdate:
     messages = compose_messages(system_prompt, work.messages)
     context.emit({"type": "model_waiting", "stage": "draft", "iteration": iteration})
     try:
-        with streaming_to(_sink(context, iteration) if context.watch_tokens else None):
+        with context.model_events.during(iteration):  # retries, and deltas if someone watches
             reply = await context.model(messages, tools)
     except Exception as exc:
         # Model failures the gate can help with are issues (the table of kinds says which);

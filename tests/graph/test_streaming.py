@@ -247,3 +247,24 @@ def test_the_translator_ignores_unknown_events_and_handles_odd_data() -> None:
     # An empty final turn gives no delta.
     translate({"type": "stage_started", "stage": "draft"})
     assert translate({"type": "model_finished", "detail": "", "data": {}}) == []
+
+
+async def test_listeners_hear_model_retries_of_a_plain_run(tmp_path: Any) -> None:
+    # Retries are a lifecycle event: a listener hears them whether or not anyone streams.
+    with MockOpenAIServer([Fault.unavailable(), Reply(text="back again")]) as server:
+        settings = AgentSettings(
+            model_backend={"base_url": server.base_url, "max_retries": 2},
+            retry={"initial_backoff_seconds": 0.01},
+        )
+        agent = Agent(
+            settings=settings, checkpoint_path=str(tmp_path / "c.sqlite"), memory_path=None
+        )
+        heard: list[ModelRetry] = []
+        agent.add_listener(heard.append, ModelRetry)
+        async with agent:
+            result = await agent.run("hello")
+    assert result.final_text == "back again"
+    assert len(heard) == 1
+    assert "503" in heard[0].error
+    assert heard[0].wait_seconds == pytest.approx(0.01)
+    assert heard[0].iteration == 1
