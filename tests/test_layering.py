@@ -46,13 +46,15 @@ ALLOWED: dict[str, set[str]] = {
         "observability",
     },
     "events": {"observability"},  # the typed events, below whatever produces them
-    "nodes": {"errors", "issues", "state", "context", "config", "tools", "observability"},
-    "models": {"_lazy", "errors", "state", "context", "observability", "models.resilience"},
+    "nodes": {"errors", "issues", "state", "context", "config", "tools", "observability", "events"},
+    "models": {
+        *("_lazy", "errors", "state", "context", "observability", "models.resilience", "events"),
+    },
     "local": {"errors"},
     "testing": {"errors", "state", "models"},
     "models.resolve": {
         *("errors", "config", "context", "observability", "models", "models.resilience"),
-        *("testing", "local"),
+        *("events", "testing", "local"),
     },
 }
 

@@ -68,10 +68,11 @@ from ai_agent.errors import (
     StorageFullError,
     UnknownThreadError,
 )
+from ai_agent.events import ProgressEvent
 from ai_agent.graph.archive import RunArchive
 from ai_agent.graph.build import recursion_limit
 from ai_agent.graph.database import RunDatabase, config_for, locate_database
-from ai_agent.graph.events import RunFinished, RunStarted, lifecycle_event
+from ai_agent.graph.events import LifecycleEvent, RunFinished, RunStarted, rendering
 from ai_agent.graph.observed import ObservedModel, ObservedToolBox
 from ai_agent.graph.recording import (
     BoundedToolBox,
@@ -219,7 +220,7 @@ class AgentCore:
             servers=self.mcp_servers,
             toolsmaker_dir=self.toolsmaker_dir,
             toolsmaker_audit_path=self.toolsmaker_audit_path,
-            on_event=on_event,
+            on_event=rendering(on_event),
         )
         self.registry = self._tools.registry
         self.initial_tools = self._tools.initial
@@ -309,29 +310,29 @@ class AgentCore:
         """
         return self.telemetry.metrics
 
-    def _stream_sink(self, thread_id: str) -> Callable[[Event], None] | None:
+    def _stream_sink(self, thread_id: str) -> Callable[[ProgressEvent], None] | None:
         """Who consumes the run of ``thread_id`` as a stream (``Agent.astream``); None: nobody."""
         return None
 
-    def _emitter(self, stream: Callable[[Event], None] | None = None) -> Callable[[Event], None]:
-        """The run's event sink: the ``on_event`` callback, the log, the listeners, the stream.
+    def _emitter(
+        self, stream: Callable[[ProgressEvent], None] | None = None
+    ) -> Callable[[ProgressEvent], None]:
+        """The run's event sink: the ``on_event`` callback, the listeners, the stream.
 
-        The run context masks secrets in front of it (`ScrubbedEvents`), for all of them.
+        Each event is one object that all of them receive (``on_event`` its dict). The run
+        context masks secrets in front of it (`ScrubbedEvents`), for all of them.
         """
-        on_event, telemetry = self._on_event, self.telemetry
+        on_event, listeners = rendering(self._on_event), self.telemetry.listeners
 
-        def emit(event: Event) -> None:
+        def emit(event: ProgressEvent) -> None:
             if on_event is not None:
                 try:
                     on_event(event)
                 except Exception as exc:
                     # A user's callback must not kill the run it watches.
                     log.warning("the on_event callback failed; the run goes on", exc=exc)
-            telemetry.on_event(event)
-            if telemetry.listeners:
-                typed = lifecycle_event(event)
-                if typed is not None:
-                    telemetry.listeners.publish(typed)
+            if isinstance(event, LifecycleEvent):
+                listeners.publish(event)
             if stream is not None:
                 stream(event)
 
@@ -405,7 +406,7 @@ class AgentCore:
             settings=self.settings,
             secrets=self.secrets,
             http_log=self.telemetry.http_log(),
-            on_event=self._on_event,
+            on_event=rendering(self._on_event),
         )
         self._local, self._backend = resolved.local, resolved.backend
         return resolved.caller

@@ -33,10 +33,9 @@ from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from typing import Any
 
 from ai_agent.checkpoints.store import new_thread_id
-from ai_agent.context import Event
-from ai_agent.events import RunFinished, StreamEvent
+from ai_agent.events import ProgressEvent, RunFinished, StreamEvent
 from ai_agent.graph.core import AgentCore
-from ai_agent.graph.events import EventTranslator
+from ai_agent.graph.events import StreamView
 from ai_agent.graph.result import RunResult
 from ai_agent.state import UserPlan
 
@@ -54,11 +53,11 @@ class StreamingMixin(AgentCore):
     """``astream`` / ``astream_resume`` (async) and ``stream`` / ``stream_resume`` (sync)."""
 
     @functools.cached_property
-    def _streams(self) -> dict[str, Callable[[Event], None]]:
+    def _streams(self) -> dict[str, Callable[[ProgressEvent], None]]:
         """The sink of each run being streamed, by thread id (a thread runs once at a time)."""
         return {}
 
-    def _stream_sink(self, thread_id: str) -> Callable[[Event], None] | None:
+    def _stream_sink(self, thread_id: str) -> Callable[[ProgressEvent], None] | None:
         # The run context of this thread sends its (masked) events here too, and the model
         # streams its token deltas.
         return self._streams.get(thread_id)
@@ -91,11 +90,11 @@ class StreamingMixin(AgentCore):
     async def _astream(
         self, thread_id: str, start: Callable[[], Any], quiet_tools: bool
     ) -> AsyncIterator[StreamEvent]:
-        events: asyncio.Queue[Event | None] = asyncio.Queue()
+        events: asyncio.Queue[ProgressEvent | None] = asyncio.Queue()
         loop = asyncio.get_running_loop()
         owner = threading.get_ident()
 
-        def sink(event: Event) -> None:
+        def sink(event: ProgressEvent) -> None:
             # Tools may run in worker threads (sync tools) and report output from there.
             if threading.get_ident() == owner:
                 events.put_nowait(event)
@@ -105,10 +104,10 @@ class StreamingMixin(AgentCore):
         self._streams[thread_id] = sink
         run: asyncio.Task[RunResult] = asyncio.create_task(start())
         run.add_done_callback(lambda _: events.put_nowait(None))
-        translate = EventTranslator(quiet_tools=quiet_tools)
+        view = StreamView(quiet_tools=quiet_tools)
         try:
             while (event := await events.get()) is not None:
-                for out in translate(event):
+                for out in view(event):
                     yield out
             yield RunFinished(await run)
         finally:
