@@ -1,15 +1,39 @@
-"""``Agent(on_event=...)`` receives the same progress dicts whatever builds them.
+"""Events are typed where they are produced; ``Agent(on_event=...)`` still receives its dicts.
 
-The engine's events are typed where they are produced; the dicts of the ``on_event`` callback are
-rendered from them at that one boundary. These tests pin the dicts' shape (types, stages, tools,
-details and the keys of ``data``) so a change in how events are built cannot change them.
+The dicts of the ``on_event`` callback are rendered from the typed events at that one boundary.
+These tests pin the dicts (a run paused and resumed, a direct tool call, each event's rendering),
+that they are spelled in one place, and that listeners and the stream receive the very objects
+the stages built (each fact reported once).
 """
 
 from __future__ import annotations
 
-from typing import Any
+import re
+from pathlib import Path
+from typing import Any, get_args
 
+import ai_agent
 from ai_agent import ToolCategory, ToolSpec, UserPlan
+from ai_agent.events import (
+    Compacted,
+    FinalDelta,
+    LifecycleEvent,
+    ModelDelta,
+    ModelRetry,
+    ProgressEvent,
+    RunFinished,
+    RunStarted,
+    StageFinished,
+    StageStarted,
+    StreamEvent,
+    ToolFinished,
+    ToolStarted,
+    _BackendNotice,
+    _McpNotice,
+    _ModelFinished,
+    _ModelToolCall,
+    _ModelWaiting,
+)
 from tests.graph.conftest import MakeAgent, call, text
 
 
@@ -163,3 +187,77 @@ async def test_a_run_paused_and_resumed_gives_on_event_the_same_dicts(
         {"type": "tool_started", "stage": "call_tool", "tool": "write_note"},
         {"type": "tool_finished", "stage": "call_tool", "tool": "write_note", "detail": "ok"},
     ]
+
+
+RENDERED: list[tuple[ProgressEvent, dict[str, Any]]] = [
+    (ModelRetry("503", 1.5, 2), {"type": "model_retry", "detail": "503", "duration_ms": 1500.0}),
+    (ModelDelta("Hi", 2), {"type": "model_delta", "detail": "Hi"}),
+    (_ModelWaiting(2), {"type": "model_waiting"}),
+    (_ModelToolCall("t", 2), {"type": "model_tool_call", "tool": "t"}),
+    (
+        _ModelFinished("", ("t",), 2),
+        {"type": "model_finished", "detail": "", "data": {"tool_calls": ["t"]}},
+    ),
+    (
+        Compacted(2, "sliding_window", 900, 400, {"iteration": 2, "at": 1.0, "strategy": "s",
+                  "tokens_before": 900, "tokens_after": 400, "removed": 3}),
+        {"type": "compacted", "data": {"iteration": 2, "at": 1.0, "strategy": "s",
+         "tokens_before": 900, "tokens_after": 400, "removed": 3}},
+    ),
+]  # fmt: skip
+
+
+def test_each_event_renders_the_dict_on_event_always_received() -> None:
+    for event, expected in RENDERED:
+        assert event.progress() == {**expected, "stage": "draft", "iteration": 2}
+    assert _BackendNotice("model ready").progress() == {"type": "backend", "detail": "model ready"}
+    assert _McpNotice("up").progress() == {"type": "mcp", "detail": "up"}
+
+
+def test_every_event_the_engine_reports_renders_its_dict() -> None:
+    reported = set(get_args(ProgressEvent))
+    assert all(callable(getattr(kind, "progress", None)) for kind in reported)
+    # Listeners and the stream get the engine's events themselves (and what only they add).
+    assert set(get_args(LifecycleEvent)) - reported == {RunStarted, RunFinished}
+    assert set(get_args(StreamEvent)) - reported == {FinalDelta, RunFinished}
+
+
+# The types of the progress dicts: they are spelled in ai_agent/events.py only, where each event
+# renders its own; a producer that wrote a dict again would show here.
+TYPES = (
+    "stage_started", "stage_finished", "gate_paused", "gate_resumed", "compacted",
+    "tool_started", "tool_output", "tool_finished", "model_waiting", "model_tool_call",
+    "model_delta", "model_finished", "model_retry", "backend", "mcp",
+)  # fmt: skip
+
+
+def test_progress_dicts_are_made_in_one_place() -> None:
+    package = Path(ai_agent.__file__).parent
+    names = "|".join(TYPES)
+    spelled = re.compile(r'("type"\s*:\s*|type=)"(' + names + ')"')
+    found = {
+        path.relative_to(package).as_posix()
+        for path in package.rglob("*.py")
+        if spelled.search(path.read_text(encoding="utf-8"))
+    }
+    assert found == {"events.py"}
+
+
+async def test_listeners_and_the_stream_receive_the_same_event_objects(
+    make_agent: MakeAgent,
+) -> None:
+    heard: list[Any] = []
+    agent = make_agent([call("shout"), text("done")], tools=[shout()])
+    agent.add_listener(heard.append, StageStarted, StageFinished, ToolStarted, ToolFinished)
+    async with agent:
+        streamed = [e async for e in agent.astream("go")]
+    shared = [
+        e
+        for e in streamed
+        if isinstance(e, StageStarted | StageFinished | ToolStarted | ToolFinished)
+    ]
+    assert len(heard) == len(shared) > 4
+    assert all(a is b for a, b in zip(heard, shared, strict=True))
+    (finished,) = [e for e in heard if isinstance(e, ToolFinished)]
+    assert finished.call is not None and finished.call["name"] == "shout"
+    assert finished.tool_result is not None and finished.tool_result["content"] == "shouted"
