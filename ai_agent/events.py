@@ -372,7 +372,8 @@ def _act(kind: str, tool: str, iteration: int) -> dict[str, Any]:
     return {"type": kind, "stage": "act", "tool": tool, "iteration": iteration}
 
 
-StreamEvent = (
+# What a run reports that streams show too.
+_InRun = (
     StageStarted
     | StageFinished
     | ModelDelta
@@ -381,9 +382,9 @@ StreamEvent = (
     | ToolOutput
     | ToolFinished
     | GatePaused
-    | FinalDelta
-    | RunFinished
 )
+
+StreamEvent = _InRun | FinalDelta | RunFinished
 
 LifecycleEvent = (
     RunStarted
@@ -402,14 +403,7 @@ ModelCallEvent = ModelDelta | ModelRetry | _ModelToolCall
 """What a model call reports while it runs; the draft's `ModelEvents` sets the iteration."""
 
 ProgressEvent = (
-    StageStarted
-    | StageFinished
-    | ModelDelta
-    | ModelRetry
-    | ToolStarted
-    | ToolOutput
-    | ToolFinished
-    | GatePaused
+    _InRun
     | GateResumed
     | Compacted
     | _ModelWaiting

@@ -35,6 +35,7 @@ from ai_agent.events import (
     _ModelWaiting,
 )
 from tests.graph.conftest import MakeAgent, call, text
+from tests.observability.test_agent_events import writer
 
 
 def shout() -> ToolSpec:
@@ -43,16 +44,6 @@ def shout() -> ToolSpec:
         return {"status": "ok", "content": "shouted"}
 
     return ToolSpec("shout", work, description="Shout.", category=ToolCategory.READ_ONLY)
-
-
-def write() -> ToolSpec:
-    return ToolSpec(
-        "write_note",
-        lambda args, ctx: {"status": "ok", "content": "written"},
-        description="Write a note.",
-        category=ToolCategory.MODIFICATION,
-        parameters={"type": "object", "properties": {"text": {"type": "string"}}},
-    )
 
 
 def timeless(value: Any) -> Any:
@@ -125,7 +116,7 @@ async def test_a_run_paused_and_resumed_gives_on_event_the_same_dicts(
     events: list[dict[str, Any]] = []
     agent = make_agent(
         [call("shout"), call("write_note", text="hi"), text("done")],
-        tools=[shout(), write()],
+        tools=[shout(), writer()],
         on_event=events.append,
     )
     async with agent:
