@@ -244,6 +244,8 @@ def test_the_stream_view_leaves_out_internal_events_and_holds_tool_phases() -> N
     view(StageStarted("draft", 0))
     view(ModelDelta("Let me check", 1))
     assert view(_ModelToolCall("t", 1)) == []
+    assert view(_ModelToolCall("u", 1)) == []  # a second call of the turn
+    assert view(ModelDelta("more", 1)) == [ModelDelta("more", 1)]  # still no final answer
     assert view(_ModelFinished("", ("t",), 1)) == []
     # An empty final turn gives no delta.
     view(StageStarted("draft", 1))
