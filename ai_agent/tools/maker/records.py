@@ -171,16 +171,7 @@ class GeneratedToolSpec:
         if older is None:
             return []
         out = []
-        for key in (
-            "purpose",
-            "parameters",
-            "outputs",
-            "capabilities",
-            "allowed_paths",
-            "allowed_domains",
-            "secrets",
-            "risk",
-        ):
+        for key in ("purpose", "parameters", *LIST_FIELDS, "risk"):
             before, after = getattr(older, key), getattr(self, key)
             if before != after:
                 out.append(f"{key}: {_show(before)} -> {_show(after)}")
