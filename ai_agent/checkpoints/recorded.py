@@ -118,13 +118,15 @@ def _blob(session: Session, value: Any) -> str:
     return digest
 
 
-_MODEL_COLUMNS = (
-    "seq, thread_id, step, stage, checkpoint_id, request_hash, response, usage, error, "
-    "latency_ms, replayed, created_at"
+# A thread's recorded calls of each kind, in the order they were made.
+_MODEL_CALLS = (
+    "SELECT seq, thread_id, step, stage, checkpoint_id, request_hash, response, usage, error, "
+    "latency_ms, replayed, created_at FROM agent_model_calls WHERE thread_id = ? ORDER BY seq"
 )
-_TOOL_COLUMNS = (
-    "seq, thread_id, step, stage, checkpoint_id, iteration, call_id, tool, args_hash, args, "
-    "result, duration_ms, replayed, created_at"
+_TOOL_CALLS = (
+    "SELECT seq, thread_id, step, stage, checkpoint_id, iteration, call_id, tool, args_hash, "
+    "args, result, duration_ms, replayed, created_at FROM agent_tool_calls "
+    "WHERE thread_id = ? ORDER BY seq"
 )
 
 
@@ -284,12 +286,7 @@ class RecordedCalls(SqlStore):
     @threaded
     def model_calls(self, thread_id: str) -> list[ModelCallRecord]:
         """The thread's recorded model calls, in the order they were made."""
-        rows = self._all(
-            f"SELECT {_MODEL_COLUMNS} FROM agent_model_calls "  # noqa: S608 - fixed text
-            "WHERE thread_id = ? ORDER BY seq",
-            (thread_id,),
-        )
-        return [_model_record(r) for r in rows]
+        return [_model_record(r) for r in self._all(_MODEL_CALLS, (thread_id,))]
 
     @threaded
     def model_request(self, seq: int) -> ModelRequest:
@@ -336,12 +333,7 @@ class RecordedCalls(SqlStore):
     @threaded
     def tool_calls(self, thread_id: str) -> list[ToolCallRecord]:
         """The thread's recorded tool calls, in the order they were made."""
-        rows = self._all(
-            f"SELECT {_TOOL_COLUMNS} FROM agent_tool_calls "  # noqa: S608 - fixed text
-            "WHERE thread_id = ? ORDER BY seq",
-            (thread_id,),
-        )
-        return [_tool_record(r) for r in rows]
+        return [_tool_record(r) for r in self._all(_TOOL_CALLS, (thread_id,))]
 
     @threaded
     def delete_calls(self, thread_id: str) -> int:
