@@ -86,7 +86,7 @@ class ToolCallRecord(TypedDict):
     step: int | None
     stage: str | None
     checkpoint_id: str | None
-    iteration: int | None
+    iteration: int
     call: ToolCall
     args_hash: str
     result: ToolResult

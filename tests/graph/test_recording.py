@@ -11,7 +11,7 @@ import httpx
 import pytest
 import respx
 
-from ai_agent import Agent, ToolCategory, ToolSpec
+from ai_agent import Agent, tool
 from ai_agent.checkpoints import SCHEMA_VERSION, RunStore
 from ai_agent.config import AgentSettings
 from ai_agent.models import request_hash
@@ -73,19 +73,10 @@ async def test_model_and_tool_calls_are_recorded_with_their_step(make_agent: Mak
 MARK = "mark-of-the-result-3f9c"
 
 
-def marked_tool() -> ToolSpec:
-    """A tool whose result carries a mark that only the result itself holds (not its text)."""
-
-    def look(args: dict[str, Any], ctx: dict[str, Any]) -> dict[str, Any]:
-        return {"status": "ok", "content": "looked", "meta": {"mark": MARK}}
-
-    return ToolSpec(
-        "look",
-        look,
-        description="Look.",
-        category=ToolCategory.READ_ONLY,
-        parameters={"type": "object", "properties": {}},
-    )
+@tool(category="read_only")
+def look() -> dict[str, Any]:
+    """Look (the result carries a mark that only the result itself holds, not its text)."""
+    return {"status": "ok", "content": "looked", "meta": {"mark": MARK}}
 
 
 def rows_holding(db: Path, needle: str) -> dict[str, int]:
@@ -114,7 +105,7 @@ async def test_a_tool_calls_outcome_is_stored_once_in_the_run_store(db: Path) ->
     """The journal is the record of a call's outcome: the recorded call names it, not a copy."""
     agent = Agent(
         model=ScriptedModel([call("look"), text("done")]),
-        tools=[marked_tool()],
+        tools=[look],
         checkpoint_path=db,
         memory_path=None,
         settings=AgentSettings(),
