@@ -236,9 +236,9 @@ class BoundedToolBox(DelegatingToolBox):
     """A ToolBox whose results are bounded as they are made: a large output is kept once.
 
     Below the recorder: a result whose text passes ``limit`` has its full text kept in the
-    run store's outputs and comes back clipped and naming it (`bound_output`). The journal,
-    the recorded call and the checkpoints then all hold the bounded result, instead of three
-    full copies beside the kept one.
+    run store's outputs and comes back clipped and naming it (`bound_output`). The journal
+    (the one record of the outcome, which the recorded call names) and the checkpoints then
+    hold the bounded result, instead of full copies beside the kept one.
 
     Args:
         inner: The tool box that does the work.
