@@ -2,8 +2,10 @@
 
 Every call is screened first (``ai_agent.tools.policy.screen_call``). Calls that may run are
 journaled (intent before, outcome after), so a crash mid-call is found on resume instead of the
-call silently running twice. Calls that must wait stay in ``pending`` with the issue that stopped
-them; the gate then pauses for a plan and routes back here to settle them.
+call silently running twice. The journal entry is the run store's one record of the call's
+outcome: the recorded call (``graph/recording.py``, below this stage) names it. Calls that must
+wait stay in ``pending`` with the issue that stopped them; the gate then pauses for a plan and
+routes back here to settle them.
 
 Approvals arrive as grants (the gate turns a plan's approvals into them), bound to this run and to
 each call as the gate report showed it; a call-scoped grant is spent when its call runs. Every
