@@ -155,7 +155,15 @@ KINDS: dict[IssueKind, KindSpec] = {
         codes=frozenset({"MISSING_ENV"}),
         errors=(McpEnvError,),
     ),
-    IssueKind.APPROVAL_REQUIRED: KindSpec(1.0, resolves="approve"),
+    IssueKind.APPROVAL_REQUIRED: KindSpec(
+        1.0,
+        # The calls are approved one by one (``resolves``); the advice says how a tool stops
+        # asking: a tool that does not say its category is EXTERNAL, the strictest.
+        advice="a tool that should not ask: set its category (ToolSpec(..., "
+        "category='read_only'), @tool(category=...); see docs/tools.md), or its category's "
+        "policy (--approval external=auto)",
+        resolves="approve",
+    ),
     IssueKind.UNKNOWN_OUTCOME: KindSpec(
         1.0,
         advice="check whether the interrupted call's effects already happened before "

@@ -280,3 +280,18 @@ def test_a_401_from_a_tool_scores_the_spec_s_auth_severity() -> None:
     found = issue_from_result(c, {"status": "error", "error": "HTTP 401"})
     assert found is not None
     assert (found["code"], found["severity"]) == ("AUTH", 0.95)
+
+
+def test_an_approval_s_advice_says_how_to_set_a_tool_s_category() -> None:
+    c = ToolCall(id="c1.0", name="fetch_users", args={})
+    why = "fetch_users is an external tool and needs confirmation"
+    waiting = PendingCall(call=c, blocked=as_state(IssueKind.APPROVAL_REQUIRED), preview="f()")
+    state = RunState(
+        iteration=1, issues=[issue(IssueKind.APPROVAL_REQUIRED, why)], pending=[waiting]
+    )
+    options = build_report(state, thread_id="t", threshold=0.7, catalog=["fetch_users"])["options"]
+    assert options[0] == "approve c1.0 (--approve c1.0)"
+    [advice] = [o for o in options if "category" in o]
+    assert "category='read_only'" in advice
+    assert "docs/tools.md" in advice
+    assert "--approval external=auto" in advice

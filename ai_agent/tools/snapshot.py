@@ -279,6 +279,11 @@ class ToolSnapshot:
             summary = _guarded(lambda: formatter(result), lambda: summary)
         result["summary"] = cap_summary(scrubber.text(result.get("summary") or summary))
         result["execution_time_ms"] = round((time.perf_counter() - started) * 1000, 3)
+        # Which tool made it, and how much oversight that tool needs, travel with the result
+        # (set here, after the tool: a tool cannot claim another's name or a milder category).
+        result["tool_name"] = name
+        if spec is not None:
+            result["category"] = spec.category.value
         return result
 
     async def _execute(
