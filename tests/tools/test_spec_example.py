@@ -247,3 +247,25 @@ async def test_a_run_keeps_each_result_s_tool_and_category(tmp_path: Path) -> No
         "lookup",
         "external",
     )
+
+
+async def test_a_result_the_tool_never_made_names_its_tool_too(tmp_path: Path) -> None:
+    # A call refused before it ran (arguments that do not fit) keeps a result in the run too.
+    from ai_agent import tool
+
+    @tool(category="read_only")
+    def scale(value: int) -> int:
+        """Scale a value."""
+        return value * 2
+
+    model = ScriptedModel([{"tool_calls": [{"name": "scale", "args": {}}]}, "gave up"])
+    agent = Agent(
+        model=model, tools=[scale], checkpoint_path=tmp_path / "c.sqlite", memory_path=None
+    )
+    await agent.run("scale nothing", thread_id="t1")
+    [outcome] = (await agent.get_state("t1"))["results"]
+    assert outcome["result"]["meta"]["code"] == "SCHEMA_VIOLATION"
+    assert (outcome["result"]["tool_name"], outcome["result"]["category"]) == (
+        "scale",
+        "read_only",
+    )
