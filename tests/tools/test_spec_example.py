@@ -269,3 +269,29 @@ async def test_a_result_the_tool_never_made_names_its_tool_too(tmp_path: Path) -
         "scale",
         "read_only",
     )
+
+
+def test_the_contract_s_first_parameter_may_be_annotated_as_a_dict() -> None:
+    from collections.abc import Mapping
+
+    from ai_agent.tools.adapters import takes_args_and_ctx
+
+    def written(args: dict[str, Any], ctx: dict[str, Any]) -> dict[str, Any]:
+        return {"status": "ok"}  # annotations are strings here (postponed)
+
+    def evaluated(args, ctx):  # type: ignore[no-untyped-def]
+        return {"status": "ok"}
+
+    evaluated.__annotations__ = {"args": Mapping[str, Any], "ctx": dict}
+
+    def typed(args: list[str], ctx: dict[str, Any]) -> int:
+        return len(args)
+
+    def defaulted(args, ctx=None):  # type: ignore[no-untyped-def]
+        return args
+
+    def keyword(args, *, ctx):  # type: ignore[no-untyped-def]
+        return args
+
+    assert takes_args_and_ctx(written) and takes_args_and_ctx(evaluated)
+    assert not any(map(takes_args_and_ctx, (typed, defaulted, keyword, print)))
