@@ -87,8 +87,10 @@ class ToolResult(TypedDict, total=False):
     """What a tool returns: ``{"status": "ok"|"error"|"skipped", "content", "error", "meta"}``.
 
     Recoverable problems are results with ``status="error"`` and a ``meta["code"]``; only bugs
-    raise. The registry adds ``execution_time_ms`` and ``summary`` (the tool's ``format_result``
-    line, shown in traces).
+    raise. The registry adds ``execution_time_ms``, ``summary`` (the tool's ``format_result``
+    line, shown in traces), ``tool_name`` and the tool's ``category`` (a ToolCategory value;
+    absent when no tool of that name exists), as the tool-oversight spec's ToolResult has them;
+    the act stage names the tool of a result it made itself (a call skipped or refused) too.
 
     Examples:
         >>> ToolResult(status="ok", content=68.055)
@@ -101,6 +103,8 @@ class ToolResult(TypedDict, total=False):
     meta: dict[str, Any]
     execution_time_ms: float
     summary: str
+    tool_name: str
+    category: str
 
 
 class Issue(TypedDict):

@@ -49,7 +49,7 @@ from ai_agent.tools.policy import (
     screen_call,
     spend,
 )
-from ai_agent.tools.results import bound_output
+from ai_agent.tools.results import bound_output, labelled
 
 __all__ = ["ActUpdate", "act", "repair_used"]
 
@@ -268,6 +268,7 @@ class _Cycle:
             self.update["active_tools"] = list(self.active)
 
     async def record(self, call: ToolCall, result: ToolResult) -> None:
+        result = _labelled(self.context, call, result)
         self.activate(result)
         text = self.context.tools.format_result(call["name"], result)
         text, result = await self.clip(call, text, result)
@@ -290,6 +291,12 @@ class _Cycle:
         if "execution_time_ms" in result:
             line["duration_ms"] = result["execution_time_ms"]
         self.update["trace"].append(line)
+
+
+def _labelled(context: RunContext, call: ToolCall, result: ToolResult) -> ToolResult:
+    """Every result a run keeps names its tool and category, a skipped or refused one too."""
+    info = context.tools.info(call["name"])
+    return labelled(result, call["name"], info["category"] if info else None)
 
 
 def _env(name: str) -> bool:
