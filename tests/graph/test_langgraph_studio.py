@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.warnings import LangGraphDeprecatedSinceV10
 from pydantic import TypeAdapter
 
 from ai_agent.graph.build import build_graph
@@ -73,6 +74,10 @@ def test_langgraph_json_points_at_the_pipeline() -> None:
     assert graph.checkpointer is None
     _assert_state_schema(graph.get_input_jsonschema())
     _assert_state_schema(graph.get_output_jsonschema())
+    # What the server's /schemas asks besides: a context schema it can render, and the config's.
+    assert graph.get_context_jsonschema() is None
+    with pytest.warns(LangGraphDeprecatedSinceV10):  # the server still asks it (langgraph < 0.6)
+        assert graph.config_schema().model_json_schema()["type"] == "object"
 
 
 @pytest.mark.parametrize("method", ["get_input_jsonschema", "get_output_jsonschema"])
