@@ -24,7 +24,7 @@ from langgraph.checkpoint.base import (
 )
 
 from ai_agent.checkpoints import _texts
-from ai_agent.checkpoints._identity import same_prefix
+from ai_agent.checkpoints._identity import same_prefix, snapshot, unchanged
 from ai_agent.checkpoints._lineages import (
     LINEAGE_MIN_ITEMS,
     append,
@@ -263,8 +263,10 @@ def _store_value(
         ):
             if len(value) > prev.length:
                 return append(store, tkey, cache, batch, prev, value)
-            if prev.items is None:  # vouched for by the stored bytes: hold it from now on
-                cache.held[cast(Ref, prev_ref)] = Held(prev.lineage, prev.length, value)
+            if prev.shadow is None:  # vouched for by the stored bytes: hold it from now on
+                cache.held[cast(Ref, prev_ref)] = Held(
+                    prev.lineage, prev.length, value, shadow=snapshot(value)
+                )
             return cast(Ref, prev_ref)
         if len(value) >= LINEAGE_MIN_ITEMS or (
             value and prev is not None and prev.lineage is not None
@@ -285,12 +287,16 @@ def _store_value(
 
 def _extends(store: DeltaStore, prev: Held, value: list[Any]) -> bool:
     """Whether ``value`` starts with exactly the items stored for ``prev``."""
-    if prev.items is not None and len(prev.items) == prev.length:
-        # The very objects stored (or handed out) for this value: a pointer comparison.
+    n = prev.length
+    # Items read back have no snapshot yet (taking one per read would cost every reader):
+    # the first put after a read compares with the stored bytes, and snapshots from then on.
+    if prev.items is not None and prev.shadow is not None and len(prev.items) == n:
+        # The very objects stored (or handed out) for this value, not edited in place since:
+        # a pointer comparison, then a comparison with their snapshot that runs in C.
         # (A length that changed means someone appended to that list in place; then only
-        # the stored bytes can tell.)
-        if same_prefix(prev.items, value, prev.length):
+        # the bytes can tell.)
+        if same_prefix(prev.items, value, n) and unchanged(prev.shadow, value, n):
             return True
         dumps = store.serde.dumps_typed
-        return all(a is b or dumps(a) == dumps(b) for a, b in zip(prev.items, value, strict=False))
-    return matches_stored(store, cast(int, prev.lineage), prev.length, value)
+        return all(dumps(a) == dumps(b) for a, b in zip(prev.shadow, value, strict=False))
+    return matches_stored(store, cast(int, prev.lineage), n, value)

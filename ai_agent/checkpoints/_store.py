@@ -83,12 +83,16 @@ class Held:
     ``items`` holds the very objects that were stored or handed out (list values), so "the new
     list starts with the old one" is a pointer comparison instead of a comparison of contents.
     ``blob`` is a small value as it was stored, so an unchanged one is recognised by its bytes.
+    ``shadow`` is a snapshot of ``items`` (``_identity.snapshot``): the very same objects may have
+    been edited in place since, and then the list must not be taken for an append. Items read
+    back have none until a put has compared them with the stored bytes.
     """
 
     lineage: int | None
     length: int
     items: list[Any] | None = None
     blob: Packed | None = None
+    shadow: list[Any] | None = None
 
 
 @dataclass(slots=True)

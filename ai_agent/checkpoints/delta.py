@@ -38,12 +38,14 @@ How the message history of a run looks after 12 messages, 3 of them added since 
                                   32 appends are merged into one chunk, so reading a list of
                                   n appends touches about n/32 + 32 rows, never n
 
-An append is recognised by identity: the saver keeps the items it last stored or returned for
-each channel, and a new list that starts with those very objects (a C-speed pointer comparison)
-only needs its tail written. When the cache cannot vouch for the prefix (another process wrote
-the parent, or the cache was evicted), the prefix is checked against the stored bytes instead,
-so a false "append" is impossible. Values are treated as immutable once checkpointed, as
-LangGraph's reducers treat them: a node must return new items, not edit stored ones in place.
+An append is recognised by identity: the saver keeps the items it last stored for each channel,
+with a snapshot of them, and a new list that starts with those very objects (a C-speed pointer
+comparison), still equal to the snapshot (a C-speed comparison that mostly compares pointers),
+only needs its tail written. A node that edited a stored item in place makes the list differ
+from its snapshot, and the list is then stored whole, as it is live. When the cache cannot vouch
+for the prefix (another process wrote the parent, the cache was evicted, the items were only
+read), the prefix is checked against the stored bytes instead, so a false "append" is
+impossible.
 
 Every SQLite call runs on one worker thread owned by the saver, so the async methods never block
 the event loop and the sync methods work from any thread, the event loop's included (LangGraph's
@@ -79,7 +81,7 @@ from ai_agent.checkpoints import _maintenance, _puts, _reads, _writes
 from ai_agent.checkpoints._legacy import import_legacy
 from ai_agent.checkpoints._maintenance import PruneStats
 from ai_agent.checkpoints._schema import FORMAT_VERSION
-from ai_agent.checkpoints._serde import strict_serializer
+from ai_agent.checkpoints._serde import strict_serializer, widened
 from ai_agent.checkpoints._store import DeltaStore, ReadMemo
 from ai_agent.checkpoints._worker import WalCheckpointer, Worker
 from ai_agent.errors import AgentError, StoreError
@@ -316,15 +318,26 @@ class DeltaSaver(
         return list(self.store.legacy_skipped)
 
     def with_allowlist(self, extra_allowlist: Collection[tuple[str, ...]]) -> DeltaSaver:
-        """This saver unchanged: its serializer stays as strict as it was built.
+        """This saver, its serializer now also loading ``extra_allowlist``'s types.
 
-        LangGraph calls this under ``LANGGRAPH_STRICT_MSGPACK`` to *widen* a serializer to the
-        graph's schema types; the engine's state is plain JSON and needs none of them.
+        LangGraph calls this when it compiles a graph under ``LANGGRAPH_STRICT_MSGPACK``, with
+        the types the graph's state schema names (a pydantic model, a dataclass, an enum).
+        Without them those values would load back as plain dicts and a resume would fail. Every
+        other type stays refused. The saver is widened in place rather than cloned as
+        LangGraph's base class does: a clone would share this saver's connection, worker
+        thread and write buffer, and closing either would close both.
         """
+        serde = widened(self.serde, extra_allowlist)
+        if serde is not self.serde:
+            self._call(self._use_serde, serde)
         return self
 
+    def _use_serde(self, serde: SerializerProtocol) -> None:
+        # On the worker thread, between two jobs: no read is half done with the old one.
+        self.serde = self.store.serde = serde
+
     # Versions --------------------------------------------------------------------------------
-    def get_next_version(self, current: Any, channel: None) -> int:
+    def get_next_version(self, current: Any, channel: None) -> Any:
         """The next channel version: one more than ``current`` (integers, compact in every row).
 
         Values are addressed by their own id, not by version, so two branches that reach the
@@ -333,8 +346,10 @@ class DeltaSaver(
         """
         if current is None:
             return 1
-        if isinstance(current, str):  # a version written by another saver
-            return int(current.split(".")[0]) + 1
+        if isinstance(current, str):
+            # A thread copied from another saver (InMemorySaver, SqliteSaver): its versions stay
+            # strings of the same sortable shape, since LangGraph compares them with ">".
+            return f"{int(current.split('.')[0]) + 1:032}.{0:016}"
         return int(current) + 1
 
     # Sync API --------------------------------------------------------------------------------
