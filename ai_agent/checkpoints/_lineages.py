@@ -165,7 +165,7 @@ def append(
         batch.merges.append(lineage)
         small = 0
     store.unmerged[lineage] = small
-    return _list_view(cache, lineage, value, prev)
+    return _list_view(store, cache, lineage, value, prev)
 
 
 def merge(store: DeltaStore, lineage: int) -> None:
@@ -241,13 +241,18 @@ def new_lineage(
     batch.segments.append((lineage, base_length, count, 1, type_, blob, batch.named(done)))
     store.tips[lineage] = len(value)
     store.unmerged[lineage] = 0
-    return _list_view(cache, lineage, value)
+    return _list_view(store, cache, lineage, value)
 
 
-def _list_view(cache: ThreadCache, lineage: int, value: list[Any], prev: Held | None = None) -> Ref:
+def _list_view(
+    store: DeltaStore, cache: ThreadCache, lineage: int, value: list[Any], prev: Held | None = None
+) -> Ref:
     ref = (lineage, len(value))
-    # An append snapshots only its new items: the prefix's snapshot was just compared equal.
-    if prev is not None and prev.shadow is not None and len(prev.shadow) == prev.length:
+    shadow: list[Any] | None = None
+    if not store.check_edits:
+        pass
+    elif prev is not None and prev.shadow is not None and len(prev.shadow) == prev.length:
+        # An append snapshots only its new items: the prefix's snapshot was just compared equal.
         shadow = [*prev.shadow, *snapshot(value[prev.length :])]
     else:
         shadow = snapshot(value)

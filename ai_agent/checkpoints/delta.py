@@ -38,14 +38,10 @@ How the message history of a run looks after 12 messages, 3 of them added since 
                                   32 appends are merged into one chunk, so reading a list of
                                   n appends touches about n/32 + 32 rows, never n
 
-An append is recognised by identity: the saver keeps the items it last stored for each channel,
-with a snapshot of them, and a new list that starts with those very objects (a C-speed pointer
-comparison), still equal to the snapshot (a C-speed comparison that mostly compares pointers),
-only needs its tail written. A node that edited a stored item in place makes the list differ
-from its snapshot, and the list is then stored whole, as it is live. When the cache cannot vouch
-for the prefix (another process wrote the parent, the cache was evicted, the items were only
-read), the prefix is checked against the stored bytes instead, so a false "append" is
-impossible.
+An append is recognised by identity: a new list that starts with the very objects last stored
+(a pointer comparison), still equal to their snapshot (``check_edits``: an item edited in place
+makes the list be stored whole), only needs its tail written. When the cache cannot vouch for
+the prefix (another process wrote it, an eviction, a read), the stored bytes are compared.
 
 Every SQLite call runs on one worker thread owned by the saver, so the async methods never block
 the event loop and the sync methods work from any thread, the event loop's included (LangGraph's
@@ -110,6 +106,8 @@ class DeltaSaver(
         path: The SQLite file (created with its directory if missing), or ``":memory:"``.
         serde: Serializer; default: strict msgpack (only allowlisted types load).
         cache_threads: Threads whose newest checkpoints stay in memory for cheap appends.
+        check_edits: Notice a stored list item edited in place (a C-speed comparison of each
+            changed list per step); the engine, whose stages return new items, turns it off.
 
     Raises:
         StoreError: the file is not a SQLite database, or was written by a newer ai-agent.
@@ -137,6 +135,7 @@ class DeltaSaver(
         *,
         serde: SerializerProtocol | None = None,
         cache_threads: int = 256,
+        check_edits: bool = True,
     ) -> None:
         super().__init__(serde=serde or strict_serializer())
         self._closed = False
@@ -148,7 +147,7 @@ class DeltaSaver(
         self._wal: WalCheckpointer | None = None
         try:
             self._store = self._worker.submit(
-                functools.partial(_open_store, path, self.serde, cache_threads)
+                functools.partial(_open_store, path, self.serde, cache_threads, check_edits)
             ).result()
         except BaseException:
             self._worker.stop()
@@ -320,29 +319,23 @@ class DeltaSaver(
     def with_allowlist(self, extra_allowlist: Collection[tuple[str, ...]]) -> DeltaSaver:
         """This saver, its serializer now also loading ``extra_allowlist``'s types.
 
-        LangGraph calls this when it compiles a graph under ``LANGGRAPH_STRICT_MSGPACK``, with
-        the types the graph's state schema names (a pydantic model, a dataclass, an enum).
-        Without them those values would load back as plain dicts and a resume would fail. Every
-        other type stays refused. The saver is widened in place rather than cloned as
-        LangGraph's base class does: a clone would share this saver's connection, worker
-        thread and write buffer, and closing either would close both.
+        LangGraph calls this under ``LANGGRAPH_STRICT_MSGPACK`` with the types its state names
+        (else a pydantic value loads back as a dict); all others stay refused. In place, not a
+        clone: that would share the connection, worker and write buffer, and their closing.
         """
         serde = widened(self.serde, extra_allowlist)
         if serde is not self.serde:
-            self._call(self._use_serde, serde)
+            self._call(self._use_serde, serde)  # on the worker, between two jobs
         return self
 
     def _use_serde(self, serde: SerializerProtocol) -> None:
-        # On the worker thread, between two jobs: no read is half done with the old one.
         self.serde = self.store.serde = serde
 
     # Versions --------------------------------------------------------------------------------
     def get_next_version(self, current: Any, channel: None) -> Any:
-        """The next channel version: one more than ``current`` (integers, compact in every row).
+        """One more than ``current``: a small integer (a string for another saver's thread).
 
-        Values are addressed by their own id, not by version, so two branches that reach the
-        same version number with different values never collide (SqliteSaver needs a random
-        suffix on its version strings for that).
+        Values are addressed by id, not by version: two branches at one version never collide.
         """
         if current is None:
             return 1
@@ -598,8 +591,10 @@ class DeltaSaver(
         await self._acall(self._reclaim)
 
 
-def _open_store(path: str | Path, serde: SerializerProtocol, cache_threads: int) -> DeltaStore:
+def _open_store(
+    path: str | Path, serde: SerializerProtocol, cache_threads: int, check_edits: bool
+) -> DeltaStore:
     """The storage engine; an old SqliteSaver database's runs are imported the first time."""
-    store = DeltaStore(path, serde, cache_threads=cache_threads)
+    store = DeltaStore(path, serde, cache_threads=cache_threads, check_edits=check_edits)
     store.legacy_skipped = import_legacy(store)
     return store
