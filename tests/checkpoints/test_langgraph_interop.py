@@ -123,6 +123,13 @@ def test_strict_msgpack_still_refuses_other_types(tmp_path: Path) -> None:
         assert saver.serde.loads_typed(blob) == Ticket(title="x", votes=1)
         other = saver.serde.dumps_typed(Board(ticket=Ticket(title="y", votes=2), answer=""))
         assert saver.serde.loads_typed(other)["ticket"] == Ticket(title="y", votes=2)
+        # A type the graph did not name is still not loaded: only its fields come back.
+        stranger = saver.serde.dumps_typed(Stranger(secret="s"))
+        assert saver.serde.loads_typed(stranger) == {"secret": "s"}
+
+
+class Stranger(BaseModel):
+    secret: str
 
 
 class Notes(TypedDict):
