@@ -16,9 +16,13 @@ person, a JSON file), so it is validated at the edge.
 from __future__ import annotations
 
 import operator
-from typing import Annotated, Any, Literal, NotRequired, Required, TypedDict
+from typing import Annotated, Any, Literal, NotRequired, Required
 
 from pydantic import BaseModel, ConfigDict, Field
+
+# Not typing.TypedDict: pydantic builds LangGraph's JSON schemas of the state (LangGraph Studio,
+# ``langgraph dev``, ``get_input_jsonschema``) and refuses typing's on Python < 3.12.
+from typing_extensions import TypedDict
 
 from ai_agent.issues import KINDS, IssueKind
 

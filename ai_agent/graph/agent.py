@@ -102,6 +102,7 @@ class Agent(StreamingMixin, AgentCore):
         max_iterations: Cycles before the run stops with a summary.
         gate_threshold: Severity at which the gate intervenes (0..1).
         checkpoint_path: The SQLite database of checkpoints and the run store.
+            ``":memory:"`` keeps them for as long as this Agent lives, in this process.
         hooks: A ``Hooks`` (or a dict of hook functions) replacing stage defaults.
         settings: ``AgentSettings``; loaded from env and files when not given.
         backend: ``"openai"`` (any OpenAI-compatible server) or ``"local"`` (built-in llama.cpp).
@@ -132,6 +133,10 @@ class Agent(StreamingMixin, AgentCore):
             ``tool_config.toolsmaker.dir``, ``.agents/toolsmaker``).
         toolsmaker_audit_path: The toolsmaker's audit log (default:
             ``toolsmaker_dir/audit.jsonl``).
+        checkpointer: Any LangGraph checkpoint saver to hold the checkpoints instead of the
+            engine's own; the run store (runs, leases, journal, recorded calls) stays at
+            ``checkpoint_path`` / ``checkpoint_url``. Its owner opens and closes it. See the
+            LangGraph compatibility guide for what it does not give.
 
     Examples:
         >>> import asyncio

@@ -103,6 +103,7 @@ from ai_agent.tools.builtin.protected import ProtectedPaths
 from ai_agent.tools.mcp.manager import gather_servers
 
 if TYPE_CHECKING:
+    from langgraph.checkpoint.base import BaseCheckpointSaver
     from langgraph.types import StateSnapshot
 
     from ai_agent.checkpoints.runstore import Lease
@@ -150,6 +151,7 @@ class AgentCore:
         mcp_config: str | Path | Sequence[str | Path] | None = None,
         toolsmaker_dir: str | Path | None = None,
         toolsmaker_audit_path: str | Path | None = None,
+        checkpointer: BaseCheckpointSaver[Any] | None = None,
     ) -> None:
         s = settings if settings is not None else load_settings()
         self.settings = s
@@ -162,7 +164,9 @@ class AgentCore:
         )
         self.database: Location = locate_database(checkpoint_path, checkpoint_url, s)
         # The run store and the checkpointer, shared by the runs and the archive.
-        self._db = RunDatabase(self.database, lease_seconds=s.lease_seconds)
+        self._db = RunDatabase(
+            self.database, lease_seconds=s.lease_seconds, checkpointer=checkpointer
+        )
         self.checkpoint_path = (
             self.database if isinstance(self.database, Path) else Path(s.checkpoint_path)
         )
