@@ -275,7 +275,16 @@ ARCHIVE = {
     "usage_report",
     "worker",
 }
-RUNNER = {"agent", "core", "streaming", "tooling"}
+RUNNER = {
+    "agent",
+    "contexts",
+    "delegation",
+    "options",
+    "runner",
+    "streaming",
+    "tool_methods",
+    "tooling",
+}
 
 
 def _ai_agent_imports(path: Path, *, with_annotations: bool = False) -> set[str]:
@@ -318,8 +327,10 @@ MODEL_STACK = (
     *("ai_agent.models.messages", "ai_agent.models.resolve"),
     "ai_agent.tokens",
     "ai_agent.local",
-    "ai_agent.graph.core",
     "ai_agent.graph.agent",
+    "ai_agent.graph.contexts",
+    "ai_agent.graph.options",
+    "ai_agent.graph.runner",
 )
 
 
@@ -364,9 +375,12 @@ def test_the_archive_imports_no_model_stack(module: str) -> None:
 def test_the_model_stack_is_what_the_agent_imports() -> None:
     # The check above is not vacuous: the Agent does import what the archive must not.
     loaded = heavy_modules(imported_by("from ai_agent.graph import Agent"))
-    assert {"ai_agent.models.caller", "ai_agent.tokens", "tiktoken", "ai_agent.graph.core"} <= set(
-        loaded
-    )
+    assert {
+        "ai_agent.models.caller",
+        "ai_agent.tokens",
+        "tiktoken",
+        "ai_agent.graph.runner",
+    } <= set(loaded)
     # Every module of the models package is in the stack, but the two light ones.
     models = {f"ai_agent.models.{p.stem}" for p in (PACKAGE / "models").glob("*.py")}
     assert models - {"ai_agent.models.__init__", "ai_agent.models.resilience"} <= set(MODEL_STACK)
@@ -449,7 +463,6 @@ MAX_MODULE_LINES = 600
 # Modules over the limit today, each to be split by its own piece of work; an entry goes when its
 # file is split (the test fails while a listed file is under the limit, so the list only shrinks).
 OVER_THE_LIMIT = {
-    "graph/core.py",  # the runner and facade work
     "observability/scopes.py",  # the runner work (the observability scope's context variable)
     "tools/maker/confine.py",  # the toolsmaker's circles
     "tools/maker/registry.py",  # the toolsmaker's circles

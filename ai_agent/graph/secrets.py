@@ -21,7 +21,7 @@ hold one:
   whatever produced it (hooks, error messages, summaries), and the gate's report;
 - `ScrubbedEvents`: progress events (status lines, ``on_event``, listeners, ``Agent.astream``),
   with streamed text (token deltas, live tool output) masked across its chunks;
-- the Agent (`ai_agent.graph.core`): the task, a person's plan, the run store's rows;
+- the Agent's runner (`ai_agent.graph.runner`): the task, a person's plan, the run store's rows;
 - logs and spans: the telemetry's `Redactor` masks the same values.
 
 The real values still go where they belong: the HTTP client's headers and the tools'

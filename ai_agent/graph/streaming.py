@@ -27,20 +27,20 @@ import asyncio
 import contextlib
 import queue
 import threading
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator, Mapping
 from contextvars import ContextVar
 from typing import Any
 
 from ai_agent.context import Event
-from ai_agent.graph.core import AgentCore
 from ai_agent.graph.events import EventTranslator, RunFinished, StreamEvent
 from ai_agent.graph.result import RunResult
 from ai_agent.state import UserPlan
 
-__all__ = ["StreamingMixin"]
+__all__ = ["STREAM_SINK", "Streams"]
 
-# The sink of the stream a run belongs to; set around the task that drives the run.
-_STREAM_SINK: ContextVar[Callable[[Event], None] | None] = ContextVar(
+# The sink of the stream a run belongs to; set around the task that drives the run. The run
+# context (`ai_agent.graph.contexts.RunContexts`) sends its (masked) events there too.
+STREAM_SINK: ContextVar[Callable[[Event], None] | None] = ContextVar(
     "ai_agent_stream_sink", default=None
 )
 _DONE = object()
@@ -51,12 +51,24 @@ class _Failed:
         self.exc = exc
 
 
-class StreamingMixin(AgentCore):
-    """``astream`` / ``astream_resume`` (async) and ``stream`` / ``stream_resume`` (sync)."""
+class Streams:
+    """``astream`` / ``astream_resume`` (async) and ``stream`` / ``stream_resume`` (sync).
 
-    def _stream_sink(self) -> Callable[[Event], None] | None:
-        # The run context sends its (masked) events here too, and asks the model to stream.
-        return _STREAM_SINK.get()
+    Args:
+        run: The Agent's ``run``.
+        resume: The Agent's ``resume``.
+        closing: Awaits a coroutine, then closes the Agent (what the sync methods run).
+    """
+
+    def __init__(
+        self,
+        run: Callable[..., Awaitable[RunResult]],
+        resume: Callable[..., Awaitable[RunResult]],
+        closing: Callable[[Awaitable[Any]], Coroutine[Any, Any, Any]],
+    ) -> None:
+        self.run = run
+        self.resume = resume
+        self._closing = closing
 
     def astream(
         self, task: str, *, thread_id: str | None = None, quiet_tools: bool = False
@@ -95,11 +107,11 @@ class StreamingMixin(AgentCore):
             else:
                 loop.call_soon_threadsafe(events.put_nowait, event)
 
-        token = _STREAM_SINK.set(sink)
+        token = STREAM_SINK.set(sink)
         try:
             run: asyncio.Task[RunResult] = asyncio.create_task(start())
         finally:
-            _STREAM_SINK.reset(token)
+            STREAM_SINK.reset(token)
         run.add_done_callback(lambda _: events.put_nowait(None))
         translate = EventTranslator(quiet_tools=quiet_tools)
         try:
