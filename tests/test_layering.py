@@ -26,6 +26,7 @@ ALLOWED: dict[str, set[str]] = {
     "_lazy": set(),
     "datafiles": {"errors"},
     "state": {"issues"},
+    "plans": {"errors", "state"},
     "visible": set(),
     "config": {"errors", "datafiles"},
     "context": {"state"},
@@ -45,7 +46,9 @@ ALLOWED: dict[str, set[str]] = {
         "models.resilience",
         "observability",
     },
-    "nodes": {"errors", "issues", "state", "context", "config", "tools", "observability"},
+    "nodes": {
+        *("errors", "issues", "state", "plans", "context", "config", "tools", "observability"),
+    },
     "models": {"_lazy", "errors", "state", "context", "observability", "models.resilience"},
     "local": {"errors"},
     "testing": {"errors", "state", "models"},
@@ -389,7 +392,8 @@ def test_the_model_stack_is_what_the_agent_imports() -> None:
 # The command line is a client of the public API: the package's top level, the graph layer's
 # public names (the Agent, the run archive, the worker...), the settings, the errors, the
 # state's types, the typed events, how text is shown, logging set-up (observability's own
-# public names) and the size limits of reading a plan file (datafiles). Never storage,
+# public names), the size limits of reading a plan file (datafiles) and reading the plan itself
+# (plans: where a plan from the command line arrives). Never storage,
 # tools, MCP or toolsmaker modules, nor a module inside the graph layer.
 CLI_MAY_IMPORT = {
     "ai_agent",
@@ -399,6 +403,7 @@ CLI_MAY_IMPORT = {
     "ai_agent.events",
     "ai_agent.graph",
     "ai_agent.observability",
+    "ai_agent.plans",
     "ai_agent.state",
     "ai_agent.visible",
 }

@@ -46,10 +46,11 @@ from ai_agent.graph.database import RunDatabase, config_for
 from ai_agent.graph.events import RunFinished, RunStarted
 from ai_agent.graph.result import RunResult, is_pending, result_of
 from ai_agent.graph.tooling import AgentTools
-from ai_agent.nodes.gate import check_plan, check_token, parse_plan
+from ai_agent.nodes.gate import check_plan, check_token
 from ai_agent.observability import Telemetry
 from ai_agent.observability.logs import engine_logger
 from ai_agent.observability.redaction import SecretValues
+from ai_agent.plans import PlanAnswer, check_size, read_plan
 from ai_agent.state import GateReport, Issue, RunState, UserPlan, new_run_state
 
 if TYPE_CHECKING:
@@ -239,11 +240,13 @@ class PipelineRunner:
             parsed = self._tools.with_new_tools(
                 _read_plan(plan, token_required), values.get("active_tools", [])
             )
-            self._check_plan_size(parsed)
+            check_size(parsed, self.settings.max_plan_chars)
             check_token(parsed, report, values, thread_id, required=token_required)
             check_plan(parsed, report, self._tools.registry)
             # The resume value is stored with the checkpoint: a key in the instructions is not.
-            return Command(resume=self.secrets.scrub(parsed.model_dump()))
+            # The gate takes the typed plan it carries (`ai_agent.plans.PlanAnswer`).
+            masked = parsed.model_copy(update=self.secrets.scrub(parsed.model_dump()))
+            return Command(resume=PlanAnswer(masked))
         if is_pending(snapshot):
             # It stopped mid-step (a crash, a failure): continue from the last checkpoint. The
             # writes of the step's finished tasks are stored with it and are reused, not run
@@ -254,22 +257,6 @@ class PipelineRunner:
             return None
         status = snapshot.values.get("status", "finished")
         raise NothingPendingError(f"run {thread_id} has {status}; there is nothing to resume")
-
-    def _check_plan_size(self, plan: UserPlan) -> None:
-        """InvalidPlanError for a plan longer than ``max_plan_chars`` (the run stays paused).
-
-        A plan is kept in the checkpoints, in the conversation and in the recorded requests: the
-        limit keeps a mistaken paste (a log file as instructions) from filling the database.
-        """
-        limit = self.settings.max_plan_chars
-        # The gate token is the engine's, attached on the way to the queue: count what was written.
-        size = len(plan.model_dump_json(exclude={"gate_token"}))
-        if size > limit:
-            raise InvalidPlanError(
-                f"the plan is {size:,} characters long, more than the {limit:,} allowed "
-                "(max_plan_chars); shorten it (point to a file instead of pasting it), or raise "
-                "the setting. The run is still paused"
-            )
 
     async def _restart(self, thread_id: str, plan: UserPlan | Mapping[str, Any] | None) -> RunState:
         """The input of a run that has a run row but no checkpoint: its task, from the start.
@@ -434,7 +421,7 @@ def _read_plan(plan: UserPlan | Mapping[str, Any], token_required: bool) -> User
     written there by something else: it is refused (and audited) like any plan without a token.
     """
     try:
-        return parse_plan(plan)
+        return read_plan(plan)
     except InvalidPlanError as exc:
         if not token_required:
             raise
