@@ -26,6 +26,7 @@ ALLOWED: dict[str, set[str]] = {
     "_lazy": set(),
     "datafiles": {"errors"},
     "state": {"issues"},
+    "plans": {"errors", "state"},
     "visible": set(),
     "config": {"errors", "datafiles"},
     "context": {"state"},
@@ -46,7 +47,9 @@ ALLOWED: dict[str, set[str]] = {
         "observability",
     },
     "events": {"observability"},  # the typed events, below whatever produces them
-    "nodes": {"errors", "issues", "state", "context", "config", "tools", "observability"},
+    "nodes": {
+        *("errors", "issues", "state", "plans", "context", "config", "tools", "observability"),
+    },
     "types": {"state", "tools"},  # the tool contract's names, where the spec imports them
     "models": {"_lazy", "errors", "state", "context", "observability", "models.resilience"},
     "local": {"errors"},
@@ -276,7 +279,16 @@ ARCHIVE = {
     "usage_report",
     "worker",
 }
-RUNNER = {"agent", "core", "streaming", "tooling"}
+RUNNER = {
+    "agent",
+    "contexts",
+    "delegation",
+    "options",
+    "runner",
+    "streaming",
+    "tool_methods",
+    "tooling",
+}
 
 
 def _ai_agent_imports(path: Path, *, with_annotations: bool = False) -> set[str]:
@@ -319,8 +331,10 @@ MODEL_STACK = (
     *("ai_agent.models.messages", "ai_agent.models.resolve"),
     "ai_agent.tokens",
     "ai_agent.local",
-    "ai_agent.graph.core",
     "ai_agent.graph.agent",
+    "ai_agent.graph.contexts",
+    "ai_agent.graph.options",
+    "ai_agent.graph.runner",
 )
 
 
@@ -365,9 +379,12 @@ def test_the_archive_imports_no_model_stack(module: str) -> None:
 def test_the_model_stack_is_what_the_agent_imports() -> None:
     # The check above is not vacuous: the Agent does import what the archive must not.
     loaded = heavy_modules(imported_by("from ai_agent.graph import Agent"))
-    assert {"ai_agent.models.caller", "ai_agent.tokens", "tiktoken", "ai_agent.graph.core"} <= set(
-        loaded
-    )
+    assert {
+        "ai_agent.models.caller",
+        "ai_agent.tokens",
+        "tiktoken",
+        "ai_agent.graph.runner",
+    } <= set(loaded)
     # Every module of the models package is in the stack, but the two light ones.
     models = {f"ai_agent.models.{p.stem}" for p in (PACKAGE / "models").glob("*.py")}
     assert models - {"ai_agent.models.__init__", "ai_agent.models.resilience"} <= set(MODEL_STACK)
@@ -376,7 +393,8 @@ def test_the_model_stack_is_what_the_agent_imports() -> None:
 # The command line is a client of the public API: the package's top level, the graph layer's
 # public names (the Agent, the run archive, the worker...), the settings, the errors, the
 # state's types, the typed events, how text is shown, logging set-up (observability's own
-# public names) and the size limits of reading a plan file (datafiles). Never storage,
+# public names), the size limits of reading a plan file (datafiles) and reading the plan itself
+# (plans: where a plan from the command line arrives). Never storage,
 # tools, MCP or toolsmaker modules, nor a module inside the graph layer.
 CLI_MAY_IMPORT = {
     "ai_agent",
@@ -386,6 +404,7 @@ CLI_MAY_IMPORT = {
     "ai_agent.events",
     "ai_agent.graph",
     "ai_agent.observability",
+    "ai_agent.plans",
     "ai_agent.state",
     "ai_agent.visible",
 }
@@ -485,9 +504,7 @@ def test_the_observability_scope_carries_only_the_span_and_its_ids() -> None:
 MAX_MODULE_LINES = 600
 # Modules over the limit today, each to be split by its own piece of work; an entry goes when its
 # file is split (the test fails while a listed file is under the limit, so the list only shrinks).
-OVER_THE_LIMIT = {
-    "graph/core.py",  # the runner and facade work
-}
+OVER_THE_LIMIT: set[str] = set()  # every module is within the limit; a new one over it fails
 
 
 # The public names of the modules split to keep under the limit, as they were before the split:

@@ -1,7 +1,7 @@
 """Recording: every model call and tool call of a run is written to the run store.
 
 The Agent wraps the run context's ModelCaller in `RecordingModel` and its ToolBox in
-`RecordingToolBox` (``AgentCore._context``), so the stages never know they are being
+`RecordingToolBox` (``RunContexts.context``), so the stages never know they are being
 recorded. Each record says where it happened: the thread, LangGraph's step and node, and the
 checkpoint the node started from (read from LangGraph's runtime, never from ``configurable``).
 

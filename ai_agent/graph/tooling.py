@@ -7,7 +7,7 @@ the toolsets for every span that may call a tool: ``async with tools.session() a
 around a run, a resume, a replay, a plan served by a worker and a direct call. Inside an
 ``async with Agent`` block the toolsets stay open across spans (`AgentTools.hold`); outside
 one, each span opens and closes them. The issues a session yields (a required MCP server that
-could not start) go to the run explicitly, as an argument of the Agent's ``_context``: the
+could not start) go to the run explicitly, as an argument of ``RunContexts.context``: the
 first draft raises them at the gate before the model is asked anything.
 
 The Agent's tool methods (``register_tool``, ``list_tools``, ``call_tool``, ``set_tools``,

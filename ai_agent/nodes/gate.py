@@ -3,7 +3,10 @@
 The plan comes from the ``query_user_plan`` hook when one is given (answered in-process), else the
 run pauses with one interrupt carrying the whole GateReport, and ``Agent.resume`` delivers the plan
 later, from any process. LangGraph re-runs this node from its first line on resume, so nothing
-before the interrupt has side effects: scoring is a pure function of state.
+before the interrupt has side effects: scoring is a pure function of state. A plan is read where it
+arrives (`ai_agent.plans.read_plan`): a resume hands this node a `PlanAnswer`, read and checked
+against this gate's report already, which it takes as it is; a hook's answer, or the plain dict a
+resume of an older ai-agent stored, is read and checked here.
 
 Each report carries a token (`gate_token`) naming this gate of this run. It is a pure function of
 state too (the run's random nonce, the thread, the cycle and how many plans the run has had), so
@@ -18,17 +21,17 @@ from __future__ import annotations
 import hashlib
 import hmac
 from collections.abc import Iterable
-from typing import Any, Literal, TypedDict
+from typing import Literal, TypedDict
 
 from langgraph.runtime import Runtime
 from langgraph.types import interrupt
-from pydantic import ValidationError
 
 from ai_agent.context import RunContext
 from ai_agent.errors import InvalidPlanError, PlanRefusedError
 from ai_agent.issues import KINDS
 from ai_agent.nodes._common import call_hook, hook_view, stage
 from ai_agent.observability.scopes import note_gate_plan
+from ai_agent.plans import PlanAnswer, read_plan
 from ai_agent.state import (
     GateReport,
     Grant,
@@ -51,7 +54,6 @@ __all__ = [
     "check_token",
     "gate",
     "gate_token",
-    "parse_plan",
 ]
 
 
@@ -169,19 +171,6 @@ def build_report(
     )
     report["prompt"] = _prompt(thread_id, report) if report["intervene"] else ""
     return report
-
-
-def parse_plan(value: Any) -> UserPlan:
-    """A plan from a dict, JSON-able value or UserPlan; InvalidPlanError names what is wrong."""
-    if isinstance(value, UserPlan):
-        return value
-    try:
-        return UserPlan.model_validate(value)
-    except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or 'plan'}: {e['msg']}" for e in exc.errors()
-        )
-        raise InvalidPlanError(f"invalid plan: {problems}") from None
 
 
 def check_plan(plan: UserPlan, report: GateReport, catalog: Iterable[str]) -> None:
@@ -363,8 +352,9 @@ async def gate(state: RunState, *, runtime: Runtime[RunContext]) -> GateUpdate:
     if raw is None:
         source = "resume"
         raw = interrupt(report)  # the one pause of this step; the plan is the resume value
-    plan = parse_plan(raw)
-    check_plan(plan, report, catalog)
+    plan = read_plan(raw)  # typed where it arrived: a resume's plan is not read again
+    if not isinstance(raw, PlanAnswer):  # a resume checked its plan against this very report
+        check_plan(plan, report, catalog)
     taken = plan.model_dump()
     note_gate_plan(report, taken, source)
     context.emit(
