@@ -305,19 +305,45 @@ async def test_empty_choices_are_a_typed_error(server: MockOpenAIServer, listen:
 async def test_invalid_json_in_tool_arguments_is_a_typed_error(
     server: MockOpenAIServer, listen: bool
 ) -> None:
-    server.add(Fault.malformed_tool_args("calculator", '{"expression": "2+'))
+    # Sent back once (see below); the second malformed reply is the error.
+    server.add(*[Fault.malformed_tool_args("calculator", '{"expression": "2+')] * 2)
     with pytest.raises(MalformedToolCallError) as info:
         await call(make_caller(server, retries=0), listen=listen)
     assert info.value.tool == "calculator"
     assert info.value.raw_arguments == '{"expression": "2+'
+    assert "again after the parse error was sent back to it" in str(info.value)
+    assert len(server.requests) == 2
 
 
 async def test_tool_arguments_that_are_not_an_object_are_malformed(
     server: MockOpenAIServer,
 ) -> None:
-    server.add(Fault.malformed_tool_args("calculator", "[1, 2]"))
+    server.add(*[Fault.malformed_tool_args("calculator", "[1, 2]")] * 2)
     with pytest.raises(MalformedToolCallError):
         await call(make_caller(server, retries=0))
+
+
+@pytest.mark.parametrize("listen", [True, False])
+async def test_the_parse_error_goes_back_to_the_model_once(
+    server: MockOpenAIServer, listen: bool
+) -> None:
+    server.add(
+        Fault.malformed_tool_args("calculator", '{"expression": "2+'),
+        Reply(tool_calls=[{"name": "calculator", "args": {"expression": "2+2"}}]),
+    )
+    reply, events = await call(make_caller(server, retries=0), listen=listen)
+    assert reply["message"]["tool_calls"][0]["args"] == {"expression": "2+2"}
+    assert reply["attempts"] == 2
+    assert reply["retries"] == [{"error": "MalformedToolCallError", "wait": 0.0, "sent_back": True}]
+    first, second = (r.body["messages"] for r in server.requests)
+    # The same conversation, plus one message that says what was wrong, with the raw arguments.
+    assert second[: len(first)] == first and len(second) == len(first) + 1
+    told = second[-1]
+    assert told["role"] == "user"
+    assert "'calculator'" in told["content"] and '{"expression": "2+' in told["content"]
+    assert "not valid JSON" in told["content"]
+    if listen:
+        assert any(e["type"] == "model_retry" for e in events)
 
 
 async def test_malformed_arguments_are_retried_when_listed(server: MockOpenAIServer) -> None:

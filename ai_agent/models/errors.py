@@ -24,7 +24,14 @@ from ai_agent.errors import (
 from ai_agent.models.resilience import parse_retry_after, with_kinds
 from ai_agent.observability.redaction import SecretValues
 
-__all__ = ["classify_model_error", "malformed_call", "stream_cut", "timed_out"]
+__all__ = [
+    "classify_model_error",
+    "malformed_again",
+    "malformed_call",
+    "repair_request",
+    "stream_cut",
+    "timed_out",
+]
 
 _SHOWN_ARGUMENTS = 200
 
@@ -193,13 +200,45 @@ def timed_out(message: str) -> ModelUnavailableError:
     return err
 
 
-def malformed_call(tool: str, raw: str) -> MalformedToolCallError:
-    """A tool call whose arguments ``raw`` are not a JSON object (shown shortened)."""
+def malformed_call(tool: str, raw: str, reason: str = "") -> MalformedToolCallError:
+    """A tool call whose arguments ``raw`` are not a JSON object (shown shortened).
+
+    ``reason`` is the parser's complaint (``Expecting value: line 1 column 16``), when there is
+    one; the model is shown it (`repair_request`).
+    """
     shown = raw if len(raw) <= _SHOWN_ARGUMENTS else raw[:_SHOWN_ARGUMENTS] + "..."
+    why = f" ({reason})" if reason else ""
     err = MalformedToolCallError(
-        f"the model called {tool!r} with arguments that are not a JSON object: {shown!r}",
+        f"the model called {tool!r} with arguments that are not a JSON object{why}: {shown!r}",
         tool=tool,
         raw_arguments=shown,
     )
+    err.reason = reason  # type: ignore[attr-defined]
     with_kinds(err, "MalformedToolCall")
     return err
+
+
+def repair_request(err: MalformedToolCallError) -> str:
+    """What the model is told when its tool call's arguments do not parse: its one repair chance.
+
+    The same words whatever the server: a plain user turn, since a call that does not parse has
+    no arguments to replay and an unanswered call id would make the next request invalid.
+    """
+    reason = getattr(err, "reason", "") or "not a JSON object"
+    return (
+        f"Your call to the tool {err.tool!r} could not be run: its arguments are not valid JSON "
+        f"({reason}). You sent: {err.raw_arguments}\n"
+        "Call the tool again with arguments that are one JSON object matching its parameters, "
+        "or answer in plain text."
+    )
+
+
+def malformed_again(err: MalformedToolCallError) -> MalformedToolCallError:
+    """The error once the repair chance is used up: the gate sees that it was tried."""
+    again = MalformedToolCallError(
+        f"{err} (again after the parse error was sent back to it once; the call was not run)",
+        tool=err.tool,
+        raw_arguments=err.raw_arguments,
+    )
+    with_kinds(again, "MalformedToolCall")
+    return again
