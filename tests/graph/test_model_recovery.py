@@ -40,7 +40,7 @@ def agent_on(server: MockOpenAIServer, tools: list[ToolSpec], **settings: Any) -
 
 async def test_malformed_arguments_go_back_to_the_model_once_and_the_run_completes() -> None:
     log: list[dict[str, Any]] = []
-    script = [
+    script: list[Fault | Reply] = [
         Fault.malformed_tool_args("add", '{"a": 2, "b": '),
         Reply(tool_calls=[{"name": "add", "args": {"a": 2, "b": 2}}]),
         Reply(text="4"),
