@@ -38,10 +38,16 @@ from ai_agent.tokens import MESSAGE_OVERHEAD, ConversationTokens, TokenCounter
 
 if TYPE_CHECKING:
     from ai_agent.config import BudgetConfig
+    from ai_agent.errors import ContextOverflowError
 
 __all__ = ["RunMeter", "UsageTracker", "add_usage", "budget_granted"]
 
 _TOTAL_KEYS = ("prompt_tokens", "completion_tokens", "total_tokens", "cached_tokens")
+# After an overflow, the share of the server's window the retried request may fill: the rest is
+# for the reply and for what our estimate misses.
+_OVERFLOW_FILL = 0.8
+# Without the server's figures, the retried request is at most this share of the refused one.
+_OVERFLOW_SHRINK = 0.7
 
 
 def add_usage(total: Mapping[str, Any] | None, record: UsageRecord) -> dict[str, Any]:
@@ -81,6 +87,21 @@ def budget_granted(state: RunState) -> bool:
         return False
     last = plans[-1]
     return last["iteration"] == gate["iteration"] and bool(last["plan"].get("allow_continue"))
+
+
+def _overflow_target(estimate: int, overflow: ContextOverflowError) -> int:
+    """Our estimate's goal for a request the server refused at ``estimate`` as too long.
+
+    Examples:
+        >>> from ai_agent.errors import ContextOverflowError
+        >>> _overflow_target(3000, ContextOverflowError("x", prompt_tokens=6000, window=2000))
+        800
+        >>> _overflow_target(3000, ContextOverflowError("x"))
+        2100
+    """
+    if overflow.prompt_tokens and overflow.window:
+        return max(1, int(estimate * overflow.window / overflow.prompt_tokens * _OVERFLOW_FILL))
+    return max(1, int(estimate * _OVERFLOW_SHRINK))
 
 
 @dataclass
@@ -190,6 +211,56 @@ class RunMeter:
         prepared["extra_usage"] = extra
         self._check_budget(state, prepared)
         return prepared
+
+    async def compact_after_overflow(
+        self,
+        prepared: Prepared,
+        overflow: ContextOverflowError,
+        *,
+        system_prompt: str,
+        tools: list[dict[str, Any]],
+        model: ModelCaller,
+        iteration: int,
+    ) -> Prepared:
+        """A smaller request after the server refused ``prepared`` as too long for its window.
+
+        The target is the refused request scaled to the window the server reported (in our own
+        estimate's units, so the tokenizers need not agree), at most `_OVERFLOW_FILL` of it;
+        without the server's figures, `_OVERFLOW_SHRINK` of the refused request.
+
+        Raises:
+            ContextOverflowError: ``overflow`` made final (`ContextOverflowError.unresolved`)
+                when there is no compactor or the conversation cannot be compacted any further.
+        """
+        if self.compactor is None:
+            raise overflow.unresolved("compaction is off, so nothing was retried") from None
+        head = [Message(role="system", content=system_prompt)] if system_prompt else []
+        fixed = sum(self.counter.count_message(m) for m in head) + self._tools(tools)
+        extra = list(prepared.get("extra_usage", []))
+        helper = ModelCallerHelper(
+            self.summarizer or model,
+            lambda reply: extra.append(self._record(reply, iteration, [], "compaction")),
+        )
+        done = await self.compactor.compact(
+            prepared["messages"],
+            fixed_tokens=fixed,
+            iteration=iteration,
+            model=helper,
+            target=_overflow_target(prepared["estimate"], overflow),
+        )
+        record = done.record
+        if record["tokens_after"] >= record["tokens_before"]:
+            raise overflow.unresolved("the conversation could not be compacted any further")
+        record["detail"] = "; ".join(
+            d for d in (f"after a context overflow ({overflow})", record["detail"]) if d
+        )
+        offset = prepared.get("calibrated", prepared["estimate"]) - prepared["estimate"]
+        smaller = Prepared(messages=done.messages, compaction=record, extra_usage=extra)
+        smaller["estimate"] = self.estimate(head + done.messages, tools)
+        smaller["calibrated"] = max(0, smaller["estimate"] + offset)
+        if "allowance" in prepared:
+            smaller["allowance"] = prepared["allowance"]
+        return smaller
 
     def _check_budget(self, state: RunState, prepared: Prepared) -> None:
         budget = self.budget

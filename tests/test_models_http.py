@@ -21,6 +21,7 @@ from ai_agent.config import ErrorRecoveryConfig, ModelBackendSettings
 from ai_agent.context import Event, streaming_to
 from ai_agent.errors import (
     CircuitOpenError,
+    ContextOverflowError,
     EmptyResponseError,
     MalformedToolCallError,
     ModelAuthError,
@@ -512,3 +513,34 @@ async def test_404_names_the_model_id_setting() -> None:
     caller = ChatModelCaller(make_chat_model(backend), base_url=backend.base_url)
     with pytest.raises(ModelResponseError, match="MAMBA_MODEL_BACKEND__MODEL"):
         await caller(list(ASK), [])
+
+
+# Context overflow ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("listen", [True, False])
+@pytest.mark.parametrize(
+    ("fault", "prompt", "window"),
+    [
+        (Fault.context_overflow(9000, 8192), 9000, 8192),
+        (Fault.context_overflow(6030, 2048, style="llama.cpp"), 6030, 2048),
+        (Fault.status_code(400, "prompt is too long for this model"), None, None),
+        (Fault.status_code(413, "x", code="context_length_exceeded"), None, None),
+    ],
+)
+async def test_a_context_overflow_is_its_own_error_with_the_server_s_figures(
+    server: MockOpenAIServer, listen: bool, fault: Fault, prompt: int | None, window: int | None
+) -> None:
+    server.add(fault)
+    with pytest.raises(ContextOverflowError) as info:
+        await call(make_caller(server), listen=listen)
+    assert (info.value.prompt_tokens, info.value.window) == (prompt, window)
+    assert "longer than the model's context window" in str(info.value)
+    assert len(server.requests) == 1  # a 400 is never resent as it is
+
+
+async def test_other_400s_are_not_overflows(server: MockOpenAIServer) -> None:
+    server.add(Fault.status_code(400, "bad temperature", code="invalid_value"))
+    with pytest.raises(ModelResponseError) as info:
+        await call(make_caller(server))
+    assert not isinstance(info.value, ContextOverflowError)

@@ -8,10 +8,12 @@ passed, a cut stream, tool-call arguments that are not JSON) are made here too.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ai_agent.errors import (
+    ContextOverflowError,
     EmptyResponseError,
     MalformedToolCallError,
     ModelAuthError,
@@ -26,6 +28,7 @@ from ai_agent.observability.redaction import SecretValues
 
 __all__ = [
     "classify_model_error",
+    "context_overflow",
     "malformed_again",
     "malformed_call",
     "repair_request",
@@ -92,7 +95,9 @@ def classify_model_error(
         )
         return _tag(err, "RateLimitError", status=429)
     if isinstance(exc, openai.APIStatusError):
-        return _status_error(int(exc.status_code or 0), base_url, detail)
+        return context_overflow(exc, base_url) or _status_error(
+            int(exc.status_code or 0), base_url, detail
+        )
     transport = _transport_error(exc, base_url, detail, partial_text)
     if transport is not None:
         return transport
@@ -191,6 +196,56 @@ def _status_error(status: int, base_url: str, detail: str) -> ModelError:
         return _tag(ModelUnavailableError(f"{where} answered {status}: {detail}"), *kinds)
     kinds = _STATUS_KINDS.get(status, ())
     return _tag(ModelResponseError(f"{where} answered {status}: {detail}"), *kinds, status=status)
+
+
+# How servers say a request is longer than the model's window: OpenAI's code, llama.cpp's error
+# type, and the wordings of OpenAI, llama.cpp, vLLM and others, for servers that send neither.
+_OVERFLOW_CODES = frozenset({"context_length_exceeded", "exceed_context_size_error"})
+_OVERFLOW_WORDS = re.compile(
+    r"context[ _]length[ _]exceeded|maximum context length|exceeds the available context size"
+    r"|context window|prompt is too long|too many tokens",
+    re.IGNORECASE,
+)
+# (what was counted, the window), as OpenAI and llama.cpp word them.
+_PROMPT_SIZE = re.compile(r"resulted in (\d+) tokens|request \((\d+) tokens\)")
+_WINDOW_SIZE = re.compile(r"maximum context length is (\d+)|context size \((\d+) tokens\)")
+
+
+def context_overflow(exc: Any, base_url: str) -> ContextOverflowError | None:
+    """The server's "the request is too long for the model" answer (a 400 or 413), else None.
+
+    Measured on llama.cpp's server: 400, ``type`` ``exceed_context_size_error``, "request (6030
+    tokens) exceeds the available context size (2048 tokens), try increasing it", with
+    ``n_prompt_tokens`` and ``n_ctx``. OpenAI: 400, ``code`` ``context_length_exceeded``.
+    """
+    if getattr(exc, "status_code", None) not in (400, 413):
+        return None
+    body: Mapping[str, Any] = exc.body if isinstance(exc.body, Mapping) else {}
+    text = str(body.get("message") or getattr(exc, "message", "") or "")
+    named = {str(getattr(exc, "code", None) or ""), str(getattr(exc, "type", None) or "")}
+    if named.isdisjoint(_OVERFLOW_CODES) and not _OVERFLOW_WORDS.search(text):
+        return None
+    prompt = _number(body.get("n_prompt_tokens")) or _first_number(_PROMPT_SIZE, text)
+    window = _number(body.get("n_ctx")) or _first_number(_WINDOW_SIZE, text)
+    counted = f" ({prompt} tokens)" if prompt else ""
+    limit = f" ({window} tokens)" if window else ""
+    err = ContextOverflowError(
+        f"the request{counted} is longer than the model's context window{limit} at {base_url}",
+        prompt_tokens=prompt,
+        window=window,
+    )
+    return _tag(err, "ContextOverflow", status=int(exc.status_code))  # type: ignore[return-value]
+
+
+def _number(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def _first_number(pattern: re.Pattern[str], text: str) -> int | None:
+    found = pattern.search(text)
+    if found is None:
+        return None
+    return int(next(group for group in found.groups() if group))
 
 
 def timed_out(message: str) -> ModelUnavailableError:
