@@ -7,10 +7,12 @@ reaches the trigger, and checks the run's budget: a call that could pass ``max_t
 reply into a `UsageRecord`: the server's usage when reported (with the
 estimate's error), else the estimate, plus cost and per-tool attribution.
 
-Estimates are *calibrated*: a server's chat template adds tokens tiktoken cannot see (a default
-system prompt, the tool-calling instructions), so once the server has reported usage, the gap
-between its count and our estimate for the previous request is added to the next estimate. The
-calibrated figure drives compaction and budget checks; both figures and their errors are recorded.
+A server's chat template adds tokens the messages do not show (a default system prompt, the
+tool-calling instructions, how tool turns are rendered): the estimate counts them from the first
+request (`ai_agent.tokens.TokenCounter.template_overhead`, sized by ``TokenizerConfig.template_*``).
+Estimates are then *calibrated*: once the server has reported usage, the gap between its count
+and our estimate for the previous request is added to the next estimate. The calibrated figure
+drives compaction and budget checks; both figures and their errors are recorded.
 
 `UsageTracker` sums the records of every run an Agent drives in this process (the
 per-agent totals; the per-session totals live in each run's state).
@@ -18,8 +20,8 @@ per-agent totals; the per-session totals live in each run's state).
 Examples:
     >>> from ai_agent.tokens import TokenCounter
     >>> meter = RunMeter(counter=TokenCounter(), model_name="m")
-    >>> meter.estimate([{"role": "user", "content": "hi"}], [])
-    8
+    >>> meter.estimate([{"role": "user", "content": "hi"}], [])  # 8, and a default system prompt
+    30
 """
 
 from __future__ import annotations
@@ -175,8 +177,13 @@ class RunMeter:
         return self._tools_tokens
 
     def estimate(self, request: Sequence[Message], tools: Sequence[Mapping[str, Any]]) -> int:
-        """Estimated prompt tokens of a request (system prompt included); incremental."""
-        return self.conversation.update(request) + self._tools(tools)
+        """Estimated prompt tokens of a request (system prompt and chat template included).
+
+        Incremental over the conversation; the template's overhead
+        (`ai_agent.tokens.TokenCounter.template_overhead`) is there from the first request.
+        """
+        template = self.counter.template_overhead(request, tools)
+        return self.conversation.update(request) + self._tools(tools) + template
 
     # Before the call -------------------------------------------------------------------------
     async def prepare(
