@@ -324,6 +324,15 @@ async def test_tool_arguments_that_are_not_an_object_are_malformed(
         await call(make_caller(server, retries=0))
 
 
+async def test_sending_the_parse_error_back_can_be_turned_off(server: MockOpenAIServer) -> None:
+    server.add(Fault.malformed_tool_args("calculator", "{"))
+    caller = make_caller(server, retries=0)
+    caller.repair_malformed_calls = False
+    with pytest.raises(MalformedToolCallError) as info:
+        await call(caller)
+    assert "sent back" not in str(info.value) and len(server.requests) == 1
+
+
 @pytest.mark.parametrize("listen", [True, False])
 async def test_the_parse_error_goes_back_to_the_model_once(
     server: MockOpenAIServer, listen: bool

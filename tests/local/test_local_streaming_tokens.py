@@ -16,6 +16,8 @@ from pydantic import SecretStr
 
 from ai_agent import Agent, ToolCategory, ToolSpec
 from ai_agent.config import AgentSettings, ModelBackendSettings
+from ai_agent.context import streaming_to
+from ai_agent.errors import ContextOverflowError
 from ai_agent.events import FinalDelta, ModelDelta, RunFinished, ToolFinished, ToolStarted
 from ai_agent.local import LocalModelServer
 from ai_agent.models import ChatModelCaller, make_chat_model
@@ -160,3 +162,24 @@ async def test_every_draft_estimate_is_close_to_the_server_count_from_the_first(
     assert first_error is not None and abs(first_error) <= 0.05
     calibrated = [r.get("calibrated_error") for r in drafts]
     assert all(e is not None and abs(e) <= 0.05 for e in calibrated), calibrated
+
+
+@pytest.mark.parametrize("stream", [True, False])
+async def test_the_real_server_s_context_overflow_is_recognised(
+    local_server: LocalModelServer, stream: bool
+) -> None:
+    # The server refuses before generating anything; its figures reach the error.
+    caller = ChatModelCaller(
+        make_chat_model(backend(local_server, max_tokens=4)), max_retries=0, stream=stream
+    )
+    too_long = [Message(role="user", content="hello world " * 3000)]
+    events: list[Any] = []
+    sink = events.append if stream else None
+    try:
+        with streaming_to(sink), pytest.raises(ContextOverflowError) as info:
+            await caller(too_long, [])
+    finally:
+        await caller.aclose()
+    assert info.value.window == 2048  # the session server's n_ctx
+    assert info.value.prompt_tokens is not None and info.value.prompt_tokens > 2048
+    assert "is longer than the model's context window (2048 tokens)" in str(info.value)
