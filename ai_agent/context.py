@@ -15,7 +15,16 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Literal, NotRequired, Protocol, TypedDict, cast, runtime_checkable
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Literal,
+    NotRequired,
+    Protocol,
+    TypedDict,
+    cast,
+    runtime_checkable,
+)
 
 from ai_agent.state import (
     CompactionRecord,
@@ -26,6 +35,9 @@ from ai_agent.state import (
     ToolResult,
     UsageRecord,
 )
+
+if TYPE_CHECKING:
+    from ai_agent.errors import ContextOverflowError
 
 __all__ = [
     "ApprovalPolicy",
@@ -118,6 +130,21 @@ class Meter(Protocol):
         self, reply: ModelReply, *, iteration: int, request: list[Message], prepared: Prepared
     ) -> UsageRecord:
         """Record the usage of a model reply (the server's counts, else the estimate)."""
+
+    async def compact_after_overflow(
+        self,
+        prepared: Prepared,
+        overflow: ContextOverflowError,
+        *,
+        system_prompt: str,
+        tools: list[dict[str, Any]],
+        model: ModelCaller,
+        iteration: int,
+    ) -> Prepared:
+        """A compacted request after the server refused ``prepared`` as too long.
+
+        Raises the overflow, made final, when the conversation cannot shrink.
+        """
 
 
 class ToolInfo(TypedDict):

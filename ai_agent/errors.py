@@ -15,6 +15,7 @@ AgentError
 │   │   ├── EmptyResponseError      the server sent no choices / nothing at all
 │   │   ├── StreamInterruptedError  the stream stopped before the reply was complete
 │   │   ├── MalformedToolCallError  a tool call's arguments are not a JSON object
+│   │   ├── ContextOverflowError    the request is longer than the model's context window
 │   │   └── ResponseTooLargeError   the reply passed the configured size cap
 │   ├── CircuitOpenError        the breaker for this backend is open; calls fail fast
 │   ├── BudgetExceededError     the next call would pass a token or cost limit
@@ -56,6 +57,7 @@ __all__ = [
     "BudgetExceededError",
     "CircuitOpenError",
     "ConfigError",
+    "ContextOverflowError",
     "CorruptRunError",
     "EmptyResponseError",
     "InvalidPlanError",
@@ -174,6 +176,43 @@ class MalformedToolCallError(ModelResponseError):
         super().__init__(message)
         self.tool = tool
         self.raw_arguments = raw_arguments
+
+
+class ContextOverflowError(ModelResponseError):
+    """The server refused the request as longer than the model's context window (a 400).
+
+    The draft compacts the conversation and retries once before this reaches the gate.
+
+    Attributes:
+        prompt_tokens: The request's size as the server counted it, when it said.
+        window: The model's context window as the server reported it, when it said.
+    """
+
+    kinds = ("ContextOverflow",)
+
+    def __init__(
+        self, message: str, *, prompt_tokens: int | None = None, window: int | None = None
+    ) -> None:
+        super().__init__(message)
+        self.prompt_tokens = prompt_tokens
+        self.window = window
+
+    def unresolved(self, how: str) -> ContextOverflowError:
+        """The same overflow once compacting could not resolve it: what the gate shows.
+
+        Args:
+            how: What was tried (the conversation compacted and retried once, or it could not be
+                compacted any further).
+        """
+        err = ContextOverflowError(
+            f"{self}; {how}. Raise the server's context size (for the local server: --ctx), or "
+            "set MAMBA_MODEL_BACKEND__CONTEXT_WINDOW to the server's window so compaction starts "
+            "before a request gets this long (or lower MAMBA_CONTEXT__TARGET_TOKENS), then resume",
+            prompt_tokens=self.prompt_tokens,
+            window=self.window,
+        )
+        err.kinds = self.kinds
+        return err
 
 
 class ResponseTooLargeError(ModelResponseError):

@@ -48,8 +48,8 @@ def test_the_path_of_one_run_names_modules_that_exist() -> None:
 
 def test_where_to_add_names_files_that_exist() -> None:
     section = _section("Where to add ...")
-    rows = [line for line in section.splitlines() if line.startswith("| **")]
-    assert [re.match(r"\| \*\*(.+?)\*\*", r).group(1) for r in rows if re.match(r"\| \*\*", r)] == [
+    kinds = re.findall(r"^\| \*\*(.+?)\*\*", section, flags=re.M)
+    assert kinds == [
         "a tool",
         "a built-in tool",
         "a tool source",
