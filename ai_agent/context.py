@@ -28,6 +28,7 @@ from typing import (
 
 from ai_agent.state import (
     CompactionRecord,
+    GateReport,
     Issue,
     Message,
     RunState,
@@ -425,3 +426,7 @@ class RunContext:
     # The stage wrapper passes each state update through it, so whatever a stage, a hook or an
     # error message produced, no configured secret enters state (and so the checkpoints).
     scrub: Callable[[Any], Any] = _same
+    # The paused gate's report this resume answers, as the person was shown it (None for a
+    # run, a crash's resume or a replay): the gate takes it as decided, so it is never
+    # evaluated or asked again (`evaluate_critical`, `query_user_plan`) on the way back in.
+    answering: GateReport | None = None

@@ -29,7 +29,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ai_agent.errors import InvalidPlanError
-from ai_agent.state import UserPlan
+from ai_agent.state import GateReport, UserPlan
 
 __all__ = ["PlanAnswer", "check_size", "read_plan"]
 
@@ -38,12 +38,14 @@ class PlanAnswer(dict[str, Any]):
     """A plan that answers a paused gate, checked against that gate's report.
 
     It is the plan's dict (what the checkpoint stores: a plain dict, like the resume value of an
-    older ai-agent) and carries the typed plan (``plan``) it was made from.
+    older ai-agent) and carries the typed plan (``plan``) it was made from, and the report of the
+    gate it answers (``report``), which the gate then takes as decided.
     """
 
-    def __init__(self, plan: UserPlan) -> None:
+    def __init__(self, plan: UserPlan, report: GateReport | None = None) -> None:
         super().__init__(plan.model_dump())
         self.plan = plan
+        self.report = report
 
 
 def read_plan(value: Any, *, max_chars: int | None = None) -> UserPlan:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
@@ -246,7 +247,7 @@ class PipelineRunner:
             # The resume value is stored with the checkpoint: a key in the instructions is not.
             # The gate takes the typed plan it carries (`ai_agent.plans.PlanAnswer`).
             masked = parsed.model_copy(update=self.secrets.scrub(parsed.model_dump()))
-            return Command(resume=PlanAnswer(masked))
+            return Command(resume=PlanAnswer(masked, report))
         if is_pending(snapshot):
             # It stopped mid-step (a crash, a failure): continue from the last checkpoint. The
             # writes of the step's finished tasks are stored with it and are reused, not run
@@ -375,6 +376,11 @@ class PipelineRunner:
         limit = recursion_limit(self.policy.max_iterations)
         try:
             context = context or await self.context(thread_id, issues=issues)
+            answer = getattr(graph_input, "resume", None)
+            if isinstance(answer, PlanAnswer) and answer.report is not None:
+                # The gate this resume answers was decided by the person: it is not evaluated
+                # or asked again on the way back in.
+                context = dataclasses.replace(context, answering=answer.report)
             async with self._db.graph() as graph:
                 # "sync": each step's checkpoint is committed before the next step starts, so a
                 # tool never has side effects ahead of the checkpoint that leads to it.

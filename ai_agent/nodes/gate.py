@@ -322,16 +322,40 @@ async def _evaluate(state: RunState, context: RunContext, report: GateReport) ->
     return out
 
 
+def _decided(state: RunState, context: RunContext) -> GateReport | None:
+    """The paused gate's report when this resume answers this very gate, else None.
+
+    LangGraph runs a node again from its top on resume; the person decided on the report they
+    were shown, so neither ``evaluate_critical`` nor ``query_user_plan`` runs again for it (a
+    hook that answered differently the second time would override the person's plan).
+    """
+    paused = context.answering
+    if paused is None:
+        return None
+    if "token" in paused:
+        same = paused["token"] == gate_token(state, context.thread_id)
+    else:  # paused by an ai-agent from before gate tokens
+        same = paused["iteration"] == state.get("iteration", 0)
+    return paused if same else None
+
+
 @stage("gate")
 async def gate(state: RunState, *, runtime: Runtime[RunContext]) -> GateUpdate:
     """Score issues; pass, or intervene: ask ``query_user_plan``, else pause for a plan."""
     context = runtime.context
     catalog = [t["name"] for t in context.tools.catalog()]
-    report = build_report(
-        state, thread_id=context.thread_id, threshold=context.policy.gate_threshold, catalog=catalog
-    )
-    # Masked before anyone sees it: the interrupt's payload is stored with the checkpoint.
-    report = context.scrub(await _evaluate(state, context, report))
+    decided = _decided(state, context)
+    if decided is not None:
+        report = decided  # what the person answered: not evaluated again
+    else:
+        report = build_report(
+            state,
+            thread_id=context.thread_id,
+            threshold=context.policy.gate_threshold,
+            catalog=catalog,
+        )
+        # Masked before anyone sees it: the interrupt's payload is stored with the checkpoint.
+        report = context.scrub(await _evaluate(state, context, report))
     limit = context.policy.max_iterations
     line = TraceEvent(stage="gate", iteration=report["iteration"], gate_score=report["severity"])
     if not report["intervene"]:
@@ -342,7 +366,7 @@ async def gate(state: RunState, *, runtime: Runtime[RunContext]) -> GateUpdate:
         return update
     source: Literal["resume", "hook"] = "hook"
     raw = None
-    if context.hooks.query_user_plan is not None:
+    if decided is None and context.hooks.query_user_plan is not None:
         raw = await call_hook(
             context.hooks.query_user_plan,
             state.get("task", ""),

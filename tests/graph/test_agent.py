@@ -455,6 +455,37 @@ async def test_query_user_plan_returning_none_pauses(make_agent: MakeAgent) -> N
     assert result.status == "paused"
 
 
+async def test_a_decided_gate_is_not_evaluated_or_asked_again_on_resume(
+    make_agent: MakeAgent,
+) -> None:
+    log: list[dict[str, Any]] = []
+    asked: list[str] = []
+
+    def evaluate_critical(task: str, issues: list[Any], ctx: dict[str, Any]) -> dict[str, Any]:
+        asked.append("evaluate_critical")
+        return {"intervene": bool(issues)}
+
+    def query_user_plan(task: str, gate: dict[str, Any], ctx: dict[str, Any]) -> Any:
+        asked.append("query_user_plan")
+        # Undecided the first time (the run pauses for a person); a second ask would cancel.
+        return None if asked.count("query_user_plan") == 1 else {"allow_continue": False}
+
+    agent = make_agent(
+        [call("note", text="x"), text("noted")],
+        tools=[recorder(log, category=ToolCategory.MODIFICATION)],
+        hooks=Hooks(evaluate_critical=evaluate_critical, query_user_plan=query_user_plan),
+    )
+    paused = await agent.run("write")
+    assert paused.status == "paused"
+    assert asked == ["evaluate_critical", "query_user_plan"]
+    done = await agent.resume(paused.thread_id, UserPlan(approve=["*"]))
+    # The person's plan is applied as given; the gate they answered ran no hook again. The next
+    # cycle's gate is a new one and is evaluated (and, clean, passes without asking).
+    assert (done.status, done.final_text) == ("completed", "noted")
+    assert len(log) == 1
+    assert asked.count("query_user_plan") == 1
+
+
 async def test_evaluate_critical_may_wave_a_blocker_through(make_agent: MakeAgent) -> None:
     """Not intervening never runs an unapproved call: it is cancelled instead."""
     log: list[dict[str, Any]] = []
