@@ -230,7 +230,11 @@ def main() -> int:
                 setattr(tool, attr, value)
         value = tool.execute(**setup["args"])
     except BaseException as exc:
-        send({"op": "error", "type": type(exc).__name__, "message": str(exc)[:2000]})
+        error = {"op": "error", "type": type(exc).__name__, "message": str(exc)[:2000]}
+        path = getattr(exc, "filename", None)  # what a failed file operation reached for
+        if isinstance(path, str):
+            error["path"] = path[:4096]
+        send(error)
         return 1
     try:
         send({"op": "result", "value": value})

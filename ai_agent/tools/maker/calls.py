@@ -79,6 +79,8 @@ class Outcome:
         seconds: Wall time of the call.
         exit_status: bwrap's exit status (128 + N when the tool died of signal N).
         forks_refused: Forks the call's pids cgroup refused at ``max_processes``.
+        path: The file a failed file operation of the tool reached for (``error``), as the
+            tool named it.
     """
 
     kind: str
@@ -91,3 +93,4 @@ class Outcome:
     seconds: float = 0.0
     exit_status: int | None = None
     forks_refused: int = 0
+    path: str | None = None

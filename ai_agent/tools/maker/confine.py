@@ -289,6 +289,8 @@ def _ending(session: Session, outcome: Outcome) -> Outcome:
     if final.get("op") == "error":
         outcome.kind = "error"
         outcome.error = f"{final.get('type')}: {final.get('message')}"
+        path = final.get("path")
+        outcome.path = path if isinstance(path, str) else None
         return outcome
     if status > 128 and (status - 128) in _SIGNALS:
         reason, text = _SIGNALS[signal.Signals(status - 128)]
