@@ -151,7 +151,8 @@ KINDS: dict[IssueKind, KindSpec] = {
     ),
     IssueKind.MISSING_ENV: KindSpec(
         0.95,
-        advice="set the missing environment variable(s), then resume with a plan",
+        advice="set the missing environment variable(s), then resume with a plan that goes on "
+        "(it confirms an external call shown here; a change still needs --approve)",
         codes=frozenset({"MISSING_ENV"}),
         errors=(McpEnvError,),
     ),

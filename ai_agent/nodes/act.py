@@ -148,6 +148,7 @@ class _Cycle:
                 first_use=call["name"] not in self.used,
                 unattended=policy.unattended,
                 first_use_gate=policy.first_use_gate,
+                shown=call["id"] in self.shown,
             )
         )
 

@@ -295,3 +295,77 @@ def test_the_contract_s_first_parameter_may_be_annotated_as_a_dict() -> None:
 
     assert takes_args_and_ctx(written) and takes_args_and_ctx(evaluated)
     assert not any(map(takes_args_and_ctx, (typed, defaulted, keyword, print)))
+
+
+async def test_the_example_s_flow_pauses_once_and_completes_after_the_key_is_set(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The spec's flow, with its HTTP client wired: the run pauses with MISSING_ENV; the person
+    # exports the key and answers with a plan that goes on; the call runs (env checked again)
+    # with no second pause.
+    monkeypatch.delenv("MY_API_KEY", raising=False)
+    calls: list[dict[str, Any]] = []
+
+    def tool_fetch_users(args, ctx):  # type: ignore[no-untyped-def]  # the spec's plain form
+        calls.append(args)
+        return {"status": "ok", "content": ["ada", "grace"]}
+
+    spec = ToolSpec(name="fetch_users", fn=tool_fetch_users, requires_env=["MY_API_KEY"])
+    turns: list[dict[str, Any]] = [
+        {"tool_calls": [{"name": "fetch_users", "args": {}}]},
+        {"text": "ada and grace"},
+    ]
+    agent = Agent(
+        model=ScriptedModel(turns),
+        tools=[spec],
+        checkpoint_path=tmp_path / "c.sqlite",
+        memory_path=None,
+    )
+    paused = await agent.run("list the users")
+    assert paused.status == "paused" and paused.gate is not None
+    (issue,) = paused.gate["issues"]
+    assert issue["code"] == "MISSING_ENV"
+    # One gate shows all the call waits for: the key, and its confirmation.
+    assert (
+        "set them and resume; fetch_users is an external tool and needs confirmation: a plan "
+        "that continues confirms it (deny it to skip it)"
+    ) in issue["message"]
+    monkeypatch.setenv("MY_API_KEY", "k-123")
+    done = await agent.resume(paused.thread_id, {"instructions": "the key is set"})
+    assert (done.status, done.final_text) == ("completed", "ada and grace")
+    assert calls == [{}]  # the call ran, once
+    assert [t["status"] for t in done.trace if t["stage"] == "gate"] == ["plan", "pass"]
+
+
+async def test_a_change_shown_at_the_missing_key_gate_still_needs_its_approval(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("MY_API_KEY", raising=False)
+    ran: list[dict[str, Any]] = []
+
+    def write(args: dict[str, Any], ctx: dict[str, Any]) -> dict[str, Any]:
+        ran.append(args)
+        return {"status": "ok", "content": "written"}
+
+    spec = ToolSpec(
+        "write_users", write, requires_env=["MY_API_KEY"], category=ToolCategory.MODIFICATION
+    )
+    turns: list[dict[str, Any]] = [
+        {"tool_calls": [{"name": "write_users", "args": {}}]},
+        {"text": "skipped"},
+    ]
+    agent = Agent(
+        model=ScriptedModel(turns),
+        tools=[spec],
+        checkpoint_path=tmp_path / "c.sqlite",
+        memory_path=None,
+    )
+    paused = await agent.run("write the users")
+    assert paused.gate is not None
+    assert (
+        "needs approval: approve it in the plan, or it is skipped"
+        in (paused.gate["issues"][0]["message"])
+    )
+    monkeypatch.setenv("MY_API_KEY", "k-123")
+    done = await agent.resume(paused.thread_id, {"instructions": "the key is set"})
+    assert done.status == "completed" and ran == []  # continuing is not an approval
