@@ -41,6 +41,7 @@ AgentError
 │   ├── ThreadBusyError         another process holds this thread's lease
 │   │   └── LeaseLostError      this process's lease was taken over; it stopped writing
 │   ├── ReplayDivergedError     a replay asked for a call the recording does not have
+│   ├── HookError               a user's hook (recall, evaluate_critical, persist...) raised
 │   └── UnknownOutputError      a run kept no tool output under that reference
 ├── StoreError                  the checkpoint database or run store cannot be used
 │   ├── StorageFullError        the database's disk is full; nothing was lost, free space
@@ -60,6 +61,7 @@ __all__ = [
     "ContextOverflowError",
     "CorruptRunError",
     "EmptyResponseError",
+    "HookError",
     "InvalidPlanError",
     "InvalidThreadIdError",
     "LeaseLostError",
@@ -345,6 +347,27 @@ class McpConnectError(McpServerError):
 
 class RunError(AgentError):
     """A run or resume request cannot proceed."""
+
+
+class HookError(RunError):
+    """A user's hook raised: named by the hook, with the exception it raised.
+
+    Before the gate it becomes a HOOK_ERROR issue there (the run pauses: fix the hook and
+    resume); after the gate (finalize, persist) the run fails where it stood, and ``resume``
+    runs the stage again.
+
+    Attributes:
+        hook: The hook's name in `ai_agent.context.Hooks`.
+    """
+
+    def __init__(self, hook: str, exc: BaseException) -> None:
+        detail = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else ""
+        super().__init__(
+            f"the {hook} hook raised {type(exc).__name__}"
+            + (f": {detail}" if detail else "")
+            + "; fix the hook, then resume the run"
+        )
+        self.hook = hook
 
 
 class UnknownThreadError(RunError):

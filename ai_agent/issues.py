@@ -69,6 +69,7 @@ class IssueKind(StrEnum):
     MODEL_ERROR = "MODEL_ERROR"
     CIRCUIT_OPEN = "CIRCUIT_OPEN"
     BUDGET = "BUDGET"
+    HOOK_ERROR = "HOOK_ERROR"
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,6 +187,13 @@ KINDS: dict[IssueKind, KindSpec] = {
         1.0,
         advice="resume with a plan to grant another budget of the same size, or stop the run",
         errors=(BudgetExceededError,),
+    ),
+    # A hook is the user's code: nothing a plan says can make it work, so the run always stops
+    # for the person who can fix it.
+    IssueKind.HOOK_ERROR: KindSpec(
+        1.0,
+        advice="fix the hook the issue names, then resume with a plan (the stage runs again "
+        "from the next cycle)",
     ),
 }
 

@@ -335,7 +335,11 @@ def plan_hook(session: ReplaySession, original: Hook | None) -> Hook:
     async def hook(task: str, report: GateReport, ctx: dict[str, Any]) -> Any:
         position = call_position()
         if not session.recorded_at(position["step"]):
-            return await call_hook(original, task, report, ctx) if original else None
+            return (
+                await call_hook("query_user_plan", original, task, report, ctx)
+                if original
+                else None
+            )
         if session.resuming:  # the gate re-runs on resume: the plan is the resume value
             session.resuming = False
             return None

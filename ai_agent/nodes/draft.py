@@ -153,10 +153,13 @@ def _early_issues(state: RunState, context: RunContext) -> DraftUpdate | None:
     The gate hears of them before the model is asked anything; no cycle is used up.
     """
     early = context.take_issues()
-    if not early:
+    # An issue already in state at a draft is recall's (a hook that raised): it goes to the
+    # gate as it is, and no model is asked first.
+    held = list(state.get("issues", []))
+    if not early and not held:
         return None
     at = state.get("iteration", 0)
-    detail = ", ".join(i["code"] for i in early)
+    detail = ", ".join(i["code"] for i in [*held, *early])
     line = TraceEvent(stage="draft", iteration=at, status="blocked", detail=detail)
     return DraftUpdate(issues=early, trace=[line])
 

@@ -27,9 +27,9 @@ from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
 from ai_agent.context import RunContext
-from ai_agent.errors import InvalidPlanError, PlanRefusedError
+from ai_agent.errors import HookError, InvalidPlanError, PlanRefusedError
 from ai_agent.issues import KINDS
-from ai_agent.nodes._common import call_hook, hook_view, stage
+from ai_agent.nodes._common import call_hook, hook_issue, hook_view, stage
 from ai_agent.observability.scopes import note_gate_plan
 from ai_agent.plans import PlanAnswer, read_plan
 from ai_agent.state import (
@@ -304,6 +304,7 @@ async def _evaluate(state: RunState, context: RunContext, report: GateReport) ->
         return report
     verdict = (
         await call_hook(
+            "evaluate_critical",
             hook,
             state.get("task", ""),
             [dict(i) for i in report["issues"]],
@@ -320,6 +321,15 @@ async def _evaluate(state: RunState, context: RunContext, report: GateReport) ->
     elif out["intervene"] and not out["prompt"]:
         out["prompt"] = _prompt(context.thread_id, out)
     return out
+
+
+def _report(state: RunState, context: RunContext, catalog: list[str], *extra: Issue) -> GateReport:
+    """The gate's report on this cycle's issues (and ``extra`` ones: a hook that raised)."""
+    if extra:
+        state = RunState(**{**state, "issues": [*state.get("issues", []), *extra]})
+    return build_report(
+        state, thread_id=context.thread_id, threshold=context.policy.gate_threshold, catalog=catalog
+    )
 
 
 def _decided(state: RunState, context: RunContext) -> GateReport | None:
@@ -348,14 +358,13 @@ async def gate(state: RunState, *, runtime: Runtime[RunContext]) -> GateUpdate:
     if decided is not None:
         report = decided  # what the person answered: not evaluated again
     else:
-        report = build_report(
-            state,
-            thread_id=context.thread_id,
-            threshold=context.policy.gate_threshold,
-            catalog=catalog,
-        )
+        report = _report(state, context, catalog)
+        try:
+            evaluated = await _evaluate(state, context, report)
+        except HookError as exc:  # the built-in scoring, and the person hears of the hook
+            evaluated = _report(state, context, catalog, hook_issue(exc))
         # Masked before anyone sees it: the interrupt's payload is stored with the checkpoint.
-        report = context.scrub(await _evaluate(state, context, report))
+        report = context.scrub(evaluated)
     limit = context.policy.max_iterations
     line = TraceEvent(stage="gate", iteration=report["iteration"], gate_score=report["severity"])
     if not report["intervene"]:
@@ -367,12 +376,16 @@ async def gate(state: RunState, *, runtime: Runtime[RunContext]) -> GateUpdate:
     source: Literal["resume", "hook"] = "hook"
     raw = None
     if decided is None and context.hooks.query_user_plan is not None:
-        raw = await call_hook(
-            context.hooks.query_user_plan,
-            state.get("task", ""),
-            dict(report),
-            hook_view(state, context),
-        )
+        try:
+            raw = await call_hook(
+                "query_user_plan",
+                context.hooks.query_user_plan,
+                state.get("task", ""),
+                dict(report),
+                hook_view(state, context),
+            )
+        except HookError as exc:  # no answer in-process: a person answers, told why
+            report = context.scrub(_report(state, context, catalog, hook_issue(exc)))
     if raw is None:
         source = "resume"
         raw = interrupt(report)  # the one pause of this step; the plan is the resume value

@@ -520,3 +520,58 @@ async def test_tool_exceptions_become_tool_errors(make_agent: MakeAgent) -> None
     assert result.gate is not None
     assert result.gate["issues"][0]["code"] == "TOOL_ERROR"
     assert "ValueError: kaput" in result.gate["issues"][0]["message"]
+
+
+def _raises(*args: Any) -> Any:
+    raise ValueError("the hook's own bug")
+
+
+@pytest.mark.parametrize("hook", ["recall", "reflect", "discover_tools", "evaluate_critical"])
+async def test_a_hook_that_raises_before_the_gate_is_a_gate_issue_naming_it(
+    make_agent: MakeAgent, hook: str
+) -> None:
+    log: list[dict[str, Any]] = []
+    agent = make_agent(
+        [call("note", text="x"), text("done"), text("done")],
+        tools=[recorder(log)],
+        hooks=Hooks(**{hook: _raises}),
+    )
+    paused = await agent.run("note it")  # no exception out of run()
+    assert paused.status == "paused" and paused.gate is not None
+    found = [i for i in paused.gate["issues"] if i["code"] == "HOOK_ERROR"]
+    assert [i["message"] for i in found] == [
+        f"the {hook} hook raised ValueError: the hook's own bug; fix the hook, then resume the run"
+    ]
+    if hook == "recall":  # no model was asked before the gate heard of it
+        assert [t["stage"] for t in paused.trace] == ["recall", "draft", "gate"]
+
+
+async def test_a_query_user_plan_that_raises_pauses_for_a_person(make_agent: MakeAgent) -> None:
+    agent = make_agent([call("ghost_tool"), text("ok")], hooks=Hooks(query_user_plan=_raises))
+    paused = await agent.run("use a ghost")
+    assert paused.status == "paused" and paused.gate is not None
+    assert [i["code"] for i in paused.gate["issues"]] == ["TOOL_MISSING", "HOOK_ERROR"]
+    assert "the query_user_plan hook raised ValueError" in paused.gate["prompt"]
+
+
+@pytest.mark.parametrize("hook", ["finalize", "persist"])
+async def test_a_hook_that_raises_after_the_gate_fails_the_run_resumably(
+    make_agent: MakeAgent, hook: str
+) -> None:
+    calls: list[str] = []
+
+    def flaky(*args: Any) -> Any:
+        calls.append(hook)
+        if len(calls) == 1:
+            raise ValueError("not yet")
+        return "fixed"
+
+    agent = make_agent([text("done")], hooks=Hooks(**{hook: flaky}))
+    failed = await agent.run("finish")  # no exception out of run()
+    assert (failed.status, failed.stop_reason) == ("failed", "error")
+    assert (
+        failed.error
+        == f"the {hook} hook raised ValueError: not yet; fix the hook, then resume the run"
+    )
+    done = await agent.resume(failed.thread_id)  # the stage runs again
+    assert done.status == "completed" and calls == [hook, hook]
