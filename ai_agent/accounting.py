@@ -7,10 +7,12 @@ reaches the trigger, and checks the run's budget: a call that could pass ``max_t
 reply into a `UsageRecord`: the server's usage when reported (with the
 estimate's error), else the estimate, plus cost and per-tool attribution.
 
-Estimates are *calibrated*: a server's chat template adds tokens tiktoken cannot see (a default
-system prompt, the tool-calling instructions), so once the server has reported usage, the gap
-between its count and our estimate for the previous request is added to the next estimate. The
-calibrated figure drives compaction and budget checks; both figures and their errors are recorded.
+A server's chat template adds tokens the messages do not show (a default system prompt, the
+tool-calling instructions, how tool turns are rendered): the estimate counts them from the first
+request (`ai_agent.tokens.TokenCounter.template_overhead`, sized by ``TokenizerConfig.template_*``).
+Estimates are then *calibrated*: once the server has reported usage, the gap between its count
+and our estimate for the previous request is added to the next estimate. The calibrated figure
+drives compaction and budget checks; both figures and their errors are recorded.
 
 `UsageTracker` sums the records of every run an Agent drives in this process (the
 per-agent totals; the per-session totals live in each run's state).
@@ -18,8 +20,8 @@ per-agent totals; the per-session totals live in each run's state).
 Examples:
     >>> from ai_agent.tokens import TokenCounter
     >>> meter = RunMeter(counter=TokenCounter(), model_name="m")
-    >>> meter.estimate([{"role": "user", "content": "hi"}], [])
-    8
+    >>> meter.estimate([{"role": "user", "content": "hi"}], [])  # 8, and a default system prompt
+    30
 """
 
 from __future__ import annotations
@@ -38,10 +40,16 @@ from ai_agent.tokens import MESSAGE_OVERHEAD, ConversationTokens, TokenCounter
 
 if TYPE_CHECKING:
     from ai_agent.config import BudgetConfig
+    from ai_agent.errors import ContextOverflowError
 
 __all__ = ["RunMeter", "UsageTracker", "add_usage", "budget_granted"]
 
 _TOTAL_KEYS = ("prompt_tokens", "completion_tokens", "total_tokens", "cached_tokens")
+# After an overflow, the share of the server's window the retried request may fill: the rest is
+# for the reply and for what our estimate misses.
+_OVERFLOW_FILL = 0.8
+# Without the server's figures, the retried request is at most this share of the refused one.
+_OVERFLOW_SHRINK = 0.7
 
 
 def add_usage(total: Mapping[str, Any] | None, record: UsageRecord) -> dict[str, Any]:
@@ -81,6 +89,21 @@ def budget_granted(state: RunState) -> bool:
         return False
     last = plans[-1]
     return last["iteration"] == gate["iteration"] and bool(last["plan"].get("allow_continue"))
+
+
+def _overflow_target(estimate: int, overflow: ContextOverflowError) -> int:
+    """Our estimate's goal for a request the server refused at ``estimate`` as too long.
+
+    Examples:
+        >>> from ai_agent.errors import ContextOverflowError
+        >>> _overflow_target(3000, ContextOverflowError("x", prompt_tokens=6000, window=2000))
+        800
+        >>> _overflow_target(3000, ContextOverflowError("x"))
+        2100
+    """
+    if overflow.prompt_tokens and overflow.window:
+        return max(1, int(estimate * overflow.window / overflow.prompt_tokens * _OVERFLOW_FILL))
+    return max(1, int(estimate * _OVERFLOW_SHRINK))
 
 
 @dataclass
@@ -154,8 +177,13 @@ class RunMeter:
         return self._tools_tokens
 
     def estimate(self, request: Sequence[Message], tools: Sequence[Mapping[str, Any]]) -> int:
-        """Estimated prompt tokens of a request (system prompt included); incremental."""
-        return self.conversation.update(request) + self._tools(tools)
+        """Estimated prompt tokens of a request (system prompt and chat template included).
+
+        Incremental over the conversation; the template's overhead
+        (`ai_agent.tokens.TokenCounter.template_overhead`) is there from the first request.
+        """
+        template = self.counter.template_overhead(request, tools)
+        return self.conversation.update(request) + self._tools(tools) + template
 
     # Before the call -------------------------------------------------------------------------
     async def prepare(
@@ -190,6 +218,56 @@ class RunMeter:
         prepared["extra_usage"] = extra
         self._check_budget(state, prepared)
         return prepared
+
+    async def compact_after_overflow(
+        self,
+        prepared: Prepared,
+        overflow: ContextOverflowError,
+        *,
+        system_prompt: str,
+        tools: list[dict[str, Any]],
+        model: ModelCaller,
+        iteration: int,
+    ) -> Prepared:
+        """A smaller request after the server refused ``prepared`` as too long for its window.
+
+        The target is the refused request scaled to the window the server reported (in our own
+        estimate's units, so the tokenizers need not agree), at most `_OVERFLOW_FILL` of it;
+        without the server's figures, `_OVERFLOW_SHRINK` of the refused request.
+
+        Raises:
+            ContextOverflowError: ``overflow`` made final (`ContextOverflowError.unresolved`)
+                when there is no compactor or the conversation cannot be compacted any further.
+        """
+        if self.compactor is None:
+            raise overflow.unresolved("compaction is off, so nothing was retried") from None
+        head = [Message(role="system", content=system_prompt)] if system_prompt else []
+        fixed = sum(self.counter.count_message(m) for m in head) + self._tools(tools)
+        extra = list(prepared.get("extra_usage", []))
+        helper = ModelCallerHelper(
+            self.summarizer or model,
+            lambda reply: extra.append(self._record(reply, iteration, [], "compaction")),
+        )
+        done = await self.compactor.compact(
+            prepared["messages"],
+            fixed_tokens=fixed,
+            iteration=iteration,
+            model=helper,
+            target=_overflow_target(prepared["estimate"], overflow),
+        )
+        record = done.record
+        if record["tokens_after"] >= record["tokens_before"]:
+            raise overflow.unresolved("the conversation could not be compacted any further")
+        record["detail"] = "; ".join(
+            d for d in (f"after a context overflow ({overflow})", record["detail"]) if d
+        )
+        offset = prepared.get("calibrated", prepared["estimate"]) - prepared["estimate"]
+        smaller = Prepared(messages=done.messages, compaction=record, extra_usage=extra)
+        smaller["estimate"] = self.estimate(head + done.messages, tools)
+        smaller["calibrated"] = max(0, smaller["estimate"] + offset)
+        if "allowance" in prepared:
+            smaller["allowance"] = prepared["allowance"]
+        return smaller
 
     def _check_budget(self, state: RunState, prepared: Prepared) -> None:
         budget = self.budget

@@ -15,10 +15,19 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Literal, NotRequired, Protocol, TypedDict, runtime_checkable
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Literal,
+    NotRequired,
+    Protocol,
+    TypedDict,
+    runtime_checkable,
+)
 
 from ai_agent.state import (
     CompactionRecord,
+    GateReport,
     Issue,
     Message,
     RunState,
@@ -28,6 +37,7 @@ from ai_agent.state import (
 )
 
 if TYPE_CHECKING:
+    from ai_agent.errors import ContextOverflowError
     from ai_agent.events import ModelCallEvent, ProgressEvent
 
 __all__ = [
@@ -121,6 +131,21 @@ class Meter(Protocol):
         self, reply: ModelReply, *, iteration: int, request: list[Message], prepared: Prepared
     ) -> UsageRecord:
         """Record the usage of a model reply (the server's counts, else the estimate)."""
+
+    async def compact_after_overflow(
+        self,
+        prepared: Prepared,
+        overflow: ContextOverflowError,
+        *,
+        system_prompt: str,
+        tools: list[dict[str, Any]],
+        model: ModelCaller,
+        iteration: int,
+    ) -> Prepared:
+        """A compacted request after the server refused ``prepared`` as too long.
+
+        Raises the overflow, made final, when the conversation cannot shrink.
+        """
 
 
 class ToolInfo(TypedDict):
@@ -410,3 +435,7 @@ class RunContext:
     # The stage wrapper passes each state update through it, so whatever a stage, a hook or an
     # error message produced, no configured secret enters state (and so the checkpoints).
     scrub: Callable[[Any], Any] = _same
+    # The paused gate's report this resume answers, as the person was shown it (None for a
+    # run, a crash's resume or a replay): the gate takes it as decided, so it is never
+    # evaluated or asked again (`evaluate_critical`, `query_user_plan`) on the way back in.
+    answering: GateReport | None = None

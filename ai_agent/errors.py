@@ -15,6 +15,7 @@ AgentError
 │   │   ├── EmptyResponseError      the server sent no choices / nothing at all
 │   │   ├── StreamInterruptedError  the stream stopped before the reply was complete
 │   │   ├── MalformedToolCallError  a tool call's arguments are not a JSON object
+│   │   ├── ContextOverflowError    the request is longer than the model's context window
 │   │   └── ResponseTooLargeError   the reply passed the configured size cap
 │   ├── CircuitOpenError        the breaker for this backend is open; calls fail fast
 │   ├── BudgetExceededError     the next call would pass a token or cost limit
@@ -40,6 +41,7 @@ AgentError
 │   ├── ThreadBusyError         another process holds this thread's lease
 │   │   └── LeaseLostError      this process's lease was taken over; it stopped writing
 │   ├── ReplayDivergedError     a replay asked for a call the recording does not have
+│   ├── HookError               a user's hook (recall, evaluate_critical, persist...) raised
 │   └── UnknownOutputError      a run kept no tool output under that reference
 ├── StoreError                  the checkpoint database or run store cannot be used
 │   ├── StorageFullError        the database's disk is full; nothing was lost, free space
@@ -56,8 +58,10 @@ __all__ = [
     "BudgetExceededError",
     "CircuitOpenError",
     "ConfigError",
+    "ContextOverflowError",
     "CorruptRunError",
     "EmptyResponseError",
+    "HookError",
     "InvalidPlanError",
     "InvalidThreadIdError",
     "LeaseLostError",
@@ -174,6 +178,43 @@ class MalformedToolCallError(ModelResponseError):
         super().__init__(message)
         self.tool = tool
         self.raw_arguments = raw_arguments
+
+
+class ContextOverflowError(ModelResponseError):
+    """The server refused the request as longer than the model's context window (a 400).
+
+    The draft compacts the conversation and retries once before this reaches the gate.
+
+    Attributes:
+        prompt_tokens: The request's size as the server counted it, when it said.
+        window: The model's context window as the server reported it, when it said.
+    """
+
+    kinds = ("ContextOverflow",)
+
+    def __init__(
+        self, message: str, *, prompt_tokens: int | None = None, window: int | None = None
+    ) -> None:
+        super().__init__(message)
+        self.prompt_tokens = prompt_tokens
+        self.window = window
+
+    def unresolved(self, how: str) -> ContextOverflowError:
+        """The same overflow once compacting could not resolve it: what the gate shows.
+
+        Args:
+            how: What was tried (the conversation compacted and retried once, or it could not be
+                compacted any further).
+        """
+        err = ContextOverflowError(
+            f"{self}; {how}. Raise the server's context size (for the local server: --ctx), or "
+            "set MAMBA_MODEL_BACKEND__CONTEXT_WINDOW to the server's window so compaction starts "
+            "before a request gets this long (or lower MAMBA_CONTEXT__TARGET_TOKENS), then resume",
+            prompt_tokens=self.prompt_tokens,
+            window=self.window,
+        )
+        err.kinds = self.kinds
+        return err
 
 
 class ResponseTooLargeError(ModelResponseError):
@@ -306,6 +347,27 @@ class McpConnectError(McpServerError):
 
 class RunError(AgentError):
     """A run or resume request cannot proceed."""
+
+
+class HookError(RunError):
+    """A user's hook raised: named by the hook, with the exception it raised.
+
+    Before the gate it becomes a HOOK_ERROR issue there (the run pauses: fix the hook and
+    resume); after the gate (finalize, persist) the run fails where it stood, and ``resume``
+    runs the stage again.
+
+    Attributes:
+        hook: The hook's name in `ai_agent.context.Hooks`.
+    """
+
+    def __init__(self, hook: str, exc: BaseException) -> None:
+        detail = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else ""
+        super().__init__(
+            f"the {hook} hook raised {type(exc).__name__}"
+            + (f": {detail}" if detail else "")
+            + "; fix the hook, then resume the run"
+        )
+        self.hook = hook
 
 
 class UnknownThreadError(RunError):

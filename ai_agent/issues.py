@@ -69,6 +69,7 @@ class IssueKind(StrEnum):
     MODEL_ERROR = "MODEL_ERROR"
     CIRCUIT_OPEN = "CIRCUIT_OPEN"
     BUDGET = "BUDGET"
+    HOOK_ERROR = "HOOK_ERROR"
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +104,7 @@ class KindSpec:
 # The first five severities come from the pipeline spec; the rest are blockers the engine adds: a
 # missing env key is an AUTH problem, and an approval, an unknown outcome after a crash or a
 # budget must always stop the run, whatever the threshold. Word patterns keep to word
-# boundaries, so "rate" does not match "generate".
+# boundaries, so "rate" does not match "generate" nor "auth" "author", nor "401" "4010".
 KINDS: dict[IssueKind, KindSpec] = {
     IssueKind.TOOL_MISSING: KindSpec(0.80, resolves="activate", codes=frozenset({"TOOL_MISSING"})),
     IssueKind.TOOL_ERROR: KindSpec(
@@ -135,7 +136,13 @@ KINDS: dict[IssueKind, KindSpec] = {
         advice="fix the credentials, then resume with a plan",
         codes=frozenset({"AUTH", "UNAUTHORIZED", "FORBIDDEN"}),
         errors=(ModelAuthError, McpAuthError),
-        words=re.compile(r"\bapi[ _-]?key\b|\bunauthori[sz]ed\b|\bforbidden\b|\bauth", re.I),
+        # "auth" and its long forms as words ("author" is none of them); 401 and 403 are the
+        # HTTP statuses of a refused credential (the spec: "401 from API -> 0.95").
+        words=re.compile(
+            r"\bapi[ _-]?key\b|\bunauthori[sz]ed\b|\bforbidden\b|\b40[13]\b"
+            r"|\bauth(enticat(e|ed|es|ing|ion)|ori[sz]ation)?\b",
+            re.I,
+        ),
     ),
     IssueKind.DATA_MISSING: KindSpec(
         0.70,
@@ -145,11 +152,20 @@ KINDS: dict[IssueKind, KindSpec] = {
     ),
     IssueKind.MISSING_ENV: KindSpec(
         0.95,
-        advice="set the missing environment variable(s), then resume with a plan",
+        advice="set the missing environment variable(s), then resume with a plan that goes on "
+        "(it confirms an external call shown here; a change still needs --approve)",
         codes=frozenset({"MISSING_ENV"}),
         errors=(McpEnvError,),
     ),
-    IssueKind.APPROVAL_REQUIRED: KindSpec(1.0, resolves="approve"),
+    IssueKind.APPROVAL_REQUIRED: KindSpec(
+        1.0,
+        # The calls are approved one by one (``resolves``); the advice says how a tool stops
+        # asking: a tool that does not say its category is EXTERNAL, the strictest.
+        advice="a tool that should not ask: set its category (ToolSpec(..., "
+        "category='read_only'), @tool(category=...); see docs/tools.md), or its category's "
+        "policy (--approval external=auto)",
+        resolves="approve",
+    ),
     IssueKind.UNKNOWN_OUTCOME: KindSpec(
         1.0,
         advice="check whether the interrupted call's effects already happened before "
@@ -171,6 +187,13 @@ KINDS: dict[IssueKind, KindSpec] = {
         1.0,
         advice="resume with a plan to grant another budget of the same size, or stop the run",
         errors=(BudgetExceededError,),
+    ),
+    # A hook is the user's code: nothing a plan says can make it work, so the run always stops
+    # for the person who can fix it.
+    IssueKind.HOOK_ERROR: KindSpec(
+        1.0,
+        advice="fix the hook the issue names, then resume with a plan (the stage runs again "
+        "from the next cycle)",
     ),
 }
 

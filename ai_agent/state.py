@@ -16,9 +16,13 @@ person, a JSON file), so it is validated at the edge.
 from __future__ import annotations
 
 import operator
-from typing import Annotated, Any, Literal, NotRequired, Required, TypedDict
+from typing import Annotated, Any, Literal, NotRequired, Required
 
 from pydantic import BaseModel, ConfigDict, Field
+
+# Not typing.TypedDict: pydantic builds LangGraph's JSON schemas of the state (LangGraph Studio,
+# ``langgraph dev``, ``get_input_jsonschema``) and refuses typing's on Python < 3.12.
+from typing_extensions import TypedDict
 
 from ai_agent.issues import KINDS, IssueKind
 
@@ -87,8 +91,10 @@ class ToolResult(TypedDict, total=False):
     """What a tool returns: ``{"status": "ok"|"error"|"skipped", "content", "error", "meta"}``.
 
     Recoverable problems are results with ``status="error"`` and a ``meta["code"]``; only bugs
-    raise. The registry adds ``execution_time_ms`` and ``summary`` (the tool's ``format_result``
-    line, shown in traces).
+    raise. The registry adds ``execution_time_ms``, ``summary`` (the tool's ``format_result``
+    line, shown in traces), ``tool_name`` and the tool's ``category`` (a ToolCategory value;
+    absent when no tool of that name exists), as the tool-oversight spec's ToolResult has them;
+    the act stage names the tool of a result it made itself (a call skipped or refused) too.
 
     Examples:
         >>> ToolResult(status="ok", content=68.055)
@@ -101,6 +107,8 @@ class ToolResult(TypedDict, total=False):
     meta: dict[str, Any]
     execution_time_ms: float
     summary: str
+    tool_name: str
+    category: str
 
 
 class Issue(TypedDict):

@@ -253,6 +253,31 @@ class TokenCounter:
         """Estimated prompt tokens of a request: messages, priming and tool definitions."""
         return self.count_messages(messages) + self.count_tools(tools)
 
+    def template_overhead(
+        self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]] = ()
+    ) -> int:
+        """Tokens a server's chat template adds that neither the messages nor the tools show.
+
+        A default system prompt when the request has none, tool-calling instructions once when
+        tools are offered, and the rendering of each assistant turn with tool calls (see
+        ``TokenizerConfig.template_*``). Counted from the first request, so that estimate is not
+        short by the template's own text before the server has reported any usage.
+
+        Examples:
+            >>> from ai_agent.config import TokenizerConfig
+            >>> config = TokenizerConfig(template_system_tokens=20, template_tools_tokens=80)
+            >>> TokenCounter(config).template_overhead([{"role": "user", "content": "hi"}], [{}])
+            100
+        """
+        config = self.config
+        overhead = 0
+        if not any(m.get("role") == "system" for m in messages):
+            overhead += config.template_system_tokens
+        if tools:
+            overhead += config.template_tools_tokens
+        turns = sum(1 for m in messages if m.get("role") == "assistant" and m.get("tool_calls"))
+        return overhead + turns * config.template_tool_turn_tokens
+
     # Windows ---------------------------------------------------------------------------------
     def with_margin(self, tokens: int) -> int:
         """``tokens`` plus the safety margin, rounded up: use it for window checks."""

@@ -156,6 +156,7 @@ def test_the_state_names_come_from_the_table() -> None:
         IssueKind.APPROVAL_REQUIRED,
         IssueKind.UNKNOWN_OUTCOME,
         IssueKind.BUDGET,
+        IssueKind.HOOK_ERROR,  # the user's code: no threshold waves it through
     ]
 
 
@@ -227,3 +228,71 @@ async def test_checkpoints_of_a_paused_run_hold_no_enum(tmp_path: Path) -> None:
     stored = b"".join(p.read_bytes() for p in db.parent.iterdir() if p.is_file())
     assert b"TOOL_MISSING" in stored
     assert b"IssueKind" not in stored
+
+
+# The pipeline spec's table of built-in triggers: each keyword, as a word, makes its kind.
+SPEC_KEYWORDS = {
+    IssueKind.RATE_LIMIT: ["quota", "limit", "rate", "429"],
+    IssueKind.AUTH: ["api key", "unauthorized", "forbidden", "auth"],
+    IssueKind.DATA_MISSING: ["not found", "no such file", "file not found", "missing"],
+}
+
+
+@pytest.mark.parametrize(
+    ("kind", "word"), [(kind, word) for kind, words in SPEC_KEYWORDS.items() for word in words]
+)
+def test_every_keyword_of_the_spec_makes_its_kind(kind: IssueKind, word: str) -> None:
+    assert classify(word) == kind
+    assert classify(f"the call failed: {word.upper()} (see the log)") == kind
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        ("HTTP 401", IssueKind.AUTH),  # the spec's example: "401 from API -> 0.95"
+        ("HTTP 401 Unauthorized", IssueKind.AUTH),
+        ("server said 403", IssueKind.AUTH),
+        ("authentication failed", IssueKind.AUTH),
+        ("HTTP 429", IssueKind.RATE_LIMIT),
+    ],
+)
+def test_http_statuses_of_the_spec_make_their_kind(text: str, kind: IssueKind) -> None:
+    assert classify(text) == kind
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the author field is empty",  # "auth" is a word of its own, not a prefix
+        "authored by nobody",
+        "an authority said no",
+        "generate failed",
+        "the delimiter is wrong",
+        "order 4010 failed",  # a number containing 401 is not a status
+        "rated R",
+    ],
+)
+def test_keywords_match_whole_words_only(text: str) -> None:
+    assert classify(text) == IssueKind.TOOL_ERROR
+
+
+def test_a_401_from_a_tool_scores_the_spec_s_auth_severity() -> None:
+    c = ToolCall(id="c1.0", name="fetch_users", args={})
+    found = issue_from_result(c, {"status": "error", "error": "HTTP 401"})
+    assert found is not None
+    assert (found["code"], found["severity"]) == ("AUTH", 0.95)
+
+
+def test_an_approval_s_advice_says_how_to_set_a_tool_s_category() -> None:
+    c = ToolCall(id="c1.0", name="fetch_users", args={})
+    why = "fetch_users is an external tool and needs confirmation"
+    waiting = PendingCall(call=c, blocked=as_state(IssueKind.APPROVAL_REQUIRED), preview="f()")
+    state = RunState(
+        iteration=1, issues=[issue(IssueKind.APPROVAL_REQUIRED, why)], pending=[waiting]
+    )
+    options = build_report(state, thread_id="t", threshold=0.7, catalog=["fetch_users"])["options"]
+    assert options[0] == "approve c1.0 (--approve c1.0)"
+    [advice] = [o for o in options if "category" in o]
+    assert "category='read_only'" in advice
+    assert "docs/tools.md" in advice
+    assert "--approval external=auto" in advice

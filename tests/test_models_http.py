@@ -22,6 +22,7 @@ from ai_agent.config import ErrorRecoveryConfig, ModelBackendSettings
 from ai_agent.context import Event, ModelEvents
 from ai_agent.errors import (
     CircuitOpenError,
+    ContextOverflowError,
     EmptyResponseError,
     MalformedToolCallError,
     ModelAuthError,
@@ -316,19 +317,54 @@ async def test_empty_choices_are_a_typed_error(server: MockOpenAIServer, listen:
 async def test_invalid_json_in_tool_arguments_is_a_typed_error(
     server: MockOpenAIServer, listen: bool
 ) -> None:
-    server.add(Fault.malformed_tool_args("calculator", '{"expression": "2+'))
+    # Sent back once (see below); the second malformed reply is the error.
+    server.add(*[Fault.malformed_tool_args("calculator", '{"expression": "2+')] * 2)
     with pytest.raises(MalformedToolCallError) as info:
         await call(make_caller(server, retries=0), listen=listen)
     assert info.value.tool == "calculator"
     assert info.value.raw_arguments == '{"expression": "2+'
+    assert "again after the parse error was sent back to it" in str(info.value)
+    assert len(server.requests) == 2
 
 
 async def test_tool_arguments_that_are_not_an_object_are_malformed(
     server: MockOpenAIServer,
 ) -> None:
-    server.add(Fault.malformed_tool_args("calculator", "[1, 2]"))
+    server.add(*[Fault.malformed_tool_args("calculator", "[1, 2]")] * 2)
     with pytest.raises(MalformedToolCallError):
         await call(make_caller(server, retries=0))
+
+
+async def test_sending_the_parse_error_back_can_be_turned_off(server: MockOpenAIServer) -> None:
+    server.add(Fault.malformed_tool_args("calculator", "{"))
+    caller = make_caller(server, retries=0)
+    caller.repair_malformed_calls = False
+    with pytest.raises(MalformedToolCallError) as info:
+        await call(caller)
+    assert "sent back" not in str(info.value) and len(server.requests) == 1
+
+
+@pytest.mark.parametrize("listen", [True, False])
+async def test_the_parse_error_goes_back_to_the_model_once(
+    server: MockOpenAIServer, listen: bool
+) -> None:
+    server.add(
+        Fault.malformed_tool_args("calculator", '{"expression": "2+'),
+        Reply(tool_calls=[{"name": "calculator", "args": {"expression": "2+2"}}]),
+    )
+    reply, events = await call(make_caller(server, retries=0), listen=listen)
+    assert reply["message"]["tool_calls"][0]["args"] == {"expression": "2+2"}
+    assert reply["attempts"] == 2
+    assert reply["retries"] == [{"error": "MalformedToolCallError", "wait": 0.0, "sent_back": True}]
+    first, second = (r.body["messages"] for r in server.requests)
+    # The same conversation, plus one message that says what was wrong, with the raw arguments.
+    assert second[: len(first)] == first and len(second) == len(first) + 1
+    told = second[-1]
+    assert told["role"] == "user"
+    assert "'calculator'" in told["content"] and '{"expression": "2+' in told["content"]
+    assert "not valid JSON" in told["content"]
+    if listen:
+        assert any(e["type"] == "model_retry" for e in events)
 
 
 async def test_malformed_arguments_are_retried_when_listed(server: MockOpenAIServer) -> None:
@@ -498,3 +534,34 @@ async def test_404_names_the_model_id_setting() -> None:
     caller = ChatModelCaller(make_chat_model(backend), base_url=backend.base_url)
     with pytest.raises(ModelResponseError, match="MAMBA_MODEL_BACKEND__MODEL"):
         await caller(list(ASK), [])
+
+
+# Context overflow ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("listen", [True, False])
+@pytest.mark.parametrize(
+    ("fault", "prompt", "window"),
+    [
+        (Fault.context_overflow(9000, 8192), 9000, 8192),
+        (Fault.context_overflow(6030, 2048, style="llama.cpp"), 6030, 2048),
+        (Fault.status_code(400, "prompt is too long for this model"), None, None),
+        (Fault.status_code(413, "x", code="context_length_exceeded"), None, None),
+    ],
+)
+async def test_a_context_overflow_is_its_own_error_with_the_server_s_figures(
+    server: MockOpenAIServer, listen: bool, fault: Fault, prompt: int | None, window: int | None
+) -> None:
+    server.add(fault)
+    with pytest.raises(ContextOverflowError) as info:
+        await call(make_caller(server), listen=listen)
+    assert (info.value.prompt_tokens, info.value.window) == (prompt, window)
+    assert "longer than the model's context window" in str(info.value)
+    assert len(server.requests) == 1  # a 400 is never resent as it is
+
+
+async def test_other_400s_are_not_overflows(server: MockOpenAIServer) -> None:
+    server.add(Fault.status_code(400, "bad temperature", code="invalid_value"))
+    with pytest.raises(ModelResponseError) as info:
+        await call(make_caller(server))
+    assert not isinstance(info.value, ContextOverflowError)

@@ -1,4 +1,4 @@
-"""Whether two lists start with the very same objects, at the speed of a memory comparison.
+"""Whether two lists start with the very same objects, unchanged, at the speed of C loops.
 
 A list in CPython is an array of object pointers, so "the first n items of a are the first n
 items of b" is one ``memcmp`` of n pointers: a few microseconds for thousands of items, where
@@ -6,15 +6,23 @@ comparing item by item in Python costs about 25 ns per item, which made a step's
 grow with the length of the run. The pointer arrays are read with ctypes at the offset CPython's
 list object has kept since 3.0 (``PyObject_VAR_HEAD`` then ``ob_item``); a probe checks it on
 first use and, on any other interpreter or layout, the item-by-item comparison is used instead.
+
+The very same objects may still have been edited in place (a node that sets a field of a message
+it was given). So the saver also keeps a `snapshot` of what it stored: copies of the containers
+(dicts, lists, tuples) around the very same immutable leaves, so that comparing the live items
+with it (`unchanged`) runs in C and mostly compares pointers, while an edited item differs.
 """
 
 from __future__ import annotations
 
+import copy
 import operator
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["same_prefix"]
+__all__ = ["same_prefix", "snapshot", "unchanged"]
+
+_ATOMS = frozenset({str, int, float, bool, type(None), bytes})
 
 _fast: Callable[[list[Any], list[Any], int], bool] | None = None
 _checked = False
@@ -65,3 +73,29 @@ def same_prefix(a: list[Any], b: list[Any], n: int) -> bool:
     if _fast is not None:
         return _fast(a, b, n)
     return _slow(a, b, n)
+
+
+def _copy(value: Any) -> Any:
+    kind = type(value)
+    if kind in _ATOMS:
+        return value
+    if kind is dict:
+        return {key: _copy(item) for key, item in value.items()}
+    if kind is list:
+        return [_copy(item) for item in value]
+    if kind is tuple:
+        return tuple(_copy(item) for item in value)
+    try:
+        return copy.deepcopy(value)
+    except Exception:  # an object that refuses copying: only replacing it is seen
+        return value
+
+
+def snapshot(items: list[Any]) -> list[Any]:
+    """Copies of ``items`` that later edits of them in place do not reach (see the module doc)."""
+    return [_copy(item) for item in items]
+
+
+def unchanged(shadow: list[Any], value: list[Any], n: int) -> bool:
+    """True when ``value[:n]`` still equals the snapshot ``shadow`` of its first ``n`` items."""
+    return len(shadow) == n and shadow == value[:n]

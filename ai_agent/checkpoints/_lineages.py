@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any, cast
 
 from ai_agent.checkpoints import _texts
+from ai_agent.checkpoints._identity import snapshot
 from ai_agent.checkpoints._skeleton import Ref
 from ai_agent.checkpoints._store import Batch, DeltaStore, Held, Packed, ReadMemo, ThreadCache
 from ai_agent.errors import StoreError
@@ -164,7 +165,7 @@ def append(
         batch.merges.append(lineage)
         small = 0
     store.unmerged[lineage] = small
-    return _list_view(cache, lineage, value)
+    return _list_view(store, cache, lineage, value, prev)
 
 
 def merge(store: DeltaStore, lineage: int) -> None:
@@ -240,10 +241,20 @@ def new_lineage(
     batch.segments.append((lineage, base_length, count, 1, type_, blob, batch.named(done)))
     store.tips[lineage] = len(value)
     store.unmerged[lineage] = 0
-    return _list_view(cache, lineage, value)
+    return _list_view(store, cache, lineage, value)
 
 
-def _list_view(cache: ThreadCache, lineage: int, value: list[Any]) -> Ref:
+def _list_view(
+    store: DeltaStore, cache: ThreadCache, lineage: int, value: list[Any], prev: Held | None = None
+) -> Ref:
     ref = (lineage, len(value))
-    cache.held[ref] = Held(lineage, len(value), value)
+    shadow: list[Any] | None = None
+    if not store.check_edits:
+        pass
+    elif prev is not None and prev.shadow is not None and len(prev.shadow) == prev.length:
+        # An append snapshots only its new items: the prefix's snapshot was just compared equal.
+        shadow = [*prev.shadow, *snapshot(value[prev.length :])]
+    else:
+        shadow = snapshot(value)
+    cache.held[ref] = Held(lineage, len(value), value, shadow=shadow)
     return ref

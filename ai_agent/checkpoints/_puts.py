@@ -24,7 +24,7 @@ from langgraph.checkpoint.base import (
 )
 
 from ai_agent.checkpoints import _texts
-from ai_agent.checkpoints._identity import same_prefix
+from ai_agent.checkpoints._identity import same_prefix, snapshot, unchanged
 from ai_agent.checkpoints._lineages import (
     LINEAGE_MIN_ITEMS,
     append,
@@ -263,8 +263,12 @@ def _store_value(
         ):
             if len(value) > prev.length:
                 return append(store, tkey, cache, batch, prev, value)
-            if prev.items is None:  # vouched for by the stored bytes: hold it from now on
-                cache.held[cast(Ref, prev_ref)] = Held(prev.lineage, prev.length, value)
+            if prev.items is None or (store.check_edits and prev.shadow is None):
+                # Vouched for by the stored bytes: hold it (and its snapshot) from now on.
+                shadow = snapshot(value) if store.check_edits else None
+                cache.held[cast(Ref, prev_ref)] = Held(
+                    prev.lineage, prev.length, value, None, shadow
+                )
             return cast(Ref, prev_ref)
         if len(value) >= LINEAGE_MIN_ITEMS or (
             value and prev is not None and prev.lineage is not None
@@ -283,14 +287,31 @@ def _store_value(
     return ref
 
 
+def _comparable(store: DeltaStore, prev: Held) -> list[Any] | None:
+    """What the cache compares ``prev``'s items with, or None when only the stored bytes can.
+
+    That is their snapshot, or the items themselves when edits are not checked. Items read back
+    have no snapshot yet (taking one per read would cost every reader), so when edits are
+    checked the first put after a read compares with the stored bytes. A length that changed
+    means someone appended to that list in place: then only the bytes can tell, too.
+    """
+    if prev.items is None or len(prev.items) != prev.length:
+        return None
+    if prev.shadow is not None:
+        return prev.shadow
+    return None if store.check_edits else prev.items
+
+
 def _extends(store: DeltaStore, prev: Held, value: list[Any]) -> bool:
     """Whether ``value`` starts with exactly the items stored for ``prev``."""
-    if prev.items is not None and len(prev.items) == prev.length:
-        # The very objects stored (or handed out) for this value: a pointer comparison.
-        # (A length that changed means someone appended to that list in place; then only
-        # the stored bytes can tell.)
-        if same_prefix(prev.items, value, prev.length):
-            return True
-        dumps = store.serde.dumps_typed
-        return all(a is b or dumps(a) == dumps(b) for a, b in zip(prev.items, value, strict=False))
-    return matches_stored(store, cast(int, prev.lineage), prev.length, value)
+    n = prev.length
+    known = _comparable(store, prev)
+    if known is None:
+        return matches_stored(store, cast(int, prev.lineage), n, value)
+    # The very objects stored (or handed out) for this value, not edited since: a pointer
+    # comparison, then (edits checked) a comparison with their snapshot that runs in C.
+    items = cast(list[Any], prev.items)
+    if same_prefix(items, value, n) and (known is items or unchanged(known, value, n)):
+        return True
+    dumps = store.serde.dumps_typed
+    return all(dumps(a) == dumps(b) for a, b in zip(known, value, strict=False))

@@ -83,12 +83,17 @@ class Held:
     ``items`` holds the very objects that were stored or handed out (list values), so "the new
     list starts with the old one" is a pointer comparison instead of a comparison of contents.
     ``blob`` is a small value as it was stored, so an unchanged one is recognised by its bytes.
+    ``shadow`` is a snapshot of ``items`` (``_identity.snapshot``): the very same objects may have
+    been edited in place since, and then the list must not be taken for an append. Items read
+    back have none until a put has compared them with the stored bytes. A store that does not
+    check edits (``DeltaStore.check_edits``) takes none.
     """
 
     lineage: int | None
     length: int
     items: list[Any] | None = None
     blob: Packed | None = None
+    shadow: list[Any] | None = None
 
 
 @dataclass(slots=True)
@@ -145,6 +150,8 @@ class DeltaStore:
         path: The SQLite file (created if missing), or ``":memory:"``.
         serde: The serializer for every value (strict: only allowlisted types load).
         cache_threads: Threads whose newest checkpoints stay cached for cheap appends.
+        check_edits: Snapshot stored list items, so an item edited in place is noticed (see
+            ``Held.shadow``); off only where every writer returns new items.
 
     Attributes:
         trusted: Inside a write transaction: nothing but this store wrote the file since its
@@ -158,10 +165,16 @@ class DeltaStore:
     """
 
     def __init__(
-        self, path: str | Path, serde: SerializerProtocol, *, cache_threads: int = 256
+        self,
+        path: str | Path,
+        serde: SerializerProtocol,
+        *,
+        cache_threads: int = 256,
+        check_edits: bool = True,
     ) -> None:
         self.path = str(path)
         self.serde = serde
+        self.check_edits = check_edits
         self.cache_threads = max(1, cache_threads)
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)

@@ -143,7 +143,7 @@ class Cut:
             return self._str(value)
         if kind is bytes:
             return self._mark("b", value) if len(value) >= TEXT_MIN_BYTES else value
-        if kind is dict:
+        if isinstance(value, dict):  # a subclass too (a resume's `PlanAnswer`): a plain dict
             return {k: self._walk(v) for k, v in value.items()}
         if kind is list or kind is tuple:
             return [self._walk(v) for v in value]

@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
 from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -28,7 +29,7 @@ from ai_agent.checkpoints.runstore import RunStore
 from ai_agent.checkpoints.store import Location, RunStoreProtocol, resolve_location
 from ai_agent.errors import ConfigError, StoreError
 
-__all__ = ["open_checkpointer", "open_run_store"]
+__all__ = ["engine_saver", "open_checkpointer", "open_run_store"]
 
 
 @contextmanager
@@ -66,6 +67,17 @@ def open_run_store(location: Location, **options: Any) -> RunStoreProtocol:
     return RunStore(resolved)
 
 
+def engine_saver(path: str | Path) -> DeltaSaver:
+    """The delta saver as the engine opens it: without the check for items edited in place.
+
+    That check (``DeltaSaver(check_edits=True)``, the default for LangGraph users) compares
+    every changed list with a snapshot at every step, a cost that grows with the run. The
+    engine's stages never edit state in place: each returns new items through the reducers
+    (``ai_agent.state``), so its runs store exactly what they hold live without it.
+    """
+    return DeltaSaver(path, check_edits=False)
+
+
 @asynccontextmanager
 async def open_checkpointer(path: Location) -> AsyncIterator[BaseCheckpointSaver[Any]]:
     """Open (creating if needed) the SQLite checkpoint database at ``path``.
@@ -95,7 +107,7 @@ async def open_checkpointer(path: Location) -> AsyncIterator[BaseCheckpointSaver
             yield pg_saver
         return
     # Opening may migrate or import an old database: keep that off the event loop too.
-    saver = await asyncio.to_thread(DeltaSaver, where)
+    saver = await asyncio.to_thread(engine_saver, where)
     try:
         yield saver
     except BaseException:

@@ -38,12 +38,10 @@ How the message history of a run looks after 12 messages, 3 of them added since 
                                   32 appends are merged into one chunk, so reading a list of
                                   n appends touches about n/32 + 32 rows, never n
 
-An append is recognised by identity: the saver keeps the items it last stored or returned for
-each channel, and a new list that starts with those very objects (a C-speed pointer comparison)
-only needs its tail written. When the cache cannot vouch for the prefix (another process wrote
-the parent, or the cache was evicted), the prefix is checked against the stored bytes instead,
-so a false "append" is impossible. Values are treated as immutable once checkpointed, as
-LangGraph's reducers treat them: a node must return new items, not edit stored ones in place.
+An append is recognised by identity: a new list that starts with the very objects last stored
+(a pointer comparison), still equal to their snapshot (``check_edits``: an item edited in place
+makes the list be stored whole), only needs its tail written. When the cache cannot vouch for
+the prefix (another process wrote it, an eviction, a read), the stored bytes are compared.
 
 Every SQLite call runs on one worker thread owned by the saver, so the async methods never block
 the event loop and the sync methods work from any thread, the event loop's included (LangGraph's
@@ -79,7 +77,7 @@ from ai_agent.checkpoints import _maintenance, _puts, _reads, _writes
 from ai_agent.checkpoints._legacy import import_legacy
 from ai_agent.checkpoints._maintenance import PruneStats
 from ai_agent.checkpoints._schema import FORMAT_VERSION
-from ai_agent.checkpoints._serde import strict_serializer
+from ai_agent.checkpoints._serde import strict_serializer, widened
 from ai_agent.checkpoints._store import DeltaStore, ReadMemo
 from ai_agent.checkpoints._worker import WalCheckpointer, Worker
 from ai_agent.errors import AgentError, StoreError
@@ -108,6 +106,8 @@ class DeltaSaver(
         path: The SQLite file (created with its directory if missing), or ``":memory:"``.
         serde: Serializer; default: strict msgpack (only allowlisted types load).
         cache_threads: Threads whose newest checkpoints stay in memory for cheap appends.
+        check_edits: Notice a stored list item edited in place (a C-speed comparison of each
+            changed list per step); the engine, whose stages return new items, turns it off.
 
     Raises:
         StoreError: the file is not a SQLite database, or was written by a newer ai-agent.
@@ -135,6 +135,7 @@ class DeltaSaver(
         *,
         serde: SerializerProtocol | None = None,
         cache_threads: int = 256,
+        check_edits: bool = True,
     ) -> None:
         super().__init__(serde=serde or strict_serializer())
         self._closed = False
@@ -146,7 +147,7 @@ class DeltaSaver(
         self._wal: WalCheckpointer | None = None
         try:
             self._store = self._worker.submit(
-                functools.partial(_open_store, path, self.serde, cache_threads)
+                functools.partial(_open_store, path, self.serde, cache_threads, check_edits)
             ).result()
         except BaseException:
             self._worker.stop()
@@ -316,25 +317,32 @@ class DeltaSaver(
         return list(self.store.legacy_skipped)
 
     def with_allowlist(self, extra_allowlist: Collection[tuple[str, ...]]) -> DeltaSaver:
-        """This saver unchanged: its serializer stays as strict as it was built.
+        """This saver, its serializer now also loading ``extra_allowlist``'s types.
 
-        LangGraph calls this under ``LANGGRAPH_STRICT_MSGPACK`` to *widen* a serializer to the
-        graph's schema types; the engine's state is plain JSON and needs none of them.
+        LangGraph calls this under ``LANGGRAPH_STRICT_MSGPACK`` with the types its state names
+        (else a pydantic value loads back as a dict); all others stay refused. In place, not a
+        clone: that would share the connection, worker and write buffer, and their closing.
         """
+        serde = widened(self.serde, extra_allowlist)
+        if serde is not self.serde:
+            self._call(self._use_serde, serde)  # on the worker, between two jobs
         return self
 
-    # Versions --------------------------------------------------------------------------------
-    def get_next_version(self, current: Any, channel: None) -> int:
-        """The next channel version: one more than ``current`` (integers, compact in every row).
+    def _use_serde(self, serde: SerializerProtocol) -> None:
+        self.serde = self.store.serde = serde
 
-        Values are addressed by their own id, not by version, so two branches that reach the
-        same version number with different values never collide (SqliteSaver needs a random
-        suffix on its version strings for that).
+    # Versions --------------------------------------------------------------------------------
+    def get_next_version(self, current: Any, channel: None) -> Any:
+        """One more than ``current``: a small integer (a string for another saver's thread).
+
+        Values are addressed by id, not by version: two branches at one version never collide.
         """
         if current is None:
             return 1
-        if isinstance(current, str):  # a version written by another saver
-            return int(current.split(".")[0]) + 1
+        if isinstance(current, str):
+            # A thread copied from another saver (InMemorySaver, SqliteSaver): its versions stay
+            # strings of the same sortable shape, since LangGraph compares them with ">".
+            return f"{int(current.split('.')[0]) + 1:032}.{0:016}"
         return int(current) + 1
 
     # Sync API --------------------------------------------------------------------------------
@@ -583,8 +591,10 @@ class DeltaSaver(
         await self._acall(self._reclaim)
 
 
-def _open_store(path: str | Path, serde: SerializerProtocol, cache_threads: int) -> DeltaStore:
+def _open_store(
+    path: str | Path, serde: SerializerProtocol, cache_threads: int, check_edits: bool
+) -> DeltaStore:
     """The storage engine; an old SqliteSaver database's runs are imported the first time."""
-    store = DeltaStore(path, serde, cache_threads=cache_threads)
+    store = DeltaStore(path, serde, cache_threads=cache_threads, check_edits=check_edits)
     store.legacy_skipped = import_legacy(store)
     return store

@@ -52,7 +52,7 @@ from ai_agent.checkpoints._serde import strict_serializer
 from ai_agent.checkpoints._sql import Session
 from ai_agent.checkpoints.fencing import LEASE_ROW_SQL, check_lease, lease_in
 from ai_agent.checkpoints.runstore import SqlRunStore
-from ai_agent.checkpoints.schema import SCHEMA_VERSION
+from ai_agent.checkpoints.schema import JOURNAL_RECORDED_OUTCOMES, SCHEMA_VERSION
 from ai_agent.checkpoints.store import describe_location
 from ai_agent.errors import StorageFullError, StoreError
 
@@ -184,6 +184,13 @@ PG_MIGRATIONS: dict[int, tuple[str, ...]] = {
         "ALTER TABLE agent_blobs ADD COLUMN IF NOT EXISTS texts TEXT",
         "CREATE INDEX IF NOT EXISTS agent_blobs_texts ON agent_blobs (hash) "
         "WHERE texts IS NOT NULL",
+    ),
+    # 5: a tool call's outcome stored once, in the journal; the recorded call keeps its key.
+    4: (
+        JOURNAL_RECORDED_OUTCOMES,
+        "UPDATE agent_tool_calls SET iteration = 0 WHERE iteration IS NULL",
+        "ALTER TABLE agent_tool_calls ALTER COLUMN iteration SET NOT NULL, DROP COLUMN tool, "
+        "DROP COLUMN args, DROP COLUMN result",
     ),
 }
 _FIRST_PG_VERSION = 3

@@ -2,9 +2,14 @@
 
 A model call is stored with a stable hash of its request (messages, tool schemas, generation
 parameters), the request itself, the reply (or the model error), the usage and the latency. A
-tool call is stored with the tool's name, a hash of its arguments, the arguments, the ToolResult
-and the duration. Both carry where they happened: the thread, LangGraph's step, the stage, and the
-checkpoint the stage started from.
+tool call is stored with what only the recording knows: a hash of its arguments, its duration and
+whether a replay served it. Its tool, arguments and result are the act journal's (the record of a
+tool call's outcome, ``agent_journal``): the recorded row names its journal entry (thread,
+iteration, call id) and `RecordedCalls.tool_calls` reads the outcome from there, so a result is
+stored once. A recorded call whose entry holds no outcome (the process died between the call
+and its outcome) has no recorded result: it is not listed, as its outcome is unknown. Both kinds
+carry where they happened: the thread, LangGraph's step, the stage, and the checkpoint the stage
+started from.
 
 Requests repeat the whole conversation, so message bodies and tool schema lists are stored once,
 by content hash, in ``agent_blobs``: a request row lists hashes, and recording a run grows with
@@ -74,14 +79,14 @@ class ModelCallRecord(TypedDict):
 
 
 class ToolCallRecord(TypedDict):
-    """One recorded tool call."""
+    """One recorded tool call, with its call and result read from the journal."""
 
     seq: int
     thread_id: str
     step: int | None
     stage: str | None
     checkpoint_id: str | None
-    iteration: int | None
+    iteration: int
     call: ToolCall
     args_hash: str
     result: ToolResult
@@ -118,13 +123,20 @@ def _blob(session: Session, value: Any) -> str:
     return digest
 
 
-_MODEL_COLUMNS = (
-    "seq, thread_id, step, stage, checkpoint_id, request_hash, response, usage, error, "
-    "latency_ms, replayed, created_at"
+# A thread's recorded calls of each kind, in the order they were made.
+_MODEL_CALLS = (
+    "SELECT seq, thread_id, step, stage, checkpoint_id, request_hash, response, usage, error, "
+    "latency_ms, replayed, created_at FROM agent_model_calls WHERE thread_id = ? ORDER BY seq"
 )
-_TOOL_COLUMNS = (
-    "seq, thread_id, step, stage, checkpoint_id, iteration, call_id, tool, args_hash, args, "
-    "result, duration_ms, replayed, created_at"
+
+# A recorded tool call with its journal entry: the tool, the arguments and the result are the
+# journal's (an entry without an outcome is left out: that call's outcome is unknown).
+_TOOL_CALLS = (
+    "SELECT t.seq, t.thread_id, t.step, t.stage, t.checkpoint_id, t.iteration, t.call_id, j.tool, "
+    "t.args_hash, j.args, j.result, t.duration_ms, t.replayed, t.created_at "
+    "FROM agent_tool_calls t JOIN agent_journal j ON j.thread_id = t.thread_id "
+    "AND j.iteration = t.iteration AND j.call_id = t.call_id "
+    "WHERE t.thread_id = ? AND j.status = 'done' ORDER BY t.seq"
 )
 
 
@@ -250,19 +262,18 @@ class RecordedCalls(SqlStore):
         position: CallPosition,
         call: ToolCall,
         args_hash: str,
-        result: ToolResult,
         *,
-        iteration: int | None,
+        iteration: int,
         duration_ms: float,
         replayed: bool = False,
     ) -> int:
-        """Record one tool call and its result. Returns its seq."""
+        """Record a tool call by its journal key (its outcome is the journal's); returns its seq."""
         with self._tx() as session:
             self._fence(session, thread_id)
             return session.insert(
                 "INSERT INTO agent_tool_calls (thread_id, step, stage, checkpoint_id, iteration, "
-                "call_id, tool, args_hash, args, result, duration_ms, replayed, created_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "call_id, args_hash, duration_ms, replayed, created_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     thread_id,
                     position["step"],
@@ -270,10 +281,7 @@ class RecordedCalls(SqlStore):
                     position["checkpoint_id"],
                     iteration,
                     call["id"],
-                    call["name"],
                     args_hash,
-                    _dumps(call["args"]),
-                    _dumps(result),
                     duration_ms,
                     int(replayed),
                     time.time(),
@@ -284,12 +292,7 @@ class RecordedCalls(SqlStore):
     @threaded
     def model_calls(self, thread_id: str) -> list[ModelCallRecord]:
         """The thread's recorded model calls, in the order they were made."""
-        rows = self._all(
-            f"SELECT {_MODEL_COLUMNS} FROM agent_model_calls "  # noqa: S608 - fixed text
-            "WHERE thread_id = ? ORDER BY seq",
-            (thread_id,),
-        )
-        return [_model_record(r) for r in rows]
+        return [_model_record(r) for r in self._all(_MODEL_CALLS, (thread_id,))]
 
     @threaded
     def model_request(self, seq: int) -> ModelRequest:
@@ -335,13 +338,12 @@ class RecordedCalls(SqlStore):
 
     @threaded
     def tool_calls(self, thread_id: str) -> list[ToolCallRecord]:
-        """The thread's recorded tool calls, in the order they were made."""
-        rows = self._all(
-            f"SELECT {_TOOL_COLUMNS} FROM agent_tool_calls "  # noqa: S608 - fixed text
-            "WHERE thread_id = ? ORDER BY seq",
-            (thread_id,),
-        )
-        return [_tool_record(r) for r in rows]
+        """The thread's recorded tool calls with their outcomes, in the order they were made.
+
+        The one way the outcome of a recorded call is read (replay, history, inspection,
+        export): from the journal entry the call names.
+        """
+        return [_tool_record(r) for r in self._all(_TOOL_CALLS, (thread_id,))]
 
     @threaded
     def delete_calls(self, thread_id: str) -> int:

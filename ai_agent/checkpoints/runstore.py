@@ -2,7 +2,8 @@
 
 Checkpoints say where a run *is*; the run store says what it *is about* (task, status, final text,
 the pending gate), who is working on it right now (leases), which tool calls were started and
-finished (the journal) and the full text of tool outputs that were clipped before reaching the
+finished and what they returned (the journal: the one record of a call's outcome, which the
+recorded calls name) and the full text of tool outputs that were clipped before reaching the
 model (outputs). It lives in the same database as the checkpoints, in its own tables, so one
 file (or one PostgreSQL database) holds a whole run.
 
@@ -389,10 +390,17 @@ class SqlRunStore(RecordedCalls, PlanQueue):
     # Maintenance -----------------------------------------------------------------------------
     @threaded
     def delete_journal(self, thread_id: str) -> int:
-        """Delete a finished run's journal (a paused run needs its journal to resume safely)."""
+        """Delete a finished run's journal (a paused run needs its journal to resume safely).
+
+        An entry a recorded call still names stays: it is that call's outcome, which the
+        replays of the run's forks read (``delete_calls`` first, to delete it too).
+        """
         with self._tx() as session:
             deleted = session.execute(
-                "DELETE FROM agent_journal WHERE thread_id = ?", (thread_id,)
+                "DELETE FROM agent_journal WHERE thread_id = ? AND NOT EXISTS ("
+                "SELECT 1 FROM agent_tool_calls t WHERE t.thread_id = agent_journal.thread_id "
+                "AND t.iteration = agent_journal.iteration AND t.call_id = agent_journal.call_id)",
+                (thread_id,),
             ).rowcount
         return int(deleted)
 

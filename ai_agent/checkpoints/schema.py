@@ -22,6 +22,12 @@ Version history:
 4. large texts in message bodies stored once, in ``agent_texts`` (shared with the checkpoints of
    the same file): an ``agent_blobs`` row that names some lists them (``texts``), see
    ``ai_agent.checkpoints._texts``.
+5. a tool call's outcome stored once, in the journal: a recorded tool call keeps what only it
+   knows (where it happened, its arguments' hash, its duration, whether a replay served it) and
+   its journal key (thread, iteration, call id), no longer the tool, arguments and result
+   (``ai_agent.checkpoints.recorded``). The migration moves a recorded outcome whose journal entry
+   is gone into the journal first (prune deleted a finished run's journal and kept its recorded
+   calls for the replays of its forks).
 
 The PostgreSQL run store (``ai_agent.checkpoints.postgres``) keeps the same tables under the same
 version number; a new version migrates both.
@@ -36,9 +42,15 @@ from pathlib import Path
 from ai_agent.checkpoints import _texts
 from ai_agent.errors import StoreError
 
-__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "ensure_schema", "schema_version"]
+__all__ = [
+    "JOURNAL_RECORDED_OUTCOMES",
+    "MIGRATIONS",
+    "SCHEMA_VERSION",
+    "ensure_schema",
+    "schema_version",
+]
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 _V1 = (
     "CREATE TABLE IF NOT EXISTS agent_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
@@ -158,6 +170,53 @@ def _v4(conn: sqlite3.Connection) -> None:
         conn.execute(statement)
 
 
+# Version 5, both backends: the recorded outcomes the journal does not hold any more move into it,
+# the latest recorded attempt of each call (an entry left at its intent keeps its unknown outcome:
+# the gate asks a person about it, as before). The WHERE clause also keeps SQLite's parser from
+# taking ON CONFLICT for a join's ON.
+JOURNAL_RECORDED_OUTCOMES = """
+    INSERT INTO agent_journal (thread_id, iteration, call_id, tool, args, status, result,
+        intent_at, outcome_at)
+    SELECT t.thread_id, COALESCE(t.iteration, 0), t.call_id, t.tool, t.args, 'done', t.result,
+        t.created_at, t.created_at
+    FROM agent_tool_calls t
+    WHERE t.seq = (SELECT MAX(u.seq) FROM agent_tool_calls u WHERE u.thread_id = t.thread_id
+        AND COALESCE(u.iteration, 0) = COALESCE(t.iteration, 0) AND u.call_id = t.call_id)
+    ON CONFLICT (thread_id, iteration, call_id) DO NOTHING
+"""
+
+
+def _v5(conn: sqlite3.Connection) -> None:
+    """A tool call's outcome is stored once, in the journal; its recorded call points to it.
+
+    SQLite cannot change a column's constraint in place: the table is rebuilt (its ``seq``
+    values kept, so the sequence goes on from the largest).
+    """
+    for statement in (
+        JOURNAL_RECORDED_OUTCOMES,
+        """CREATE TABLE agent_tool_calls_v5 (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            thread_id TEXT NOT NULL,
+            step INTEGER,
+            stage TEXT,
+            checkpoint_id TEXT,
+            iteration INTEGER NOT NULL,
+            call_id TEXT NOT NULL,
+            args_hash TEXT NOT NULL,
+            duration_ms REAL NOT NULL,
+            replayed INTEGER NOT NULL,
+            created_at REAL NOT NULL
+        )""",
+        "INSERT INTO agent_tool_calls_v5 SELECT seq, thread_id, step, stage, checkpoint_id, "
+        "COALESCE(iteration, 0), call_id, args_hash, duration_ms, replayed, created_at "
+        "FROM agent_tool_calls",
+        "DROP TABLE agent_tool_calls",
+        "ALTER TABLE agent_tool_calls_v5 RENAME TO agent_tool_calls",
+        "CREATE INDEX agent_tool_calls_thread ON agent_tool_calls (thread_id, seq)",
+    ):
+        conn.execute(statement)
+
+
 _ADDITIVE = (
     """CREATE TABLE IF NOT EXISTS agent_outputs (
         thread_id TEXT NOT NULL,
@@ -174,7 +233,12 @@ _ADDITIVE = (
 
 
 # MIGRATIONS[n] takes a database from version n to n + 1.
-MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _v2, 2: _v3, 3: _v4}
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
+    1: _v2,
+    2: _v3,
+    3: _v4,
+    4: _v5,
+}
 
 
 def schema_version(conn: sqlite3.Connection) -> int | None:

@@ -276,7 +276,7 @@ class RunStoreProtocol(Protocol):
         """Drop a journal entry whose call is known not to have run (a replay stopped at it)."""
 
     async def delete_journal(self, thread_id: str) -> int:
-        """Delete a finished run's journal (a paused run needs its journal to resume safely)."""
+        """Delete a finished run's journal, but the entries a recorded call still names."""
 
     # Recorded calls
     async def record_model_call(
@@ -300,13 +300,12 @@ class RunStoreProtocol(Protocol):
         position: CallPosition,
         call: ToolCall,
         args_hash: str,
-        result: ToolResult,
         *,
-        iteration: int | None,
+        iteration: int,
         duration_ms: float,
         replayed: bool = False,
     ) -> int:
-        """Record one tool call and its result. Returns its seq."""
+        """Record a tool call by its journal key (its outcome is the journal's); returns its seq."""
 
     async def model_calls(self, thread_id: str) -> list[ModelCallRecord]:
         """The thread's recorded model calls, in the order they were made."""
@@ -315,7 +314,7 @@ class RunStoreProtocol(Protocol):
         """The full request of one recorded model call."""
 
     async def tool_calls(self, thread_id: str) -> list[ToolCallRecord]:
-        """The thread's recorded tool calls, in the order they were made."""
+        """The thread's recorded tool calls with their outcomes (the journal's), in order."""
 
     async def delete_calls(self, thread_id: str) -> int:
         """Delete a thread's recorded calls (and bodies nothing else uses); returns how many."""

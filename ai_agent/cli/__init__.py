@@ -11,7 +11,9 @@ that says what to do, and the exit code says how it ended:
 4     cancelled by a plan
 5     busy: another process is working on that thread
 6     diverged: a replay met a call its recording does not have
+7     stopped at max_iterations without a final answer (the task is not done)
 130   interrupted (Ctrl-C); the run can be resumed
+141   stdout closed by its reader (``ai-agent show ID | head``); nothing is printed
 ====  ===========================================================
 
 Model- and tool-derived text never reaches the terminal raw: each command renders it with
@@ -36,7 +38,9 @@ from ai_agent.cli._common import (
     UsageError,
     guarded_output,
     logging_for,
+    output_closed,
     report_error,
+    stdout_closed,
 )
 from ai_agent.visible import visible
 
@@ -51,7 +55,8 @@ def _parser() -> tuple[argparse.ArgumentParser, list[str]]:
         description="Run a task through the nine-stage agent pipeline; pause at the gate for a "
         "person's plan; resume later from any process.",
         epilog="Exit codes: 0 completed, 1 failed, 2 usage error, 3 paused, 4 cancelled, 5 busy, "
-        "6 a replay diverged.",
+        "6 a replay diverged, 7 stopped at max_iterations, 141 stdout closed by its reader "
+        "(| head).",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     parents = Parents.build()
@@ -72,18 +77,40 @@ def _argv(argv: Sequence[str], commands: list[str]) -> list[str]:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
     with guarded_output():
-        return _main(sys.argv[1:] if argv is None else argv)
+        try:
+            code = _main(sys.argv[1:] if argv is None else argv)
+            sys.stdout.flush()  # output still buffered meets a reader gone here
+        except BrokenPipeError as exc:
+            if not stdout_closed():  # pragma: no cover - a flush of stdout fails only so
+                return report_error(exc, debug=False)
+            return output_closed()
+        return code
 
 
 def _main(argv: Sequence[str]) -> int:
     parser, commands = _parser()
-    try:
-        args = parser.parse_args(_argv(argv, commands))
-    except SystemExit as exc:  # argparse already printed the problem (or the help)
-        return EXIT["usage"] if exc.code else 0
+    args = _parse(parser, _argv(argv, commands))
+    if isinstance(args, int):
+        return args
     if args.command is None:
         parser.print_help()
         return EXIT["usage"]
+    return _run(args)
+
+
+def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace | int:
+    """The parsed arguments, or the exit code when argparse already printed its problem or help."""
+    try:
+        return parser.parse_args(argv)
+    except SystemExit as exc:
+        if exc.code:
+            return EXIT["usage"]
+        # argparse ignores a failed write of the help: a reader gone is told as for any command.
+        return output_closed() if stdout_closed() else 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    """Run the command's handler; every error becomes one line and an exit code."""
     try:
         with logging_for(args):
             code: int = args.handler(args)
@@ -95,6 +122,10 @@ def _main(argv: Sequence[str]) -> int:
     except UsageError as exc:
         print(f"error: {visible(str(exc), 'lines')}", file=sys.stderr)
         return EXIT["usage"]
+    except BrokenPipeError as exc:
+        if stdout_closed():
+            raise  # main's to handle: the reader of stdout went away
+        return report_error(exc, debug=getattr(args, "debug", False))
     except Exception as exc:
         return report_error(exc, debug=getattr(args, "debug", False))
     return code

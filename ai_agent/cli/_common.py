@@ -12,6 +12,8 @@ import argparse
 import asyncio
 import contextlib
 import json
+import os
+import select
 import sys
 from collections.abc import Awaitable, Coroutine, Iterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
@@ -37,12 +39,14 @@ __all__ = [
     "format_trace",
     "guarded_output",
     "logging_for",
+    "output_closed",
     "print_json",
     "print_result",
     "report_error",
     "require_database",
     "run_closing",
     "settings_of",
+    "stdout_closed",
     "streaming",
     "thread_arg",
 ]
@@ -57,6 +61,11 @@ EXIT = {
     "diverged": 6,
     "max_iterations": 7,
     "forked": 0,
+    # The reader of stdout went away (``ai-agent show ID | head``): 128 + SIGPIPE, the status a
+    # shell shows for a tool the signal ended (``seq 1 100000 | head -1``), so a ``pipefail``
+    # script tells it apart from a failure as it does for them. The command exits rather than
+    # dying of the signal, so what it holds (a database, a thread's lease) is closed first.
+    "closed": 141,
 }
 
 
@@ -171,6 +180,36 @@ class Parents:
             help="unattended: grant approvals (denied categories stay denied)",
         )
         return cls(common=common, runner=runner)
+
+
+def stdout_closed() -> bool:
+    """Whether nobody reads stdout any more (a pipe or socket whose other end is closed).
+
+    Told by the descriptor itself, not by the error: a broken pipe to a tool's subprocess or an
+    MCP server is the engine's problem to report, not a reason to stop quietly.
+    """
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # replaced by a test or a library
+        return False
+    poller = select.poll()
+    poller.register(fd, select.POLLOUT)
+    return any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0))
+
+
+def output_closed() -> int:
+    """Stop quietly once the reader of stdout went away, as Unix tools do; the exit code.
+
+    stdout is pointed at the null device, so the interpreter's last flush of what is still
+    buffered cannot fail again (Python would print "Exception ignored ... BrokenPipeError" and
+    exit with 120).
+    """
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    finally:
+        os.close(devnull)
+    return EXIT["closed"]
 
 
 def report_error(exc: Exception, *, debug: bool) -> int:

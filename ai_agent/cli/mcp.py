@@ -126,6 +126,8 @@ def _render(agent: Agent, statuses: list[McpServerStatus], *, with_tools: bool) 
         lines = [f"{visible(s['name'])}: {visible(s['target'])}"]
         if s["error"]:
             lines.append(f"  error ({s['error_code']}): {visible(s['error'])}")
+        for original, why in s.get("left_out", {}).items():
+            lines.append(f"  left out {visible(original)}: {visible(why)}")
         if with_tools:
             for tool in _tools(agent, s):
                 description = str(tool["description"]).split("\n", 1)[0]

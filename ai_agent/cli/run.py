@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ai_agent.cli._common import (
     EXIT,
@@ -19,6 +19,9 @@ from ai_agent.cli._common import (
     thread_arg,
 )
 from ai_agent.visible import visible
+
+if TYPE_CHECKING:
+    from ai_agent.state import UserPlan
 
 __all__ = ["add_commands"]
 
@@ -127,21 +130,23 @@ def _queue(args: argparse.Namespace, agent: Any, plan: Any) -> int:
     return EXIT["completed"]
 
 
-def plan_of(args: argparse.Namespace, max_chars: int) -> Any:
-    """The plan the options describe, or None when they describe none.
+def plan_of(args: argparse.Namespace, max_chars: int) -> UserPlan | None:
+    """The plan the options describe, read (`ai_agent.plans.read_plan`), or None when none.
 
     Args:
         args: The parsed options.
         max_chars: The settings' ``max_plan_chars``: a plan file is read only up to what a plan
-            of that size can take (the Agent checks the plan itself).
+            of that size can take, and a plan longer than that is refused.
     """
+    from ai_agent.plans import read_plan  # a plan arrives here: read once, typed from here on
+
     _check_answer(args)
     if args.plan_file:
-        return _plan_file(args.plan_file, max_chars)
+        return read_plan(_plan_file(args.plan_file, max_chars), max_chars=max_chars)
     if not (args.plan or args.deny or args.approve or args.reject or args.activate):
         return None
     star = {"all": "*"}
-    return {
+    plan = {
         "allow_continue": not args.deny,
         "instructions": args.reason if args.deny else args.plan,
         "approve": [star.get(a, a) for a in args.approve],
@@ -149,6 +154,7 @@ def plan_of(args: argparse.Namespace, max_chars: int) -> Any:
         "activate_tools": list(args.activate),
         "grant_scope": args.scope,
     }
+    return read_plan(plan, max_chars=max_chars)
 
 
 def _check_answer(args: argparse.Namespace) -> None:

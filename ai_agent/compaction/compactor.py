@@ -183,6 +183,7 @@ class Compactor:
         fixed_tokens: int,
         iteration: int,
         model: ModelHelper | None = None,
+        target: int | None = None,
     ) -> Compaction:
         """Shrink ``messages`` so the request fits ``target_tokens``.
 
@@ -192,9 +193,12 @@ class Compactor:
                 tool definitions).
             iteration: The run's iteration, for the record.
             model: Summaries and scores; None when no model may be asked.
+            target: A smaller goal than ``target_tokens`` (after the server refused a request
+                as too long for its window).
         """
+        goal = self.target if target is None else min(target, self.target)
         before = self._count(messages) + fixed_tokens + REPLY_PRIMING
-        budget = max(0, self.target - fixed_tokens - REPLY_PRIMING)
+        budget = max(0, goal - fixed_tokens - REPLY_PRIMING)
         data = self._input(messages, budget, self.config.preserve_recent_turns, model)
         result = await self.strategy.compact(data)
         out, notes = self._enforce(result, budget)
@@ -210,7 +214,7 @@ class Compactor:
             messages_after=len(out),
             removed=result.removed,
             summarized=result.summarized,
-            target=self.target,
+            target=goal,
             detail=detail,
         )
         return Compaction(messages=out, record=record)

@@ -54,6 +54,28 @@ class TokenizerConfig(Section):
     safety_margin: float = Field(
         default=0.05, ge=0, le=0.5, description="Added to counts in window checks (0.05 is 5 %)."
     )
+    # What a server's chat template adds to a request beyond the messages themselves, counted from
+    # the first request (the server's usage then calibrates the rest). Defaults measured on the
+    # local backend's llama.cpp server (Qwen2.5's ChatML template); open models' templates are
+    # alike. OpenAI's hosted models add less: set these to 0 there.
+    template_system_tokens: int = Field(
+        default=22,
+        ge=0,
+        description="Tokens a chat template adds when a request has no system message "
+        "(its default system prompt).",
+    )
+    template_tools_tokens: int = Field(
+        default=84,
+        ge=0,
+        description="Tokens a chat template adds once to a request that offers tools "
+        "(its tool-calling instructions).",
+    )
+    template_tool_turn_tokens: int = Field(
+        default=44,
+        ge=0,
+        description="Tokens a chat template adds per assistant turn with tool calls "
+        "(how it renders the calls and wraps their results).",
+    )
 
 
 def _default_hybrid_weights() -> dict[HybridComponent, float]:

@@ -16,11 +16,11 @@ if TYPE_CHECKING:
     from ai_agent.graph.agent import Agent
     from ai_agent.graph.archive import RunArchive
     from ai_agent.graph.build import build_graph, recursion_limit
-    from ai_agent.graph.core import PROFILES, AgentCore
     from ai_agent.graph.database import RunDatabase, check_thread_id, new_thread_id
     from ai_agent.graph.divergence import DivergenceReport
     from ai_agent.graph.export import mermaid
     from ai_agent.graph.history import HistoryEntry
+    from ai_agent.graph.options import PROFILES
     from ai_agent.graph.player import ModelIdentity, ReplayMode
     from ai_agent.graph.prune import PruneReport
     from ai_agent.graph.replay import REPLAY_MODES, trace_signature
@@ -35,7 +35,6 @@ __all__ = [
     "PROFILES",
     "REPLAY_MODES",
     "Agent",
-    "AgentCore",
     "CostRates",
     "DivergenceReport",
     "HistoryEntry",
@@ -60,10 +59,9 @@ __all__ = [
 ]
 
 _HOMES = {
-    "PROFILES": "ai_agent.graph.core",
+    "PROFILES": "ai_agent.graph.options",
     "REPLAY_MODES": "ai_agent.graph.replay",
     "Agent": "ai_agent.graph.agent",
-    "AgentCore": "ai_agent.graph.core",
     "CostRates": "ai_agent.graph.usage_report",
     "DivergenceReport": "ai_agent.graph.divergence",
     "HistoryEntry": "ai_agent.graph.history",

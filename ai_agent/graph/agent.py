@@ -1,9 +1,9 @@
-"""The Agent: runs, pauses and resumes tasks; the core, its run archive, and its tools.
+"""The Agent: a facade over collaborators with one job each, passed explicitly.
 
-The archive's methods (stored runs, replay, the plan queue) are those of its run archive
-(`ai_agent.graph.archive.RunArchive`); the tool methods (tool management, direct calls, the
-toolsmaker) delegate to the Agent's tools (`ai_agent.graph.tooling.AgentTools`), the registry,
-the toolsmaker and the run store.
+The runner (graph/runner.py) runs and resumes, with the run contexts of graph/contexts.py; the
+streams (graph/streaming.py) stream; the run archive (graph/archive.py) keeps the runs; the
+tools (graph/tooling.py, graph/tool_methods.py) equip them. Each public method of a
+collaborator that the Agent offers is one line here (graph/delegation.py).
 
 Examples:
     >>> import asyncio, tempfile, os
@@ -23,55 +23,52 @@ Examples:
 
 from __future__ import annotations
 
-import functools
-import inspect
-from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar, cast
+import asyncio
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
 
-from ai_agent.checkpoints.store import check_thread_id
-from ai_agent.errors import UnknownOutputError
+from langchain_core.language_models import BaseChatModel
+from pydantic import SecretStr
+
+from ai_agent.checkpoints.store import Location, RunStoreProtocol
+from ai_agent.compaction import CompactionStrategy
+from ai_agent.config import AgentSettings, McpServerConfig, load_settings
+from ai_agent.context import ApprovalPolicy, Event, Hooks
+from ai_agent.errors import AgentError
 from ai_agent.graph.archive import RunArchive
-from ai_agent.graph.core import AgentCore
-from ai_agent.graph.streaming import StreamingMixin
-from ai_agent.graph.tooling import ToolListing
-from ai_agent.state import ToolResult
-from ai_agent.tools.spec import ToolSpec
+from ai_agent.graph.contexts import RunContexts
+from ai_agent.graph.database import RunDatabase, locate_database
+from ai_agent.graph.delegation import archive_method, delegated
+from ai_agent.graph.events import rendering
+from ai_agent.graph.options import engine_state, memory_sqlite_path, run_policy
+from ai_agent.graph.result import RunResult
+from ai_agent.graph.runner import PipelineRunner
+from ai_agent.graph.secrets import add_database_password, settings_secrets
+from ai_agent.graph.streaming import Streams, StreamSinks
+from ai_agent.graph.tool_methods import ToolMethods
+from ai_agent.graph.tooling import AgentTools, toolsmaker_paths
+from ai_agent.models.resolve import check_backend, read_model_argument
+from ai_agent.observability import DurationMetrics, Telemetry
+from ai_agent.observability.logs import engine_logger
+from ai_agent.state import UserPlan
+from ai_agent.tools.mcp.manager import gather_servers
 
 if TYPE_CHECKING:
-    from ai_agent.tools.maker import (
-        BuildRecord,
-        BuildResult,
-        ToolBuildRequest,
-        ToolsmakerRegistry,
-    )
+    from langgraph.checkpoint.base import BaseCheckpointSaver
 
-__all__ = ["Agent", "archive_method"]
+    from ai_agent.tools.maker import ToolsmakerRegistry
 
-P = ParamSpec("P")
-R = TypeVar("R")
+__all__ = ["Agent"]
 
+log = engine_logger("ai_agent.agent")
 
-def archive_method(
-    method: Callable[Concatenate[RunArchive, P], R],
-) -> Callable[Concatenate[Any, P], R]:
-    """A method of the Agent that is the archive's method of the same name.
-
-    The Agent keeps the archive's signature, docstring and examples (``help(agent.history)``),
-    and whether it is a coroutine function; the call goes to ``self.archive``.
-    """
-    name = method.__name__
-
-    def call(self: Any, *args: P.args, **kwargs: P.kwargs) -> R:
-        return cast(R, getattr(self.archive, name)(*args, **kwargs))
-
-    async def call_async(self: Any, *args: P.args, **kwargs: P.kwargs) -> Any:
-        return await getattr(self.archive, name)(*args, **kwargs)
-
-    delegate: Any = call_async if inspect.iscoroutinefunction(method) else call
-    return cast(Callable[Concatenate[Any, P], R], functools.update_wrapper(delegate, method))
+T = TypeVar("T")
+E = TypeVar("E")
+_UNSET: Any = object()
 
 
-class Agent(StreamingMixin, AgentCore):
+class Agent:
     """Runs tasks through the nine-stage pipeline, pausing at the gate and resuming later.
 
     An Agent holds configuration and collaborators, never run data: every run lives in the
@@ -80,16 +77,16 @@ class Agent(StreamingMixin, AgentCore):
     keep the database, the model client and the MCP servers open across runs; without one,
     each call opens and closes what it needs.
 
-    Everything about stored runs is the run archive's (``agent.archive``, a
-    `ai_agent.graph.archive.RunArchive`): checkpoints and forks (``history``, ``fork``),
-    ``replay``, the inspection helpers (``get_*``, ``timeline``), pictures (``run_report``,
-    ``export_html``), ``prune``, and the plan queue served by workers (``submit_plan``,
-    ``serve_plan``); the Agent's methods of those names are the archive's. Its tools are
-    another collaborator (`ai_agent.graph.tooling.AgentTools`): MCP servers (``agent.mcp``),
-    generated tools (the toolsmaker: ``build_dynamic_tool``, ``approve_dynamic_tool``,
-    ``activate_tool_version``...), tool management (``register_tool``, ``call_tool``,
-    ``tool_output``...). Streaming (``astream``) is a mixin over
-    `ai_agent.graph.core.AgentCore`, which runs and resumes.
+    Running and resuming are the runner's (`ai_agent.graph.runner.PipelineRunner`), streaming
+    the streams' (`ai_agent.graph.streaming.Streams`). Everything about stored runs is the run
+    archive's (``agent.archive``, a `ai_agent.graph.archive.RunArchive`): checkpoints and forks
+    (``history``, ``fork``), ``replay``, the inspection helpers (``get_*``, ``timeline``),
+    pictures (``run_report``, ``export_html``), ``prune``, and the plan queue served by workers
+    (``submit_plan``, ``serve_plan``). Its tools are another collaborator
+    (`ai_agent.graph.tooling.AgentTools`): MCP servers (``agent.mcp``), generated tools (the
+    toolsmaker: ``build_dynamic_tool``, ``approve_dynamic_tool``, ``activate_tool_version``...),
+    tool management (``register_tool``, ``call_tool``, ``tool_output``...; see
+    `ai_agent.graph.tool_methods.ToolMethods`). The Agent's methods of those names are theirs.
 
     Args:
         model: A LangChain chat model (``ScriptedModel``, ``ChatOpenAI``...), ``"scripted:PATH"``
@@ -102,6 +99,7 @@ class Agent(StreamingMixin, AgentCore):
         max_iterations: Cycles before the run stops with a summary.
         gate_threshold: Severity at which the gate intervenes (0..1).
         checkpoint_path: The SQLite database of checkpoints and the run store.
+            ``":memory:"`` keeps them for as long as this Agent lives, in this process.
         hooks: A ``Hooks`` (or a dict of hook functions) replacing stage defaults.
         settings: ``AgentSettings``; loaded from env and files when not given.
         backend: ``"openai"`` (any OpenAI-compatible server) or ``"local"`` (built-in llama.cpp).
@@ -132,6 +130,8 @@ class Agent(StreamingMixin, AgentCore):
             ``tool_config.toolsmaker.dir``, ``.agents/toolsmaker``).
         toolsmaker_audit_path: The toolsmaker's audit log (default:
             ``toolsmaker_dir/audit.jsonl``).
+        checkpointer: Any LangGraph saver for the checkpoints, opened and closed by its owner;
+            the run store stays at ``checkpoint_path`` (see docs/compatibility.md).
 
     Examples:
         >>> import asyncio
@@ -145,55 +145,276 @@ class Agent(StreamingMixin, AgentCore):
         ('completed', 'It is 68.055.')
     """
 
+    def __init__(
+        self,
+        model: BaseChatModel | str | None = None,
+        tools: Any = None,
+        system_prompt: str | None = None,
+        max_iterations: int | None = None,
+        gate_threshold: float | None = None,
+        checkpoint_path: str | Path | None = None,
+        hooks: Hooks | Mapping[str, Callable[..., Any]] | None = None,
+        *,
+        settings: AgentSettings | None = None,
+        backend: str | None = None,
+        gate_profile: str | None = None,
+        execute_all_tool_calls: bool | None = None,
+        approvals: Mapping[str, ApprovalPolicy] | None = None,
+        unattended: bool = False,
+        memory_path: str | Path | None = _UNSET,
+        memory_sqlite: bool | None = None,
+        on_event: Callable[[Event], None] | None = None,
+        workdir: str | Path = ".",
+        compaction_strategy: CompactionStrategy | None = None,
+        checkpoint_url: str | SecretStr | None = None,
+        tracer_provider: Any = None,
+        mcp_servers: Sequence[McpServerConfig | Mapping[str, Any]] | None = None,
+        mcp_config: str | Path | Sequence[str | Path] | None = None,
+        toolsmaker_dir: str | Path | None = None,
+        toolsmaker_audit_path: str | Path | None = None,
+        checkpointer: BaseCheckpointSaver[Any] | None = None,
+    ) -> None:
+        s = settings if settings is not None else load_settings()
+        self.settings = s
+        # Every secret this Agent knows: masked in all that its runs store and print, logs and
+        # spans included (graph/secrets.py says where).
+        self.secrets = settings_secrets(s)
+        # Per Agent: its ids, redaction (knowing its secrets), spans, metrics and listeners.
+        self.telemetry = Telemetry.from_settings(
+            s, tracer_provider=tracer_provider, secrets=self.secrets
+        )
+        self.database: Location = locate_database(checkpoint_path, checkpoint_url, s)
+        self._db = RunDatabase(  # the run store and the checkpointer: the runs' and the archive's
+            self.database, lease_seconds=s.lease_seconds, checkpointer=checkpointer
+        )
+        self.checkpoint_path = (
+            self.database if isinstance(self.database, Path) else Path(s.checkpoint_path)
+        )
+        add_database_password(self.secrets, self.database)  # never in a log line
+        # Validated (and files read) now, so a bad server is a usage error; each is a toolset
+        # of the Agent's tools, started when a span needs it.
+        self.mcp_servers = gather_servers(s.mcp_servers, mcp_config, mcp_servers)
+        self.hooks = hooks if isinstance(hooks, Hooks) else Hooks(**dict(hooks or {}))
+        memory = s.memory_path if memory_path is _UNSET else memory_path
+        sqlite = s.memory_sqlite if memory_sqlite is None else memory_sqlite
+        memory_db = memory_sqlite_path(memory, self.checkpoint_path) if sqlite else None
+        self.toolsmaker_dir, self.toolsmaker_audit_path = toolsmaker_paths(
+            s, toolsmaker_dir, toolsmaker_audit_path
+        )
+        # Every path the engine keeps state in, computed once: the tools never reach them.
+        self.protected = engine_state(
+            s,
+            self.database,
+            workdir=workdir,
+            memory=memory,
+            memory_sqlite=memory_db,
+            toolsmaker_dir=self.toolsmaker_dir,
+            audit_log=self.toolsmaker_audit_path,
+        )
+        self.backend = check_backend(backend or s.backend)
+        # A "scripted:PATH" script is read now: a bad file is a usage error, not a failed run.
+        model_arg = read_model_argument(model)
+        self.policy = run_policy(
+            s,
+            system_prompt=system_prompt,
+            max_iterations=max_iterations,
+            gate_threshold=gate_threshold,
+            gate_profile=gate_profile,
+            execute_all_tool_calls=execute_all_tool_calls,
+            approvals=approvals,
+            unattended=unattended,
+            memory=memory,
+            workdir=workdir,
+        )
+        # The tools (graph/tooling.py): the catalog of toolsets, the tools new runs start with,
+        # the MCP servers, the toolsmaker; opened for each span by the runner.
+        self._tools = AgentTools(
+            tools if tools is not None else s.tools,
+            settings=s,
+            policy=self.policy,
+            secrets=self.secrets,
+            workdir=workdir,
+            protected=self.protected,
+            servers=self.mcp_servers,
+            toolsmaker_dir=self.toolsmaker_dir,
+            toolsmaker_audit_path=self.toolsmaker_audit_path,
+            on_event=rendering(on_event),
+        )
+        self.registry = self._tools.registry
+        self.initial_tools = self._tools.initial
+        self.mcp = self._tools.mcp
+        """The Agent's MCP servers: status, health, start/stop, adding servers at run time."""
+        self._tool_methods = ToolMethods(self._tools, self._db)
+        sinks: StreamSinks = {}  # a stream's sink by its run's thread id
+        self._contexts = RunContexts(
+            self._db,
+            s,
+            policy=self.policy,
+            hooks=self.hooks,
+            registry=self.registry,
+            secrets=self.secrets,
+            telemetry=self.telemetry,
+            model=model_arg,
+            backend=self.backend,
+            on_event=on_event,
+            compaction_strategy=compaction_strategy,
+            memory_sqlite=memory_db,
+            streams=sinks,
+        )
+        self.usage_tracker = self._contexts.usage_tracker
+        self._runner = PipelineRunner(
+            self._db,
+            s,
+            policy=self.policy,
+            tools=self._tools,
+            contexts=self._contexts,
+            secrets=self.secrets,
+            telemetry=self.telemetry,
+            on_drive=self._note_thread,
+        )
+        # Everything about stored runs: history, inspection, replay, prune, export, the plan
+        # queue. It drives runs (replay, queued plans) through the runner.
+        self.archive = RunArchive(
+            self._db,
+            s,
+            catalog=self.registry,
+            policy=self.policy,
+            initial_tools=self.initial_tools,
+            runner=self._runner,
+            counter=self._contexts.token_counter,
+            compaction=self._contexts.compaction_window,
+        )
+        self._streams = Streams(self.run, self.resume, self._closing, sinks)
+        self._open_lock = asyncio.Lock()
+
+    @classmethod
+    def from_settings(cls, settings: AgentSettings, **overrides: Any) -> Self:
+        """An Agent configured entirely from ``settings`` (keyword overrides win)."""
+        return cls(settings=settings, **overrides)
+
+    # Running (graph/runner.py) and streaming (graph/streaming.py) ------------------------------
+    run = delegated("_runner", PipelineRunner.run)
+    resume = delegated("_runner", PipelineRunner.resume)
+    astream = delegated("_streams", Streams.astream)
+    astream_resume = delegated("_streams", Streams.astream_resume)
+    stream = delegated("_streams", Streams.stream)
+    stream_resume = delegated("_streams", Streams.stream_resume)
+    generation_params = delegated("_contexts", RunContexts.generation_params)
+
+    def run_sync(self, task: str, **kwargs: Any) -> RunResult:
+        """``run`` for code without an event loop (opens and closes everything itself)."""
+        return asyncio.run(self._closing(self.run(task, **kwargs)))
+
+    def resume_sync(
+        self, thread_id: str, plan: UserPlan | Mapping[str, Any] | None = None
+    ) -> RunResult:
+        """``resume`` for code without an event loop."""
+        return asyncio.run(self._closing(self.resume(thread_id, plan)))
+
+    def _note_thread(self, thread_id: str) -> None:
+        self.archive.last_thread = thread_id  # the archive's default thread
+
+    # Observability --------------------------------------------------------------------------
+    def add_listener(self, listener: Callable[[E], object], *types: type[E]) -> Callable[[], None]:
+        """Call ``listener`` with the lifecycle events of every run of this Agent.
+
+        The events are those of `ai_agent.events.LifecycleEvent`: run start and end, stage
+        start and end, model retries, tool calls, gate pause and resume, compaction. Listeners
+        are called synchronously on the run's task (``ai_agent.observability.current_ids()``
+        names the run); one that raises is logged at WARNING and the run goes on.
+
+        Args:
+            listener: A function of one event.
+            *types: Only events of these types (default: all).
+
+        Returns:
+            A function that removes the listener.
+
+        Examples:
+            >>> from ai_agent import Agent, AgentSettings
+            >>> from ai_agent.events import StageFinished
+            >>> agent = Agent(settings=AgentSettings(_env_file=None))
+            >>> remove = agent.add_listener(print, StageFinished)
+            >>> remove()
+        """
+        return self.telemetry.listeners.add(listener, *types)
+
+    def remove_listener(self, listener: Callable[..., object]) -> None:
+        """Stop calling ``listener``."""
+        self.telemetry.listeners.remove(listener)
+
+    @property
+    def metrics(self) -> DurationMetrics | None:
+        """Durations of this Agent's runs, stages, model and tool calls.
+
+        None when ``observability.metrics_enabled`` is off.
+        """
+        return self.telemetry.metrics
+
+    # Resources ------------------------------------------------------------------------------
+    async def __aenter__(self) -> Self:
+        async with self._open_lock:
+            await self._db.open()
+        self._tools.hold()  # the toolsets stay open across the block's spans
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if exc[1] is None:
+            await self.aclose()
+            return
+        try:
+            await self.aclose()
+        except AgentError as error:
+            # The error that ended the block says what went wrong; one from closing (often the
+            # same cause, such as a full disk) must not take its place.
+            log.warning("closing the agent after an error failed too: %s", error)
+
+    async def aclose(self) -> None:
+        """Close what the agent opened: toolsets, the model's client, databases, a local server."""
+        try:
+            await self._tools.aclose()
+        finally:
+            try:
+                await self._contexts.aclose()
+            finally:
+                await self._db.aclose()
+
+    async def _closing(self, coro: Awaitable[T]) -> T:
+        try:
+            return await coro
+        finally:
+            await self.aclose()
+
+    @property
+    def store(self) -> RunStoreProtocol:
+        """The run store (runs, leases, journal, plans), opened on first use."""
+        return self._db.store
+
     # The run archive (graph/archive.py): each method is the archive's -----------------------
     get_state = archive_method(RunArchive.get_state)
-    """The latest checkpointed state of a run (`RunArchive.get_state`)."""
     get_result = archive_method(RunArchive.get_result)
-    """The RunResult of a stored run, as it stands now (`RunArchive.get_result`)."""
     history = archive_method(RunArchive.history)
-    """The run's checkpoints, oldest first; blocking (`RunArchive.history`)."""
     ahistory = archive_method(RunArchive.ahistory)
-    """``history`` for async code (`RunArchive.ahistory`)."""
     fork = archive_method(RunArchive.fork)
-    """Copy a run up to a checkpoint into a new thread; blocking (`RunArchive.fork`)."""
     afork = archive_method(RunArchive.afork)
-    """Copy a run up to a checkpoint into a new thread, ready to resume (`RunArchive.afork`)."""
     get_system_prompt = archive_method(RunArchive.get_system_prompt)
-    """The system prompt a run was sent (`RunArchive.get_system_prompt`)."""
     get_message_history = archive_method(RunArchive.get_message_history)
-    """The conversation, oldest first (`RunArchive.get_message_history`)."""
     get_active_tools = archive_method(RunArchive.get_active_tools)
-    """The tools the model is offered now (`RunArchive.get_active_tools`)."""
     get_agent_state = archive_method(RunArchive.get_agent_state)
-    """Where a run stands (`RunArchive.get_agent_state`)."""
     get_context_state = archive_method(RunArchive.get_context_state)
-    """What the next draft would send, and its tokens (`RunArchive.get_context_state`)."""
     get_token_usage = archive_method(RunArchive.get_token_usage)
-    """A run's token totals and cost (`RunArchive.get_token_usage`)."""
     get_token_breakdown = archive_method(RunArchive.get_token_breakdown)
-    """Tokens of the context by component and tool (`RunArchive.get_token_breakdown`)."""
     get_usage_history = archive_method(RunArchive.get_usage_history)
-    """Token usage per model request (`RunArchive.get_usage_history`)."""
     get_cost_estimate = archive_method(RunArchive.get_cost_estimate)
-    """A run's cost (`RunArchive.get_cost_estimate`)."""
     timeline = archive_method(RunArchive.timeline)
-    """A run's trace as a timeline (`RunArchive.timeline`)."""
     get_execution_trace = archive_method(RunArchive.get_execution_trace)
-    """The timeline and every tool call (`RunArchive.get_execution_trace`)."""
     run_report = archive_method(RunArchive.run_report)
-    """Everything the HTML page shows about a run (`RunArchive.run_report`)."""
     export_html = archive_method(RunArchive.export_html)
-    """Write a run's page (`RunArchive.export_html`)."""
     prune = archive_method(RunArchive.prune)
-    """Delete old checkpoints and recorded calls (`RunArchive.prune`)."""
     replay = archive_method(RunArchive.replay)
-    """Re-execute a stored run into a new thread, in a span of the tools (`RunArchive.replay`)."""
     submit_plan = archive_method(RunArchive.submit_plan)
-    """Queue a plan for a paused run (`RunArchive.submit_plan`)."""
     list_plans = archive_method(RunArchive.list_plans)
-    """Plans in the queue (`RunArchive.list_plans`)."""
     serve_plan = archive_method(RunArchive.serve_plan)
-    """Serve one queued plan, in a span of the tools (`RunArchive.serve_plan`)."""
 
     def get_agent_usage(self) -> dict[str, Any]:
         """Totals of every model request this Agent made in this process, by thread and model."""
@@ -204,104 +425,31 @@ class Agent(StreamingMixin, AgentCore):
             "by_model": {k: dict(v) for k, v in tracker.by_model.items()},
         }
 
-    # Tool management (graph/tooling.py) ------------------------------------------------------
-    def register_tool(
-        self, tool: Any, *, activate: bool = True, replace: bool = False, **options: Any
-    ) -> ToolSpec:
-        """Add a tool to the catalog (any supported form); active in new runs by default.
+    # The tools (graph/tooling.py, graph/tool_methods.py) ---------------------------------------
+    # A method with **options names its self: typed through Any, its signature kept as it is.
+    register_tool = delegated("_tool_methods", cast(Any, ToolMethods.register_tool))
+    unregister_tool = delegated("_tool_methods", ToolMethods.unregister_tool)
+    disable_tools = delegated("_tool_methods", ToolMethods.disable_tools)
+    enable_tools = delegated("_tool_methods", ToolMethods.enable_tools)
+    tool_groups = delegated("_tool_methods", ToolMethods.tool_groups)
+    list_tools = delegated("_tool_methods", ToolMethods.list_tools)
+    call_tool = delegated("_tool_methods", ToolMethods.call_tool)
+    tool_output = delegated("_tool_methods", ToolMethods.tool_output)
+    set_tools = delegated("_tool_methods", ToolMethods.set_tools)
+    add_tool = delegated("_tool_methods", cast(Any, ToolMethods.add_tool))
+    remove_tool = delegated("_tool_methods", ToolMethods.remove_tool)
+    create_tool_build_request_from_intent = delegated(
+        "_tool_methods", ToolMethods.create_tool_build_request_from_intent
+    )
+    build_dynamic_tool = delegated("_tool_methods", ToolMethods.build_dynamic_tool)
+    build_dynamic_tool_from_intent = delegated(
+        "_tool_methods", ToolMethods.build_dynamic_tool_from_intent
+    )
+    approve_dynamic_tool = delegated("_tool_methods", ToolMethods.approve_dynamic_tool)
+    reject_dynamic_tool = delegated("_tool_methods", ToolMethods.reject_dynamic_tool)
+    activate_tool_version = delegated("_tool_methods", ToolMethods.activate_tool_version)
+    rollback_tool = delegated("_tool_methods", ToolMethods.rollback_tool)
 
-        Args:
-            tool: A ToolSpec, ``@tool`` function, BaseTool, pydantic model with ``__call__``,
-                LangChain tool, or typed function with a docstring.
-            activate: Make it active in runs started from now on. Runs already going see it in
-                their catalog from their next cycle; a plan can activate it there.
-            replace: Replace a tool of the same name.
-            **options: ``name``, ``namespace``, ``category``, ``group``, ``description``,
-                ``requires_env``, ``timeout``.
-
-        Raises:
-            ToolRegistrationError: the tool is invalid or its name is taken.
-
-        Examples:
-            >>> from ai_agent import Agent, tool
-            >>> @tool(category="read_only")
-            ... def shout(text: str) -> str:
-            ...     '''Upper-case a text.'''
-            ...     return text.upper()
-            >>> agent = Agent(checkpoint_path=":memory:", memory_path=None)
-            >>> agent.register_tool(shout, namespace="fun").name
-            'fun.shout'
-        """
-        return self._tools.register(tool, activate=activate, replace=replace, **options)
-
-    def unregister_tool(self, name: str) -> ToolSpec:
-        """Remove a tool from the catalog (and from the tools new runs start with)."""
-        return self._tools.unregister(name)
-
-    def disable_tools(self, *selectors: str) -> list[str]:
-        """Hide tools (names, groups, namespaces, globs) from runs without removing them."""
-        return self.registry.disable(list(selectors))
-
-    def enable_tools(self, *selectors: str) -> list[str]:
-        """Show disabled tools to runs again."""
-        return self.registry.enable(list(selectors))
-
-    def tool_groups(self) -> dict[str, list[str]]:
-        """Group name -> tool names."""
-        return self.registry.groups()
-
-    def list_tools(self, *, include_disabled: bool = True) -> list[ToolListing]:
-        """The catalog with each tool's category, effective policy and state, sorted by name."""
-        return self._tools.listing(include_disabled=include_disabled)
-
-    async def call_tool(
-        self, name: str, args: dict[str, Any] | None = None, *, approved: bool = False
-    ) -> ToolResult:
-        """Run one tool directly, under the same policy a run applies.
-
-        The tools are opened for the call (an MCP tool starts its server first). Where a run
-        would wait for a person, the call raises instead; see `ai_agent.graph.tooling`.
-
-        Args:
-            name: The tool's name (or its wire name).
-            args: Its arguments.
-            approved: A person approved this call (needed where a run would wait for one).
-
-        Returns:
-            The full ToolResult (never clipped), with ``execution_time_ms`` and ``summary``.
-
-        Raises:
-            UnknownToolError: no enabled tool has this name; nothing runs.
-            ToolPolicyViolation: the category's policy is ``deny``.
-            ApprovalRequiredError: the policy (or the tool, for this call) needs a person and
-                ``approved`` is False outside unattended mode. The message shows the preview.
-
-        Examples:
-            >>> import asyncio
-            >>> from ai_agent import Agent
-            >>> agent = Agent(checkpoint_path=":memory:", memory_path=None)
-            >>> result = asyncio.run(agent.call_tool("calculator", {"expression": "19.5% of 349"}))
-            >>> result["content"], result["summary"]
-            ('68.055', 'calculator: 68.055')
-        """
-        return await self._tools.call(name, args, approved=approved)
-
-    async def tool_output(self, thread_id: str, ref: str) -> str:
-        """The full text of a tool output that was clipped in a run (``out-<iter>-<call id>``).
-
-        Raises:
-            UnknownOutputError: the run kept no output under that reference.
-        """
-        record = await self.store.get_output(check_thread_id(thread_id), ref)
-        if record is None:
-            kept = await self.store.list_outputs(thread_id)
-            listed = ", ".join(kept) if kept else "none"
-            raise UnknownOutputError(
-                f"run {thread_id} kept no output {ref!r}; kept outputs: {listed}"
-            )
-        return record["content"]
-
-    # The toolsmaker (method names from its spec; see docs/toolsmaker.md) ----------------------
     @property
     def toolsmaker(self) -> ToolsmakerRegistry:
         """The `ai_agent.tools.maker.ToolsmakerRegistry` over this Agent's registry.
@@ -310,183 +458,3 @@ class Agent(StreamingMixin, AgentCore):
         constructor. Nothing of it is imported before it is needed.
         """
         return self._tools.toolsmaker
-
-    def set_tools(self, tools: Iterable[Any] | str) -> list[str]:
-        """Replace the tools new runs start with.
-
-        Args:
-            tools: Catalog names, groups, namespaces or globs (a list, or one comma-separated
-                string), and/or tools in any supported form (registered first, replacing a
-                tool of the same name).
-
-        Returns:
-            The names new runs start with, in order.
-
-        Raises:
-            ConfigError: an unknown name, or an object that is not a tool.
-        """
-        return self._tools.set_initial(tools)
-
-    def add_tool(self, tool: Any, **options: Any) -> ToolSpec:
-        """Register a tool and make it active in new runs (``register_tool`` with activate).
-
-        Args:
-            tool: A tool in any supported form.
-            **options: ``register_tool``'s options (``name``, ``namespace``, ``replace``...).
-
-        Returns:
-            Its ToolSpec.
-
-        Raises:
-            ToolRegistrationError: an invalid tool, or a name taken (without ``replace``).
-        """
-        return self.register_tool(tool, activate=True, **options)
-
-    def remove_tool(self, name: str) -> ToolSpec:
-        """Remove a tool from the catalog (``unregister_tool``).
-
-        For a generated tool this only affects this Agent: its version stays active on disk
-        (``rollback`` or a newer version changes that) and is loaded again by the next Agent.
-
-        Args:
-            name: The tool's name.
-
-        Returns:
-            The ToolSpec that was removed.
-
-        Raises:
-            UnknownToolError: no tool has this name.
-        """
-        return self.unregister_tool(name)
-
-    def create_tool_build_request_from_intent(self, intent: Mapping[str, Any]) -> ToolBuildRequest:
-        """A build request from a structured intent.
-
-        Args:
-            intent: ``name``, ``purpose``, ``inputs``, ``outputs``, ``capabilities``,
-                ``allowed_paths``, ``allowed_domains``, ``secrets``, ``risk`` and optionally
-                ``code``.
-
-        Returns:
-            The `ai_agent.tools.maker.ToolBuildRequest`.
-
-        Raises:
-            ToolBuildError: not a mapping, unknown fields, or no name or purpose.
-        """
-        return self.toolsmaker.request_from_intent(intent)
-
-    def build_dynamic_tool(self, request: ToolBuildRequest) -> BuildResult:
-        """Build, validate and prepare a tool version for review.
-
-        Args:
-            request: What to build.
-
-        Returns:
-            The result: ``approval_required`` with the review artifact when it passed
-            validation (an identical earlier build is reused), ``draft`` when it did not.
-
-        Raises:
-            ToolBuildError: a name that cannot name files.
-        """
-        return self.toolsmaker.build(request)
-
-    def build_dynamic_tool_from_intent(self, intent: Mapping[str, Any]) -> BuildResult:
-        """`create_tool_build_request_from_intent` then `build_dynamic_tool`.
-
-        Args:
-            intent: The structured intent.
-
-        Returns:
-            The build's result.
-
-        Raises:
-            ToolBuildError: not an intent.
-
-        Examples:
-            >>> import tempfile, os
-            >>> from ai_agent import Agent
-            >>> d = tempfile.mkdtemp()
-            >>> agent = Agent(checkpoint_path=":memory:", memory_path=None, workdir=d,
-            ...               toolsmaker_dir=os.path.join(d, "tm"))
-            >>> built = agent.build_dynamic_tool_from_intent(
-            ...     {"name": "shout", "purpose": "Echo a text.", "inputs": {"text": "string"}})
-            >>> built.status.value
-            'approval_required'
-            >>> _ = agent.approve_dynamic_tool("shout", 1)
-            >>> agent.activate_tool_version("shout", 1).name
-            'shout'
-            >>> "shout" in agent.initial_tools
-            True
-        """
-        return self.toolsmaker.build_from_intent(intent)
-
-    def approve_dynamic_tool(self, name: str, version: int) -> BuildRecord:
-        """A person approved this version (``approval_required -> approved``).
-
-        Args:
-            name: The tool.
-            version: The version.
-
-        Returns:
-            The updated build record.
-
-        Raises:
-            UnknownToolError: no such version.
-            ToolTransitionError: it is not waiting for approval.
-        """
-        return self.toolsmaker.approve(name, version)
-
-    def reject_dynamic_tool(self, name: str, version: int, reason: str = "") -> BuildRecord:
-        """A person rejected this version (``approval_required -> rejected``, final).
-
-        Args:
-            name: The tool.
-            version: The version.
-            reason: Why (kept in the record and the audit log).
-
-        Returns:
-            The updated build record.
-
-        Raises:
-            UnknownToolError: no such version.
-            ToolTransitionError: it is not waiting for approval.
-        """
-        return self.toolsmaker.reject(name, version, reason=reason or "rejected")
-
-    def activate_tool_version(
-        self, name: str, version: int, max_output_chars: int | None = None
-    ) -> ToolSpec:
-        """Activate an approved version: registered now, callable from runs' next cycle.
-
-        It becomes active in new runs; a run already going gets it in its catalog from its next
-        cycle (a plan can activate it there).
-
-        Args:
-            name: The tool.
-            version: An approved version.
-            max_output_chars: Cap of its result text (None: the Agent's ``max_output_chars``).
-
-        Returns:
-            Its runtime ToolSpec.
-
-        Raises:
-            ToolTransitionError: the version is not approved.
-            ToolPolicyViolation: its code changed on disk since the review.
-            ToolBuildError: a static tool holds the name.
-        """
-        return self._tools.activate_version(name, version, max_output_chars)
-
-    def rollback_tool(self, name: str, version: int | None = None) -> ToolSpec:
-        """Make an earlier activated version of a generated tool active again.
-
-        Args:
-            name: The tool.
-            version: The version to return to (None: the one activated before the active one).
-
-        Returns:
-            That version's runtime ToolSpec (active in new runs).
-
-        Raises:
-            ToolTransitionError: nothing to roll back to.
-        """
-        return self._tools.rollback(name, version)

@@ -7,12 +7,18 @@ reads use one connection) or opened privately for one call. It imports the run s
 checkpoint package; the pipeline's graph (LangGraph's runtime and the stages) when a checkpoint
 is first read; never the model stack.
 
+Two checkpointers outlive every close instead (`lasting_saver`): a LangGraph saver the caller
+brought (``Agent(checkpointer=...)``: its owner closes it; the run store stays at the location),
+and the in-memory database of ``":memory:"``, which *is* the runs: closing it would lose them,
+so it lives (with its in-memory run store) as long as this object, in this process.
+
 `config_for` is the one place that writes LangGraph's ``configurable``.
 """
 
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self, cast
@@ -20,7 +26,9 @@ from typing import TYPE_CHECKING, Any, Self, cast
 from pydantic import SecretStr
 
 from ai_agent.checkpoints import open_checkpointer, open_run_store
+from ai_agent.checkpoints.backends import engine_saver
 from ai_agent.checkpoints.fencing import with_lease
+from ai_agent.checkpoints.foreign import async_ready
 from ai_agent.checkpoints.store import (
     Location,
     RunStoreProtocol,
@@ -119,6 +127,8 @@ class RunDatabase:
             `locate_database` gives it.
         lease_seconds: How long a thread's lease lasts without renewal (the settings'
             ``lease_seconds``); the store's default when None.
+        checkpointer: A LangGraph saver that holds the checkpoints instead of the location's
+            (the run store stays at the location). Its owner opens and closes it.
 
     Examples:
         >>> from pathlib import Path
@@ -127,12 +137,21 @@ class RunDatabase:
         (False, 'missing.sqlite')
     """
 
-    def __init__(self, location: Location, *, lease_seconds: float | None = None) -> None:
+    def __init__(
+        self,
+        location: Location,
+        *,
+        lease_seconds: float | None = None,
+        checkpointer: BaseCheckpointSaver[Any] | None = None,
+    ) -> None:
         self.location = location
         self.lease_seconds = lease_seconds
         self._store: RunStoreProtocol | None = None
         self._saver: BaseCheckpointSaver[Any] | None = None
         self._saver_cm: contextlib.AbstractAsyncContextManager[Any] | None = None
+        self._foreign = checkpointer
+        self._lasting: BaseCheckpointSaver[Any] | None = None
+        self._lock = threading.Lock()  # one in-memory database, whichever thread asks first
 
     @classmethod
     def at(cls, location: str | Path | None, settings: AgentSettings | None = None) -> Self:
@@ -157,6 +176,29 @@ class RunDatabase:
     def saver(self) -> BaseCheckpointSaver[Any] | None:
         """The shared checkpointer while it is open (`open`), else None."""
         return self._saver
+
+    @property
+    def in_memory(self) -> bool:
+        """The location is SQLite's ``":memory:"``: the runs live in this process only."""
+        return isinstance(self.location, Path) and str(self.location) == ":memory:"
+
+    async def lasting_saver(self) -> BaseCheckpointSaver[Any] | None:
+        """The checkpointer no `aclose` closes (see the module doc), or None for the others.
+
+        A caller's saver whose async methods are missing (LangGraph's sync ``SqliteSaver``,
+        ``PostgresSaver``) comes back wrapped so the async engine can use it
+        (`ai_agent.checkpoints.foreign`).
+        """
+        if self._foreign is not None:
+            if self._lasting is None:
+                self._lasting = await async_ready(self._foreign)
+            return self._lasting
+        if not self.in_memory:
+            return None
+        with self._lock:
+            if self._lasting is None:
+                self._lasting = engine_saver(":memory:")
+            return self._lasting
 
     def exists(self) -> bool:
         """False only for a SQLite file that is not there (a server or in-memory one may be)."""
@@ -183,7 +225,7 @@ class RunDatabase:
 
     async def open(self) -> None:
         """Open the shared checkpointer (once); every `graph` until `aclose` uses it."""
-        if self._saver is None:
+        if self._saver is None and await self.lasting_saver() is None:
             self._saver_cm = open_checkpointer(self.location)
             self._saver = await self._saver_cm.__aenter__()
 
@@ -192,13 +234,17 @@ class RunDatabase:
         if self._saver_cm is not None:
             cm, self._saver_cm, self._saver = self._saver_cm, None, None
             await cm.__aexit__(None, None, None)
-        if self._store is not None:
+        if self._store is not None and not self.in_memory:  # in memory, the store is the runs
             self._store.close()
             self._store = None
 
     @contextlib.asynccontextmanager
     async def graph(self) -> AsyncIterator[Any]:
         """The compiled graph over the shared checkpointer, or a private one for this call."""
+        lasting = await self.lasting_saver()
+        if lasting is not None:
+            yield _compiled(lasting)
+            return
         if self._saver is not None:
             yield _compiled(self._saver)
             return
@@ -208,6 +254,10 @@ class RunDatabase:
     @contextlib.asynccontextmanager
     async def private_graph(self) -> AsyncIterator[Any]:
         """The compiled graph over a checkpointer of its own (another thread's event loop)."""
+        lasting = await self.lasting_saver()
+        if lasting is not None:  # one for all: it works from any thread
+            yield _compiled(lasting)
+            return
         self.require()
         async with open_checkpointer(self.location) as saver:
             yield _compiled(saver)

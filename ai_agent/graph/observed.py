@@ -1,6 +1,6 @@
 """Observed collaborators: the run context's model caller and tool box, inside a scope each.
 
-``AgentCore._context`` wraps the (recording) ModelCaller in `ObservedModel` and the
+``RunContexts.context`` wraps the (recording) ModelCaller in `ObservedModel` and the
 (recording) ToolBox in `ObservedToolBox`. Each call then gets its id, its span, its
 duration metric and its log lines (see `ai_agent.observability.scopes`), and a model call's
 HTTP request carries the call's ``X-Request-ID`` and trace context: the live caller reads them

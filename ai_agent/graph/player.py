@@ -44,7 +44,8 @@ from ai_agent.graph.divergence import DivergenceReport, call_lines, request_line
 from ai_agent.graph.recording import DelegatingToolBox, call_position
 from ai_agent.models import request_hash
 from ai_agent.nodes._common import call_hook
-from ai_agent.nodes.gate import check_plan, parse_plan
+from ai_agent.nodes.gate import check_plan
+from ai_agent.plans import PlanAnswer, read_plan
 from ai_agent.state import GateReport, Message, PlanRecord, ToolCall, ToolResult
 from ai_agent.tools.policy import args_hash
 
@@ -226,7 +227,7 @@ class ReplaySession:
         """The next plan the original run received, if any."""
         return self.plans[self.applied] if self.applied < len(self.plans) else None
 
-    def take_plan(self, report: GateReport, position: CallPosition) -> dict[str, Any]:
+    def take_plan(self, report: GateReport, position: CallPosition) -> PlanAnswer:
         """The next recorded plan for this gate, checked against it.
 
         Raises:
@@ -247,7 +248,8 @@ class ReplaySession:
                 stage="gate",
             )
         try:
-            check_plan(parse_plan(record["plan"]), report, self.catalog)
+            plan = read_plan(record["plan"])
+            check_plan(plan, report, self.catalog)
         except InvalidPlanError as exc:
             raise self.stop(
                 position,
@@ -258,7 +260,7 @@ class ReplaySession:
                 stage="gate",
             ) from None
         self.applied += 1
-        return record["plan"]
+        return PlanAnswer(plan)  # read and checked: the gate takes it as it is
 
 
 class ReplayModel:
@@ -333,7 +335,11 @@ def plan_hook(session: ReplaySession, original: Hook | None) -> Hook:
     async def hook(task: str, report: GateReport, ctx: dict[str, Any]) -> Any:
         position = call_position()
         if not session.recorded_at(position["step"]):
-            return await call_hook(original, task, report, ctx) if original else None
+            return (
+                await call_hook("query_user_plan", original, task, report, ctx)
+                if original
+                else None
+            )
         if session.resuming:  # the gate re-runs on resume: the plan is the resume value
             session.resuming = False
             return None

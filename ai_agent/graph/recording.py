@@ -1,7 +1,7 @@
 """Recording: every model call and tool call of a run is written to the run store.
 
 The Agent wraps the run context's ModelCaller in `RecordingModel` and its ToolBox in
-`RecordingToolBox` (``AgentCore._context``), so the stages never know they are being
+`RecordingToolBox` (``RunContexts.context``), so the stages never know they are being
 recorded. Each record says where it happened: the thread, LangGraph's step and node, and the
 checkpoint the node started from (read from LangGraph's runtime, never from ``configurable``).
 
@@ -236,9 +236,9 @@ class BoundedToolBox(DelegatingToolBox):
     """A ToolBox whose results are bounded as they are made: a large output is kept once.
 
     Below the recorder: a result whose text passes ``limit`` has its full text kept in the
-    run store's outputs and comes back clipped and naming it (`bound_output`). The journal,
-    the recorded call and the checkpoints then all hold the bounded result, instead of three
-    full copies beside the kept one.
+    run store's outputs and comes back clipped and naming it (`bound_output`). The journal
+    (the one record of the outcome, which the recorded call names) and the checkpoints then
+    hold the bounded result, instead of full copies beside the kept one.
 
     Args:
         inner: The tool box that does the work.
@@ -264,6 +264,9 @@ class BoundedToolBox(DelegatingToolBox):
 class RecordingToolBox(DelegatingToolBox):
     """A ToolBox that records every tool call it executes; everything else is passed through.
 
+    It sits below act, which journals each call's intent before and outcome after it: the
+    journal holds the call's result, and the record points to it.
+
     Args:
         inner: The tool box that does the work (the registry, or a replay's player).
         store: Where calls are recorded.
@@ -276,7 +279,11 @@ class RecordingToolBox(DelegatingToolBox):
         self.thread_id = thread_id
 
     async def execute(self, call: ToolCall, tool_ctx: dict[str, Any]) -> ToolResult:
-        """Execute through the inner tool box and record the call with its result."""
+        """Execute through the inner tool box and record the call.
+
+        The record names the call's journal entry (thread, iteration, call id): its result is
+        the outcome act journals next, stored there once (``checkpoints/recorded.py``).
+        """
         position = call_position()
         started = time.perf_counter()
         result = await self.inner.execute(call, tool_ctx)
@@ -286,8 +293,7 @@ class RecordingToolBox(DelegatingToolBox):
             position,
             call,
             args_hash(call["args"]),
-            result,
-            iteration=tool_ctx.get("iteration"),
+            iteration=int(tool_ctx.get("iteration") or 0),
             duration_ms=float(result.get("execution_time_ms", measured)),
             replayed=getattr(self.inner, "last_source", "live") == "recorded",
         )

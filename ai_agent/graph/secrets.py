@@ -22,7 +22,7 @@ hold one:
 - `ScrubbedEvents`: the typed events (status lines, ``on_event``, listeners, ``Agent.astream``),
   every field of them, with streamed text (token deltas, live tool output) masked across its
   chunks;
-- the Agent (`ai_agent.graph.core`): the task, a person's plan, the run store's rows;
+- the Agent's runner (`ai_agent.graph.runner`): the task, a person's plan, the run store's rows;
 - logs and spans: the telemetry's `Redactor` masks the same values.
 
 The real values still go where they belong: the HTTP client's headers and the tools'
@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+import urllib.parse
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -63,6 +64,12 @@ def add_secret(values: SecretValues, value: str | None, where: str) -> None:
             where,
             MIN_SECRET_CHARS,
         )
+
+
+def add_database_password(values: SecretValues, location: object) -> None:
+    """Mask a database URL's password, a secret like the API key (a path has none)."""
+    if isinstance(location, str):
+        add_secret(values, urllib.parse.urlsplit(location).password, "the database URL's password")
 
 
 def settings_secrets(settings: AgentSettings) -> SecretValues:

@@ -2,8 +2,7 @@
 
 The run itself is the same as ``Agent.run``: the stream is a view of its progress events, fed
 through a sink the run's context takes by its thread id, so several streams on one Agent do not
-mix. Leaving the loop early
-cancels the run; it stays resumable from its last checkpoint.
+mix. Leaving the loop early cancels the run; it stays resumable from its last checkpoint.
 
 Examples:
     >>> import asyncio, tempfile, os
@@ -26,21 +25,23 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import queue
 import threading
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator, Mapping
 from typing import Any
 
 from ai_agent.checkpoints.store import new_thread_id
 from ai_agent.events import ProgressEvent, RunFinished, StreamEvent
-from ai_agent.graph.core import AgentCore
 from ai_agent.graph.events import StreamView
 from ai_agent.graph.result import RunResult
 from ai_agent.state import UserPlan
 
-__all__ = ["StreamingMixin"]
+__all__ = ["StreamSinks", "Streams"]
 
+#: The sink of each run being streamed, by thread id (a thread runs once at a time). The Agent
+#: holds one; `Streams` writes it, and the run context (`ai_agent.graph.contexts.RunContexts`)
+#: of that thread sends its (masked) events there too, and the model its token deltas.
+StreamSinks = dict[str, Callable[[ProgressEvent], None]]
 _DONE = object()
 
 
@@ -49,18 +50,27 @@ class _Failed:
         self.exc = exc
 
 
-class StreamingMixin(AgentCore):
-    """``astream`` / ``astream_resume`` (async) and ``stream`` / ``stream_resume`` (sync)."""
+class Streams:
+    """``astream`` / ``astream_resume`` (async) and ``stream`` / ``stream_resume`` (sync).
 
-    @functools.cached_property
-    def _streams(self) -> dict[str, Callable[[ProgressEvent], None]]:
-        """The sink of each run being streamed, by thread id (a thread runs once at a time)."""
-        return {}
+    Args:
+        run: The Agent's ``run``.
+        resume: The Agent's ``resume``.
+        closing: Awaits a coroutine, then closes the Agent (what the sync methods run).
+        sinks: Where a stream's sink is found by the run it consumes (the Agent's).
+    """
 
-    def _stream_sink(self, thread_id: str) -> Callable[[ProgressEvent], None] | None:
-        # The run context of this thread sends its (masked) events here too, and the model
-        # streams its token deltas.
-        return self._streams.get(thread_id)
+    def __init__(
+        self,
+        run: Callable[..., Awaitable[RunResult]],
+        resume: Callable[..., Awaitable[RunResult]],
+        closing: Callable[[Awaitable[Any]], Coroutine[Any, Any, Any]],
+        sinks: StreamSinks,
+    ) -> None:
+        self.run = run
+        self.resume = resume
+        self._closing = closing
+        self.sinks = sinks
 
     def astream(
         self, task: str, *, thread_id: str | None = None, quiet_tools: bool = False
@@ -101,7 +111,7 @@ class StreamingMixin(AgentCore):
             else:
                 loop.call_soon_threadsafe(events.put_nowait, event)
 
-        self._streams[thread_id] = sink
+        self.sinks[thread_id] = sink
         run: asyncio.Task[RunResult] = asyncio.create_task(start())
         run.add_done_callback(lambda _: events.put_nowait(None))
         view = StreamView(quiet_tools=quiet_tools)
@@ -115,8 +125,8 @@ class StreamingMixin(AgentCore):
                 run.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await run
-            if self._streams.get(thread_id) is sink:
-                del self._streams[thread_id]
+            if self.sinks.get(thread_id) is sink:
+                del self.sinks[thread_id]
 
     def stream(
         self, task: str, *, thread_id: str | None = None, quiet_tools: bool = False

@@ -7,7 +7,7 @@ the toolsets for every span that may call a tool: ``async with tools.session() a
 around a run, a resume, a replay, a plan served by a worker and a direct call. Inside an
 ``async with Agent`` block the toolsets stay open across spans (`AgentTools.hold`); outside
 one, each span opens and closes them. The issues a session yields (a required MCP server that
-could not start) go to the run explicitly, as an argument of the Agent's ``_context``: the
+could not start) go to the run explicitly, as an argument of ``RunContexts.context``: the
 first draft raises them at the gate before the model is asked anything.
 
 The Agent's tool methods (``register_tool``, ``list_tools``, ``call_tool``, ``set_tools``,
@@ -24,8 +24,10 @@ Agent is unattended. ``deny`` raises `ToolPolicyViolation` whatever the caller s
 first-time gate of external tools belongs to runs (it is recorded in run state) and does not
 apply here.
 
-At construction the active generated versions (``active_versions.json``) join the catalog and
-the tools new runs start with, and the built-in ``propose_tool`` is bound to the toolsmaker.
+At construction the active generated versions (``active_versions.json``) join the catalog
+before the Agent's tools are chosen, so they are selected by name or by the group ``generated``
+like any other tool, and are active only where selected; the built-in ``propose_tool`` is bound
+to the toolsmaker.
 Nothing of the toolsmaker is imported before it is needed.
 
 Examples:
@@ -77,6 +79,7 @@ from ai_agent.tools.spec import ToolSpec
 
 if TYPE_CHECKING:
     from ai_agent.tools.maker import SandboxLimits, ToolsmakerRegistry
+    from ai_agent.tools.registry import ToolRegistry
 
 __all__ = ["AgentTools", "ToolListing", "toolsmaker_paths"]
 
@@ -132,8 +135,16 @@ class AgentTools:
         self.secrets = secrets
         self.protected = protected
         self._on_event = on_event
+        self.toolsmaker_dir, self.toolsmaker_audit_path = toolsmaker_paths(
+            settings, toolsmaker_dir, toolsmaker_audit_path
+        )
+        self._toolsmaker: ToolsmakerRegistry | None = None
         self.registry, self.initial = build_tool_set(
-            tools, config=settings.tool_config, workdir=workdir, protected=protected
+            tools,
+            config=settings.tool_config,
+            workdir=workdir,
+            protected=protected,
+            prepare=self._load_generated,
         )
         """The catalog; `initial`: the names of the tools new runs start with."""
         self.registry.retry = RetryPolicy.for_tools(settings.retry)
@@ -144,13 +155,17 @@ class AgentTools:
         )
         # What a server's ${VAR} references resolved to is known once it connects.
         secrets.add_source(self.mcp.secret_values)
-        self.toolsmaker_dir, self.toolsmaker_audit_path = toolsmaker_paths(
-            settings, toolsmaker_dir, toolsmaker_audit_path
-        )
-        self._toolsmaker: ToolsmakerRegistry | None = None
         self._bind_propose_tool()
+
+    def _load_generated(self, registry: ToolRegistry) -> None:
+        """Put the active generated versions in the catalog, before the Agent's tools are chosen.
+
+        They are selectable by name (``tools=["word_count"]``) or by the group ``generated``,
+        and active only in the runs that select them, like any other tool.
+        """
+        self.registry = registry
         if (self.toolsmaker_dir / "active_versions.json").exists():
-            self.start_with([spec.name for spec in self.toolsmaker.load_active()])
+            self.toolsmaker.load_active()
 
     def start_with(self, names: Collection[str]) -> None:
         """Make tools active in the runs started from now on."""

@@ -54,6 +54,7 @@ from ai_agent.errors import AgentError, PlanRefusedError, RunError, ThreadBusyEr
 from ai_agent.graph.database import RunDatabase, config_for
 from ai_agent.graph.result import RunResult
 from ai_agent.observability.logs import engine_logger
+from ai_agent.plans import read_plan
 from ai_agent.state import Issue, UserPlan
 
 if TYPE_CHECKING:
@@ -139,12 +140,10 @@ class PlanQueue:
 
     async def submit(self, thread_id: str, plan: UserPlan | Mapping[str, Any]) -> PlanRecord:
         """Check a plan against the paused gate and queue it with the gate's token."""
-        from ai_agent.nodes.gate import parse_plan  # the stages: only when a plan is queued
-
         runner = self._runner("queueing a plan")
         async with self.database.graph() as graph:
             snapshot = await graph.aget_state(config_for(thread_id))
-        parsed = parse_plan(plan)
+        parsed = read_plan(plan)
         if parsed.gate_token is None and snapshot.interrupts:
             token = snapshot.interrupts[0].value.get("token")
             parsed = parsed.model_copy(update={"gate_token": token})

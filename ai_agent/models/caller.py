@@ -22,7 +22,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessageChunk, BaseMessage
+from langchain_core.messages import AIMessageChunk, BaseMessage, HumanMessage
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
 
 from ai_agent.context import ModelEvents, ModelReply
@@ -30,12 +30,20 @@ from ai_agent.errors import (
     BudgetExceededError,
     CircuitOpenError,
     EmptyResponseError,
+    MalformedToolCallError,
     ModelError,
     ModelUnavailableError,
     ResponseTooLargeError,
 )
 from ai_agent.events import ModelCallEvent, ModelDelta, ModelRetry, _ModelToolCall
-from ai_agent.models.errors import classify_model_error, malformed_call, stream_cut, timed_out
+from ai_agent.models.errors import (
+    classify_model_error,
+    malformed_again,
+    malformed_call,
+    repair_request,
+    stream_cut,
+    timed_out,
+)
 from ai_agent.models.messages import from_langchain, text_of, to_langchain, usage_of
 from ai_agent.models.resilience import CircuitBreaker, RetryPolicy, with_kinds
 from ai_agent.observability.logs import engine_logger
@@ -103,7 +111,7 @@ def _check_calls(message: BaseMessage, raw_args: dict[int, list[str]]) -> None:
     """A tool call whose arguments are not a JSON object is a typed error, never a crash."""
     for bad in getattr(message, "invalid_tool_calls", None) or []:
         raw = str(bad.get("args") or "")
-        raise malformed_call(str(bad.get("name") or "?"), raw)
+        raise malformed_call(str(bad.get("name") or "?"), raw, _parse_error(raw))
     names = [c["name"] for c in getattr(message, "tool_calls", None) or []]
     for index, parts in sorted(raw_args.items()):
         raw = "".join(parts)
@@ -113,7 +121,17 @@ def _check_calls(message: BaseMessage, raw_args: dict[int, list[str]]) -> None:
         except json.JSONDecodeError:
             value = None
         if not isinstance(value, dict):
-            raise malformed_call(names[index] if index < len(names) else "?", raw)
+            name = names[index] if index < len(names) else "?"
+            raise malformed_call(name, raw, _parse_error(raw))
+
+
+def _parse_error(raw: str) -> str:
+    """What the JSON parser says about ``raw`` (for the model and the person reading)."""
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        return str(exc)
+    return f"a JSON {type(value).__name__}, not an object"
 
 
 Sleep = Callable[[float], Awaitable[None]]
@@ -154,6 +172,8 @@ class ChatModelCaller:
         idle_timeout: Seconds to wait for the next part of a streamed reply (None: no limit).
             Either limit makes the attempt a retryable timeout (``Timeout``), which counts
             against the breaker like any other.
+        repair_malformed_calls: Send a tool call's JSON parse error back to the model once and
+            ask again before failing (the spec's one repair retry).
     """
 
     def __init__(
@@ -174,6 +194,7 @@ class ChatModelCaller:
         model_name: str | None = None,
         total_timeout: float | None = None,
         idle_timeout: float | None = None,
+        repair_malformed_calls: bool = True,
     ) -> None:
         self.model = model
         self.base_url = base_url or str(getattr(model, "openai_api_base", "") or "the model")
@@ -194,6 +215,7 @@ class ChatModelCaller:
         self._sleep: Sleep = sleep or asyncio.sleep
         self.total_timeout = total_timeout
         self.idle_timeout = idle_timeout
+        self.repair_malformed_calls = repair_malformed_calls
         # langchain-openai's models pass extra_headers through to the OpenAI client per request.
         self._takes_headers = type(model).__module__.startswith("langchain_openai")
         self._events = ModelEvents()  # nobody listens until a run binds its own (reporting)
@@ -231,7 +253,12 @@ class ChatModelCaller:
             sync_client.close()
 
     async def __call__(self, messages: list[Message], tools: list[dict[str, Any]]) -> ModelReply:
-        """Call the model with retries, the breaker and streaming; return the reply."""
+        """Call the model with retries, the breaker and streaming; return the reply.
+
+        A reply whose tool-call arguments do not parse is sent back once: the model is told the
+        parser's complaint (`ai_agent.models.errors.repair_request`) and asked again. A second
+        malformed reply is the error (MalformedToolCallError, a MODEL_ERROR issue at the gate).
+        """
         runnable: Any = self.model.bind_tools(tools) if tools else self.model
         lc_messages = to_langchain(messages)
         turn = sum(1 for m in messages if m["role"] == "assistant")
@@ -241,6 +268,50 @@ class ChatModelCaller:
         options: dict[str, Any] = {"extra_headers": headers} if headers else {}
         started = time.perf_counter()
         retries: list[dict[str, Any]] = []
+        try:
+            reply, streamed = await self._retried(runnable, lc_messages, sink, options, retries)
+        except MalformedToolCallError as exc:
+            if not self.repair_malformed_calls:
+                raise
+            self._note_repair(exc, retries)
+            repaired = [*lc_messages, HumanMessage(content=repair_request(exc))]
+            try:
+                reply, streamed = await self._retried(runnable, repaired, sink, options, retries)
+            except MalformedToolCallError as again:
+                raise malformed_again(again) from None
+        return ModelReply(
+            message=from_langchain(reply, turn=turn),
+            usage=usage_of(reply),
+            latency_ms=round((time.perf_counter() - started) * 1000, 3),
+            model=self.model_name,
+            streamed=streamed,
+            attempts=len(retries) + 1,
+            retries=retries,
+            finish_reason=str(reply.response_metadata.get("finish_reason") or ""),
+        )
+
+    def _note_repair(self, exc: MalformedToolCallError, retries: list[dict[str, Any]]) -> None:
+        """Say that a malformed call goes back to the model (the log, the events, the reply)."""
+        retries.append({"error": type(exc).__name__, "wait": 0.0, "sent_back": True})
+        log.warning(
+            "the model's tool call had arguments that do not parse (%s); sending the parse "
+            "error back to it once",
+            exc,
+            fields={"event": "model_retry", "error": type(exc).__name__, "sent_back": True},
+            secrets=self._secrets.values(),
+        )
+        self._events(ModelRetry(str(exc), 0.0, 0))  # the draft's ModelEvents sets the iteration
+
+    async def _retried(
+        self,
+        runnable: Any,
+        lc_messages: list[BaseMessage],
+        sink: Callable[[ModelCallEvent], None] | None,
+        options: Mapping[str, Any],
+        retries: list[dict[str, Any]],
+    ) -> tuple[BaseMessage, bool]:
+        """One request, retried by the policy behind the breaker; retries noted in ``retries``."""
+        events = self._events  # retries are reported to every run, streamed or not
 
         async def before_sleep(state: RetryCallState) -> None:
             exc = state.outcome.exception() if state.outcome else None
@@ -271,7 +342,6 @@ class ChatModelCaller:
             sleep=self._sleep,
             before_sleep=before_sleep,
         )
-        streamed = False
         async for attempt in retrying:
             with attempt:
                 self.breaker.before_call()
@@ -281,16 +351,7 @@ class ChatModelCaller:
                     self.breaker.record_failure(exc)
                     raise
                 self.breaker.record_success()
-        return ModelReply(
-            message=from_langchain(reply, turn=turn),
-            usage=usage_of(reply),
-            latency_ms=round((time.perf_counter() - started) * 1000, 3),
-            model=self.model_name,
-            streamed=streamed,
-            attempts=len(retries) + 1,
-            retries=retries,
-            finish_reason=str(reply.response_metadata.get("finish_reason") or ""),
-        )
+        return reply, streamed
 
     async def _attempt(
         self,

@@ -8,10 +8,12 @@ passed, a cut stream, tool-call arguments that are not JSON) are made here too.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ai_agent.errors import (
+    ContextOverflowError,
     EmptyResponseError,
     MalformedToolCallError,
     ModelAuthError,
@@ -24,7 +26,15 @@ from ai_agent.errors import (
 from ai_agent.models.resilience import parse_retry_after, with_kinds
 from ai_agent.observability.redaction import SecretValues
 
-__all__ = ["classify_model_error", "malformed_call", "stream_cut", "timed_out"]
+__all__ = [
+    "classify_model_error",
+    "context_overflow",
+    "malformed_again",
+    "malformed_call",
+    "repair_request",
+    "stream_cut",
+    "timed_out",
+]
 
 _SHOWN_ARGUMENTS = 200
 
@@ -85,7 +95,9 @@ def classify_model_error(
         )
         return _tag(err, "RateLimitError", status=429)
     if isinstance(exc, openai.APIStatusError):
-        return _status_error(int(exc.status_code or 0), base_url, detail)
+        return context_overflow(exc, base_url) or _status_error(
+            int(exc.status_code or 0), base_url, detail
+        )
     transport = _transport_error(exc, base_url, detail, partial_text)
     if transport is not None:
         return transport
@@ -186,6 +198,56 @@ def _status_error(status: int, base_url: str, detail: str) -> ModelError:
     return _tag(ModelResponseError(f"{where} answered {status}: {detail}"), *kinds, status=status)
 
 
+# How servers say a request is longer than the model's window: OpenAI's code, llama.cpp's error
+# type, and the wordings of OpenAI, llama.cpp, vLLM and others, for servers that send neither.
+_OVERFLOW_CODES = frozenset({"context_length_exceeded", "exceed_context_size_error"})
+_OVERFLOW_WORDS = re.compile(
+    r"context[ _]length[ _]exceeded|maximum context length|exceeds the available context size"
+    r"|context window|prompt is too long|too many tokens",
+    re.IGNORECASE,
+)
+# (what was counted, the window), as OpenAI and llama.cpp word them.
+_PROMPT_SIZE = re.compile(r"resulted in (\d+) tokens|request \((\d+) tokens\)")
+_WINDOW_SIZE = re.compile(r"maximum context length is (\d+)|context size \((\d+) tokens\)")
+
+
+def context_overflow(exc: Any, base_url: str) -> ContextOverflowError | None:
+    """The server's "the request is too long for the model" answer (a 400 or 413), else None.
+
+    Measured on llama.cpp's server: 400, ``type`` ``exceed_context_size_error``, "request (6030
+    tokens) exceeds the available context size (2048 tokens), try increasing it", with
+    ``n_prompt_tokens`` and ``n_ctx``. OpenAI: 400, ``code`` ``context_length_exceeded``.
+    """
+    if getattr(exc, "status_code", None) not in (400, 413):
+        return None
+    body: Mapping[str, Any] = exc.body if isinstance(exc.body, Mapping) else {}
+    text = str(body.get("message") or getattr(exc, "message", "") or "")
+    named = {str(getattr(exc, "code", None) or ""), str(getattr(exc, "type", None) or "")}
+    if named.isdisjoint(_OVERFLOW_CODES) and not _OVERFLOW_WORDS.search(text):
+        return None
+    prompt = _number(body.get("n_prompt_tokens")) or _first_number(_PROMPT_SIZE, text)
+    window = _number(body.get("n_ctx")) or _first_number(_WINDOW_SIZE, text)
+    counted = f" ({prompt} tokens)" if prompt else ""
+    limit = f" ({window} tokens)" if window else ""
+    err = ContextOverflowError(
+        f"the request{counted} is longer than the model's context window{limit} at {base_url}",
+        prompt_tokens=prompt,
+        window=window,
+    )
+    return _tag(err, "ContextOverflow", status=int(exc.status_code))  # type: ignore[return-value]
+
+
+def _number(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def _first_number(pattern: re.Pattern[str], text: str) -> int | None:
+    found = pattern.search(text)
+    if found is None:
+        return None
+    return int(next(group for group in found.groups() if group))
+
+
 def timed_out(message: str) -> ModelUnavailableError:
     """A deadline of ours ran out: a timeout like the client's own (retried, counted)."""
     err = ModelUnavailableError(message)
@@ -193,13 +255,45 @@ def timed_out(message: str) -> ModelUnavailableError:
     return err
 
 
-def malformed_call(tool: str, raw: str) -> MalformedToolCallError:
-    """A tool call whose arguments ``raw`` are not a JSON object (shown shortened)."""
+def malformed_call(tool: str, raw: str, reason: str = "") -> MalformedToolCallError:
+    """A tool call whose arguments ``raw`` are not a JSON object (shown shortened).
+
+    ``reason`` is the parser's complaint (``Expecting value: line 1 column 16``), when there is
+    one; the model is shown it (`repair_request`).
+    """
     shown = raw if len(raw) <= _SHOWN_ARGUMENTS else raw[:_SHOWN_ARGUMENTS] + "..."
+    why = f" ({reason})" if reason else ""
     err = MalformedToolCallError(
-        f"the model called {tool!r} with arguments that are not a JSON object: {shown!r}",
+        f"the model called {tool!r} with arguments that are not a JSON object{why}: {shown!r}",
         tool=tool,
         raw_arguments=shown,
     )
+    err.reason = reason  # type: ignore[attr-defined]
     with_kinds(err, "MalformedToolCall")
     return err
+
+
+def repair_request(err: MalformedToolCallError) -> str:
+    """What the model is told when its tool call's arguments do not parse: its one repair chance.
+
+    The same words whatever the server: a plain user turn, since a call that does not parse has
+    no arguments to replay and an unanswered call id would make the next request invalid.
+    """
+    reason = getattr(err, "reason", "") or "not a JSON object"
+    return (
+        f"Your call to the tool {err.tool!r} could not be run: its arguments are not valid JSON "
+        f"({reason}). You sent: {err.raw_arguments}\n"
+        "Call the tool again with arguments that are one JSON object matching its parameters, "
+        "or answer in plain text."
+    )
+
+
+def malformed_again(err: MalformedToolCallError) -> MalformedToolCallError:
+    """The error once the repair chance is used up: the gate sees that it was tried."""
+    again = MalformedToolCallError(
+        f"{err} (again after the parse error was sent back to it once; the call was not run)",
+        tool=err.tool,
+        raw_arguments=err.raw_arguments,
+    )
+    with_kinds(again, "MalformedToolCall")
+    return again

@@ -13,11 +13,14 @@ from langgraph.errors import GraphInterrupt
 from langgraph.runtime import Runtime
 
 from ai_agent.context import RunContext
+from ai_agent.errors import HookError
 from ai_agent.events import GatePaused, StageFinished, StageStarted
+from ai_agent.issues import IssueKind
+from ai_agent.nodes._issues import issue
 from ai_agent.observability.scopes import stage_scope
-from ai_agent.state import Message, RunState, TraceEvent
+from ai_agent.state import Issue, Message, RunState, TraceEvent
 
-__all__ = ["call_hook", "hook_view", "last_assistant", "stage"]
+__all__ = ["call_hook", "hook_issue", "hook_view", "last_assistant", "stage"]
 
 U = TypeVar("U")
 U_co = TypeVar("U_co", covariant=True)
@@ -31,12 +34,27 @@ class Node(Protocol[U_co]):
     ) -> Awaitable[U_co]: ...  # pragma: no cover - protocol
 
 
-async def call_hook(fn: Callable[..., Any], *args: Any) -> Any:
-    """Call a user hook that may be sync or async."""
-    outcome = fn(*args)
-    if inspect.isawaitable(outcome):
-        outcome = await outcome
+async def call_hook(name: str, fn: Callable[..., Any], *args: Any) -> Any:
+    """Call the user's hook ``name`` (sync or async); what it raises is a `HookError` naming it.
+
+    The stages before the gate turn it into a HOOK_ERROR issue (`hook_issue`); after the gate it
+    fails the run where it stands, and ``resume`` runs the stage again. A hook is never an
+    exception out of ``Agent.run``.
+    """
+    try:
+        outcome = fn(*args)
+        if inspect.isawaitable(outcome):
+            outcome = await outcome
+    except HookError:
+        raise  # a hook that calls through another (a replay's) is named once
+    except Exception as exc:
+        raise HookError(name, exc) from exc
     return outcome
+
+
+def hook_issue(error: HookError) -> Issue:
+    """The gate issue of a hook that raised."""
+    return issue(IssueKind.HOOK_ERROR, str(error))
 
 
 def hook_view(state: RunState, context: RunContext) -> dict[str, Any]:

@@ -2,8 +2,10 @@
 
 Every call is screened first (``ai_agent.tools.policy.screen_call``). Calls that may run are
 journaled (intent before, outcome after), so a crash mid-call is found on resume instead of the
-call silently running twice. Calls that must wait stay in ``pending`` with the issue that stopped
-them; the gate then pauses for a plan and routes back here to settle them.
+call silently running twice. The journal entry is the run store's one record of the call's
+outcome: the recorded call (``graph/recording.py``, below this stage) names it. Calls that must
+wait stay in ``pending`` with the issue that stopped them; the gate then pauses for a plan and
+routes back here to settle them.
 
 Approvals arrive as grants (the gate turns a plan's approvals into them), bound to this run and to
 each call as the gate report showed it; a call-scoped grant is spent when its call runs. Every
@@ -49,7 +51,7 @@ from ai_agent.tools.policy import (
     screen_call,
     spend,
 )
-from ai_agent.tools.results import bound_output
+from ai_agent.tools.results import bound_output, labelled
 
 __all__ = ["ActUpdate", "act", "repair_used"]
 
@@ -148,6 +150,7 @@ class _Cycle:
                 first_use=call["name"] not in self.used,
                 unattended=policy.unattended,
                 first_use_gate=policy.first_use_gate,
+                shown=call["id"] in self.shown,
             )
         )
 
@@ -249,6 +252,7 @@ class _Cycle:
             self.update["active_tools"] = list(self.active)
 
     async def record(self, call: ToolCall, result: ToolResult) -> None:
+        result = _labelled(self.context, call, result)
         self.activate(result)
         text = self.context.tools.format_result(call["name"], result)
         text, result = await self.clip(call, text, result)
@@ -280,6 +284,12 @@ def _finished(call: ToolCall, result: ToolResult, iteration: int) -> ToolFinishe
     return ToolFinished(
         call["name"], call["id"], result["status"], duration, iteration, telemetry, call, result
     )
+
+
+def _labelled(context: RunContext, call: ToolCall, result: ToolResult) -> ToolResult:
+    """Every result a run keeps names its tool and category, a skipped or refused one too."""
+    info = context.tools.info(call["name"])
+    return labelled(result, call["name"], info["category"] if info else None)
 
 
 def _env(name: str) -> bool:

@@ -8,8 +8,9 @@ from typing import Any, TypedDict
 from langgraph.runtime import Runtime
 
 from ai_agent.context import RunContext, ToolInfo
-from ai_agent.nodes._common import call_hook, hook_view, stage
-from ai_agent.state import Discovery, RunState, TraceEvent
+from ai_agent.errors import HookError
+from ai_agent.nodes._common import call_hook, hook_issue, hook_view, stage
+from ai_agent.state import Discovery, Issue, RunState, TraceEvent
 
 __all__ = ["DiscoverUpdate", "discover", "keyword_proposals"]
 
@@ -28,6 +29,7 @@ class DiscoverUpdate(TypedDict, total=False):
     """What the discover stage writes to the run state."""
 
     discovered: list[Discovery]
+    issues: list[Issue]
     trace: list[TraceEvent]
 
 
@@ -75,13 +77,21 @@ async def discover(state: RunState, *, runtime: Runtime[RunContext]) -> Discover
     active = set(state.get("active_tools", []))
     decision = state.get("decision")
     if context.hooks.discover_tools is not None:
-        raw = await call_hook(
-            context.hooks.discover_tools,
-            state.get("task", ""),
-            dict(decision) if decision else None,
-            hook_view(state, context),
-            [dict(t) for t in catalog],
-        )
+        try:
+            raw = await call_hook(
+                "discover_tools",
+                context.hooks.discover_tools,
+                state.get("task", ""),
+                dict(decision) if decision else None,
+                hook_view(state, context),
+                [dict(t) for t in catalog],
+            )
+        except HookError as exc:  # proposals only: the gate hears of it at the cycle's end
+            return DiscoverUpdate(
+                discovered=[],
+                issues=[hook_issue(exc)],
+                trace=[TraceEvent(stage="discover", iteration=0, status="error", detail=str(exc))],
+            )
         proposals = _clean(raw, {t["name"] for t in catalog})
     else:
         text = " ".join([state.get("task", ""), decision["text"] if decision else ""])

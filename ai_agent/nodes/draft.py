@@ -25,7 +25,8 @@ from typing import Any, TypedDict, cast
 
 from langgraph.runtime import Runtime
 
-from ai_agent.context import Prepared, RunContext
+from ai_agent.context import ModelReply, Prepared, RunContext
+from ai_agent.errors import ContextOverflowError
 from ai_agent.events import Compacted, _ModelFinished, _ModelWaiting
 from ai_agent.issues import IssueKind, kind_of_error
 from ai_agent.nodes._common import stage
@@ -156,10 +157,13 @@ def _early_issues(state: RunState, context: RunContext) -> DraftUpdate | None:
     The gate hears of them before the model is asked anything; no cycle is used up.
     """
     early = context.take_issues()
-    if not early:
+    # An issue already in state at a draft is recall's (a hook that raised): it goes to the
+    # gate as it is, and no model is asked first.
+    held = list(state.get("issues", []))
+    if not early and not held:
         return None
     at = state.get("iteration", 0)
-    detail = ", ".join(i["code"] for i in early)
+    detail = ", ".join(i["code"] for i in [*held, *early])
     line = TraceEvent(stage="draft", iteration=at, status="blocked", detail=detail)
     return DraftUpdate(issues=early, trace=[line])
 
@@ -225,7 +229,12 @@ async def _draft(state: RunState, context: RunContext) -> DraftUpdate:
     context.emit(_ModelWaiting(iteration))
     try:
         with context.model_events.during(iteration):  # retries, and deltas if someone watches
-            reply = await context.model(messages, tools)
+            try:
+                reply = await context.model(messages, tools)
+            except ContextOverflowError as overflow:
+                work, messages, reply = await _after_overflow(
+                    overflow, state, context, prepared, tools, iteration
+                )
     except Exception as exc:
         # Model failures the gate can help with are issues (the table of kinds says which);
         # anything else (an unreachable server, a broken script) fails the run with a clear
@@ -251,6 +260,45 @@ async def _draft(state: RunState, context: RunContext) -> DraftUpdate:
     if tokens:
         line["tokens"] = tokens  # type: ignore[typeddict-unknown-key]
     return work.done(message, line, [])
+
+
+async def _after_overflow(
+    overflow: ContextOverflowError,
+    state: RunState,
+    context: RunContext,
+    prepared: Prepared,
+    tools: list[dict[str, Any]],
+    iteration: int,
+) -> tuple[_Draft, list[Message], ModelReply]:
+    """The server refused the request as too long: compact to fit its window and ask once more.
+
+    What cannot be compacted, or still overflows, is the overflow made final
+    (`ContextOverflowError.unresolved`): a MODEL_ERROR issue saying what was tried and what to
+    change.
+    """
+    if context.meter is None:
+        raise overflow.unresolved("no token meter, so nothing was compacted") from None
+    system_prompt = context.policy.system_prompt
+    smaller = await context.meter.compact_after_overflow(
+        prepared,
+        overflow,
+        system_prompt=system_prompt,
+        tools=tools,
+        model=context.model,
+        iteration=iteration,
+    )
+    work = _Draft(state, iteration, smaller)
+    record = smaller["compaction"]
+    _compacted(context, iteration, record)
+    messages = compose_messages(system_prompt, work.messages)
+    try:
+        return work, messages, await context.model(messages, tools)
+    except ContextOverflowError as again:
+        how = (
+            f"the conversation was compacted ({record['tokens_before']} -> "
+            f"{record['tokens_after']} estimated tokens) and retried once, and still does not fit"
+        )
+        raise again.unresolved(how) from None
 
 
 def _summary(message: Message) -> str:

@@ -49,7 +49,7 @@ async def finalize(state: RunState, *, runtime: Runtime[RunContext]) -> Finalize
     if context.hooks.finalize is not None:
         text = str(
             await call_hook(
-                context.hooks.finalize, state.get("task", ""), hook_view(state, context)
+                "finalize", context.hooks.finalize, state.get("task", ""), hook_view(state, context)
             )
         )
     else:

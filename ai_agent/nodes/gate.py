@@ -3,7 +3,10 @@
 The plan comes from the ``query_user_plan`` hook when one is given (answered in-process), else the
 run pauses with one interrupt carrying the whole GateReport, and ``Agent.resume`` delivers the plan
 later, from any process. LangGraph re-runs this node from its first line on resume, so nothing
-before the interrupt has side effects: scoring is a pure function of state.
+before the interrupt has side effects: scoring is a pure function of state. A plan is read where it
+arrives (`ai_agent.plans.read_plan`): a resume hands this node a `PlanAnswer`, read and checked
+against this gate's report already, which it takes as it is; a hook's answer, or the plain dict a
+resume of an older ai-agent stored, is read and checked here.
 
 Each report carries a token (`gate_token`) naming this gate of this run. It is a pure function of
 state too (the run's random nonce, the thread, the cycle and how many plans the run has had), so
@@ -22,14 +25,14 @@ from typing import Any, Literal, TypedDict
 
 from langgraph.runtime import Runtime
 from langgraph.types import interrupt
-from pydantic import ValidationError
 
 from ai_agent.context import RunContext
-from ai_agent.errors import InvalidPlanError, PlanRefusedError
+from ai_agent.errors import HookError, InvalidPlanError, PlanRefusedError
 from ai_agent.events import GateResumed
 from ai_agent.issues import KINDS
-from ai_agent.nodes._common import call_hook, hook_view, stage
+from ai_agent.nodes._common import call_hook, hook_issue, hook_view, stage
 from ai_agent.observability.scopes import note_gate_plan
+from ai_agent.plans import PlanAnswer, read_plan
 from ai_agent.state import (
     GateReport,
     Grant,
@@ -52,7 +55,6 @@ __all__ = [
     "check_token",
     "gate",
     "gate_token",
-    "parse_plan",
 ]
 
 
@@ -170,19 +172,6 @@ def build_report(
     )
     report["prompt"] = _prompt(thread_id, report) if report["intervene"] else ""
     return report
-
-
-def parse_plan(value: Any) -> UserPlan:
-    """A plan from a dict, JSON-able value or UserPlan; InvalidPlanError names what is wrong."""
-    if isinstance(value, UserPlan):
-        return value
-    try:
-        return UserPlan.model_validate(value)
-    except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or 'plan'}: {e['msg']}" for e in exc.errors()
-        )
-        raise InvalidPlanError(f"invalid plan: {problems}") from None
 
 
 def check_plan(plan: UserPlan, report: GateReport, catalog: Iterable[str]) -> None:
@@ -329,6 +318,7 @@ async def _evaluate(state: RunState, context: RunContext, report: GateReport) ->
         return report
     verdict = (
         await call_hook(
+            "evaluate_critical",
             hook,
             state.get("task", ""),
             [dict(i) for i in report["issues"]],
@@ -347,16 +337,48 @@ async def _evaluate(state: RunState, context: RunContext, report: GateReport) ->
     return out
 
 
+def _report(state: RunState, context: RunContext, catalog: list[str], *extra: Issue) -> GateReport:
+    """The gate's report on this cycle's issues (and ``extra`` ones: a hook that raised)."""
+    if extra:
+        state = RunState(**{**state, "issues": [*state.get("issues", []), *extra]})
+    return build_report(
+        state, thread_id=context.thread_id, threshold=context.policy.gate_threshold, catalog=catalog
+    )
+
+
+def _decided(state: RunState, context: RunContext) -> GateReport | None:
+    """The paused gate's report when this resume answers this very gate, else None.
+
+    LangGraph runs a node again from its top on resume; the person decided on the report they
+    were shown, so neither ``evaluate_critical`` nor ``query_user_plan`` runs again for it (a
+    hook that answered differently the second time would override the person's plan).
+    """
+    paused = context.answering
+    if paused is None:
+        return None
+    if "token" in paused:
+        same = paused["token"] == gate_token(state, context.thread_id)
+    else:  # paused by an ai-agent from before gate tokens
+        same = paused["iteration"] == state.get("iteration", 0)
+    return paused if same else None
+
+
 @stage("gate")
 async def gate(state: RunState, *, runtime: Runtime[RunContext]) -> GateUpdate:
     """Score issues; pass, or intervene: ask ``query_user_plan``, else pause for a plan."""
     context = runtime.context
     catalog = [t["name"] for t in context.tools.catalog()]
-    report = build_report(
-        state, thread_id=context.thread_id, threshold=context.policy.gate_threshold, catalog=catalog
-    )
-    # Masked before anyone sees it: the interrupt's payload is stored with the checkpoint.
-    report = context.scrub(await _evaluate(state, context, report))
+    decided = _decided(state, context)
+    if decided is not None:
+        report = decided  # what the person answered: not evaluated again
+    else:
+        report = _report(state, context, catalog)
+        try:
+            evaluated = await _evaluate(state, context, report)
+        except HookError as exc:  # the built-in scoring, and the person hears of the hook
+            evaluated = _report(state, context, catalog, hook_issue(exc))
+        # Masked before anyone sees it: the interrupt's payload is stored with the checkpoint.
+        report = context.scrub(evaluated)
     limit = context.policy.max_iterations
     line = TraceEvent(stage="gate", iteration=report["iteration"], gate_score=report["severity"])
     if not report["intervene"]:
@@ -367,18 +389,23 @@ async def gate(state: RunState, *, runtime: Runtime[RunContext]) -> GateUpdate:
         return update
     source: Literal["resume", "hook"] = "hook"
     raw = None
-    if context.hooks.query_user_plan is not None:
-        raw = await call_hook(
-            context.hooks.query_user_plan,
-            state.get("task", ""),
-            dict(report),
-            hook_view(state, context),
-        )
+    if decided is None and context.hooks.query_user_plan is not None:
+        try:
+            raw = await call_hook(
+                "query_user_plan",
+                context.hooks.query_user_plan,
+                state.get("task", ""),
+                dict(report),
+                hook_view(state, context),
+            )
+        except HookError as exc:  # no answer in-process: a person answers, told why
+            report = context.scrub(_report(state, context, catalog, hook_issue(exc)))
     if raw is None:
         source = "resume"
         raw = interrupt(report)  # the one pause of this step; the plan is the resume value
-    plan = parse_plan(raw)
-    check_plan(plan, report, catalog)
+    plan = read_plan(raw)  # typed where it arrived: a resume's plan is not read again
+    if not isinstance(raw, PlanAnswer):  # a resume checked its plan against this very report
+        check_plan(plan, report, catalog)
     taken = plan.model_dump()
     note_gate_plan(report, taken, source)
     context.emit(_resumed(report["iteration"], source, plan, taken))

@@ -54,6 +54,7 @@ async def persist(state: RunState, *, runtime: Runtime[RunContext]) -> PersistUp
     if context.hooks.persist is not None:
         gate = state.get("gate")
         await call_hook(
+            "persist",
             context.hooks.persist,
             state.get("task", ""),
             hook_view(state, context),

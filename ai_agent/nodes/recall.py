@@ -8,8 +8,9 @@ from typing import Any, TypedDict
 from langgraph.runtime import Runtime
 
 from ai_agent.context import RunContext
-from ai_agent.nodes._common import call_hook, hook_view, stage
-from ai_agent.state import Message, Replace, RunState, TraceEvent
+from ai_agent.errors import HookError
+from ai_agent.nodes._common import call_hook, hook_issue, hook_view, stage
+from ai_agent.state import Issue, Message, Replace, RunState, TraceEvent
 
 __all__ = ["RecallUpdate", "recall"]
 
@@ -19,6 +20,7 @@ class RecallUpdate(TypedDict, total=False):
 
     recalled: list[Any]
     messages: Replace
+    issues: list[Issue]
     trace: list[TraceEvent]
 
 
@@ -40,7 +42,15 @@ async def recall(state: RunState, *, runtime: Runtime[RunContext]) -> RecallUpda
     context = runtime.context
     task = state.get("task", "")
     if context.hooks.recall is not None:
-        items = list(await call_hook(context.hooks.recall, task, hook_view(state, context)) or [])
+        try:
+            found = await call_hook("recall", context.hooks.recall, task, hook_view(state, context))
+        except HookError as exc:  # the first draft takes it to the gate, asking no model
+            return RecallUpdate(
+                recalled=[],
+                issues=[hook_issue(exc)],
+                trace=[TraceEvent(stage="recall", iteration=0, status="error", detail=str(exc))],
+            )
+        items = list(found or [])
     elif context.memory is not None:
         items = context.memory.search(task)
     else:

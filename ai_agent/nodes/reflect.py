@@ -8,8 +8,9 @@ from typing import TypedDict
 from langgraph.runtime import Runtime
 
 from ai_agent.context import RunContext
+from ai_agent.errors import HookError
 from ai_agent.issues import IssueKind
-from ai_agent.nodes._common import call_hook, hook_view, stage
+from ai_agent.nodes._common import call_hook, hook_issue, hook_view, stage
 from ai_agent.nodes._issues import issue
 from ai_agent.state import Issue, RunState, ToolOutcome, TraceEvent
 
@@ -56,9 +57,13 @@ async def reflect(state: RunState, *, runtime: Runtime[RunContext]) -> ReflectUp
     context = runtime.context
     iteration = state.get("iteration", 0)
     if context.hooks.reflect is not None:
-        note = await call_hook(
-            context.hooks.reflect, state.get("task", ""), hook_view(state, context)
-        )
+        try:
+            note = await call_hook(
+                "reflect", context.hooks.reflect, state.get("task", ""), hook_view(state, context)
+            )
+        except HookError as exc:  # the gate comes next
+            line = TraceEvent(stage="reflect", iteration=iteration, status="error", detail=str(exc))
+            return ReflectUpdate(reflection=None, issues=[hook_issue(exc)], trace=[line])
         return ReflectUpdate(
             reflection=None if note is None else str(note),
             trace=[TraceEvent(stage="reflect", iteration=iteration, detail=str(note or ""))],

@@ -7,6 +7,7 @@ task (and each worker thread started with the task's context) sees its own run's
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -16,7 +17,15 @@ if TYPE_CHECKING:
     from ai_agent.observability.redaction import Redactor
     from ai_agent.observability.tracing import Span, Tracer
 
-__all__ = ["SCOPE", "CostFunction", "Observer", "Scope", "current_ids"]
+__all__ = [
+    "SCOPE",
+    "CostFunction",
+    "Observer",
+    "Scope",
+    "current_ids",
+    "elapsed_ms",
+    "interrupted",
+]
 
 CostFunction = Callable[[str, Mapping[str, Any]], float | None]
 
@@ -106,3 +115,17 @@ def current_ids() -> dict[str, Any]:
     """
     scope = SCOPE.get()
     return scope.ids() if scope is not None else {}
+
+
+def elapsed_ms(started: float) -> float:
+    """Milliseconds since ``started`` (a `time.perf_counter` reading), as every scope logs them."""
+    return round((time.perf_counter() - started) * 1000, 3)
+
+
+def interrupted(exc: BaseException) -> bool:
+    """Whether a scope ended because its task was cancelled or interrupted (not a failure)."""
+    if isinstance(exc, KeyboardInterrupt | GeneratorExit):
+        return True
+    import asyncio  # here, not at the top: importing the package stays cheap
+
+    return isinstance(exc, asyncio.CancelledError)

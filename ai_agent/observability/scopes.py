@@ -4,8 +4,9 @@ Each gets an id, a span, a duration metric and its log lines.
 
 The Agent opens a run scope around each run or resume (`Telemetry.run`); inside it the stage
 wrapper opens a stage scope, and the Agent's model and tool wrappers open model-call and tool-call
-scopes. Outside a run scope every scope here is a cheap no-op, so stages and callers can be used
-alone (in tests, in a hook) without any of it.
+scopes (those two live in `ai_agent.observability.call_scopes`; this module names them too).
+Outside a run scope every scope here is a cheap no-op, so stages and callers can be used alone
+(in tests, in a hook) without any of it.
 
 Span names and attributes (OpenTelemetry's ``gen_ai`` conventions where they exist):
 
@@ -29,23 +30,23 @@ Span names and attributes (OpenTelemetry's ``gen_ai`` conventions where they exi
 from __future__ import annotations
 
 import dataclasses
-import logging
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ai_agent.errors import AgentError
-from ai_agent.observability._scope import SCOPE, Observer, Scope
+from ai_agent.observability._scope import SCOPE, Observer, Scope, elapsed_ms, interrupted
+from ai_agent.observability.call_scopes import (
+    ModelCallScope,
+    ToolCallScope,
+    model_call_scope,
+    request_headers,
+    tool_call_scope,
+)
 from ai_agent.observability.ids import thread_span_context
 from ai_agent.observability.logs import engine_logger
-from ai_agent.observability.redaction import cut_body
-from ai_agent.observability.tooldata import ToolTelemetry, tool_telemetry
 from ai_agent.observability.tracing import AttributeValue, SpanLink
-
-if TYPE_CHECKING:
-    from ai_agent.context import ModelReply
-    from ai_agent.state import ToolCall, ToolResult
 
 __all__ = [
     "ModelCallScope",
@@ -62,22 +63,6 @@ __all__ = [
 
 log_run = engine_logger("ai_agent.run")
 log_stage = engine_logger("ai_agent.stages")
-log_model = engine_logger("ai_agent.models")
-log_tool = engine_logger("ai_agent.tools")
-
-_SNIPPET_CHARS = 160
-
-
-def _ms(started: float) -> float:
-    return round((time.perf_counter() - started) * 1000, 3)
-
-
-def _interrupted(exc: BaseException) -> bool:
-    if isinstance(exc, KeyboardInterrupt | GeneratorExit):
-        return True
-    import asyncio  # here, not at the top: importing the package stays cheap
-
-    return isinstance(exc, asyncio.CancelledError)
 
 
 # Runs ---------------------------------------------------------------------------------------
@@ -148,13 +133,13 @@ def run_scope(telemetry: Observer, thread_id: str, *, resumed: bool = False) -> 
             yield run
         except BaseException as exc:
             if run.status is None:
-                run.finish("cancelled" if _interrupted(exc) else "failed", error=type(exc).__name__)
-                _end_run(run, _ms(started), exc)
+                run.finish("cancelled" if interrupted(exc) else "failed", error=type(exc).__name__)
+                _end_run(run, elapsed_ms(started), exc)
             raise
         else:
             if run.status is None:  # the caller never said: it ended without a result
                 run.finish("failed", error="the run ended without a result")
-            _end_run(run, _ms(started), None)
+            _end_run(run, elapsed_ms(started), None)
         finally:
             SCOPE.reset(token)
 
@@ -284,7 +269,7 @@ def stage_scope(name: str, iteration: int, *, step: int | None = None) -> Iterat
                 span.error(type(exc).__name__, scope.redactor(str(exc)))
             raise
         finally:
-            elapsed = _ms(started)
+            elapsed = elapsed_ms(started)
             span.set({"ai_agent.stage.status": status, "ai_agent.iteration": stage.iteration})
             telemetry.record("ai_agent.stage.duration", elapsed, {"stage": name, "status": status})
             log_stage.debug(
@@ -330,276 +315,3 @@ def note_gate_plan(report: Mapping[str, Any], plan: Mapping[str, Any], source: s
             "activate_tools": list(plan.get("activate_tools") or []),
         },
     )
-
-
-# Model calls --------------------------------------------------------------------------------
-
-
-class ModelCallScope:
-    """An open model call: its request id and the headers its HTTP request carries."""
-
-    def __init__(self, scope: Scope | None, headers: Mapping[str, str]) -> None:
-        self.scope = scope
-        self.headers = dict(headers)
-        self.reply: ModelReply | None = None
-
-    @property
-    def request_id(self) -> str:
-        """The ``X-Request-ID`` of this call ("" outside a run)."""
-        return self.scope.request_id if self.scope else ""
-
-    def finish(self, reply: ModelReply) -> None:
-        """The call returned ``reply``."""
-        self.reply = reply
-
-
-def request_headers() -> dict[str, str]:
-    """The trace headers of the model call running now.
-
-    Empty outside one, or when ``propagate_trace_context`` is off.
-    """
-    scope = SCOPE.get()
-    if scope is None or not scope.request_id:
-        return {}
-    return scope.telemetry.trace_headers(scope.span, scope.request_id, scope.run_id)
-
-
-@contextmanager
-def model_call_scope(model: str) -> Iterator[ModelCallScope]:
-    """The scope of one model call (all its attempts); a no-op outside a run scope."""
-    outer = SCOPE.get()
-    if outer is None:
-        yield ModelCallScope(None, {})
-        return
-    telemetry = outer.telemetry
-    request_id = telemetry.new_id()
-    attributes = {
-        "gen_ai.operation.name": "chat",
-        "gen_ai.request.model": model,
-        "ai_agent.request_id": request_id,
-        "ai_agent.stage": outer.stage or None,
-        "ai_agent.iteration": outer.iteration,
-        "ai_agent.thread_id": outer.thread_id,
-    }
-    started = time.perf_counter()
-    with telemetry.tracer.span(
-        f"chat {model}", attributes, parent=outer.span, kind="client"
-    ) as span:
-        scope = dataclasses.replace(outer, span=span, request_id=request_id, tool_call_id="")
-        token = SCOPE.set(scope)
-        call = ModelCallScope(scope, telemetry.trace_headers(span, request_id, outer.run_id))
-        status = "ok"
-        try:
-            yield call
-        except BaseException as exc:
-            status = "error"
-            elapsed = _ms(started)
-            message = scope.redactor(str(exc))
-            span.error(type(exc).__name__, message)
-            if not _interrupted(exc):
-                log_model.error(
-                    "model call to %s failed after %.0f ms: %s",
-                    model,
-                    elapsed,
-                    message,
-                    fields={"event": "model_call", "model": model, "status": status},
-                )
-            raise
-        finally:
-            elapsed = _ms(started)
-            telemetry.record("ai_agent.model.duration", elapsed, {"model": model, "status": status})
-            if call.reply is not None:
-                _end_model_call(scope, model, call.reply, elapsed)
-            SCOPE.reset(token)
-
-
-def _end_model_call(scope: Scope, model: str, reply: ModelReply, elapsed: float) -> None:
-    telemetry = scope.telemetry
-    usage = reply.get("usage") or {}
-    prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
-    served_by = reply.get("model") or model
-    cost = telemetry.cost(served_by, usage) if usage and telemetry.cost else None
-    attempts = int(reply.get("attempts", 1))
-    scope.span.set(
-        {
-            "gen_ai.response.model": served_by,
-            "gen_ai.usage.input_tokens": prompt,
-            "gen_ai.usage.output_tokens": completion,
-            "gen_ai.response.finish_reasons": [reply["finish_reason"]]
-            if reply.get("finish_reason")
-            else None,
-            "ai_agent.cost": cost,
-            "ai_agent.model.attempts": attempts,
-            "ai_agent.model.streamed": bool(reply.get("streamed", False)),
-            "ai_agent.model.latency_ms": float(reply.get("latency_ms", elapsed)),
-        }
-    )
-    fields = {
-        "event": "model_call",
-        "model": served_by,
-        "status": "ok",
-        "duration_ms": elapsed,
-        "prompt_tokens": prompt,
-        "completion_tokens": completion,
-        "cost": cost,
-        "attempts": attempts,
-        "streamed": bool(reply.get("streamed", False)),
-    }
-    tokens = f"{prompt}+{completion} tokens" if usage else "no usage reported"
-    log_model.info(
-        "model call to %s: %s in %.0f ms%s",
-        served_by,
-        tokens,
-        elapsed,
-        f" ({attempts} attempts)" if attempts > 1 else "",
-        fields=fields,
-    )
-    slow = telemetry.slow_response_ms
-    if slow is not None and elapsed > slow:
-        log_model.warning(
-            "slow response: the model call to %s took %.3g s (over %.3g s)",
-            served_by,
-            elapsed / 1000,
-            slow / 1000,
-            fields={"event": "slow_response", "duration_ms": elapsed},
-        )
-
-
-# Tool calls ---------------------------------------------------------------------------------
-
-
-class ToolCallScope:
-    """An open tool call; `finish` gives it its result."""
-
-    def __init__(self, scope: Scope | None) -> None:
-        self.scope = scope
-        self.result: ToolResult | None = None
-        self.telemetry: ToolTelemetry = {}
-
-    @property
-    def tool_call_id(self) -> str:
-        """The engine's id of this call ("" outside a run)."""
-        return self.scope.tool_call_id if self.scope else ""
-
-    def finish(self, call: ToolCall, result: ToolResult) -> None:
-        """The call returned ``result``."""
-        self.result = result
-        if self.scope is not None:
-            self.telemetry = tool_telemetry(call, result)
-
-
-@contextmanager
-def tool_call_scope(call: ToolCall, *, iteration: int | None = None) -> Iterator[ToolCallScope]:
-    """The scope of one tool call (all its attempts); a no-op outside a run scope."""
-    outer = SCOPE.get()
-    if outer is None:
-        yield ToolCallScope(None)
-        return
-    telemetry = outer.telemetry
-    tool_call_id = telemetry.new_id()
-    name = call["name"]
-    attributes = {
-        "gen_ai.operation.name": "execute_tool",
-        "gen_ai.tool.name": name,
-        "gen_ai.tool.call.id": call["id"],
-        "ai_agent.tool_call_id": tool_call_id,
-        "ai_agent.iteration": iteration if iteration is not None else outer.iteration,
-        "ai_agent.thread_id": outer.thread_id,
-    }
-    started = time.perf_counter()
-    with telemetry.tracer.span(f"execute_tool {name}", attributes, parent=outer.span) as span:
-        scope = dataclasses.replace(outer, span=span, tool_call_id=tool_call_id, request_id="")
-        token = SCOPE.set(scope)
-        handle = ToolCallScope(scope)
-        if log_tool.enabled(logging.DEBUG):
-            log_tool.debug(
-                "tool %s (call %s) arguments: %s",
-                name,
-                call["id"],
-                cut_body(str(call.get("args")), telemetry.body_size_limit),
-                fields={"tool": name, "call_id": call["id"]},
-            )
-        try:
-            yield handle
-        except BaseException as exc:
-            message = scope.redactor(str(exc))
-            span.error(type(exc).__name__, message)
-            telemetry.record(
-                "ai_agent.tool.duration", _ms(started), {"tool": name, "status": "error"}
-            )
-            if not _interrupted(exc):
-                log_tool.error("tool %s raised %s: %s", name, type(exc).__name__, message)
-            raise
-        else:
-            _end_tool_call(scope, call, handle, _ms(started))
-        finally:
-            SCOPE.reset(token)
-
-
-def _end_tool_call(scope: Scope, call: ToolCall, handle: ToolCallScope, elapsed: float) -> None:
-    result = handle.result or {"status": "unknown"}
-    facts = handle.telemetry
-    status = str(result.get("status", "unknown"))
-    duration = float(result.get("execution_time_ms", elapsed))
-    name = call["name"]
-    scope.span.set(
-        {
-            "ai_agent.tool.status": status,
-            "ai_agent.tool.duration_ms": duration,
-            "ai_agent.tool.chars": facts.get("chars"),
-            "ai_agent.tool.k": facts.get("k"),
-            "ai_agent.tool.items": facts.get("item_count"),
-            "ai_agent.tool.attempts": facts.get("attempts"),
-            "ai_agent.tool.code": facts.get("code"),
-        }
-    )
-    if status == "error":
-        scope.span.error(
-            str(facts.get("code") or "ToolError"), scope.redactor(str(result.get("error", "")))
-        )
-    scope.telemetry.record("ai_agent.tool.duration", duration, {"tool": name, "status": status})
-    details = [
-        f"{label}={facts[key]}"  # type: ignore[literal-required]
-        for key, label in (
-            ("chars", "chars"),
-            ("k", "K"),
-            ("item_count", "items"),
-            ("attempts", "attempts"),
-        )
-        if key in facts
-    ]
-    fields: dict[str, Any] = {
-        "event": "tool_call",
-        "tool": name,
-        "call_id": call["id"],
-        "status": status,
-        "duration_ms": duration,
-        **{k: v for k, v in facts.items() if k != "items"},
-    }
-    log_tool.info(
-        "tool %s %s in %.1f ms%s",
-        name,
-        status,
-        duration,
-        f" ({', '.join(details)})" if details else "",
-        fields=fields,
-    )
-    if log_tool.enabled(logging.DEBUG):
-        for rank, item in enumerate(facts.get("items", []), 1):
-            snippet = str(item.get("snippet", ""))
-            shown = snippet if len(snippet) <= _SNIPPET_CHARS else snippet[:_SNIPPET_CHARS] + "..."
-            log_tool.debug(
-                "retrieved #%d %s%s score=%s: %s",
-                rank,
-                item.get("path", ""),
-                f" #{item['section']}" if item.get("section") else "",
-                item.get("score"),
-                shown,
-                fields={
-                    "event": "retrieved_item",
-                    "tool": name,
-                    "rank": rank,
-                    **item,
-                    "snippet": shown,
-                },
-            )

@@ -11,10 +11,19 @@ Each request takes the next item of the script:
   ``Fault.unavailable()`` (503), ``Fault.status_code(400)``, ``Fault.hang()`` (never answers),
   ``Fault.cut(...)`` (the stream stops mid-reply), ``Fault.malformed_tool_args(...)``,
   ``Fault.empty_choices()``, ``Fault.giant(...)``, ``Fault.slow(...)`` and ``Fault.drip(...)``
-  (a reply that never ends, a few bytes at a time).
+  (a reply that never ends, a few bytes at a time), ``Fault.context_overflow(...)`` (the
+  request is longer than the model's window, worded as OpenAI or llama.cpp word it).
 
 When the script runs out, ``responder(request)`` answers if given, else the server answers 500
 naming the problem.
+
+Like the real API, it refuses what the real API refuses: a request body of the wrong shape (no
+``messages``, an unknown role, a tool result that answers no call, a malformed tool or
+``tool_choice``, ``stream_options`` without ``stream``...) gets a 400 before any script item is
+used (see `ai_agent.testing._requests`). Every chunk of a streamed reply carries the one id of
+its completion, and error bodies are OpenAI's: ``{"error": {"message", "type", "param",
+"code"}}`` with ``code`` a string (``"rate_limit_exceeded"``, ``"context_length_exceeded"``...)
+or null.
 
 Examples:
     >>> from langchain_openai import ChatOpenAI
@@ -33,126 +42,14 @@ import time
 import uuid
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Literal, Self
+from typing import Any, Self
+
+from ai_agent.testing._requests import invalid_request
+from ai_agent.testing._script import Fault, Reply
 
 __all__ = ["Fault", "MockOpenAIServer", "RecordedRequest", "Reply"]
-
-FaultKind = Literal["status", "hang", "cut", "empty_choices", "no_finish", "drip"]
-
-
-@dataclass(frozen=True)
-class Reply:
-    """A scripted answer.
-
-    Args:
-        text: The assistant text.
-        tool_calls: ``{"name", "args"}`` dicts (``"arguments"`` sends a raw string instead,
-            ``"id"`` sets the call id).
-        usage: ``prompt_tokens`` / ``completion_tokens`` / ``cached_tokens`` to report; None
-            reports an estimate (4 characters a token), ``{}`` reports none at all.
-        finish_reason: Defaults to ``tool_calls`` when there are calls, else ``stop``.
-        delay: Seconds before the answer starts.
-        chunk_delay: Seconds between streamed chunks.
-        chunk_chars: Characters of text per streamed chunk.
-    """
-
-    text: str = ""
-    tool_calls: list[dict[str, Any]] = field(default_factory=list)
-    usage: dict[str, int] | None = None
-    finish_reason: str | None = None
-    delay: float = 0.0
-    chunk_delay: float = 0.0
-    chunk_chars: int = 4
-
-
-@dataclass(frozen=True)
-class Fault:
-    """A scripted failure; build one with the class methods."""
-
-    kind: FaultKind
-    status: int = 500
-    message: str = ""
-    headers: dict[str, str] = field(default_factory=dict)
-    reply: Reply = field(default_factory=Reply)
-    every: float = 0.0
-
-    @classmethod
-    def status_code(cls, status: int, message: str = "", **headers: str) -> Fault:
-        """An HTTP error with an OpenAI-style body."""
-        return cls(
-            "status", status=status, message=message or f"mock error {status}", headers=headers
-        )
-
-    @classmethod
-    def rate_limit(cls, retry_after: float | None = 1.0, message: str = "rate limited") -> Fault:
-        """429 Too Many Requests, with ``Retry-After`` when given."""
-        headers = {"Retry-After": f"{retry_after:g}"} if retry_after is not None else {}
-        return cls("status", status=429, message=message, headers=headers)
-
-    @classmethod
-    def server_error(cls, message: str = "internal error") -> Fault:
-        """500 Internal Server Error."""
-        return cls("status", status=500, message=message)
-
-    @classmethod
-    def unavailable(cls, retry_after: float | None = None) -> Fault:
-        """503 Service Unavailable (a loading model, an overloaded server)."""
-        headers = {"Retry-After": f"{retry_after:g}"} if retry_after is not None else {}
-        return cls("status", status=503, message="model is loading", headers=headers)
-
-    @classmethod
-    def hang(cls) -> Fault:
-        """Accept the request and never answer (until the client gives up or the server stops)."""
-        return cls("hang")
-
-    @classmethod
-    def cut(cls, text: str = "The answer is", after_chunks: int = 2) -> Fault:
-        """Stream ``after_chunks`` chunks of ``text``, then drop the connection mid-body.
-
-        Without streaming, the body is cut short the same way.
-        """
-        return cls("cut", status=after_chunks, reply=Reply(text=text))
-
-    @classmethod
-    def no_finish(cls, text: str = "The answer is") -> Fault:
-        """A stream that ends cleanly (``[DONE]``) without ever sending a finish reason."""
-        return cls("no_finish", reply=Reply(text=text))
-
-    @classmethod
-    def malformed_tool_args(cls, name: str = "calculator", arguments: str = '{"x": ') -> Fault:
-        """A tool call whose ``arguments`` are not valid JSON."""
-        return cls(
-            "status", status=200, reply=Reply(tool_calls=[{"name": name, "arguments": arguments}])
-        )
-
-    @classmethod
-    def empty_choices(cls) -> Fault:
-        """A 200 answer with ``"choices": []``."""
-        return cls("empty_choices")
-
-    @classmethod
-    def giant(cls, chars: int = 2_000_000, chunk_chars: int = 65_536) -> Fault:
-        """A reply of ``chars`` characters (a runaway generation)."""
-        return cls("status", status=200, reply=Reply(text="x" * chars, chunk_chars=chunk_chars))
-
-    @classmethod
-    def drip(cls, every: float, size: int = 1) -> Fault:
-        """A reply that never ends: ``size`` bytes of it every ``every`` seconds.
-
-        Streamed, the bytes are those of an endless run of text chunks (with ``size`` of a few
-        hundred, whole chunks keep arriving; with 1, not even the first one completes for a
-        long while). Not streamed, they are the start of a body that never completes. Each
-        byte keeps an HTTP client's read timeout from firing: only a deadline stops it.
-        """
-        return cls("drip", status=size, every=every)
-
-    @classmethod
-    def slow(cls, delay: float, reply: Reply | str = "slow answer") -> Fault:
-        """A correct answer that starts after ``delay`` seconds."""
-        base = Reply(text=reply) if isinstance(reply, str) else reply
-        return cls("status", status=200, reply=Reply(**{**base.__dict__, "delay": delay}))
 
 
 @dataclass(frozen=True)
@@ -223,9 +120,21 @@ def _calls(reply: Reply) -> list[dict[str, Any]]:
     ]
 
 
+# The error "code" OpenAI sends with a status when nothing more specific applies.
+_STATUS_CODES = {401: "invalid_api_key", 429: "rate_limit_exceeded"}
+
+
+def _error_type(status: int) -> str:
+    """The error "type" OpenAI sends with a status."""
+    if status == 429:
+        return "requests"
+    return "server_error" if status >= 500 else "invalid_request_error"
+
+
 class _Handler(BaseHTTPRequestHandler):
     server: _HTTPServer
     protocol_version = "HTTP/1.1"
+    _completion_id = ""
 
     def log_message(self, format: str, *args: Any) -> None:  # the stdlib signature
         """Quiet: tests read ``requests`` instead of a log on stderr."""
@@ -237,7 +146,7 @@ class _Handler(BaseHTTPRequestHandler):
         elif self.path.rstrip("/") in ("/health", "/v1/health"):
             self._json(200, {"status": "ok"})
         else:
-            self._error(404, f"no route {self.path}")
+            self._error(404, f"no route {self.path}", code="unknown_url")
 
     def do_POST(self) -> None:
         mock = self.server.mock
@@ -246,24 +155,33 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             body = json.loads(raw or b"{}")
         except json.JSONDecodeError:
-            self._error(400, "the request body is not JSON")
+            self._error(400, "We could not parse the JSON body of your request.")
             return
         request = RecordedRequest(
             "POST", self.path, {k.lower(): v for k, v in self.headers.items()}, body
         )
         mock.record(request)
         if not self.path.rstrip("/").endswith("/chat/completions"):
-            self._error(404, f"no route {self.path}")
+            self._error(404, f"no route {self.path}", code="unknown_url")
             return
         if mock.api_key is not None and request.headers.get("authorization") != (
             f"Bearer {mock.api_key}"
         ):
-            self._error(401, "invalid api key", "invalid_request_error")
+            self._error(401, "Incorrect API key provided.", code="invalid_api_key")
+            return
+        problem = invalid_request(body)
+        if problem is not None:
+            # Refused before any script item is used, as the real API refuses it before any
+            # model runs.
+            self._error(400, problem.message, code=problem.code, param=problem.param)
             return
         self._answer(mock.next_item(request), request)
 
     # Answers ---------------------------------------------------------------------------------
     def _answer(self, item: Reply | Fault, request: RecordedRequest) -> None:
+        # One id per completion: every chunk of a streamed reply carries it, as a real server's
+        # chunks do (a connection kept alive serves several requests, hence set per answer).
+        self._completion_id = f"chatcmpl-{uuid.uuid4().hex[:16]}"
         if isinstance(item, Reply):
             self._reply(item, request)
         elif item.kind == "hang":
@@ -280,8 +198,7 @@ class _Handler(BaseHTTPRequestHandler):
         elif item.status == 200:
             self._reply(item.reply, request)
         else:
-            kind = "rate_limit_exceeded" if item.status == 429 else "server_error"
-            self._error(item.status, item.message, kind, item.headers)
+            self._fault_error(item)
 
     def _reply(self, reply: Reply, request: RecordedRequest) -> None:
         if reply.delay:
@@ -421,7 +338,7 @@ class _Handler(BaseHTTPRequestHandler):
         kind: str = "chat.completion",
     ) -> dict[str, Any]:
         return {
-            "id": f"chatcmpl-{uuid.uuid4().hex[:16]}",
+            "id": self._completion_id,
             "object": kind,
             "created": int(time.time()),
             "model": str(request.body.get("model") or self.server.mock.model),
@@ -444,11 +361,31 @@ class _Handler(BaseHTTPRequestHandler):
         self,
         status: int,
         message: str,
-        kind: str = "server_error",
+        *,
+        code: str | None = None,
+        param: str | None = None,
+        kind: str | None = None,
         headers: dict[str, str] | None = None,
+        extra: dict[str, Any] | None = None,
     ) -> None:
-        body = {"error": {"message": message, "type": kind, "code": status}}
+        """OpenAI's error body: ``code`` is a string or null, never the HTTP status."""
+        error = {"message": message, "type": kind or _error_type(status), "param": param}
+        body = {"error": {**error, "code": code, **(extra or {})}}
         self._json(status, body, headers)
+
+    def _fault_error(self, fault: Fault) -> None:
+        code = fault.code if fault.code is not None else _STATUS_CODES.get(fault.status)
+        extra = dict(fault.extra)
+        param = extra.pop("param", None)
+        self._error(
+            fault.status,
+            fault.message,
+            code=code,
+            param=param,
+            kind=fault.error_type,
+            headers=fault.headers,
+            extra=extra,
+        )
 
     def _start_stream(self) -> None:
         self.send_response(200)

@@ -8,7 +8,9 @@ Accepted forms, tried in this order:
    constructor);
 4. a LangChain tool (``langchain_core.tools.BaseTool``);
 5. a pydantic model class with ``__call__``;
-6. a plain typed function with a docstring (as if decorated with ``@tool``).
+6. a plain ``fn(args, ctx)`` function, the spec's contract (`takes_args_and_ctx`): wrapped in a
+   ToolSpec as it is, taking the model's arguments as one dict (any object schema);
+7. a plain typed function with a docstring (as if decorated with ``@tool``).
 
 Registration-time options (``name``, ``namespace``, ``category``, ``group``...) override what
 the tool says about itself, so a third-party tool can be filed under a namespace or a stricter
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import typing
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -36,7 +39,7 @@ from ai_agent.tools.schema import (
 )
 from ai_agent.tools.spec import ToolCategory, ToolSpec, category_of
 
-__all__ = ["as_tool_spec", "is_tool"]
+__all__ = ["as_tool_spec", "is_tool", "takes_args_and_ctx"]
 
 _OVERRIDABLE = ("name", "category", "group", "description", "requires_env", "timeout")
 
@@ -155,9 +158,60 @@ def _base(obj: Any) -> ToolSpec | None:
     return _base_tool_spec(obj) if isinstance(obj, BaseTool) else None
 
 
+# What the first parameter of a ``fn(args, ctx)`` may be annotated with: the arguments' dict.
+_MAPPING_HINTS = frozenset({"dict", "Dict", "Mapping", "MutableMapping", "Any", "object"})
+_POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+
+
+def _hint_name(annotation: Any) -> str:
+    """The bare name of an annotation (``dict`` for ``dict[str, Any]`` or ``"Dict[str, Any]"``)."""
+    if isinstance(annotation, str):  # postponed (``from __future__ import annotations``)
+        return annotation.split("[", 1)[0].strip().rpartition(".")[2]
+    origin = typing.get_origin(annotation) or annotation
+    return str(getattr(origin, "__name__", "")) or repr(origin).rpartition(".")[2]
+
+
+def takes_args_and_ctx(obj: Any) -> bool:
+    """Whether ``obj`` is a plain function of the spec's contract, ``fn(args, ctx)``.
+
+    That is: exactly two positional parameters without defaults, the first named ``args`` and,
+    if annotated, a dict (``dict``, ``Mapping``, ``Any``). Such a function takes the model's
+    arguments as one dict; read as a typed function instead, its schema would ask the model for
+    an argument called ``args``, and every call would fail validation. A typed function whose
+    one model argument is named ``args`` (``count(args: list[str])``) stays typed.
+
+    Examples:
+        >>> def fetch(args, ctx):
+        ...     return {"status": "ok"}
+        >>> def count(args: list[str], ctx) -> int:
+        ...     return len(args)
+        >>> takes_args_and_ctx(fetch), takes_args_and_ctx(count)
+        (True, False)
+    """
+    if not (inspect.isfunction(obj) or inspect.ismethod(obj)):
+        return False
+    params = list(inspect.signature(obj).parameters.values())
+    if len(params) != 2 or any(p.kind not in _POSITIONAL for p in params):
+        return False
+    if any(p.default is not p.empty for p in params):
+        return False
+    first = params[0]
+    return first.name == "args" and (
+        first.annotation is first.empty or _hint_name(first.annotation) in _MAPPING_HINTS
+    )
+
+
+def _contract_spec(obj: Any, options: dict[str, Any]) -> ToolSpec:
+    """A ``fn(args, ctx)`` as it is: no schema of its own, its docstring or name describes it."""
+    name = options.get("name") or obj.__name__
+    return ToolSpec(name=name, fn=obj, category=options.get("category") or ToolCategory.EXTERNAL)
+
+
 def _plain(obj: Any, options: dict[str, Any]) -> ToolSpec | None:
     if isinstance(obj, type) and issubclass(obj, BaseModel):
         return model_spec(obj, category=options.get("category") or ToolCategory.EXTERNAL)
+    if takes_args_and_ctx(obj):
+        return _contract_spec(obj, options)
     if inspect.isfunction(obj) or inspect.ismethod(obj):
         return function_spec(obj, category=options.get("category") or ToolCategory.EXTERNAL)
     return None
@@ -187,7 +241,8 @@ def as_tool_spec(obj: Any, **options: Any) -> ToolSpec:
 
     Args:
         obj: A ToolSpec, a ``@tool`` function or model, a BaseTool, a LangChain tool, a
-            pydantic model with ``__call__`` or a typed function with a docstring.
+            pydantic model with ``__call__``, a plain ``fn(args, ctx)`` function or a typed
+            function with a docstring.
         **options: Overrides: ``name``, ``namespace`` (prefixed with a dot), ``category``,
             ``group``, ``description``, ``requires_env``, ``timeout``.
 

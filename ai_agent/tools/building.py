@@ -50,10 +50,13 @@ def build_tool_set(
     workdir: str | os.PathLike[str] = ".",
     embed: Embed | None = None,
     protected: ProtectedPaths | None = None,
+    prepare: Callable[[ToolRegistry], None] | None = None,
 ) -> tuple[ToolRegistry, list[str]]:
     """The registry (built-ins plus the user's tools) and the names active at the start.
 
-    ``protected`` is the engine's own state, out of reach of the built-in tools.
+    ``protected`` is the engine's own state, out of reach of the built-in tools. ``prepare``
+    gets the registry before the tools are selected, to mount what names may select (the
+    Agent's generated tools), so that ``"word_count"`` names a generated tool like any other.
 
     Raises:
         ConfigError: an unknown name, or an object that is not a tool.
@@ -70,6 +73,8 @@ def build_tool_set(
         timeout=config.timeout,
         max_result_chars=config.max_result_chars,
     )
+    if prepare is not None:
+        prepare(registry)
     active: list[str] = []
     for key, item in _items(tools if tools is not None else ()):
         if isinstance(item, str):

@@ -72,12 +72,18 @@ def function_spec(
         )
     sig = signature_schema(fn, owner=tool_name, docs=doc.args, extra=extra, compact=compact)
     is_async = inspect.iscoroutinefunction(fn)
+    why = _untyped_note(fn, tool_name)
+
+    def problems(args: dict[str, Any]) -> list[str]:
+        found = sig.problems(args)
+        return [*found, why] if found and why else found
 
     async def call(args: dict[str, Any], ctx: dict[str, Any]) -> Any:
         try:
             positional, kwargs = sig.bind(args, ctx)
         except ValidationError as exc:
-            return schema_violation(tool_name, pydantic_problems(exc))
+            found = pydantic_problems(exc)
+            return schema_violation(tool_name, [*found, why] if why else found)
         if is_async:
             return await fn(*positional, **kwargs)
         # This wrapper is async (it validates first), so it hands a sync body to a thread itself,
@@ -95,8 +101,25 @@ def function_spec(
         preview=preview,
         format_result=format_result,
         escalate=escalate,
-        validator=sig.problems,
+        validator=problems,
         group=group,
+    )
+
+
+def _untyped_note(fn: Callable[..., Any], name: str) -> str | None:
+    """Why a call may not fit a function read as typed when none of its parameters has a type.
+
+    Such a function may well be meant as the spec's ``fn(args, ctx)`` under other names: its
+    schema then asks the model for arguments the author never meant, and a failing call must say
+    where the schema came from, not only what is missing.
+    """
+    params = [p for p in inspect.signature(fn).parameters.values() if p.name != CONTEXT_PARAMETER]
+    if not params or any(p.annotation is not p.empty for p in params):
+        return None
+    listed = ", ".join(p.name for p in params)
+    return (
+        f"({name}'s schema was read from its signature, whose parameters ({listed}) have no "
+        "types; a tool that takes the model's arguments as one dict is written fn(args, ctx))"
     )
 
 

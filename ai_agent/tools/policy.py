@@ -18,6 +18,8 @@ Rules, in order:
    with an intent but no outcome crashed mid-way: read-only tools simply run again, any other
    waits for explicit approval (UNKNOWN_OUTCOME), and is cancelled if the plan did not approve it.
 6. Missing environment keys: the call waits (MISSING_ENV, AUTH severity) until they are set.
+   Its message also says what the call will wait for once they are (the reasons of rule 7), so
+   one gate shows everything a person decides about it.
 7. Approval: ``deny`` cancels; a grant runs the call. Otherwise the call needs a person when any
    of these holds, and waits (APPROVAL_REQUIRED, severity 1.0) with every reason in the issue:
 
@@ -32,7 +34,9 @@ Rules, in order:
      or these exact arguments does.
 
    Unattended mode (``--yes``) waives all three; ``deny`` still holds. After a plan that did not
-   approve the call, it is cancelled.
+   approve the call, it is cancelled, unless the person saw it at that gate and what it needs
+   is a confirmation (a ``confirm`` policy or the first-time gate, not an escalation): a plan
+   that lets the run go on confirms it. An ``approve`` policy (changes) needs the approval.
 
 Grants bind to exactly what a person was shown (see `ai_agent.state.Grant`): the run, the gate,
 the call's engine id (never the model's, which a model may repeat) and the digest of its canonical
@@ -239,6 +243,7 @@ class CallFacts:
         first_use: It is an external tool that has not run yet in this run.
         unattended: Trusted batch mode (``--yes``).
         first_use_gate: The first-time gate of external tools is on.
+        shown: The call was among the calls the gate just answered showed the person.
     """
 
     call: ToolCall
@@ -258,6 +263,7 @@ class CallFacts:
     first_use: bool = False
     unattended: bool = False
     first_use_gate: bool = True
+    shown: bool = False
 
 
 def _availability(f: CallFacts) -> Verdict | None:
@@ -317,11 +323,23 @@ def _environment(f: CallFacts) -> Verdict | None:
     if not f.missing_env:
         return None
     keys = ", ".join(f.missing_env)
+    # One gate shows all a person must decide about the call: what it waits for after the keys
+    # are set too, so the plan that answers this gate can settle both.
+    category = f.info["category"] if f.info else "external"
+    after = _reasons(f, category, f.approvals.get(category, "approve"))
+    if f.approved or f.unattended or not after:
+        then = "set them and resume"
+    elif _confirmable(f, f.approvals.get(category, "approve")):
+        then = (
+            f"set them and resume; {'; '.join(after)}: a plan that continues confirms it "
+            "(deny it to skip it)"
+        )
+    else:
+        then = f"set them and resume; {'; '.join(after)}: approve it in the plan, or it is skipped"
     return Verdict(
         "wait",
         IssueKind.MISSING_ENV,
-        f"{f.call['name']} needs environment variable(s) {keys}, which are not set; "
-        "set them and resume",
+        f"{f.call['name']} needs environment variable(s) {keys}, which are not set; {then}",
         ToolResult(
             status="error",
             error=f"missing environment variable(s): {keys}",
@@ -360,8 +378,17 @@ def _approval(f: CallFacts) -> Verdict:
     if not reasons:
         return Verdict("run")
     if f.answered:
+        # A person who saw the call at the gate and let the run go on confirmed it; what needs
+        # an approval (a change, an escalated call) needs it explicitly.
+        if f.shown and _confirmable(f, policy):
+            return Verdict("run")
         return _cancel(CANCELLED)
     return Verdict("wait", IssueKind.APPROVAL_REQUIRED, "; ".join(reasons))
+
+
+def _confirmable(f: CallFacts, policy: str) -> bool:
+    """Whether what the call waits for is a confirmation, which a plan that continues gives."""
+    return policy in ("confirm", "auto") and f.escalation is None
 
 
 _RULES = (_availability, _schema, _denial, _journal, _environment)

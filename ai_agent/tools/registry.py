@@ -349,20 +349,19 @@ class ToolRegistry(Mapping[str, ToolSpec]):
     # Groups, namespaces, selection -----------------------------------------------------------
     def groups(self) -> dict[str, list[str]]:
         """Group name -> its tools' names (sorted)."""
-        out: dict[str, list[str]] = {}
-        for name in sorted(self._specs):
-            group = self._specs[name].group
-            if group:
-                out.setdefault(group, []).append(name)
-        return out
+        return self._names_by(lambda spec: spec.group)
 
     def namespaces(self) -> dict[str, list[str]]:
         """Namespace -> its tools' names (``fs`` -> ``["fs.read_file", ...]``)."""
+        return self._names_by(lambda spec: spec.namespace)
+
+    def _names_by(self, key: Callable[[ToolSpec], str | None]) -> dict[str, list[str]]:
+        """``key(spec)`` -> the names of the tools it gives (sorted); tools without one left out."""
         out: dict[str, list[str]] = {}
         for name in sorted(self._specs):
-            namespace = self._specs[name].namespace
-            if namespace:
-                out.setdefault(namespace, []).append(name)
+            value = key(self._specs[name])
+            if value:
+                out.setdefault(value, []).append(name)
         return out
 
     def select(self, selectors: str | Sequence[str]) -> list[str]:

@@ -25,6 +25,7 @@ __all__ = [
     "clip_text",
     "default_summary",
     "is_bounded",
+    "labelled",
     "model_text",
     "normalise",
     "schema_violation",
@@ -102,6 +103,25 @@ def normalise(outcome: Any) -> ToolResult:
 
 # The tool layer's name for the engine's one secret mask (`ai_agent.observability.redaction`).
 Scrubber = SecretValues
+
+
+def labelled(result: ToolResult, name: str, category: str | None) -> ToolResult:
+    """``result`` naming the tool it is of and that tool's category (None: no such tool).
+
+    Both come from the catalog, never from what a tool returned (`normalise` keeps neither), so a
+    tool cannot claim another's name or a milder category.
+
+    Examples:
+        >>> labelled({"status": "ok", "content": 1}, "echo", "read_only")
+        {'status': 'ok', 'content': 1, 'tool_name': 'echo', 'category': 'read_only'}
+        >>> labelled({"status": "error"}, "gone", None)
+        {'status': 'error', 'tool_name': 'gone'}
+    """
+    named = ToolResult(**result)
+    named["tool_name"] = name
+    if category is not None:
+        named["category"] = category
+    return named
 
 
 def model_text(result: ToolResult) -> str:

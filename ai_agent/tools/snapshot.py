@@ -38,6 +38,7 @@ from ai_agent.tools.results import (
     Scrubber,
     cap_summary,
     default_summary,
+    labelled,
     model_text,
     normalise,
     schema_violation,
@@ -279,7 +280,8 @@ class ToolSnapshot:
             summary = _guarded(lambda: formatter(result), lambda: summary)
         result["summary"] = cap_summary(scrubber.text(result.get("summary") or summary))
         result["execution_time_ms"] = round((time.perf_counter() - started) * 1000, 3)
-        return result
+        # Which tool made it, and how much oversight that tool needs, travel with the result.
+        return labelled(result, name, spec.category.value if spec is not None else None)
 
     async def _execute(
         self, spec: ToolSpec | None, call: ToolCall, tool_ctx: dict[str, Any]

@@ -14,6 +14,7 @@ stages only ever deal with this one shape.
 
 from __future__ import annotations
 
+import inspect
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -21,11 +22,12 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from ai_agent.errors import ToolRegistrationError
+from ai_agent.tools.docstrings import parse_docstring
 
 if TYPE_CHECKING:
     from ai_agent.state import ToolResult
 
-__all__ = ["ToolCategory", "ToolFn", "ToolSpec", "category_of"]
+__all__ = ["ToolCategory", "ToolFn", "ToolSpec", "category_of", "described"]
 
 # A tool may return a ToolResult, any dict of that shape, or a plain value (wrapped as content).
 ToolFn = Callable[[dict[str, Any], dict[str, Any]], Any]
@@ -68,6 +70,28 @@ def category_of(value: ToolCategory | str, owner: str) -> ToolCategory:
         ) from None
 
 
+def described(fn: Callable[..., Any], name: str) -> str:
+    """What a tool without a description tells the model: its function's docstring, else its name.
+
+    Only a function's own docstring counts: a callable object's class docstring (a
+    ``functools.partial``'s, say) describes the class, not the tool. The docstring's text before
+    its first section is used (`ai_agent.tools.docstrings`), so ``Args:`` and examples stay out.
+
+    Examples:
+        >>> def fetch(args, ctx):
+        ...     '''Fetch the users.
+        ...
+        ...     Args:
+        ...         args: Filters.
+        ...     '''
+        >>> described(fetch, "fetch"), described(lambda a, c: None, "echo")
+        ('Fetch the users.', 'echo')
+    """
+    own = fn.__doc__ if inspect.isroutine(fn) else None
+    text = parse_docstring(own).description if own else ""
+    return text.strip() or name
+
+
 @dataclass(frozen=True, slots=True)
 class ToolSpec:
     """A tool: a name, the function, and what it needs.
@@ -81,7 +105,8 @@ class ToolSpec:
             gives a structured error (``meta.code == "MISSING_ENV"``) and an AUTH-severity gate
             issue, without calling ``fn``. Their values reach ``fn`` as ``ctx["env"]`` and are
             scrubbed from everything the tool returns.
-        description: What it does, shown to the model. Required.
+        description: What it does, shown to the model. Without one, ``fn``'s docstring (its
+            text before the first section), else the tool's name (which says little).
         parameters: JSON schema of ``args`` (an object schema). Defaults to "any object".
         category: Oversight category. When in doubt the spec says pick the stricter one, so a
             tool that does not say is EXTERNAL.
@@ -129,11 +154,12 @@ class ToolSpec:
             )
         if not callable(self.fn):
             raise ToolRegistrationError(f"tool {self.name!r}: fn must be callable")
-        if not isinstance(self.description, str) or not self.description.strip():
+        if not isinstance(self.description, str):
             raise ToolRegistrationError(
-                f"tool {self.name!r} has no description: the model cannot know when to use it. "
-                "Pass description='...' (or give the function a docstring)."
+                f"tool {self.name!r}: description must be text, not {type(self.description)!r}"
             )
+        if not self.description.strip():
+            object.__setattr__(self, "description", described(self.fn, self.name))
         if self.parameters is not None and self.parameters.get("type", "object") != "object":
             raise ToolRegistrationError(
                 f"tool {self.name!r}: parameters must be a JSON object schema"

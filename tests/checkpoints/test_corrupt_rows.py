@@ -119,8 +119,9 @@ def test_an_unreadable_gate_in_the_run_row_is_reported_and_the_runs_go_on(
     ("table", "column", "what", "commands"),
     [
         ("agent_model_calls", "usage", "the usage", ("show", "replay")),  # show: tokens by step
-        ("agent_tool_calls", "result", "the result", ("replay",)),
-        ("agent_tool_calls", "args", "the arguments", ("replay",)),
+        # A recorded tool call's arguments and result are its journal entry's.
+        ("agent_journal", "result", "the result", ("replay",)),
+        ("agent_journal", "args", "the arguments", ("replay",)),
     ],
 )
 def test_an_unreadable_recorded_call_names_the_run_and_the_call(

@@ -330,3 +330,15 @@ def test_a_plan_file_larger_than_any_plan_is_not_read(
     err = fails(capsys, ["resume", "p1", "--model", paused, "--plan-file", str(plan)])
     assert "more than the 1,000 allowed (max_plan_chars)" in err
     assert still_paused(capsys)
+
+
+def test_a_plan_from_the_command_line_is_parsed_once(
+    paused: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Read where it arrives (the options), then typed all the way to the gate.
+    from tests.graph.conftest import count_plan_parses
+
+    seen = count_plan_parses(monkeypatch)
+    argv = ["resume", "p1", "--model", paused, "--activate", "calculator", "--quiet"]
+    assert main(argv) == EXIT["completed"]
+    assert [plan["activate_tools"] for plan in seen] == [["calculator"]]

@@ -231,12 +231,12 @@ def test_internal_errors_are_reported_without_traceback(
 def test_ctrl_c_points_at_resume(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from ai_agent.graph import core
+    from ai_agent.graph import agent
 
     async def interrupted(*args: Any, **kwargs: Any) -> Any:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(core.AgentCore, "run", interrupted)
+    monkeypatch.setattr(agent.Agent, "run", interrupted)
     code = main(["x", "--model", script(tmp_path, {"text": "x"}), "--thread-id", "k1", "--quiet"])
     assert code == 130
     assert "resume it with: ai-agent resume k1" in capsys.readouterr().err

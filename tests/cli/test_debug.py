@@ -63,8 +63,9 @@ def test_show_prints_a_timeline_with_tokens(
     out = out_of(capsys)
     lines = out.splitlines()
     # 34 reported by the server for the first request; the second reported none, so its tokens
-    # are the engine's calibrated estimate (63: the tool message's id is the engine's, c1.0).
-    assert lines[0] == "thread t1: completed after 2 iteration(s), 97 tokens in 2 model request(s)"
+    # are the engine's calibrated estimate (107: the tool message's id is the engine's, c1.0, and
+    # the chat template's rendering of the tool turn, template_tool_turn_tokens, is counted).
+    assert lines[0] == "thread t1: completed after 2 iteration(s), 141 tokens in 2 model request(s)"
     assert lines[1].split() == [
         "step",
         "stage",

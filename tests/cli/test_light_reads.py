@@ -83,4 +83,4 @@ def test_a_command_that_runs_imports_the_model_stack(database: Path) -> None:
     argv = ["replay", "t1", "--db", str(database), *model, "--quiet"]
     code, _, loaded = _loaded_by(argv)
     assert code == 0
-    assert "ai_agent.graph.core" in heavy_modules(loaded)
+    assert "ai_agent.graph.runner" in heavy_modules(loaded)

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from ai_agent import Agent, ToolCategory, ToolSpec
+from ai_agent import Agent, ToolCategory, ToolSpec, UserPlan
 from ai_agent.config import AgentSettings
 from ai_agent.testing import ScriptedModel
 
@@ -23,6 +23,19 @@ def call(name: str, **args: Any) -> dict[str, Any]:
 def text(value: str) -> dict[str, Any]:
     """A scripted turn that answers."""
     return {"text": value}
+
+
+def count_plan_parses(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """Every value parsed into a UserPlan from now on (``UserPlan.model_validate``)."""
+    seen: list[Any] = []
+    validate = UserPlan.model_validate.__func__  # type: ignore[attr-defined]
+
+    def counting(cls: type[UserPlan], value: Any, *args: Any, **kwargs: Any) -> UserPlan:
+        seen.append(value)
+        return validate(cls, value, *args, **kwargs)  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(UserPlan, "model_validate", classmethod(counting))
+    return seen
 
 
 @pytest.fixture

@@ -455,6 +455,37 @@ async def test_query_user_plan_returning_none_pauses(make_agent: MakeAgent) -> N
     assert result.status == "paused"
 
 
+async def test_a_decided_gate_is_not_evaluated_or_asked_again_on_resume(
+    make_agent: MakeAgent,
+) -> None:
+    log: list[dict[str, Any]] = []
+    asked: list[str] = []
+
+    def evaluate_critical(task: str, issues: list[Any], ctx: dict[str, Any]) -> dict[str, Any]:
+        asked.append("evaluate_critical")
+        return {"intervene": bool(issues)}
+
+    def query_user_plan(task: str, gate: dict[str, Any], ctx: dict[str, Any]) -> Any:
+        asked.append("query_user_plan")
+        # Undecided the first time (the run pauses for a person); a second ask would cancel.
+        return None if asked.count("query_user_plan") == 1 else {"allow_continue": False}
+
+    agent = make_agent(
+        [call("note", text="x"), text("noted")],
+        tools=[recorder(log, category=ToolCategory.MODIFICATION)],
+        hooks=Hooks(evaluate_critical=evaluate_critical, query_user_plan=query_user_plan),
+    )
+    paused = await agent.run("write")
+    assert paused.status == "paused"
+    assert asked == ["evaluate_critical", "query_user_plan"]
+    done = await agent.resume(paused.thread_id, UserPlan(approve=["*"]))
+    # The person's plan is applied as given; the gate they answered ran no hook again. The next
+    # cycle's gate is a new one and is evaluated (and, clean, passes without asking).
+    assert (done.status, done.final_text) == ("completed", "noted")
+    assert len(log) == 1
+    assert asked.count("query_user_plan") == 1
+
+
 async def test_evaluate_critical_may_wave_a_blocker_through(make_agent: MakeAgent) -> None:
     """Not intervening never runs an unapproved call: it is cancelled instead."""
     log: list[dict[str, Any]] = []
@@ -489,3 +520,58 @@ async def test_tool_exceptions_become_tool_errors(make_agent: MakeAgent) -> None
     assert result.gate is not None
     assert result.gate["issues"][0]["code"] == "TOOL_ERROR"
     assert "ValueError: kaput" in result.gate["issues"][0]["message"]
+
+
+def _raises(*args: Any) -> Any:
+    raise ValueError("the hook's own bug")
+
+
+@pytest.mark.parametrize("hook", ["recall", "reflect", "discover_tools", "evaluate_critical"])
+async def test_a_hook_that_raises_before_the_gate_is_a_gate_issue_naming_it(
+    make_agent: MakeAgent, hook: str
+) -> None:
+    log: list[dict[str, Any]] = []
+    agent = make_agent(
+        [call("note", text="x"), text("done"), text("done")],
+        tools=[recorder(log)],
+        hooks=Hooks(**{hook: _raises}),
+    )
+    paused = await agent.run("note it")  # no exception out of run()
+    assert paused.status == "paused" and paused.gate is not None
+    found = [i for i in paused.gate["issues"] if i["code"] == "HOOK_ERROR"]
+    assert [i["message"] for i in found] == [
+        f"the {hook} hook raised ValueError: the hook's own bug; fix the hook, then resume the run"
+    ]
+    if hook == "recall":  # no model was asked before the gate heard of it
+        assert [t["stage"] for t in paused.trace] == ["recall", "draft", "gate"]
+
+
+async def test_a_query_user_plan_that_raises_pauses_for_a_person(make_agent: MakeAgent) -> None:
+    agent = make_agent([call("ghost_tool"), text("ok")], hooks=Hooks(query_user_plan=_raises))
+    paused = await agent.run("use a ghost")
+    assert paused.status == "paused" and paused.gate is not None
+    assert [i["code"] for i in paused.gate["issues"]] == ["TOOL_MISSING", "HOOK_ERROR"]
+    assert "the query_user_plan hook raised ValueError" in paused.gate["prompt"]
+
+
+@pytest.mark.parametrize("hook", ["finalize", "persist"])
+async def test_a_hook_that_raises_after_the_gate_fails_the_run_resumably(
+    make_agent: MakeAgent, hook: str
+) -> None:
+    calls: list[str] = []
+
+    def flaky(*args: Any) -> Any:
+        calls.append(hook)
+        if len(calls) == 1:
+            raise ValueError("not yet")
+        return "fixed"
+
+    agent = make_agent([text("done")], hooks=Hooks(**{hook: flaky}))
+    failed = await agent.run("finish")  # no exception out of run()
+    assert (failed.status, failed.stop_reason) == ("failed", "error")
+    assert (
+        failed.error
+        == f"the {hook} hook raised ValueError: not yet; fix the hook, then resume the run"
+    )
+    done = await agent.resume(failed.thread_id)  # the stage runs again
+    assert done.status == "completed" and calls == [hook, hook]

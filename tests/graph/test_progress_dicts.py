@@ -90,7 +90,12 @@ def draft(iteration: int, before: int, tool: str | None, detail: str = "") -> li
 
 
 def ran(
-    iteration: int, tool: str, call_id: str, args: dict[str, Any], content: str
+    iteration: int,
+    tool: str,
+    call_id: str,
+    args: dict[str, Any],
+    content: str,
+    category: str = "read_only",
 ) -> dict[str, Any]:
     call = {"id": call_id, "name": tool, "args": args, "model_id": f"call_{iteration - 1}_0"}
     result = {
@@ -98,6 +103,8 @@ def ran(
         "content": content,
         "execution_time_ms": 0,
         "summary": f"{tool}: {content}",
+        "tool_name": tool,  # named by the registry, from the catalog
+        "category": category,
     }
     return {
         "type": "tool_finished",
@@ -170,7 +177,7 @@ async def test_a_run_paused_and_resumed_gives_on_event_the_same_dicts(
             "data": {"call_id": "c2.0"},
             **act,
         },
-        ran(2, "write_note", "c2.0", {"text": "hi"}, "written"),
+        ran(2, "write_note", "c2.0", {"text": "hi"}, "written", "modification"),
         {"type": "stage_finished", "stage": "act", "iteration": 2, "duration_ms": 0},
         *stages(2, "reflect", "gate"),
         *draft(3, 2, None, "done"),

@@ -70,6 +70,9 @@ async def test_prune_keeps_the_recording_a_kept_fork_needs(make_agent: MakeAgent
     report = await agent.prune(original.thread_id)
     assert report.calls_deleted == 0
     assert len(await agent.store.model_calls(original.thread_id)) == 2
+    # The finished run's journal went, but the outcome its kept recorded call names.
+    (kept,) = await agent.store.tool_calls(original.thread_id)
+    assert kept["result"]["content"] == "5"
     replay = await agent.replay(fork)  # its first steps come from the parent's recording
     assert (replay.divergence, replay.final_text) == (None, "5")
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 from typing import Any, cast
 
@@ -10,7 +11,7 @@ import httpx
 import pytest
 import respx
 
-from ai_agent import Agent
+from ai_agent import Agent, tool
 from ai_agent.checkpoints import SCHEMA_VERSION, RunStore
 from ai_agent.config import AgentSettings
 from ai_agent.models import request_hash
@@ -67,6 +68,62 @@ async def test_model_and_tool_calls_are_recorded_with_their_step(make_agent: Mak
     assert tool["call"] == {"id": "c1.0", "name": "calculator", "args": {"expression": "6*7"}}
     assert tool["args_hash"] == args_hash({"expression": "6*7"})
     assert tool["result"]["content"] == "42" and tool["duration_ms"] >= 0
+
+
+MARK = "mark-of-the-result-3f9c"
+
+
+@tool(category="read_only")
+def look() -> dict[str, Any]:
+    """Look (the result carries a mark that only the result itself holds, not its text)."""
+    return {"status": "ok", "content": "looked", "meta": {"mark": MARK}}
+
+
+def rows_holding(db: Path, needle: str) -> dict[str, int]:
+    """How many rows of each run-store table hold ``needle`` in some column."""
+    with sqlite3.connect(db) as conn:
+        tables = [
+            r[0]
+            for r in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'agent%'"
+            )
+        ]
+        found = {}
+        for table in tables:
+            columns = [r[1] for r in conn.execute(f"PRAGMA table_info({table})")]
+            held = " OR ".join(f"instr(CAST({c} AS TEXT), ?) > 0" for c in columns)
+            count = conn.execute(
+                f"SELECT count(*) FROM {table} WHERE {held}",
+                [needle] * len(columns),
+            ).fetchone()[0]
+            if count:
+                found[table] = count
+    return found
+
+
+async def test_a_tool_calls_outcome_is_stored_once_in_the_run_store(db: Path) -> None:
+    """The journal is the record of a call's outcome: the recorded call names it, not a copy."""
+    agent = Agent(
+        model=ScriptedModel([call("look"), text("done")]),
+        tools=[look],
+        checkpoint_path=db,
+        memory_path=None,
+        settings=AgentSettings(),
+    )
+    async with agent:
+        done = await agent.run("look", thread_id="t")
+        (recorded,) = await agent.store.tool_calls("t")
+        journal = await agent.store.lookup("t", 1, "c1.0")
+        state = await agent.get_state("t")
+        replay = await agent.replay("t")
+    assert done.status == "completed"
+    assert journal is not None and recorded["result"] == journal["result"]
+    assert recorded["result"]["meta"]["mark"] == MARK
+    # The run's state holds the result too (reflect and the gate read it there, bounded).
+    assert state["results"][0]["result"] == recorded["result"]
+    # One row in the whole run store for the run, and one for its replay (its own outcome).
+    assert rows_holding(db, MARK) == {"agent_journal": 2}
+    assert replay.divergence is None and replay.final_text == "done"
 
 
 async def test_message_bodies_are_stored_once(make_agent: MakeAgent) -> None:

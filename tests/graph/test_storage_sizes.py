@@ -59,7 +59,7 @@ async def test_a_50_mb_tool_output_is_stored_once(db: Path) -> None:
         assert done.status == "completed"
         full = await agent.tool_output("big", "out-1-c1.0")
         assert len(full) == 50 * MB + 8 and full.endswith("xTAIL")
-        # The journal, the recorded call and the state hold the bounded result naming it.
+        # The journal (read through the recorded call) and the state hold the bounded result.
         (recorded,) = await agent.store.tool_calls("big")
         assert recorded["result"]["meta"]["output_ref"] == "out-1-c1.0"
         assert len(json.dumps(recorded)) < 20_000

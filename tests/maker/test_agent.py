@@ -118,10 +118,29 @@ async def test_the_proposal_survives_a_resume_in_another_agent(tmp_path: Path) -
     assert done.status == "completed"
     assert [r.version for r in second.toolsmaker.records("shout")] == [1]  # reused, not rebuilt
     assert second.toolsmaker.active_versions() == {"shout": 1}
-    # A third Agent starts with the active version loaded.
+    # A third Agent has the active version in its catalog, active where selected.
     third = make(tmp_path)
-    assert "shout" in third.registry and "shout" in third.initial_tools
+    assert "shout" in third.registry and "shout" not in third.initial_tools
     assert third.registry["shout"].group == "generated"
+    assert make(tmp_path, tools=["shout"]).initial_tools == ["shout"]
+    assert make(tmp_path, tools=["generated"]).initial_tools == ["shout"]
+
+
+async def test_an_activated_generated_tool_is_selected_like_any_other(tmp_path: Path) -> None:
+    maker = make(tmp_path)
+    maker.build_dynamic_tool_from_intent(PROPOSAL)
+    maker.approve_dynamic_tool("shout", 1)
+    maker.activate_tool_version("shout", 1)
+    # Selected by name: active in that Agent's runs; the model calls it and it runs.
+    chosen = make(tmp_path, [call("shout", text="hi"), {"text": "done"}], tools=["shout"])
+    done = await chosen.run("shout hi")
+    assert done.status == "completed"
+    assert (await chosen.get_state(done.thread_id))["results"][0]["result"]["content"] == "HI"
+    # Not selected: in the catalog (a plan may activate it) but not active in the run.
+    other = make(tmp_path, [call("shout", text="hi"), {"text": "done"}], tools=["calculator"])
+    paused = await other.run("shout hi")
+    assert paused.gate is not None
+    assert [i["code"] for i in paused.gate["issues"]] == ["TOOL_MISSING"]
 
 
 async def test_a_denied_proposal_stays_waiting_for_review(tmp_path: Path) -> None:
@@ -224,7 +243,7 @@ async def test_generated_tools_in_runs_follow_the_engines_oversight(tmp_path: Pa
     assert listing["fetch"]["category"] == "external"
     assert listing["keyed"]["category"] == "modification"
     turns = [call("keyed"), {"text": "done"}]
-    runner = make(tmp_path, turns)
+    runner = make(tmp_path, turns, tools=["keyed"])
     paused = await runner.run("use the key")
     assert paused.gate is not None
     assert paused.gate["pending"][0]["blocked"] == "MISSING_ENV"
@@ -242,7 +261,7 @@ async def test_a_policy_violation_in_a_run_is_a_tool_error_at_the_gate(
     agent.build_dynamic_tool_from_intent({"name": "forker", "purpose": "Forks.", "code": code})
     agent.approve_dynamic_tool("forker", 1)
     agent.activate_tool_version("forker", 1)
-    runner = make(tmp_path, [call("forker"), {"text": "done"}])
+    runner = make(tmp_path, [call("forker"), {"text": "done"}], tools=["forker"])
     paused = await runner.run("fork")
     assert paused.status == "paused" and paused.gate is not None
     issue = paused.gate["issues"][0]
@@ -263,7 +282,7 @@ async def test_without_bubblewrap_a_generated_tool_refuses_to_run(
     monkeypatch.setenv("PATH", str(tmp_path / "no-bwrap-here"))
     with pytest.raises(SandboxUnavailableError, match="install the Debian package 'bubblewrap'"):
         await agent.registry["shout"].fn({"text": "x"}, {})
-    runner = make(tmp_path, [call("shout", text="x"), {"text": "done"}])
+    runner = make(tmp_path, [call("shout", text="x"), {"text": "done"}], tools=["generated"])
     paused = await runner.run("shout")
     assert paused.gate is not None
     issue = paused.gate["issues"][0]

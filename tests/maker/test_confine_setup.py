@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from ai_agent.errors import SandboxUnavailableError
-from ai_agent.tools.maker import SandboxLimits, ToolsmakerRegistry
+from ai_agent.tools.maker import SandboxLimits, ToolsmakerRegistry, sandbox_setup
 from ai_agent.tools.maker import confine as confine_module
 from ai_agent.tools.maker.confine import ConfinedCall, bwrap_command, find_bwrap, run_confined
 from tests.maker.conftest import SHOUT, ApproveTool, CallTool
@@ -169,12 +169,12 @@ def test_a_python_outside_usr_is_mounted(monkeypatch: pytest.MonkeyPatch, tmp_pa
     exe = tmp_path / "elsewhere" / "python3"
     monkeypatch.setattr("sys.base_prefix", str(prefix))
     monkeypatch.setattr("sys.executable", str(exe))
-    path, mounts = confine_module._python_args()
+    path, mounts = sandbox_setup._python_args()
     assert path == str(exe)
     assert mounts == ["--ro-bind", str(prefix), str(prefix), "--ro-bind", str(exe), str(exe)]
     monkeypatch.setattr("sys.base_prefix", "/usr")
     monkeypatch.setattr("sys.executable", "/usr/bin/python3")
-    assert confine_module._python_args()[1] == []
+    assert sandbox_setup._python_args()[1] == []
 
 
 async def test_the_environment_holds_only_declared_secrets(

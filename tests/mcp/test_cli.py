@@ -56,6 +56,31 @@ def test_mcp_list_shows_servers_status_and_tools(
     assert wait_gone(descendants() - before) == set()
 
 
+def test_a_tool_that_runs_only_as_a_task_is_not_offered_and_mcp_list_says_why(
+    everything_entry: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "mcp.yaml"
+    # The reference server's simulate-research-query declares execution.taskSupport "required".
+    config.write_text(
+        "mcp_servers:\n"
+        "  - name: every\n"
+        "    command: node\n"
+        f"    args: [{json.dumps(str(everything_entry))}]\n"
+        "    tools: [echo, simulate-research-query]\n"
+    )
+    assert main(["mcp", "list", "--config", str(config)]) == 0
+    out = capsys.readouterr().out
+    assert "every.simulate-research-query " not in out
+    assert (
+        "  left out simulate-research-query: tool 'every.simulate-research-query' runs only as "
+        "an MCP task (its execution.taskSupport is 'required')"
+    ) in out
+    assert main(["mcp", "list", "--config", str(config), "--json"]) == 0
+    (every,) = json.loads(capsys.readouterr().out)
+    assert [t["name"] for t in every["tools"]] == ["every.echo"]
+    assert list(every["left_out"]) == ["simulate-research-query"]
+
+
 def test_mcp_list_as_json(
     filesystem_entry: Path,
     everything_entry: Path,

@@ -133,6 +133,60 @@ def test_the_schema_version_is_kept_and_a_newer_one_refused(
         PostgresRunStore(pg_url)
 
 
+def a_version_4_database(pg_url: str) -> None:
+    """The tables as an ai-agent of version 4 left them, with three recorded tool calls.
+
+    c1's journal entry holds its outcome; c2's entry is gone (prune deleted a finished run's
+    journal, keeping its recorded calls); c3's entry is an intent (its outcome is unknown).
+    """
+    recorded = (
+        "INSERT INTO agent_tool_calls (thread_id, step, stage, checkpoint_id, iteration, call_id, "
+        "tool, args_hash, args, result, duration_ms, replayed, created_at) "
+        "VALUES ('t', 5, 'act', NULL, 1, %s, 'note', 'h', %s, %s, 2.5, 0, 1.0)"
+    )
+    journal = (
+        "INSERT INTO agent_journal (thread_id, iteration, call_id, tool, args, status, result, "
+        "intent_at, outcome_at) VALUES ('t', 1, %s, 'note', '{}', %s, %s, 1.0, NULL)"
+    )
+    with psycopg.connect(pg_url) as conn:
+        for statement in (*pg._TABLES, *pg.PG_MIGRATIONS[3]):
+            conn.execute(statement)
+        conn.execute("INSERT INTO agent_meta VALUES ('schema_version', '4')")
+        for call_id in ("c1", "c2", "c3"):
+            result = f'{{"status": "ok", "content": "{call_id} done"}}'
+            conn.execute(recorded, (call_id, f'{{"n": "{call_id}"}}', result))
+        conn.execute(journal, ("c1", "done", '{"status": "ok", "content": "c1 done"}'))
+        conn.execute(journal, ("c3", "intent", None))
+
+
+async def test_a_version_4_database_is_upgraded_in_place(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a_version_4_database(pg_url)
+    store = PostgresRunStore(pg_url)
+    assert store.migrated_from == 4
+    tools = await store.tool_calls("t")
+    assert [(t["call"]["id"], t["result"]["content"]) for t in tools] == [
+        ("c1", "c1 done"),
+        ("c2", "c2 done"),  # moved into the journal
+    ]
+    assert tools[1]["call"] == {"id": "c2", "name": "note", "args": {"n": "c2"}}
+    assert (tools[1]["step"], tools[1]["duration_ms"], tools[1]["args_hash"]) == (5, 2.5, "h")
+    unknown = await store.lookup("t", 1, "c3")
+    assert unknown is not None and (unknown["status"], unknown["result"]) == ("intent", None)
+    store.close()
+    with psycopg.connect(pg_url) as conn:
+        columns = conn.execute(
+            "SELECT column_name FROM information_schema.columns "
+            "WHERE table_name = 'agent_tool_calls'"
+        ).fetchall()
+        assert {"tool", "args", "result"}.isdisjoint(c[0] for c in columns)
+    # An ai-agent of version 4 refuses the upgraded database.
+    monkeypatch.setattr(pg, "SCHEMA_VERSION", 4)
+    with pytest.raises(StoreError, match=r"schema version 5, newer than .* understands \(4\)"):
+        PostgresRunStore(pg_url)
+
+
 def test_a_user_without_rights_gets_a_clear_set_up_error(pg_url: str, pg_cluster: Cluster) -> None:
     with psycopg.connect(pg_url, autocommit=True) as conn:
         conn.execute("CREATE ROLE reader LOGIN PASSWORD 'reader-canary'")

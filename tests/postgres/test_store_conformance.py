@@ -123,15 +123,7 @@ async def test_a_stale_holders_writes_are_refused_after_a_takeover(
             error=None,
             latency_ms=1,
         ),
-        lambda: store.record_tool_call(
-            "t",
-            POSITION,
-            call,
-            "a",
-            ToolResult(status="ok", content="x"),
-            iteration=1,
-            duration_ms=1,
-        ),
+        lambda: store.record_tool_call("t", POSITION, call, "a", iteration=1, duration_ms=1),
         lambda: store.claim_plan(plan["id"], "w"),
         lambda: store.finish_plan(plan["id"], status="done"),
     ]
@@ -203,10 +195,9 @@ async def test_recorded_calls_store_bodies_once(store: RunStoreProtocol) -> None
     with pytest.raises(KeyError):
         await store.model_request(10_000)
     call = ToolCall(id="c1", name="note", args={"text": "x"})
-    await store.record_tool_call(
-        "t", POSITION, call, "ah", ToolResult(status="ok", content="ok"), iteration=0,
-        duration_ms=3,
-    )  # fmt: skip
+    await store.intent("t", 0, call)
+    await store.record_tool_call("t", POSITION, call, "ah", iteration=0, duration_ms=3)
+    await store.outcome("t", 0, call, ToolResult(status="ok", content="ok"))
     (tool,) = await store.tool_calls("t")
     assert (tool["call"], tool["iteration"], tool["stage"]) == (call, 0, "draft")
     assert await store.delete_calls("t") == 3
@@ -214,6 +205,33 @@ async def test_recorded_calls_store_bodies_once(store: RunStoreProtocol) -> None
     (kept,) = await store.model_calls("u")  # the other thread's bodies are still there
     assert await store.model_request(kept["seq"]) == request
     await store.vacuum()
+
+
+async def test_a_recorded_tool_call_reads_its_outcome_from_the_journal(
+    store: RunStoreProtocol,
+) -> None:
+    """The journal entry is the one record of a call's outcome; the recorded call names it."""
+    call = ToolCall(id="c1", name="note", args={"text": "x"})
+    await store.intent("t", 2, call)
+    seq = await store.record_tool_call("t", POSITION, call, "ah", iteration=2, duration_ms=3)
+    assert await store.tool_calls("t") == []  # no outcome yet: none is recorded
+    result = ToolResult(status="ok", content="noted")
+    await store.outcome("t", 2, call, result)
+    (tool,) = await store.tool_calls("t")
+    assert (tool["seq"], tool["call"], tool["result"], tool["args_hash"]) == (
+        seq,
+        call,
+        result,
+        "ah",
+    )
+    assert (tool["duration_ms"], tool["replayed"], tool["step"]) == (3, False, 3)
+    # A finished run's journal goes, but the entries its kept recorded calls name.
+    await store.intent("t", 3, ToolCall(id="c2", name="note", args={}))
+    assert await store.delete_journal("t") == 1
+    assert [t["result"] for t in await store.tool_calls("t")] == [result]
+    assert await store.delete_calls("t") == 1
+    assert await store.delete_journal("t") == 1
+    assert await store.lookup("t", 2, "c1") is None
 
 
 def text_rows(location: str | Path) -> int:

@@ -133,7 +133,9 @@ def test_a_hanging_request_is_released_when_the_server_stops() -> None:
     server = MockOpenAIServer([Fault.hang()]).start()
     url = f"{server.base_url}/chat/completions"
     with pytest.raises(httpx.ReadTimeout):
-        httpx.post(url, json={"messages": []}, timeout=0.3)
+        httpx.post(
+            url, json={"model": "m", "messages": [{"role": "user", "content": "hi"}]}, timeout=0.3
+        )
     server.stop()
     server.stop()  # stopping twice is harmless
 
@@ -146,7 +148,8 @@ async def test_async_context_manager_and_lifecycle_errors() -> None:
         assert running.start() is running  # already started
         async with httpx.AsyncClient() as client:
             response = await client.post(
-                f"{running.base_url}/chat/completions", json={"messages": []}
+                f"{running.base_url}/chat/completions",
+                json={"model": "m", "messages": [{"role": "user", "content": "hi"}]},
             )
         assert response.json()["choices"][0]["message"]["content"] == "hi"
     with pytest.raises(RuntimeError):

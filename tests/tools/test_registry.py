@@ -31,7 +31,7 @@ def call(name: str = "t", **args: Any) -> ToolCall:
     [
         ({"name": "bad name"}, "tool name 'bad name' is invalid"),
         ({"name": "x" * 65}, "is invalid"),
-        ({"description": "  "}, "has no description"),
+        ({"description": 3}, "description must be text"),
         ({"fn": 42}, "fn must be callable"),
         ({"parameters": {"type": "array"}}, "must be a JSON object schema"),
     ],

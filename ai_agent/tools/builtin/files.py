@@ -331,27 +331,37 @@ class FileTools:
             out = [*out[:_DIFF_LINES], f"... ({len(out) - _DIFF_LINES} more diff lines)\n"]
         return "".join(out).rstrip("\n") or "(no change)"
 
-    def preview_write(self, args: dict[str, Any]) -> str:
+    def _preview_start(
+        self, tool: str, args: dict[str, Any], effect: str
+    ) -> str | tuple[Target, bool, str | None]:
+        """The target of a write's preview, whether it exists and its text now.
+
+        A preview line instead when there is no diff to show: the path is refused, or the file
+        there is not text (``effect`` says what the write does to it).
+        """
         try:
             target = self.box.resolve(args.get("path"))
         except SandboxError as exc:
-            return f"write_file: refused: {exc}"
+            return f"{tool}: refused: {exc}"
         exists = self.box.lstat(target) is not None
         old, why = self._current_text(target) if exists else (None, "")
         if exists and old is None:
-            return f"write_file {self.show(target)}: replaces the file (no diff: {why})"
+            return f"{tool} {self.show(target)}: {effect} (no diff: {why})"
+        return target, exists, old
+
+    def preview_write(self, args: dict[str, Any]) -> str:
+        start = self._preview_start("write_file", args, "replaces the file")
+        if isinstance(start, str):
+            return start
+        target, exists, old = start
         head = f"write_file {self.show(target)} ({'replace' if exists else 'new file'}):\n"
         return head + self._diff(target, old, str(args.get("content", "")))
 
     def preview_append(self, args: dict[str, Any]) -> str:
-        try:
-            target = self.box.resolve(args.get("path"))
-        except SandboxError as exc:
-            return f"append_file: refused: {exc}"
-        exists = self.box.lstat(target) is not None
-        old, why = self._current_text(target) if exists else (None, "")
-        if exists and old is None:
-            return f"append_file {self.show(target)}: appends to the file (no diff: {why})"
+        start = self._preview_start("append_file", args, "appends to the file")
+        if isinstance(start, str):
+            return start
+        target, exists, old = start
         new = (old or "") + str(args.get("content", ""))
         head = f"append_file {self.show(target)}{'' if exists else ' (new file)'}:\n"
         return head + self._diff(target, old, new)

@@ -26,7 +26,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ai_agent.tools.builtin.sandbox import SandboxError
+from ai_agent.tools.builtin.refusal import SandboxError
 
 __all__ = ["Protected", "ProtectedPaths"]
 

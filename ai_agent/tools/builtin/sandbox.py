@@ -40,6 +40,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ai_agent.tools.builtin.refusal import SandboxError
+
 if TYPE_CHECKING:
     from ai_agent.tools.builtin.protected import Protected, ProtectedPaths
 
@@ -50,14 +52,6 @@ __all__ = ["Sandbox", "SandboxError", "Target"]
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _CHUNK = 1 << 16
-
-
-class SandboxError(Exception):
-    """A path or file operation the sandbox refuses; ``code`` goes into the result's meta."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,7 +99,7 @@ class Sandbox:
         >>> box.resolve("../x")
         Traceback (most recent call last):
         ...
-        ai_agent.tools.builtin.sandbox.SandboxError: path '../x' is outside the sandbox directory
+        ai_agent.tools.builtin.refusal.SandboxError: path '../x' is outside the sandbox directory
     """
 
     def __init__(

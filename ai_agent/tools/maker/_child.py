@@ -36,6 +36,7 @@ import json
 import os
 import struct
 import sys
+import types
 from typing import Any
 
 AUDIT_ARCH_X86_64 = 0xC000003E
@@ -209,12 +210,16 @@ def main() -> int:
     except Exception as exc:
         send({"op": "setup_failed", "message": f"{type(exc).__name__}: {exc}"})
         return 3
-    namespace: dict[str, Any] = {"__name__": "generated_tool"}
+    # The code runs as a real module, registered where Python looks modules up: dataclasses,
+    # enums, pickling and typing find a class's module through sys.modules[cls.__module__].
+    module = types.ModuleType("generated_tool")
+    module.__file__ = setup["filename"]
+    sys.modules[module.__name__] = module
     try:
         # Running the tool's code is this process's whole purpose: the rlimits, the seccomp
         # filter and bwrap's namespaces are already in place, and they are the boundary.
-        exec(compile(setup["code"], setup["filename"], "exec"), namespace)  # noqa: S102
-        tool = namespace["GeneratedTool"]()
+        exec(compile(setup["code"], setup["filename"], "exec"), module.__dict__)  # noqa: S102
+        tool = module.GeneratedTool()
         for attr, value in (
             ("http", Http()),
             ("secrets", {k: os.environ.get(k, "") for k in setup["secrets"]}),
@@ -225,7 +230,11 @@ def main() -> int:
                 setattr(tool, attr, value)
         value = tool.execute(**setup["args"])
     except BaseException as exc:
-        send({"op": "error", "type": type(exc).__name__, "message": str(exc)[:2000]})
+        error = {"op": "error", "type": type(exc).__name__, "message": str(exc)[:2000]}
+        path = getattr(exc, "filename", None)  # what a failed file operation reached for
+        if isinstance(path, str):
+            error["path"] = path[:4096]
+        send(error)
         return 1
     try:
         send({"op": "result", "value": value})

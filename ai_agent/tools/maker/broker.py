@@ -14,7 +14,7 @@ which runs the request here. For each request, and again for every redirect it f
    ``max_redirects``, each one through steps 1-3.
 
 A host or address that is not allowed ends the call as a policy violation
-(`ai_agent.tools.maker.confine.Violation`). Transport problems (refused, timed out, a
+(`ai_agent.tools.maker.calls.Violation`). Transport problems (refused, timed out, a
 response larger than ``max_response_bytes``) are answered to the tool as errors. Proxy settings
 of the engine's environment are ignored.
 """
@@ -32,7 +32,7 @@ from urllib.parse import urljoin, urlsplit
 import httpx
 
 from ai_agent.tools.maker.allowlists import HostRule, address_ok, host_allowed
-from ai_agent.tools.maker.confine import Violation
+from ai_agent.tools.maker.calls import Violation
 
 __all__ = ["HttpBroker", "Resolver"]
 

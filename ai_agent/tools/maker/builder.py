@@ -33,18 +33,7 @@ __all__ = [
     "request_from_intent",
 ]
 
-INTENT_KEYS = (
-    "name",
-    "purpose",
-    "inputs",
-    "outputs",
-    "capabilities",
-    "allowed_paths",
-    "allowed_domains",
-    "secrets",
-    "risk",
-    "code",
-)
+INTENT_KEYS = ("name", "purpose", "inputs", *LIST_FIELDS, "risk", "code")
 
 
 def request_from_intent(intent: Mapping[str, Any]) -> ToolBuildRequest:

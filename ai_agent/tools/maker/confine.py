@@ -40,6 +40,10 @@ output                     the engine counts every byte it reads (stdout, stderr
 
 Where bubblewrap is missing (or cannot create its namespaces), calls raise
 `ai_agent.errors.SandboxUnavailableError`: there is no fallback to the engine's process.
+
+This module starts, supervises and kills the sandbox and says how the call ended; the command
+line is built in `ai_agent.tools.maker.sandbox_setup`, the engine's end of the socket pair is
+`ai_agent.tools.maker.channel`, and the call's types are in `ai_agent.tools.maker.calls`.
 """
 
 from __future__ import annotations
@@ -48,24 +52,17 @@ import asyncio
 import contextlib
 import json
 import os
-import platform
-import shutil
 import signal
 import socket
-import struct
-import sys
 import time
-from collections.abc import Awaitable, Callable, Iterator
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from ai_agent.errors import SandboxUnavailableError
-from ai_agent.tools.builtin.bwrap import root_dirs
 from ai_agent.tools.builtin.cgroups import CallCgroup, make_call_cgroup
-from ai_agent.tools.builtin.protected import ProtectedPaths
-from ai_agent.tools.builtin.sandbox import Sandbox, SandboxError
-from ai_agent.tools.maker.limits import SandboxLimits
+from ai_agent.tools.builtin.sandbox import SandboxError
+from ai_agent.tools.maker.calls import ConfinedCall, Outcome, Violation
+from ai_agent.tools.maker.channel import KEEP_LOG, MAX_DEPTH, Session
+from ai_agent.tools.maker.sandbox_setup import WORKSPACE, bwrap_command, find_bwrap, mounts
 
 __all__ = [
     "MAX_DEPTH",
@@ -78,14 +75,10 @@ __all__ = [
     "run_confined",
 ]
 
-WORKSPACE = "/workspace"
-_SANDBOX_UID = "65534"
-_KEEP_LOG = 4000  # bytes of stdout/stderr kept for the result's meta
 _REAP_SECONDS = 5.0
 # Tasks in the call's pids cgroup that are not the tool's: bubblewrap's monitor and the
 # sandbox's init. They are allowed on top of max_processes.
 _HELPERS = 2
-MAX_DEPTH = 64  # lists and objects inside one another in a frame (results included)
 _SIGNALS = {
     signal.SIGSYS: (
         "forbidden_syscall",
@@ -96,341 +89,6 @@ _SIGNALS = {
     signal.SIGXCPU: ("cpu_limit", "used up its CPU time limit and was killed"),
     signal.SIGXFSZ: ("file_size_limit", "wrote a file past its size limit and was killed"),
 }
-HttpHandler = Callable[[dict[str, Any], float], Awaitable[dict[str, Any]]]
-
-
-class Violation(Exception):  # noqa: N818 - internal signal, surfaced as ToolPolicyViolation
-    """Something the sandboxed tool did that ends the call as a policy violation.
-
-    Args:
-        reason: A short code (``output_cap``, ``host_not_allowed``, ``protocol``...), kept in
-            the ``tool_policy_blocked`` event.
-        message: What happened, for a person.
-    """
-
-    def __init__(self, reason: str, message: str) -> None:
-        super().__init__(message)
-        self.reason = reason
-
-
-@dataclass(frozen=True, slots=True)
-class ConfinedCall:
-    """One call of a generated tool, with everything the sandbox is built from.
-
-    Args:
-        name: The tool's name (for messages and the module's file name).
-        code: The module's source (already checked against its approved hash).
-        args: The call's arguments (JSON data).
-        base_dir: The workspace the allowed paths are relative to.
-        read_paths: Allowed paths mounted read-only.
-        write_paths: Allowed paths mounted writable.
-        secrets: Environment of the tool: declared secret name -> value.
-        protected: The engine's own state: no mount may hold it or lie inside it.
-        limits: The limits of the call.
-        http: The broker for ``http`` requests, or None when the tool may not make any.
-    """
-
-    name: str
-    code: str
-    args: dict[str, Any]
-    base_dir: Path
-    read_paths: tuple[str, ...] = ()
-    write_paths: tuple[str, ...] = ()
-    secrets: dict[str, str] = field(default_factory=dict)
-    protected: ProtectedPaths = field(default_factory=ProtectedPaths)
-    limits: SandboxLimits = field(default_factory=SandboxLimits)
-    http: HttpHandler | None = None
-
-
-@dataclass(slots=True)
-class Outcome:
-    """How a confined call ended.
-
-    Attributes:
-        kind: ``ok`` (a result), ``error`` (the tool raised), ``timeout`` (killed at the
-            deadline), ``violation`` (killed for a policy violation) or ``crashed`` (it died
-            without a result).
-        value: The tool's result (``ok``).
-        error: What happened, for a person (every kind but ``ok``).
-        reason: The violation's reason code (``output_cap``, ``forbidden_syscall``...).
-        stdout: The first bytes the tool printed (decoded).
-        stderr: The first bytes of its standard error (decoded).
-        received: Bytes the engine read from the sandbox in total.
-        seconds: Wall time of the call.
-        exit_status: bwrap's exit status (128 + N when the tool died of signal N).
-        forks_refused: Forks the call's pids cgroup refused at ``max_processes``.
-    """
-
-    kind: str
-    value: Any = None
-    error: str | None = None
-    reason: str | None = None
-    stdout: str = ""
-    stderr: str = ""
-    received: int = 0
-    seconds: float = 0.0
-    exit_status: int | None = None
-    forks_refused: int = 0
-
-
-def find_bwrap() -> str:
-    """The bwrap executable to confine generated tools with.
-
-    Returns:
-        Its path.
-
-    Raises:
-        SandboxUnavailableError: there is no ``bwrap`` on PATH, or the machine is not x86_64
-            (the seccomp filter is written for it); the message says what to do.
-    """
-    path = shutil.which("bwrap")
-    if path is None:
-        raise SandboxUnavailableError(
-            "generated tools run only inside bubblewrap, which is not installed (no 'bwrap' on "
-            "PATH); install the Debian package 'bubblewrap'. They never run in the engine's "
-            "process instead."
-        )
-    if platform.machine() not in ("x86_64", "AMD64"):
-        raise SandboxUnavailableError(
-            f"the seccomp filter of generated tools is written for x86_64, not "
-            f"{platform.machine()}; generated tools are refused here rather than run unfiltered"
-        )
-    return path
-
-
-def _under(path: Path, root: Path) -> bool:
-    return path == root or root in path.parents
-
-
-def _python_args() -> tuple[str, list[str]]:
-    """The interpreter to run and the mounts it needs beyond ``/usr/lib``."""
-    exe = Path(os.path.realpath(sys.executable))
-    prefix = Path(os.path.realpath(sys.base_prefix))
-    args: list[str] = []
-    usr = Path("/usr")
-    if not _under(prefix, usr):
-        args += ["--ro-bind", str(prefix), str(prefix)]
-    if not _under(exe, prefix) and not _under(exe, usr / "lib"):
-        args += ["--ro-bind", str(exe), str(exe)]
-    return str(exe), args
-
-
-@contextlib.contextmanager
-def _mounts(call: ConfinedCall) -> Iterator[tuple[list[str], list[int]]]:
-    """Bwrap options and descriptors for the allowed paths, held open until bwrap has them."""
-    box = Sandbox(call.base_dir)
-    protected = call.protected.current()
-    wanted = [(p, False) for p in call.read_paths] + [(p, True) for p in call.write_paths]
-    if wanted:
-        _refuse_linked_state(protected)
-    # Parents before children, so a writable subdirectory is mounted over a read-only parent.
-    wanted.sort(key=lambda item: (item[0].count("/"), item[0]))
-    with contextlib.ExitStack() as stack:
-        args: list[str] = []
-        fds: list[int] = []
-        for rel, writable in wanted:
-            try:
-                target = box.resolve(rel, check_extension=False)
-                # Either way round: a mount holding the engine's state, or one inside it
-                # (``toolsmaker_dir/specs`` would let a tool rewrite another tool's spec).
-                entry = protected.overlapping(Path(os.path.realpath(target.path)))
-                if entry is not None:
-                    raise Violation(
-                        "path_refused",
-                        f"allowed path {rel!r} overlaps the engine's own files ({entry.what}); "
-                        "not mounted",
-                    )
-                fd = stack.enter_context(box.directory(target.parts, create=writable))
-            except SandboxError as exc:
-                if exc.code == "NOT_FOUND" and not writable:
-                    continue  # nothing to read there: the tool sees no such directory
-                raise Violation("path_refused", f"allowed path {rel!r}: {exc}") from None
-            fds.append(fd)
-            option = "--bind-fd" if writable else "--ro-bind-fd"
-            args += [option, str(fd), f"{WORKSPACE}/{rel}"]
-        yield args, fds
-
-
-def _refuse_linked_state(protected: ProtectedPaths) -> None:
-    """No mount while a file of the engine's has a second name: it could be in the mount."""
-    linked = protected.linked()
-    if linked:
-        raise Violation(
-            "path_refused",
-            f"{linked[0].what} ({linked[0].path}) has more than one hard link, and the other "
-            "name may lie in an allowed path; nothing is mounted until the extra link is removed",
-        )
-
-
-def bwrap_command(
-    bwrap: str, call: ConfinedCall, mounts: list[str], channel: int, info: int
-) -> list[str]:
-    """The full bwrap command line of one call (see the module docstring for each part).
-
-    Args:
-        bwrap: The bwrap executable.
-        call: The call (its limits size ``/tmp``).
-        mounts: The options that mount the allowed paths (``--ro-bind-fd``/``--bind-fd``).
-        channel: The descriptor of the sandbox's end of the socket pair (passed to the runner).
-        info: The descriptor bwrap writes its ``--info-fd`` record to.
-
-    Returns:
-        The argv, from ``bwrap`` to the runner's arguments.
-    """
-    exe, python_mounts = _python_args()
-    limits = call.limits
-    args = [
-        bwrap,
-        "--unshare-all",
-        "--unshare-user",
-        "--disable-userns",
-        "--uid",
-        _SANDBOX_UID,
-        "--gid",
-        _SANDBOX_UID,
-        "--die-with-parent",
-        "--new-session",
-        "--ro-bind",
-        "/usr/lib",
-        "/usr/lib",
-        "--ro-bind-try",
-        "/usr/lib64",
-        "/usr/lib64",
-        "--ro-bind-try",
-        "/usr/share/zoneinfo",
-        "/usr/share/zoneinfo",
-        *root_dirs(("lib", "lib64")),
-        *python_mounts,
-        "--dev-bind",
-        "/dev/null",
-        "/dev/null",
-        "--dev-bind",
-        "/dev/zero",
-        "/dev/zero",
-        "--dev-bind",
-        "/dev/urandom",
-        "/dev/urandom",
-    ]
-    if limits.tmp_mb > 0:
-        args += ["--size", str(limits.tmp_mb << 20), "--tmpfs", "/tmp"]  # noqa: S108
-    args += ["--dir", WORKSPACE, *mounts, "--chdir", WORKSPACE, "--remount-ro", "/"]
-    args += ["--info-fd", str(info), "--", exe, "-I", "-S", "-B", "-X", "utf8"]
-    args += ["-c", _runner_source(), str(channel)]
-    return args
-
-
-def _runner_source() -> str:
-    return (Path(__file__).parent / "_child.py").read_text(encoding="utf-8")
-
-
-def _frame(message: dict[str, Any]) -> bytes:
-    data = json.dumps(message, ensure_ascii=False, default=str).encode()
-    return struct.pack(">I", len(data)) + data
-
-
-class _Session:
-    """Reads everything the sandbox sends, answers HTTP requests, counts bytes."""
-
-    def __init__(self, call: ConfinedCall, proc: asyncio.subprocess.Process) -> None:
-        self.call = call
-        self.proc = proc
-        self.budget = call.limits.max_output_bytes
-        self.received = 0
-        self.logs = {"stdout": bytearray(), "stderr": bytearray()}
-        self.final: dict[str, Any] | None = None
-
-    def count(self, size: int) -> None:
-        self.received += size
-        if self.received > self.budget:
-            raise Violation(
-                "output_cap",
-                f"sent more than its output cap of {self.budget} bytes and was killed",
-            )
-
-    async def drain(self, stream: asyncio.StreamReader | None, name: str) -> None:
-        if stream is None:  # pragma: no cover - both are pipes
-            return
-        kept = self.logs[name]
-        while chunk := await stream.read(1 << 16):
-            self.count(len(chunk))
-            if len(kept) < _KEEP_LOG:
-                kept += chunk[: _KEEP_LOG - len(kept)]
-
-    async def converse(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, deadline: float
-    ) -> None:
-        writer.write(
-            _frame(
-                {
-                    "code": self.call.code,
-                    "filename": f"{self.call.name}.py",
-                    "args": self.call.args,
-                    "secrets": sorted(self.call.secrets),
-                    "rlimits": self.call.limits.rlimits(),
-                    "seccomp": self.call.limits.seccomp,
-                }
-            )
-        )
-        await writer.drain()
-        while True:
-            try:
-                header = await reader.readexactly(4)
-            except asyncio.IncompleteReadError:
-                return
-            (length,) = struct.unpack(">I", header)
-            self.count(4 + length)
-            message = _parse(await reader.readexactly(length))
-            op = message.get("op")
-            if op == "http":
-                writer.write(_frame(await self._http(message, deadline)))
-                await writer.drain()
-            elif op in ("result", "error", "setup_failed") and self.final is None:
-                self.final = message
-            else:
-                raise Violation("protocol", f"sent an unexpected message ({str(op)[:40]!r})")
-
-    async def _http(self, message: dict[str, Any], deadline: float) -> dict[str, Any]:
-        if self.call.http is None:
-            raise Violation(
-                "http_not_declared",
-                "tried to make an HTTP request without the http capability",
-            )
-        return await self.call.http(message, deadline)
-
-
-def _parse(data: bytes) -> dict[str, Any]:
-    try:
-        message = json.loads(data)
-    except ValueError:
-        raise Violation("protocol", "sent a message that is not JSON") from None
-    except RecursionError:
-        # The engine's JSON parser recurses once per level; the depth is the tool's to choose.
-        message = None
-    if message is None or _too_deep(message):
-        raise Violation(
-            "protocol", f"sent a message nested too deeply (over {MAX_DEPTH} levels) to read"
-        )
-    if not isinstance(message, dict):
-        raise Violation("protocol", "sent a message that is not an object")
-    return message
-
-
-def _too_deep(value: Any) -> bool:
-    """True when ``value`` nests lists and objects deeper than MAX_DEPTH (checked iteratively).
-
-    What the engine accepts travels on into results, checkpoints and logs, whose serialisers
-    recurse too; a bound here keeps a tool from breaking them.
-    """
-    stack = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, dict):
-            item = list(item.values())
-        if isinstance(item, list):
-            if depth > MAX_DEPTH:
-                return True
-            stack += [(child, depth + 1) for child in item]
-    return False
 
 
 async def _read_info(fd: int) -> int | None:
@@ -512,8 +170,8 @@ async def _run(bwrap: str, call: ConfinedCall, group: CallCgroup | None) -> Outc
     parent, child = socket.socketpair()
     info_r, info_w = os.pipe()
     try:
-        with _mounts(call) as (mounts, fds):
-            argv = bwrap_command(bwrap, call, mounts, child.fileno(), info_w)
+        with mounts(call) as (options, fds):
+            argv = bwrap_command(bwrap, call, options, child.fileno(), info_w)
             proc = await asyncio.create_subprocess_exec(
                 *(group.enter(argv) if group else argv),
                 stdin=asyncio.subprocess.DEVNULL,
@@ -539,7 +197,7 @@ async def _supervise(
     call: ConfinedCall, proc: asyncio.subprocess.Process, sock: socket.socket, info_r: int
 ) -> Outcome:
     killer = _Killer(proc)
-    session = _Session(call, proc)
+    session = Session(call, proc)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + call.limits.timeout
     reader, writer = await asyncio.open_connection(sock=sock)
@@ -596,7 +254,7 @@ async def _reap(proc: asyncio.subprocess.Process, *, keep: bool) -> bytes:
 
     async def rest(stream: asyncio.StreamReader | None, store: bytearray | None) -> None:
         while stream is not None and (chunk := await stream.read(1 << 16)):
-            if store is not None and len(store) < _KEEP_LOG:
+            if store is not None and len(store) < KEEP_LOG:
                 store += chunk
 
     kept = bytearray()
@@ -609,14 +267,14 @@ async def _reap(proc: asyncio.subprocess.Process, *, keep: bool) -> bytes:
         if transport is not None:
             transport.close()
     await proc.wait()
-    return bytes(kept[:_KEEP_LOG])
+    return bytes(kept[:KEEP_LOG])
 
 
 class _NotStartedError(Exception):
     """bwrap exited before its sandbox existed (it wrote no ``--info-fd`` record)."""
 
 
-def _ending(session: _Session, outcome: Outcome) -> Outcome:
+def _ending(session: Session, outcome: Outcome) -> Outcome:
     """Classify a sandbox that exited on its own (or died) from its last frame and status."""
     final = session.final or {}
     status = outcome.exit_status or 0
@@ -631,6 +289,8 @@ def _ending(session: _Session, outcome: Outcome) -> Outcome:
     if final.get("op") == "error":
         outcome.kind = "error"
         outcome.error = f"{final.get('type')}: {final.get('message')}"
+        path = final.get("path")
+        outcome.path = path if isinstance(path, str) else None
         return outcome
     if status > 128 and (status - 128) in _SIGNALS:
         reason, text = _SIGNALS[signal.Signals(status - 128)]

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import posixpath
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -32,6 +33,7 @@ from ai_agent.tools.maker.allowlists import parse_host_rule
 from ai_agent.tools.maker.broker import HttpBroker
 from ai_agent.tools.maker.confine import ConfinedCall, Outcome, run_confined
 from ai_agent.tools.maker.limits import SandboxLimits
+from ai_agent.tools.maker.sandbox_setup import WORKSPACE
 
 if TYPE_CHECKING:
     from ai_agent.tools.maker.records import GeneratedToolSpec
@@ -127,6 +129,7 @@ class PolicyGuardedTool:
         for stream in ("stdout", "stderr"):
             if getattr(outcome, stream):
                 meta[stream] = getattr(outcome, stream)
+        self._reached_outside(outcome)
         if outcome.kind in ("violation", "timeout"):
             self.audit(
                 "tool_policy_blocked",
@@ -159,6 +162,26 @@ class PolicyGuardedTool:
                 meta={**meta, "code": code},
             )
         return ToolResult(status="ok", content=self._clip(outcome.value, meta), meta=meta)
+
+    def _reached_outside(self, outcome: Outcome) -> None:
+        """A file operation that failed on a path outside the allowed ones is a violation.
+
+        The sandbox mounts only the allowed paths, so such a path is simply not there and the
+        tool sees a missing file; what it tried is what the policy forbids, and is audited so.
+        """
+        if outcome.kind != "error" or outcome.path is None:
+            return
+        caps = set(self.spec.capabilities)
+        allowed = self.spec.allowed_paths if caps & {"fs_read", "fs_write"} else []
+        reached = posixpath.normpath(posixpath.join(WORKSPACE, outcome.path))
+        roots = [posixpath.normpath(posixpath.join(WORKSPACE, a)) for a in allowed]
+        if any(reached == root or reached.startswith(root + "/") for root in roots):
+            return
+        outcome.kind, outcome.reason = "violation", "path_not_allowed"
+        outcome.error = (
+            f"reached for {outcome.path!r}, outside its allowed paths "
+            f"({', '.join(allowed) or 'none'}): {outcome.error}"
+        )
 
     def _process_limit(self, outcome: Outcome, meta: dict[str, Any]) -> ToolResult:
         """The error of a call that failed after its pids cgroup refused it a fork."""

@@ -2,8 +2,9 @@
 
 A person's intent (``{name, purpose, inputs, outputs, capabilities, allowed_paths,
 allowed_domains, secrets, risk}``, optionally with ``code``) becomes a `ToolBuildRequest`;
-the builder turns a request into a canonical `GeneratedToolSpec` plus code; every version
-of a tool is kept as a `BuildRecord` on disk (``specs/<name>_v<version>.json``).
+the builder turns a request into a canonical `GeneratedToolSpec` plus code, which the validator
+judges in a `ValidationReport`; every version of a tool is kept as a `BuildRecord` on disk
+(``specs/<name>_v<version>.json``).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ __all__ = [
     "GeneratedToolSpec",
     "ToolBuildRequest",
     "ToolStatus",
+    "ValidationReport",
 ]
 
 RECORD_VERSION = 1
@@ -169,16 +171,7 @@ class GeneratedToolSpec:
         if older is None:
             return []
         out = []
-        for key in (
-            "purpose",
-            "parameters",
-            "outputs",
-            "capabilities",
-            "allowed_paths",
-            "allowed_domains",
-            "secrets",
-            "risk",
-        ):
+        for key in ("purpose", "parameters", *LIST_FIELDS, "risk"):
             before, after = getattr(older, key), getattr(self, key)
             if before != after:
                 out.append(f"{key}: {_show(before)} -> {_show(after)}")
@@ -291,3 +284,38 @@ class BuildResult:
     def ok(self) -> bool:
         """True when the build passed validation and waits for a person."""
         return self.status is ToolStatus.APPROVAL_REQUIRED
+
+
+@dataclass(slots=True)
+class ValidationReport:
+    """Errors (the build fails) and warnings (for the reviewer) of one validation.
+
+    Attributes:
+        errors: What must change before the tool can be reviewed.
+        warnings: What a reviewer should look at (file access, network, secrets).
+        uses: What the code was seen to use (``open``, ``os``, ``http``, ``secrets``...).
+    """
+
+    errors: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    uses: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """True when there are no errors."""
+        return not self.errors
+
+    def to_json(self) -> dict[str, Any]:
+        """The report as JSON data.
+
+        Returns:
+            ``ok``, ``errors``, ``warnings``, ``uses`` (sorted) and a ``note`` that this is not
+            the boundary.
+        """
+        return {
+            "ok": self.ok,
+            "errors": list(self.errors),
+            "warnings": list(self.warnings),
+            "uses": sorted(set(self.uses)),
+            "note": "a filter and review aid; the OS sandbox is the boundary",
+        }

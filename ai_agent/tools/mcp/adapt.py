@@ -37,6 +37,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from ai_agent.config import McpServerConfig
+from ai_agent.errors import ToolRegistrationError
 from ai_agent.state import ToolResult
 from ai_agent.tools.results import to_jsonable
 from ai_agent.tools.schema import json_schema_validator
@@ -227,9 +228,19 @@ def mcp_tool_spec(
     """The ToolSpec of one MCP tool, calling it through ``invoke(server_tool_name, args)``.
 
     Raises:
-        ToolRegistrationError: the tool's input schema is not a valid JSON schema.
+        ToolRegistrationError: the tool's input schema is not a valid JSON schema, or the
+            server runs the tool only as an MCP task.
     """
     name = f"{config.name}.{local}"
+    execution = getattr(tool, "execution", None)
+    if getattr(execution, "taskSupport", None) == "required":
+        # Tasks (SEP-1686) left the MCP specification, and the SDK's client for them is
+        # deprecated: a call without one fails on such a tool every time, so it is not offered.
+        raise ToolRegistrationError(
+            f"tool {name!r} runs only as an MCP task (its execution.taskSupport is "
+            "'required'), and ai-agent calls tools directly: tasks were removed from the MCP "
+            "specification"
+        )
     parameters = _parameters(tool)
     validator = json_schema_validator(parameters, owner=name)
     original = str(tool.name)

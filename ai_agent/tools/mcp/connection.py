@@ -34,27 +34,22 @@ import contextlib
 import logging
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
-import httpx
-from mcp import ClientSession, McpError
 from mcp import types as mcp_types
 
-from ai_agent.errors import McpAuthError, McpConnectError, McpServerError
+from ai_agent.errors import McpConnectError, McpServerError
 from ai_agent.state import ToolResult
 from ai_agent.tools.mcp.adapt import convert_result
+from ai_agent.tools.mcp.diagnose import closed, describe, start_error
+from ai_agent.tools.mcp.redact import Redact, swap_filter
 from ai_agent.tools.mcp.resolve import Resolved, resolve
+from ai_agent.tools.mcp.session import Live, exit_text, exited, list_tools, open_session
 from ai_agent.tools.mcp.status import McpServerStatus, ServerState
-from ai_agent.tools.mcp.stdio import stdio_transport
-from ai_agent.tools.results import Scrubber
 
 if TYPE_CHECKING:
-    from anyio.abc import Process
-
     from ai_agent.config import McpServerConfig
 
 __all__ = ["McpConnection"]
@@ -62,81 +57,13 @@ __all__ = ["McpConnection"]
 log = logging.getLogger("ai_agent.tools.mcp")
 T = TypeVar("T")
 
-_CLIENT = mcp_types.Implementation(name="ai-agent", version="0.1.0")
-# HTTP sessions are kept open for a whole run or Agent block; the SSE stream may stay quiet for
-# long. A dead server is noticed by the calls (and their pings), not by this read timeout.
-_STREAM_READ_TIMEOUT = 24 * 3600.0
-# Where the MCP client and its HTTP stack log. At DEBUG they log whole protocol messages (a tool
-# result holding a key the server printed, a URL with a key in its query): while a connection is
-# open, a filter of its own scrubs its secrets from their records. "" is the root logger, which
-# the MCP session logs some warnings to directly.
-_CLIENT_LOGGERS = (
-    "mcp.client.session",
-    "mcp.client.sse",
-    "mcp.client.stdio",
-    "mcp.client.streamable_http",
-    "mcp.os.posix.utilities",
-    "langchain_mcp_adapters.sessions",
-    "httpx",
-    "",
-)
 _STDERR_LINES = 40
 _SHOWN_STDERR = 6
 _PING_LIMIT = 5.0
 
 
-@dataclass
-class _Live:
-    """A started session."""
-
-    session: ClientSession
-    tools: list[mcp_types.Tool]
-    process: Process | None
-    server: str
-    generation: int = 0
-    started_ms: float = 0.0
-    watch: set[asyncio.Task[Any]] = field(default_factory=set)
-    # Set when the session has ended (on its own or by stop): calls still waiting on it fail at
-    # once. The session itself cannot tell them when its transport dies with an exception.
-    ended: asyncio.Event = field(default_factory=asyncio.Event)
-
-
 class _SessionEndedError(Exception):
     """The session of a call ended while the call waited for its reply."""
-
-
-class _Redact(logging.Filter):
-    """Scrubs one connection's secrets from the records of the MCP client's loggers."""
-
-    def __init__(self, scrubber: Scrubber) -> None:
-        super().__init__()
-        self.scrubber = scrubber
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        text = record.getMessage()
-        clean = self.scrubber.text(text)
-        if clean != text:
-            record.msg, record.args = clean, None
-        if record.exc_info and not record.exc_text:
-            # The standard Formatter prints exc_text when it is set: render it scrubbed now.
-            record.exc_text = self.scrubber.text(
-                logging.Formatter().formatException(record.exc_info)
-            )
-        return True
-
-
-def _leaves(exc: BaseException) -> list[BaseException]:
-    """The exceptions inside (nested) exception groups, or the exception itself."""
-    if isinstance(exc, BaseExceptionGroup):
-        return [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
-    return [exc]
-
-
-def _closed(exc: BaseException) -> bool:
-    """Whether a call failed because the connection is gone (not because of the call)."""
-    if isinstance(exc, McpError):
-        return exc.error.code == mcp_types.CONNECTION_CLOSED
-    return True
 
 
 class McpConnection:
@@ -170,7 +97,7 @@ class McpConnection:
         self.error: McpServerError | None = None
         self.restarts = 0
         self._budget = config.max_restarts
-        self._live: _Live | None = None
+        self._live: Live | None = None
         self._task: asyncio.Task[None] | None = None
         self._stop: asyncio.Event | None = None
         self._lock = asyncio.Lock()
@@ -181,7 +108,7 @@ class McpConnection:
         self._resolved: Resolved | None = None
         self._stderr: deque[str] = deque(maxlen=_STDERR_LINES)
         self._background: set[asyncio.Task[Any]] = set()
-        self._filter: _Redact | None = None
+        self._filter: Redact | None = None
 
     # Status ----------------------------------------------------------------------------------
     @property
@@ -276,7 +203,7 @@ class McpConnection:
             raise
         self._resolved = resolved
         self._redact(resolved)
-        ready: asyncio.Future[_Live] = asyncio.get_running_loop().create_future()
+        ready: asyncio.Future[Live] = asyncio.get_running_loop().create_future()
         self._stop = asyncio.Event()
         self._task = asyncio.create_task(
             self._serve(resolved, ready, self._stop), name=f"mcp server {self.name}"
@@ -298,7 +225,9 @@ class McpConnection:
             self._fail(error)
             raise error from None
         except Exception as exc:
-            error = await self._start_error(exc, resolved)
+            error = await start_error(
+                exc, resolved, self.config, scrub=self._scrub, stderr_hint=self._stderr_hint()
+            )
             await self._halt(cancel=True)
             self._fail(error)
             raise error from None
@@ -317,13 +246,8 @@ class McpConnection:
 
     def _redact(self, resolved: Resolved | None) -> None:
         """Put this connection's log filter in place (None: take it away)."""
-        if self._filter is not None:
-            for name in _CLIENT_LOGGERS:
-                logging.getLogger(name).removeFilter(self._filter)
-        self._filter = _Redact(resolved.scrubber) if resolved and resolved.secrets else None
-        if self._filter is not None:
-            for name in _CLIENT_LOGGERS:
-                logging.getLogger(name).addFilter(self._filter)
+        scrubber = resolved.scrubber if resolved and resolved.secrets else None
+        self._filter = swap_filter(self._filter, scrubber)
 
     def _fail(self, error: McpServerError) -> None:
         self.state, self.error, self._live = "failed", error, None
@@ -360,16 +284,22 @@ class McpConnection:
             self._stopping = False
 
     async def _serve(
-        self, resolved: Resolved, ready: asyncio.Future[_Live], stop: asyncio.Event
+        self, resolved: Resolved, ready: asyncio.Future[Live], stop: asyncio.Event
     ) -> None:
         """The task that holds the session open until ``stop`` is set or the session dies."""
-        live: _Live | None = None
+        live: Live | None = None
         try:
-            async with self._session(resolved) as (session, process):
+            async with open_session(
+                resolved,
+                connect_timeout=self.config.startup_timeout,
+                grace=self.grace,
+                on_message=self._on_message,
+                on_stderr=self._on_stderr,
+            ) as (session, process):
                 init = await session.initialize()
-                tools = await _list_tools(session)
+                tools = await list_tools(session)
                 info = init.serverInfo
-                live = _Live(session, tools, process, server=f"{info.name} {info.version}")
+                live = Live(session, tools, process, server=f"{info.name} {info.version}")
                 ready.set_result(live)
                 await stop.wait()
         except asyncio.CancelledError:
@@ -381,61 +311,11 @@ class McpConnection:
                 ready.set_exception(exc)
             else:
                 # The session died on its own; the next call finds out and restarts it.
-                self._broken = self._scrub(f"lost its connection ({_describe(exc)})")
+                self._broken = self._scrub(f"lost its connection ({describe(exc)})")
                 log.debug("MCP server %r: the session ended: %s", self.name, self._broken)
         finally:
             if live is not None:
                 live.ended.set()
-
-    @asynccontextmanager
-    async def _session(
-        self, resolved: Resolved
-    ) -> AsyncIterator[tuple[ClientSession, Process | None]]:
-        if resolved.transport == "stdio":
-            async with (
-                stdio_transport(
-                    resolved.command or "",
-                    list(resolved.args),
-                    env=dict(resolved.env),
-                    cwd=resolved.cwd,
-                    on_stderr=self._on_stderr,
-                    grace=self.grace,
-                ) as (read, write, process),
-                ClientSession(
-                    read, write, message_handler=self._on_message, client_info=_CLIENT
-                ) as session,
-            ):
-                yield session, process
-            return
-        # HTTP transports through langchain-mcp-adapters' session factory.
-        from langchain_mcp_adapters.sessions import (
-            SSEConnection,
-            StreamableHttpConnection,
-            create_session,
-        )
-
-        kwargs: dict[str, Any] = {"message_handler": self._on_message, "client_info": _CLIENT}
-        connection: SSEConnection | StreamableHttpConnection
-        if resolved.transport == "sse":
-            connection = SSEConnection(
-                transport="sse",
-                url=str(resolved.url),
-                headers=dict(resolved.headers),
-                timeout=self.config.startup_timeout,
-                sse_read_timeout=_STREAM_READ_TIMEOUT,
-                session_kwargs=kwargs,
-            )
-        else:
-            connection = StreamableHttpConnection(
-                transport="streamable_http",
-                url=str(resolved.url),
-                headers=dict(resolved.headers),
-                timeout=self.config.startup_timeout,
-                sse_read_timeout=_STREAM_READ_TIMEOUT,
-                session_kwargs=kwargs,
-            )
-        async with create_session(connection) as session:
-            yield session, None
 
     def _on_stderr(self, line: str) -> None:
         line = self._scrub(line.rstrip())
@@ -446,7 +326,7 @@ class McpConnection:
     async def _on_message(self, message: Any) -> None:
         if isinstance(message, Exception):
             # Something the transport could not read; the session goes on.
-            log.debug("MCP server %r: %s", self.name, self._scrub(_describe(message)))
+            log.debug("MCP server %r: %s", self.name, self._scrub(describe(message)))
             return
         if isinstance(getattr(message, "root", None), mcp_types.ToolListChangedNotification):
             task = asyncio.create_task(self._refresh_tools())
@@ -459,9 +339,9 @@ class McpConnection:
             return
         try:
             async with asyncio.timeout(self.config.timeout):
-                tools = await _list_tools(live.session)
+                tools = await list_tools(live.session)
         except Exception as exc:
-            log.debug("MCP server %r: listing tools failed: %s", self.name, _describe(exc))
+            log.debug("MCP server %r: listing tools failed: %s", self.name, describe(exc))
             return
         live.tools = tools
         self._event(f"MCP server {self.name!r} changed its tools ({len(tools)} now)")
@@ -471,69 +351,6 @@ class McpConnection:
     def _stderr_hint(self) -> str:
         lines = list(self._stderr)[-_SHOWN_STDERR:]
         return f"; its last output: {' | '.join(lines)}" if lines else ""
-
-    async def _start_error(self, exc: BaseException, resolved: Resolved) -> McpServerError:
-        """What went wrong at start, as a message saying what to do (never holding a key)."""
-        leaves = _leaves(exc)
-        where = resolved.target
-        if resolved.transport == "streamable_http" and isinstance(leaves[0], McpError):
-            # That client reports some HTTP answers only as "Session terminated" (404) or a
-            # generic error: ask the endpoint once more, plainly, to say what it answered.
-            status = await _http_status(resolved, self.config.startup_timeout)
-            if status is not None and status >= 400:
-                return self._http_error(status, where)
-        for leaf in leaves:
-            if isinstance(leaf, httpx.HTTPStatusError):
-                return self._http_error(leaf.response.status_code, where)
-        for leaf in leaves:
-            if isinstance(leaf, (httpx.ConnectError, httpx.ConnectTimeout, ConnectionError)):
-                text = (
-                    f"MCP server {self.name!r} is unreachable at {where} ({_describe(leaf)}): "
-                    "is it running, and are the url and transport right?"
-                )
-                return McpConnectError(self._scrub(text), server=self.name)
-        leaf = leaves[0]
-        if isinstance(leaf, FileNotFoundError):
-            text = (
-                f"MCP server {self.name!r} cannot start: the command {resolved.command!r} was "
-                "not found; install it or give its full path"
-            )
-        elif isinstance(leaf, PermissionError):
-            text = f"MCP server {self.name!r} cannot start: {resolved.command!r} is not executable"
-        elif resolved.transport == "stdio":
-            text = (
-                f"MCP server {self.name!r} ({where}) stopped during start-up "
-                f"({_describe(leaf)}){self._stderr_hint()}"
-            )
-        else:
-            text = f"MCP server {self.name!r} at {where} failed to start ({_describe(leaf)})"
-        return McpConnectError(self._scrub(text), server=self.name)
-
-    def _http_error(self, status: int, where: str) -> McpServerError:
-        if status in (401, 403):
-            auth = self.config.auth
-            if auth is None:
-                advice = "the server wants credentials: add auth (type: api_key, key_env: ...)"
-            elif auth.key_env is not None:
-                advice = f"check the key in {auth.key_env}"
-            else:
-                advice = "check the key that auth.key refers to"
-            reason = "401 Unauthorized" if status == 401 else "403 Forbidden"
-            return McpAuthError(
-                f"MCP server {self.name!r} refused the credentials (HTTP {reason}) at {where}; "
-                f"{advice}, then try again",
-                server=self.name,
-            )
-        hint = (
-            "; check the path (streamable HTTP servers usually answer at /mcp, SSE servers at "
-            "/sse) and the transport"
-            if status in (404, 405)
-            else ""
-        )
-        return McpConnectError(
-            self._scrub(f"MCP server {self.name!r} answered HTTP {status} at {where}{hint}"),
-            server=self.name,
-        )
 
     # Calls -----------------------------------------------------------------------------------
     async def call(self, tool: str, args: dict[str, Any]) -> ToolResult:
@@ -555,18 +372,18 @@ class McpConnection:
         except TimeoutError:
             return await self._timed_out(live, tool, request)
         except Exception as exc:
-            if not _closed(exc):
+            if not closed(exc):
                 return self._error(
                     tool,
                     "MCP_PROTOCOL_ERROR",
-                    f"MCP server {self.name!r} rejected the call of {tool}: {_describe(exc)}",
+                    f"MCP server {self.name!r} rejected the call of {tool}: {describe(exc)}",
                 )
             return await self._crashed(live, tool, exc)
         outcome = convert_result(result, server=self.name, tool=tool)
         return self._scrubbed(outcome)
 
     async def _call_tool(
-        self, live: _Live, tool: str, args: dict[str, Any], request: list[int]
+        self, live: Live, tool: str, args: dict[str, Any], request: list[int]
     ) -> mcp_types.CallToolResult:
         # The id the session gives this request (taken, with no await in between, just before
         # the session takes it), so a timed-out call can be cancelled on the server.
@@ -575,7 +392,7 @@ class McpConnection:
             request.append(next_id)
         return await live.session.call_tool(tool, args)
 
-    async def _watched(self, live: _Live, call: Awaitable[T]) -> T:
+    async def _watched(self, live: Live, call: Awaitable[T]) -> T:
         """Await a call, failing it at once when its session ends.
 
         On streamable HTTP a ping goes out every ``health_interval`` seconds while the call
@@ -606,7 +423,7 @@ class McpConnection:
                     with contextlib.suppress(asyncio.CancelledError, Exception):
                         await pending
 
-    async def _ping(self, live: _Live, limit: float = _PING_LIMIT) -> bool:
+    async def _ping(self, live: Live, limit: float = _PING_LIMIT) -> bool:
         """True when the server answered a ping in time."""
         try:
             async with asyncio.timeout(limit):
@@ -625,7 +442,7 @@ class McpConnection:
             return None
         return round((time.perf_counter() - started) * 1000, 2)
 
-    async def _ready_for_call(self) -> _Live:
+    async def _ready_for_call(self) -> Live:
         """The live session, starting or restarting the server first when needed."""
         async with self._lock:
             live = self._live
@@ -636,8 +453,8 @@ class McpConnection:
                     raise self.error  # it says why; retrying every call would only repeat it
                 else:
                     await self._restart("could not be started before")
-            elif self._broken is not None or _exited(live):
-                await self._restart(self._broken or _exit_text(live))
+            elif self._broken is not None or exited(live):
+                await self._restart(self._broken or exit_text(live))
             elif self._suspect:
                 self._suspect = False
                 if not await self._ping(live, min(_PING_LIMIT, self.config.timeout)):
@@ -665,7 +482,7 @@ class McpConnection:
         self._event(f"MCP server {self.name!r} {why}; restarting it")
         await self._start_locked()
 
-    async def _timed_out(self, live: _Live, tool: str, request: list[int]) -> ToolResult:
+    async def _timed_out(self, live: Live, tool: str, request: list[int]) -> ToolResult:
         self._suspect = True
         if request:
             with contextlib.suppress(Exception):
@@ -690,7 +507,7 @@ class McpConnection:
         result["meta"].update(error_type="ToolTimeoutError", timeout_s=seconds)
         return result
 
-    async def _crashed(self, live: _Live, tool: str, exc: BaseException) -> ToolResult:
+    async def _crashed(self, live: Live, tool: str, exc: BaseException) -> ToolResult:
         """The connection died during a call: restart (once) and say the outcome is unknown."""
         if self._stopping or self.state == "stopped":
             return self._error(
@@ -703,12 +520,12 @@ class McpConnection:
             # Its stdout closed a moment before the exit is seen: wait for the exit code.
             with anyio.move_on_after(1.0):
                 await live.process.wait()
-        if _exited(live):
-            why = _exit_text(live)
+        if exited(live):
+            why = exit_text(live)
         elif isinstance(exc, _SessionEndedError):
             why = str(exc)
         else:
-            why = f"closed the connection ({_describe(exc)})"
+            why = f"closed the connection ({describe(exc)})"
         restarted, note = True, "It was restarted: call again if the action is still needed."
         async with self._lock:
             if self._live is live:  # not restarted yet by another call that saw the same crash
@@ -741,58 +558,3 @@ class McpConnection:
         if self._resolved is None or not self._resolved.secrets:
             return result
         return self._resolved.scrubber.scrub(result)
-
-
-async def _http_status(resolved: Resolved, limit: float) -> int | None:
-    """The HTTP status a streamable HTTP endpoint gives an initialize request, or None."""
-    request = {
-        "jsonrpc": "2.0",
-        "id": 0,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": mcp_types.LATEST_PROTOCOL_VERSION,
-            "capabilities": {},
-            "clientInfo": _CLIENT.model_dump(),
-        },
-    }
-    headers = {**resolved.headers, "Accept": "application/json, text/event-stream"}
-    try:
-        async with httpx.AsyncClient(headers=headers, timeout=min(limit, 10.0)) as client:
-            response = await client.post(str(resolved.url), json=request)
-            await response.aclose()
-    except httpx.HTTPError:
-        return None
-    return response.status_code
-
-
-async def _list_tools(session: ClientSession) -> list[mcp_types.Tool]:
-    """Every tool, following the pagination cursor."""
-    tools: list[mcp_types.Tool] = []
-    cursor: str | None = None
-    for _ in range(1000):
-        page = await session.list_tools(cursor=cursor)
-        tools.extend(page.tools)
-        cursor = page.nextCursor
-        if not cursor:
-            break
-    return tools
-
-
-def _exited(live: _Live) -> bool:
-    return live.process is not None and live.process.returncode is not None
-
-
-def _exit_text(live: _Live) -> str:
-    code = live.process.returncode if live.process is not None else None
-    return f"exited (exit code {code})"
-
-
-def _describe(exc: BaseException) -> str:
-    """A short description of an exception (the first leaf of a group), without traceback."""
-    leaf = _leaves(exc)[0]
-    if isinstance(leaf, McpError):
-        return leaf.error.message
-    text = str(leaf).split("\n", 1)[0].strip()
-    if isinstance(leaf, (anyio.ClosedResourceError, anyio.BrokenResourceError)) and not text:
-        text = "the connection is closed"
-    return f"{type(leaf).__name__}: {text}" if text else type(leaf).__name__

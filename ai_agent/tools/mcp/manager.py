@@ -179,6 +179,7 @@ class McpManager:
             if toolset.connected:
                 status = toolset.connection.status()
                 status["tools"] = self.tool_names(name)
+                status["left_out"] = dict(toolset.left_out_tools)
                 out.append(status)
             else:
                 out.append(_idle_status(toolset.config))

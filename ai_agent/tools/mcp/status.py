@@ -6,7 +6,7 @@ Below both `ai_agent.tools.mcp.connection` (which fills them in) and
 
 from __future__ import annotations
 
-from typing import Literal, TypedDict
+from typing import Literal, NotRequired, TypedDict
 
 __all__ = ["McpServerStatus", "ServerState"]
 
@@ -17,7 +17,8 @@ class McpServerStatus(TypedDict):
     """One server as `McpManager.status` and ``ai-agent mcp list`` show it.
 
     ``tools`` are the registry names of its tools; ``started_ms`` how long its last start took
-    (process, initialize, tool list); ``error`` / ``error_code`` why it is not running.
+    (process, initialize, tool list); ``error`` / ``error_code`` why it is not running;
+    ``left_out`` the tools it lists that are not offered, each with the reason.
     """
 
     name: str
@@ -31,3 +32,4 @@ class McpServerStatus(TypedDict):
     started_ms: float | None
     error: str | None
     error_code: str | None
+    left_out: NotRequired[dict[str, str]]

@@ -91,6 +91,7 @@ class McpToolset(Toolset):
         self._connection: McpConnection | None = None
         self._specs: list[ToolSpec] = []
         self._originals: dict[str, str] = {}
+        self.left_out_tools: dict[str, str] = {}  # a listed tool not offered: why
         self._spans = 0
         self._lock = asyncio.Lock()
 
@@ -180,6 +181,7 @@ class McpToolset(Toolset):
             return await connection.call(tool, args)
 
         specs: list[ToolSpec] = []
+        self.left_out_tools = {}
         for local, original in names.items():
             try:
                 spec = mcp_tool_spec(
@@ -201,5 +203,6 @@ class McpToolset(Toolset):
 
     def left_out(self, original: str, error: ToolRegistrationError) -> None:
         """Say that one of the server's tools is not in the catalog, and why."""
+        self.left_out_tools[original] = str(error)
         if self._on_event is not None:
             self._on_event(f"MCP server {self.name!r}: tool {original!r} left out: {error}")

@@ -1,0 +1,437 @@
+"""PipelineRunner: runs and resumes the nine-stage pipeline, holding the thread's lease.
+
+It is the Agent's ``run`` and ``resume``, and the `ai_agent.graph.driving.Runner` the run
+archive drives replays and queued plans with. Each span opens the Agent's tools
+(`ai_agent.graph.tooling.AgentTools.session`); a run takes its thread's lease, renews it with a
+heartbeat while the graph runs, and gives it back after (`PipelineRunner.holding`); a full
+database disk stops the run with an error that says how to continue it; the outcome is written
+to the run store and published to the listeners. The run context of each run comes from
+`ai_agent.graph.contexts.RunContexts`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, cast
+
+from langgraph.errors import GraphRecursionError
+from langgraph.types import Command
+
+from ai_agent.checkpoints.store import (
+    RunStoreProtocol,
+    check_thread_id,
+    describe_location,
+    new_thread_id,
+)
+from ai_agent.checkpoints.versions import check_state_version, stamped
+from ai_agent.config import AgentSettings
+from ai_agent.context import Hooks, ModelCaller, RunContext, RunPolicy
+from ai_agent.errors import (
+    AgentError,
+    ConfigError,
+    InvalidPlanError,
+    LeaseLostError,
+    NothingPendingError,
+    PlanRefusedError,
+    PlanRequiredError,
+    RunError,
+    StorageFullError,
+    UnknownThreadError,
+)
+from ai_agent.graph.build import recursion_limit
+from ai_agent.graph.contexts import RunContexts
+from ai_agent.graph.database import RunDatabase, config_for
+from ai_agent.graph.events import RunFinished, RunStarted
+from ai_agent.graph.result import RunResult, is_pending, result_of
+from ai_agent.graph.tooling import AgentTools
+from ai_agent.nodes.gate import check_plan, check_token
+from ai_agent.observability import Telemetry
+from ai_agent.observability.logs import engine_logger
+from ai_agent.observability.redaction import SecretValues
+from ai_agent.plans import PlanAnswer, check_size, read_plan
+from ai_agent.state import GateReport, Issue, RunState, UserPlan, new_run_state
+
+if TYPE_CHECKING:
+    from langgraph.types import StateSnapshot
+
+    from ai_agent.checkpoints.runstore import Lease
+
+__all__ = ["PipelineRunner"]
+
+log = engine_logger("ai_agent.agent")
+
+
+class PipelineRunner:
+    """Runs and resumes the pipeline on the run database, with the Agent's tools and contexts.
+
+    Args:
+        database: The run store and the checkpointer.
+        settings: The Agent's settings (leases, plan size).
+        policy: The Agent's run policy.
+        tools: The Agent's tools, opened for each span.
+        contexts: Makes each run's context.
+        secrets: What is masked in the task, plans and errors.
+        telemetry: The Agent's spans, metrics and listeners.
+        on_drive: Told which thread a run drives (the archive's default thread).
+    """
+
+    def __init__(
+        self,
+        database: RunDatabase,
+        settings: AgentSettings,
+        *,
+        policy: RunPolicy,
+        tools: AgentTools,
+        contexts: RunContexts,
+        secrets: SecretValues,
+        telemetry: Telemetry,
+        on_drive: Callable[[str], None],
+    ) -> None:
+        self._db = database
+        self.settings = settings
+        self.policy = policy
+        self._tools = tools
+        self.secrets = secrets
+        self.telemetry = telemetry
+        self.on_drive = on_drive
+        self.hooks: Hooks = contexts.hooks
+        self.context = contexts.context
+        self.generation_params = contexts.generation_params
+        self._contexts = contexts
+
+    @property
+    def store(self) -> RunStoreProtocol:
+        """The run store (runs, leases, journal, plans), opened on first use."""
+        return self._db.store
+
+    def tool_session(self) -> contextlib.AbstractAsyncContextManager[list[Issue]]:
+        """The span of a run, resume, replay, plan served or direct call: the toolsets open.
+
+        ``async with runner.tool_session() as issues``: the issues (a required MCP server
+        that could not start) go to the run's context.
+        """
+        return self._tools.session()
+
+    async def model(self) -> ModelCaller:
+        """The live model caller (built when first needed)."""
+        return await self._contexts.model()
+
+    def scrub(self, value: Any) -> Any:
+        """``value`` with every configured secret masked."""
+        return self.secrets.scrub(value)
+
+    # Running --------------------------------------------------------------------------------
+    async def run(self, task: str, *, thread_id: str | None = None) -> RunResult:
+        """Run a task until it finishes, fails, or pauses at the gate.
+
+        Args:
+            task: What to do, in plain language.
+            thread_id: Id for the new run (default: a fresh one). It must not exist yet, and
+                must follow the grammar of thread ids (``checkpoints.store.THREAD_ID_RULE``).
+
+        Raises:
+            RunError: the thread id is already taken.
+            InvalidThreadIdError: the thread id breaks the grammar.
+        """
+        async with self.tool_session() as issues:
+            if not task.strip():
+                raise ConfigError("the task is empty; say what the agent should do")
+            task = self._masked_task(task)  # after the span began: MCP secrets are known
+            thread_id = new_thread_id() if thread_id is None else check_thread_id(thread_id)
+            if await self.store.get_run(thread_id) is not None:
+                raise RunError(
+                    f"thread {thread_id} already exists; resume it instead of running it"
+                )
+            await self.store.create_run(thread_id, task)
+            async with self._full_disk_stops(thread_id):
+                lease = await self.store.acquire(thread_id)
+                state = new_run_state(task, list(self._tools.initial))
+                return await self.drive(thread_id, state, lease, issues=issues)
+
+    def _masked_task(self, task: str) -> str:
+        """The task as the run keeps it: a configured secret in it is masked, and we say so."""
+        self.secrets.refresh()  # a key exported since the last run counts
+        masked = self.secrets.text(task)
+        if masked != task:
+            log.warning(
+                "the task holds a configured secret; the run sees and stores *** in its place "
+                "(tools get keys through their environment, never through the task)"
+            )
+        return masked
+
+    async def resume(
+        self, thread_id: str, plan: UserPlan | Mapping[str, Any] | None = None
+    ) -> RunResult:
+        """Continue a run: with a plan when it is paused at the gate, without after a crash.
+
+        The arguments, the result and the errors are documented on `ai_agent.Agent.resume`.
+        """
+        self._db.require(check_thread_id(thread_id))  # before the store would create the file
+        async with self.tool_session() as issues, self._full_disk_stops(thread_id):
+            lease = await self.store.acquire(check_thread_id(thread_id))
+            try:
+                async with self._db.graph() as graph:
+                    snapshot = await graph.aget_state(config_for(thread_id))
+                command = await (
+                    self.resume_input(thread_id, snapshot, plan)
+                    if snapshot.values
+                    else self._restart(thread_id, plan)
+                )
+                await self.store.update_run(thread_id, status="running")
+            except BaseException:
+                await self._release(lease)
+                raise
+            return await self.drive(thread_id, command, lease, issues=issues)
+
+    @contextlib.asynccontextmanager
+    async def _full_disk_stops(self, thread_id: str) -> AsyncIterator[None]:
+        """A full database disk stops the run with an error that says how to continue it.
+
+        The transaction that hit it was rolled back whole and every step before it is
+        checkpointed, so ``resume`` continues from there once there is space. The run row is
+        marked failed with the same message, when the disk still takes that small update.
+        """
+        try:
+            yield
+        except StorageFullError as exc:
+            full = StorageFullError(exc.where, thread_id=thread_id)
+            with contextlib.suppress(StorageFullError):
+                await self.store.update_run(thread_id, status="failed", error=str(full))
+            raise full from exc
+
+    async def _release(self, lease: Lease) -> None:
+        """Give the lease back; on a full disk it is left to run out (its holder is done)."""
+        try:
+            await self.store.release(lease)
+        except StorageFullError:
+            log.warning(
+                "could not release the lease of thread %s (the database is full); another "
+                "process can take the thread over once this one has exited or the lease ran out",
+                lease.thread_id,
+            )
+
+    async def resume_input(
+        self,
+        thread_id: str,
+        snapshot: StateSnapshot,
+        plan: UserPlan | Mapping[str, Any] | None,
+        *,
+        token_required: bool = False,
+    ) -> Command[Any] | None:
+        """The graph input that continues a run, once every check of a resume has passed.
+
+        A plan's gate token is checked against the paused checkpoint's interrupt value (the
+        report the person was handed), never against anything a plan's author could write;
+        ``token_required`` (the plan queue) refuses a plan without one.
+        """
+        check_state_version(snapshot.metadata, f"run {thread_id}")
+        self.secrets.refresh()  # a key exported while the run waited counts from here on
+        if not snapshot.values and await self.store.get_run(thread_id) is None:
+            raise self._unknown(thread_id)
+        if snapshot.interrupts:
+            report: GateReport = snapshot.interrupts[0].value
+            if plan is None:
+                raise PlanRequiredError(
+                    f"run {thread_id} is paused at the gate and needs a plan:\n{report['prompt']}"
+                )
+            values = cast(RunState, snapshot.values)
+            parsed = self._tools.with_new_tools(
+                _read_plan(plan, token_required), values.get("active_tools", [])
+            )
+            check_size(parsed, self.settings.max_plan_chars)
+            check_token(parsed, report, values, thread_id, required=token_required)
+            check_plan(parsed, report, self._tools.registry)
+            # The resume value is stored with the checkpoint: a key in the instructions is not.
+            # The gate takes the typed plan it carries (`ai_agent.plans.PlanAnswer`).
+            masked = parsed.model_copy(update=self.secrets.scrub(parsed.model_dump()))
+            return Command(resume=PlanAnswer(masked, report))
+        if is_pending(snapshot):
+            # It stopped mid-step (a crash, a failure): continue from the last checkpoint. The
+            # writes of the step's finished tasks are stored with it and are reused, not run
+            # again; the journal keeps any half-done side-effecting call from running again
+            # silently.
+            if plan is not None:
+                raise RunError(f"run {thread_id} is not waiting for a plan; resume it without one")
+            return None
+        status = snapshot.values.get("status", "finished")
+        raise NothingPendingError(f"run {thread_id} has {status}; there is nothing to resume")
+
+    async def _restart(self, thread_id: str, plan: UserPlan | Mapping[str, Any] | None) -> RunState:
+        """The input of a run that has a run row but no checkpoint: its task, from the start.
+
+        The row is written before the first checkpoint, so a crash in between leaves it alone.
+        No stage has run without a checkpoint before it (checkpoints are written "sync"), so
+        starting the task again repeats nothing.
+        """
+        record = await self.store.get_run(thread_id)
+        if record is None:
+            raise self._unknown(thread_id)
+        if plan is not None:
+            raise RunError(
+                f"run {thread_id} stopped before its first step and is not waiting for a plan; "
+                "resume it without one"
+            )
+        log.info("run %s has no checkpoint yet; starting its task from the beginning", thread_id)
+        return new_run_state(record["task"], list(self._tools.initial))
+
+    def _unknown(self, thread_id: str) -> UnknownThreadError:
+        return UnknownThreadError(
+            f"no run with thread id {thread_id} in {describe_location(self._db.location)}; "
+            "`ai-agent runs` lists the runs there"
+        )
+
+    async def drive(
+        self,
+        thread_id: str,
+        graph_input: Any,
+        lease: Lease,
+        context: RunContext | None = None,
+        *,
+        issues: Sequence[Issue] = (),
+    ) -> RunResult:
+        """Run the graph on a thread whose lease is held, keeping the lease while it runs."""
+        self.on_drive(thread_id)
+        async with self.holding(lease):
+            return await self.invoke(thread_id, graph_input, context, issues=issues)
+
+    @contextlib.asynccontextmanager
+    async def holding(self, lease: Lease) -> AsyncIterator[None]:
+        """Keep the lease while the block runs, and give it back after.
+
+        A heartbeat renews it every fifth of ``lease_seconds``. If the lease was lost anyway
+        (this process stalled past it and another took the thread over), the block is
+        cancelled at once and ends with LeaseLostError; its writes would be refused by the
+        fencing regardless, but a tool still running must not start anything more.
+        """
+        runner = cast(asyncio.Task[Any], asyncio.current_task())
+        lost: list[LeaseLostError] = []
+        heartbeat = asyncio.create_task(self._heartbeat(lease, runner, lost))
+        try:
+            yield
+        except asyncio.CancelledError:
+            if not lost:
+                raise
+            runner.uncancel()
+            raise lost[0] from None
+        finally:
+            heartbeat.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await heartbeat
+            await self._release(lease)
+
+    async def _heartbeat(
+        self, lease: Lease, runner: asyncio.Task[Any], lost: list[LeaseLostError]
+    ) -> None:
+        while True:
+            await asyncio.sleep(self.settings.lease_seconds / 5)
+            try:
+                lease = await self.store.renew(lease)
+            except LeaseLostError as exc:
+                lost.append(exc)
+                runner.cancel()
+                return
+
+    async def invoke(
+        self,
+        thread_id: str,
+        graph_input: Any,
+        context: RunContext | None = None,
+        *,
+        issues: Sequence[Issue] = (),
+    ) -> RunResult:
+        """Run the graph on a thread (its lease held by the caller) and record the outcome.
+
+        ``issues`` (from the span's `tool_session`) are raised by the run's first draft.
+        """
+        # A fresh state starts a run; a Command (a plan) or None continues the thread: a
+        # resume is a new run of the same thread, observed as its own run linked to the thread.
+        resumed = not isinstance(graph_input, dict)
+        listeners = self.telemetry.listeners
+        with self.telemetry.run(thread_id, resumed=resumed) as run:
+            listeners.publish(RunStarted(thread_id, run.run_id, resumed))
+            try:
+                result = await self._invoke_graph(thread_id, graph_input, context, issues)
+            except BaseException as exc:
+                listeners.publish(
+                    RunFinished(
+                        RunResult(status="failed", thread_id=thread_id, error=type(exc).__name__)
+                    )
+                )
+                raise
+            run.finish(
+                result.status,
+                error=result.error,
+                iterations=result.iterations,
+                usage=result.usage,
+            )
+            listeners.publish(RunFinished(result))
+        return result
+
+    async def _invoke_graph(
+        self, thread_id: str, graph_input: Any, context: RunContext | None, issues: Sequence[Issue]
+    ) -> RunResult:
+        limit = recursion_limit(self.policy.max_iterations)
+        try:
+            context = context or await self.context(thread_id, issues=issues)
+            answer = getattr(graph_input, "resume", None)
+            if isinstance(answer, PlanAnswer) and answer.report is not None:
+                # The gate this resume answers was decided by the person: it is not evaluated
+                # or asked again on the way back in.
+                context = dataclasses.replace(context, answering=answer.report)
+            async with self._db.graph() as graph:
+                # "sync": each step's checkpoint is committed before the next step starts, so a
+                # tool never has side effects ahead of the checkpoint that leads to it.
+                await graph.ainvoke(
+                    graph_input,
+                    stamped(config_for(thread_id, limit, lease=self.store.held(thread_id))),
+                    context=context,
+                    durability="sync",
+                )
+                snapshot = await graph.aget_state(config_for(thread_id))
+        except (StorageFullError, LeaseLostError):
+            # Not a failure of the run: it continues once there is space again, or in the
+            # process that took it over (and this one may not write to it any more).
+            raise
+        except (AgentError, GraphRecursionError) as exc:
+            message = self.secrets.text(
+                str(exc)
+                if isinstance(exc, AgentError)
+                else (f"the run exceeded {limit} steps; this is a bug in a hook or the engine")
+            )
+            await self.store.update_run(thread_id, status="failed", error=message)
+            return RunResult(status="failed", thread_id=thread_id, error=message)
+        except BaseException as exc:
+            # Cancelled because the lease was lost: the run is not this process's to mark.
+            with contextlib.suppress(LeaseLostError):
+                await self.store.update_run(
+                    thread_id, status="failed", error=f"{type(exc).__name__}"
+                )
+            raise
+        result = result_of(thread_id, snapshot)
+        await self.store.update_run(
+            thread_id,
+            status=result.status,
+            final_text=result.final_text,
+            gate=dict(result.gate) if result.gate else None,
+        )
+        return result
+
+
+def _read_plan(plan: UserPlan | Mapping[str, Any], token_required: bool) -> UserPlan:
+    """The plan, validated. From the queue, a plan that is not even valid is refused.
+
+    ``submit_plan`` queues only plans it validated, so an unreadable one in the queue was
+    written there by something else: it is refused (and audited) like any plan without a token.
+    """
+    try:
+        return read_plan(plan)
+    except InvalidPlanError as exc:
+        if not token_required:
+            raise
+        raise PlanRefusedError(
+            f"{exc}; a plan queued by Agent.submit_plan or `ai-agent resume THREAD --queue` is "
+            "always valid, so this one was written into the queue by something else"
+        ) from None
