@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import (
     TYPE_CHECKING,
     Any,
@@ -22,7 +22,6 @@ from typing import (
     NotRequired,
     Protocol,
     TypedDict,
-    cast,
     runtime_checkable,
 )
 
@@ -39,6 +38,7 @@ from ai_agent.state import (
 
 if TYPE_CHECKING:
     from ai_agent.errors import ContextOverflowError
+    from ai_agent.events import ModelCallEvent, ProgressEvent
 
 __all__ = [
     "ApprovalPolicy",
@@ -317,7 +317,11 @@ class RunPolicy:
 
 
 class Event(TypedDict, total=False):
-    """A progress event for live status lines and streaming consumers."""
+    """A progress event as ``Agent(on_event=...)`` receives it (see `ai_agent.events`).
+
+    The engine reports typed events (``RunContext.emit``); each renders this dict with its
+    ``progress()`` method, at that callback only.
+    """
 
     type: str
     stage: str
@@ -328,7 +332,7 @@ class Event(TypedDict, total=False):
     data: Any
 
 
-def _ignore(event: Event) -> None:
+def _ignore(event: ProgressEvent) -> None:
     """The default event sink: nobody is listening."""
 
 
@@ -346,24 +350,27 @@ class ModelEvents:
     """Where the model calls of a run's drafts report progress: retries, and token deltas.
 
     The Agent makes one per run and binds its model caller to it (`reporting`); the draft
-    opens it around its model call (`during`), which tags each event with the stage and the
-    draft's iteration. Outside a draft (a compaction summary) nothing is reported and the model
+    opens it around its model call (`during`), which sets each event's iteration to the
+    draft's. Outside a draft (a compaction summary) nothing is reported and the model
     is not asked to stream. Retries are reported to every run; token deltas (and so a streamed
     request) only when ``tokens`` is set: while someone consumes them (``Agent.astream``), so
     plain runs work with servers whose streaming is broken.
 
     Examples:
+        >>> from ai_agent.events import ModelDelta
         >>> seen = []
         >>> events = ModelEvents(seen.append, tokens=True)
-        >>> events({"type": "model_delta", "detail": "lost"})  # outside a draft
+        >>> events(ModelDelta("lost", 0))  # outside a draft
         >>> with events.during(2):
-        ...     events.streaming, events({"type": "model_delta", "detail": "hi"})
+        ...     events.streaming, events(ModelDelta("hi", 0))
         (True, None)
         >>> seen, events.streaming
-        ([{'type': 'model_delta', 'detail': 'hi', 'stage': 'draft', 'iteration': 2}], False)
+        ([ModelDelta(text='hi', iteration=2)], False)
     """
 
-    def __init__(self, emit: Callable[[Event], None] = _ignore, *, tokens: bool = False) -> None:
+    def __init__(
+        self, emit: Callable[[ProgressEvent], None] = _ignore, *, tokens: bool = False
+    ) -> None:
         self._emit, self._tokens = emit, tokens
         self._iteration: int | None = None
 
@@ -381,10 +388,10 @@ class ModelEvents:
         finally:
             self._iteration = None
 
-    def __call__(self, event: Event) -> None:
+    def __call__(self, event: ModelCallEvent) -> None:
         """Report one event of the model call being made now (dropped outside a draft)."""
         if self._iteration is not None:
-            self._emit(cast(Event, {**event, "stage": "draft", "iteration": self._iteration}))
+            self._emit(replace(event, iteration=self._iteration))
 
 
 @runtime_checkable
@@ -410,7 +417,9 @@ class RunContext:
     journal: Journal
     hooks: Hooks = field(default_factory=Hooks)
     policy: RunPolicy = field(default_factory=RunPolicy)
-    emit: Callable[[Event], None] = _ignore
+    # Where the stages report what happens (typed events, `ai_agent.events`): the Agent's
+    # listeners, its ``on_event`` callback and the run's stream all receive the same objects.
+    emit: Callable[[ProgressEvent], None] = _ignore
     memory: Memory | None = None
     meter: Meter | None = None
     # Where the run's model caller reports retries and token deltas; the draft opens it around

@@ -20,9 +20,13 @@ Listeners (``agent.add_listener``) get the lifecycle events, a subset with three
 With ``quiet_tools=True`` (the "quiet tool phases" policy) `ModelDelta` and
 `ToolOutput` are left out: only status events and the final answer are streamed.
 
-They sit low in the package (below the stages and the graph layer), so whatever produces an
-event can build it; the graph layer's `ai_agent.graph.events` turns the engine's progress
-events into them.
+They sit low in the package (below the stages and the graph layer): whatever produces an event
+builds it (the stage wrapper, the act stage, the gate, the draft and the model caller) and hands
+it to ``RunContext.emit``, so listeners, the stream and ``on_event`` all receive that one object.
+A few more events are internal (the ``_``-prefixed classes: waiting for the model, the model's
+tool-call and finished notices the stream needs to hold back `FinalDelta`, the local server's
+and MCP servers' notices, a direct tool call). Every event that reaches ``Agent(on_event=...)``
+is rendered there, by its ``progress()`` method, into the dict that callback has always received.
 
 Examples:
     >>> from ai_agent.events import FinalDelta
@@ -32,14 +36,15 @@ Examples:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ai_agent.observability.tooldata import ToolTelemetry
 
 if TYPE_CHECKING:
     from ai_agent.graph.result import RunResult
-    from ai_agent.state import GateReport
+    from ai_agent.state import CompactionRecord, GateReport, ToolCall, ToolResult
 
 __all__ = [
     "Compacted",
@@ -47,8 +52,10 @@ __all__ = [
     "GatePaused",
     "GateResumed",
     "LifecycleEvent",
+    "ModelCallEvent",
     "ModelDelta",
     "ModelRetry",
+    "ProgressEvent",
     "RunFinished",
     "RunStarted",
     "StageFinished",
@@ -67,6 +74,10 @@ class StageStarted:
     stage: str
     iteration: int
 
+    def progress(self) -> dict[str, Any]:
+        """The ``on_event`` dict of this event."""
+        return {"type": "stage_started", "stage": self.stage, "iteration": self.iteration}
+
 
 @dataclass(frozen=True, slots=True)
 class StageFinished:
@@ -76,6 +87,15 @@ class StageFinished:
     iteration: int
     duration_ms: float
 
+    def progress(self) -> dict[str, Any]:
+        """The ``on_event`` dict of this event."""
+        return {
+            "type": "stage_finished",
+            "stage": self.stage,
+            "iteration": self.iteration,
+            "duration_ms": self.duration_ms,
+        }
+
 
 @dataclass(frozen=True, slots=True)
 class ModelDelta:
@@ -83,6 +103,10 @@ class ModelDelta:
 
     text: str
     iteration: int
+
+    def progress(self) -> dict[str, Any]:
+        """The ``on_event`` dict of this event."""
+        return {"type": "model_delta", "detail": self.text, **_draft(self.iteration)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +117,15 @@ class ModelRetry:
     wait_seconds: float
     iteration: int
 
+    def progress(self) -> dict[str, Any]:
+        """The ``on_event`` dict of this event."""
+        return {
+            "type": "model_retry",
+            "detail": self.error,
+            "duration_ms": self.wait_seconds * 1000,
+            **_draft(self.iteration),
+        }
+
 
 @dataclass(frozen=True, slots=True)
 class ToolStarted:
@@ -101,6 +134,13 @@ class ToolStarted:
     tool: str
     call_id: str
     iteration: int
+
+    def progress(self) -> dict[str, Any]:
+        """The ``on_event`` dict of this event."""
+        return {
+            **_act("tool_started", self.tool, self.iteration),
+            "data": {"call_id": self.call_id},
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +153,14 @@ class ToolOutput:
     stream: str
     iteration: int
 
+    def progress(self) -> dict[str, Any]:
+        """The ``on_event`` dict of this event."""
+        return {
+            **_act("tool_output", self.tool, self.iteration),
+            "detail": self.text,
+            "data": {"call_id": self.call_id, "stream": self.stream},
+        }
+
 
 @dataclass(frozen=True, slots=True)
 class ToolFinished:
@@ -120,7 +168,8 @@ class ToolFinished:
 
     ``telemetry`` holds what the result tells about the call, when it tells it: chars read,
     retrieval K, retrieved items (path, score, snippet), attempts (see
-    `ai_agent.observability.tool_telemetry`).
+    `ai_agent.observability.tool_telemetry`). ``call`` and ``tool_result`` are the call and
+    what it returned (not ``result``: that is `RunFinished`'s, a `RunResult`).
     """
 
     tool: str
@@ -129,6 +178,18 @@ class ToolFinished:
     duration_ms: float
     iteration: int
     telemetry: ToolTelemetry = field(default_factory=ToolTelemetry)
+    call: ToolCall | None = field(default=None, repr=False)
+    tool_result: ToolResult | None = field(default=None, repr=False)
+
+    def progress(self) -> dict[str, Any]:
+        """The ``on_event`` dict of this event."""
+        data = {"call_id": self.call_id, "call": self.call, "result": self.tool_result}
+        return {
+            **_act("tool_finished", self.tool, self.iteration),
+            "detail": self.status,
+            "duration_ms": self.duration_ms,
+            "data": data,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,13 +199,17 @@ class GatePaused:
     iteration: int
     report: GateReport | None = None
 
+    def progress(self) -> dict[str, Any]:
+        """The ``on_event`` dict of this event."""
+        return {"type": "gate_paused", **_gate(self.iteration), "data": self.report}
+
 
 @dataclass(frozen=True, slots=True)
 class GateResumed:
     """The gate took a plan.
 
     It came from ``Agent.resume`` (``source="resume"``) or from the ``query_user_plan`` hook
-    (``source="hook"``).
+    (``source="hook"``). ``plan`` is the whole plan as the gate took it.
     """
 
     iteration: int
@@ -153,16 +218,28 @@ class GateResumed:
     approve: tuple[str, ...] = ()
     deny: tuple[str, ...] = ()
     activate_tools: tuple[str, ...] = ()
+    plan: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    def progress(self) -> dict[str, Any]:
+        """The ``on_event`` dict of this event."""
+        data = {"source": self.source, "plan": dict(self.plan)}
+        return {"type": "gate_resumed", **_gate(self.iteration), "data": data}
 
 
 @dataclass(frozen=True, slots=True)
 class Compacted:
-    """The conversation was compacted before a model call."""
+    """The conversation was compacted before a model call; ``record`` says all it did."""
 
     iteration: int
     strategy: str
     tokens_before: int
     tokens_after: int
+    record: CompactionRecord | None = field(default=None, compare=False, repr=False)
+
+    def progress(self) -> dict[str, Any]:
+        """The ``on_event`` dict of this event."""
+        data = dict(self.record or {})
+        return {"type": "compacted", **_draft(self.iteration), "data": data}
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,7 +265,115 @@ class RunFinished:
     result: RunResult
 
 
-StreamEvent = (
+# Internal events: they reach ``on_event`` (and some the stream), never listeners.
+
+
+@dataclass(frozen=True, slots=True)
+class _ModelWaiting:
+    """The draft sent its request and waits for the model."""
+
+    iteration: int
+
+    def progress(self) -> dict[str, Any]:
+        """The ``on_event`` dict of this event."""
+        return {"type": "model_waiting", **_draft(self.iteration)}
+
+
+@dataclass(frozen=True, slots=True)
+class _ModelToolCall:
+    """The streamed reply started a tool call: its text so far is a tool phase."""
+
+    tool: str
+    iteration: int = 0
+
+    def progress(self) -> dict[str, Any]:
+        """The ``on_event`` dict of this event."""
+        return {"type": "model_tool_call", "tool": self.tool, **_draft(self.iteration)}
+
+
+@dataclass(frozen=True, slots=True)
+class _ModelFinished:
+    """The model's reply is complete: its text, and the tools it calls (none: the answer)."""
+
+    text: str
+    tool_calls: tuple[str, ...]
+    iteration: int
+
+    def progress(self) -> dict[str, Any]:
+        """The ``on_event`` dict of this event."""
+        data = {"tool_calls": list(self.tool_calls)}
+        return {
+            "type": "model_finished",
+            **_draft(self.iteration),
+            "detail": self.text,
+            "data": data,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class _BackendNotice:
+    """A step of starting the local model server."""
+
+    text: str
+
+    def progress(self) -> dict[str, Any]:
+        """The ``on_event`` dict of this event."""
+        return {"type": "backend", "detail": self.text}
+
+
+@dataclass(frozen=True, slots=True)
+class _McpNotice:
+    """A step in an MCP server's life (started, restarted, stopped, failed, a tool left out)."""
+
+    text: str
+
+    def progress(self) -> dict[str, Any]:
+        """The ``on_event`` dict of this event."""
+        return {"type": "mcp", "detail": self.text}
+
+
+@dataclass(frozen=True, slots=True)
+class _DirectToolStarted:
+    """``Agent.call_tool`` started a tool, outside any run."""
+
+    tool: str
+
+    def progress(self) -> dict[str, Any]:
+        """The ``on_event`` dict of this event."""
+        return {"type": "tool_started", "stage": "call_tool", "tool": self.tool}
+
+
+@dataclass(frozen=True, slots=True)
+class _DirectToolFinished:
+    """``Agent.call_tool``'s tool ended with ``status``."""
+
+    tool: str
+    status: str
+
+    def progress(self) -> dict[str, Any]:
+        """The ``on_event`` dict of this event."""
+        return {
+            "type": "tool_finished",
+            "stage": "call_tool",
+            "tool": self.tool,
+            "detail": self.status,
+        }
+
+
+def _draft(iteration: int) -> dict[str, Any]:
+    return {"stage": "draft", "iteration": iteration}
+
+
+def _gate(iteration: int) -> dict[str, Any]:
+    return {"stage": "gate", "iteration": iteration}
+
+
+def _act(kind: str, tool: str, iteration: int) -> dict[str, Any]:
+    return {"type": kind, "stage": "act", "tool": tool, "iteration": iteration}
+
+
+# What a run reports that streams show too.
+_InRun = (
     StageStarted
     | StageFinished
     | ModelDelta
@@ -197,9 +382,9 @@ StreamEvent = (
     | ToolOutput
     | ToolFinished
     | GatePaused
-    | FinalDelta
-    | RunFinished
 )
+
+StreamEvent = _InRun | FinalDelta | RunFinished
 
 LifecycleEvent = (
     RunStarted
@@ -213,3 +398,20 @@ LifecycleEvent = (
     | Compacted
     | RunFinished
 )
+
+ModelCallEvent = ModelDelta | ModelRetry | _ModelToolCall
+"""What a model call reports while it runs; the draft's `ModelEvents` sets the iteration."""
+
+ProgressEvent = (
+    _InRun
+    | GateResumed
+    | Compacted
+    | _ModelWaiting
+    | _ModelToolCall
+    | _ModelFinished
+    | _BackendNotice
+    | _McpNotice
+    | _DirectToolStarted
+    | _DirectToolFinished
+)
+"""What the engine reports as it goes (``RunContext.emit``); each renders its ``on_event`` dict."""

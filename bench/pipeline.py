@@ -38,7 +38,8 @@ from langgraph.checkpoint.base import (
 )
 
 from ai_agent.checkpoints import DeltaSaver, strict_serializer
-from ai_agent.context import Event, JournalEntry, ModelReply, RunContext, RunPolicy
+from ai_agent.context import JournalEntry, ModelReply, RunContext, RunPolicy
+from ai_agent.events import ProgressEvent, StageStarted
 from ai_agent.graph.build import build_graph, recursion_limit
 from ai_agent.state import Message, RunState, ToolCall, ToolResult, new_run_state
 from ai_agent.tools.registry import ToolRegistry
@@ -195,8 +196,8 @@ async def run_pipeline(kind: str, cycles: int, path: Path, sample: int) -> Pipel
     marks: list[tuple[float, float]] = []
     skew = [0.0, 0.0]  # wall and CPU seconds spent measuring sizes, taken out of the marks
 
-    def emit(event: Event) -> None:
-        if event.get("type") == "stage_started" and event.get("stage") == "draft":
+    def emit(event: ProgressEvent) -> None:
+        if isinstance(event, StageStarted) and event.stage == "draft":
             wall, cpu = time.perf_counter(), time.process_time()
             marks.append((wall - skew[0], cpu - skew[1]))
             done = len(marks) - 1

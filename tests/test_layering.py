@@ -49,14 +49,17 @@ ALLOWED: dict[str, set[str]] = {
     "events": {"observability"},  # the typed events, below whatever produces them
     "nodes": {
         *("errors", "issues", "state", "plans", "context", "config", "tools", "observability"),
+        "events",
     },
     "types": {"state", "tools"},  # the tool contract's names, where the spec imports them
-    "models": {"_lazy", "errors", "state", "context", "observability", "models.resilience"},
+    "models": {
+        *("_lazy", "errors", "state", "context", "observability", "models.resilience", "events"),
+    },
     "local": {"errors"},
     "testing": {"errors", "state", "models"},
     "models.resolve": {
         *("errors", "config", "context", "observability", "models", "models.resilience"),
-        *("testing", "local"),
+        *("events", "testing", "local"),
     },
 }
 

@@ -94,7 +94,7 @@ async def test_the_local_backend_starts_the_server_and_calls_it(
         backend="local",
         settings=AgentSettings(model_backend={"temperature": 0.7}),
         secrets=secrets,
-        on_event=events.append,
+        on_event=lambda event: events.append(event.progress()),  # type: ignore[arg-type]
     )
     [server] = stand_in.started
     assert server.running and resolved.local is cast(Any, server)

@@ -97,8 +97,8 @@ def make_caller(
 def listening(
     caller: ChatModelCaller, events: list[Event], *, tokens: bool = True
 ) -> Iterator[ChatModelCaller]:
-    """The caller reporting to ``events``, as a run binds it and its draft opens them."""
-    model_events = ModelEvents(events.append, tokens=tokens)
+    """The caller reporting to ``events`` (as dicts), as a run binds it and its draft opens them."""
+    model_events = ModelEvents(lambda event: events.append(event.progress()), tokens=tokens)  # type: ignore[arg-type]
     with model_events.during(1):
         yield caller.reporting(model_events)
 

@@ -40,6 +40,7 @@ from ai_agent.graph.archive import RunArchive
 from ai_agent.graph.contexts import RunContexts
 from ai_agent.graph.database import RunDatabase, locate_database
 from ai_agent.graph.delegation import archive_method, delegated
+from ai_agent.graph.events import rendering
 from ai_agent.graph.options import engine_state, memory_sqlite_path, run_policy
 from ai_agent.graph.result import RunResult
 from ai_agent.graph.runner import PipelineRunner
@@ -130,8 +131,7 @@ class Agent:
         toolsmaker_audit_path: The toolsmaker's audit log (default:
             ``toolsmaker_dir/audit.jsonl``).
         checkpointer: Any LangGraph saver for the checkpoints, opened and closed by its owner;
-            the run store stays at ``checkpoint_path`` / ``checkpoint_url`` (what it does not
-            give: docs/compatibility.md).
+            the run store stays at ``checkpoint_path`` (see docs/compatibility.md).
 
     Examples:
         >>> import asyncio
@@ -184,9 +184,9 @@ class Agent:
             s, tracer_provider=tracer_provider, secrets=self.secrets
         )
         self.database: Location = locate_database(checkpoint_path, checkpoint_url, s)
-        # The run store and the checkpointer, shared by the runs and the archive.
-        db = RunDatabase(self.database, lease_seconds=s.lease_seconds, checkpointer=checkpointer)
-        self._db = db
+        self._db = RunDatabase(  # the run store and the checkpointer: the runs' and the archive's
+            self.database, lease_seconds=s.lease_seconds, checkpointer=checkpointer
+        )
         self.checkpoint_path = (
             self.database if isinstance(self.database, Path) else Path(s.checkpoint_path)
         )
@@ -238,7 +238,7 @@ class Agent:
             servers=self.mcp_servers,
             toolsmaker_dir=self.toolsmaker_dir,
             toolsmaker_audit_path=self.toolsmaker_audit_path,
-            on_event=on_event,
+            on_event=rendering(on_event),
         )
         self.registry = self._tools.registry
         self.initial_tools = self._tools.initial

@@ -28,8 +28,9 @@ from ai_agent.context import (
     ToolBox,
     reporting,
 )
+from ai_agent.events import ProgressEvent
 from ai_agent.graph.database import RunDatabase
-from ai_agent.graph.events import lifecycle_event
+from ai_agent.graph.events import LifecycleEvent, rendering
 from ai_agent.graph.observed import ObservedModel, ObservedToolBox
 from ai_agent.graph.recording import (
     BoundedToolBox,
@@ -147,7 +148,7 @@ class RunContexts:
             settings=self.settings,
             secrets=self.secrets,
             http_log=self.telemetry.http_log(),
-            on_event=self._on_event,
+            on_event=rendering(self._on_event),
         )
         self._local, self._backend = resolved.local, resolved.backend
         return resolved.caller
@@ -161,31 +162,31 @@ class RunContexts:
         """The generation parameters recorded with every model request (never credentials)."""
         return generation_params(self._model_arg, self.backend, self.settings.model_backend)
 
-    def _stream_sink(self, thread_id: str) -> Callable[[Event], None] | None:
+    def _stream_sink(self, thread_id: str) -> Callable[[ProgressEvent], None] | None:
         """Who consumes the run of ``thread_id`` as a stream (``Agent.astream``); None: nobody."""
         # The run context of this thread sends its (masked) events there too, and the model
         # streams its token deltas.
         return self._streams.get(thread_id)
 
-    def _emitter(self, stream: Callable[[Event], None] | None = None) -> Callable[[Event], None]:
-        """The run's event sink: the ``on_event`` callback, the log, the listeners, the stream.
+    def _emitter(
+        self, stream: Callable[[ProgressEvent], None] | None = None
+    ) -> Callable[[ProgressEvent], None]:
+        """The run's event sink: the ``on_event`` callback, the listeners, the stream.
 
-        The run context masks secrets in front of it (`ScrubbedEvents`), for all of them.
+        Each event is one object that all of them receive (``on_event`` its dict). The run
+        context masks secrets in front of it (`ScrubbedEvents`), for all of them.
         """
-        on_event, telemetry = self._on_event, self.telemetry
+        on_event, listeners = rendering(self._on_event), self.telemetry.listeners
 
-        def emit(event: Event) -> None:
+        def emit(event: ProgressEvent) -> None:
             if on_event is not None:
                 try:
                     on_event(event)
                 except Exception as exc:
                     # A user's callback must not kill the run it watches.
                     log.warning("the on_event callback failed; the run goes on", exc=exc)
-            telemetry.on_event(event)
-            if telemetry.listeners:
-                typed = lifecycle_event(event)
-                if typed is not None:
-                    telemetry.listeners.publish(typed)
+            if isinstance(event, LifecycleEvent):
+                listeners.publish(event)
             if stream is not None:
                 stream(event)
 

@@ -19,8 +19,9 @@ hold one:
   journaled or shown to a person;
 - the stage wrapper (``RunContext.scrub``, in `ai_agent.nodes._common`): every state update,
   whatever produced it (hooks, error messages, summaries), and the gate's report;
-- `ScrubbedEvents`: progress events (status lines, ``on_event``, listeners, ``Agent.astream``),
-  with streamed text (token deltas, live tool output) masked across its chunks;
+- `ScrubbedEvents`: the typed events (status lines, ``on_event``, listeners, ``Agent.astream``),
+  every field of them, with streamed text (token deltas, live tool output) masked across its
+  chunks;
 - the Agent's runner (`ai_agent.graph.runner`): the task, a person's plan, the run store's rows;
 - logs and spans: the telemetry's `Redactor` masks the same values.
 
@@ -30,12 +31,14 @@ environment are never touched.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import urllib.parse
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from ai_agent.context import Event, ModelCaller, ModelReply, ToolBox
+from ai_agent.context import ModelCaller, ModelReply, ToolBox
+from ai_agent.events import ModelDelta, ProgressEvent, ToolOutput
 from ai_agent.graph.recording import DelegatingToolBox
 from ai_agent.observability.logs import engine_logger
 from ai_agent.observability.redaction import MIN_SECRET_CHARS, SecretValues, StreamMask
@@ -49,11 +52,7 @@ __all__ = ["ScrubbedEvents", "ScrubbedModel", "ScrubbedToolBox", "add_secret", "
 
 log = engine_logger("ai_agent.agent")
 
-# Progress events whose ``detail`` is a piece of a longer text, keyed by the stream it belongs to.
-_STREAMS: dict[str, tuple[str, ...]] = {
-    "model_delta": (),
-    "tool_output": ("call_id", "stream"),
-}
+E = TypeVar("E", bound=ProgressEvent)
 
 
 def add_secret(values: SecretValues, value: str | None, where: str) -> None:
@@ -129,14 +128,26 @@ class ScrubbedToolBox(DelegatingToolBox):
         return getattr(self.inner, name)
 
 
-def _stream_key(event: Event) -> tuple[Any, ...] | None:
-    """The stream a chunk event belongs to, or None for an event that is whole."""
-    fields = _STREAMS.get(str(event.get("type", "")))
-    if fields is None:
-        return None
-    data = event.get("data")
-    data = data if isinstance(data, dict) else {}
-    return (event.get("type"), *(data.get(f) for f in fields))
+Chunk = ModelDelta | ToolOutput
+"""An event whose ``text`` is a piece of a longer text (the model's reply, a tool's output)."""
+
+
+def _stream_key(event: Chunk) -> tuple[str, ...]:
+    """The stream a chunk belongs to: the model's text, or one output stream of one call."""
+    if isinstance(event, ToolOutput):
+        return ("tool", event.call_id, event.stream)
+    return ("model",)
+
+
+def _masked(event: E, secrets: SecretValues) -> E:
+    """``event`` with every secret masked in its fields (itself when there is none)."""
+    changed = {}
+    for item in dataclasses.fields(event):
+        value = getattr(event, item.name)
+        masked = secrets.scrub(value)
+        if masked is not value:
+            changed[item.name] = masked
+    return dataclasses.replace(event, **changed) if changed else event
 
 
 class ScrubbedEvents:
@@ -151,26 +162,26 @@ class ScrubbedEvents:
         secrets: What to mask.
     """
 
-    def __init__(self, sink: Callable[[Event], None], secrets: SecretValues) -> None:
+    def __init__(self, sink: Callable[[ProgressEvent], None], secrets: SecretValues) -> None:
         self.sink = sink
         self.secrets = secrets
-        self._streams: dict[tuple[Any, ...], tuple[StreamMask, Event]] = {}
+        self._streams: dict[tuple[str, ...], tuple[StreamMask, Chunk]] = {}
         # Sync tools report output from worker threads while the run goes on in the loop.
         self._lock = threading.RLock()
 
-    def __call__(self, event: Event) -> None:
+    def __call__(self, event: ProgressEvent) -> None:
         """Mask one event and pass it on (a chunk: what of it may go out now)."""
-        key = _stream_key(event)
         with self._lock:
-            if key is None:
+            if not isinstance(event, Chunk):
                 self.flush()
-                self.sink(self.secrets.scrub(event))
+                self.sink(_masked(event, self.secrets))
                 return
+            key = _stream_key(event)
             mask = self._streams[key][0] if key in self._streams else self.secrets.stream()
             self._streams[key] = (mask, event)
-            text = mask.feed(str(event.get("detail", "")))
+            text = mask.feed(event.text)
             if text:
-                self.sink({**event, "detail": text})
+                self.sink(dataclasses.replace(event, text=text))
 
     def flush(self) -> None:
         """Send what the streams hold back (masked): their text has ended."""
@@ -179,4 +190,4 @@ class ScrubbedEvents:
             for mask, last in streams.values():
                 rest = mask.flush()
                 if rest:
-                    self.sink({**last, "detail": rest})
+                    self.sink(dataclasses.replace(last, text=rest))

@@ -31,9 +31,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Itera
 from typing import Any
 
 from ai_agent.checkpoints.store import new_thread_id
-from ai_agent.context import Event
-from ai_agent.events import RunFinished, StreamEvent
-from ai_agent.graph.events import EventTranslator
+from ai_agent.events import ProgressEvent, RunFinished, StreamEvent
+from ai_agent.graph.events import StreamView
 from ai_agent.graph.result import RunResult
 from ai_agent.state import UserPlan
 
@@ -42,7 +41,7 @@ __all__ = ["StreamSinks", "Streams"]
 #: The sink of each run being streamed, by thread id (a thread runs once at a time). The Agent
 #: holds one; `Streams` writes it, and the run context (`ai_agent.graph.contexts.RunContexts`)
 #: of that thread sends its (masked) events there too, and the model its token deltas.
-StreamSinks = dict[str, Callable[[Event], None]]
+StreamSinks = dict[str, Callable[[ProgressEvent], None]]
 _DONE = object()
 
 
@@ -101,11 +100,11 @@ class Streams:
     async def _astream(
         self, thread_id: str, start: Callable[[], Any], quiet_tools: bool
     ) -> AsyncIterator[StreamEvent]:
-        events: asyncio.Queue[Event | None] = asyncio.Queue()
+        events: asyncio.Queue[ProgressEvent | None] = asyncio.Queue()
         loop = asyncio.get_running_loop()
         owner = threading.get_ident()
 
-        def sink(event: Event) -> None:
+        def sink(event: ProgressEvent) -> None:
             # Tools may run in worker threads (sync tools) and report output from there.
             if threading.get_ident() == owner:
                 events.put_nowait(event)
@@ -115,10 +114,10 @@ class Streams:
         self.sinks[thread_id] = sink
         run: asyncio.Task[RunResult] = asyncio.create_task(start())
         run.add_done_callback(lambda _: events.put_nowait(None))
-        translate = EventTranslator(quiet_tools=quiet_tools)
+        view = StreamView(quiet_tools=quiet_tools)
         try:
             while (event := await events.get()) is not None:
-                for out in translate(event):
+                for out in view(event):
                     yield out
             yield RunFinished(await run)
         finally:

@@ -57,13 +57,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from ai_agent.config import AgentSettings, McpServerConfig
-from ai_agent.context import Event, RunPolicy
+from ai_agent.context import RunPolicy
 from ai_agent.errors import (
     ApprovalRequiredError,
     ConfigError,
     ToolPolicyViolation,
     UnknownToolError,
 )
+from ai_agent.events import ProgressEvent, _DirectToolFinished, _DirectToolStarted, _McpNotice
 from ai_agent.graph.secrets import ScrubbedToolBox
 from ai_agent.observability.redaction import SecretValues
 from ai_agent.resilience import RetryPolicy
@@ -112,7 +113,7 @@ class AgentTools:
         servers: The MCP servers.
         toolsmaker_dir: Where generated tools are kept (default: the settings').
         toolsmaker_audit_path: The toolsmaker's audit log (default: in ``toolsmaker_dir``).
-        on_event: The Agent's ``on_event`` callback.
+        on_event: The Agent's ``on_event`` callback, taking typed events (`rendering`).
     """
 
     def __init__(
@@ -127,7 +128,7 @@ class AgentTools:
         servers: Sequence[McpServerConfig] = (),
         toolsmaker_dir: str | os.PathLike[str] | None = None,
         toolsmaker_audit_path: str | os.PathLike[str] | None = None,
-        on_event: Callable[[Event], None] | None = None,
+        on_event: Callable[[ProgressEvent], None] | None = None,
     ) -> None:
         self.settings = settings
         self.policy = policy
@@ -172,7 +173,7 @@ class AgentTools:
 
     def _mcp_event(self, text: str) -> None:
         if self._on_event is not None:
-            self._on_event({"type": "mcp", "detail": text})
+            self._on_event(_McpNotice(text))
 
     # The catalog -----------------------------------------------------------------------------
     def register(self, tool: Any, *, activate: bool, replace: bool, **options: Any) -> ToolSpec:
@@ -265,7 +266,7 @@ class AgentTools:
             self._check_direct(spec, call, review["escalate"], approved, box.preview(call))
         emit = self._on_event
         if emit is not None:
-            emit({"type": "tool_started", "stage": "call_tool", "tool": spec.name})
+            emit(_DirectToolStarted(spec.name))
         tool_ctx = {
             "thread_id": None,
             "task": "",
@@ -275,14 +276,7 @@ class AgentTools:
         }
         result = await box.execute(call, tool_ctx)
         if emit is not None:
-            emit(
-                {
-                    "type": "tool_finished",
-                    "stage": "call_tool",
-                    "tool": spec.name,
-                    "detail": result["status"],
-                }
-            )
+            emit(_DirectToolFinished(spec.name, result["status"]))
         return result
 
     def _check_direct(

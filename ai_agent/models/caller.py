@@ -25,7 +25,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessageChunk, BaseMessage, HumanMessage
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
 
-from ai_agent.context import Event, ModelEvents, ModelReply
+from ai_agent.context import ModelEvents, ModelReply
 from ai_agent.errors import (
     BudgetExceededError,
     CircuitOpenError,
@@ -35,6 +35,7 @@ from ai_agent.errors import (
     ModelUnavailableError,
     ResponseTooLargeError,
 )
+from ai_agent.events import ModelCallEvent, ModelDelta, ModelRetry, _ModelToolCall
 from ai_agent.models.errors import (
     classify_model_error,
     malformed_again,
@@ -64,7 +65,7 @@ DEFAULT_MAX_RESPONSE_CHARS = 1_000_000
 class _Stream:
     """Assembles one streamed reply: deltas out to the sink, size cap, raw tool arguments."""
 
-    def __init__(self, sink: Callable[[Event], None], cap: int) -> None:
+    def __init__(self, sink: Callable[[ModelCallEvent], None], cap: int) -> None:
         self.sink, self.cap = sink, cap
         self.message: AIMessageChunk | None = None
         self.text: list[str] = []
@@ -82,7 +83,7 @@ class _Stream:
             self.size += len(args)
             self.raw_args.setdefault(part.get("index") or 0, []).append(args)
             if part.get("name"):
-                self.sink({"type": "model_tool_call", "tool": str(part["name"])})
+                self.sink(_ModelToolCall(str(part["name"])))
         if self.size > self.cap:
             raise ResponseTooLargeError(
                 f"the reply passed the size cap of {self.cap} characters; the model is "
@@ -91,7 +92,7 @@ class _Stream:
             )
         if text:
             self.text.append(text)
-            self.sink({"type": "model_delta", "detail": text})
+            self.sink(ModelDelta(text, 0))  # the draft's ModelEvents sets the iteration
 
     def partial(self) -> str:
         return "".join(self.text)
@@ -299,13 +300,13 @@ class ChatModelCaller:
             fields={"event": "model_retry", "error": type(exc).__name__, "sent_back": True},
             secrets=self._secrets.values(),
         )
-        self._events({"type": "model_retry", "detail": str(exc), "duration_ms": 0.0})
+        self._events(ModelRetry(str(exc), 0.0, 0))  # the draft's ModelEvents sets the iteration
 
     async def _retried(
         self,
         runnable: Any,
         lc_messages: list[BaseMessage],
-        sink: Callable[[Event], None] | None,
+        sink: Callable[[ModelCallEvent], None] | None,
         options: Mapping[str, Any],
         retries: list[dict[str, Any]],
     ) -> tuple[BaseMessage, bool]:
@@ -331,7 +332,7 @@ class ChatModelCaller:
                 },
                 secrets=self._secrets.values(),
             )
-            events({"type": "model_retry", "detail": str(exc), "duration_ms": wait * 1000})
+            events(ModelRetry(str(exc), wait, 0))
 
         retrying = AsyncRetrying(
             stop=stop_after_attempt(self.retry.max_retries + 1),
@@ -356,7 +357,7 @@ class ChatModelCaller:
         self,
         runnable: Any,
         messages: list[BaseMessage],
-        sink: Callable[[Event], None] | None,
+        sink: Callable[[ModelCallEvent], None] | None,
         options: Mapping[str, Any],
     ) -> tuple[BaseMessage, bool]:
         """One attempt, ended by the total deadline if it runs past it."""
@@ -381,7 +382,7 @@ class ChatModelCaller:
         self,
         runnable: Any,
         messages: list[BaseMessage],
-        sink: Callable[[Event], None] | None,
+        sink: Callable[[ModelCallEvent], None] | None,
         options: Mapping[str, Any],
         ends: float | None,
     ) -> tuple[BaseMessage, bool]:
@@ -407,7 +408,7 @@ class ChatModelCaller:
         self,
         runnable: Any,
         messages: list[BaseMessage],
-        sink: Callable[[Event], None],
+        sink: Callable[[ModelCallEvent], None],
         options: Mapping[str, Any],
         ends: float | None,
     ) -> BaseMessage:

@@ -24,13 +24,13 @@ from langchain_core.language_models import BaseChatModel
 from pydantic import SecretStr
 
 from ai_agent.errors import ConfigError
+from ai_agent.events import ProgressEvent, _BackendNotice
 from ai_agent.models.backend import make_chat_model
 from ai_agent.models.caller import ChatModelCaller
 from ai_agent.models.resilience import CircuitBreaker, RetryPolicy
 
 if TYPE_CHECKING:
     from ai_agent.config import AgentSettings, ModelBackendSettings
-    from ai_agent.context import Event
     from ai_agent.local import LocalModelServer
     from ai_agent.observability.httplog import HttpLog
     from ai_agent.observability.redaction import SecretValues
@@ -99,7 +99,7 @@ async def resolve_model(
     settings: AgentSettings,
     secrets: SecretValues,
     http_log: HttpLog | None = None,
-    on_event: Callable[[Event], None] | None = None,
+    on_event: Callable[[ProgressEvent], None] | None = None,
 ) -> ResolvedModel:
     """The caller for ``model`` (read by `read_model_argument`) on ``backend``.
 
@@ -109,7 +109,7 @@ async def resolve_model(
         settings: Retries, breaker, streaming and the server's settings.
         secrets: Scrubbed from error text; the local server's key is added to them.
         http_log: Logs each request of a client made here.
-        on_event: Hears the local server's progress (``backend`` events).
+        on_event: Hears the local server's progress (its notices).
 
     Raises:
         LocalBackendError: the local server could not be started.
@@ -187,12 +187,12 @@ def summary_caller(
     return _caller_on(backend.model_copy(update={"model": model}), settings, secrets, http_log)
 
 
-async def _start_local(on_event: Callable[[Event], None] | None) -> LocalModelServer:
+async def _start_local(on_event: Callable[[ProgressEvent], None] | None) -> LocalModelServer:
     from ai_agent.local import LocalModelServer
 
     emit = on_event or _ignore
-    local = LocalModelServer(progress=lambda message: emit({"type": "backend", "detail": message}))
-    emit({"type": "backend", "detail": "starting the local llama.cpp server"})
+    local = LocalModelServer(progress=lambda message: emit(_BackendNotice(message)))
+    emit(_BackendNotice("starting the local llama.cpp server"))
     await local.start()  # a failed or cancelled start leaves nothing running
     return local
 
@@ -211,5 +211,5 @@ def _on_local(backend: ModelBackendSettings, local: LocalModelServer) -> ModelBa
     )
 
 
-def _ignore(event: Event) -> None:
+def _ignore(event: ProgressEvent) -> None:
     """No listener."""

@@ -14,6 +14,7 @@ from langgraph.runtime import Runtime
 
 from ai_agent.context import RunContext
 from ai_agent.errors import HookError
+from ai_agent.events import GatePaused, StageFinished, StageStarted
 from ai_agent.issues import IssueKind
 from ai_agent.nodes._issues import issue
 from ai_agent.observability.scopes import stage_scope
@@ -108,7 +109,7 @@ def stage(name: str) -> Callable[[Node[U]], Node[U]]:
             context = runtime.context
             iteration = state.get("iteration", 0)
             with stage_scope(name, iteration, step=_step()) as observed:
-                context.emit({"type": "stage_started", "stage": name, "iteration": iteration})
+                context.emit(StageStarted(name, iteration))
                 started_at, started = time.time(), time.perf_counter()
                 try:
                     update = await fn(state, runtime=runtime)
@@ -116,14 +117,7 @@ def stage(name: str) -> Callable[[Node[U]], Node[U]]:
                     interrupts = exc.args[0] if exc.args else ()
                     report = getattr(interrupts[0], "value", None) if interrupts else None
                     observed.pause(report if isinstance(report, dict) else None)
-                    context.emit(
-                        {
-                            "type": "gate_paused",
-                            "stage": name,
-                            "iteration": iteration,
-                            "data": report,
-                        }
-                    )
+                    context.emit(GatePaused(iteration, report or None))
                     raise
                 elapsed = round((time.perf_counter() - started) * 1000, 3)
                 out = cast(dict[str, Any], update)
@@ -133,14 +127,7 @@ def stage(name: str) -> Callable[[Node[U]], Node[U]]:
                 out["trace"] = [
                     _complete(line, name, iteration, started_at, elapsed) for line in lines
                 ]
-                context.emit(
-                    {
-                        "type": "stage_finished",
-                        "stage": name,
-                        "iteration": iteration,
-                        "duration_ms": elapsed,
-                    }
-                )
+                context.emit(StageFinished(name, iteration, elapsed))
             # The one way into state: no configured secret passes, whoever produced the text.
             return cast(U, context.scrub(update))
 

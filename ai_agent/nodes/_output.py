@@ -1,7 +1,7 @@
 """Live tool output: the ``on_output`` callable every tool finds in its ``ctx``.
 
 A long-running tool (a shell command, a large file read) calls ``ctx["on_output"](text)`` as output
-arrives; each call becomes ``tool_output`` events of at most ``chunk_size`` bytes (never splitting a
+arrives; each call becomes `ToolOutput` events of at most ``chunk_size`` bytes (never splitting a
 UTF-8 character), which ``Agent.astream`` yields as ``ToolOutput`` and the CLI prints live. The
 tool still returns its whole result as usual: streaming is for watching, the result is for the
 model. With ``stream_tool_results`` off, ``on_output`` does nothing, so tools call it freely.
@@ -10,7 +10,7 @@ Examples:
     >>> events = []
     >>> emit = output_sink(events.append, tool="t", call_id="c1", iteration=1, chunk_size=4)
     >>> emit("abcdef")
-    >>> [e["detail"] for e in events]
+    >>> [e.text for e in events]
     ['abcd', 'ef']
 """
 
@@ -19,7 +19,7 @@ from __future__ import annotations
 import codecs
 from collections.abc import Callable
 
-from ai_agent.context import Event
+from ai_agent.events import ToolOutput
 
 __all__ = ["OutputSink", "output_sink"]
 
@@ -31,7 +31,7 @@ def _ignore(text: str | bytes, stream: str = "stdout") -> None:
 
 
 def output_sink(
-    emit: Callable[[Event], None] | None,
+    emit: Callable[[ToolOutput], None] | None,
     *,
     tool: str,
     call_id: str,
@@ -45,7 +45,7 @@ def output_sink(
         tool: The tool's name, in each event.
         call_id: The call's id, in each event.
         iteration: The run's iteration, in each event.
-        chunk_size: Bytes per ``tool_output`` event at most.
+        chunk_size: Bytes per `ToolOutput` event at most.
     """
     if emit is None:
         return _ignore
@@ -59,16 +59,7 @@ def output_sink(
         for start in range(0, len(data), chunk_size):
             piece = decoder.decode(data[start : start + chunk_size])
             if piece:
-                emit(
-                    Event(
-                        type="tool_output",
-                        stage="act",
-                        tool=tool,
-                        iteration=iteration,
-                        detail=piece,
-                        data={"call_id": call_id, "stream": stream},
-                    )
-                )
+                emit(ToolOutput(tool, call_id, piece, stream, iteration))
 
     def on_output(text: str | bytes, stream: str = "stdout") -> None:
         if isinstance(text, bytes):

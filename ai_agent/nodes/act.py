@@ -25,10 +25,12 @@ from typing import Any, TypedDict
 from langgraph.runtime import Runtime
 
 from ai_agent.context import RunContext
+from ai_agent.events import ToolFinished, ToolStarted
 from ai_agent.issues import IssueKind, as_state
 from ai_agent.nodes._common import stage
 from ai_agent.nodes._issues import issue, issue_from_result
 from ai_agent.nodes._output import output_sink
+from ai_agent.observability.tooldata import tool_telemetry
 from ai_agent.state import (
     Grant,
     Issue,
@@ -203,15 +205,7 @@ class _Cycle:
 
     async def run(self, call: ToolCall) -> ToolResult:
         context = self.context
-        context.emit(
-            {
-                "type": "tool_started",
-                "stage": "act",
-                "tool": call["name"],
-                "iteration": self.iteration,
-                "data": {"call_id": call["id"]},
-            }
-        )
+        context.emit(ToolStarted(call["name"], call["id"], self.iteration))
         await context.journal.intent(context.thread_id, self.iteration, call)
         tool_ctx = {
             "thread_id": context.thread_id,
@@ -229,18 +223,7 @@ class _Cycle:
         }
         result = await context.tools.execute(call, tool_ctx)
         await context.journal.outcome(context.thread_id, self.iteration, call, result)
-        context.emit(
-            {
-                "type": "tool_finished",
-                "stage": "act",
-                "tool": call["name"],
-                "iteration": self.iteration,
-                "detail": result["status"],
-                "duration_ms": float(result.get("execution_time_ms", 0.0)),
-                # The call and result let listeners see what the result tells (chars, K, items).
-                "data": {"call_id": call["id"], "call": call, "result": result},
-            }
-        )
+        context.emit(_finished(call, result, self.iteration))
         return result
 
     async def clip(self, call: ToolCall, text: str, result: ToolResult) -> tuple[str, ToolResult]:
@@ -292,6 +275,15 @@ class _Cycle:
         if "execution_time_ms" in result:
             line["duration_ms"] = result["execution_time_ms"]
         self.update["trace"].append(line)
+
+
+def _finished(call: ToolCall, result: ToolResult, iteration: int) -> ToolFinished:
+    """The event of a call that ended, with what its result tells (chars, K, items)."""
+    duration = float(result.get("execution_time_ms", 0.0))
+    telemetry = tool_telemetry(call, result)
+    return ToolFinished(
+        call["name"], call["id"], result["status"], duration, iteration, telemetry, call, result
+    )
 
 
 def _labelled(context: RunContext, call: ToolCall, result: ToolResult) -> ToolResult:

@@ -25,11 +25,13 @@ from typing import Any, TypedDict, cast
 
 from langgraph.runtime import Runtime
 
-from ai_agent.context import Event, ModelReply, Prepared, RunContext
+from ai_agent.context import ModelReply, Prepared, RunContext
 from ai_agent.errors import ContextOverflowError
+from ai_agent.events import Compacted, _ModelFinished, _ModelWaiting
 from ai_agent.issues import IssueKind, kind_of_error
 from ai_agent.nodes._common import stage
 from ai_agent.nodes._issues import issue
+from ai_agent.observability.logs import engine_logger
 from ai_agent.observability.scopes import set_iteration
 from ai_agent.state import (
     CompactionRecord,
@@ -43,6 +45,8 @@ from ai_agent.state import (
 )
 
 __all__ = ["DraftUpdate", "compose_messages", "draft", "engine_call_id", "with_engine_ids"]
+
+log_stages = engine_logger("ai_agent.stages")
 
 
 class DraftUpdate(TypedDict, total=False):
@@ -190,6 +194,20 @@ async def draft(state: RunState, *, runtime: Runtime[RunContext]) -> DraftUpdate
     return update
 
 
+def _compacted(context: RunContext, iteration: int, record: CompactionRecord) -> None:
+    """Report a compaction: the event (listeners, ``on_event``) and its log line."""
+    before, after, strategy = record["tokens_before"], record["tokens_after"], record["strategy"]
+    context.emit(Compacted(iteration, strategy, before, after, record))
+    fields = {k: v for k, v in record.items() if k != "detail"}
+    log_stages.info(
+        "compacted the conversation (%s): %s -> %s tokens",
+        strategy,
+        before,
+        after,
+        fields={"event": "compacted", **fields},
+    )
+
+
 async def _draft(state: RunState, context: RunContext) -> DraftUpdate:
     early = _early_issues(state, context)
     if early is not None:
@@ -201,21 +219,14 @@ async def _draft(state: RunState, context: RunContext) -> DraftUpdate:
     prepared = await _prepare(state, context, system_prompt, tools, iteration)
     work = _Draft(state, iteration, prepared)
     if work.compacted:
-        context.emit(
-            {
-                "type": "compacted",
-                "stage": "draft",
-                "iteration": iteration,
-                "data": dict(prepared["compaction"]),
-            }
-        )
+        _compacted(context, iteration, prepared["compaction"])
     if "budget_issue" in prepared:
         line = TraceEvent(
             stage="draft", iteration=iteration, status="error", detail=IssueKind.BUDGET.value
         )
         return work.done(None, line, [issue(IssueKind.BUDGET, prepared["budget_issue"])])
     messages = compose_messages(system_prompt, work.messages)
-    context.emit({"type": "model_waiting", "stage": "draft", "iteration": iteration})
+    context.emit(_ModelWaiting(iteration))
     try:
         with context.model_events.during(iteration):  # retries, and deltas if someone watches
             try:
@@ -234,15 +245,8 @@ async def _draft(state: RunState, context: RunContext) -> DraftUpdate:
         line = TraceEvent(stage="draft", iteration=iteration, status="error", detail=kind.value)
         return work.done(None, line, [issue(kind, str(exc))])
     message = with_engine_ids(reply["message"], iteration)
-    context.emit(
-        {
-            "type": "model_finished",
-            "stage": "draft",
-            "iteration": iteration,
-            "detail": message["content"],
-            "data": {"tool_calls": [c["name"] for c in message.get("tool_calls", [])]},
-        }
-    )
+    calls = tuple(c["name"] for c in message.get("tool_calls", []))
+    context.emit(_ModelFinished(message["content"], calls, iteration))
     if context.meter is not None:
         work.add(
             context.meter.record(reply, iteration=iteration, request=messages, prepared=prepared)
@@ -285,8 +289,7 @@ async def _after_overflow(
     )
     work = _Draft(state, iteration, smaller)
     record = smaller["compaction"]
-    event: Event = {"type": "compacted", "stage": "draft", "iteration": iteration}
-    context.emit({**event, "data": dict(record)})
+    _compacted(context, iteration, record)
     messages = compose_messages(system_prompt, work.messages)
     try:
         return work, messages, await context.model(messages, tools)

@@ -21,13 +21,14 @@ from __future__ import annotations
 import hashlib
 import hmac
 from collections.abc import Iterable
-from typing import Literal, TypedDict
+from typing import Any, Literal, TypedDict
 
 from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
 from ai_agent.context import RunContext
 from ai_agent.errors import HookError, InvalidPlanError, PlanRefusedError
+from ai_agent.events import GateResumed
 from ai_agent.issues import KINDS
 from ai_agent.nodes._common import call_hook, hook_issue, hook_view, stage
 from ai_agent.observability.scopes import note_gate_plan
@@ -297,6 +298,19 @@ def _apply(
     return update
 
 
+def _resumed(iteration: int, source: str, plan: UserPlan, taken: dict[str, Any]) -> GateResumed:
+    """The event of a plan the gate took (``taken``: the plan as recorded)."""
+    return GateResumed(
+        iteration,
+        source,
+        plan.allow_continue,
+        tuple(plan.approve),
+        tuple(plan.deny),
+        tuple(plan.activate_tools),
+        plan=taken,
+    )
+
+
 async def _evaluate(state: RunState, context: RunContext, report: GateReport) -> GateReport:
     """Let the evaluate_critical hook rescore; it may set intervene, severity and prompt."""
     hook = context.hooks.evaluate_critical
@@ -394,14 +408,7 @@ async def gate(state: RunState, *, runtime: Runtime[RunContext]) -> GateUpdate:
         check_plan(plan, report, catalog)
     taken = plan.model_dump()
     note_gate_plan(report, taken, source)
-    context.emit(
-        {
-            "type": "gate_resumed",
-            "stage": "gate",
-            "iteration": report["iteration"],
-            "data": {"source": source, "plan": taken},
-        }
-    )
+    context.emit(_resumed(report["iteration"], source, plan, taken))
     update = _apply(state, report, plan, source, context)
     line["status"] = "plan" if plan.allow_continue else "cancelled"
     line["detail"] = ", ".join(i["code"] for i in report["issues"])

@@ -37,14 +37,12 @@ from ai_agent.observability.tracing import NullTracer, Span, Tracer
 
 if TYPE_CHECKING:
     from ai_agent.config import AgentSettings, LoggingConfig, ObservabilityConfig
-    from ai_agent.context import Event
     from ai_agent.observability.httplog import HttpLog
 
 __all__ = ["CostFunction", "Telemetry", "tracestate"]
 
 log = engine_logger("ai_agent.telemetry")
 log_metrics = engine_logger("ai_agent.metrics")
-log_events = engine_logger("ai_agent.stages")
 
 # The tracestate key of the engine (W3C: lower-case letters, digits and _-*/).
 TRACESTATE_KEY = "aiagent"
@@ -228,17 +226,3 @@ class Telemetry:
                 log_metrics.warning(
                     "metrics collector %r failed on %s; the run goes on", collector, name, exc=exc
                 )
-
-    # Raw progress events ---------------------------------------------------------------------
-    def on_event(self, event: Event) -> None:
-        """Log the progress events no scope sees: compaction."""
-        if event.get("type") != "compacted":
-            return
-        data = event.get("data") or {}
-        log_events.info(
-            "compacted the conversation (%s): %s -> %s tokens",
-            data.get("strategy"),
-            data.get("tokens_before"),
-            data.get("tokens_after"),
-            fields={"event": "compacted", **{k: v for k, v in data.items() if k != "detail"}},
-        )

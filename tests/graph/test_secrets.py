@@ -15,6 +15,7 @@ import pytest
 from ai_agent import ToolCategory, ToolSpec, UserPlan
 from ai_agent.config import AgentSettings
 from ai_agent.context import Event
+from ai_agent.events import ModelDelta, ToolFinished, ToolOutput
 from ai_agent.graph.secrets import ScrubbedEvents
 from ai_agent.observability.redaction import SecretValues
 from tests.graph.conftest import MakeAgent, call, recorder, text
@@ -131,11 +132,10 @@ def test_a_secret_too_short_to_mask_is_named_in_a_warning(
 
 def test_events_flush_what_a_stream_held_before_anything_else() -> None:
     seen: list[Event] = []
-    events = ScrubbedEvents(seen.append, SecretValues([KEY]))
-    out = {"data": {"call_id": "c1", "stream": "stdout"}}
-    events({"type": "tool_output", "detail": "key: sk-canary-gr", **out})  # type: ignore[typeddict-item]
-    events({"type": "model_delta", "detail": "plain", "data": None})
-    events({"type": "tool_finished", "detail": KEY, "data": {"call_id": "c1"}})
+    events = ScrubbedEvents(lambda e: seen.append(e.progress()), SecretValues([KEY]))  # type: ignore[arg-type]
+    events(ToolOutput("t", "c1", "key: sk-canary-gr", "stdout", 1))
+    events(ModelDelta("plain", 1))
+    events(ToolFinished("t", "c1", KEY, 0.0, 1))
     assert [(e["type"], e.get("detail")) for e in seen] == [
         ("tool_output", "key: "),
         ("model_delta", "plain"),

@@ -22,8 +22,11 @@ from ai_agent.events import (
     ToolFinished,
     ToolOutput,
     ToolStarted,
+    _ModelFinished,
+    _ModelToolCall,
+    _ModelWaiting,
 )
-from ai_agent.graph.events import EventTranslator
+from ai_agent.graph.events import StreamView
 from ai_agent.testing import Fault, MockOpenAIServer, Reply
 from tests.graph.conftest import MakeAgent, call, text
 
@@ -233,20 +236,20 @@ def test_sync_resume_stream(make_agent: MakeAgent) -> None:
     assert again[-1].result.status == "cancelled"  # type: ignore[union-attr]
 
 
-def test_the_translator_ignores_unknown_events_and_handles_odd_data() -> None:
-    translate = EventTranslator()
-    assert translate({"type": "model_waiting"}) == []
-    assert translate({"type": "tool_started", "tool": "t", "data": "not a dict"}) == [
-        ToolStarted("t", "", 0)
-    ]
+def test_the_stream_view_leaves_out_internal_events_and_holds_tool_phases() -> None:
+    view = StreamView()
+    assert view(_ModelWaiting(1)) == []
+    assert view(ToolStarted("t", "", 0)) == [ToolStarted("t", "", 0)]
     # A tool call seen mid-turn: the held text is a tool phase, never a final answer.
-    translate({"type": "stage_started", "stage": "draft"})
-    translate({"type": "model_delta", "detail": "Let me check"})
-    assert translate({"type": "model_tool_call", "tool": "t"}) == []
-    assert translate({"type": "model_finished", "data": {"tool_calls": ["t"]}}) == []
+    view(StageStarted("draft", 0))
+    view(ModelDelta("Let me check", 1))
+    assert view(_ModelToolCall("t", 1)) == []
+    assert view(_ModelToolCall("u", 1)) == []  # a second call of the turn
+    assert view(ModelDelta("more", 1)) == [ModelDelta("more", 1)]  # still no final answer
+    assert view(_ModelFinished("", ("t",), 1)) == []
     # An empty final turn gives no delta.
-    translate({"type": "stage_started", "stage": "draft"})
-    assert translate({"type": "model_finished", "detail": "", "data": {}}) == []
+    view(StageStarted("draft", 1))
+    assert view(_ModelFinished("", (), 2)) == []
 
 
 async def test_listeners_hear_model_retries_of_a_plain_run(tmp_path: Any) -> None:

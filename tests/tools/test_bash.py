@@ -147,7 +147,13 @@ async def test_background_processes_do_not_outlive_the_call(tree: Tree) -> None:
 
 async def test_output_is_capped_and_streamed(tree: Tree) -> None:
     events: list[Event] = []
-    sink = output_sink(events.append, tool="run_bash", call_id="c", iteration=1, chunk_size=4096)
+    sink = output_sink(
+        lambda event: events.append(event.progress()),  # type: ignore[arg-type]
+        tool="run_bash",
+        call_id="c",
+        iteration=1,
+        chunk_size=4096,
+    )
     reg = registry(tree.base, max_output_bytes=1000)
     result = await bash(
         reg, "head -c 300000 /dev/zero | tr '\\0' x; echo done >&2", _ctx={"on_output": sink}
