@@ -270,9 +270,10 @@ class RunFinished:
 
 @dataclass(frozen=True, slots=True)
 class _ModelWaiting:
-    """The draft sent its request and waits for the model."""
+    """The draft sent its request and waits for the model (offering it tools, or not)."""
 
     iteration: int
+    tools_offered: bool = False
 
     def progress(self) -> dict[str, Any]:
         """The ``on_event`` dict of this event."""

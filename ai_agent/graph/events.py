@@ -41,6 +41,7 @@ from ai_agent.events import (
     ToolStarted,
     _ModelFinished,
     _ModelToolCall,
+    _ModelWaiting,
 )
 
 __all__ = [
@@ -63,8 +64,10 @@ __all__ = [
     "rendering",
 ]
 
-# Text held back before it is known whether a turn is the final answer or a tool call. Past this
-# many characters without a tool call the turn is taken to be prose and streams live.
+# Text held back before it is known whether a turn is the final answer or a tool call. A turn
+# offered no tools can only be an answer: past this many characters it streams live. A turn that
+# may still call a tool is held whole (its text may be a tool phase's prose, however long): only
+# the final answer's text streams as the final answer.
 HOLD_CHARS = 256
 
 # The events a stream passes on as they are (model text and tool output unless quiet).
@@ -86,11 +89,15 @@ class StreamView:
     _held: list[str] = field(default_factory=list)
     _mode: str = "holding"  # holding -> live | tool
     _streamed: bool = False
+    _tools_offered: bool = False
 
     def __call__(self, event: ProgressEvent) -> list[StreamEvent]:
         """The stream events for one event of the run (often none, sometimes two)."""
         if isinstance(event, StageStarted) and event.stage == "draft":
             self._held, self._mode, self._streamed = [], "holding", False
+        if isinstance(event, _ModelWaiting):
+            self._tools_offered = event.tools_offered
+            return []
         if isinstance(event, ModelDelta):
             return self._delta(event)
         if isinstance(event, _ModelToolCall):
@@ -111,7 +118,7 @@ class StreamView:
         elif self._mode == "holding":
             self._held.append(event.text)
             held = "".join(self._held)
-            if len(held) > self.hold_chars:
+            if len(held) > self.hold_chars and not self._tools_offered:
                 self._held, self._mode = [], "live"
                 out.append(FinalDelta(held))
         return out

@@ -226,7 +226,7 @@ async def _draft(state: RunState, context: RunContext) -> DraftUpdate:
         )
         return work.done(None, line, [issue(IssueKind.BUDGET, prepared["budget_issue"])])
     messages = compose_messages(system_prompt, work.messages)
-    context.emit(_ModelWaiting(iteration))
+    context.emit(_ModelWaiting(iteration, tools_offered=bool(tools)))
     try:
         with context.model_events.during(iteration):  # retries, and deltas if someone watches
             try:

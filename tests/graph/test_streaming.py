@@ -120,6 +120,20 @@ async def test_a_long_answer_streams_live_once_it_is_clearly_prose(make_agent: M
     assert len(finals[0]) > 256
 
 
+@pytest.mark.parametrize("quiet", [True, False])
+async def test_long_prose_before_a_tool_call_is_never_streamed_as_the_answer(
+    make_agent: MakeAgent, quiet: bool
+) -> None:
+    musing = " ".join(f"thinking{i}" for i in range(60))  # past the hold, then a tool call
+    agent = make_agent(
+        [{"text": musing, **call("long_job")}, text("Done: 3 lines.")],
+        tools=[streaming_tool()],
+    )
+    events = await collect(agent, "run", quiet_tools=quiet)
+    assert len(musing) > 256
+    assert [e.text for e in events if isinstance(e, FinalDelta)] == ["Done: 3 lines."]
+
+
 async def test_without_model_streaming_the_answer_comes_in_one_piece(
     make_agent: MakeAgent,
 ) -> None:
