@@ -354,13 +354,11 @@ def _decided(state: RunState, context: RunContext) -> GateReport | None:
     hook that answered differently the second time would override the person's plan).
     """
     paused = context.answering
-    if paused is None:
+    # A report of an ai-agent from before gate tokens names no gate: it is evaluated again, as
+    # that engine did (its grants bind to the token the gate computes now).
+    if paused is None or "token" not in paused:
         return None
-    if "token" in paused:
-        same = paused["token"] == gate_token(state, context.thread_id)
-    else:  # paused by an ai-agent from before gate tokens
-        same = paused["iteration"] == state.get("iteration", 0)
-    return paused if same else None
+    return paused if paused["token"] == gate_token(state, context.thread_id) else None
 
 
 @stage("gate")
