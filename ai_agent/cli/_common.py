@@ -69,13 +69,13 @@ EXIT = {
 }
 
 
-def exit_code(result: Any) -> int:
+def exit_code(result: RunResult) -> int:
     """The exit code a run's result stands for (docs/workflow.md, "Exit codes").
 
     The stop reason comes first where it says more than the status: a replay that diverged, a
     run that ran out of cycles without finishing.
     """
-    if getattr(result, "divergence", None) is not None:
+    if result.divergence is not None:
         return EXIT["diverged"]
     if result.stop_reason == "max_iterations":
         return EXIT["max_iterations"]

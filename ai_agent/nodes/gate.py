@@ -327,9 +327,12 @@ async def _evaluate(state: RunState, context: RunContext, report: GateReport) ->
         or {}
     )
     out = GateReport(**report)
-    if "severity" in verdict:
-        out["severity"] = float(verdict["severity"])
-    out["intervene"] = bool(verdict.get("intervene", out["severity"] >= out["threshold"]))
+    try:
+        if "severity" in verdict:
+            out["severity"] = float(verdict["severity"])
+        out["intervene"] = bool(verdict.get("intervene", out["severity"] >= out["threshold"]))
+    except (TypeError, ValueError, AttributeError) as exc:  # not the dict the hook must give
+        raise HookError("evaluate_critical", exc) from exc
     if verdict.get("prompt"):
         out["prompt"] = str(verdict["prompt"])
     elif out["intervene"] and not out["prompt"]:

@@ -325,11 +325,11 @@ def _environment(f: CallFacts) -> Verdict | None:
     keys = ", ".join(f.missing_env)
     # One gate shows all a person must decide about the call: what it waits for after the keys
     # are set too, so the plan that answers this gate can settle both.
-    category = f.info["category"] if f.info else "external"
-    after = _reasons(f, category, f.approvals.get(category, "approve"))
+    category, policy = _policy_of(f)
+    after = _reasons(f, category, policy)
     if f.approved or f.unattended or not after:
         then = "set them and resume"
-    elif _confirmable(f, f.approvals.get(category, "approve")):
+    elif _confirmable(f, policy):
         then = (
             f"set them and resume; {'; '.join(after)}: a plan that continues confirms it "
             "(deny it to skip it)"
@@ -367,9 +367,14 @@ def _reasons(f: CallFacts, category: str, policy: str) -> list[str]:
     return reasons
 
 
-def _approval(f: CallFacts) -> Verdict:
+def _policy_of(f: CallFacts) -> tuple[str, str]:
+    """The call's category (an unknown tool's: the strictest) and that category's policy."""
     category = f.info["category"] if f.info else "external"
-    policy = f.approvals.get(category, "approve")
+    return category, f.approvals.get(category, "approve")
+
+
+def _approval(f: CallFacts) -> Verdict:
+    category, policy = _policy_of(f)
     if policy == "deny":
         return _cancel(f"{CANCELLED}: the policy denies {category} tools")
     if f.approved or f.unattended:

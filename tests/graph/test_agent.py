@@ -546,6 +546,19 @@ async def test_a_hook_that_raises_before_the_gate_is_a_gate_issue_naming_it(
         assert [t["stage"] for t in paused.trace] == ["recall", "draft", "gate"]
 
 
+@pytest.mark.parametrize("verdict", [["intervene"], {"severity": "high"}])
+async def test_an_evaluate_critical_that_answers_garbage_is_a_hook_error(
+    make_agent: MakeAgent, verdict: Any
+) -> None:
+    agent = make_agent(
+        [call("ghost_tool"), text("ok")],
+        hooks=Hooks(evaluate_critical=lambda task, issues, ctx: verdict),
+    )
+    paused = await agent.run("use a ghost")  # no exception out of run()
+    assert paused.gate is not None
+    assert "HOOK_ERROR" in [i["code"] for i in paused.gate["issues"]]
+
+
 async def test_a_query_user_plan_that_raises_pauses_for_a_person(make_agent: MakeAgent) -> None:
     agent = make_agent([call("ghost_tool"), text("ok")], hooks=Hooks(query_user_plan=_raises))
     paused = await agent.run("use a ghost")
