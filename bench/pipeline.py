@@ -37,7 +37,8 @@ from langgraph.checkpoint.base import (
     CheckpointTuple,
 )
 
-from ai_agent.checkpoints import DeltaSaver, strict_serializer
+from ai_agent.checkpoints import strict_serializer
+from ai_agent.checkpoints.backends import engine_saver
 from ai_agent.context import JournalEntry, ModelReply, RunContext, RunPolicy
 from ai_agent.events import ProgressEvent, StageStarted
 from ai_agent.graph.build import build_graph, recursion_limit
@@ -155,7 +156,8 @@ async def open_saver(kind: str, path: Path) -> AsyncIterator[Any]:
     elif kind == "null":
         yield NullSaver()
     elif kind == "delta":
-        saver = await asyncio.to_thread(DeltaSaver, path)
+        # As the engine opens it (without the in-place edit check its stages do not need).
+        saver = await asyncio.to_thread(engine_saver, path)
         try:
             yield saver
         finally:
