@@ -129,6 +129,14 @@ class UsageTracker:
         model = record.get("model", "")
         self.by_model[model] = add_usage(self.by_model.get(model), record)
 
+    def report(self) -> dict[str, Any]:
+        """Totals of every model request this Agent made in this process, by thread and model."""
+        return {
+            "totals": dict(self.totals),
+            "by_thread": {k: dict(v) for k, v in self.by_thread.items()},
+            "by_model": {k: dict(v) for k, v in self.by_model.items()},
+        }
+
 
 class RunMeter:
     """Accounting around the model calls of one run.

@@ -4,21 +4,6 @@ The runner (graph/runner.py) runs and resumes, with the run contexts of graph/co
 streams (graph/streaming.py) stream; the run archive (graph/archive.py) keeps the runs; the
 tools (graph/tooling.py, graph/tool_methods.py) equip them. Each public method of a
 collaborator that the Agent offers is one line here (graph/delegation.py).
-
-Examples:
-    >>> import asyncio, tempfile, os
-    >>> from ai_agent.testing import ScriptedModel
-    >>> async def demo():
-    ...     with tempfile.TemporaryDirectory() as d:
-    ...         ask = {"name": "calculator", "args": {"expression": "19.5% of 349"}}
-    ...         model = ScriptedModel([{"tool_calls": [ask]}, {"text": "19.5% of 349 is 68.055"}])
-    ...         agent = Agent(model=model, tools=["calculator"],
-    ...                       checkpoint_path=os.path.join(d, "c.sqlite"), memory_path=None)
-    ...         async with agent:
-    ...             res = await agent.run("calc 19.5% of 349")
-    ...         return res.status, res.final_text
-    >>> asyncio.run(demo())
-    ('completed', '19.5% of 349 is 68.055')
 """
 
 from __future__ import annotations
@@ -31,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
 from langchain_core.language_models import BaseChatModel
 from pydantic import SecretStr
 
+from ai_agent.accounting import UsageTracker
 from ai_agent.checkpoints.store import Location, RunStoreProtocol
 from ai_agent.compaction import CompactionStrategy
 from ai_agent.config import AgentSettings, McpServerConfig, load_settings
@@ -416,14 +402,7 @@ class Agent:
     list_plans = archive_method(RunArchive.list_plans)
     serve_plan = archive_method(RunArchive.serve_plan)
 
-    def get_agent_usage(self) -> dict[str, Any]:
-        """Totals of every model request this Agent made in this process, by thread and model."""
-        tracker = self.usage_tracker
-        return {
-            "totals": dict(tracker.totals),
-            "by_thread": {k: dict(v) for k, v in tracker.by_thread.items()},
-            "by_model": {k: dict(v) for k, v in tracker.by_model.items()},
-        }
+    get_agent_usage = delegated("usage_tracker", UsageTracker.report)
 
     # The tools (graph/tooling.py, graph/tool_methods.py) ---------------------------------------
     # A method with **options names its self: typed through Any, its signature kept as it is.
