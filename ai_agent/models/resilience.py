@@ -161,23 +161,24 @@ class RetryPolicy:
     @classmethod
     def for_models(cls, config: ErrorRecoveryConfig) -> RetryPolicy:
         """The model-call policy of a config: 2/3/5 retries by level, or the override."""
-        return cls(
-            max_retries=config.model_retries,
-            initial_backoff=config.initial_backoff_seconds,
-            max_backoff=config.max_backoff_seconds,
-            multiplier=config.backoff_multiplier,
-            retryable=tuple(config.retryable_model_errors),
-        )
+        return cls._of(config, config.model_retries, config.retryable_model_errors)
 
     @classmethod
     def for_tools(cls, config: ErrorRecoveryConfig) -> RetryPolicy:
         """The tool-call policy of a config: 1/2/3 retries by level, or the override."""
+        return cls._of(config, config.tool_retries, config.retryable_tool_errors)
+
+    @classmethod
+    def _of(
+        cls, config: ErrorRecoveryConfig, retries: int, retryable: Collection[str]
+    ) -> RetryPolicy:
+        # Models and tools share the backoff; they differ in how often and on what.
         return cls(
-            max_retries=config.tool_retries,
+            max_retries=retries,
             initial_backoff=config.initial_backoff_seconds,
             max_backoff=config.max_backoff_seconds,
             multiplier=config.backoff_multiplier,
-            retryable=tuple(config.retryable_tool_errors),
+            retryable=tuple(retryable),
         )
 
     def backoff(self, retry: int) -> float:
