@@ -28,9 +28,9 @@ from ai_agent.context import (
     ToolBox,
     reporting,
 )
-from ai_agent.events import ProgressEvent
+from ai_agent.events import LifecycleEvent, ProgressEvent
 from ai_agent.graph.database import RunDatabase
-from ai_agent.graph.events import LifecycleEvent, rendering
+from ai_agent.graph.events import rendering
 from ai_agent.graph.observed import ObservedModel, ObservedToolBox
 from ai_agent.graph.recording import (
     BoundedToolBox,

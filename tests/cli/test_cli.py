@@ -9,16 +9,7 @@ from typing import Any
 import pytest
 
 from ai_agent.cli import EXIT, main
-
-
-def script(tmp_path: Path, *turns: dict[str, Any]) -> str:
-    path = tmp_path / "script.json"
-    path.write_text(json.dumps(list(turns)))
-    return f"scripted:{path}"
-
-
-def calc(expression: str) -> dict[str, Any]:
-    return {"tool_calls": [{"name": "calculator", "args": {"expression": expression}}]}
+from tests.cli.scripts import calc, script
 
 
 def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, Any]:

@@ -9,12 +9,7 @@ from typing import Any
 import pytest
 
 from ai_agent.cli import EXIT, main
-
-
-def script(tmp_path: Path, *turns: dict[str, Any]) -> str:
-    path = tmp_path / "script.json"
-    path.write_text(json.dumps(list(turns)))
-    return f"scripted:{path}"
+from tests.cli.scripts import script
 
 
 def tool_call(name: str, **args: Any) -> dict[str, Any]:

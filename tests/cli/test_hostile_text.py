@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from ai_agent.cli import EXIT, main
+from tests.cli.scripts import script
 
 # The command of the issue: shown raw, the terminal erases "echo hello" and the person reads
 # only what follows the carriage return (or the reverse, with the right sequence).
@@ -44,12 +45,6 @@ def terminal_text(data: bytes) -> str:
     raw = sorted({f"U+{ord(c):04X}" for c in text if c != "\n" and unicodedata.category(c) in _RAW})
     assert not raw, f"raw control or format characters reach the terminal: {raw}"
     return text
-
-
-def script(tmp_path: Path, *turns: dict[str, Any]) -> str:
-    path = tmp_path / "script.json"
-    path.write_text(json.dumps(list(turns)))
-    return f"scripted:{path}"
 
 
 def bash(command: str) -> dict[str, Any]:

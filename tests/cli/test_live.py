@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import io
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -22,16 +21,7 @@ from ai_agent.events import (
     ToolOutput,
     ToolStarted,
 )
-
-
-def script(tmp_path: Path, *turns: dict[str, Any]) -> str:
-    path = tmp_path / "script.json"
-    path.write_text(json.dumps(list(turns)))
-    return f"scripted:{path}"
-
-
-def calc(expression: str) -> dict[str, Any]:
-    return {"tool_calls": [{"name": "calculator", "args": {"expression": expression}}]}
+from tests.cli.scripts import calc, script
 
 
 def test_stream_prints_the_answer_once_and_progress_on_stderr(

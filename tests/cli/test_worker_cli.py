@@ -12,7 +12,7 @@ import pytest
 
 from ai_agent.cli import EXIT, main
 from ai_agent.graph import Agent
-from tests.cli.test_cli import calc, script
+from tests.cli.scripts import calc, script
 from tests.graph.conftest import recorder
 
 

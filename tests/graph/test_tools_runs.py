@@ -19,7 +19,7 @@ from ai_agent.errors import (
     UnknownOutputError,
     UnknownToolError,
 )
-from ai_agent.graph.events import ToolOutput
+from ai_agent.events import ToolOutput
 from ai_agent.testing import FunctionModel
 from tests.graph.conftest import MakeAgent, call, recorder, text
 

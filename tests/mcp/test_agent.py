@@ -18,7 +18,7 @@ from ai_agent import Agent, UserPlan
 from ai_agent.config import AgentSettings, McpServerConfig
 from ai_agent.context import Event
 from ai_agent.errors import ApprovalRequiredError, UnknownThreadError
-from ai_agent.graph.events import ToolFinished
+from ai_agent.events import ToolFinished
 from ai_agent.testing import FunctionModel, ScriptedModel
 from tests.mcp.conftest import (
     KEY,

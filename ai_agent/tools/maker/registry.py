@@ -366,18 +366,8 @@ class ToolsmakerRegistry(BuildCatalog):
     def reject(self, name: str, version: int, *, reason: str, by: str = "person") -> BuildRecord:
         """A person rejected this version (``approval_required -> rejected``, final).
 
-        Args:
-            name: The tool.
-            version: The version.
-            reason: Why (kept in the history and the audit log).
-            by: Who rejected it.
-
-        Returns:
-            The updated record.
-
-        Raises:
-            UnknownToolError: no such version.
-            ToolTransitionError: it is not waiting for approval (audited as refused).
+        As `approve` (same arguments, result and errors), with ``reason``: why, kept in the
+        history and the audit log.
         """
         with self.layout.locked():
             record = self.record(name, version)
