@@ -32,30 +32,11 @@ from ai_agent.tools.builtin.bash import bash_tool
 from ai_agent.tools.builtin.limits import rlimits, tasks_of, ulimit_prefix
 from ai_agent.tools.builtin.sandbox import Sandbox
 from ai_agent.tools.maker import SandboxLimits
+from tests.tools.fork_storms import MODES, PYTHON, fork_storm, needs_system_python
 
-PYTHON = "/usr/bin/python3"
 NOBODY = 65534
-MODES = [
-    "none",
-    pytest.param(
-        "bwrap",
-        marks=pytest.mark.skipif(shutil.which("bwrap") is None, reason="no bubblewrap"),
-    ),
-]
-pytestmark = pytest.mark.skipif(not Path(PYTHON).exists(), reason="no system python3")
-
-FORK_STORM = f"""{PYTHON} - <<'EOF'
-import os, time
-forked = 0
-try:
-    for _ in range(500):
-        if os.fork() == 0:
-            time.sleep(30)
-            os._exit(0)
-        forked += 1
-finally:
-    print("forked", forked, flush=True)
-EOF"""
+pytestmark = needs_system_python
+FORK_STORM = fork_storm(500)
 
 
 async def bash(base: Path, command: str, **config: Any) -> ToolResult:

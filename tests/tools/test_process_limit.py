@@ -29,30 +29,10 @@ from ai_agent.tools import ToolRegistry
 from ai_agent.tools.builtin import cgroups
 from ai_agent.tools.builtin.bash import bash_tool
 from ai_agent.tools.builtin.sandbox import Sandbox
+from tests.tools.fork_storms import MODES, fork_storm, needs_system_python
 
-PYTHON = "/usr/bin/python3"
-MODES = [
-    "none",
-    pytest.param(
-        "bwrap",
-        marks=pytest.mark.skipif(shutil.which("bwrap") is None, reason="no bubblewrap"),
-    ),
-]
-pytestmark = pytest.mark.skipif(not Path(PYTHON).exists(), reason="no system python3")
-# Forks in a loop (each child waits, so they add up) and reports how many it got; bounded at
-# 200 so that, where no limit holds, it still ends.
-FORK_STORM = f"""{PYTHON} - <<'EOF'
-import os, time
-forked = 0
-try:
-    for _ in range(200):
-        if os.fork() == 0:
-            time.sleep(30)
-            os._exit(0)
-        forked += 1
-finally:
-    print("forked", forked, flush=True)
-EOF"""
+pytestmark = needs_system_python
+FORK_STORM = fork_storm(200)
 LIMIT = 20
 
 
