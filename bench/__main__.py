@@ -32,6 +32,7 @@ from typing import Any
 from bench.common import Figure, median, subprocess_env
 from bench.pipeline import PAYLOAD_BYTES, PipelineRun, run_pipeline
 from bench.report import markdown, plot, table, write_json
+from bench.spec_figures import measure_agent_memory, measure_serialization, spec_figures
 from bench.startup import measure_startup
 from bench.tokens import measure_tokens
 from bench.tool_overhead import measure_tool_overhead
@@ -436,6 +437,10 @@ def main(argv: list[str] | None = None) -> int:
         print("  start-up", flush=True)
         start = measure_startup(plan.startup_repeat)
         figures += other_figures(tools, tokens, many, start)
+        print("  the specification's figures", flush=True)
+        serial = measure_serialization(repeat=plan.token_repeat)
+        memory = measure_agent_memory(5 if args.quick else 20)
+        figures += spec_figures(serial, memory)
         seconds = time.perf_counter() - started
         print()
         print(table(figures))
@@ -448,6 +453,8 @@ def main(argv: list[str] | None = None) -> int:
             "tokens": tokens,
             "concurrency": many,
             "startup": start,
+            "serialization": serial,
+            "memory": memory,
         }
         write_json(out / "results.json", figures, meta)
         (out / "results.md").write_text(markdown(figures))
