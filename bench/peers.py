@@ -23,6 +23,7 @@ import json
 import sys
 import tempfile
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -154,17 +155,17 @@ class Outcome:
         return max(0.0, self.wall - self.model_seconds) / self.wall if self.wall else 0.0
 
 
-def _chat_model(base_url: str, model_id: str, api_key: str, transport: TimedTransport) -> Any:
+def _chat_model(server: Any, client: httpx.AsyncClient) -> Any:
     from langchain_openai import ChatOpenAI
 
     return ChatOpenAI(
-        base_url=base_url,
-        api_key=api_key,
-        model=model_id,
+        base_url=server.base_url,
+        api_key=server.api_key,
+        model=server.model_id,
         temperature=0,
         seed=SEED,
         use_responses_api=False,
-        http_async_client=httpx.AsyncClient(transport=transport, timeout=600),
+        http_async_client=client,
         max_retries=0,
     )
 
@@ -183,9 +184,9 @@ async def run_ours(task: Task, workspace: Path, server: Any) -> Outcome:
     from ai_agent import Agent
 
     transport = TimedTransport()
-    model = _chat_model(server.base_url, server.model_id, server.api_key, transport)
+    client = httpx.AsyncClient(transport=transport, timeout=600)
     agent = Agent(
-        model=model,
+        model=_chat_model(server, client),
         tools=list(TOOLS),
         settings=_settings(workspace),
         workdir=workspace,
@@ -194,7 +195,7 @@ async def run_ours(task: Task, workspace: Path, server: Any) -> Outcome:
         max_iterations=6,
     )
     started = time.perf_counter()
-    async with agent:
+    async with client, agent:
         result = await agent.run(task.prompt)
     wall = time.perf_counter() - started
     answer = result.final_text or ""
@@ -247,15 +248,21 @@ async def run_peer(task: Task, workspace: Path, server: Any) -> Outcome:
     from langgraph.prebuilt import create_react_agent
 
     transport = TimedTransport()
-    model = _chat_model(server.base_url, server.model_id, server.api_key, transport)
-    graph = create_react_agent(model, _langchain_tools(workspace))
+    client = httpx.AsyncClient(transport=transport, timeout=600)
+    model = _chat_model(server, client)
+    with warnings.catch_warnings():
+        # LangGraph 1.x points to langchain's create_agent, which this project does not
+        # install; the prebuilt agent is what the issue names and still what most users run.
+        warnings.simplefilter("ignore", DeprecationWarning)
+        graph = create_react_agent(model, _langchain_tools(workspace))
     started = time.perf_counter()
     status = "completed"
     messages: list[Any] = []
     try:
-        out = await graph.ainvoke(
-            {"messages": [("user", task.prompt)]}, {"recursion_limit": 2 * 6 + 1}
-        )
+        async with client:
+            out = await graph.ainvoke(
+                {"messages": [("user", task.prompt)]}, {"recursion_limit": 2 * 6 + 1}
+            )
         messages = out["messages"]
     except Exception as exc:  # the peer's own failure (recursion limit...) is a failed task
         status = type(exc).__name__
