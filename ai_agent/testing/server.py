@@ -403,6 +403,9 @@ class _Handler(BaseHTTPRequestHandler):
 
 class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
+    # The listen backlog: socketserver's default of 5 refuses connections when many clients
+    # (concurrent runs, several worker processes) connect at once, which a real server would not.
+    request_queue_size = 128
     mock: MockOpenAIServer
 
     def handle_error(self, request: Any, client_address: Any) -> None:
