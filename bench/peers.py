@@ -111,13 +111,31 @@ def make_workspace(root: Path) -> Path:
     return root
 
 
+def _usage_of(body: bytes) -> dict[str, Any]:
+    """The server's token counts in a chat completion, plain JSON or streamed (the last one)."""
+    text = body.decode("utf-8", "replace")
+    found: dict[str, Any] = {}
+    chunks = [line[5:].strip() for line in text.splitlines() if line.startswith("data:")]
+    for chunk in chunks or [text]:
+        try:
+            data = json.loads(chunk)
+        except ValueError:
+            continue
+        if isinstance(data, dict) and isinstance(data.get("usage"), dict):
+            found = data["usage"]
+    return found
+
+
 class TimedTransport(httpx.AsyncBaseTransport):
-    """An HTTP transport that adds up the time spent in each request, body included."""
+    """An HTTP transport that adds up each request's time, body included, and the server's
+    token counts: both engines are measured by the same code, whatever they report."""
 
     def __init__(self) -> None:
         self._inner = httpx.AsyncHTTPTransport()
         self.seconds = 0.0
         self.requests = 0
+        self.prompt_tokens = 0
+        self.completion_tokens = 0
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         started = time.perf_counter()
@@ -125,6 +143,9 @@ class TimedTransport(httpx.AsyncBaseTransport):
         body = await response.aread()  # the model's time ends with its last byte
         self.seconds += time.perf_counter() - started
         self.requests += 1
+        usage = _usage_of(body)
+        self.prompt_tokens += int(usage.get("prompt_tokens") or 0)
+        self.completion_tokens += int(usage.get("completion_tokens") or 0)
         return httpx.Response(
             response.status_code, headers=response.headers, content=body, request=request
         )
@@ -199,13 +220,12 @@ async def run_ours(task: Task, workspace: Path, server: Any) -> Outcome:
         result = await agent.run(task.prompt)
     wall = time.perf_counter() - started
     answer = result.final_text or ""
-    usage = result.usage
     return Outcome(
         "ai-agent",
         task.name,
         task.passed(answer, workspace) and result.status in ("completed", "paused"),
-        int(usage.get("prompt_tokens", 0)),
-        int(usage.get("completion_tokens", 0)),
+        transport.prompt_tokens,
+        transport.completion_tokens,
         transport.requests,
         wall,
         transport.seconds,
@@ -267,18 +287,13 @@ async def run_peer(task: Task, workspace: Path, server: Any) -> Outcome:
     except Exception as exc:  # the peer's own failure (recursion limit...) is a failed task
         status = type(exc).__name__
     wall = time.perf_counter() - started
-    prompt = completion = 0
-    for message in messages:
-        usage = getattr(message, "usage_metadata", None) or {}
-        prompt += int(usage.get("input_tokens", 0))
-        completion += int(usage.get("output_tokens", 0))
     answer = str(messages[-1].content) if messages else ""
     return Outcome(
         "create_react_agent",
         task.name,
         status == "completed" and task.passed(answer, workspace),
-        prompt,
-        completion,
+        transport.prompt_tokens,
+        transport.completion_tokens,
         transport.requests,
         wall,
         transport.seconds,

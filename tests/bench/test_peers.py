@@ -65,3 +65,13 @@ async def test_the_peer_runs_a_delete_the_gate_holds(tmp_path: Path) -> None:
     assert not peer.passed  # the prebuilt agent deleted it
     both = totals(outcomes, "ai-agent"), totals(outcomes, "create_react_agent")
     assert [t["passed"] for t in both] == [1, 0]
+
+
+async def test_tokens_of_a_peer_that_gave_up_are_still_counted(tmp_path: Path) -> None:
+    ask = {"name": "calculator", "args": {"expression": "1 + 1"}}
+    usage = {"prompt_tokens": 50, "completion_tokens": 2}
+    task = Task("loop", "Use the calculator forever.", "never")
+    async with MockOpenAIServer(responder=lambda _: Reply(tool_calls=[ask], usage=usage)) as server:
+        outcome = await run_peer(task, make_workspace(tmp_path / "w"), _server_view(server))
+    assert outcome.status == "GraphRecursionError" and not outcome.passed
+    assert outcome.requests >= 6 and outcome.prompt_tokens == 50 * outcome.requests
