@@ -45,6 +45,7 @@ __all__ = [
     "report_error",
     "require_database",
     "run_closing",
+    "run_listing",
     "settings_of",
     "stdout_closed",
     "streaming",
@@ -429,6 +430,15 @@ async def _closing(owner: AbstractAsyncContextManager[Any], coro: Awaitable[T]) 
 def run_closing(owner: AbstractAsyncContextManager[Any], coro: Awaitable[T]) -> T:
     """Run a coroutine of an Agent (or an archive) in a fresh event loop, closing it after."""
     return asyncio.run(_closing(owner, coro))
+
+
+def run_listing(archive: RunArchive, coro: Awaitable[T]) -> T:
+    """Run a read of the run store alone (``runs``, ``plans``), closing the archive after.
+
+    Unlike `run_closing`, the archive is not entered: entering opens its checkpointer, which
+    loads LangGraph's checkpoint package (and the LangChain it imports) for nothing here.
+    """
+    return asyncio.run(_closing(contextlib.aclosing(archive), coro))
 
 
 def status_printer(stream: TextIO) -> Any:

@@ -23,12 +23,9 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self, cast
 
-from pydantic import SecretStr
-
 from ai_agent.checkpoints import open_checkpointer, open_run_store
 from ai_agent.checkpoints.backends import engine_saver
 from ai_agent.checkpoints.fencing import with_lease
-from ai_agent.checkpoints.foreign import async_ready
 from ai_agent.checkpoints.store import (
     Location,
     RunStoreProtocol,
@@ -42,6 +39,7 @@ from ai_agent.errors import ConfigError, UnknownThreadError
 if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
     from langgraph.checkpoint.base import BaseCheckpointSaver
+    from pydantic import SecretStr
 
     from ai_agent.config import AgentSettings
 
@@ -103,7 +101,7 @@ def locate_database(
         ConfigError: both a path and a URL were given, or the location is not one the engine
             can open (see `ai_agent.checkpoints.store.resolve_location`).
     """
-    if isinstance(url, SecretStr):
+    if url is not None and not isinstance(url, str):  # a SecretStr (pydantic: not imported here)
         url = url.get_secret_value()
     if url and path:
         raise ConfigError("give checkpoint_path or checkpoint_url, not both")
@@ -191,6 +189,9 @@ class RunDatabase:
         """
         if self._foreign is not None:
             if self._lasting is None:
+                # LangGraph's saver API: only a caller who brought a saver has it loaded already.
+                from ai_agent.checkpoints.foreign import async_ready
+
                 self._lasting = await async_ready(self._foreign)
             return self._lasting
         if not self.in_memory:
