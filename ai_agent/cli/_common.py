@@ -325,12 +325,14 @@ def archive_of(args: argparse.Namespace, *, listing: bool = False) -> RunArchive
     """The run archive of the command's database, for reading runs without an Agent.
 
     Reading needs neither the model nor the tools: this imports the run store and the
-    checkpointer only, not the model stack. A command that only lists (``listing``: runs,
-    plans) reads no settings when ``--db`` says where the database is.
+    checkpointer only, not the model stack. When ``--db`` says where the database is and no
+    ``--config`` is given, the settings are not read here: the archive reads the same ones
+    (environment and files) if a view needs them, and a command that only lists (``listing``:
+    runs, plans) or shows a run's steps never does.
     """
     from ai_agent.graph import RunArchive
 
-    settings = None if listing and args.db else settings_of(args)
+    settings = None if args.db and not (args.config and not listing) else settings_of(args)
     archive = RunArchive.at(args.db, settings)
     require_database(archive.database)
     return archive

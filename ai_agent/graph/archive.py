@@ -211,14 +211,14 @@ class RunArchive:
         """
 
         async def read() -> list[HistoryEntry]:
-            async with self.database.private_graph() as graph:
+            async with self.database.private_graph(reading=True) as graph:
                 return await history_of(graph, thread_id)
 
         return run_blocking(read)
 
     async def ahistory(self, thread_id: str) -> list[HistoryEntry]:
         """``history`` for async code."""
-        async with self.database.graph() as graph:
+        async with self.database.graph(reading=True) as graph:
             return await history_of(graph, thread_id)
 
     def fork(
@@ -576,7 +576,7 @@ class RunArchive:
 
     async def _snapshot(self, thread_id: str) -> StateSnapshot:
         """The run's latest checkpoint (UnknownThreadError when it has none)."""
-        async with self.database.graph() as graph:
+        async with self.database.graph(reading=True) as graph:
             snapshot: StateSnapshot = await graph.aget_state(config_for(thread_id))
         if not snapshot.values:
             raise UnknownThreadError(f"no run with thread id {thread_id}")

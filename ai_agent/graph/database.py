@@ -240,36 +240,39 @@ class RunDatabase:
             self._store = None
 
     @contextlib.asynccontextmanager
-    async def graph(self) -> AsyncIterator[Any]:
-        """The compiled graph over the shared checkpointer, or a private one for this call."""
+    async def graph(self, *, reading: bool = False) -> AsyncIterator[Any]:
+        """The compiled graph over the shared checkpointer, or a private one for this call.
+
+        ``reading``: a graph for reading checkpoints only (`build_graph`'s ``reading``).
+        """
         lasting = await self.lasting_saver()
         if lasting is not None:
-            yield _compiled(lasting)
+            yield _compiled(lasting, reading)
             return
         if self._saver is not None:
-            yield _compiled(self._saver)
+            yield _compiled(self._saver, reading)
             return
-        async with self.private_graph() as graph:
+        async with self.private_graph(reading=reading) as graph:
             yield graph
 
     @contextlib.asynccontextmanager
-    async def private_graph(self) -> AsyncIterator[Any]:
+    async def private_graph(self, *, reading: bool = False) -> AsyncIterator[Any]:
         """The compiled graph over a checkpointer of its own (another thread's event loop)."""
         lasting = await self.lasting_saver()
         if lasting is not None:  # one for all: it works from any thread
-            yield _compiled(lasting)
+            yield _compiled(lasting, reading)
             return
         self.require()
         async with open_checkpointer(self.location) as saver:
-            yield _compiled(saver)
+            yield _compiled(saver, reading)
 
 
-def _compiled(saver: BaseCheckpointSaver[Any]) -> Any:
+def _compiled(saver: BaseCheckpointSaver[Any], reading: bool) -> Any:
     """The pipeline over ``saver``: imported when a checkpoint is first read.
 
-    Listing runs or plans needs the run store alone; LangGraph's graph runtime and the stages
-    come in with the first checkpoint read.
+    Listing runs or plans needs the run store alone; LangGraph's graph runtime comes in with the
+    first checkpoint read, and the stages only with a graph that runs (not ``reading``).
     """
     from ai_agent.graph.build import build_graph
 
-    return build_graph(saver)
+    return build_graph(saver, reading=reading)

@@ -28,6 +28,10 @@ NO_LANGCHAIN = (
     "pydantic",  # the settings' and the plans' validation: nothing to validate in a listing
 )
 
+# What reading checkpoints does not need: the stages and the tools they import (the graph is
+# built for reading), nor the settings when --db says where the runs are.
+NOT_FOR_READING = ("ai_agent.nodes", "ai_agent.tools", "ai_agent.config", "pydantic_settings")
+
 TURNS = [
     {"tool_calls": [{"name": "calculator", "args": {"expression": "6*7"}}]},
     {"text": "6*7 = 42"},
@@ -85,6 +89,9 @@ def test_reading_commands_import_no_model_stack(database: Path, command: list[st
     if command[0] in ("runs", "plans"):  # the run store alone: no checkpoint is read
         assert heavy_modules(loaded, BEYOND_THE_STORE) == []
         assert heavy_modules(loaded, NO_LANGCHAIN) == []
+    else:  # LangGraph reads the checkpoints, through a graph built for reading
+        assert "langgraph.pregel" in loaded
+        assert heavy_modules(loaded, NOT_FOR_READING) == []
 
 
 def test_help_imports_no_langchain() -> None:
