@@ -9,22 +9,25 @@ Two list channels grow by appending (``messages``, ``results``, ``trace``, ``pla
 also replace ``messages`` or ``issues`` wholesale by returning ``{"replace": [...]}`` (compaction
 and the gate use this), which keeps appends cheap for the delta checkpointer.
 
-`UserPlan` is the one pydantic model here: a plan arrives from outside (another process, a
-person, a JSON file), so it is validated at the edge.
+`UserPlan`, a person's plan, is named here too: it arrives from outside (another process, a
+person, a JSON file), so it is a pydantic model, validated at the edge. It lives in
+`ai_agent.user_plan` and is imported on first use (PEP 562), so what only reads state (``ai-agent
+runs``) does not load pydantic.
 """
 
 from __future__ import annotations
 
 import operator
-from typing import Annotated, Any, Literal, NotRequired, Required
-
-from pydantic import BaseModel, ConfigDict, Field
+from typing import TYPE_CHECKING, Annotated, Any, Literal, NotRequired, Required
 
 # Not typing.TypedDict: pydantic builds LangGraph's JSON schemas of the state (LangGraph Studio,
 # ``langgraph dev``, ``get_input_jsonschema``) and refuses typing's on Python < 3.12.
 from typing_extensions import TypedDict
 
 from ai_agent.issues import KINDS, IssueKind
+
+if TYPE_CHECKING:
+    from ai_agent.user_plan import UserPlan
 
 __all__ = [
     "SEVERITY",
@@ -358,42 +361,11 @@ def new_run_state(task: str, active_tools: list[str]) -> RunState:
     )
 
 
-class UserPlan(BaseModel):
-    """A person's answer to a paused run, validated before it reaches the graph.
+def __getattr__(name: str) -> Any:
+    """``UserPlan``, imported from its module on first use (pydantic with it)."""
+    if name == "UserPlan":
+        from ai_agent.user_plan import UserPlan
 
-    Examples:
-        >>> UserPlan(allow_continue=True, instructions="Use the backup file").allow_continue
-        True
-        >>> UserPlan(allow_continue=False).approve
-        []
-    """
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    allow_continue: bool = Field(
-        default=True, description="False ends the run as cancelled with a clear final text."
-    )
-    instructions: str | None = Field(
-        default=None, description="Guidance added to the conversation as a user message."
-    )
-    activate_tools: list[str] = Field(
-        default_factory=list, description="Catalog tools to make active from now on."
-    )
-    approve: list[str] = Field(
-        default_factory=list,
-        description="Ids of the calls the gate report shows to run, or '*' for all of them.",
-    )
-    deny: list[str] = Field(
-        default_factory=list,
-        description="Ids of the calls the gate report shows to cancel, or '*' for all of them.",
-    )
-    grant_scope: Literal["call", "tool", "args"] = Field(
-        default="call",
-        description="How far an approval reaches: this call, this tool for the rest of the run, "
-        "or this tool with these exact arguments.",
-    )
-    gate_token: str | None = Field(
-        default=None,
-        description="The token of the gate report this plan answers (its 'token'). A plan "
-        "served from the queue must carry it; submit_plan attaches it for you.",
-    )
+        globals()[name] = UserPlan  # the next access is a plain lookup
+        return UserPlan
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

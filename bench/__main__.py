@@ -2,7 +2,8 @@
 
 Sections, in order: the pipeline on three checkpointers (storage, time per cycle, reading the
 latest state), tool overhead, token counting, many concurrent runs (in a fresh interpreter, so
-its memory is its own) and start-up (fresh interpreters). The no-checkpointer, null-saver and
+its memory is its own), start-up (fresh interpreters) and the command line's read-only
+commands on a store of 1,000 runs (``bench.cli_reads``). The no-checkpointer, null-saver and
 delta runs are repeated, interleaved. Every round does the very same work cycle by cycle (a
 scripted model, one deterministic tool), so the time figures take, for each cycle, its fastest
 time over the rounds: what other processes added to a cycle in one round is gone, while a cost
@@ -29,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench.cli_reads import measure_cli_reads
 from bench.common import Figure, median, subprocess_env
 from bench.pipeline import PAYLOAD_BYTES, PipelineRun, run_pipeline
 from bench.report import markdown, plot, table, write_json
@@ -441,6 +443,8 @@ def main(argv: list[str] | None = None) -> int:
         serial = measure_serialization(repeat=plan.token_repeat)
         memory = measure_agent_memory(5 if args.quick else 20)
         figures += spec_figures(serial, memory)
+        print("  command line: read-only commands on 1,000 stored runs", flush=True)
+        figures += measure_cli_reads(work / "cli", plan.startup_repeat)
         seconds = time.perf_counter() - started
         print()
         print(table(figures))

@@ -25,7 +25,8 @@ ALLOWED: dict[str, set[str]] = {
     "issues": {"errors"},
     "_lazy": set(),
     "datafiles": {"errors"},
-    "state": {"issues"},
+    "user_plan": set(),  # UserPlan: the state names it, imported on first use (pydantic)
+    "state": {"issues", "user_plan"},
     "plans": {"errors", "state"},
     "visible": set(),
     "config": {"errors", "datafiles"},

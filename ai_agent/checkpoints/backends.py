@@ -20,14 +20,16 @@ import contextlib
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from langgraph.checkpoint.base import BaseCheckpointSaver
-
-from ai_agent.checkpoints.delta import DeltaSaver
 from ai_agent.checkpoints.runstore import RunStore
 from ai_agent.checkpoints.store import Location, RunStoreProtocol, resolve_location
 from ai_agent.errors import ConfigError, StoreError
+
+if TYPE_CHECKING:
+    from langgraph.checkpoint.base import BaseCheckpointSaver
+
+    from ai_agent.checkpoints.delta import DeltaSaver
 
 __all__ = ["engine_saver", "open_checkpointer", "open_run_store"]
 
@@ -74,7 +76,12 @@ def engine_saver(path: str | Path) -> DeltaSaver:
     every changed list with a snapshot at every step, a cost that grows with the run. The
     engine's stages never edit state in place: each returns new items through the reducers
     (``ai_agent.state``), so its runs store exactly what they hold live without it.
+
+    The saver (LangGraph's checkpoint package, and the LangChain it imports) is imported here,
+    not at the top: opening the run store alone (``ai-agent runs``) never loads it.
     """
+    from ai_agent.checkpoints.delta import DeltaSaver
+
     return DeltaSaver(path, check_edits=False)
 
 

@@ -45,6 +45,7 @@ __all__ = [
     "report_error",
     "require_database",
     "run_closing",
+    "run_listing",
     "settings_of",
     "stdout_closed",
     "streaming",
@@ -324,12 +325,14 @@ def archive_of(args: argparse.Namespace, *, listing: bool = False) -> RunArchive
     """The run archive of the command's database, for reading runs without an Agent.
 
     Reading needs neither the model nor the tools: this imports the run store and the
-    checkpointer only, not the model stack. A command that only lists (``listing``: runs,
-    plans) reads no settings when ``--db`` says where the database is.
+    checkpointer only, not the model stack. When ``--db`` says where the database is and no
+    ``--config`` is given, the settings are not read here: the archive reads the same ones
+    (environment and files) if a view needs them, and a command that only lists (``listing``:
+    runs, plans) or shows a run's steps never does.
     """
     from ai_agent.graph import RunArchive
 
-    settings = None if listing and args.db else settings_of(args)
+    settings = None if args.db and not (args.config and not listing) else settings_of(args)
     archive = RunArchive.at(args.db, settings)
     require_database(archive.database)
     return archive
@@ -429,6 +432,15 @@ async def _closing(owner: AbstractAsyncContextManager[Any], coro: Awaitable[T]) 
 def run_closing(owner: AbstractAsyncContextManager[Any], coro: Awaitable[T]) -> T:
     """Run a coroutine of an Agent (or an archive) in a fresh event loop, closing it after."""
     return asyncio.run(_closing(owner, coro))
+
+
+def run_listing(archive: RunArchive, coro: Awaitable[T]) -> T:
+    """Run a read of the run store alone (``runs``, ``plans``), closing the archive after.
+
+    Unlike `run_closing`, the archive is not entered: entering opens its checkpointer, which
+    loads LangGraph's checkpoint package (and the LangChain it imports) for nothing here.
+    """
+    return asyncio.run(_closing(contextlib.aclosing(archive), coro))
 
 
 def status_printer(stream: TextIO) -> Any:

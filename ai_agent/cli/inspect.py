@@ -12,6 +12,7 @@ from ai_agent.cli._common import (
     print_json,
     print_result,
     run_closing,
+    run_listing,
     thread_arg,
 )
 from ai_agent.visible import visible
@@ -41,7 +42,7 @@ def add_commands(sub: Any, parents: Parents) -> None:
 
 def _runs(args: argparse.Namespace) -> int:
     archive = archive_of(args, listing=True)
-    runs = run_closing(archive, archive.list_runs(limit=args.limit, status=args.status))
+    runs = run_listing(archive, archive.list_runs(limit=args.limit, status=args.status))
     if args.json:
         print_json(runs)
         return 0

@@ -25,6 +25,7 @@ from ai_agent.cli._common import (
     print_json,
     require_database,
     run_closing,
+    run_listing,
     thread_arg,
 )
 from ai_agent.visible import visible
@@ -152,7 +153,7 @@ def _printer(event: WorkerEvent) -> None:
 def _plans(args: argparse.Namespace) -> int:
     archive = archive_of(args, listing=True)
     listing = archive.list_plans(status=args.status, thread_id=args.thread, limit=args.limit)
-    plans = run_closing(archive, listing)
+    plans = run_listing(archive, listing)
     if args.json:
         print_json(plans)
         return 0

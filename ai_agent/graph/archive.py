@@ -3,9 +3,8 @@
 `RunArchive` lists runs, reads their state and result, browses and forks their checkpoints,
 inspects them (conversation, tokens, costs, timeline), exports them (Mermaid, one HTML page),
 prunes them, replays them, and keeps the plan queue that workers serve. The Agent holds one
-(``agent.archive``) and its methods of the same names delegate to it (`archive_method` in
-`ai_agent.graph.agent`); the command line opens one on its own (`RunArchive.at`). The
-helpers whose ``thread_id`` is None read the run the Agent worked on last.
+(``agent.archive``) and its methods of the same names delegate to it (`archive_method`); the
+command line opens one on its own (`RunArchive.at`). A None ``thread_id``: the Agent's last run.
 
 Reading needs only the run store and the checkpointer (`ai_agent.graph.database`): this module
 imports neither the model stack nor the tokenizer. What needs more is handed in: the tool
@@ -55,7 +54,7 @@ from ai_agent.graph.usage_report import (
     usage_points,
 )
 from ai_agent.graph.worker import PlanOutcome, PlanQueue
-from ai_agent.state import Message, RunState, UsageRecord, UserPlan
+from ai_agent.state import Message, RunState, UsageRecord
 
 if TYPE_CHECKING:
     from langgraph.types import StateSnapshot
@@ -67,6 +66,7 @@ if TYPE_CHECKING:
     from ai_agent.graph.prune import PruneReport
     from ai_agent.tokens import TokenCounter
     from ai_agent.tools.registry import ToolRegistry
+    from ai_agent.user_plan import UserPlan
 
 __all__ = ["RunArchive"]
 
@@ -211,14 +211,14 @@ class RunArchive:
         """
 
         async def read() -> list[HistoryEntry]:
-            async with self.database.private_graph() as graph:
+            async with self.database.private_graph(reading=True) as graph:
                 return await history_of(graph, thread_id)
 
         return run_blocking(read)
 
     async def ahistory(self, thread_id: str) -> list[HistoryEntry]:
         """``history`` for async code."""
-        async with self.database.graph() as graph:
+        async with self.database.graph(reading=True) as graph:
             return await history_of(graph, thread_id)
 
     def fork(
@@ -576,7 +576,7 @@ class RunArchive:
 
     async def _snapshot(self, thread_id: str) -> StateSnapshot:
         """The run's latest checkpoint (UnknownThreadError when it has none)."""
-        async with self.database.graph() as graph:
+        async with self.database.graph(reading=True) as graph:
             snapshot: StateSnapshot = await graph.aget_state(config_for(thread_id))
         if not snapshot.values:
             raise UnknownThreadError(f"no run with thread id {thread_id}")

@@ -11,18 +11,27 @@ recall -> draft -> decide -> discover -> act -> reflect -> gate -> finalize -> p
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
-from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 from ai_agent.context import RunContext
+from ai_agent.errors import RunError
 from ai_agent.graph.routes import after_decide, after_draft, after_gate
-from ai_agent.nodes import act, decide, discover, draft, finalize, gate, persist, recall, reflect
 from ai_agent.state import RunState
 
+if TYPE_CHECKING:
+    from langgraph.checkpoint.base import BaseCheckpointSaver
+
 __all__ = ["build_graph", "recursion_limit"]
+
+# ai_agent.nodes.STAGES, spelled again: importing that package imports every stage.
+_STAGE_NAMES = (
+    *("recall", "draft", "decide", "discover", "act"),
+    *("reflect", "gate", "finalize", "persist"),
+)
 
 # Steps per cycle on the longest path (draft, decide, discover, act, reflect, gate, and act and
 # reflect and gate again after a plan), plus recall/finalize/persist: the recursion limit follows
@@ -37,21 +46,23 @@ def recursion_limit(max_iterations: int) -> int:
 
 
 def build_graph(
-    checkpointer: BaseCheckpointSaver[Any] | None = None,
+    checkpointer: BaseCheckpointSaver[Any] | None = None, *, reading: bool = False
 ) -> CompiledStateGraph[RunState, RunContext, RunState, RunState]:
-    """Build and compile the nine-stage graph."""
+    """Build and compile the nine-stage graph.
+
+    Args:
+        checkpointer: Where the graph's checkpoints are kept.
+        reading: A graph that only reads checkpoints (a run's state, its history, its
+            picture): the same stages, edges and channels, so LangGraph reads every checkpoint
+            as the running graph does, but its stages refuse to run. The stages, and the tools
+            they import, are then not imported: ``ai-agent show`` and ``history`` need neither.
+    """
+    stages = _refusing() if reading else _stages()
     builder: StateGraph[RunState, RunContext, RunState, RunState] = StateGraph(
         RunState, context_schema=RunContext
     )
-    builder.add_node("recall", recall)
-    builder.add_node("draft", draft)
-    builder.add_node("decide", decide)
-    builder.add_node("discover", discover)
-    builder.add_node("act", act)
-    builder.add_node("reflect", reflect)
-    builder.add_node("gate", gate)
-    builder.add_node("finalize", finalize)
-    builder.add_node("persist", persist)
+    for name in _STAGE_NAMES:
+        builder.add_node(name, stages[name])
     builder.add_edge(START, "recall")
     builder.add_edge("recall", "draft")
     builder.add_conditional_edges("draft", after_draft)
@@ -63,3 +74,19 @@ def build_graph(
     builder.add_edge("finalize", "persist")
     builder.add_edge("persist", END)
     return builder.compile(checkpointer=checkpointer)
+
+
+def _stages() -> dict[str, Callable[..., Any]]:
+    from ai_agent import nodes  # the stages, and the tools with them: only for a running graph
+
+    return {name: getattr(nodes, name) for name in _STAGE_NAMES}
+
+
+def _refusing() -> dict[str, Callable[..., Any]]:
+    def refusing(name: str) -> Callable[..., Any]:
+        async def stage(state: RunState) -> RunState:
+            raise RunError(f"the {name} stage of a graph built for reading cannot run")
+
+        return stage
+
+    return {name: refusing(name) for name in _STAGE_NAMES}

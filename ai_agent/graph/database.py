@@ -23,12 +23,9 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self, cast
 
-from pydantic import SecretStr
-
 from ai_agent.checkpoints import open_checkpointer, open_run_store
 from ai_agent.checkpoints.backends import engine_saver
 from ai_agent.checkpoints.fencing import with_lease
-from ai_agent.checkpoints.foreign import async_ready
 from ai_agent.checkpoints.store import (
     Location,
     RunStoreProtocol,
@@ -42,6 +39,7 @@ from ai_agent.errors import ConfigError, UnknownThreadError
 if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
     from langgraph.checkpoint.base import BaseCheckpointSaver
+    from pydantic import SecretStr
 
     from ai_agent.config import AgentSettings
 
@@ -103,7 +101,7 @@ def locate_database(
         ConfigError: both a path and a URL were given, or the location is not one the engine
             can open (see `ai_agent.checkpoints.store.resolve_location`).
     """
-    if isinstance(url, SecretStr):
+    if url is not None and not isinstance(url, str):  # a SecretStr (pydantic: not imported here)
         url = url.get_secret_value()
     if url and path:
         raise ConfigError("give checkpoint_path or checkpoint_url, not both")
@@ -191,6 +189,9 @@ class RunDatabase:
         """
         if self._foreign is not None:
             if self._lasting is None:
+                # LangGraph's saver API: only a caller who brought a saver has it loaded already.
+                from ai_agent.checkpoints.foreign import async_ready
+
                 self._lasting = await async_ready(self._foreign)
             return self._lasting
         if not self.in_memory:
@@ -239,36 +240,39 @@ class RunDatabase:
             self._store = None
 
     @contextlib.asynccontextmanager
-    async def graph(self) -> AsyncIterator[Any]:
-        """The compiled graph over the shared checkpointer, or a private one for this call."""
+    async def graph(self, *, reading: bool = False) -> AsyncIterator[Any]:
+        """The compiled graph over the shared checkpointer, or a private one for this call.
+
+        ``reading``: a graph for reading checkpoints only (`build_graph`'s ``reading``).
+        """
         lasting = await self.lasting_saver()
         if lasting is not None:
-            yield _compiled(lasting)
+            yield _compiled(lasting, reading)
             return
         if self._saver is not None:
-            yield _compiled(self._saver)
+            yield _compiled(self._saver, reading)
             return
-        async with self.private_graph() as graph:
+        async with self.private_graph(reading=reading) as graph:
             yield graph
 
     @contextlib.asynccontextmanager
-    async def private_graph(self) -> AsyncIterator[Any]:
+    async def private_graph(self, *, reading: bool = False) -> AsyncIterator[Any]:
         """The compiled graph over a checkpointer of its own (another thread's event loop)."""
         lasting = await self.lasting_saver()
         if lasting is not None:  # one for all: it works from any thread
-            yield _compiled(lasting)
+            yield _compiled(lasting, reading)
             return
         self.require()
         async with open_checkpointer(self.location) as saver:
-            yield _compiled(saver)
+            yield _compiled(saver, reading)
 
 
-def _compiled(saver: BaseCheckpointSaver[Any]) -> Any:
+def _compiled(saver: BaseCheckpointSaver[Any], reading: bool) -> Any:
     """The pipeline over ``saver``: imported when a checkpoint is first read.
 
-    Listing runs or plans needs the run store alone; LangGraph's graph runtime and the stages
-    come in with the first checkpoint read.
+    Listing runs or plans needs the run store alone; LangGraph's graph runtime comes in with the
+    first checkpoint read, and the stages only with a graph that runs (not ``reading``).
     """
     from ai_agent.graph.build import build_graph
 
-    return build_graph(saver)
+    return build_graph(saver, reading=reading)

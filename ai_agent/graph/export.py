@@ -68,7 +68,7 @@ def mermaid(visits: dict[str, int] | None = None) -> str:
         >>> 'draft("draft x2"):::visited' in text and "classDef visited" in text
         True
     """
-    text: str = build_graph().get_graph().draw_mermaid()
+    text: str = build_graph(reading=True).get_graph().draw_mermaid()
     if not visits:
         return text
     for stage, count in visits.items():

@@ -21,8 +21,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
-
 from ai_agent.checkpoints.versions import check_state_version, stamped, upgrade_state
 from ai_agent.errors import RunError, UnknownCheckpointError, UnknownThreadError
 from ai_agent.graph.database import RunDatabase, checkpoint_config, config_for, new_thread_id
@@ -30,6 +28,7 @@ from ai_agent.graph.summary import change_summary
 from ai_agent.state import RunState, TraceEvent
 
 if TYPE_CHECKING:
+    from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
     from langgraph.types import StateSnapshot
 
     from ai_agent.checkpoints import RunOrigin

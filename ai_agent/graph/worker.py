@@ -54,8 +54,7 @@ from ai_agent.errors import AgentError, PlanRefusedError, RunError, ThreadBusyEr
 from ai_agent.graph.database import RunDatabase, config_for
 from ai_agent.graph.result import RunResult
 from ai_agent.observability.logs import engine_logger
-from ai_agent.plans import read_plan
-from ai_agent.state import Issue, UserPlan
+from ai_agent.state import Issue
 
 if TYPE_CHECKING:
     from langgraph.types import Command, StateSnapshot
@@ -63,6 +62,7 @@ if TYPE_CHECKING:
     from ai_agent.checkpoints import RunStoreProtocol
     from ai_agent.checkpoints.runstore import Lease
     from ai_agent.graph.driving import Runner
+    from ai_agent.user_plan import UserPlan
 
 __all__ = ["PlanOutcome", "PlanQueue", "PlanServer", "Worker", "WorkerEvent"]
 
@@ -140,6 +140,8 @@ class PlanQueue:
 
     async def submit(self, thread_id: str, plan: UserPlan | Mapping[str, Any]) -> PlanRecord:
         """Check a plan against the paused gate and queue it with the gate's token."""
+        from ai_agent.plans import read_plan  # pydantic: not for listing the queue
+
         runner = self._runner("queueing a plan")
         async with self.database.graph() as graph:
             snapshot = await graph.aget_state(config_for(thread_id))

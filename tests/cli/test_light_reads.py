@@ -4,7 +4,8 @@
 opened on its own: each is run here in a fresh interpreter, and what it loaded is checked
 against the model stack (LangChain's OpenAI client, openai, tiktoken, the engine's model and
 token modules, the Agent's runner). ``runs`` and ``plans`` read the run store alone: they load
-no graph runtime and, given ``--db``, no settings either.
+no graph runtime and, given ``--db``, no settings either; like ``--help``, they load neither
+LangChain nor LangGraph at all (issue 20: each answers within a quarter of a second).
 """
 
 from __future__ import annotations
@@ -18,6 +19,18 @@ import pytest
 
 from ai_agent.cli import EXIT, main
 from tests.test_layering import BEYOND_THE_STORE, heavy_modules
+
+# What a command that reads the run store alone never loads: LangChain (which LangGraph's
+# checkpoint package imports for its config type), LangGraph, the OpenAI client, the tokenizer,
+# pydantic.
+NO_LANGCHAIN = (
+    *("langchain_core", "langchain_openai", "langgraph", "langsmith", "openai", "tiktoken"),
+    "pydantic",  # the settings' and the plans' validation: nothing to validate in a listing
+)
+
+# What reading checkpoints does not need: the stages and the tools they import (the graph is
+# built for reading), nor the settings when --db says where the runs are.
+NOT_FOR_READING = ("ai_agent.nodes", "ai_agent.tools", "ai_agent.config", "pydantic_settings")
 
 TURNS = [
     {"tool_calls": [{"name": "calculator", "args": {"expression": "6*7"}}]},
@@ -75,6 +88,19 @@ def test_reading_commands_import_no_model_stack(database: Path, command: list[st
     assert heavy_modules(loaded) == []
     if command[0] in ("runs", "plans"):  # the run store alone: no checkpoint is read
         assert heavy_modules(loaded, BEYOND_THE_STORE) == []
+        assert heavy_modules(loaded, NO_LANGCHAIN) == []
+    else:  # LangGraph reads the checkpoints, through a graph built for reading
+        assert "langgraph.pregel" in loaded
+        assert heavy_modules(loaded, NOT_FOR_READING) == []
+
+
+def test_help_imports_no_langchain() -> None:
+    code, out, loaded = _loaded_by(["--help"])
+    assert code == 0
+    assert "usage: ai-agent" in out
+    assert heavy_modules(loaded, (*BEYOND_THE_STORE, *NO_LANGCHAIN)) == []
+    assert heavy_modules(loaded) == []
+    assert "ai_agent.cli" in loaded
 
 
 def test_a_command_that_runs_imports_the_model_stack(database: Path) -> None:

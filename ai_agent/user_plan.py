@@ -1,0 +1,54 @@
+"""`UserPlan`: a person's answer to a paused run, the one pydantic model of the run's data.
+
+A plan arrives from outside (another process, a person, a JSON file), so it is validated at the
+edge. `ai_agent.state` names it too (imported on first use), and ``ai_agent.UserPlan`` is it.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["UserPlan"]
+
+
+class UserPlan(BaseModel):
+    """A person's answer to a paused run, validated before it reaches the graph.
+
+    Examples:
+        >>> UserPlan(allow_continue=True, instructions="Use the backup file").allow_continue
+        True
+        >>> UserPlan(allow_continue=False).approve
+        []
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    allow_continue: bool = Field(
+        default=True, description="False ends the run as cancelled with a clear final text."
+    )
+    instructions: str | None = Field(
+        default=None, description="Guidance added to the conversation as a user message."
+    )
+    activate_tools: list[str] = Field(
+        default_factory=list, description="Catalog tools to make active from now on."
+    )
+    approve: list[str] = Field(
+        default_factory=list,
+        description="Ids of the calls the gate report shows to run, or '*' for all of them.",
+    )
+    deny: list[str] = Field(
+        default_factory=list,
+        description="Ids of the calls the gate report shows to cancel, or '*' for all of them.",
+    )
+    grant_scope: Literal["call", "tool", "args"] = Field(
+        default="call",
+        description="How far an approval reaches: this call, this tool for the rest of the run, "
+        "or this tool with these exact arguments.",
+    )
+    gate_token: str | None = Field(
+        default=None,
+        description="The token of the gate report this plan answers (its 'token'). A plan "
+        "served from the queue must carry it; submit_plan attaches it for you.",
+    )
