@@ -11,7 +11,7 @@ Every run of `bench.scale_app` asks a 50 ms model for one ``ship`` call, pauses 
   SIGKILLed every few seconds and replaced. Afterwards every plan must be finished, and the
   ledger the tool writes must hold each order at most once: a run whose worker died inside the
   tool call is reported by the journal (UNKNOWN_OUTCOME, the run paused for a person), never
-  shipped again silently.
+  shipped again silently. A worker is killed only while it holds a run's lease (mid-run).
 
 The PostgreSQL server is a private one (``tests/postgres/cluster.py``), started for the run.
 
@@ -88,6 +88,13 @@ def _plans(url: str) -> list[dict[str, Any]]:
     return [dict(zip(keys, row, strict=True)) for row in rows]
 
 
+def _lease_holders(url: str) -> set[int]:
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        return {row[0] for row in conn.execute("SELECT pid FROM agent_leases").fetchall()}
+
+
 def throughput(cluster: Any, env: dict[str, str], runs: int, workers: int) -> dict[str, Any]:
     """Runs per second with ``workers`` processes draining ``runs`` queued runs."""
     url = cluster.create_database(f"throughput_{workers}_{random.randrange(1 << 30)}")
@@ -116,7 +123,6 @@ def drain_under_kills(
     url = cluster.create_database(f"drain_{random.randrange(1 << 30)}")
     asyncio.run(seed(url, runs, first=1_000_000))
     procs = [_worker(url, env, once=False) for _ in range(4)]
-    born = [time.monotonic()] * len(procs)
     kills = 0
     started = time.monotonic()
     try:
@@ -125,16 +131,17 @@ def drain_under_kills(
             pending = [p for p in _plans(url) if p["status"] in ("queued", "claimed")]
             if not pending:
                 break
-            # Only a worker that has had time to start and take work: killing them while they
-            # import would measure nothing but start-up.
-            grown = [i for i, t in enumerate(born) if time.monotonic() - t >= kill_every]
-            if not grown:
+            # Only a worker in the middle of a run (it holds a thread's lease): killing one that
+            # is still starting up would test nothing.
+            busy = _lease_holders(url)
+            working = [i for i, proc in enumerate(procs) if proc.pid in busy]
+            if not working:
                 continue
-            victim = random.choice(grown)
+            victim = random.choice(working)
             procs[victim].send_signal(signal.SIGKILL)
             procs[victim].wait()
             kills += 1
-            procs[victim], born[victim] = _worker(url, env, once=False), time.monotonic()
+            procs[victim] = _worker(url, env, once=False)
     finally:
         for proc in procs:
             proc.send_signal(signal.SIGTERM)
