@@ -5,6 +5,7 @@ recall -> draft -> decide -> discover -> act -> reflect -> gate -> finalize -> p
             ^  \        \-- finish ---------------------------/^
             |   \-- model issue -> gate                        |
             +------------------ continue <--------------------+  (gate -> act: settle calls)
+                                        (finalize -> gate: a typed answer that does not fit)
 ```
 
 """
@@ -18,7 +19,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 from ai_agent.context import RunContext
-from ai_agent.graph.routes import after_decide, after_draft, after_gate
+from ai_agent.graph.routes import after_decide, after_draft, after_finalize, after_gate
 from ai_agent.nodes import act, decide, discover, draft, finalize, gate, persist, recall, reflect
 from ai_agent.state import RunState
 
@@ -60,6 +61,6 @@ def build_graph(
     builder.add_edge("act", "reflect")
     builder.add_edge("reflect", "gate")
     builder.add_conditional_edges("gate", after_gate)
-    builder.add_edge("finalize", "persist")
+    builder.add_conditional_edges("finalize", after_finalize)
     builder.add_edge("persist", END)
     return builder.compile(checkpointer=checkpointer)

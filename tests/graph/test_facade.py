@@ -20,8 +20,9 @@ from ai_agent.graph.streaming import Streams
 from ai_agent.graph.tool_methods import ToolMethods
 
 AGENT_MODULE = Path(__file__).resolve().parents[2] / "ai_agent" / "graph" / "agent.py"
-# The facade's own size: its constructor's documentation and the one-line delegations.
-MAX_FACADE_LINES = 460
+# The facade's own size: its constructor's documentation and the one-line delegations. A new
+# constructor argument costs its parameter, the line that hands it on and its documentation.
+MAX_FACADE_LINES = 464
 
 PUBLIC = {
     "aclose", "activate_tool_version", "add_listener", "add_tool", "afork", "ahistory",
