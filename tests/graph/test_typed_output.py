@@ -295,3 +295,69 @@ def test_a_typed_run_killed_while_asking_for_its_answer_resumes_in_another_proce
     assert code == 0, out
     assert result_of(out)["output"] == {"written": "hello"}
     assert lines(tmp_path / "effects.txt") == [lines(tmp_path / "effects.txt")[0]]
+
+
+async def test_a_server_that_refuses_the_typed_request_is_a_model_issue_naming_the_setting(
+    make_agent: MakeAgent,
+) -> None:
+    def refusing(messages: list[Any], info: dict[str, Any]) -> str:
+        if info["response_format"] is not None:
+            raise ValueError("response_format is not supported")
+        return "68 euros"
+
+    settings = AgentSettings(model_backend={"max_retries": 0})
+    agent = make_agent(model=FunctionModel(refusing), output_type=Total, settings=settings)
+    async with agent:
+        res = await agent.run("total?")
+    assert res.status == "paused" and res.gate is not None
+    (found,) = res.gate["issues"]
+    assert found["code"] == "MODEL_ERROR"
+    assert "asking for the typed final answer" in found["message"]
+    assert "set output.mode to tool" in found["message"]
+
+
+async def test_a_model_failure_the_gate_cannot_help_with_fails_the_run(
+    make_agent: MakeAgent,
+) -> None:
+    agent = make_agent([text("68 euros")], output_type=Total)  # nothing left for the answer
+    async with agent:
+        res = await agent.run("total?")
+    assert res.status == "failed" and res.output is None
+    assert "the script has 1 turn(s)" in (res.error or "")
+
+
+async def test_the_typed_request_keeps_to_the_budget(make_agent: MakeAgent) -> None:
+    spent = {"text": "68 euros", "usage": {"prompt_tokens": 900, "completion_tokens": 100}}
+    settings = AgentSettings(budget={"max_tokens": 1100})
+    agent = make_agent([spent, text(GOOD)], output_type=Total, settings=settings)
+    async with agent:
+        res = await agent.run("total?")
+        calls = await agent.store.model_calls(res.thread_id)
+    assert res.status == "paused" and res.gate is not None
+    assert [i["code"] for i in res.gate["issues"]] == ["BUDGET"]
+    assert len(calls) == 1  # the typed request was not made
+
+
+async def test_a_finalize_hook_writes_the_text_and_the_output_is_still_typed(
+    make_agent: MakeAgent,
+) -> None:
+    agent = make_agent([text(GOOD)], output_type=Total, hooks={"finalize": lambda t, c: "done"})
+    async with agent:
+        res = await agent.run("total?")
+    assert res.final_text == "done" and res.output == TOTAL
+
+
+async def test_tools_called_instead_of_the_final_answer_are_answered_and_asked_again(
+    make_agent: MakeAgent,
+) -> None:
+    other = {"tool_calls": [{"name": "calculator", "args": {"expression": "1+1"}}]}
+    fixed = {"tool_calls": [{"name": "final_answer", "args": json.loads(GOOD)}]}
+    requests = Requests("68 euros", other, fixed)
+    settings = AgentSettings(output={"mode": "tool"})
+    agent = make_agent(model=requests.model(), output_type=Total, settings=settings)
+    async with agent:
+        res = await agent.run("total?")
+    assert res.output == TOTAL
+    sent = requests.seen[2]["messages"]
+    assert sent[-2]["role"] == "tool" and sent[-2]["content"].startswith("Skipped")
+    assert sent[-1]["role"] == "user" and "Call final_answer now" in sent[-1]["content"]
