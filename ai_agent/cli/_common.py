@@ -514,8 +514,10 @@ def print_result(
         print(format_trace(result.trace))
     if result.status == "completed" and result.output is not None:
         # A typed run's answer is its JSON (what the final text holds, unless a finalize hook
-        # wrote another): printed whole, even when prose was streamed before it.
-        print(json_visible(json.dumps(result.to_dict()["output"], indent=2, ensure_ascii=False)))
+        # wrote another); printed unless it streamed already.
+        answer = json.dumps(result.to_dict()["output"], indent=2, ensure_ascii=False)
+        if streamed.strip() != answer.strip():
+            print(json_visible(answer))
     elif result.status in ("completed", "cancelled") and (
         not streamed or streamed.strip() != (result.final_text or "").strip()
     ):

@@ -233,7 +233,9 @@ async def _draft(state: RunState, context: RunContext) -> DraftUpdate:
         )
         return work.done(None, line, [issue(IssueKind.BUDGET, prepared["budget_issue"])])
     messages = compose_messages(system_prompt, work.messages)
-    context.emit(_ModelWaiting(iteration, tools_offered=bool(tools)))
+    # A typed run's answer is asked for at finalize: no draft's text is streamed as it.
+    typed = context.policy.output is not None or bool(state.get("output_schema"))
+    context.emit(_ModelWaiting(iteration, tools_offered=bool(tools), typed=typed))
     try:
         with context.model_events.during(iteration):  # retries, and deltas if someone watches
             try:

@@ -13,6 +13,7 @@ from typing import Any, TypedDict
 from langgraph.runtime import Runtime
 
 from ai_agent.context import RunContext
+from ai_agent.events import _TypedAnswer
 from ai_agent.nodes._answer import output_spec, typed_answer
 from ai_agent.nodes._common import call_hook, hook_view, last_assistant, stage
 from ai_agent.state import Issue, RunState, RunStatus, TraceEvent, UsageRecord
@@ -86,6 +87,8 @@ async def finalize(state: RunState, *, runtime: Runtime[RunContext]) -> Finalize
         text = json.dumps(update["output"], indent=2, ensure_ascii=False)
     else:
         text = default_final_text(state)
+    if "output" in update:
+        context.emit(_TypedAnswer(text, iteration))  # streams as the final answer
     status: RunStatus = "cancelled" if state.get("status") == "cancelled" else "completed"
     update["final_text"] = text
     update["status"] = status

@@ -20,6 +20,7 @@ from typing_extensions import TypedDict  # pydantic's rule on Python < 3.12
 from ai_agent import Agent, UserPlan
 from ai_agent.config import AgentSettings
 from ai_agent.errors import OutputSchemaError, OutputValidationError
+from ai_agent.events import FinalDelta
 from ai_agent.testing import FunctionModel
 from tests.graph.conftest import MakeAgent, call, text
 from tests.graph.test_processes import finish, lines, result_of, start
@@ -361,3 +362,15 @@ async def test_tools_called_instead_of_the_final_answer_are_answered_and_asked_a
     sent = requests.seen[2]["messages"]
     assert sent[-2]["role"] == "tool" and sent[-2]["content"].startswith("Skipped")
     assert sent[-1]["role"] == "user" and "Call final_answer now" in sent[-1]["content"]
+
+
+async def test_a_stream_gives_the_typed_answer_as_the_final_answer_not_the_prose(
+    make_agent: MakeAgent,
+) -> None:
+    prose = "It comes to sixty-eight euros. " * 20  # past the length that streams live
+    agent = make_agent([text(prose), text(GOOD)], output_type=Total)
+    async with agent:
+        events = [e async for e in agent.astream("total?")]
+    final = "".join(e.text for e in events if isinstance(e, FinalDelta))
+    assert json.loads(final) == json.loads(GOOD)
+    assert events[-1].result.output == TOTAL  # type: ignore[union-attr]
