@@ -105,7 +105,7 @@ class OutputSpec:
         except SchemaError as exc:
             raise OutputSchemaError(
                 f"the output schema is not a valid JSON Schema: {_short(exc.message)} (at "
-                f"{'/'.join(str(p) for p in exc.path) or 'its root'}); fix the schema file"
+                f"{'/'.join(str(p) for p in exc.path) or 'its root'}); fix the schema"
             ) from None
         _require_object(plain)
         checker = validator_class(plain)
@@ -123,9 +123,20 @@ class OutputSpec:
         )
 
     @classmethod
-    def stored(cls, data: Mapping[str, Any]) -> OutputSpec:
-        """The spec of the schema a run kept (`stored_form`): answers as plain data."""
-        return cls.from_schema(data["schema"], str(data.get("name") or "output"))
+    def stored(cls, data: Any) -> OutputSpec:
+        """The spec of the schema a run kept (`stored_form`): answers as plain data.
+
+        Raises:
+            OutputSchemaError: what the run kept is not a schema of an object.
+        """
+        schema = data.get("schema") if isinstance(data, Mapping) else None
+        if not isinstance(schema, Mapping):
+            raise OutputSchemaError(
+                "the run's stored output schema cannot be read (its output_schema is not "
+                '{"name": ..., "schema": {...}}); resume it with the output type it was made '
+                "with (Agent(output_type=...) or --output-schema FILE)"
+            )
+        return cls.from_schema(schema, str(data.get("name") or "output"))
 
     def stored_form(self) -> dict[str, Any]:
         """The schema as a run keeps it in its state: plain JSON data."""

@@ -83,3 +83,11 @@ def test_the_typed_answer_without_a_token_meter() -> None:
     assert answer.data == {"amount": 2.0} and answer.issue is None
     assert answer.usage == {"total_tokens": 5, "requests": 1} and answer.usage_log == []
     assert asked == [spec.response_format()]
+
+
+@pytest.mark.parametrize(
+    "kept", [{"name": "x"}, {"schema": [1]}, "schema", {"schema": {"type": 1}}]
+)
+def test_a_stored_schema_that_cannot_be_read_is_a_clear_error(kept: Any) -> None:
+    with pytest.raises(OutputSchemaError, match=r"stored output schema|not a valid JSON Schema"):
+        OutputSpec.stored(kept)

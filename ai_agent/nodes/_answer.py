@@ -89,26 +89,35 @@ def _candidate(reply: Message) -> tuple[Any, str | None, ToolCall | None]:
 
 
 def _feedback(
-    reply: Message, call: ToolCall | None, spec: OutputSpec, problems: list[str]
+    reply: Message, call: ToolCall | None, spec: OutputSpec, problems: list[str], tag: int
 ) -> list[Message]:
-    """The failed answer and what is wrong with it, as the conversation goes on."""
+    """The failed answer and what is wrong with it, as the conversation goes on.
+
+    Its calls get ids of the engine's kind (``tag`` keeps them apart), the model's own kept as
+    ``model_id``: `ai_agent.models.wire_messages` then sends each under an id unique in the
+    conversation, as it does a draft's.
+    """
     why = "; ".join(problems)
     text = f"That answer does not fit {spec.name}: {why}."
     sent = Message(role="assistant", content=reply["content"])
     calls = reply.get("tool_calls", [])
     if not calls:
         return [sent, Message(role="user", content=f"{text} Answer again, fixed.")]
-    sent["tool_calls"] = calls
+    ours = [
+        ToolCall(id=f"a{tag}.{n}", name=c["name"], args=c["args"], model_id=c["id"])
+        for n, c in enumerate(calls)
+    ]
+    sent["tool_calls"] = ours
     answers = [
         Message(
             role="tool",
             content=f"{text} Call {ANSWER_TOOL} again with arguments that fit."
             if c is call
             else "Skipped: only the final answer is asked for now.",
-            tool_call_id=c["id"],
+            tool_call_id=mine["id"],
             name=c["name"],
         )
-        for c in calls
+        for c, mine in zip(calls, ours, strict=True)
     ]
     if call is None:  # tools called, none of them the answer
         answers.append(Message(role="user", content=f"{text} Call {ANSWER_TOOL} now."))
@@ -196,7 +205,7 @@ async def typed_answer(state: RunState, context: RunContext, spec: OutputSpec) -
             return asking.answer
         failures = 1
         assert last is not None
-        asking.conversation += _feedback(last, None, spec, problems)
+        asking.conversation += _feedback(last, None, spec, problems, 0)
     else:
         asking.conversation.append(_ask(spec, context.policy.output_mode))
     said = ""
@@ -212,7 +221,7 @@ async def typed_answer(state: RunState, context: RunContext, spec: OutputSpec) -
             asking.answer.data = spec.data(value)
             return asking.answer
         failures += 1
-        asking.conversation += _feedback(reply, call, spec, problems)
+        asking.conversation += _feedback(reply, call, spec, problems, failures)
     if value is not None:
         said = json.dumps(value, ensure_ascii=False)
     quoted = said if len(said) <= _QUOTED else said[: _QUOTED - 3] + "..."

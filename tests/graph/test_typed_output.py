@@ -374,3 +374,18 @@ async def test_a_stream_gives_the_typed_answer_as_the_final_answer_not_the_prose
     final = "".join(e.text for e in events if isinstance(e, FinalDelta))
     assert json.loads(final) == json.loads(GOOD)
     assert events[-1].result.output == TOTAL  # type: ignore[union-attr]
+
+
+async def test_a_recorded_replay_asked_for_another_type_diverges_at_the_typed_request(
+    make_agent: MakeAgent,
+) -> None:
+    async with make_agent([text("68 euros"), text(GOOD)], output_type=Total) as agent:
+        res = await agent.run("total?")
+
+    class Other(BaseModel):
+        amount: float
+
+    async with make_agent([], output_type=Other) as replayer:
+        replay = await replayer.replay(res.thread_id, mode="recorded")
+    assert replay.divergence is not None and replay.output is None
+    assert replay.divergence.stage == "finalize"
