@@ -76,3 +76,17 @@ def test_a_missing_schema_file_is_named(tmp_path: Path, capsys: pytest.CaptureFi
     code = main(["run", "x", "--model", model, "--output-schema", missing])
     assert code == EXIT["usage"]
     assert "nope.json" in capsys.readouterr().err
+
+
+def test_a_streamed_typed_run_prints_its_json_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    model = script(tmp_path, {"text": "sixty-eight euros " * 20}, {"text": json.dumps(ANSWER)})
+    schema = schema_file(tmp_path, SCHEMA)
+    argv = ["run", "total?", "--model", model, "--db", str(tmp_path / "c.sqlite"),
+            "--output-schema", schema, "--stream", "--quiet"]  # fmt: skip
+    assert main(argv) == EXIT["completed"]
+    out = capsys.readouterr().out
+    assert "sixty-eight" not in out  # the prose is no final answer of a typed run
+    assert out.count('"currency": "EUR"') == 1
+    assert json.loads(out[out.index("{") :]) == ANSWER
