@@ -39,6 +39,7 @@ from ai_agent.state import (
 if TYPE_CHECKING:
     from ai_agent.errors import ContextOverflowError
     from ai_agent.events import ModelCallEvent, ProgressEvent
+    from ai_agent.structured import OutputSpec
 
 __all__ = [
     "ApprovalPolicy",
@@ -85,9 +86,20 @@ class ModelReply(TypedDict):
 
 
 class ModelCaller(Protocol):
-    """Calls the model with the conversation and the active tools' schemas."""
+    """Calls the model with the conversation and the active tools' schemas.
 
-    async def __call__(self, messages: list[Message], tools: list[dict[str, Any]]) -> ModelReply:
+    ``response_format`` (a chat-completions ``response_format``, such as ``{"type":
+    "json_schema", ...}``) asks for a reply of that shape; only a typed run's final answer
+    sends one (`ai_agent.structured`), and a caller passes it on as it is.
+    """
+
+    async def __call__(
+        self,
+        messages: list[Message],
+        tools: list[dict[str, Any]],
+        *,
+        response_format: dict[str, Any] | None = None,
+    ) -> ModelReply:
         """Send the conversation and the tool schemas; return the assembled reply."""
 
 
@@ -292,7 +304,9 @@ class RunPolicy:
     ``unattended`` (``--yes``) grants what would wait for a person, ``deny`` still holds.
     ``first_use_gate``: the first call of each external tool in a run waits for a person even
     when the external policy is ``auto``. ``max_output_chars``: longer tool outputs are clipped
-    before the model sees them (the full text goes to the run store).
+    before the model sees them (the full text goes to the run store). ``output``: the type the
+    final answer must fit (`ai_agent.structured.OutputSpec`), asked for as ``output_mode`` says
+    and sent back with its errors ``output_retries`` times before the gate hears of it.
     """
 
     system_prompt: str = ""
@@ -314,6 +328,11 @@ class RunPolicy:
     stream_chunk_size: int = 1024
     first_use_gate: bool = True
     max_output_chars: int = 12_000
+    # The type the final answer must fit (``Agent(output_type=...)``), and how it is asked
+    # for (the ``output`` settings). A run without one keeps the schema it started with.
+    output: OutputSpec | None = None
+    output_mode: Literal["native", "tool"] = "native"
+    output_retries: int = 2
 
 
 class Event(TypedDict, total=False):

@@ -7,6 +7,7 @@ secret value (API keys, header values): callers pass names, never values.
 ```text
 AgentError
 ├── ConfigError                 settings or a config file failed validation
+│   └── OutputSchemaError       an output type or JSON Schema that cannot type an answer
 ├── ModelError                  the model backend could not give a usable reply
 │   ├── ModelUnavailableError   the server could not be reached (names the URL)
 │   ├── ModelAuthError          401/403 from the server
@@ -42,6 +43,7 @@ AgentError
 │   │   └── LeaseLostError      this process's lease was taken over; it stopped writing
 │   ├── ReplayDivergedError     a replay asked for a call the recording does not have
 │   ├── HookError               a user's hook (recall, evaluate_critical, persist...) raised
+│   ├── OutputValidationError   a stored output does not fit the output type it is read with
 │   └── UnknownOutputError      a run kept no tool output under that reference
 ├── StoreError                  the checkpoint database or run store cannot be used
 │   ├── StorageFullError        the database's disk is full; nothing was lost, free space
@@ -77,6 +79,8 @@ __all__ = [
     "ModelResponseError",
     "ModelUnavailableError",
     "NothingPendingError",
+    "OutputSchemaError",
+    "OutputValidationError",
     "PlanRefusedError",
     "PlanRequiredError",
     "ReplayDivergedError",
@@ -108,6 +112,14 @@ class AgentError(Exception):
 
 class ConfigError(AgentError):
     """Settings or a configuration file failed validation; the message names the field."""
+
+
+class OutputSchemaError(ConfigError):
+    """An output type (``Agent(output_type=...)``, ``--output-schema``) that cannot type an answer.
+
+    The type is not one pydantic can describe as a JSON object (a model, a dataclass, a
+    TypedDict), or the JSON Schema is invalid or does not describe an object.
+    """
 
 
 class ModelError(AgentError):
@@ -368,6 +380,14 @@ class HookError(RunError):
             + "; fix the hook, then resume the run"
         )
         self.hook = hook
+
+
+class OutputValidationError(RunError):
+    """A run's stored output does not fit the output type it is read with.
+
+    The run was made with another type (or schema) than the reader's; its data is still in
+    the state (``get_state(thread)["output"]``).
+    """
 
 
 class UnknownThreadError(RunError):

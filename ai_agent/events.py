@@ -270,10 +270,15 @@ class RunFinished:
 
 @dataclass(frozen=True, slots=True)
 class _ModelWaiting:
-    """The draft sent its request and waits for the model (offering it tools, or not)."""
+    """The draft sent its request and waits for the model (offering it tools, or not).
+
+    ``typed``: the run has an output type, so no draft's text is its final answer (finalize
+    asks for the typed one, `_TypedAnswer`).
+    """
 
     iteration: int
     tools_offered: bool = False
+    typed: bool = False
 
     def progress(self) -> dict[str, Any]:
         """The ``on_event`` dict of this event."""
@@ -308,6 +313,23 @@ class _ModelFinished:
             **_draft(self.iteration),
             "detail": self.text,
             "data": data,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class _TypedAnswer:
+    """A typed run's final answer is made: its text (the answer's JSON), which streams whole."""
+
+    text: str
+    iteration: int
+
+    def progress(self) -> dict[str, Any]:
+        """The ``on_event`` dict of this event."""
+        return {
+            "type": "typed_answer",
+            "stage": "finalize",
+            "iteration": self.iteration,
+            "detail": self.text,
         }
 
 
@@ -410,6 +432,7 @@ ProgressEvent = (
     | _ModelWaiting
     | _ModelToolCall
     | _ModelFinished
+    | _TypedAnswer
     | _BackendNotice
     | _McpNotice
     | _DirectToolStarted

@@ -70,6 +70,7 @@ class IssueKind(StrEnum):
     CIRCUIT_OPEN = "CIRCUIT_OPEN"
     BUDGET = "BUDGET"
     HOOK_ERROR = "HOOK_ERROR"
+    OUTPUT_INVALID = "OUTPUT_INVALID"
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,6 +195,14 @@ KINDS: dict[IssueKind, KindSpec] = {
         1.0,
         advice="fix the hook the issue names, then resume with a plan (the stage runs again "
         "from the next cycle)",
+    ),
+    # The answer still did not fit the output type after the errors went back to the model
+    # (``output.max_retries`` times): the caller asked for that type, so a run never completes
+    # without it, whatever the threshold.
+    IssueKind.OUTPUT_INVALID: KindSpec(
+        1.0,
+        advice="resume with instructions that say how to fix the answer (the model answers "
+        "again, then gives its typed answer), or stop the run",
     ),
 }
 

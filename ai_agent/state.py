@@ -278,7 +278,7 @@ class UsageRecord(TypedDict, total=False):
     tools_called: list[str]
     tool_call_tokens: dict[str, int]
     tool_result_tokens: dict[str, int]
-    purpose: Literal["draft", "compaction"]
+    purpose: Literal["draft", "compaction", "output"]
 
 
 class CompactionRecord(TypedDict, total=False):
@@ -320,6 +320,11 @@ class RunState(TypedDict, total=False):
     recalled: list[Any]
     reflection: str | None
     final_text: str | None
+    # A typed run's answer, as plain JSON data (the typed value is rebuilt from it and the
+    # output type when a result is read), and the schema it was checked against: kept from
+    # the start, so a resume or replay by an Agent without the type asks for the same answer.
+    output: Any
+    output_schema: dict[str, Any] | None
     stop_reason: str | None
     trace: Annotated[list[TraceEvent], operator.add]
     usage: NotRequired[dict[str, Any]]

@@ -87,7 +87,13 @@ class ScriptedCaller:
     def __init__(self) -> None:
         self.turn = 0
 
-    async def __call__(self, messages: list[Message], tools: list[dict[str, Any]]) -> ModelReply:
+    async def __call__(
+        self,
+        messages: list[Message],
+        tools: list[dict[str, Any]],
+        *,
+        response_format: dict[str, Any] | None = None,
+    ) -> ModelReply:
         self.turn += 1
         call = ToolCall(id=f"call_{self.turn}", name="fetch", args={"page": self.turn})
         return ModelReply(

@@ -60,7 +60,12 @@ async def _engine(name: str, calls: int, db: Path) -> float:
         ToolSpec("async_tool", async_tool, description="Work.", category=ToolCategory.READ_ONLY),
     ]
 
-    async def model(messages: list[Message], tools: list[dict[str, Any]]) -> ModelReply:
+    async def model(
+        messages: list[Message],
+        tools: list[dict[str, Any]],
+        *,
+        response_format: dict[str, Any] | None = None,
+    ) -> ModelReply:
         raise AssertionError("act never calls the model")
 
     context = RunContext(

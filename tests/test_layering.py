@@ -26,6 +26,7 @@ ALLOWED: dict[str, set[str]] = {
     "_lazy": set(),
     "datafiles": {"errors"},
     "user_plan": set(),  # UserPlan: the state names it, imported on first use (pydantic)
+    "structured": {"errors"},  # typed outputs: the output type as a schema, a check, a rebuild
     "state": {"issues", "user_plan"},
     "plans": {"errors", "state"},
     "visible": set(),
@@ -50,7 +51,7 @@ ALLOWED: dict[str, set[str]] = {
     "events": {"observability"},  # the typed events, below whatever produces them
     "nodes": {
         *("errors", "issues", "state", "plans", "context", "config", "tools", "observability"),
-        "events",
+        *("events", "structured"),
     },
     "types": {"state", "tools"},  # the tool contract's names, where the spec imports them
     "models": {
@@ -449,7 +450,7 @@ CONFIG_NAMES = {
     "ENV_PREFIX", "ErrorRecoveryConfig", "FileToolsConfig", "HybridComponent", "LoggingConfig",
     "MAX_CONFIG_FILE_BYTES", "MAX_ITERATIONS", "MCP_ENV_REFERENCE", "McpAuthConfig",
     "McpServerConfig", "McpTransportName", "ModelBackendSettings", "ModelRate", "NotesConfig",
-    "ObservabilityConfig", "SECRET_ENV_NAME", "StreamingConfig", "TokenizerConfig",
+    "ObservabilityConfig", "OutputConfig", "SECRET_ENV_NAME", "StreamingConfig", "TokenizerConfig",
     "ToolCategoryName", "ToolConfig", "ToolsmakerConfig", "USER_ENV_FILE_NAME", "WebSearchConfig",
     "load_mcp_config", "load_settings", "split_tool_names",
 }  # fmt: skip

@@ -161,6 +161,12 @@ class Parents:
             help="approval policy of a tool category (read_only, note_taking, modification, "
             "external) = auto, confirm, approve or deny; repeatable",
         )
+        runner.add_argument(
+            "--output-schema",
+            metavar="FILE",
+            help="a JSON Schema (of an object) the final answer must fit; the answer is printed "
+            "as JSON (docs/typed-outputs.md)",
+        )
         runner.add_argument("--trace", action="store_true", help="print the structured trace")
         runner.add_argument("--quiet", action="store_true", help="no live status lines on stderr")
         live = runner.add_mutually_exclusive_group()
@@ -398,8 +404,31 @@ def build_agent(args: argparse.Namespace, *, creates: bool = False, **overrides:
         "on_event": None if quiet else status_printer(sys.stderr),
         "mcp_config": getattr(args, "mcp_config", None) or None,
     }
+    schema_file = getattr(args, "output_schema", None)
+    if schema_file:
+        options["output_type"] = _output_schema(schema_file)
     options.update(overrides)
     return Agent(**options)
+
+
+# A JSON Schema a person writes is small; a larger file is a mistake, not a schema.
+_MAX_SCHEMA_BYTES = 1_000_000
+
+
+def _output_schema(path: str) -> Any:
+    """The JSON Schema of ``--output-schema FILE`` (the Agent checks it describes an object)."""
+    from ai_agent.datafiles import loads_json, read_text
+    from ai_agent.errors import OutputSchemaError
+
+    what = f"the output schema file {path}"
+    text = read_text(path, what=what, max_bytes=_MAX_SCHEMA_BYTES, error=OutputSchemaError)
+    schema = loads_json(text, what=what, error=OutputSchemaError)
+    if not isinstance(schema, dict):
+        raise OutputSchemaError(
+            f"{what} holds a JSON {type(schema).__name__}, not a JSON Schema (an object such as "
+            '{"type": "object", "properties": {...}})'
+        )
+    return schema
 
 
 _CATEGORIES = ("read_only", "note_taking", "modification", "external")
@@ -495,7 +524,13 @@ def print_result(
         return
     if trace:
         print(format_trace(result.trace))
-    if result.status in ("completed", "cancelled") and (
+    if result.status == "completed" and result.output is not None:
+        # A typed run's answer is its JSON (what the final text holds, unless a finalize hook
+        # wrote another); printed unless it streamed already.
+        answer = json.dumps(result.to_dict()["output"], indent=2, ensure_ascii=False)
+        if streamed.strip() != answer.strip():
+            print(json_visible(answer))
+    elif result.status in ("completed", "cancelled") and (
         not streamed or streamed.strip() != (result.final_text or "").strip()
     ):
         print(visible(result.final_text or "", "text"))

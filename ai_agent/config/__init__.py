@@ -50,6 +50,7 @@ from ai_agent.config.mcp import (
     load_mcp_config,
 )
 from ai_agent.config.observability import LoggingConfig, ObservabilityConfig, StreamingConfig
+from ai_agent.config.output import OutputConfig
 from ai_agent.config.retry import ErrorRecoveryConfig
 from ai_agent.config.section import ApprovalPolicyName, ToolCategoryName
 from ai_agent.config.settings import MAX_ITERATIONS, AgentSettings, load_settings, split_tool_names
@@ -98,6 +99,7 @@ __all__ = [
     "ModelRate",
     "NotesConfig",
     "ObservabilityConfig",
+    "OutputConfig",
     "StreamingConfig",
     "TokenizerConfig",
     "ToolCategoryName",

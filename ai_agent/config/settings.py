@@ -35,6 +35,7 @@ from ai_agent.config.errors import explain_problems, shorten
 from ai_agent.config.files import check_config_path
 from ai_agent.config.mcp import McpServerConfig, check_unique_servers
 from ai_agent.config.observability import LoggingConfig, ObservabilityConfig, StreamingConfig
+from ai_agent.config.output import OutputConfig
 from ai_agent.config.retry import ErrorRecoveryConfig
 from ai_agent.config.secrets import collect_secrets
 from ai_agent.config.section import ApprovalPolicyName, ToolCategoryName
@@ -164,6 +165,7 @@ class AgentSettings(BaseSettings):
     context: CompactionConfig = Field(default_factory=CompactionConfig)
     streaming: StreamingConfig = Field(default_factory=StreamingConfig)
     budget: BudgetConfig = Field(default_factory=BudgetConfig)
+    output: OutputConfig = Field(default_factory=OutputConfig)
 
     GATE_PROFILE_THRESHOLDS: ClassVar[Mapping[str, float]] = _GATE_PROFILE_THRESHOLDS
 

@@ -118,6 +118,8 @@ class Agent:
             ``toolsmaker_dir/audit.jsonl``).
         checkpointer: Any LangGraph saver for the checkpoints, opened and closed by its owner;
             the run store stays at ``checkpoint_path`` (see docs/compatibility.md).
+        output_type: The type the final answer must fit (a pydantic model, dataclass, TypedDict
+            or JSON Schema dict); ``RunResult.output`` is then typed (docs/typed-outputs.md).
 
     Examples:
         >>> import asyncio
@@ -159,6 +161,7 @@ class Agent:
         toolsmaker_dir: str | Path | None = None,
         toolsmaker_audit_path: str | Path | None = None,
         checkpointer: BaseCheckpointSaver[Any] | None = None,
+        output_type: Any = None,
     ) -> None:
         s = settings if settings is not None else load_settings()
         self.settings = s
@@ -211,6 +214,7 @@ class Agent:
             unattended=unattended,
             memory=memory,
             workdir=workdir,
+            output_type=output_type,
         )
         # The tools (graph/tooling.py): the catalog of toolsets, the tools new runs start with,
         # the MCP servers, the toolsmaker; opened for each span by the runner.

@@ -185,7 +185,7 @@ class RunArchive:
 
     async def get_result(self, thread_id: str) -> RunResult:
         """The RunResult of a stored run, as it stands now."""
-        result = result_of(thread_id, await self._snapshot(thread_id))
+        result = result_of(thread_id, await self._snapshot(thread_id), self.policy.output)
         return with_run_row(result, await self.store.get_run(thread_id))
 
     # History and forks (graph/history.py) -----------------------------------------------------

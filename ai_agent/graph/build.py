@@ -5,6 +5,7 @@ recall -> draft -> decide -> discover -> act -> reflect -> gate -> finalize -> p
             ^  \        \-- finish ---------------------------/^
             |   \-- model issue -> gate                        |
             +------------------ continue <--------------------+  (gate -> act: settle calls)
+                                        (finalize -> gate: a typed answer that does not fit)
 ```
 
 """
@@ -19,7 +20,7 @@ from langgraph.graph.state import CompiledStateGraph
 
 from ai_agent.context import RunContext
 from ai_agent.errors import RunError
-from ai_agent.graph.routes import after_decide, after_draft, after_gate
+from ai_agent.graph.routes import after_decide, after_draft, after_finalize, after_gate
 from ai_agent.state import RunState
 
 if TYPE_CHECKING:
@@ -71,7 +72,7 @@ def build_graph(
     builder.add_edge("act", "reflect")
     builder.add_edge("reflect", "gate")
     builder.add_conditional_edges("gate", after_gate)
-    builder.add_edge("finalize", "persist")
+    builder.add_conditional_edges("finalize", after_finalize)
     builder.add_edge("persist", END)
     return builder.compile(checkpointer=checkpointer)
 

@@ -37,6 +37,7 @@ from ai_agent.events import (
     _ModelFinished,
     _ModelToolCall,
     _ModelWaiting,
+    _TypedAnswer,
 )
 
 __all__ = ["StreamView", "rendering"]
@@ -67,13 +68,14 @@ class StreamView:
     _mode: str = "holding"  # holding -> live | tool
     _streamed: bool = False
     _tools_offered: bool = False
+    _typed: bool = False
 
     def __call__(self, event: ProgressEvent) -> list[StreamEvent]:
         """The stream events for one event of the run (often none, sometimes two)."""
         if isinstance(event, StageStarted) and event.stage == "draft":
             self._held, self._mode, self._streamed = [], "holding", False
         if isinstance(event, _ModelWaiting):
-            self._tools_offered = event.tools_offered
+            self._tools_offered, self._typed = event.tools_offered, event.typed
             return []
         if isinstance(event, ModelDelta):
             return self._delta(event)
@@ -81,7 +83,7 @@ class StreamView:
             if self._mode == "holding":
                 self._held, self._mode = [], "tool"
             return []
-        if isinstance(event, _ModelFinished):
+        if isinstance(event, _ModelFinished | _TypedAnswer):
             return self._finished(event)
         if isinstance(event, _CHATTY):
             return [] if self.quiet_tools else [event]
@@ -95,15 +97,17 @@ class StreamView:
         elif self._mode == "holding":
             self._held.append(event.text)
             held = "".join(self._held)
-            if len(held) > self.hold_chars and not self._tools_offered:
+            if len(held) > self.hold_chars and not (self._tools_offered or self._typed):
                 self._held, self._mode = [], "live"
                 out.append(FinalDelta(held))
         return out
 
-    def _finished(self, event: _ModelFinished) -> list[StreamEvent]:
+    def _finished(self, event: _ModelFinished | _TypedAnswer) -> list[StreamEvent]:
+        if isinstance(event, _TypedAnswer):  # a typed run's answer: no draft's text was it
+            return [FinalDelta(event.text)]
         mode, held = self._mode, "".join(self._held)
         self._held, self._mode = [], "tool" if event.tool_calls else "done"
-        if event.tool_calls or mode != "holding":
+        if event.tool_calls or mode != "holding" or self._typed:
             return []
         text = held if self._streamed else event.text
         return [FinalDelta(text)] if text else []

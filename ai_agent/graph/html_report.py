@@ -146,6 +146,9 @@ def _summary(r: dict[str, Any]) -> str:
         ("System prompt", f"<pre>{_e(r['system_prompt'])}</pre>"),
         ("Answer", f"<pre>{_e(r['final_text'] or r['error'] or '', 'text')}</pre>"),
     ]
+    if r.get("output") is not None:  # a typed run: its answer as data
+        typed = json.dumps(r["output"], indent=2, ensure_ascii=False)
+        rows.append(("Output", f'<pre class="output">{_e(typed, "text")}</pre>'))
     body = "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in rows)
     return (
         f'<section id="summary"><h2>Run</h2><p id="js-summary"></p><table>{body}</table></section>'

@@ -34,10 +34,16 @@ class ObservedModel:
         self.inner = inner
         self.model_name = model_name
 
-    async def __call__(self, messages: list[Message], tools: list[dict[str, Any]]) -> ModelReply:
+    async def __call__(
+        self,
+        messages: list[Message],
+        tools: list[dict[str, Any]],
+        *,
+        response_format: dict[str, Any] | None = None,
+    ) -> ModelReply:
         """Call the inner caller inside a model-call scope; the reply names the request id."""
         with model_call_scope(self.model_name) as call:
-            reply = await self.inner(messages, tools)
+            reply = await self.inner(messages, tools, response_format=response_format)
             call.finish(reply)
         if call.request_id:
             reply = ModelReply(**reply)

@@ -15,10 +15,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from ai_agent.config import MAX_ITERATIONS, AgentSettings
 from ai_agent.context import ApprovalPolicy, RunPolicy
 from ai_agent.errors import ConfigError
+from ai_agent.structured import OutputSpec
 from ai_agent.tools.builtin.protected import ProtectedPaths
 
 __all__ = ["PROFILES", "engine_state", "memory_sqlite_path", "run_policy"]
@@ -38,8 +40,14 @@ def run_policy(
     unattended: bool = False,
     memory: str | Path | None = None,
     workdir: str | Path = ".",
+    output_type: Any = None,
 ) -> RunPolicy:
-    """The policy every run of an Agent follows: its arguments over the settings, checked."""
+    """The policy every run of an Agent follows: its arguments over the settings, checked.
+
+    ``output_type`` (a pydantic model, dataclass, TypedDict or JSON Schema dict) is made an
+    `ai_agent.structured.OutputSpec` here, so a type that cannot type an answer is an
+    `ai_agent.errors.OutputSchemaError` from the constructor.
+    """
     return RunPolicy(
         system_prompt=s.system_prompt if system_prompt is None else system_prompt,
         max_iterations=_iterations(s.max_iterations if max_iterations is None else max_iterations),
@@ -59,6 +67,9 @@ def run_policy(
         stream_chunk_size=s.streaming.chunk_size,
         first_use_gate=s.tool_config.first_use_gate,
         max_output_chars=s.tool_config.max_output_chars,
+        output=None if output_type is None else OutputSpec.of(output_type),
+        output_mode=s.output.mode,
+        output_retries=s.output.max_retries,
     )
 
 

@@ -41,7 +41,7 @@ from ai_agent.errors import (
     ScriptExhaustedError,
 )
 from ai_agent.graph.divergence import DivergenceReport, call_lines, request_lines, text_diff
-from ai_agent.graph.recording import DelegatingToolBox, call_position
+from ai_agent.graph.recording import DelegatingToolBox, call_position, request_params
 from ai_agent.models import request_hash
 from ai_agent.nodes._common import call_hook
 from ai_agent.nodes.gate import check_plan
@@ -276,20 +276,25 @@ class ReplayModel:
         self.params = params
         self.last_source: Literal["live", "recorded"] = "recorded"
 
-    async def __call__(self, messages: list[Message], tools: list[dict[str, Any]]) -> ModelReply:
+    async def __call__(
+        self,
+        messages: list[Message],
+        tools: list[dict[str, Any]],
+        *,
+        response_format: dict[str, Any] | None = None,
+    ) -> ModelReply:
         """Answer from the recording; past the recorded steps, call the live model."""
         position = call_position()
         session = self.session
         if not session.recorded_at(position["step"]):
             self.last_source = "live"
             live = await session.live_model()
-            return await live(messages, tools)
+            return await live(messages, tools, response_format=response_format)
         self.last_source = "recorded"
-        record = session.tape.take_model(
-            request_hash(messages, tools, self.params), position["step"]
-        )
+        params = request_params(self.params, response_format)
+        record = session.tape.take_model(request_hash(messages, tools, params), position["step"])
         if record is None:
-            request = ModelRequest(messages=list(messages), tools=list(tools), params=self.params)
+            request = ModelRequest(messages=list(messages), tools=list(tools), params=params)
             raise await session.model_divergence(position, request)
         if record["error"] is not None or record["message"] is None:
             raise _model_error(record["error"] or {})

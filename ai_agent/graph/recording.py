@@ -39,6 +39,7 @@ __all__ = [
     "RecordingToolBox",
     "call_position",
     "generation_params",
+    "request_params",
 ]
 
 # Attributes of a LangChain chat model that shape its reply. An allowlist, so a credential or a
@@ -99,6 +100,23 @@ def generation_params(
     return params
 
 
+def request_params(
+    params: Mapping[str, Any], response_format: dict[str, Any] | None
+) -> dict[str, Any]:
+    """A request's recorded parameters: the generation parameters and its response format.
+
+    The response format shapes the reply, so it is part of the request hash: a typed run's
+    final answer is matched on replay by the schema it asked for.
+
+    Examples:
+        >>> request_params({"temperature": 0}, {"type": "json_object"})
+        {'temperature': 0, 'response_format': {'type': 'json_object'}}
+    """
+    if response_format is None:
+        return dict(params)
+    return {**params, "response_format": response_format}
+
+
 def call_position() -> CallPosition:
     """Where the current call happens: LangGraph's step and node, and the starting checkpoint."""
     try:
@@ -151,16 +169,23 @@ class RecordingModel:
         self.params = dict(params)
         self.scrub = scrub
 
-    async def __call__(self, messages: list[Message], tools: list[dict[str, Any]]) -> ModelReply:
+    async def __call__(
+        self,
+        messages: list[Message],
+        tools: list[dict[str, Any]],
+        *,
+        response_format: dict[str, Any] | None = None,
+    ) -> ModelReply:
         """Call the inner model and record the request and its reply (or error)."""
         position = call_position()
+        params = request_params(self.params, response_format)
         request = self.scrub(
-            ModelRequest(messages=list(messages), tools=list(tools), params=self.params)
+            ModelRequest(messages=list(messages), tools=list(tools), params=params)
         )
-        digest = request_hash(messages, tools, self.params)
+        digest = request_hash(messages, tools, params)
         started = time.perf_counter()
         try:
-            reply = await self.inner(messages, tools)
+            reply = await self.inner(messages, tools, response_format=response_format)
         except ModelError as exc:
             # Recorded too, so a replay takes the same path (a gate issue, a failed run).
             await self.store.record_model_call(

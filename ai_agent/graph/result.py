@@ -7,12 +7,16 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, cast
 
+from pydantic_core import to_jsonable_python
+
 from ai_agent.graph.divergence import DivergenceReport
 from ai_agent.issues import IssueKind
 from ai_agent.state import GateReport, RunState, TraceEvent
 
 if TYPE_CHECKING:
     from langgraph.types import StateSnapshot
+
+    from ai_agent.structured import OutputSpec
 
 __all__ = ["RunResult", "RunStatusName", "StopReason", "is_pending", "result_of", "with_run_row"]
 
@@ -54,6 +58,10 @@ class RunResult:
         divergence: For a replay that stopped because the recording could not answer a call:
             where, and how the new call differs from the recorded one.
         stop_reason: Why the run ended (see `StopReason`); None while it is paused or forked.
+        output: A typed run's answer (``Agent(output_type=...)``), rebuilt as that type from
+            the data the run kept; the plain data when read without the type (a `RunArchive`
+            alone, ``ai-agent show``); None for a run without one, or one that has not
+            completed.
     """
 
     status: RunStatusName
@@ -66,18 +74,28 @@ class RunResult:
     iterations: int = 0
     divergence: DivergenceReport | None = None
     stop_reason: StopReason | None = None
+    output: Any = None
 
     def __post_init__(self) -> None:
         if self.stop_reason is None and self.status in _DEFAULT_REASON:
             object.__setattr__(self, "stop_reason", _DEFAULT_REASON[self.status])
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict (what ``--json`` prints)."""
-        return asdict(self)
+        """A JSON-ready dict (what ``--json`` prints); a typed output as its JSON data."""
+        out = asdict(self)
+        out["output"] = to_jsonable_python(self.output)
+        return out
 
 
-def result_of(thread_id: str, snapshot: StateSnapshot) -> RunResult:
-    """The RunResult a run's latest checkpoint stands for."""
+def result_of(
+    thread_id: str, snapshot: StateSnapshot, output: OutputSpec | None = None
+) -> RunResult:
+    """The RunResult a run's latest checkpoint stands for (its output typed by ``output``).
+
+    Raises:
+        OutputValidationError: the run's output does not fit ``output`` (it was made with
+            another type).
+    """
     values = cast(RunState, snapshot.values)
     common: dict[str, Any] = {
         "thread_id": thread_id,
@@ -117,7 +135,11 @@ def result_of(thread_id: str, snapshot: StateSnapshot) -> RunResult:
             stop_reason="max_iterations",
             **common,
         )
-    return RunResult(status="completed", final_text=final_text, gate=last_gate, **common)
+    data = values.get("output")
+    typed = output.value(data) if output is not None and data is not None else data
+    return RunResult(
+        status="completed", final_text=final_text, gate=last_gate, output=typed, **common
+    )
 
 
 def _cancelled_because(gate: GateReport | None) -> StopReason:

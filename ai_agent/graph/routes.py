@@ -6,7 +6,7 @@ from typing import Literal
 
 from ai_agent.state import RunState
 
-__all__ = ["after_decide", "after_draft", "after_gate"]
+__all__ = ["after_decide", "after_draft", "after_finalize", "after_gate"]
 
 
 def after_draft(state: RunState) -> Literal["decide", "gate"]:
@@ -27,3 +27,8 @@ def after_gate(state: RunState) -> Literal["draft", "act", "finalize"]:
     if state.get("pending"):
         return "act"
     return "draft"
+
+
+def after_finalize(state: RunState) -> Literal["persist", "gate"]:
+    """A typed answer that does not fit (or could not be asked for) goes to the gate."""
+    return "gate" if state.get("issues") else "persist"

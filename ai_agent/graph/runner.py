@@ -148,8 +148,14 @@ class PipelineRunner:
             await self.store.create_run(thread_id, task)
             async with self._full_disk_stops(thread_id):
                 lease = await self.store.acquire(thread_id)
-                state = new_run_state(task, list(self._tools.initial))
-                return await self.drive(thread_id, state, lease, issues=issues)
+                return await self.drive(thread_id, self._new_state(task), lease, issues=issues)
+
+    def _new_state(self, task: str) -> RunState:
+        """The state a run starts from; a typed run keeps its output schema from the start."""
+        state = new_run_state(task, list(self._tools.initial))
+        if self.policy.output is not None:
+            state["output_schema"] = self.policy.output.stored_form()
+        return state
 
     def _masked_task(self, task: str) -> str:
         """The task as the run keeps it: a configured secret in it is masked, and we say so."""
@@ -275,7 +281,7 @@ class PipelineRunner:
                 "resume it without one"
             )
         log.info("run %s has no checkpoint yet; starting its task from the beginning", thread_id)
-        return new_run_state(record["task"], list(self._tools.initial))
+        return self._new_state(record["task"])
 
     def _unknown(self, thread_id: str) -> UnknownThreadError:
         return UnknownThreadError(
@@ -410,7 +416,7 @@ class PipelineRunner:
                     thread_id, status="failed", error=f"{type(exc).__name__}"
                 )
             raise
-        result = result_of(thread_id, snapshot)
+        result = result_of(thread_id, snapshot, self.policy.output)
         await self.store.update_run(
             thread_id,
             status=result.status,

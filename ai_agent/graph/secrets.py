@@ -90,9 +90,15 @@ class ScrubbedModel:
         self.inner = inner
         self.secrets = secrets
 
-    async def __call__(self, messages: list[Message], tools: list[dict[str, Any]]) -> ModelReply:
+    async def __call__(
+        self,
+        messages: list[Message],
+        tools: list[dict[str, Any]],
+        *,
+        response_format: dict[str, Any] | None = None,
+    ) -> ModelReply:
         """Call the inner model; mask its reply."""
-        reply = await self.inner(messages, tools)
+        reply = await self.inner(messages, tools, response_format=response_format)
         self.secrets.refresh()  # new data comes in: mask with what is known now
         message: Message = self.secrets.scrub(reply["message"])
         if message is reply["message"]:

@@ -252,12 +252,19 @@ class ChatModelCaller:
         if sync_client is not None:
             sync_client.close()
 
-    async def __call__(self, messages: list[Message], tools: list[dict[str, Any]]) -> ModelReply:
+    async def __call__(
+        self,
+        messages: list[Message],
+        tools: list[dict[str, Any]],
+        *,
+        response_format: dict[str, Any] | None = None,
+    ) -> ModelReply:
         """Call the model with retries, the breaker and streaming; return the reply.
 
         A reply whose tool-call arguments do not parse is sent back once: the model is told the
         parser's complaint (`ai_agent.models.errors.repair_request`) and asked again. A second
         malformed reply is the error (MalformedToolCallError, a MODEL_ERROR issue at the gate).
+        ``response_format`` goes into the request as it is (a typed run's final answer).
         """
         runnable: Any = self.model.bind_tools(tools) if tools else self.model
         lc_messages = to_langchain(messages)
@@ -266,6 +273,8 @@ class ChatModelCaller:
         sink = events if events.streaming and self.stream else None
         headers = request_headers() if self._takes_headers else {}
         options: dict[str, Any] = {"extra_headers": headers} if headers else {}
+        if response_format is not None:
+            options["response_format"] = response_format
         started = time.perf_counter()
         retries: list[dict[str, Any]] = []
         try:

@@ -44,7 +44,14 @@ from ai_agent.state import (
     UsageRecord,
 )
 
-__all__ = ["DraftUpdate", "compose_messages", "draft", "engine_call_id", "with_engine_ids"]
+__all__ = [
+    "DraftUpdate",
+    "add_usage",
+    "compose_messages",
+    "draft",
+    "engine_call_id",
+    "with_engine_ids",
+]
 
 log_stages = engine_logger("ai_agent.stages")
 
@@ -101,7 +108,7 @@ def compose_messages(system_prompt: str, messages: list[Message]) -> list[Messag
     return head + list(messages)
 
 
-def _add_usage(total: dict[str, Any] | None, record: Mapping[str, Any]) -> dict[str, Any]:
+def add_usage(total: dict[str, Any] | None, record: Mapping[str, Any]) -> dict[str, Any]:
     """The run's usage totals with one more request (tokens, requests, cost)."""
     out = dict(total or {})
     for key in ("prompt_tokens", "completion_tokens", "total_tokens", "cached_tokens"):
@@ -131,7 +138,7 @@ class _Draft:
             self.update["budget_allowance"] = prepared["allowance"]
 
     def add(self, record: Mapping[str, Any]) -> None:
-        self.usage = _add_usage(self.usage, record)
+        self.usage = add_usage(self.usage, record)
         if "iteration" in record:
             self.log.append(cast(UsageRecord, record))
 
@@ -226,7 +233,9 @@ async def _draft(state: RunState, context: RunContext) -> DraftUpdate:
         )
         return work.done(None, line, [issue(IssueKind.BUDGET, prepared["budget_issue"])])
     messages = compose_messages(system_prompt, work.messages)
-    context.emit(_ModelWaiting(iteration, tools_offered=bool(tools)))
+    # A typed run's answer is asked for at finalize: no draft's text is streamed as it.
+    typed = context.policy.output is not None or bool(state.get("output_schema"))
+    context.emit(_ModelWaiting(iteration, tools_offered=bool(tools), typed=typed))
     try:
         with context.model_events.during(iteration):  # retries, and deltas if someone watches
             try:

@@ -1,14 +1,22 @@
-"""finalize: compose the answer (the last assistant text, or a clear summary of why it stopped)."""
+"""finalize: compose the answer (the last assistant text, or a clear summary of why it stopped).
+
+A run with an output type asks for its typed answer here (`ai_agent.nodes._answer`): the answer
+is kept as plain JSON data in ``output`` and written as the final text; an answer that still
+does not fit is an OUTPUT_INVALID issue, and the run goes to the gate instead of persist.
+"""
 
 from __future__ import annotations
 
-from typing import TypedDict
+import json
+from typing import Any, TypedDict
 
 from langgraph.runtime import Runtime
 
 from ai_agent.context import RunContext
+from ai_agent.events import _TypedAnswer
+from ai_agent.nodes._answer import output_spec, typed_answer
 from ai_agent.nodes._common import call_hook, hook_view, last_assistant, stage
-from ai_agent.state import RunState, RunStatus, TraceEvent
+from ai_agent.state import Issue, RunState, RunStatus, TraceEvent, UsageRecord
 
 __all__ = ["FinalizeUpdate", "default_final_text", "finalize"]
 
@@ -18,6 +26,10 @@ class FinalizeUpdate(TypedDict, total=False):
 
     final_text: str
     status: RunStatus
+    output: Any
+    issues: list[Issue]
+    usage: dict[str, Any]
+    usage_log: list[UsageRecord]
     trace: list[TraceEvent]
 
 
@@ -44,19 +56,41 @@ def default_final_text(state: RunState) -> str:
 
 @stage("finalize")
 async def finalize(state: RunState, *, runtime: Runtime[RunContext]) -> FinalizeUpdate:
-    """Call the finalize hook, or compose the default answer."""
+    """Ask for the typed answer when the run has a type; call the hook or compose the answer."""
     context = runtime.context
+    iteration = state.get("iteration", 0)
+    update = FinalizeUpdate()
+    spec = output_spec(state, context)
+    # A run that stopped (cancelled, out of cycles) has no answer to type: its text says why.
+    finished = state.get("status") != "cancelled" and not state.get("stop_reason")
+    if spec is not None and finished:
+        answer = await typed_answer(state, context, spec)
+        if answer.usage is not None:
+            update["usage"] = answer.usage
+        if answer.usage_log:
+            update["usage_log"] = answer.usage_log
+        line = TraceEvent(stage="finalize", iteration=iteration, detail=f"typed answer {spec.name}")
+        line["detail"] += f" ({answer.requests} request(s))"
+        if answer.issue is not None:
+            line["status"] = "error"
+            update["issues"] = [answer.issue]
+            update["trace"] = [line]
+            return update
+        update["output"] = answer.data
     if context.hooks.finalize is not None:
         text = str(
             await call_hook(
                 "finalize", context.hooks.finalize, state.get("task", ""), hook_view(state, context)
             )
         )
+    elif "output" in update:
+        text = json.dumps(update["output"], indent=2, ensure_ascii=False)
     else:
         text = default_final_text(state)
+    if "output" in update:
+        context.emit(_TypedAnswer(text, iteration))  # streams as the final answer
     status: RunStatus = "cancelled" if state.get("status") == "cancelled" else "completed"
-    return FinalizeUpdate(
-        final_text=text,
-        status=status,
-        trace=[TraceEvent(stage="finalize", iteration=state.get("iteration", 0), status=status)],
-    )
+    update["final_text"] = text
+    update["status"] = status
+    update["trace"] = [TraceEvent(stage="finalize", iteration=iteration, status=status)]
+    return update

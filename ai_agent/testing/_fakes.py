@@ -92,7 +92,9 @@ class _FakeChatModel(BaseChatModel):
     ) -> Runnable[LanguageModelInput, AIMessage]:
         return self.bind(tools=list(tools), **kwargs)
 
-    def _reply(self, messages: list[BaseMessage], tools: list[Any]) -> AIMessage:
+    def _reply(
+        self, messages: list[BaseMessage], tools: list[Any], response_format: Any = None
+    ) -> AIMessage:
         raise NotImplementedError
 
     def _generate(
@@ -102,7 +104,9 @@ class _FakeChatModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        reply = self._reply(messages, list(kwargs.get("tools") or []))
+        reply = self._reply(
+            messages, list(kwargs.get("tools") or []), kwargs.get("response_format")
+        )
         return ChatResult(generations=[ChatGeneration(message=reply)])
 
     def _stream(
@@ -112,7 +116,9 @@ class _FakeChatModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> Iterator[ChatGenerationChunk]:
-        reply = self._reply(messages, list(kwargs.get("tools") or []))
+        reply = self._reply(
+            messages, list(kwargs.get("tools") or []), kwargs.get("response_format")
+        )
         words = reply.text.split(" ") if reply.text else []
         for i, word in enumerate(words):
             piece = word if i == len(words) - 1 else word + " "
@@ -175,7 +181,9 @@ class ScriptedModel(_FakeChatModel):
     def _llm_type(self) -> str:
         return "scripted"
 
-    def _reply(self, messages: list[BaseMessage], tools: list[Any]) -> AIMessage:
+    def _reply(
+        self, messages: list[BaseMessage], tools: list[Any], response_format: Any = None
+    ) -> AIMessage:
         index = _assistant_turns(messages)
         if index >= len(self.turns):
             raise ScriptExhaustedError(
@@ -192,7 +200,8 @@ class FunctionModel(_FakeChatModel):
     """A chat model whose replies come from a Python function.
 
     The function gets the conversation as JSON messages and an ``info`` dict (``tools``: the bound
-    schemas; ``turn``: the number of assistant replies so far) and returns a string, a turn dict
+    schemas; ``turn``: the number of assistant replies so far; ``response_format``: the
+    request's, or None) and returns a string, a turn dict
     (``{"text": ...}`` / ``{"tool_calls": [...]}``) or an AIMessage.
 
     Examples:
@@ -210,10 +219,13 @@ class FunctionModel(_FakeChatModel):
     def _llm_type(self) -> str:
         return "function"
 
-    def _reply(self, messages: list[BaseMessage], tools: list[Any]) -> AIMessage:
+    def _reply(
+        self, messages: list[BaseMessage], tools: list[Any], response_format: Any = None
+    ) -> AIMessage:
         turn = _assistant_turns(messages)
         as_json = [_as_json(m, i) for i, m in enumerate(messages)]
-        outcome = self.function(as_json, {"tools": tools, "turn": turn})
+        info = {"tools": tools, "turn": turn, "response_format": response_format}
+        outcome = self.function(as_json, info)
         if isinstance(outcome, AIMessage):
             return outcome
         return _to_ai_message(_turn_of(outcome), turn)

@@ -16,10 +16,14 @@ Crash points, for the crash tests (each a real SIGKILL of this process, at one i
   checkpoint;
 - ``CRASH_AT=writes``: once the tool has run, right after a step's task writes are stored and
   before the checkpoint that follows them;
+- ``CRASH_AT=answer``: once the tool has run and the model answered, as a typed run (TYPED=1)
+  asks for its typed final answer, before the request is made;
 - ``FULL_AFTER=outcome``: not a crash: once the tool's outcome is journaled, the database may not
   grow any more (``PRAGMA max_page_count`` on every connection of this process), so the next
   write that needs a page fails as on a full disk (SQLite's own SQLITE_FULL).
 
+TYPED=1 gives the Agent an output type (``Written``), and the script a JSON turn after its
+answer, which the typed final answer gets.
 RACE_BEFORE=create_run holds each process just before it creates the run row until RACE_N of them
 got there, so they create the same new thread at once.
 LEASE_SECONDS shortens the lease (and its heartbeat) for the fencing tests.
@@ -38,6 +42,8 @@ import time
 from pathlib import Path
 from typing import Any, cast
 
+from pydantic import BaseModel
+
 from ai_agent import Agent, ToolCategory, ToolSpec
 from ai_agent.checkpoints._sqlite import SqliteDatabase
 from ai_agent.checkpoints.delta import DeltaSaver
@@ -48,6 +54,12 @@ from ai_agent.graph import Worker
 from ai_agent.testing import ScriptedModel
 
 CODES = {"completed": 0, "failed": 1, "paused": 3, "cancelled": 4}
+
+
+class Written(BaseModel):
+    """The typed answer of a TYPED=1 run."""
+
+    written: str
 
 
 def crash() -> None:
@@ -79,6 +91,13 @@ def install_crash_points(work: Path) -> None:
             return await aput(self, *args, **kwargs)
 
         setattr(DeltaSaver, "aput", store_writes_then_crash)  # noqa: B010
+    elif point == "answer":
+        from ai_agent.nodes._answer import _Asking
+
+        def crash_before_asking(self: _Asking) -> Any:
+            crash()
+
+        setattr(_Asking, "request", crash_before_asking)  # noqa: B010
     if os.environ.get("FULL_AFTER") == "outcome":
         install_full_disk()
 
@@ -163,10 +182,12 @@ def main(argv: list[str] | None = None) -> int:
         category=ToolCategory.MODIFICATION,
         timeout=120,
     )
+    typed = os.environ.get("TYPED") == "1"
     model = ScriptedModel(
         [
             {"tool_calls": [{"name": "effect", "args": {"text": "hello"}}]},
             {"text": "wrote it"},
+            *([{"text": '{"written": "hello"}'}] if typed else []),
         ]
     )
     settings: dict[str, Any] = {}
@@ -179,6 +200,7 @@ def main(argv: list[str] | None = None) -> int:
         memory_path=None,
         settings=AgentSettings(**settings),
         unattended=os.environ.get("UNATTENDED") == "1",
+        output_type=Written if typed else None,
     )
     if mode in ("submit", "worker"):
         return queue(agent, mode, thread, plan)

@@ -21,10 +21,11 @@ from ai_agent.graph.streaming import Streams
 from ai_agent.graph.tool_methods import ToolMethods
 
 AGENT_MODULE = Path(__file__).resolve().parents[2] / "ai_agent" / "graph" / "agent.py"
-# The facade's own size: its constructor's documentation and the one-line delegations (440),
-# and its code alone, without docstrings, comments and blank lines (280).
-MAX_FACADE_LINES = 440
-MAX_FACADE_CODE_LINES = 280
+# The facade's own size: its constructor's documentation and the one-line delegations (444),
+# and its code alone, without docstrings, comments and blank lines (282). A new constructor
+# argument costs its parameter, the line that hands it on and its documentation.
+MAX_FACADE_LINES = 444
+MAX_FACADE_CODE_LINES = 282
 
 PUBLIC = {
     "aclose", "activate_tool_version", "add_listener", "add_tool", "afork", "ahistory",

@@ -33,6 +33,7 @@ from ai_agent.events import (
     _ModelFinished,
     _ModelToolCall,
     _ModelWaiting,
+    _TypedAnswer,
 )
 from tests.graph.conftest import MakeAgent, call, text
 from tests.observability.test_agent_events import writer
@@ -210,6 +211,9 @@ def test_each_event_renders_the_dict_on_event_always_received() -> None:
         assert event.progress() == {**expected, "stage": "draft", "iteration": 2}
     assert _BackendNotice("model ready").progress() == {"type": "backend", "detail": "model ready"}
     assert _McpNotice("up").progress() == {"type": "mcp", "detail": "up"}
+    assert _TypedAnswer("{}", 3).progress() == {
+        "type": "typed_answer", "stage": "finalize", "iteration": 3, "detail": "{}"
+    }  # fmt: skip
 
 
 def test_every_event_the_engine_reports_renders_its_dict() -> None:
@@ -225,7 +229,7 @@ def test_every_event_the_engine_reports_renders_its_dict() -> None:
 TYPES = (
     "stage_started", "stage_finished", "gate_paused", "gate_resumed", "compacted",
     "tool_started", "tool_output", "tool_finished", "model_waiting", "model_tool_call",
-    "model_delta", "model_finished", "model_retry", "backend", "mcp",
+    "model_delta", "model_finished", "model_retry", "backend", "mcp", "typed_answer",
 )  # fmt: skip
 
 

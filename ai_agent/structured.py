@@ -1,0 +1,254 @@
+"""Typed outputs: the type a run's final answer must fit, as a schema, a check and a rebuild.
+
+`OutputSpec.of` takes what ``Agent(output_type=...)`` accepts: a pydantic model, a dataclass or
+a TypedDict (each through pydantic's ``TypeAdapter``), or a JSON Schema as a dict (what
+``--output-schema FILE`` reads), whose values stay plain data. Its JSON Schema must describe an
+object: that is what a chat server's ``response_format`` and a tool's arguments can carry.
+
+A run keeps its answer as plain JSON data (``RunState["output"]``, the strict checkpoint
+serializer's kind of value) and its schema beside it (``RunState["output_schema"]``); the typed
+value is rebuilt from the data and the type wherever a result is read (`OutputSpec.value`), so no
+user type ever enters a checkpoint.
+
+Examples:
+    >>> from pydantic import BaseModel
+    >>> class Total(BaseModel):
+    ...     amount: float
+    ...     currency: str
+    >>> spec = OutputSpec.of(Total)
+    >>> spec.name, spec.schema["required"]
+    ('Total', ['amount', 'currency'])
+    >>> spec.problems({"amount": "many", "currency": "EUR"})
+    ['amount: Input should be a valid number, unable to parse string as a number']
+    >>> spec.value(spec.data({"amount": "12.5", "currency": "EUR"}))
+    Total(amount=12.5, currency='EUR')
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import TypeAdapter, ValidationError
+
+from ai_agent.errors import OutputSchemaError, OutputValidationError
+
+__all__ = ["ANSWER_TOOL", "MAX_PROBLEMS", "OutputSpec", "parse_answer"]
+
+#: The name of the final-answer tool (``output.mode = "tool"``): its arguments are the answer.
+ANSWER_TOOL = "final_answer"
+#: Problems listed for one answer at most (the model and the person get the first ones).
+MAX_PROBLEMS = 8
+_NAME = re.compile(r"[^A-Za-z0-9_-]+")
+
+
+def _name(text: str) -> str:
+    """A schema name as OpenAI's ``json_schema.name`` takes it (a-z, 0-9, _ and -, 64 at most)."""
+    return _NAME.sub("_", text).strip("_")[:64] or "output"
+
+
+def _short(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+@dataclass(frozen=True, slots=True)
+class OutputSpec:
+    """What a run's final answer must fit: its JSON Schema, how to check it, how to type it.
+
+    Build it with `OutputSpec.of` (or `OutputSpec.stored` for the schema a run kept).
+
+    Attributes:
+        name: The schema's name, sent with it (``response_format``'s ``json_schema.name``).
+        schema: The JSON Schema of an object.
+        output_type: The Python type answers are rebuilt as (None: plain JSON data).
+    """
+
+    name: str
+    schema: dict[str, Any]
+    output_type: Any = None
+    _check: Callable[[Any], list[str]] = field(repr=False, compare=False, default=lambda _: [])
+    _typed: Callable[[Any], Any] = field(repr=False, compare=False, default=lambda d: d)
+    _plain: Callable[[Any], Any] = field(repr=False, compare=False, default=lambda v: v)
+
+    @classmethod
+    def of(cls, output_type: Any) -> OutputSpec:
+        """The spec of a pydantic model, a dataclass, a TypedDict or a JSON Schema dict.
+
+        Raises:
+            OutputSchemaError: pydantic cannot describe the type, its schema is not an object's,
+                or the JSON Schema is invalid.
+        """
+        if isinstance(output_type, OutputSpec):
+            return output_type
+        if isinstance(output_type, Mapping):
+            return cls.from_schema(output_type)
+        return _from_type(output_type)
+
+    @classmethod
+    def from_schema(cls, schema: Mapping[str, Any], name: str | None = None) -> OutputSpec:
+        """The spec of a JSON Schema; answers stay plain JSON data.
+
+        Raises:
+            OutputSchemaError: the schema is invalid, or does not describe an object.
+        """
+        # Imported here: jsonschema is slow to import, and only typed runs need it.
+        import jsonschema.validators
+        from jsonschema.exceptions import SchemaError
+
+        plain = _json_copy(schema)
+        try:
+            validator_class = jsonschema.validators.validator_for(plain)
+            validator_class.check_schema(plain)
+        except SchemaError as exc:
+            raise OutputSchemaError(
+                f"the output schema is not a valid JSON Schema: {_short(exc.message)} (at "
+                f"{'/'.join(str(p) for p in exc.path) or 'its root'}); fix the schema"
+            ) from None
+        _require_object(plain)
+        checker = validator_class(plain)
+
+        def check(data: Any) -> list[str]:
+            errors = sorted(checker.iter_errors(data), key=lambda e: [str(p) for p in e.path])
+            return [
+                f"{'.'.join(str(p) for p in e.path) or 'answer'}: {_short(e.message)}"
+                for e in errors[:MAX_PROBLEMS]
+            ]
+
+        title = plain.get("title")
+        return cls(
+            _name(name or (title if isinstance(title, str) else "output")), plain, None, check
+        )
+
+    @classmethod
+    def stored(cls, data: Any) -> OutputSpec:
+        """The spec of the schema a run kept (`stored_form`): answers as plain data.
+
+        Raises:
+            OutputSchemaError: what the run kept is not a schema of an object.
+        """
+        schema = data.get("schema") if isinstance(data, Mapping) else None
+        if not isinstance(schema, Mapping):
+            raise OutputSchemaError(
+                "the run's stored output schema cannot be read (its output_schema is not "
+                '{"name": ..., "schema": {...}}); resume it with the output type it was made '
+                "with (Agent(output_type=...) or --output-schema FILE)"
+            )
+        return cls.from_schema(schema, str(data.get("name") or "output"))
+
+    def stored_form(self) -> dict[str, Any]:
+        """The schema as a run keeps it in its state: plain JSON data."""
+        return {"name": self.name, "schema": self.schema}
+
+    def problems(self, data: Any) -> list[str]:
+        """What is wrong with an answer (JSON data); empty when it fits."""
+        return self._check(data)
+
+    def data(self, answer: Any) -> Any:
+        """A fitting answer as the plain JSON data a run keeps (defaults filled, types coerced).
+
+        Raises:
+            OutputValidationError: the answer does not fit.
+        """
+        return self._plain(self.value(answer))
+
+    def value(self, data: Any) -> Any:
+        """The typed value of an answer's data (the data itself for a JSON Schema spec).
+
+        Raises:
+            OutputValidationError: the data does not fit the type.
+        """
+        found = self.problems(data)
+        if found:
+            raise OutputValidationError(
+                f"the output does not fit {self.name}: {'; '.join(found)}; read it as data "
+                "(get_state(thread)['output']) or with the type the run was made with"
+            )
+        return self._typed(data)
+
+    def response_format(self) -> dict[str, Any]:
+        """The chat-completions ``response_format`` that asks the server for this schema."""
+        return {"type": "json_schema", "json_schema": {"name": self.name, "schema": self.schema}}
+
+    def answer_tool(self) -> dict[str, Any]:
+        """The final-answer tool (OpenAI function schema): its arguments are the answer."""
+        return {
+            "type": "function",
+            "function": {
+                "name": ANSWER_TOOL,
+                "description": f"Give the final answer ({self.name}); its arguments are the "
+                "answer.",
+                "parameters": self.schema,
+            },
+        }
+
+
+def parse_answer(text: str) -> tuple[Any, str | None]:
+    r"""The JSON value of an answer's text, and None; or None and why it is not JSON.
+
+    A fenced block (```` ```json ... ``` ````) is read as its content: small models wrap JSON
+    in one even when asked not to.
+
+    Examples:
+        >>> parse_answer('```json\n{"a": 1}\n```')
+        ({'a': 1}, None)
+        >>> parse_answer("It is 4.")[1]
+        'the answer is not JSON: Expecting value at line 1 column 1'
+    """
+    body = text.strip()
+    fenced = re.fullmatch(r"```(?:json)?\s*(.*?)\s*```", body, re.S)
+    if fenced:
+        body = fenced.group(1)
+    try:
+        return json.loads(body), None
+    except json.JSONDecodeError as exc:
+        return None, f"the answer is not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+
+
+def _json_copy(schema: Mapping[str, Any]) -> dict[str, Any]:
+    try:
+        plain = json.loads(json.dumps(dict(schema)))
+    except (TypeError, ValueError) as exc:
+        raise OutputSchemaError(f"the output schema is not JSON data: {exc}") from None
+    return dict(plain)
+
+
+def _require_object(schema: Mapping[str, Any]) -> None:
+    if schema.get("type") != "object":
+        raise OutputSchemaError(
+            'the output schema must describe a JSON object ("type": "object" at its root): '
+            "a chat server's response_format and a tool's arguments carry objects; put a list "
+            "or a single value in a field of an object"
+        )
+
+
+def _from_type(output_type: Any) -> OutputSpec:
+    """The spec of a Python type pydantic knows (a model, a dataclass, a TypedDict)."""
+    try:
+        adapter: TypeAdapter[Any] = TypeAdapter(output_type)
+        schema = adapter.json_schema()
+    except Exception as exc:  # pydantic raises several kinds for a type it cannot describe
+        why = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise OutputSchemaError(
+            f"output_type {output_type!r} cannot be described as a JSON Schema ({why}); "
+            "use a pydantic model, a dataclass or a TypedDict"
+        ) from None
+    _require_object(schema)
+
+    def check(data: Any) -> list[str]:
+        try:
+            adapter.validate_python(data)
+        except ValidationError as exc:
+            return [
+                f"{'.'.join(str(p) for p in e['loc']) or 'answer'}: {e['msg']}"
+                for e in exc.errors(include_input=False, include_url=False)[:MAX_PROBLEMS]
+            ]
+        return []
+
+    def plain(value: Any) -> Any:
+        return adapter.dump_python(value, mode="json")
+
+    name = _name(str(getattr(output_type, "__name__", "output")))
+    return OutputSpec(name, schema, output_type, check, adapter.validate_python, plain)
