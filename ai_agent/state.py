@@ -275,7 +275,7 @@ class UsageRecord(TypedDict, total=False):
     tools_called: list[str]
     tool_call_tokens: dict[str, int]
     tool_result_tokens: dict[str, int]
-    purpose: Literal["draft", "compaction"]
+    purpose: Literal["draft", "compaction", "subagent"]
 
 
 class CompactionRecord(TypedDict, total=False):

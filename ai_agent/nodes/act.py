@@ -30,6 +30,7 @@ from ai_agent.issues import IssueKind, as_state
 from ai_agent.nodes._common import stage
 from ai_agent.nodes._issues import issue, issue_from_result
 from ai_agent.nodes._output import output_sink
+from ai_agent.nodes._rollup import child_usage
 from ai_agent.observability.tooldata import tool_telemetry
 from ai_agent.state import (
     Grant,
@@ -42,6 +43,7 @@ from ai_agent.state import (
     ToolOutcome,
     ToolResult,
     TraceEvent,
+    UsageRecord,
 )
 from ai_agent.tools.policy import (
     CallFacts,
@@ -68,6 +70,8 @@ class ActUpdate(TypedDict, total=False):
     tools_used: list[str]
     active_tools: list[str]
     trace: list[TraceEvent]
+    usage: dict[str, Any]
+    usage_log: list[UsageRecord]
 
 
 def _latest_plan(state: RunState) -> dict[str, Any]:
@@ -251,9 +255,19 @@ class _Cycle:
             self.active += added
             self.update["active_tools"] = list(self.active)
 
+    def roll_up(self, result: ToolResult) -> None:
+        """A subagent's usage counts as this run's (nodes/_rollup.py): its budget covers both."""
+        rolled = child_usage(
+            result, self.update.get("usage", self.state.get("usage")), self.iteration
+        )
+        if rolled is not None:
+            self.update["usage"], record = rolled
+            self.update["usage_log"] = [*self.update.get("usage_log", []), record]
+
     async def record(self, call: ToolCall, result: ToolResult) -> None:
         result = _labelled(self.context, call, result)
         self.activate(result)
+        self.roll_up(result)
         text = self.context.tools.format_result(call["name"], result)
         text, result = await self.clip(call, text, result)
         self.update["messages"].append(

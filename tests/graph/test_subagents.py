@@ -1,0 +1,197 @@
+"""Subagents: a child agent as a tool and from Python, its run a linked thread of the parent's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ai_agent import Agent
+from ai_agent.checkpoints import RunStore
+from ai_agent.config import AgentSettings
+from ai_agent.errors import RunError
+from ai_agent.testing import ScriptedModel
+from tests.graph.conftest import call, text
+
+
+def child_agent(tmp_path: Path, turns: list[Any], **kwargs: Any) -> Agent:
+    """A child with its own model, prompt and tools, and a database of its own on paper."""
+    kwargs.setdefault("system_prompt", "You are the researcher.")
+    return Agent(
+        model=ScriptedModel(turns),
+        checkpoint_path=tmp_path / "child-own.sqlite",
+        memory_path=None,
+        settings=AgentSettings(),
+        **kwargs,
+    )
+
+
+def parent_agent(db: Path, turns: list[Any], tools: list[Any], **kwargs: Any) -> Agent:
+    return Agent(
+        model=ScriptedModel(turns),
+        tools=tools,
+        checkpoint_path=db,
+        memory_path=None,
+        settings=AgentSettings(),
+        **kwargs,
+    )
+
+
+async def runs_in(db: Path) -> dict[str, Any]:
+    store = RunStore(db)
+    try:
+        return {r["thread_id"]: r for r in await store.list_runs(limit=None)}
+    finally:
+        store.close()
+
+
+async def test_a_child_as_a_tool_answers_the_parent_and_its_run_is_a_linked_thread(
+    tmp_path: Path, db: Path
+) -> None:
+    child = child_agent(
+        tmp_path,
+        [call("calculator", expression="6*7"), text("6*7 is 42")],
+        tools=["calculator"],
+    )
+    tool = child.as_tool("research", "Answers arithmetic questions.")
+    parent = parent_agent(
+        db,
+        [call("research", task="what is 6*7?", context="exact"), text("The child says 42.")],
+        [tool],
+    )
+    async with parent:
+        result = await parent.run("ask the researcher")
+    assert (result.status, result.final_text) == ("completed", "The child says 42.")
+
+    runs = await runs_in(db)
+    child_thread = f"{result.thread_id}.c1.0"
+    assert set(runs) == {result.thread_id, child_thread}
+    row = runs[child_thread]
+    assert (
+        row["origin"],
+        row["parent_thread_id"],
+        row["parent_iteration"],
+        row["parent_call_id"],
+    ) == (
+        "child",
+        result.thread_id,
+        1,
+        "c1.0",
+    )
+    assert (row["status"], row["final_text"]) == ("completed", "6*7 is 42")
+    assert row["task"] == "what is 6*7?\n\nContext:\nexact"
+    assert not (tmp_path / "child-own.sqlite").exists()  # the child's runs went to the parent's
+
+    # The parent's model saw the child's answer as the tool's result.
+    messages = await parent.get_message_history(result.thread_id)
+    tool_messages = [m for m in messages if m["role"] == "tool"]
+    assert [m["content"] for m in tool_messages] == ["6*7 is 42"]
+    # The child ran its own tool with its own prompt; the parent never saw the calculator.
+    child_state = await parent.get_state(child_thread)
+    assert [r["call"]["name"] for r in child_state["results"]] == ["calculator"]
+    assert await parent.get_system_prompt(child_thread) == "You are the researcher."
+
+
+async def test_the_childs_usage_rolls_up_into_the_parents(tmp_path: Path, db: Path) -> None:
+    child = child_agent(
+        tmp_path, [call("calculator", expression="1+1"), text("2")], tools=["calculator"]
+    )
+    parent = parent_agent(
+        db, [call("helper", task="1+1"), text("2 it is")], [child.as_tool("helper", "Adds.")]
+    )
+    result = await parent.run("add")
+    child_result = await parent.get_result(f"{result.thread_id}.c1.0")
+    own = await parent.get_usage_history(result.thread_id)
+    drafts = [r for r in own if r.get("purpose", "draft") == "draft"]
+    rolled = [r for r in own if r.get("purpose") == "subagent"]
+    assert [r["total_tokens"] for r in rolled] == [child_result.usage["total_tokens"]]
+    assert result.usage["total_tokens"] == (
+        sum(r["total_tokens"] for r in drafts) + child_result.usage["total_tokens"]
+    )
+    assert result.usage["requests"] == len(drafts) + child_result.usage["requests"]
+
+
+async def test_delegate_from_python_runs_a_linked_child(tmp_path: Path, db: Path) -> None:
+    child = child_agent(tmp_path, [text("the summary")])
+    parent = parent_agent(db, [text("done")], [])
+    first = await parent.run("the parent")
+    done = await parent.delegate(child, "summarize", parent_thread_id=first.thread_id)
+    assert (done.status, done.final_text) == ("completed", "the summary")
+    row = (await runs_in(db))[done.thread_id]
+    assert (row["origin"], row["parent_thread_id"], row["parent_call_id"]) == (
+        "child",
+        first.thread_id,
+        None,
+    )
+    lone = await parent.delegate(child, "summarize again", thread_id="lone-child")
+    assert (await runs_in(db))["lone-child"]["origin"] == "run"
+    assert lone.final_text == "the summary"
+
+
+async def test_one_child_tool_given_to_two_parents_gives_each_its_own(
+    tmp_path: Path, db: Path
+) -> None:
+    child = child_agent(tmp_path, [text("child answer")])
+    tool = child.as_tool("helper", "Helps.")
+    first = parent_agent(db, [call("helper", task="a"), text("one")], [tool])
+    other_db = tmp_path / "other.sqlite"
+    second = parent_agent(other_db, [call("helper", task="b"), text("two")], [tool])
+    assert (await first.run("x")).final_text == "one"
+    assert (await second.run("y")).final_text == "two"
+    assert len(await runs_in(db)) == 2 and len(await runs_in(other_db)) == 2
+
+
+async def test_children_nest_and_each_level_links_to_its_parent(tmp_path: Path, db: Path) -> None:
+    grandchild = child_agent(tmp_path, [text("deepest")])
+    child = child_agent(
+        tmp_path,
+        [call("deeper", task="go down"), text("middle got: deepest")],
+        tools=[grandchild.as_tool("deeper", "Goes deeper.")],
+    )
+    parent = parent_agent(
+        db, [call("helper", task="go"), text("top")], [child.as_tool("helper", "Helps.")]
+    )
+    result = await parent.run("nest")
+    assert result.final_text == "top"
+    runs = await runs_in(db)
+    middle = f"{result.thread_id}.c1.0"
+    bottom = f"{middle}.c1.0"
+    assert runs[middle]["parent_thread_id"] == result.thread_id
+    assert (runs[bottom]["parent_thread_id"], runs[bottom]["final_text"]) == (middle, "deepest")
+
+
+async def test_a_child_tool_outside_a_run_says_where_it_runs(tmp_path: Path) -> None:
+    child = child_agent(tmp_path, [text("x")])
+    spec = child.as_tool("helper", "Helps.").tools()[0]
+    result = await spec.fn({"task": "t"}, {})
+    assert result["status"] == "error"
+    assert "runs only as a call of a run" in result["error"]
+
+
+async def test_a_failed_child_is_an_error_result_for_the_parent(tmp_path: Path, db: Path) -> None:
+    # The child runs out of cycles before it answers: a failed run.
+    loop = [call("calculator", expression="1+1"), call("calculator", expression="2+2")]
+    child = child_agent(tmp_path, loop, tools=["calculator"], max_iterations=1)
+    parent = parent_agent(
+        db,
+        [call("helper", task="t"), text("the helper failed")],
+        [child.as_tool("helper", "Helps.")],
+        gate_profile="batch",
+    )
+    result = await parent.run("try")
+    outcome = (await parent.get_state(result.thread_id))["results"][0]["result"]
+    assert outcome["status"] == "error"
+    assert outcome["meta"]["child_status"] == "failed"
+    assert str(outcome["error"]).startswith(f"the subagent run {result.thread_id}.c1.0 failed")
+
+
+async def test_a_thread_that_is_not_the_childs_is_refused(tmp_path: Path, db: Path) -> None:
+    child = child_agent(tmp_path, [text("x")])
+    parent = parent_agent(db, [text("done")], [])
+    first = await parent.run("a run", thread_id="taken")
+    assert first.status == "completed"
+    with pytest.raises(RunError, match="is not a child of"):
+        await parent.delegate(child, "t", parent_thread_id="p", thread_id="taken")
+    with pytest.raises(RunError, match="already exists"):
+        await parent.delegate(child, "t", thread_id="taken")
