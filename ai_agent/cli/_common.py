@@ -24,7 +24,7 @@ from ai_agent.visible import escape_hidden, json_visible, visible
 
 if TYPE_CHECKING:
     from ai_agent.config import AgentSettings
-    from ai_agent.graph import Agent, RunArchive, RunDatabase, RunResult
+    from ai_agent.graph import Agent, RunArchive, RunDatabase, RunFamily, RunResult
 
 __all__ = [
     "EXIT",
@@ -494,6 +494,19 @@ def print_result(
         print(visible(result.gate["prompt"], "lines"))
     elif result.status == "failed":
         print(f"error: {visible(str(result.error), 'lines')}", file=sys.stderr)
+
+
+def print_family(family: RunFamily) -> None:
+    """A child run's parent step, and the child runs (subagents') a run spawned."""
+
+    def link(one: Any) -> str:
+        at = f" at call {visible(str(one['call_id']))}" if one["call_id"] else ""
+        return f"{visible(one['thread_id'])}{at} ({one['status']})"
+
+    if family["parent"] is not None:
+        print(f"child of {link(family['parent'])}")
+    for child in family["children"]:
+        print(f"child run {link(child)}")
 
 
 def format_table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
