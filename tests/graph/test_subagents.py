@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +13,7 @@ from ai_agent import Agent
 from ai_agent.checkpoints import RunStore
 from ai_agent.config import AgentSettings
 from ai_agent.errors import RunError
-from ai_agent.testing import ScriptedModel
+from ai_agent.testing import FunctionModel, ScriptedModel
 from tests.graph.conftest import call, text
 
 
@@ -195,3 +197,55 @@ async def test_a_thread_that_is_not_the_childs_is_refused(tmp_path: Path, db: Pa
         await parent.delegate(child, "t", parent_thread_id="p", thread_id="taken")
     with pytest.raises(RunError, match="already exists"):
         await parent.delegate(child, "t", thread_id="taken")
+
+
+async def test_cancelling_the_parent_cancels_its_running_child(tmp_path: Path, db: Path) -> None:
+    started, release = threading.Event(), threading.Event()
+
+    def slow(messages: list[Any], info: dict[str, Any]) -> Any:
+        started.set()  # the child is in its model call
+        release.wait(30)
+        return "too late"
+
+    child = Agent(model=FunctionModel(slow), memory_path=None, settings=AgentSettings())
+    parent = parent_agent(db, [call("helper", task="t"), text("never")],
+                          [child.as_tool("helper", "Helps.")])  # fmt: skip
+    running = asyncio.create_task(parent.run("wait for the child", thread_id="p"))
+    try:
+        assert await asyncio.to_thread(started.wait, 30)
+        running.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await running
+    finally:
+        release.set()
+    runs = await runs_in(db)
+    assert (runs["p"]["status"], runs["p.c1.0"]["status"]) == ("failed", "failed")
+    assert runs["p.c1.0"]["error"] == "CancelledError"
+    store = RunStore(db)
+    try:
+        # Both leases were given back: the tree can be resumed at once.
+        await store.release(await store.acquire("p.c1.0"))
+        await store.release(await store.acquire("p"))
+    finally:
+        store.close()
+
+
+async def test_a_recorded_replay_of_the_parent_replays_its_child_offline(
+    tmp_path: Path, db: Path
+) -> None:
+    child = child_agent(tmp_path, [call("calculator", expression="6*7"), text("42")],
+                        tools=["calculator"])  # fmt: skip
+    parent = parent_agent(db, [call("helper", task="6*7"), text("it is 42")],
+                          [child.as_tool("helper", "Computes.")])  # fmt: skip
+    original = await parent.run("compute", thread_id="p")
+    before = await runs_in(db)
+
+    # Offline: neither model may answer anything, and the child is not run again.
+    offline_child = child_agent(tmp_path, [])
+    offline = parent_agent(db, [], [offline_child.as_tool("helper", "Computes.")])
+    again = await offline.replay("p", mode="recorded")
+    assert (again.status, again.final_text) == ("completed", original.final_text)
+    after = await runs_in(db)
+    assert set(after) - set(before) == {again.thread_id}  # no new child run
+    replayed = (await offline.get_state(again.thread_id))["results"]
+    assert [(r["call"]["name"], r["result"]["content"]) for r in replayed] == [("helper", "42")]
