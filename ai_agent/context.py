@@ -225,6 +225,9 @@ class Journal(Protocol):
     ) -> None:
         """Record a call's result."""
 
+    async def forget(self, thread_id: str, iteration: int, call_id: str) -> None:
+        """Drop the intent of a call that will run again (a subagent waiting at its gate)."""
+
 
 class OutputStore(Protocol):
     """Keeps the full text of tool outputs that were clipped before reaching the model."""

@@ -70,6 +70,7 @@ class IssueKind(StrEnum):
     CIRCUIT_OPEN = "CIRCUIT_OPEN"
     BUDGET = "BUDGET"
     HOOK_ERROR = "HOOK_ERROR"
+    SUBAGENT_PAUSED = "SUBAGENT_PAUSED"
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,6 +195,14 @@ KINDS: dict[IssueKind, KindSpec] = {
         1.0,
         advice="fix the hook the issue names, then resume with a plan (the stage runs again "
         "from the next cycle)",
+    ),
+    # A subagent's gate stopped the child: its person answers with this run's plan, which the
+    # call hands on to the child when it runs again (ai_agent.graph.subagents).
+    IssueKind.SUBAGENT_PAUSED: KindSpec(
+        1.0,
+        advice="answer the subagent's gate with this run's plan: the call runs again and hands "
+        "the plan on to the subagent, which continues where it stopped, then this run",
+        codes=frozenset({"SUBAGENT_PAUSED"}),
     ),
 }
 

@@ -157,6 +157,7 @@ def test_the_state_names_come_from_the_table() -> None:
         IssueKind.UNKNOWN_OUTCOME,
         IssueKind.BUDGET,
         IssueKind.HOOK_ERROR,  # the user's code: no threshold waves it through
+        IssueKind.SUBAGENT_PAUSED,  # a child's gate stopped it: its person must answer
     ]
 
 

@@ -84,12 +84,18 @@ def child_thread_id(parent_thread: str, call_id: str) -> str:
 
 
 async def attach(
-    child: SharedChild, task: str, thread_id: str, parent: ParentStep | None
+    child: SharedChild,
+    task: str,
+    thread_id: str,
+    parent: ParentStep | None,
+    plan: Mapping[str, Any] | None = None,
 ) -> RunResult:
     """Run the child on ``thread_id``, or re-attach to the run already there.
 
     A new thread runs the task; a thread that stopped mid-way resumes from its last checkpoint;
-    one that has ended (or waits at its gate) gives its outcome as it stands.
+    one waiting at its gate resumes with ``plan`` (the plan that answered the parent's gate,
+    without the parent's gate token), or gives its outcome as it stands without one; one that
+    has ended gives its outcome.
 
     Raises:
         RunError: the thread belongs to another run than this parent's child.
@@ -105,6 +111,11 @@ async def attach(
             f"thread {thread_id} exists and is not a child of {parent.thread_id}; give the "
             "child a thread id of its own"
         )
+    if record["status"] == "paused" and plan:
+        # The token bound the plan to the parent's gate, which it answered; the child's gate
+        # is answered by the same person through it.
+        handed_on = {k: v for k, v in plan.items() if k != "gate_token"}
+        return await child._runner.resume(thread_id, handed_on)
     if record["status"] in (*_ENDED, "paused"):
         return await child.archive.get_result(thread_id)
     try:
@@ -137,14 +148,12 @@ def outcome_of(result: RunResult) -> ToolResult:
     if result.status == "completed":
         return ToolResult(status="ok", content=result.final_text or "", meta=meta)
     if result.status == "paused" and result.gate is not None:
+        # The parent pauses on it (act holds the call: SUBAGENT_PAUSED) and shows this.
         why = "; ".join(i["message"] for i in result.gate["issues"]) or result.gate["prompt"]
-        error = (
-            f"the subagent run {result.thread_id} paused at its gate: {why}. Answer it with "
-            f"`ai-agent resume {result.thread_id}`, then run this call again"
-        )
-    else:
-        error = f"the subagent run {result.thread_id} {result.status}: {result.error or ''}"
-        error = error.rstrip(": ")
+        error = f"the subagent run {result.thread_id} paused at its gate: {why}"
+        return ToolResult(status="error", error=error, meta={**meta, "code": "SUBAGENT_PAUSED"})
+    error = f"the subagent run {result.thread_id} {result.status}: {result.error or ''}"
+    error = error.rstrip(": ")
     return ToolResult(status="error", error=error, meta={**meta, "code": "TOOL_ERROR"})
 
 
@@ -155,12 +164,18 @@ class Subagent:
         self.child = child
 
     async def __call__(
-        self, task: str, *, parent_thread: str, parent_iteration: int, parent_call_id: str
+        self,
+        task: str,
+        *,
+        parent_thread: str,
+        parent_iteration: int,
+        parent_call_id: str,
+        plan: Mapping[str, Any] | None = None,
     ) -> ToolResult:
         """Run (or re-attach to) the child of this parent call; its outcome as a tool result."""
         parent = ParentStep(parent_thread, parent_iteration, parent_call_id)
         thread = child_thread_id(parent_thread, parent_call_id)
-        return outcome_of(await attach(self.child, task, thread, parent))
+        return outcome_of(await attach(self.child, task, thread, parent, plan))
 
 
 class Subagents:

@@ -174,6 +174,9 @@ class _Cycle:
                 self.update["issues"].append(issue(verdict.code, verdict.message, call=call))
         else:
             result = await self.run(call)
+            if _code(result) == IssueKind.SUBAGENT_PAUSED:
+                await self.hold_for_child(pending, result)
+                return
         if verdict.action in ("run", "reuse"):
             self.ran(call)
         await self.record(call, result)
@@ -187,6 +190,15 @@ class _Cycle:
         if spent is not None:
             self.grants = spent
             self.update["grants"] = list(spent)
+
+    async def hold_for_child(self, pending: PendingCall, result: ToolResult) -> None:
+        """A subagent's gate stopped its child: the call waits for this run's plan.
+
+        The call has no outcome yet (`run` dropped its intent): run again with the plan, it
+        re-attaches to the same child and hands the plan on (``graph/subagents.py``).
+        """
+        message = str(result.get("error") or "the subagent paused at its gate")
+        self.wait(pending, Verdict("wait", IssueKind.SUBAGENT_PAUSED, message))
 
     def wait(self, pending: PendingCall, verdict: Verdict) -> None:
         call, kind = pending["call"], verdict.code
@@ -217,6 +229,8 @@ class _Cycle:
             "iteration": self.iteration,
             "call_id": call["id"],
             "workdir": context.policy.workdir,
+            # The plan that answered this run's gate, for a subagent whose gate it answers.
+            "plan": dict(self.plan),
             "on_output": output_sink(
                 context.emit if context.policy.stream_tool_results else None,
                 tool=call["name"],
@@ -226,7 +240,10 @@ class _Cycle:
             ),
         }
         result = await context.tools.execute(call, tool_ctx)
-        await context.journal.outcome(context.thread_id, self.iteration, call, result)
+        if _code(result) == IssueKind.SUBAGENT_PAUSED:
+            await context.journal.forget(context.thread_id, self.iteration, call["id"])
+        else:
+            await context.journal.outcome(context.thread_id, self.iteration, call, result)
         context.emit(_finished(call, result, self.iteration))
         return result
 
@@ -298,6 +315,10 @@ def _finished(call: ToolCall, result: ToolResult, iteration: int) -> ToolFinishe
     return ToolFinished(
         call["name"], call["id"], result["status"], duration, iteration, telemetry, call, result
     )
+
+
+def _code(result: ToolResult) -> object:
+    return (result.get("meta") or {}).get("code")
 
 
 def _labelled(context: RunContext, call: ToolCall, result: ToolResult) -> ToolResult:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from ai_agent import Agent
+from ai_agent import Agent, ToolCategory, ToolSpec, UserPlan
 from ai_agent.checkpoints import RunStore
 from ai_agent.config import AgentSettings
 from ai_agent.errors import RunError
@@ -249,3 +249,68 @@ async def test_a_recorded_replay_of_the_parent_replays_its_child_offline(
     assert set(after) - set(before) == {again.thread_id}  # no new child run
     replayed = (await offline.get_state(again.thread_id))["results"]
     assert [(r["call"]["name"], r["result"]["content"]) for r in replayed] == [("helper", "42")]
+
+
+def note_tool(log: list[str]) -> ToolSpec:
+    def write(args: dict[str, Any], ctx: dict[str, Any]) -> dict[str, Any]:
+        log.append(str(args.get("text")))
+        return {"status": "ok", "content": f"wrote {args.get('text')}"}
+
+    return ToolSpec(
+        "write_note",
+        write,
+        description="Write a note.",
+        category=ToolCategory.MODIFICATION,
+        parameters={"type": "object", "properties": {"text": {"type": "string"}}},
+    )
+
+
+async def test_a_childs_gate_pauses_the_parent_and_the_parents_plan_answers_it(
+    tmp_path: Path, db: Path
+) -> None:
+    written: list[str] = []
+    child = child_agent(
+        tmp_path,
+        [call("write_note", text="hello"), text("the note is written")],
+        tools=[note_tool(written)],
+    )
+    parent = parent_agent(db, [call("notes", task="write hello"), text("all done")],
+                          [child.as_tool("notes", "Writes notes.")])  # fmt: skip
+    paused = await parent.run("take a note", thread_id="p")
+    # One pause, the parent's, showing the child's issue.
+    assert paused.status == "paused" and paused.gate is not None
+    (held,) = paused.gate["issues"]
+    assert held["code"] == "SUBAGENT_PAUSED"
+    assert held["message"].startswith("the subagent run p.c1.0 paused at its gate: write_note")
+    assert [p["call"]["name"] for p in paused.gate["pending"]] == ["notes"]
+    assert (await runs_in(db))["p.c1.0"]["status"] == "paused"
+    assert written == []
+
+    done = await parent.resume("p", UserPlan(approve=["*"], instructions="go ahead"))
+    assert (done.status, done.final_text) == ("completed", "all done")
+    assert written == ["hello"]  # the child continued where it stopped, and ran the call once
+    runs = await runs_in(db)
+    assert set(runs) == {"p", "p.c1.0"}  # no second child
+    assert (runs["p.c1.0"]["status"], runs["p.c1.0"]["final_text"]) == (
+        "completed",
+        "the note is written",
+    )
+    results = (await parent.get_state("p"))["results"]
+    assert [(r["call"]["name"], r["result"]["content"]) for r in results] == [
+        ("notes", "the note is written")
+    ]
+
+
+async def test_a_parent_plan_that_denies_the_child_call_leaves_the_child_paused(
+    tmp_path: Path, db: Path
+) -> None:
+    written: list[str] = []
+    child = child_agent(tmp_path, [call("write_note", text="x"), text("no")],
+                        tools=[note_tool(written)])  # fmt: skip
+    parent = parent_agent(db, [call("notes", task="t"), text("skipped it")],
+                          [child.as_tool("notes", "Writes notes.")])  # fmt: skip
+    assert (await parent.run("t", thread_id="p")).status == "paused"
+    done = await parent.resume("p", UserPlan(deny=["*"]))
+    assert (done.status, done.final_text) == ("completed", "skipped it")
+    assert written == []
+    assert (await runs_in(db))["p.c1.0"]["status"] == "paused"

@@ -27,7 +27,7 @@ Examples:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from ai_agent.errors import ConfigError
@@ -58,9 +58,19 @@ class Spawn(Protocol):
     """Runs the child on the parent's database as the child of one parent call."""
 
     async def __call__(
-        self, task: str, *, parent_thread: str, parent_iteration: int, parent_call_id: str
+        self,
+        task: str,
+        *,
+        parent_thread: str,
+        parent_iteration: int,
+        parent_call_id: str,
+        plan: Mapping[str, Any] | None = None,
     ) -> ToolResult:
-        """Run (or re-attach to) the child of this call; its outcome as a tool result."""
+        """Run (or re-attach to) the child of this call; its outcome as a tool result.
+
+        ``plan`` is the plan that answered the parent's gate, handed on to a child that
+        waits at its own gate.
+        """
 
 
 def child_task(task: str, context: str | None) -> str:
@@ -162,4 +172,5 @@ class ChildToolset(Toolset):
             parent_thread=str(thread),
             parent_iteration=int(ctx.get("iteration") or 0),
             parent_call_id=str(call_id),
+            plan=ctx.get("plan") or None,
         )
