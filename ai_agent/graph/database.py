@@ -152,6 +152,9 @@ class RunDatabase:
         self._foreign = checkpointer
         self._lasting: BaseCheckpointSaver[Any] | None = None
         self._lock = threading.Lock()  # one in-memory database, whichever thread asks first
+        # The pipeline compiled over the shared or lasting checkpointer, kept while it is open:
+        # compiling takes longer than a run's first steps (most of a subagent's spawn time).
+        self._compiled: tuple[BaseCheckpointSaver[Any], Any] | None = None
 
     @classmethod
     def at(cls, location: str | Path | None, settings: AgentSettings | None = None) -> Self:
@@ -231,6 +234,7 @@ class RunDatabase:
 
     async def aclose(self) -> None:
         """Close the shared checkpointer and the run store (both reopen on the next use)."""
+        self._compiled = None
         if self._saver_cm is not None:
             cm, self._saver_cm, self._saver = self._saver_cm, None, None
             await cm.__aexit__(None, None, None)
@@ -243,13 +247,22 @@ class RunDatabase:
         """The compiled graph over the shared checkpointer, or a private one for this call."""
         lasting = await self.lasting_saver()
         if lasting is not None:
-            yield _compiled(lasting)
+            yield self._compiled_over(lasting)
             return
         if self._saver is not None:
-            yield _compiled(self._saver)
+            yield self._compiled_over(self._saver)
             return
         async with self.private_graph() as graph:
             yield graph
+
+    def _compiled_over(self, saver: BaseCheckpointSaver[Any]) -> Any:
+        """The pipeline over ``saver``, compiled once while it stays open.
+
+        A compiled graph holds no run's data: every run passes its thread and context to it.
+        """
+        if self._compiled is None or self._compiled[0] is not saver:
+            self._compiled = (saver, _compiled(saver))
+        return self._compiled[1]
 
     @contextlib.asynccontextmanager
     async def private_graph(self) -> AsyncIterator[Any]:
