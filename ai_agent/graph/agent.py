@@ -295,7 +295,7 @@ class Agent:
         self._streams = Streams(self.run, self.resume, self._closing, sinks)
         self._open_lock = asyncio.Lock()
         # Children (graph/subagents.py): their tools bound to this Agent, their runs in its db.
-        self._subagents = Subagents(self._db, self, self.registry)
+        self._subagents = Subagents(self._db, self, self.registry, s.budget)
 
     @classmethod
     def from_settings(cls, settings: AgentSettings, **overrides: Any) -> Self:

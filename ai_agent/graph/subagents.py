@@ -37,7 +37,9 @@ from ai_agent.tools.spec import ToolCategory
 from ai_agent.tools.toolsets.child import DEFAULT_CHILD_TIMEOUT, ChildToolset, Spawn, child_task
 
 if TYPE_CHECKING:
+    from ai_agent.config import AgentSettings, BudgetConfig
     from ai_agent.graph.archive import RunArchive
+    from ai_agent.graph.contexts import RunContexts
     from ai_agent.graph.database import RunDatabase
     from ai_agent.graph.result import RunResult
     from ai_agent.graph.runner import PipelineRunner
@@ -53,7 +55,9 @@ class SharedChild(Protocol):
     """A child agent built on its parent's database (an `ai_agent.Agent`)."""
 
     _runner: PipelineRunner
+    _contexts: RunContexts
     archive: RunArchive
+    settings: AgentSettings
 
     async def aclose(self) -> None:
         """Close what the child opened (never the parent's database)."""
@@ -124,6 +128,36 @@ async def attach(
         return await child.archive.get_result(thread_id)
 
 
+def tree_budget(
+    parent: BudgetConfig | None, used: Mapping[str, Any] | None, child: BudgetConfig
+) -> BudgetConfig | None:
+    """The child's budget, limited to what its parent's budget has left (None: no limit).
+
+    The parent's budget limits the whole tree: a child may spend at most what the parent has
+    left when it calls it (its own limits still hold when lower). An allowance a person granted
+    the parent at a BUDGET stop is not counted, so the child's limit is never the looser one.
+
+    Examples:
+        >>> from ai_agent.config import BudgetConfig
+        >>> cap = tree_budget(BudgetConfig(max_tokens=1000), {"total_tokens": 400}, BudgetConfig())
+        >>> cap.max_tokens, cap.max_cost
+        (600, None)
+        >>> tree_budget(None, {}, BudgetConfig()) is None
+        True
+    """
+    if parent is None or (parent.max_tokens is None and parent.max_cost is None):
+        return None
+    spent = used or {}
+    limits: dict[str, Any] = {}
+    if parent.max_tokens is not None:
+        left = max(1, parent.max_tokens - int(spent.get("total_tokens") or 0))
+        limits["max_tokens"] = min(left, child.max_tokens or left)
+    if parent.max_cost is not None:
+        left_cost = max(1e-9, parent.max_cost - float(spent.get("cost") or 0.0))
+        limits["max_cost"] = min(left_cost, child.max_cost or left_cost)
+    return child.model_copy(update=limits)
+
+
 def outcome_of(result: RunResult) -> ToolResult:
     """A child's RunResult as the parent's tool result.
 
@@ -158,10 +192,16 @@ def outcome_of(result: RunResult) -> ToolResult:
 
 
 class Subagent:
-    """A child agent bound to one parent: the `Spawn` of its tool (see the module docstring)."""
+    """A child agent bound to one parent: the `Spawn` of its tool (see the module docstring).
 
-    def __init__(self, child: SharedChild) -> None:
+    Args:
+        child: The child, on the parent's database.
+        budget: The parent's budget, which limits the child's (`tree_budget`).
+    """
+
+    def __init__(self, child: SharedChild, budget: BudgetConfig | None = None) -> None:
         self.child = child
+        self.budget = budget
 
     async def __call__(
         self,
@@ -171,11 +211,19 @@ class Subagent:
         parent_iteration: int,
         parent_call_id: str,
         plan: Mapping[str, Any] | None = None,
+        usage: Mapping[str, Any] | None = None,
     ) -> ToolResult:
         """Run (or re-attach to) the child of this parent call; its outcome as a tool result."""
         parent = ParentStep(parent_thread, parent_iteration, parent_call_id)
         thread = child_thread_id(parent_thread, parent_call_id)
-        return outcome_of(await attach(self.child, task, thread, parent, plan))
+        caps = self.child._contexts.budget_caps
+        cap = tree_budget(self.budget, usage, self.child.settings.budget)
+        if cap is not None:
+            caps[thread] = cap
+        try:
+            return outcome_of(await attach(self.child, task, thread, parent, plan))
+        finally:
+            caps.pop(thread, None)
 
 
 class Subagents:
@@ -185,11 +233,19 @@ class Subagents:
         database: The parent's run database, where every child's runs go.
         owner: The parent Agent (what its ``as_tool`` offers, what its child tools bind to).
         registry: The parent's tools, among which its child tools are bound now.
+        budget: The parent's budget, which limits its children's (`tree_budget`).
     """
 
-    def __init__(self, database: RunDatabase, owner: object, registry: ToolRegistry) -> None:
+    def __init__(
+        self,
+        database: RunDatabase,
+        owner: object,
+        registry: ToolRegistry,
+        budget: BudgetConfig | None = None,
+    ) -> None:
         self._db = database
         self._owner = owner
+        self._budget = budget
         self._shared: dict[int, tuple[ChildAgent, SharedChild]] = {}
         self.bind(registry, owner)
 
@@ -249,7 +305,8 @@ class Subagents:
         """Bind every child tool among ``registry``'s toolsets to this parent (``owner``)."""
         for toolset in registry.toolsets():
             if isinstance(toolset, ChildToolset):
-                spawn: Spawn = Subagent(self.shared(cast(ChildAgent, toolset.child)))
+                child = self.shared(cast(ChildAgent, toolset.child))
+                spawn: Spawn = Subagent(child, self._budget)
                 toolset.bind(owner, spawn)
 
     def shared(self, child: ChildAgent) -> SharedChild:

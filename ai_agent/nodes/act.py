@@ -229,8 +229,10 @@ class _Cycle:
             "iteration": self.iteration,
             "call_id": call["id"],
             "workdir": context.policy.workdir,
-            # The plan that answered this run's gate, for a subagent whose gate it answers.
+            # The plan that answered this run's gate, for a subagent whose gate it answers,
+            # and this run's usage so far, which a subagent's budget is limited by.
             "plan": dict(self.plan),
+            "usage": dict(self.state.get("usage") or {}),
             "on_output": output_sink(
                 context.emit if context.policy.stream_tool_results else None,
                 tool=call["name"],

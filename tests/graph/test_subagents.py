@@ -314,3 +314,29 @@ async def test_a_parent_plan_that_denies_the_child_call_leaves_the_child_paused(
     assert (done.status, done.final_text) == ("completed", "skipped it")
     assert written == []
     assert (await runs_in(db))["p.c1.0"]["status"] == "paused"
+
+
+async def test_the_parents_budget_limits_its_child(tmp_path: Path, db: Path) -> None:
+    def parent_with(budget: dict[str, Any] | None, where: Path) -> Agent:
+        child = child_agent(tmp_path, [text("a long answer from the child")])
+        settings = AgentSettings(budget=budget) if budget else AgentSettings()
+        return Agent(
+            model=ScriptedModel([call("helper", task="t"), text("done")]),
+            tools=[child.as_tool("helper", "Helps.")],
+            checkpoint_path=where,
+            memory_path=None,
+            settings=settings,
+        )
+
+    # Unlimited, to learn what the parent's first draft costs.
+    probe = await parent_with(None, tmp_path / "probe.sqlite").run("go", thread_id="p")
+    first = (await parent_with(None, tmp_path / "probe.sqlite").get_usage_history("p"))[0]
+    assert probe.status == "completed"
+    # A budget with a single token left after the parent's first draft: its child cannot start.
+    limited = parent_with({"max_tokens": first["total_tokens"] + 1}, db)
+    paused = await limited.run("go", thread_id="p")
+    assert paused.status == "paused" and paused.gate is not None
+    (held,) = paused.gate["issues"]
+    assert held["code"] == "SUBAGENT_PAUSED"
+    assert "token budget" in held["message"] and "over its limit of 1 " in held["message"]
+    assert (await runs_in(db))["p.c1.0"]["status"] == "paused"

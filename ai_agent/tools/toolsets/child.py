@@ -65,11 +65,12 @@ class Spawn(Protocol):
         parent_iteration: int,
         parent_call_id: str,
         plan: Mapping[str, Any] | None = None,
+        usage: Mapping[str, Any] | None = None,
     ) -> ToolResult:
         """Run (or re-attach to) the child of this call; its outcome as a tool result.
 
         ``plan`` is the plan that answered the parent's gate, handed on to a child that
-        waits at its own gate.
+        waits at its own gate; ``usage`` the parent's usage so far (its budget's spent part).
         """
 
 
@@ -173,4 +174,5 @@ class ChildToolset(Toolset):
             parent_iteration=int(ctx.get("iteration") or 0),
             parent_call_id=str(call_id),
             plan=ctx.get("plan") or None,
+            usage=ctx.get("usage") or None,
         )
