@@ -156,6 +156,7 @@ class ToolInfo(TypedDict):
     category: str
     requires_env: list[str]
     parameters: dict[str, Any]
+    concurrent: NotRequired[bool]
 
 
 class CallReview(TypedDict):
@@ -295,7 +296,8 @@ class RunPolicy:
     ``unattended`` (``--yes``) grants what would wait for a person, ``deny`` still holds.
     ``first_use_gate``: the first call of each external tool in a run waits for a person even
     when the external policy is ``auto``. ``max_output_chars``: longer tool outputs are clipped
-    before the model sees them (the full text goes to the run store).
+    before the model sees them (the full text goes to the run store). ``max_concurrent_calls``:
+    how many calls of tools that may run at once (``ToolSpec.concurrent``) run together.
     """
 
     system_prompt: str = ""
@@ -317,6 +319,7 @@ class RunPolicy:
     stream_chunk_size: int = 1024
     first_use_gate: bool = True
     max_output_chars: int = 12_000
+    max_concurrent_calls: int = 4
 
 
 class Event(TypedDict, total=False):

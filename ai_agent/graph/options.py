@@ -59,6 +59,7 @@ def run_policy(
         stream_chunk_size=s.streaming.chunk_size,
         first_use_gate=s.tool_config.first_use_gate,
         max_output_chars=s.tool_config.max_output_chars,
+        max_concurrent_calls=s.tool_config.max_concurrent_calls,
     )
 
 

@@ -18,6 +18,7 @@ run store, named in the clipped text so a person (or a later tool) can fetch it.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
 from typing import Any, TypedDict
@@ -158,28 +159,55 @@ class _Cycle:
             )
         )
 
-    async def settle(self, pending: PendingCall) -> None:
+    async def settle(self, batch: list[PendingCall]) -> None:
+        """Settle calls: each one's verdict, the runs (together, up to the limit), the records.
+
+        A batch is one call, or consecutive calls of tools that may run at once
+        (``ToolSpec.concurrent``: subagents); records keep the order the model asked in.
+        """
+        decided = [(pending, await self.verdict(pending)) for pending in batch]
+        limit = asyncio.Semaphore(self.context.policy.max_concurrent_calls)
+
+        async def run(pending: PendingCall, verdict: Verdict) -> ToolResult | None:
+            if not _runs(verdict):
+                return None
+            async with limit:
+                return await self.run(pending["call"])
+
+        results = await asyncio.gather(*(run(p, v) for p, v in decided))
+        for (pending, verdict), result in zip(decided, results, strict=True):
+            await self.conclude(pending, verdict, result)
+
+    async def conclude(
+        self, pending: PendingCall, verdict: Verdict, ran: ToolResult | None
+    ) -> None:
+        """Record what became of one call (``ran``: its result, when it ran)."""
         call = pending["call"]
-        verdict = await self.verdict(pending)
         if verdict.action == "wait":
             self.wait(pending, verdict)
             return
-        if verdict.action == "cancel":
-            result = ToolResult(
-                status="skipped", content=verdict.message, meta={"code": "CANCELLED"}
-            )
-        elif verdict.action in ("reuse", "reject") and verdict.result is not None:
-            result = verdict.result
-            if verdict.code:
-                self.update["issues"].append(issue(verdict.code, verdict.message, call=call))
-        else:
-            result = await self.run(call)
+        if ran is not None:
+            result = ran
             if _code(result) == IssueKind.SUBAGENT_PAUSED:
                 await self.hold_for_child(pending, result)
                 return
+        elif verdict.action == "cancel":
+            result = ToolResult(
+                status="skipped", content=verdict.message, meta={"code": "CANCELLED"}
+            )
+        else:
+            assert verdict.result is not None  # a reuse or a rejection carries its result
+            result = verdict.result
+            if verdict.code:
+                self.update["issues"].append(issue(verdict.code, verdict.message, call=call))
         if verdict.action in ("run", "reuse"):
             self.ran(call)
         await self.record(call, result)
+
+    def concurrent(self, pending: PendingCall) -> bool:
+        """Whether the call's tool may run at the same time as others (a subagent's)."""
+        info = self.context.tools.info(pending["call"]["name"])
+        return bool(info and info.get("concurrent"))
 
     def ran(self, call: ToolCall) -> None:
         """Note a call that ran: its tool has been used, its call approval is spent."""
@@ -319,6 +347,24 @@ def _finished(call: ToolCall, result: ToolResult, iteration: int) -> ToolFinishe
     )
 
 
+def _runs(verdict: Verdict) -> bool:
+    """Whether the call is to run (a reuse or a rejection carries its result instead)."""
+    if verdict.action in ("wait", "cancel"):
+        return False
+    return not (verdict.action in ("reuse", "reject") and verdict.result is not None)
+
+
+def _batches(cycle: _Cycle, pending: list[PendingCall]) -> list[list[PendingCall]]:
+    """The calls in order, consecutive calls of concurrent tools (subagents) grouped."""
+    batches: list[list[PendingCall]] = []
+    for call in pending:
+        if batches and cycle.concurrent(call) and cycle.concurrent(batches[-1][0]):
+            batches[-1].append(call)
+        else:
+            batches.append([call])
+    return batches
+
+
 def _code(result: ToolResult) -> object:
     return (result.get("meta") or {}).get("code")
 
@@ -348,8 +394,8 @@ async def act(state: RunState, *, runtime: Runtime[RunContext]) -> ActUpdate:
     """Settle every pending call: run it, keep it waiting for a plan, or cancel it."""
     cycle = _Cycle(state, runtime.context)
     started = time.perf_counter()
-    for pending in state.get("pending", []):
-        await cycle.settle(pending)
+    for batch in _batches(cycle, state.get("pending", [])):
+        await cycle.settle(batch)
     update = cycle.update
     instructions = cycle.plan.get("instructions")
     if cycle.answered and instructions and not update["pending"]:

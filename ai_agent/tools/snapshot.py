@@ -160,6 +160,7 @@ class ToolSnapshot:
             category=spec.category.value,
             requires_env=list(spec.requires_env),
             parameters=spec.schema["function"]["parameters"],
+            concurrent=spec.concurrent,
         )
 
     def catalog(self) -> list[ToolInfo]:

@@ -122,6 +122,9 @@ class ToolSpec:
         group: A group name (``files``, ``shell``...) for activating or disabling tools together.
         secret_env: Further environment variables whose values must never leave the tool
             (optional API keys), besides ``requires_env``.
+        concurrent: Calls of this tool in one cycle may run at the same time (with the
+            cycle's other concurrent calls, up to ``tool_config.max_concurrent_calls``); a
+            subagent's tool is. Others run one after another, in the order the model asked.
 
     Examples:
         >>> def fetch_users(args, ctx):
@@ -145,6 +148,7 @@ class ToolSpec:
     validator: Callable[[dict[str, Any]], list[str]] | None = field(default=None, compare=False)
     group: str | None = None
     secret_env: Sequence[str] = ()
+    concurrent: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not _NAME.match(self.name):

@@ -30,13 +30,9 @@ def child_agent(tmp_path: Path, turns: list[Any], **kwargs: Any) -> Agent:
 
 
 def parent_agent(db: Path, turns: list[Any], tools: list[Any], **kwargs: Any) -> Agent:
+    kwargs.setdefault("settings", AgentSettings())
     return Agent(
-        model=ScriptedModel(turns),
-        tools=tools,
-        checkpoint_path=db,
-        memory_path=None,
-        settings=AgentSettings(),
-        **kwargs,
+        model=ScriptedModel(turns), tools=tools, checkpoint_path=db, memory_path=None, **kwargs
     )
 
 
@@ -340,3 +336,56 @@ async def test_the_parents_budget_limits_its_child(tmp_path: Path, db: Path) -> 
     assert held["code"] == "SUBAGENT_PAUSED"
     assert "token budget" in held["message"] and "over its limit of 1 " in held["message"]
     assert (await runs_in(db))["p.c1.0"]["status"] == "paused"
+
+
+async def test_children_called_in_one_turn_run_together_under_the_limit(
+    tmp_path: Path, db: Path
+) -> None:
+    running = 0
+    most = 0
+    both_in = asyncio.Event()
+    seen: list[int] = []
+
+    async def slow_lookup(args: dict[str, Any], ctx: dict[str, Any]) -> str:
+        """Look a thing up (waits until two children are inside it at once)."""
+        nonlocal running, most
+        running += 1
+        most = max(most, running)
+        seen.append(running)
+        if running >= 2:
+            both_in.set()
+        try:
+            await asyncio.wait_for(both_in.wait(), 30)  # no sleep: the other child's arrival
+        finally:
+            running -= 1
+        return f"found {args['q']}"
+
+    lookup = ToolSpec(
+        "lookup",
+        slow_lookup,
+        category=ToolCategory.READ_ONLY,
+        parameters={"type": "object", "properties": {"q": {"type": "string"}}},
+    )
+    child = child_agent(tmp_path, [call("lookup", q="x"), text("child found it")],
+                        tools=[lookup])  # fmt: skip
+    turn = {"tool_calls": [{"name": "helper", "args": {"task": f"find {n}"}} for n in "abc"]}
+    parent = parent_agent(
+        db,
+        [turn, text("all three found")],
+        [child.as_tool("helper", "Finds things.")],
+        execute_all_tool_calls=True,
+        settings=AgentSettings(tool_config={"max_concurrent_calls": 2}),
+    )
+    result = await parent.run("find three things", thread_id="p")
+    assert (result.status, result.final_text) == ("completed", "all three found")
+    assert most == 2  # two at once (the limit), never three
+    results = (await parent.get_state("p"))["results"]
+    # Recorded in the order the model asked, each from its own linked child thread.
+    assert [r["call"]["id"] for r in results] == ["c1.0", "c1.1", "c1.2"]
+    assert [r["result"]["meta"]["child_thread_id"] for r in results] == [
+        "p.c1.0",
+        "p.c1.1",
+        "p.c1.2",
+    ]
+    runs = await runs_in(db)
+    assert [runs[f"p.c1.{i}"]["task"] for i in range(3)] == ["find a", "find b", "find c"]

@@ -130,6 +130,7 @@ class ChildToolset(Toolset):
             category=category,  # type: ignore[arg-type]  # checked by ToolSpec
             timeout=timeout,
             group="subagents",
+            concurrent=True,  # one cycle's children run together (max_concurrent_calls)
         )
 
     def tools(self) -> Sequence[ToolSpec]:
