@@ -11,9 +11,11 @@ import pytest
 
 from ai_agent import Agent, ToolCategory, ToolSpec, UserPlan
 from ai_agent.checkpoints import RunStore
-from ai_agent.config import AgentSettings
-from ai_agent.errors import RunError
+from ai_agent.config import AgentSettings, BudgetConfig
+from ai_agent.errors import ConfigError, RunError
+from ai_agent.graph.subagents import Subagents, tree_budget
 from ai_agent.testing import FunctionModel, ScriptedModel
+from ai_agent.tools.toolsets import ChildToolset
 from tests.graph.conftest import call, text
 
 
@@ -389,3 +391,80 @@ async def test_children_called_in_one_turn_run_together_under_the_limit(
     ]
     runs = await runs_in(db)
     assert [runs[f"p.c1.{i}"]["task"] for i in range(3)] == ["find a", "find b", "find c"]
+
+
+async def test_a_parent_that_paused_on_its_child_replays_offline(tmp_path: Path, db: Path) -> None:
+    written: list[str] = []
+    child = child_agent(
+        tmp_path,
+        [call("write_note", text="hello"), text("the note is written")],
+        tools=[note_tool(written)],
+    )
+    parent = parent_agent(db, [call("notes", task="write hello"), text("all done")],
+                          [child.as_tool("notes", "Writes notes.")])  # fmt: skip
+    assert (await parent.run("t", thread_id="p")).status == "paused"
+    assert (await parent.resume("p", UserPlan(approve=["*"]))).status == "completed"
+    offline = parent_agent(db, [], [child_agent(tmp_path, []).as_tool("notes", "Writes notes.")])
+    again = await offline.replay("p", mode="recorded")
+    assert (again.status, again.final_text) == ("completed", "all done")
+    assert written == ["hello"]  # the child's change was not made again
+
+
+async def test_a_child_call_run_again_reattaches_to_its_thread(tmp_path: Path, db: Path) -> None:
+    # One answer only: a second run of the child would find its script exhausted.
+    child = child_agent(tmp_path, [text("the only answer")])
+    tool = child.as_tool("helper", "Helps.")
+    parent = parent_agent(db, [call("helper", task="t"), text("done")], [tool])
+    assert (await parent.run("go", thread_id="p")).status == "completed"
+    spec = tool.tools()[0]
+    again = {"thread_id": "p", "iteration": 1, "call_id": "c1.0"}
+
+    # The parent's call run again (after a crash): the ended child's answer, nothing rerun.
+    assert (await spec.fn({"task": "t"}, again))["content"] == "the only answer"
+    # Its row still says running (the crash came before the row was updated): it is resumed,
+    # has nothing left to do, and its answer comes back.
+    store = RunStore(db)
+    try:
+        await store.update_run("p.c1.0", status="running")
+        assert (await spec.fn({"task": "t"}, again))["content"] == "the only answer"
+        # A child whose row was written but no step taken before the crash starts its task.
+        await store.create_run(
+            "p.c7.0", "t", parent_thread_id="p", origin="child", parent_call_id="c7.0"
+        )
+    finally:
+        store.close()
+    late = {"thread_id": "p", "iteration": 7, "call_id": "c7.0"}
+    assert (await spec.fn({"task": "t"}, late))["content"] == "the only answer"
+    assert len(await runs_in(db)) == 3
+
+
+async def test_a_paused_child_called_without_a_plan_stays_paused(tmp_path: Path, db: Path) -> None:
+    written: list[str] = []
+    child = child_agent(tmp_path, [call("write_note", text="x"), text("no")],
+                        tools=[note_tool(written)])  # fmt: skip
+    tool = child.as_tool("notes", "Writes notes.")
+    parent = parent_agent(db, [call("notes", task="t"), text("x")], [tool])
+    assert (await parent.run("t", thread_id="p")).status == "paused"
+    spec = tool.tools()[0]
+    held = await spec.fn({"task": "t"}, {"thread_id": "p", "iteration": 1, "call_id": "c1.0"})
+    assert held["meta"]["code"] == "SUBAGENT_PAUSED" and written == []
+
+
+def test_claiming_copies_only_child_tools_another_agent_took() -> None:
+    taken = ChildToolset(object(), name="a", description="A.")
+    taken.bind("a parent", lambda *a, **k: None)  # type: ignore[arg-type]
+    free = ChildToolset(object(), name="b", description="B.")
+    claimed = Subagents.claim({"a": taken, "b": free})
+    assert claimed["a"] is not taken and claimed["a"].tools()[0].name == "a"
+    assert claimed["b"] is free
+    assert Subagents.claim("calculator") == "calculator"
+    with pytest.raises(ConfigError, match="belongs to another agent"):
+        taken.bind("another parent", lambda *a, **k: None)  # type: ignore[arg-type]
+
+
+def test_a_childs_budget_is_what_its_parent_has_left() -> None:
+    parent = BudgetConfig(max_tokens=1000, max_cost=1.0)
+    cap = tree_budget(parent, {"total_tokens": 990, "cost": 0.75}, BudgetConfig(max_cost=0.1))
+    assert cap is not None and (cap.max_tokens, cap.max_cost) == (10, 0.1)
+    spent = tree_budget(parent, {"total_tokens": 5000, "cost": 3.0}, BudgetConfig())
+    assert spent is not None and (spent.max_tokens, spent.max_cost) == (1, 1e-9)
