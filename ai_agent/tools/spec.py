@@ -2,7 +2,9 @@
 
 A tool is a plain function (sync or async) that takes the model's arguments as a dict and a small
 context dict (thread id, task, iteration, call id, working directory, the values of its
-``requires_env`` under ``env``) and returns a ToolResult dict. Recoverable problems are returned as
+``requires_env`` under ``env``; in a run also ``plan``, the plan that answered the run's gate,
+and ``usage``, the run's token usage so far, which a subagent's tool hands on to its child) and
+returns a ToolResult dict. Recoverable problems are returned as
 ``{"status": "error", "error": ..., "meta": {"code": ...}}``; an exception from a tool is a bug in
 the tool and becomes a TOOL_ERROR result, never a dead run.
 
