@@ -168,6 +168,7 @@ class ToolInfo(TypedDict):
     category: str
     requires_env: list[str]
     parameters: dict[str, Any]
+    concurrent: NotRequired[bool]
 
 
 class CallReview(TypedDict):
@@ -236,6 +237,9 @@ class Journal(Protocol):
         self, thread_id: str, iteration: int, call: ToolCall, result: ToolResult
     ) -> None:
         """Record a call's result."""
+
+    async def forget(self, thread_id: str, iteration: int, call_id: str) -> None:
+        """Drop the intent of a call that will run again (a subagent waiting at its gate)."""
 
 
 class OutputStore(Protocol):
@@ -307,6 +311,8 @@ class RunPolicy:
     before the model sees them (the full text goes to the run store). ``output``: the type the
     final answer must fit (`ai_agent.structured.OutputSpec`), asked for as ``output_mode`` says
     and sent back with its errors ``output_retries`` times before the gate hears of it.
+    before the model sees them (the full text goes to the run store). ``max_concurrent_calls``:
+    how many calls of tools that may run at once (``ToolSpec.concurrent``) run together.
     """
 
     system_prompt: str = ""
@@ -333,6 +339,7 @@ class RunPolicy:
     output: OutputSpec | None = None
     output_mode: Literal["native", "tool"] = "native"
     output_retries: int = 2
+    max_concurrent_calls: int = 4
 
 
 class Event(TypedDict, total=False):

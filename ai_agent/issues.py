@@ -71,6 +71,7 @@ class IssueKind(StrEnum):
     BUDGET = "BUDGET"
     HOOK_ERROR = "HOOK_ERROR"
     OUTPUT_INVALID = "OUTPUT_INVALID"
+    SUBAGENT_PAUSED = "SUBAGENT_PAUSED"
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,6 +204,14 @@ KINDS: dict[IssueKind, KindSpec] = {
         1.0,
         advice="resume with instructions that say how to fix the answer (the model answers "
         "again, then gives its typed answer), or stop the run",
+    ),
+    # A subagent's gate stopped the child: its person answers with this run's plan, which the
+    # call hands on to the child when it runs again (ai_agent.graph.subagents).
+    IssueKind.SUBAGENT_PAUSED: KindSpec(
+        1.0,
+        advice="answer the subagent's gate with this run's plan: the call runs again and hands "
+        "the plan on to the subagent, which continues where it stopped, then this run",
+        codes=frozenset({"SUBAGENT_PAUSED"}),
     ),
 }
 

@@ -278,7 +278,7 @@ class UsageRecord(TypedDict, total=False):
     tools_called: list[str]
     tool_call_tokens: dict[str, int]
     tool_result_tokens: dict[str, int]
-    purpose: Literal["draft", "compaction", "output"]
+    purpose: Literal["draft", "compaction", "output", "subagent"]
 
 
 class CompactionRecord(TypedDict, total=False):

@@ -2,8 +2,9 @@
 
 Sections, in order: the pipeline on three checkpointers (storage, time per cycle, reading the
 latest state), tool overhead, token counting, many concurrent runs (in a fresh interpreter, so
-its memory is its own), start-up (fresh interpreters) and the command line's read-only
-commands on a store of 1,000 runs (``bench.cli_reads``). The no-checkpointer, null-saver and
+its memory is its own), start-up (fresh interpreters), the command line's read-only
+commands on a store of 1,000 runs (``bench.cli_reads``) and spawning subagents (a fresh
+interpreter). The no-checkpointer, null-saver and
 delta runs are repeated, interleaved. Every round does the very same work cycle by cycle (a
 scripted model, one deterministic tool), so the time figures take, for each cycle, its fastest
 time over the rounds: what other processes added to a cycle in one round is gone, while a cost
@@ -53,10 +54,12 @@ class Plan:
     token_repeat: int
     concurrent: int
     startup_repeat: int
+    children: int = 50
+    spawn_repeat: int = 15
 
 
-FULL = Plan(800, 100, 50, 5, 800, 300, 5, 100, 7)
-QUICK = Plan(160, 20, 20, 1, 160, 100, 2, 50, 1)
+FULL = Plan(800, 100, 50, 5, 800, 300, 5, 100, 7, 50, 15)
+QUICK = Plan(160, 20, 20, 1, 160, 100, 2, 50, 1, 10, 5)
 
 
 Rounds = dict[str, list[PipelineRun]]
@@ -405,6 +408,66 @@ def _concurrency(n: int, work: Path) -> dict[str, Any]:
     return result
 
 
+def _subagents(n: int, repeat: int, work: Path) -> dict[str, Any]:
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.subagents", str(n), str(repeat), str(work)],
+        check=True,
+        capture_output=True,
+        text=True,
+        env=subprocess_env(),
+        timeout=600,
+    )
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def subagent_figures(spawn: dict[str, Any]) -> list[Figure]:
+    """A subagent's spawn time and its memory, each beside its baseline (bench/subagents.py)."""
+    return [
+        Figure(
+            "subagents",
+            "spawn: the call to the child's first model request",
+            spawn["spawn"] * 1000,
+            "ms",
+            spawn["plain"] * 1000,
+            "the same agent's plain run to its first model request",
+            spawn["spawn"] / spawn["plain"],
+            "ours / baseline",
+            "< 50 ms",
+            spawn["spawn"] < 0.05,
+            f"median of {spawn['repeat']}, interleaved; the child's linked run row, lease, "
+            "tools, context, recall and the draft up to the request, on a warm parent",
+        ),
+        Figure(
+            "subagents",
+            "memory per concurrent child",
+            spawn["bytes_per_child"] / 1e6,
+            "MB",
+            spawn["rss_one"] / 1e6,
+            "RSS with one child",
+            None,
+            "",
+            "< 5 MB",
+            spawn["bytes_per_child"] < 5e6,
+            f"{spawn['n']} children spawned at once (each model call waits 20 ms)",
+        ),
+    ]
+
+
+def _later_sections(plan: Plan, work: Path, *, quick: bool) -> tuple[list[Figure], dict[str, Any]]:
+    """The sections after start-up: the specification's figures, the CLI, subagents."""
+    print("  the specification's figures", flush=True)
+    serial = measure_serialization(repeat=plan.token_repeat)
+    memory = measure_agent_memory(5 if quick else 20)
+    figures = spec_figures(serial, memory)
+    print("  command line: read-only commands on 1,000 stored runs", flush=True)
+    figures += measure_cli_reads(work / "cli", plan.startup_repeat)
+    print("  subagents", flush=True)
+    spawn = _subagents(plan.children, plan.spawn_repeat, work)
+    figures += subagent_figures(spawn)
+    return figures, {"serialization": serial, "memory": memory, "subagents": spawn}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="a smaller run, under a minute")
@@ -439,12 +502,8 @@ def main(argv: list[str] | None = None) -> int:
         print("  start-up", flush=True)
         start = measure_startup(plan.startup_repeat)
         figures += other_figures(tools, tokens, many, start)
-        print("  the specification's figures", flush=True)
-        serial = measure_serialization(repeat=plan.token_repeat)
-        memory = measure_agent_memory(5 if args.quick else 20)
-        figures += spec_figures(serial, memory)
-        print("  command line: read-only commands on 1,000 stored runs", flush=True)
-        figures += measure_cli_reads(work / "cli", plan.startup_repeat)
+        more, more_meta = _later_sections(plan, work, quick=args.quick)
+        figures += more
         seconds = time.perf_counter() - started
         print()
         print(table(figures))
@@ -457,8 +516,7 @@ def main(argv: list[str] | None = None) -> int:
             "tokens": tokens,
             "concurrency": many,
             "startup": start,
-            "serialization": serial,
-            "memory": memory,
+            **more_meta,
         }
         write_json(out / "results.json", figures, meta)
         (out / "results.md").write_text(markdown(figures))

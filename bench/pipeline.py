@@ -126,6 +126,9 @@ class MemoryJournal:
     ) -> None:
         return None
 
+    async def forget(self, thread_id: str, iteration: int, call_id: str) -> None:
+        return None
+
 
 def registry() -> ToolRegistry:
     spec = ToolSpec(

@@ -158,6 +158,7 @@ def test_the_state_names_come_from_the_table() -> None:
         IssueKind.BUDGET,
         IssueKind.HOOK_ERROR,  # the user's code: no threshold waves it through
         IssueKind.OUTPUT_INVALID,  # the caller asked for that type: no completion without it
+        IssueKind.SUBAGENT_PAUSED,  # a child's gate stopped it: its person must answer
     ]
 
 

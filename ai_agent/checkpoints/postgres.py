@@ -52,7 +52,11 @@ from ai_agent.checkpoints._serde import strict_serializer
 from ai_agent.checkpoints._sql import Session
 from ai_agent.checkpoints.fencing import LEASE_ROW_SQL, check_lease, lease_in
 from ai_agent.checkpoints.runstore import SqlRunStore
-from ai_agent.checkpoints.schema import JOURNAL_RECORDED_OUTCOMES, SCHEMA_VERSION
+from ai_agent.checkpoints.schema import (
+    JOURNAL_RECORDED_OUTCOMES,
+    SCHEMA_VERSION,
+    V6_CHILD_COLUMNS,
+)
 from ai_agent.checkpoints.store import describe_location
 from ai_agent.errors import StorageFullError, StoreError
 
@@ -192,6 +196,8 @@ PG_MIGRATIONS: dict[int, tuple[str, ...]] = {
         "ALTER TABLE agent_tool_calls ALTER COLUMN iteration SET NOT NULL, DROP COLUMN tool, "
         "DROP COLUMN args, DROP COLUMN result",
     ),
+    # 6: a child run (a subagent's) names its parent's step.
+    5: V6_CHILD_COLUMNS,
 }
 _FIRST_PG_VERSION = 3
 

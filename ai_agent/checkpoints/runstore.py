@@ -59,7 +59,7 @@ __all__ = [
     "SqlRunStore",
 ]
 
-RunOrigin = Literal["run", "fork", "replay"]
+RunOrigin = Literal["run", "fork", "replay", "child"]
 
 log = engine_logger("ai_agent.store")
 
@@ -80,6 +80,8 @@ class RunRecord(TypedDict):
     parent_thread_id: str | None
     origin: RunOrigin
     fork_checkpoint_id: str | None
+    parent_iteration: int | None
+    parent_call_id: str | None
 
 
 class OutputRecord(TypedDict):
@@ -147,8 +149,14 @@ class SqlRunStore(RecordedCalls, PlanQueue):
         origin: RunOrigin = "run",
         fork_checkpoint_id: str | None = None,
         status: str = "running",
+        parent_iteration: int | None = None,
+        parent_call_id: str | None = None,
     ) -> None:
         """Record a new run (by default as running).
+
+        A child run (``origin="child"``, a subagent's) names its parent (``parent_thread_id``)
+        and the parent's step that spawned it: its cycle (``parent_iteration``) and the engine
+        id of the tool call that delegated to it (``parent_call_id``).
 
         Raises:
             RunError: a run with this thread id exists (another process may have created it
@@ -159,7 +167,8 @@ class SqlRunStore(RecordedCalls, PlanQueue):
             with self._tx() as session:
                 session.execute(
                     "INSERT INTO agent_runs (thread_id, task, status, created_at, updated_at, "
-                    "parent_thread_id, origin, fork_checkpoint_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    "parent_thread_id, origin, fork_checkpoint_id, parent_iteration, "
+                    "parent_call_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         thread_id,
                         task,
@@ -169,6 +178,8 @@ class SqlRunStore(RecordedCalls, PlanQueue):
                         parent_thread_id,
                         origin,
                         fork_checkpoint_id,
+                        parent_iteration,
+                        parent_call_id,
                     ),
                 )
         except self._db.unique_violation:
@@ -224,7 +235,7 @@ class SqlRunStore(RecordedCalls, PlanQueue):
         Args:
             limit: At most this many.
             status: Only runs with this status.
-            parent_thread_id: Only forks and replays of this run.
+            parent_thread_id: Only forks, replays and children of this run.
         """
         select = f"SELECT {_RUN_COLUMNS} FROM agent_runs"  # noqa: S608 - fixed text
         rows = self._all(

@@ -28,6 +28,9 @@ Version history:
    (``ai_agent.checkpoints.recorded``). The migration moves a recorded outcome whose journal entry
    is gone into the journal first (prune deleted a finished run's journal and kept its recorded
    calls for the replays of its forks).
+6. a child run (a subagent's, ``origin = 'child'``) names the parent's step it was spawned at:
+   ``parent_iteration`` (the parent's cycle) and ``parent_call_id`` (the engine id of the
+   parent's tool call that delegated to it); ``parent_thread_id`` names the parent.
 
 The PostgreSQL run store (``ai_agent.checkpoints.postgres``) keeps the same tables under the same
 version number; a new version migrates both.
@@ -46,11 +49,12 @@ __all__ = [
     "JOURNAL_RECORDED_OUTCOMES",
     "MIGRATIONS",
     "SCHEMA_VERSION",
+    "V6_CHILD_COLUMNS",
     "ensure_schema",
     "schema_version",
 ]
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 _V1 = (
     "CREATE TABLE IF NOT EXISTS agent_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
@@ -217,6 +221,19 @@ def _v5(conn: sqlite3.Connection) -> None:
         conn.execute(statement)
 
 
+def _v6(conn: sqlite3.Connection) -> None:
+    """A child run names the step of its parent that spawned it (a subagent's tool call)."""
+    for statement in V6_CHILD_COLUMNS:
+        conn.execute(statement)
+
+
+# Shared with the PostgreSQL store's migration (plain SQL both databases run).
+V6_CHILD_COLUMNS = (
+    "ALTER TABLE agent_runs ADD COLUMN parent_iteration INTEGER",
+    "ALTER TABLE agent_runs ADD COLUMN parent_call_id TEXT",
+)
+
+
 _ADDITIVE = (
     """CREATE TABLE IF NOT EXISTS agent_outputs (
         thread_id TEXT NOT NULL,
@@ -238,6 +255,7 @@ MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
     2: _v3,
     3: _v4,
     4: _v5,
+    5: _v6,
 }
 
 

@@ -220,6 +220,8 @@ class RunStoreProtocol(Protocol):
         origin: RunOrigin = "run",
         fork_checkpoint_id: str | None = None,
         status: str = "running",
+        parent_iteration: int | None = None,
+        parent_call_id: str | None = None,
     ) -> None:
         """Record a new run (by default as running)."""
 

@@ -14,12 +14,10 @@ from ai_agent.cli._common import (
     archive_of,
     build_agent,
     exit_code,
-    format_table,
-    print_json,
-    print_result,
     run_closing,
     thread_arg,
 )
+from ai_agent.cli._printing import format_table, print_family, print_json, print_result
 from ai_agent.visible import visible
 
 if TYPE_CHECKING:
@@ -28,6 +26,7 @@ if TYPE_CHECKING:
         ModelIdentity,
         PruneReport,
         ReplayMode,
+        RunFamily,
         RunResult,
         TimelineRow,
     )
@@ -100,13 +99,18 @@ def add_commands(sub: Any, parents: Parents) -> None:
 
 
 def _history(args: argparse.Namespace) -> int:
-    return _show_history(args, archive_of(args).history(args.thread))
+    from ai_agent.graph import family_of
+
+    archive = archive_of(args)
+    entries = archive.history(args.thread)
+    return _show_history(args, entries, run_closing(archive, family_of(archive.store, args.thread)))
 
 
-def _show_history(args: argparse.Namespace, entries: list[HistoryEntry]) -> int:
+def _show_history(args: argparse.Namespace, entries: list[HistoryEntry], family: RunFamily) -> int:
     if args.json:
         print_json([e.to_dict() for e in entries])
         return 0
+    print_family(family)
     rows = [
         (str(e.step), e.stage, e.time[11:19], e.checkpoint_id, e.summary.replace("\n", " "))
         for e in entries

@@ -5,20 +5,12 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from ai_agent.cli._common import (
-    Parents,
-    archive_of,
-    format_timeline,
-    print_json,
-    print_result,
-    run_closing,
-    run_listing,
-    thread_arg,
-)
+from ai_agent.cli._common import Parents, archive_of, run_closing, run_listing, thread_arg
+from ai_agent.cli._printing import format_timeline, print_family, print_json, print_result
 from ai_agent.visible import visible
 
 if TYPE_CHECKING:
-    from ai_agent.graph import RunArchive
+    from ai_agent.graph import RunArchive, RunFamily
 
 __all__ = ["add_commands"]
 
@@ -41,6 +33,8 @@ def add_commands(sub: Any, parents: Parents) -> None:
 
 
 def _runs(args: argparse.Namespace) -> int:
+    from ai_agent.graph import run_tree
+
     archive = archive_of(args, listing=True)
     runs = run_listing(archive, archive.list_runs(limit=args.limit, status=args.status))
     if args.json:
@@ -48,11 +42,15 @@ def _runs(args: argparse.Namespace) -> int:
         return 0
     if not runs:
         print("no runs")
-    for r in runs:
+    # A child run (a subagent's) is indented under its parent when both are listed.
+    for depth, r in run_tree(runs):
         task = visible(r["task"].replace("\n", " ")[:70])
         parent = visible(str(r["parent_thread_id"]))
         origin = "" if r["origin"] == "run" else f"  ({r['origin']} of {parent})"
-        print(f"{visible(r['thread_id'])}  {r['status']:<9}  {task}{origin}")
+        if depth:
+            origin = f"  (child at {visible(str(r['parent_call_id']))})"
+        indent = "  " * (depth - 1) + "└ " if depth else ""
+        print(f"{indent}{visible(r['thread_id'])}  {r['status']:<9}  {task}{origin}")
     return 0
 
 
@@ -61,9 +59,11 @@ def _show(args: argparse.Namespace) -> int:
     return _print_show(args, *run_closing(archive, _gather(archive, args.thread, args.checkpoint)))
 
 
-def _print_show(args: argparse.Namespace, result: Any, timeline: Any, state: Any) -> int:
+def _print_show(
+    args: argparse.Namespace, result: Any, timeline: Any, state: Any, family: RunFamily
+) -> int:
     if args.json:
-        print_json({**result.to_dict(), "timeline": timeline, "at": state})
+        print_json({**result.to_dict(), "timeline": timeline, "at": state, "family": family})
         return 0
     usage = result.usage
     why = "" if result.stop_reason in (None, "finished") else f" ({result.stop_reason})"
@@ -78,6 +78,7 @@ def _print_show(args: argparse.Namespace, result: Any, timeline: Any, state: Any
             f"{', '.join(state['next']) or 'nothing (the run ended)'}"
             + ("; paused for a plan" if state["paused"] else "")
         )
+    print_family(family)
     print(format_timeline(timeline))
     if state is None:
         print_result(result)
@@ -85,10 +86,12 @@ def _print_show(args: argparse.Namespace, result: Any, timeline: Any, state: Any
 
 
 async def _gather(archive: RunArchive, thread: str, checkpoint: str | None) -> Any:
+    from ai_agent.graph import family_of
+
     result = await archive.get_result(thread)
     timeline = await archive.timeline(thread, checkpoint)
     state = None
     if checkpoint is not None:
         entry = next(e for e in await archive.ahistory(thread) if e.checkpoint_id == checkpoint)
         state = {"step": entry.step, "next": list(entry.next), "paused": entry.paused}
-    return result, timeline, state
+    return result, timeline, state, await family_of(archive.store, thread)

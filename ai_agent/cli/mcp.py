@@ -14,7 +14,8 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ai_agent.cli._common import EXIT, Parents, UsageError, format_table, print_json
+from ai_agent.cli._common import EXIT, Parents, UsageError
+from ai_agent.cli._printing import format_table, print_json
 from ai_agent.visible import visible
 
 if TYPE_CHECKING:

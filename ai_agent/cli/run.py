@@ -12,12 +12,10 @@ from ai_agent.cli._common import (
     UsageError,
     build_agent,
     exit_code,
-    print_json,
-    print_result,
     run_closing,
-    streaming,
     thread_arg,
 )
+from ai_agent.cli._printing import print_json, print_result, streaming
 from ai_agent.visible import visible
 
 if TYPE_CHECKING:

@@ -15,11 +15,11 @@ from ai_agent.cli._common import (
     Parents,
     UsageError,
     database_of,
-    print_json,
     run_closing,
     settings_of,
     thread_arg,
 )
+from ai_agent.cli._printing import print_json
 from ai_agent.visible import visible
 
 if TYPE_CHECKING:

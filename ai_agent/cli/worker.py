@@ -21,13 +21,12 @@ from ai_agent.cli._common import (
     UsageError,
     archive_of,
     build_agent,
-    format_table,
-    print_json,
     require_database,
     run_closing,
     run_listing,
     thread_arg,
 )
+from ai_agent.cli._printing import format_table, print_json
 from ai_agent.visible import visible
 
 if TYPE_CHECKING:

@@ -277,6 +277,13 @@ class ToolConfig(Section):
     first_use_gate: bool = Field(
         default=True, description="The first call of each external tool in a run waits."
     )
+    max_concurrent_calls: int = Field(
+        default=4,
+        ge=1,
+        le=64,
+        description="How many calls of tools that may run at once (subagents) run together in "
+        "one cycle; the others run one after another.",
+    )
     files: FileToolsConfig = Field(default_factory=FileToolsConfig)
     bash: BashToolConfig = Field(default_factory=BashToolConfig)
     web_search: WebSearchConfig = Field(default_factory=WebSearchConfig)

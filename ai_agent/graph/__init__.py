@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from ai_agent.graph.database import RunDatabase, check_thread_id, new_thread_id
     from ai_agent.graph.divergence import DivergenceReport
     from ai_agent.graph.export import mermaid
+    from ai_agent.graph.family import RunFamily, family_of, run_tree
     from ai_agent.graph.history import HistoryEntry
     from ai_agent.graph.options import PROFILES
     from ai_agent.graph.player import ModelIdentity, ReplayMode
@@ -44,6 +45,7 @@ __all__ = [
     "ReplayMode",
     "RunArchive",
     "RunDatabase",
+    "RunFamily",
     "RunResult",
     "TimelineRow",
     "ToolListing",
@@ -51,10 +53,12 @@ __all__ = [
     "WorkerEvent",
     "build_graph",
     "check_thread_id",
+    "family_of",
     "mermaid",
     "new_thread_id",
     "open_toolsmaker",
     "recursion_limit",
+    "run_tree",
     "trace_signature",
 ]
 
@@ -71,6 +75,7 @@ _HOMES = {
     "ReplayMode": "ai_agent.graph.player",
     "RunArchive": "ai_agent.graph.archive",
     "RunDatabase": "ai_agent.graph.database",
+    "RunFamily": "ai_agent.graph.family",
     "RunResult": "ai_agent.graph.result",
     "TimelineRow": "ai_agent.graph.timeline",
     "ToolListing": "ai_agent.graph.tooling",
@@ -78,10 +83,12 @@ _HOMES = {
     "WorkerEvent": "ai_agent.graph.worker",
     "build_graph": "ai_agent.graph.build",
     "check_thread_id": "ai_agent.graph.database",
+    "family_of": "ai_agent.graph.family",
     "mermaid": "ai_agent.graph.export",
     "new_thread_id": "ai_agent.graph.database",
     "open_toolsmaker": "ai_agent.graph.review",
     "recursion_limit": "ai_agent.graph.build",
+    "run_tree": "ai_agent.graph.family",
     "trace_signature": "ai_agent.graph.replay",
 }
 

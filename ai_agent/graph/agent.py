@@ -32,6 +32,7 @@ from ai_agent.graph.result import RunResult
 from ai_agent.graph.runner import PipelineRunner
 from ai_agent.graph.secrets import add_database_password, settings_secrets
 from ai_agent.graph.streaming import Streams, StreamSinks
+from ai_agent.graph.subagents import Subagents
 from ai_agent.graph.tool_methods import ToolMethods
 from ai_agent.graph.tooling import AgentTools, toolsmaker_paths
 from ai_agent.models.resolve import check_backend, read_model_argument
@@ -162,7 +163,10 @@ class Agent:
         toolsmaker_audit_path: str | Path | None = None,
         checkpointer: BaseCheckpointSaver[Any] | None = None,
         output_type: Any = None,
+        _database: RunDatabase | None = None,
     ) -> None:
+        # To build it again on a parent's database (a subagent): first, before any other local.
+        self._arguments = {k: v for k, v in locals().items() if k not in ("self", "_database")}
         s = settings if settings is not None else load_settings()
         self.settings = s
         # Every secret this Agent knows: masked in all that its runs store and print, logs and
@@ -172,8 +176,12 @@ class Agent:
         self.telemetry = Telemetry.from_settings(
             s, tracer_provider=tracer_provider, secrets=self.secrets
         )
-        self.database: Location = locate_database(checkpoint_path, checkpoint_url, s)
-        self._db = RunDatabase(  # the run store and the checkpointer: the runs' and the archive's
+        # A subagent built for a parent runs in the parent's database, which the parent closes.
+        self._owns_database = _database is None
+        self.database: Location = (
+            _database.location if _database else locate_database(checkpoint_path, checkpoint_url, s)
+        )
+        self._db = _database or RunDatabase(  # the run store and the checkpointer: the runs'
             self.database, lease_seconds=s.lease_seconds, checkpointer=checkpointer
         )
         self.checkpoint_path = (
@@ -219,7 +227,7 @@ class Agent:
         # The tools (graph/tooling.py): the catalog of toolsets, the tools new runs start with,
         # the MCP servers, the toolsmaker; opened for each span by the runner.
         self._tools = AgentTools(
-            tools if tools is not None else s.tools,
+            Subagents.claim(tools) if tools is not None else s.tools,
             settings=s,
             policy=self.policy,
             secrets=self.secrets,
@@ -276,6 +284,8 @@ class Agent:
         )
         self._streams = Streams(self.run, self.resume, self._closing, sinks)
         self._open_lock = asyncio.Lock()
+        # Children (graph/subagents.py): their tools bound to this Agent, their runs in its db.
+        self._subagents = Subagents(self._db, self, self.registry, s.budget)
 
     @classmethod
     def from_settings(cls, settings: AgentSettings, **overrides: Any) -> Self:
@@ -300,6 +310,10 @@ class Agent:
     ) -> RunResult:
         """``resume`` for code without an event loop."""
         return asyncio.run(self._closing(self.resume(thread_id, plan)))
+
+    # Subagents (graph/subagents.py) ---------------------------------------------------------
+    as_tool = delegated("_subagents", Subagents.as_tool)
+    delegate = delegated("_subagents", Subagents.delegate)
 
     def _note_thread(self, thread_id: str) -> None:
         self.archive.last_thread = thread_id  # the archive's default thread
@@ -362,12 +376,14 @@ class Agent:
     async def aclose(self) -> None:
         """Close what the agent opened: toolsets, the model's client, databases, a local server."""
         try:
+            await self._subagents.aclose()
             await self._tools.aclose()
         finally:
             try:
                 await self._contexts.aclose()
             finally:
-                await self._db.aclose()
+                if self._owns_database:  # a subagent's is its parent's
+                    await self._db.aclose()
 
     async def _closing(self, coro: Awaitable[T]) -> T:
         try:

@@ -1,10 +1,9 @@
 """The run archive: everything about stored runs, one object with explicit dependencies.
 
 `RunArchive` lists runs, reads their state and result, browses and forks their checkpoints,
-inspects them (conversation, tokens, costs, timeline), exports them (Mermaid, one HTML page),
-prunes them, replays them, and keeps the plan queue that workers serve. The Agent holds one
-(``agent.archive``) and its methods of the same names delegate to it (`archive_method`); the
-command line opens one on its own (`RunArchive.at`). A None ``thread_id``: the Agent's last run.
+inspects, exports (Mermaid, one HTML page), prunes and replays them, and keeps the plan queue
+workers serve. The Agent holds one (``agent.archive``; its methods of the same names delegate to
+it); the command line opens one on its own (`RunArchive.at`). None ``thread_id``: the last run.
 
 Reading needs only the run store and the checkpointer (`ai_agent.graph.database`): this module
 imports neither the model stack nor the tokenizer. What needs more is handed in: the tool
@@ -185,7 +184,8 @@ class RunArchive:
 
     async def get_result(self, thread_id: str) -> RunResult:
         """The RunResult of a stored run, as it stands now."""
-        result = result_of(thread_id, await self._snapshot(thread_id), self.policy.output)
+        output = None if self._policy is None else self._policy.output  # alone: plain data
+        result = result_of(thread_id, await self._snapshot(thread_id), output)
         return with_run_row(result, await self.store.get_run(thread_id))
 
     # History and forks (graph/history.py) -----------------------------------------------------

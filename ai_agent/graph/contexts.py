@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from ai_agent.accounting import RunMeter, UsageTracker
 from ai_agent.checkpoints import SqliteMemory
 from ai_agent.compaction import CompactionStrategy, Compactor
-from ai_agent.config import AgentSettings, ModelBackendSettings
+from ai_agent.config import AgentSettings, BudgetConfig, ModelBackendSettings
 from ai_agent.context import (
     Event,
     Hooks,
@@ -108,6 +108,8 @@ class RunContexts:
         self._memory_sqlite = memory_sqlite
         self._streams = streams
         self.usage_tracker = UsageTracker()
+        # A subagent's run limited to what its parent has left (graph/subagents.py), by thread.
+        self.budget_caps: dict[str, BudgetConfig] = {}
         self._memory: SqliteMemory | None = None
         self._caller: ModelCaller | None = None
         self._backend: ModelBackendSettings | None = None
@@ -300,7 +302,7 @@ class RunContexts:
             counter=counter,
             model_name=name,
             compactor=self._compactor,
-            budget=s.budget,
+            budget=self.budget_caps.get(thread_id, s.budget),
             summarizer=summarizer,
             expected_completion=s.model_backend.max_tokens,
             tracker=self.usage_tracker,

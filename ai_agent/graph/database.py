@@ -150,6 +150,10 @@ class RunDatabase:
         self._foreign = checkpointer
         self._lasting: BaseCheckpointSaver[Any] | None = None
         self._lock = threading.Lock()  # one in-memory database, whichever thread asks first
+        # The pipeline compiled over the shared or lasting checkpointer, kept while it is open:
+        # compiling takes longer than a run's first steps (most of a subagent's spawn time).
+        # The pipeline compiled over the shared saver, for running and for reading (by ``reading``).
+        self._compiled: dict[bool, tuple[BaseCheckpointSaver[Any], Any]] = {}
 
     @classmethod
     def at(cls, location: str | Path | None, settings: AgentSettings | None = None) -> Self:
@@ -232,6 +236,7 @@ class RunDatabase:
 
     async def aclose(self) -> None:
         """Close the shared checkpointer and the run store (both reopen on the next use)."""
+        self._compiled = {}
         if self._saver_cm is not None:
             cm, self._saver_cm, self._saver = self._saver_cm, None, None
             await cm.__aexit__(None, None, None)
@@ -247,13 +252,23 @@ class RunDatabase:
         """
         lasting = await self.lasting_saver()
         if lasting is not None:
-            yield _compiled(lasting, reading)
+            yield self._compiled_over(lasting, reading)
             return
         if self._saver is not None:
-            yield _compiled(self._saver, reading)
+            yield self._compiled_over(self._saver, reading)
             return
         async with self.private_graph(reading=reading) as graph:
             yield graph
+
+    def _compiled_over(self, saver: BaseCheckpointSaver[Any], reading: bool) -> Any:
+        """The pipeline over ``saver``, compiled once while it stays open.
+
+        A compiled graph holds no run's data: every run passes its thread and context to it.
+        """
+        held = self._compiled.get(reading)
+        if held is None or held[0] is not saver:
+            held = self._compiled[reading] = (saver, _compiled(saver, reading))
+        return held[1]
 
     @contextlib.asynccontextmanager
     async def private_graph(self, *, reading: bool = False) -> AsyncIterator[Any]:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ai_agent.graph.build import build_graph
+from ai_agent.graph.family import family_of
 from ai_agent.graph.html_report import render_html
 from ai_agent.state import RunState
 
@@ -100,6 +101,8 @@ async def run_report(
         "status": (await archive.get_agent_state(thread_id))["status"],
         "origin": record["origin"] if record else "run",
         "parent_thread_id": record["parent_thread_id"] if record else None,
+        # A child run's parent step, and the runs this one spawned (subagents).
+        "family": await family_of(archive.store, thread_id),
         "created_at": record["created_at"] if record else None,
         "final_text": state.get("final_text"),
         "output": state.get("output"),  # a typed run's answer, as the JSON data it keeps

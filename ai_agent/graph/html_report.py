@@ -143,6 +143,7 @@ def _summary(r: dict[str, Any]) -> str:
                 f"{usage['completion_tokens']} completion)"
             ),
         ),
+        *_family_rows(r.get("family")),
         ("System prompt", f"<pre>{_e(r['system_prompt'])}</pre>"),
         ("Answer", f"<pre>{_e(r['final_text'] or r['error'] or '', 'text')}</pre>"),
     ]
@@ -153,6 +154,23 @@ def _summary(r: dict[str, Any]) -> str:
     return (
         f'<section id="summary"><h2>Run</h2><p id="js-summary"></p><table>{body}</table></section>'
     )
+
+
+def _family_rows(family: dict[str, Any] | None) -> list[tuple[str, str]]:
+    """A child run's parent step, and the child runs this one spawned (subagents)."""
+    if not family:
+        return []
+
+    def step(link: dict[str, Any]) -> str:
+        at = f" at call {_e(link['call_id'])}" if link.get("call_id") else ""
+        return f"<code>{_e(link['thread_id'])}</code>{at} ({_e(link['status'])})"
+
+    rows = []
+    if family.get("parent"):
+        rows.append(("Parent", step(family["parent"])))
+    if family.get("children"):
+        rows.append(("Children", "<br>".join(step(c) for c in family["children"])))
+    return rows
 
 
 def _path(r: dict[str, Any]) -> str:

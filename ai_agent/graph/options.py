@@ -70,6 +70,7 @@ def run_policy(
         output=None if output_type is None else OutputSpec.of(output_type),
         output_mode=s.output.mode,
         output_retries=s.output.max_retries,
+        max_concurrent_calls=s.tool_config.max_concurrent_calls,
     )
 
 

@@ -59,9 +59,18 @@ if TYPE_CHECKING:
 
     from ai_agent.checkpoints.runstore import Lease
 
-__all__ = ["PipelineRunner"]
+__all__ = ["ParentStep", "PipelineRunner"]
 
 log = engine_logger("ai_agent.agent")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ParentStep:
+    """Where a child run (a subagent's) was spawned: the parent's thread, cycle and tool call."""
+
+    thread_id: str
+    iteration: int | None = None
+    call_id: str | None = None
 
 
 class PipelineRunner:
@@ -136,6 +145,16 @@ class PipelineRunner:
             RunError: the thread id is already taken.
             InvalidThreadIdError: the thread id breaks the grammar.
         """
+        return await self.start(task, thread_id=thread_id)
+
+    async def start(
+        self, task: str, *, thread_id: str | None = None, parent: ParentStep | None = None
+    ) -> RunResult:
+        """`run`, and for a child run (a subagent's) the parent's step it is linked to.
+
+        The link is written with the run's row (``agent_runs``: ``origin='child'``, the
+        parent's thread, cycle and call), before the first step.
+        """
         async with self.tool_session() as issues:
             if not task.strip():
                 raise ConfigError("the task is empty; say what the agent should do")
@@ -145,7 +164,15 @@ class PipelineRunner:
                 raise RunError(
                     f"thread {thread_id} already exists; resume it instead of running it"
                 )
-            await self.store.create_run(thread_id, task)
+            link: dict[str, Any] = {}
+            if parent is not None:
+                link = {
+                    "origin": "child",
+                    "parent_thread_id": parent.thread_id,
+                    "parent_iteration": parent.iteration,
+                    "parent_call_id": parent.call_id,
+                }
+            await self.store.create_run(thread_id, task, **link)
             async with self._full_disk_stops(thread_id):
                 lease = await self.store.acquire(thread_id)
                 return await self.drive(thread_id, self._new_state(task), lease, issues=issues)

@@ -18,6 +18,7 @@ run store, named in the clipped text so a person (or a later tool) can fetch it.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
 from typing import Any, TypedDict
@@ -30,6 +31,7 @@ from ai_agent.issues import IssueKind, as_state
 from ai_agent.nodes._common import stage
 from ai_agent.nodes._issues import issue, issue_from_result
 from ai_agent.nodes._output import output_sink
+from ai_agent.nodes._rollup import child_usage
 from ai_agent.observability.tooldata import tool_telemetry
 from ai_agent.state import (
     Grant,
@@ -42,6 +44,7 @@ from ai_agent.state import (
     ToolOutcome,
     ToolResult,
     TraceEvent,
+    UsageRecord,
 )
 from ai_agent.tools.policy import (
     CallFacts,
@@ -68,6 +71,8 @@ class ActUpdate(TypedDict, total=False):
     tools_used: list[str]
     active_tools: list[str]
     trace: list[TraceEvent]
+    usage: dict[str, Any]
+    usage_log: list[UsageRecord]
 
 
 def _latest_plan(state: RunState) -> dict[str, Any]:
@@ -154,25 +159,55 @@ class _Cycle:
             )
         )
 
-    async def settle(self, pending: PendingCall) -> None:
+    async def settle(self, batch: list[PendingCall]) -> None:
+        """Settle calls: each one's verdict, the runs (together, up to the limit), the records.
+
+        A batch is one call, or consecutive calls of tools that may run at once
+        (``ToolSpec.concurrent``: subagents); records keep the order the model asked in.
+        """
+        decided = [(pending, await self.verdict(pending)) for pending in batch]
+        limit = asyncio.Semaphore(self.context.policy.max_concurrent_calls)
+
+        async def run(pending: PendingCall, verdict: Verdict) -> ToolResult | None:
+            if not _runs(verdict):
+                return None
+            async with limit:
+                return await self.run(pending["call"])
+
+        results = await asyncio.gather(*(run(p, v) for p, v in decided))
+        for (pending, verdict), result in zip(decided, results, strict=True):
+            await self.conclude(pending, verdict, result)
+
+    async def conclude(
+        self, pending: PendingCall, verdict: Verdict, ran: ToolResult | None
+    ) -> None:
+        """Record what became of one call (``ran``: its result, when it ran)."""
         call = pending["call"]
-        verdict = await self.verdict(pending)
         if verdict.action == "wait":
             self.wait(pending, verdict)
             return
-        if verdict.action == "cancel":
+        if ran is not None:
+            result = ran
+            if _code(result) == IssueKind.SUBAGENT_PAUSED:
+                await self.hold_for_child(pending, result)
+                return
+        elif verdict.action == "cancel":
             result = ToolResult(
                 status="skipped", content=verdict.message, meta={"code": "CANCELLED"}
             )
-        elif verdict.action in ("reuse", "reject") and verdict.result is not None:
+        else:
+            assert verdict.result is not None  # a reuse or a rejection carries its result
             result = verdict.result
             if verdict.code:
                 self.update["issues"].append(issue(verdict.code, verdict.message, call=call))
-        else:
-            result = await self.run(call)
         if verdict.action in ("run", "reuse"):
             self.ran(call)
         await self.record(call, result)
+
+    def concurrent(self, pending: PendingCall) -> bool:
+        """Whether the call's tool may run at the same time as others (a subagent's)."""
+        info = self.context.tools.info(pending["call"]["name"])
+        return bool(info and info.get("concurrent"))
 
     def ran(self, call: ToolCall) -> None:
         """Note a call that ran: its tool has been used, its call approval is spent."""
@@ -183,6 +218,15 @@ class _Cycle:
         if spent is not None:
             self.grants = spent
             self.update["grants"] = list(spent)
+
+    async def hold_for_child(self, pending: PendingCall, result: ToolResult) -> None:
+        """A subagent's gate stopped its child: the call waits for this run's plan.
+
+        The call has no outcome yet (`run` dropped its intent): run again with the plan, it
+        re-attaches to the same child and hands the plan on (``graph/subagents.py``).
+        """
+        message = str(result.get("error") or "the subagent paused at its gate")
+        self.wait(pending, Verdict("wait", IssueKind.SUBAGENT_PAUSED, message))
 
     def wait(self, pending: PendingCall, verdict: Verdict) -> None:
         call, kind = pending["call"], verdict.code
@@ -213,6 +257,10 @@ class _Cycle:
             "iteration": self.iteration,
             "call_id": call["id"],
             "workdir": context.policy.workdir,
+            # The plan that answered this run's gate, for a subagent whose gate it answers,
+            # and this run's usage so far, which a subagent's budget is limited by.
+            "plan": dict(self.plan),
+            "usage": dict(self.state.get("usage") or {}),
             "on_output": output_sink(
                 context.emit if context.policy.stream_tool_results else None,
                 tool=call["name"],
@@ -222,7 +270,10 @@ class _Cycle:
             ),
         }
         result = await context.tools.execute(call, tool_ctx)
-        await context.journal.outcome(context.thread_id, self.iteration, call, result)
+        if _code(result) == IssueKind.SUBAGENT_PAUSED:
+            await context.journal.forget(context.thread_id, self.iteration, call["id"])
+        else:
+            await context.journal.outcome(context.thread_id, self.iteration, call, result)
         context.emit(_finished(call, result, self.iteration))
         return result
 
@@ -251,9 +302,19 @@ class _Cycle:
             self.active += added
             self.update["active_tools"] = list(self.active)
 
+    def roll_up(self, result: ToolResult) -> None:
+        """A subagent's usage counts as this run's (nodes/_rollup.py): its budget covers both."""
+        rolled = child_usage(
+            result, self.update.get("usage", self.state.get("usage")), self.iteration
+        )
+        if rolled is not None:
+            self.update["usage"], record = rolled
+            self.update["usage_log"] = [*self.update.get("usage_log", []), record]
+
     async def record(self, call: ToolCall, result: ToolResult) -> None:
         result = _labelled(self.context, call, result)
         self.activate(result)
+        self.roll_up(result)
         text = self.context.tools.format_result(call["name"], result)
         text, result = await self.clip(call, text, result)
         self.update["messages"].append(
@@ -286,6 +347,28 @@ def _finished(call: ToolCall, result: ToolResult, iteration: int) -> ToolFinishe
     )
 
 
+def _runs(verdict: Verdict) -> bool:
+    """Whether the call is to run (a reuse or a rejection carries its result instead)."""
+    if verdict.action in ("wait", "cancel"):
+        return False
+    return not (verdict.action in ("reuse", "reject") and verdict.result is not None)
+
+
+def _batches(cycle: _Cycle, pending: list[PendingCall]) -> list[list[PendingCall]]:
+    """The calls in order, consecutive calls of concurrent tools (subagents) grouped."""
+    batches: list[list[PendingCall]] = []
+    for call in pending:
+        if batches and cycle.concurrent(call) and cycle.concurrent(batches[-1][0]):
+            batches[-1].append(call)
+        else:
+            batches.append([call])
+    return batches
+
+
+def _code(result: ToolResult) -> object:
+    return (result.get("meta") or {}).get("code")
+
+
 def _labelled(context: RunContext, call: ToolCall, result: ToolResult) -> ToolResult:
     """Every result a run keeps names its tool and category, a skipped or refused one too."""
     info = context.tools.info(call["name"])
@@ -311,8 +394,8 @@ async def act(state: RunState, *, runtime: Runtime[RunContext]) -> ActUpdate:
     """Settle every pending call: run it, keep it waiting for a plan, or cancel it."""
     cycle = _Cycle(state, runtime.context)
     started = time.perf_counter()
-    for pending in state.get("pending", []):
-        await cycle.settle(pending)
+    for batch in _batches(cycle, state.get("pending", [])):
+        await cycle.settle(batch)
     update = cycle.update
     instructions = cycle.plan.get("instructions")
     if cycle.answered and instructions and not update["pending"]:

@@ -154,13 +154,16 @@ class ToolSnapshot:
         spec = self.spec(name)
         if spec is None:
             return None
-        return ToolInfo(
+        info = ToolInfo(
             name=spec.name,
             description=spec.description,
             category=spec.category.value,
             requires_env=list(spec.requires_env),
             parameters=spec.schema["function"]["parameters"],
         )
+        if spec.concurrent:  # said only when it holds (a subagent's tool)
+            info["concurrent"] = True
+        return info
 
     def catalog(self) -> list[ToolInfo]:
         """Every tool of the set, sorted by name."""

@@ -2,7 +2,9 @@
 
 A tool is a plain function (sync or async) that takes the model's arguments as a dict and a small
 context dict (thread id, task, iteration, call id, working directory, the values of its
-``requires_env`` under ``env``) and returns a ToolResult dict. Recoverable problems are returned as
+``requires_env`` under ``env``; in a run also ``plan``, the plan that answered the run's gate,
+and ``usage``, the run's token usage so far, which a subagent's tool hands on to its child) and
+returns a ToolResult dict. Recoverable problems are returned as
 ``{"status": "error", "error": ..., "meta": {"code": ...}}``; an exception from a tool is a bug in
 the tool and becomes a TOOL_ERROR result, never a dead run.
 
@@ -122,6 +124,9 @@ class ToolSpec:
         group: A group name (``files``, ``shell``...) for activating or disabling tools together.
         secret_env: Further environment variables whose values must never leave the tool
             (optional API keys), besides ``requires_env``.
+        concurrent: Calls of this tool in one cycle may run at the same time (with the
+            cycle's other concurrent calls, up to ``tool_config.max_concurrent_calls``); a
+            subagent's tool is. Others run one after another, in the order the model asked.
 
     Examples:
         >>> def fetch_users(args, ctx):
@@ -145,6 +150,7 @@ class ToolSpec:
     validator: Callable[[dict[str, Any]], list[str]] | None = field(default=None, compare=False)
     group: str | None = None
     secret_env: Sequence[str] = ()
+    concurrent: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not _NAME.match(self.name):

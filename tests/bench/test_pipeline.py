@@ -39,3 +39,14 @@ def test_the_baseline_without_a_checkpointer_measures_time_only(tmp_path: Path) 
     assert len(run.wall) == 11
     assert run.sizes == {}
     assert not (tmp_path / "none.sqlite").exists()
+
+
+def test_a_small_subagent_measurement_spawns_linked_children(tmp_path: Path) -> None:
+    from bench.subagents import measure_subagents
+
+    result = asyncio.run(measure_subagents(3, 2, tmp_path))
+    assert len(result["spawns"]) == len(result["plains"]) == 2
+    assert all(t > 0 for t in [*result["spawns"], *result["plains"]])
+    assert result["rss_many"] > 0 and result["bytes_per_child"] >= 0
+    figures = bench_main.subagent_figures(result)
+    assert [f.section for f in figures] == ["subagents", "subagents"]

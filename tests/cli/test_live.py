@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from ai_agent.cli import EXIT, main
-from ai_agent.cli._common import streaming
 from ai_agent.cli._live import LivePrinter
+from ai_agent.cli._printing import streaming
 from ai_agent.events import (
     FinalDelta,
     GatePaused,

@@ -27,6 +27,8 @@ answer, which the typed final answer gets.
 RACE_BEFORE=create_run holds each process just before it creates the run row until RACE_N of them
 got there, so they create the same new thread at once.
 LEASE_SECONDS shortens the lease (and its heartbeat) for the fencing tests.
+SUBAGENT=1 makes that agent a child (a subagent): the run is a parent whose model delegates
+"write hello" to it through its ``writer`` tool, so the effect happens inside the child's run.
 Exit codes: 0 completed, 3 paused, 4 cancelled, 5 ThreadBusyError, 6 NothingPendingError,
 7 another AgentError (its message on stdout).
 """
@@ -155,6 +157,21 @@ def queue(agent: Agent, mode: str, thread: str, plan: Any) -> int:
     return 0
 
 
+def parent_of(child: Agent, db: str, settings: dict[str, Any]) -> Agent:
+    """A parent whose model delegates "write hello" to ``child`` through its ``writer`` tool."""
+    turns: list[Any] = [
+        {"tool_calls": [{"name": "writer", "args": {"task": "write hello"}}]},
+        {"text": "the writer wrote it"},
+    ]
+    return Agent(
+        model=ScriptedModel(turns),
+        tools=[child.as_tool("writer", "Writes lines.")],
+        checkpoint_path=db,
+        memory_path=None,
+        settings=AgentSettings(**settings),
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     db, workdir, mode, thread = args[:4]
@@ -202,6 +219,7 @@ def main(argv: list[str] | None = None) -> int:
         unattended=os.environ.get("UNATTENDED") == "1",
         output_type=Written if typed else None,
     )
+    agent = parent_of(agent, db, settings) if os.environ.get("SUBAGENT") == "1" else agent
     if mode in ("submit", "worker"):
         return queue(agent, mode, thread, plan)
     try:

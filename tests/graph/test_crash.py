@@ -140,3 +140,37 @@ def test_a_holder_stalled_past_its_lease_writes_nothing_after_a_takeover(tmp_pat
     # The run goes on where the process that took over left it.
     code, out = finish(start(db, tmp_path, "resume", "t", json.dumps({"deny": ["*"]})))
     assert code == 0, out
+
+
+def test_a_crash_inside_a_subagent_resumes_the_tree_without_a_silent_rerun(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "c.sqlite"
+    # The child is in its side-effecting call when the whole process is killed.
+    running = start(db, tmp_path, "run", "p", SUBAGENT="1", UNATTENDED="1",
+                    EFFECT_WAIT_FOR_RELEASE="1")  # fmt: skip
+    wait_for(tmp_path / "started.txt", running)
+    running.send_signal(signal.SIGKILL)
+    running.communicate(timeout=60)
+    (tmp_path / "release").touch()
+    assert lines(tmp_path / "effects.txt") == []
+
+    # Resuming the parent re-attaches to the same child, whose call's outcome is unknown: the
+    # tree stops at one gate (the parent's) showing the child's issue, and nothing ran again.
+    code, out = finish(start(db, tmp_path, "resume", "p", SUBAGENT="1", UNATTENDED="1"))
+    assert code == 3, out
+    (issue,) = result_of(out)["gate"]["issues"]
+    assert issue["code"] == "SUBAGENT_PAUSED"
+    assert "effect was running when the process stopped" in issue["message"]
+    assert lines(tmp_path / "effects.txt") == []
+    with sqlite3.connect(db) as conn:
+        rows = conn.execute("SELECT thread_id, origin FROM agent_runs ORDER BY 1").fetchall()
+    assert rows == [("p", "run"), ("p.c1.0", "child")]
+
+    # The person approves running it again, with the parent's resume: once, then both finish.
+    plan = json.dumps({"approve": ["*"]})
+    code, out = finish(start(db, tmp_path, "resume", "p", plan, SUBAGENT="1", UNATTENDED="1"))
+    assert code == 0, out
+    assert result_of(out)["final_text"] == "the writer wrote it"
+    assert len(lines(tmp_path / "effects.txt")) == 1
+    assert len(lines(tmp_path / "started.txt")) == 2

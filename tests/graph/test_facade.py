@@ -18,27 +18,30 @@ from ai_agent.graph.archive import RunArchive
 from ai_agent.graph.contexts import RunContexts
 from ai_agent.graph.runner import PipelineRunner
 from ai_agent.graph.streaming import Streams
+from ai_agent.graph.subagents import Subagents
 from ai_agent.graph.tool_methods import ToolMethods
 
 AGENT_MODULE = Path(__file__).resolve().parents[2] / "ai_agent" / "graph" / "agent.py"
-# The facade's own size: its constructor's documentation and the one-line delegations (444),
-# and its code alone, without docstrings, comments and blank lines (282). A new constructor
-# argument costs its parameter, the line that hands it on and its documentation.
-MAX_FACADE_LINES = 444
-MAX_FACADE_CODE_LINES = 282
+# The facade's own size: its constructor's documentation and the one-line delegations, and its
+# code alone, without docstrings, comments and blank lines. A new constructor argument costs its
+# parameter, the line that hands it on and its documentation; the subagents' wiring (issue 18)
+# its database, its arguments and its collaborator.
+MAX_FACADE_LINES = 480
+MAX_FACADE_CODE_LINES = 300
 
 PUBLIC = {
     "aclose", "activate_tool_version", "add_listener", "add_tool", "afork", "ahistory",
-    "approve_dynamic_tool", "astream", "astream_resume", "build_dynamic_tool",
+    "approve_dynamic_tool", "as_tool", "astream", "astream_resume", "build_dynamic_tool",
     "build_dynamic_tool_from_intent", "call_tool", "create_tool_build_request_from_intent",
-    "disable_tools", "enable_tools", "export_html", "fork", "from_settings", "generation_params",
-    "get_active_tools", "get_agent_state", "get_agent_usage", "get_context_state",
-    "get_cost_estimate", "get_execution_trace", "get_message_history", "get_result", "get_state",
-    "get_system_prompt", "get_token_breakdown", "get_token_usage", "get_usage_history", "history",
-    "list_plans", "list_tools", "metrics", "prune", "register_tool", "reject_dynamic_tool",
-    "remove_listener", "remove_tool", "replay", "resume", "resume_sync", "rollback_tool", "run",
-    "run_report", "run_sync", "serve_plan", "set_tools", "store", "stream", "stream_resume",
-    "submit_plan", "timeline", "tool_groups", "tool_output", "toolsmaker", "unregister_tool",
+    "delegate", "disable_tools", "enable_tools", "export_html", "fork", "from_settings",
+    "generation_params", "get_active_tools", "get_agent_state", "get_agent_usage",
+    "get_context_state", "get_cost_estimate", "get_execution_trace", "get_message_history",
+    "get_result", "get_state", "get_system_prompt", "get_token_breakdown", "get_token_usage",
+    "get_usage_history", "history", "list_plans", "list_tools", "metrics", "prune",
+    "register_tool", "reject_dynamic_tool", "remove_listener", "remove_tool", "replay", "resume",
+    "resume_sync", "rollback_tool", "run", "run_report", "run_sync", "serve_plan", "set_tools",
+    "store", "stream", "stream_resume", "submit_plan", "timeline", "tool_groups", "tool_output",
+    "toolsmaker", "unregister_tool",
 }  # fmt: skip
 
 # Where each delegated method lives: the collaborator's class.
@@ -50,6 +53,8 @@ OWNERS = {
     "stream": Streams,
     "stream_resume": Streams,
     "generation_params": RunContexts,
+    "as_tool": Subagents,
+    "delegate": Subagents,
     "history": RunArchive,
     "replay": RunArchive,
     "submit_plan": RunArchive,

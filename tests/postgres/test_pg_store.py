@@ -183,7 +183,9 @@ async def test_a_version_4_database_is_upgraded_in_place(
         assert {"tool", "args", "result"}.isdisjoint(c[0] for c in columns)
     # An ai-agent of version 4 refuses the upgraded database.
     monkeypatch.setattr(pg, "SCHEMA_VERSION", 4)
-    with pytest.raises(StoreError, match=r"schema version 5, newer than .* understands \(4\)"):
+    with pytest.raises(
+        StoreError, match=rf"schema version {SCHEMA_VERSION}, newer than .* understands \(4\)"
+    ):
         PostgresRunStore(pg_url)
 
 

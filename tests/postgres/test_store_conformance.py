@@ -68,6 +68,24 @@ async def test_runs_round_trip(store: RunStoreProtocol) -> None:
     assert [r["thread_id"] for r in await store.list_runs(parent_thread_id="t1")] == ["t2"]
 
 
+async def test_a_child_run_names_its_parents_step(store: RunStoreProtocol) -> None:
+    await store.create_run("p", "the parent")
+    await store.create_run(
+        "p.c2.0", "the subtask", parent_thread_id="p", origin="child",
+        parent_iteration=2, parent_call_id="c2.0",
+    )  # fmt: skip
+    child = await store.get_run("p.c2.0")
+    assert child is not None
+    assert (child["origin"], child["parent_thread_id"]) == ("child", "p")
+    assert (child["parent_iteration"], child["parent_call_id"]) == (2, "c2.0")
+    parent = await store.get_run("p")
+    assert parent is not None and (parent["parent_iteration"], parent["parent_call_id"]) == (
+        None,
+        None,
+    )
+    assert [r["thread_id"] for r in await store.list_runs(parent_thread_id="p")] == ["p.c2.0"]
+
+
 async def test_creating_a_run_that_exists_says_so(store: RunStoreProtocol) -> None:
     """Of two processes starting one new thread, the second gets a RunError (no driver error)."""
     await store.create_run("t", "first")

@@ -1,0 +1,136 @@
+"""What the CLI prints: results, families of runs, tables, traces and timelines.
+
+Every text that came from a model, a tool or a stored run passes `visible` before it is printed
+(escape sequences and control characters shown, never sent to the terminal).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ai_agent.visible import json_visible, visible
+
+__all__ = [
+    "format_table",
+    "format_timeline",
+    "format_trace",
+    "print_family",
+    "print_json",
+    "print_result",
+    "streaming",
+]
+
+if TYPE_CHECKING:
+    from ai_agent.graph import RunFamily, RunResult
+
+
+def print_json(value: Any) -> None:
+    """Machine output on stdout: the exact values, with hidden characters as JSON escapes."""
+    print(json_visible(json.dumps(value, indent=2, ensure_ascii=False, default=str)))
+
+
+def streaming(args: argparse.Namespace) -> bool:
+    """Whether the command shows the run live (tokens and tool output as they arrive).
+
+    ``--stream`` / ``--no-stream`` decide; by default a terminal gets the live view and a pipe
+    gets the answer at the end. ``--json`` and ``--quiet`` never stream.
+    """
+    if getattr(args, "no_stream", False) or getattr(args, "json", False) or args.quiet:
+        return False
+    return bool(getattr(args, "stream", False) or sys.stdout.isatty())
+
+
+def print_result(
+    result: RunResult, *, as_json: bool = False, trace: bool = False, streamed: str = ""
+) -> None:
+    """A run's outcome: the answer on stdout, or the gate's prompt, or the error on stderr.
+
+    ``streamed`` is the answer text already printed live; it is not printed again.
+    """
+    if as_json:
+        print_json(result.to_dict())
+        return
+    if trace:
+        print(format_trace(result.trace))
+    if result.status == "completed" and result.output is not None:
+        # A typed run's answer is its JSON (what the final text holds, unless a finalize hook
+        # wrote another); printed unless it streamed already.
+        answer = json.dumps(result.to_dict()["output"], indent=2, ensure_ascii=False)
+        if streamed.strip() != answer.strip():
+            print(json_visible(answer))
+    elif result.status in ("completed", "cancelled") and (
+        not streamed or streamed.strip() != (result.final_text or "").strip()
+    ):
+        print(visible(result.final_text or "", "text"))
+    if result.status == "cancelled":
+        why = "" if result.stop_reason in (None, "cancelled") else f": {result.stop_reason}"
+        print(f"(cancelled{why})", file=sys.stderr)
+    elif result.status == "paused" and result.gate:
+        print(visible(result.gate["prompt"], "lines"))
+    elif result.status == "failed":
+        print(f"error: {visible(str(result.error), 'lines')}", file=sys.stderr)
+
+
+def print_family(family: RunFamily) -> None:
+    """A child run's parent step, and the child runs (subagents') a run spawned."""
+
+    def link(one: Any) -> str:
+        at = f" at call {visible(str(one['call_id']))}" if one["call_id"] else ""
+        return f"{visible(one['thread_id'])}{at} ({one['status']})"
+
+    if family["parent"] is not None:
+        print(f"child of {link(family['parent'])}")
+    for child in family["children"]:
+        print(f"child run {link(child)}")
+
+
+def format_table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """Rows as a plain-text table with aligned columns; each cell is shown as one line."""
+    table = [tuple(head), *(tuple(visible(cell) for cell in r) for r in rows)]
+    widths = [max(len(r[i]) for r in table) for i in range(len(head))]
+    return "\n".join(
+        "  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip() for r in table
+    )
+
+
+def format_trace(trace: Sequence[Any]) -> str:
+    """The structured trace as a readable table."""
+    rows = []
+    for t in trace:
+        gate = t.get("gate_score")
+        rows.append(
+            (
+                str(t.get("stage", "")),
+                str(t.get("iteration", "")),
+                f"{t.get('duration_ms', 0):.1f}",
+                str(t.get("tool") or ""),
+                str(t.get("status", "")),
+                "" if gate is None else f"{gate:.2f}",
+                str(t.get("detail") or "")[:60].replace("\n", " "),
+            )
+        )
+    return format_table(("stage", "iter", "ms", "tool", "status", "gate", "detail"), rows)
+
+
+def format_timeline(timeline: Sequence[Any]) -> str:
+    """A run's timeline (``Agent.timeline``) as a readable table."""
+    rows = [
+        (
+            "" if t["step"] is None else str(t["step"]),
+            t["stage"],
+            str(t["iteration"]),
+            f"{t['duration_ms']:.1f}",
+            "" if t["tokens"] is None else str(t["tokens"]),
+            t["tool"] or "",
+            t["status"],
+            "" if t["gate_score"] is None else f"{t['gate_score']:.2f}",
+            t["detail"][:60].replace("\n", " "),
+        )
+        for t in timeline
+    ]
+    head = ("step", "stage", "iter", "ms", "tokens", "tool", "status", "gate", "detail")
+    return format_table(head, rows)

@@ -1,0 +1,470 @@
+"""Subagents: a child agent as a tool and from Python, its run a linked thread of the parent's."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ai_agent import Agent, ToolCategory, ToolSpec, UserPlan
+from ai_agent.checkpoints import RunStore
+from ai_agent.config import AgentSettings, BudgetConfig
+from ai_agent.errors import ConfigError, RunError
+from ai_agent.graph.subagents import Subagents, tree_budget
+from ai_agent.testing import FunctionModel, ScriptedModel
+from ai_agent.tools.toolsets import ChildToolset
+from tests.graph.conftest import call, text
+
+
+def child_agent(tmp_path: Path, turns: list[Any], **kwargs: Any) -> Agent:
+    """A child with its own model, prompt and tools, and a database of its own on paper."""
+    kwargs.setdefault("system_prompt", "You are the researcher.")
+    return Agent(
+        model=ScriptedModel(turns),
+        checkpoint_path=tmp_path / "child-own.sqlite",
+        memory_path=None,
+        settings=AgentSettings(),
+        **kwargs,
+    )
+
+
+def parent_agent(db: Path, turns: list[Any], tools: list[Any], **kwargs: Any) -> Agent:
+    kwargs.setdefault("settings", AgentSettings())
+    return Agent(
+        model=ScriptedModel(turns), tools=tools, checkpoint_path=db, memory_path=None, **kwargs
+    )
+
+
+async def runs_in(db: Path) -> dict[str, Any]:
+    store = RunStore(db)
+    try:
+        return {r["thread_id"]: r for r in await store.list_runs(limit=None)}
+    finally:
+        store.close()
+
+
+async def test_a_child_as_a_tool_answers_the_parent_and_its_run_is_a_linked_thread(
+    tmp_path: Path, db: Path
+) -> None:
+    child = child_agent(
+        tmp_path,
+        [call("calculator", expression="6*7"), text("6*7 is 42")],
+        tools=["calculator"],
+    )
+    tool = child.as_tool("research", "Answers arithmetic questions.")
+    parent = parent_agent(
+        db,
+        [call("research", task="what is 6*7?", context="exact"), text("The child says 42.")],
+        [tool],
+    )
+    async with parent:
+        result = await parent.run("ask the researcher")
+    assert (result.status, result.final_text) == ("completed", "The child says 42.")
+
+    runs = await runs_in(db)
+    child_thread = f"{result.thread_id}.c1.0"
+    assert set(runs) == {result.thread_id, child_thread}
+    row = runs[child_thread]
+    assert (
+        row["origin"],
+        row["parent_thread_id"],
+        row["parent_iteration"],
+        row["parent_call_id"],
+    ) == (
+        "child",
+        result.thread_id,
+        1,
+        "c1.0",
+    )
+    assert (row["status"], row["final_text"]) == ("completed", "6*7 is 42")
+    assert row["task"] == "what is 6*7?\n\nContext:\nexact"
+    assert not (tmp_path / "child-own.sqlite").exists()  # the child's runs went to the parent's
+
+    # The parent's model saw the child's answer as the tool's result.
+    messages = await parent.get_message_history(result.thread_id)
+    tool_messages = [m for m in messages if m["role"] == "tool"]
+    assert [m["content"] for m in tool_messages] == ["6*7 is 42"]
+    # The child ran its own tool with its own prompt; the parent never saw the calculator.
+    child_state = await parent.get_state(child_thread)
+    assert [r["call"]["name"] for r in child_state["results"]] == ["calculator"]
+    assert await parent.get_system_prompt(child_thread) == "You are the researcher."
+
+
+async def test_the_childs_usage_rolls_up_into_the_parents(tmp_path: Path, db: Path) -> None:
+    child = child_agent(
+        tmp_path, [call("calculator", expression="1+1"), text("2")], tools=["calculator"]
+    )
+    parent = parent_agent(
+        db, [call("helper", task="1+1"), text("2 it is")], [child.as_tool("helper", "Adds.")]
+    )
+    result = await parent.run("add")
+    child_result = await parent.get_result(f"{result.thread_id}.c1.0")
+    own = await parent.get_usage_history(result.thread_id)
+    drafts = [r for r in own if r.get("purpose", "draft") == "draft"]
+    rolled = [r for r in own if r.get("purpose") == "subagent"]
+    assert [r["total_tokens"] for r in rolled] == [child_result.usage["total_tokens"]]
+    assert result.usage["total_tokens"] == (
+        sum(r["total_tokens"] for r in drafts) + child_result.usage["total_tokens"]
+    )
+    assert result.usage["requests"] == len(drafts) + child_result.usage["requests"]
+
+
+async def test_delegate_from_python_runs_a_linked_child(tmp_path: Path, db: Path) -> None:
+    child = child_agent(tmp_path, [text("the summary")])
+    parent = parent_agent(db, [text("done")], [])
+    first = await parent.run("the parent")
+    done = await parent.delegate(child, "summarize", parent_thread_id=first.thread_id)
+    assert (done.status, done.final_text) == ("completed", "the summary")
+    row = (await runs_in(db))[done.thread_id]
+    assert (row["origin"], row["parent_thread_id"], row["parent_call_id"]) == (
+        "child",
+        first.thread_id,
+        None,
+    )
+    lone = await parent.delegate(child, "summarize again", thread_id="lone-child")
+    assert (await runs_in(db))["lone-child"]["origin"] == "run"
+    assert lone.final_text == "the summary"
+
+
+async def test_one_child_tool_given_to_two_parents_gives_each_its_own(
+    tmp_path: Path, db: Path
+) -> None:
+    child = child_agent(tmp_path, [text("child answer")])
+    tool = child.as_tool("helper", "Helps.")
+    first = parent_agent(db, [call("helper", task="a"), text("one")], [tool])
+    other_db = tmp_path / "other.sqlite"
+    second = parent_agent(other_db, [call("helper", task="b"), text("two")], [tool])
+    assert (await first.run("x")).final_text == "one"
+    assert (await second.run("y")).final_text == "two"
+    assert len(await runs_in(db)) == 2 and len(await runs_in(other_db)) == 2
+
+
+async def test_children_nest_and_each_level_links_to_its_parent(tmp_path: Path, db: Path) -> None:
+    grandchild = child_agent(tmp_path, [text("deepest")])
+    child = child_agent(
+        tmp_path,
+        [call("deeper", task="go down"), text("middle got: deepest")],
+        tools=[grandchild.as_tool("deeper", "Goes deeper.")],
+    )
+    parent = parent_agent(
+        db, [call("helper", task="go"), text("top")], [child.as_tool("helper", "Helps.")]
+    )
+    result = await parent.run("nest")
+    assert result.final_text == "top"
+    runs = await runs_in(db)
+    middle = f"{result.thread_id}.c1.0"
+    bottom = f"{middle}.c1.0"
+    assert runs[middle]["parent_thread_id"] == result.thread_id
+    assert (runs[bottom]["parent_thread_id"], runs[bottom]["final_text"]) == (middle, "deepest")
+
+
+async def test_a_child_tool_outside_a_run_says_where_it_runs(tmp_path: Path) -> None:
+    child = child_agent(tmp_path, [text("x")])
+    spec = child.as_tool("helper", "Helps.").tools()[0]
+    result = await spec.fn({"task": "t"}, {})
+    assert result["status"] == "error"
+    assert "runs only as a call of a run" in result["error"]
+
+
+async def test_a_failed_child_is_an_error_result_for_the_parent(tmp_path: Path, db: Path) -> None:
+    # The child runs out of cycles before it answers: a failed run.
+    loop = [call("calculator", expression="1+1"), call("calculator", expression="2+2")]
+    child = child_agent(tmp_path, loop, tools=["calculator"], max_iterations=1)
+    parent = parent_agent(
+        db,
+        [call("helper", task="t"), text("the helper failed")],
+        [child.as_tool("helper", "Helps.")],
+        gate_profile="batch",
+    )
+    result = await parent.run("try")
+    outcome = (await parent.get_state(result.thread_id))["results"][0]["result"]
+    assert outcome["status"] == "error"
+    assert outcome["meta"]["child_status"] == "failed"
+    assert str(outcome["error"]).startswith(f"the subagent run {result.thread_id}.c1.0 failed")
+
+
+async def test_a_thread_that_is_not_the_childs_is_refused(tmp_path: Path, db: Path) -> None:
+    child = child_agent(tmp_path, [text("x")])
+    parent = parent_agent(db, [text("done")], [])
+    first = await parent.run("a run", thread_id="taken")
+    assert first.status == "completed"
+    with pytest.raises(RunError, match="is not a child of"):
+        await parent.delegate(child, "t", parent_thread_id="p", thread_id="taken")
+    with pytest.raises(RunError, match="already exists"):
+        await parent.delegate(child, "t", thread_id="taken")
+
+
+async def test_cancelling_the_parent_cancels_its_running_child(tmp_path: Path, db: Path) -> None:
+    started, release = threading.Event(), threading.Event()
+
+    def slow(messages: list[Any], info: dict[str, Any]) -> Any:
+        started.set()  # the child is in its model call
+        release.wait(30)
+        return "too late"
+
+    child = Agent(model=FunctionModel(slow), memory_path=None, settings=AgentSettings())
+    parent = parent_agent(db, [call("helper", task="t"), text("never")],
+                          [child.as_tool("helper", "Helps.")])  # fmt: skip
+    running = asyncio.create_task(parent.run("wait for the child", thread_id="p"))
+    try:
+        assert await asyncio.to_thread(started.wait, 30)
+        running.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await running
+    finally:
+        release.set()
+    runs = await runs_in(db)
+    assert (runs["p"]["status"], runs["p.c1.0"]["status"]) == ("failed", "failed")
+    assert runs["p.c1.0"]["error"] == "CancelledError"
+    store = RunStore(db)
+    try:
+        # Both leases were given back: the tree can be resumed at once.
+        await store.release(await store.acquire("p.c1.0"))
+        await store.release(await store.acquire("p"))
+    finally:
+        store.close()
+
+
+async def test_a_recorded_replay_of_the_parent_replays_its_child_offline(
+    tmp_path: Path, db: Path
+) -> None:
+    child = child_agent(tmp_path, [call("calculator", expression="6*7"), text("42")],
+                        tools=["calculator"])  # fmt: skip
+    parent = parent_agent(db, [call("helper", task="6*7"), text("it is 42")],
+                          [child.as_tool("helper", "Computes.")])  # fmt: skip
+    original = await parent.run("compute", thread_id="p")
+    before = await runs_in(db)
+
+    # Offline: neither model may answer anything, and the child is not run again.
+    offline_child = child_agent(tmp_path, [])
+    offline = parent_agent(db, [], [offline_child.as_tool("helper", "Computes.")])
+    again = await offline.replay("p", mode="recorded")
+    assert (again.status, again.final_text) == ("completed", original.final_text)
+    after = await runs_in(db)
+    assert set(after) - set(before) == {again.thread_id}  # no new child run
+    replayed = (await offline.get_state(again.thread_id))["results"]
+    assert [(r["call"]["name"], r["result"]["content"]) for r in replayed] == [("helper", "42")]
+
+
+def note_tool(log: list[str]) -> ToolSpec:
+    def write(args: dict[str, Any], ctx: dict[str, Any]) -> dict[str, Any]:
+        log.append(str(args.get("text")))
+        return {"status": "ok", "content": f"wrote {args.get('text')}"}
+
+    return ToolSpec(
+        "write_note",
+        write,
+        description="Write a note.",
+        category=ToolCategory.MODIFICATION,
+        parameters={"type": "object", "properties": {"text": {"type": "string"}}},
+    )
+
+
+async def test_a_childs_gate_pauses_the_parent_and_the_parents_plan_answers_it(
+    tmp_path: Path, db: Path
+) -> None:
+    written: list[str] = []
+    child = child_agent(
+        tmp_path,
+        [call("write_note", text="hello"), text("the note is written")],
+        tools=[note_tool(written)],
+    )
+    parent = parent_agent(db, [call("notes", task="write hello"), text("all done")],
+                          [child.as_tool("notes", "Writes notes.")])  # fmt: skip
+    paused = await parent.run("take a note", thread_id="p")
+    # One pause, the parent's, showing the child's issue.
+    assert paused.status == "paused" and paused.gate is not None
+    (held,) = paused.gate["issues"]
+    assert held["code"] == "SUBAGENT_PAUSED"
+    assert held["message"].startswith("the subagent run p.c1.0 paused at its gate: write_note")
+    assert [p["call"]["name"] for p in paused.gate["pending"]] == ["notes"]
+    assert (await runs_in(db))["p.c1.0"]["status"] == "paused"
+    assert written == []
+
+    done = await parent.resume("p", UserPlan(approve=["*"], instructions="go ahead"))
+    assert (done.status, done.final_text) == ("completed", "all done")
+    assert written == ["hello"]  # the child continued where it stopped, and ran the call once
+    runs = await runs_in(db)
+    assert set(runs) == {"p", "p.c1.0"}  # no second child
+    assert (runs["p.c1.0"]["status"], runs["p.c1.0"]["final_text"]) == (
+        "completed",
+        "the note is written",
+    )
+    results = (await parent.get_state("p"))["results"]
+    assert [(r["call"]["name"], r["result"]["content"]) for r in results] == [
+        ("notes", "the note is written")
+    ]
+
+
+async def test_a_parent_plan_that_denies_the_child_call_leaves_the_child_paused(
+    tmp_path: Path, db: Path
+) -> None:
+    written: list[str] = []
+    child = child_agent(tmp_path, [call("write_note", text="x"), text("no")],
+                        tools=[note_tool(written)])  # fmt: skip
+    parent = parent_agent(db, [call("notes", task="t"), text("skipped it")],
+                          [child.as_tool("notes", "Writes notes.")])  # fmt: skip
+    assert (await parent.run("t", thread_id="p")).status == "paused"
+    done = await parent.resume("p", UserPlan(deny=["*"]))
+    assert (done.status, done.final_text) == ("completed", "skipped it")
+    assert written == []
+    assert (await runs_in(db))["p.c1.0"]["status"] == "paused"
+
+
+async def test_the_parents_budget_limits_its_child(tmp_path: Path, db: Path) -> None:
+    def parent_with(budget: dict[str, Any] | None, where: Path) -> Agent:
+        child = child_agent(tmp_path, [text("a long answer from the child")])
+        settings = AgentSettings(budget=budget) if budget else AgentSettings()
+        return Agent(
+            model=ScriptedModel([call("helper", task="t"), text("done")]),
+            tools=[child.as_tool("helper", "Helps.")],
+            checkpoint_path=where,
+            memory_path=None,
+            settings=settings,
+        )
+
+    # Unlimited, to learn what the parent's first draft costs.
+    probe = await parent_with(None, tmp_path / "probe.sqlite").run("go", thread_id="p")
+    first = (await parent_with(None, tmp_path / "probe.sqlite").get_usage_history("p"))[0]
+    assert probe.status == "completed"
+    # A budget with a single token left after the parent's first draft: its child cannot start.
+    limited = parent_with({"max_tokens": first["total_tokens"] + 1}, db)
+    paused = await limited.run("go", thread_id="p")
+    assert paused.status == "paused" and paused.gate is not None
+    (held,) = paused.gate["issues"]
+    assert held["code"] == "SUBAGENT_PAUSED"
+    assert "token budget" in held["message"] and "over its limit of 1 " in held["message"]
+    assert (await runs_in(db))["p.c1.0"]["status"] == "paused"
+
+
+async def test_children_called_in_one_turn_run_together_under_the_limit(
+    tmp_path: Path, db: Path
+) -> None:
+    running = 0
+    most = 0
+    both_in = asyncio.Event()
+    seen: list[int] = []
+
+    async def slow_lookup(args: dict[str, Any], ctx: dict[str, Any]) -> str:
+        """Look a thing up (waits until two children are inside it at once)."""
+        nonlocal running, most
+        running += 1
+        most = max(most, running)
+        seen.append(running)
+        if running >= 2:
+            both_in.set()
+        try:
+            await asyncio.wait_for(both_in.wait(), 30)  # no sleep: the other child's arrival
+        finally:
+            running -= 1
+        return f"found {args['q']}"
+
+    lookup = ToolSpec(
+        "lookup",
+        slow_lookup,
+        category=ToolCategory.READ_ONLY,
+        parameters={"type": "object", "properties": {"q": {"type": "string"}}},
+    )
+    child = child_agent(tmp_path, [call("lookup", q="x"), text("child found it")],
+                        tools=[lookup])  # fmt: skip
+    turn = {"tool_calls": [{"name": "helper", "args": {"task": f"find {n}"}} for n in "abc"]}
+    parent = parent_agent(
+        db,
+        [turn, text("all three found")],
+        [child.as_tool("helper", "Finds things.")],
+        execute_all_tool_calls=True,
+        settings=AgentSettings(tool_config={"max_concurrent_calls": 2}),
+    )
+    result = await parent.run("find three things", thread_id="p")
+    assert (result.status, result.final_text) == ("completed", "all three found")
+    assert most == 2  # two at once (the limit), never three
+    results = (await parent.get_state("p"))["results"]
+    # Recorded in the order the model asked, each from its own linked child thread.
+    assert [r["call"]["id"] for r in results] == ["c1.0", "c1.1", "c1.2"]
+    assert [r["result"]["meta"]["child_thread_id"] for r in results] == [
+        "p.c1.0",
+        "p.c1.1",
+        "p.c1.2",
+    ]
+    runs = await runs_in(db)
+    assert [runs[f"p.c1.{i}"]["task"] for i in range(3)] == ["find a", "find b", "find c"]
+
+
+async def test_a_parent_that_paused_on_its_child_replays_offline(tmp_path: Path, db: Path) -> None:
+    written: list[str] = []
+    child = child_agent(
+        tmp_path,
+        [call("write_note", text="hello"), text("the note is written")],
+        tools=[note_tool(written)],
+    )
+    parent = parent_agent(db, [call("notes", task="write hello"), text("all done")],
+                          [child.as_tool("notes", "Writes notes.")])  # fmt: skip
+    assert (await parent.run("t", thread_id="p")).status == "paused"
+    assert (await parent.resume("p", UserPlan(approve=["*"]))).status == "completed"
+    offline = parent_agent(db, [], [child_agent(tmp_path, []).as_tool("notes", "Writes notes.")])
+    again = await offline.replay("p", mode="recorded")
+    assert (again.status, again.final_text) == ("completed", "all done")
+    assert written == ["hello"]  # the child's change was not made again
+
+
+async def test_a_child_call_run_again_reattaches_to_its_thread(tmp_path: Path, db: Path) -> None:
+    # One answer only: a second run of the child would find its script exhausted.
+    child = child_agent(tmp_path, [text("the only answer")])
+    tool = child.as_tool("helper", "Helps.")
+    parent = parent_agent(db, [call("helper", task="t"), text("done")], [tool])
+    assert (await parent.run("go", thread_id="p")).status == "completed"
+    spec = tool.tools()[0]
+    again = {"thread_id": "p", "iteration": 1, "call_id": "c1.0"}
+
+    # The parent's call run again (after a crash): the ended child's answer, nothing rerun.
+    assert (await spec.fn({"task": "t"}, again))["content"] == "the only answer"
+    # Its row still says running (the crash came before the row was updated): it is resumed,
+    # has nothing left to do, and its answer comes back.
+    store = RunStore(db)
+    try:
+        await store.update_run("p.c1.0", status="running")
+        assert (await spec.fn({"task": "t"}, again))["content"] == "the only answer"
+        # A child whose row was written but no step taken before the crash starts its task.
+        await store.create_run(
+            "p.c7.0", "t", parent_thread_id="p", origin="child", parent_call_id="c7.0"
+        )
+    finally:
+        store.close()
+    late = {"thread_id": "p", "iteration": 7, "call_id": "c7.0"}
+    assert (await spec.fn({"task": "t"}, late))["content"] == "the only answer"
+    assert len(await runs_in(db)) == 3
+
+
+async def test_a_paused_child_called_without_a_plan_stays_paused(tmp_path: Path, db: Path) -> None:
+    written: list[str] = []
+    child = child_agent(tmp_path, [call("write_note", text="x"), text("no")],
+                        tools=[note_tool(written)])  # fmt: skip
+    tool = child.as_tool("notes", "Writes notes.")
+    parent = parent_agent(db, [call("notes", task="t"), text("x")], [tool])
+    assert (await parent.run("t", thread_id="p")).status == "paused"
+    spec = tool.tools()[0]
+    held = await spec.fn({"task": "t"}, {"thread_id": "p", "iteration": 1, "call_id": "c1.0"})
+    assert held["meta"]["code"] == "SUBAGENT_PAUSED" and written == []
+
+
+def test_claiming_copies_only_child_tools_another_agent_took() -> None:
+    taken = ChildToolset(object(), name="a", description="A.")
+    taken.bind("a parent", lambda *a, **k: None)  # type: ignore[arg-type]
+    free = ChildToolset(object(), name="b", description="B.")
+    claimed = Subagents.claim({"a": taken, "b": free})
+    assert claimed["a"] is not taken and claimed["a"].tools()[0].name == "a"
+    assert claimed["b"] is free
+    assert Subagents.claim("calculator") == "calculator"
+    with pytest.raises(ConfigError, match="belongs to another agent"):
+        taken.bind("another parent", lambda *a, **k: None)  # type: ignore[arg-type]
+
+
+def test_a_childs_budget_is_what_its_parent_has_left() -> None:
+    parent = BudgetConfig(max_tokens=1000, max_cost=1.0)
+    cap = tree_budget(parent, {"total_tokens": 990, "cost": 0.75}, BudgetConfig(max_cost=0.1))
+    assert cap is not None and (cap.max_tokens, cap.max_cost) == (10, 0.1)
+    spent = tree_budget(parent, {"total_tokens": 5000, "cost": 3.0}, BudgetConfig())
+    assert spent is not None and (spent.max_tokens, spent.max_cost) == (1, 1e-9)
