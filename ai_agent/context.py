@@ -290,15 +290,18 @@ class RunPolicy:
 
     ``approvals`` maps a tool category to ``auto``/``confirm``/``approve``/``deny``;
     ``unattended`` (``--yes``) grants what would wait for a person, ``deny`` still holds.
-    ``first_use_gate``: the first call of each external tool in a run waits for a person even
-    when the external policy is ``auto``. ``max_output_chars``: longer tool outputs are clipped
-    before the model sees them (the full text goes to the run store).
+    ``execute_all_tool_calls``: a draft's calls run in its cycle, at most ``max_tool_calls`` of
+    them (off: only the first). ``first_use_gate``: the first call of each external tool in a
+    run waits for a person even when the external policy is ``auto``. ``max_output_chars``:
+    longer tool outputs are clipped before the model sees them (the full text goes to the run
+    store).
     """
 
     system_prompt: str = ""
     max_iterations: int = 10
     gate_threshold: float = 0.70
     execute_all_tool_calls: bool = False
+    max_tool_calls: int = 3
     approvals: Mapping[str, ApprovalPolicy] = field(
         default_factory=lambda: {
             "read_only": "auto",

@@ -47,6 +47,7 @@ def run_policy(
         execute_all_tool_calls=s.execute_all_tool_calls
         if execute_all_tool_calls is None
         else execute_all_tool_calls,
+        max_tool_calls=s.max_tool_calls,
         approvals={
             **RunPolicy().approvals,
             **{str(k): v for k, v in s.approvals.items()},
