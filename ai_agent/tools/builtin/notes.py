@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 from ai_agent.config import NotesConfig
 from ai_agent.state import ToolResult
 from ai_agent.tools.builtin.notes_index import NOTE_SUFFIXES, Note, NotesIndex
+from ai_agent.tools.builtin.notes_queries import search_queries
 from ai_agent.tools.builtin.notes_rank import Embed, rank, words
 from ai_agent.tools.builtin.protected import ProtectedPaths
 from ai_agent.tools.builtin.sandbox import Sandbox, SandboxError
@@ -111,18 +112,27 @@ class NotesTools:
 
     # find_similar ----------------------------------------------------------------------------
     def find_similar(
-        self, queries: list[str], k: int, *, folder: str | None = None, tag: str | None = None
+        self,
+        queries: list[str],
+        k: int,
+        *,
+        folder: str | None = None,
+        tag: str | None = None,
+        question: str = "",
     ) -> ToolResult:
         """The ``find_similar`` tool: the ``k`` chunks of the notes that best match the queries.
 
         Args:
-            queries: What to look for (blank ones are left out).
+            queries: What to look for (blank ones are left out, those past ``max_queries``
+                dropped: see `search_queries`).
             k: How many chunks, at most (1 to 100).
             folder: Only notes in this folder (or below it).
             tag: Only notes with this tag.
+            question: The person's question, searched when ``generated_queries`` is off.
         """
         started = time.perf_counter()
-        queries = [q for q in queries if q.strip()]
+        chosen = search_queries(queries, question, self.config)
+        queries = chosen.queries
         if not queries:
             return _error("BAD_ARGUMENTS", "queries must be a non-empty list of strings")
         k = max(1, min(k, 100))
@@ -154,11 +164,12 @@ class NotesTools:
             for r in ranked
         ]
         took = round((time.perf_counter() - started) * 1000, 1)
-        return ToolResult(
-            status="ok",
-            content={"ok": True, "data": data, "took_ms": took},
-            meta={"k": k, "queries": queries, "chunks": len(chunks)},
-        )
+        content: dict[str, Any] = {"ok": True, "data": data, "took_ms": took}
+        meta: dict[str, Any] = {"k": k, "queries": queries, "chunks": len(chunks)}
+        if chosen.note:
+            # In the content: the model reads it with the results (meta is for people).
+            content["note"] = meta["note"] = chosen.note
+        return ToolResult(status="ok", content=content, meta=meta)
 
     # read_note -------------------------------------------------------------------------------
     def read_note(
@@ -279,11 +290,12 @@ def notes_tools(
             return f"find_similar: {result.get('error')}"
         content = result.get("content") or {}
         meta = result.get("meta") or {}
-        return (
+        line = (
             f"find_similar: {len(content.get('data', []))} hit(s) for "
             f"{', '.join(repr(q) for q in meta.get('queries', []))} (K={meta.get('k')}, "
             f"{content.get('took_ms')} ms)"
         )
+        return line + (f"; {meta['note']}" if meta.get("note") else "")
 
     def read(result: ToolResult) -> str:
         if result["status"] != "ok":
@@ -297,12 +309,17 @@ def notes_tools(
         queries: Annotated[list[str], Field(min_length=1)],
         k: Annotated[int, Field(ge=1, le=100)] = config.k,
         filter: Omittable[_Filter] = None,
+        *,
+        ctx: dict[str, Any],
     ) -> ToolResult:
         """Search the notes for passages similar to one or more queries; returns the best K
         chunks (path, section, score, snippet), diverse rather than repetitive.
         """  # noqa: D205 - the model reads the first paragraph whole, as the tool's description
+        # The schema says nothing of max_queries: it is the same, to the byte, whatever the
+        # settings (recorded runs replay only while it is); the result's note tells the model.
         wanted = filter or _NoteFilter()
-        return t.find_similar(queries, k, folder=wanted.folder, tag=wanted.tag)
+        question = str(ctx.get("task") or "")
+        return t.find_similar(queries, k, folder=wanted.folder, tag=wanted.tag, question=question)
 
     def read_note(
         path: str,
