@@ -293,8 +293,8 @@ class RunPolicy:
     ``execute_all_tool_calls``: a draft's calls run in its cycle, at most ``max_tool_calls`` of
     them (off: only the first). ``first_use_gate``: the first call of each external tool in a
     run waits for a person even when the external policy is ``auto``. ``max_output_chars``:
-    longer tool outputs are clipped before the model sees them (the full text goes to the run
-    store).
+    longer tool outputs are summarized (``output_summary``: extractive or clip) before the
+    model sees them (the full text goes to the run store).
     """
 
     system_prompt: str = ""
@@ -317,6 +317,7 @@ class RunPolicy:
     stream_chunk_size: int = 1024
     first_use_gate: bool = True
     max_output_chars: int = 12_000
+    output_summary: Literal["extractive", "clip"] = "extractive"
 
 
 class Event(TypedDict, total=False):

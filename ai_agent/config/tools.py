@@ -277,8 +277,14 @@ class ToolConfig(Section):
     max_output_chars: int = Field(
         default=12_000,
         ge=200,
-        description="Longer tool outputs are clipped (head and tail kept) before the model sees "
+        description="Longer tool outputs are summarized (output_summary) before the model sees "
         "them; the full text stays in the run store.",
+    )
+    output_summary: Literal["extractive", "clip"] = Field(
+        default="extractive",
+        description="How a tool output over max_output_chars is shortened: extractive (its first "
+        "and last lines and its lines richest in rare words, in order, under a header saying "
+        "so) or clip (its head and tail).",
     )
     max_result_chars: int = Field(
         default=10_000_000,

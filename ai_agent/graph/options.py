@@ -60,6 +60,7 @@ def run_policy(
         stream_chunk_size=s.streaming.chunk_size,
         first_use_gate=s.tool_config.first_use_gate,
         max_output_chars=s.tool_config.max_output_chars,
+        output_summary=s.tool_config.output_summary,
     )
 
 

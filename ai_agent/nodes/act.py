@@ -234,8 +234,8 @@ class _Cycle:
         for any other tool box.
         """
         where = (self.context.thread_id, self.iteration, call)
-        limit = self.context.policy.max_output_chars
-        return await bound_output(self.context.outputs, where, text, result, limit)
+        limit, method = self.context.policy.max_output_chars, self.context.policy.output_summary
+        return await bound_output(self.context.outputs, where, text, result, limit, method)
 
     def activate(self, result: ToolResult) -> None:
         """Tools a result asks to make active from the next cycle (``meta.activate_tools``).
