@@ -28,6 +28,7 @@ from ai_agent.issues import KINDS, IssueKind
 
 __all__ = [
     "SEVERITY",
+    "Citation",
     "CompactionRecord",
     "Decision",
     "Discovery",
@@ -41,6 +42,7 @@ __all__ = [
     "Replace",
     "RunState",
     "RunStatus",
+    "Source",
     "ToolCall",
     "ToolOutcome",
     "ToolResult",
@@ -136,6 +138,30 @@ class PendingCall(TypedDict):
     preview: str
     # For UNKNOWN_OUTCOME: the journal attempt the person is asked about (see JournalEntry).
     attempt: NotRequired[float]
+
+
+class Source(TypedDict, total=False):
+    """What a tool result drew on and the final answer may cite (its ``meta["sources"]``).
+
+    ``id`` is how the model names it in the answer (``[n1f3a2c]``; the notes tools give each
+    note an id made from its path); ``uri`` is where a person opens it (``file://`` or
+    ``http(s)://``), never shown to the model.
+    """
+
+    id: Required[str]
+    path: Required[str]
+    section: str | None
+    uri: str | None
+
+
+class Citation(TypedDict):
+    """A source the final answer cites, and the answer's sentences that cite it, in order."""
+
+    id: str
+    path: str
+    section: str | None
+    uri: str | None
+    claims: list[str]
 
 
 class ToolOutcome(TypedDict):
@@ -317,6 +343,8 @@ class RunState(TypedDict, total=False):
     recalled: list[Any]
     reflection: str | None
     final_text: str | None
+    # The sources the final answer cites (finalize): data, so it survives resume and replay.
+    citations: list[Citation]
     stop_reason: str | None
     trace: Annotated[list[TraceEvent], operator.add]
     usage: NotRequired[dict[str, Any]]

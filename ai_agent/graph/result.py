@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 from ai_agent.graph.divergence import DivergenceReport
 from ai_agent.issues import IssueKind
-from ai_agent.state import GateReport, RunState, TraceEvent
+from ai_agent.state import Citation, GateReport, RunState, TraceEvent
 
 if TYPE_CHECKING:
     from langgraph.types import StateSnapshot
@@ -54,6 +54,8 @@ class RunResult:
         divergence: For a replay that stopped because the recording could not answer a call:
             where, and how the new call differs from the recorded one.
         stop_reason: Why the run ended (see `StopReason`); None while it is paused or forked.
+        citations: The sources the final answer cites (`ai_agent.state.Citation`: id, path,
+            section, URI and the sentences citing it), as finalize found them.
     """
 
     status: RunStatusName
@@ -66,6 +68,7 @@ class RunResult:
     iterations: int = 0
     divergence: DivergenceReport | None = None
     stop_reason: StopReason | None = None
+    citations: list[Citation] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.stop_reason is None and self.status in _DEFAULT_REASON:
@@ -84,6 +87,7 @@ def result_of(thread_id: str, snapshot: StateSnapshot) -> RunResult:
         "trace": list(values.get("trace", [])),
         "usage": dict(values.get("usage") or {}),
         "iterations": values.get("iteration", 0),
+        "citations": list(values.get("citations") or []),
     }
     if snapshot.interrupts:
         gate: GateReport = snapshot.interrupts[0].value

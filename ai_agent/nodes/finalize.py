@@ -7,8 +7,9 @@ from typing import TypedDict
 from langgraph.runtime import Runtime
 
 from ai_agent.context import RunContext
+from ai_agent.nodes._citations import citations_of
 from ai_agent.nodes._common import call_hook, hook_view, last_assistant, stage
-from ai_agent.state import RunState, RunStatus, TraceEvent
+from ai_agent.state import Citation, RunState, RunStatus, TraceEvent
 
 __all__ = ["FinalizeUpdate", "default_final_text", "finalize"]
 
@@ -17,6 +18,7 @@ class FinalizeUpdate(TypedDict, total=False):
     """What the finalize stage writes to the run state."""
 
     final_text: str
+    citations: list[Citation]
     status: RunStatus
     trace: list[TraceEvent]
 
@@ -44,7 +46,7 @@ def default_final_text(state: RunState) -> str:
 
 @stage("finalize")
 async def finalize(state: RunState, *, runtime: Runtime[RunContext]) -> FinalizeUpdate:
-    """Call the finalize hook, or compose the default answer."""
+    """Call the finalize hook, or compose the default answer; find the sources it cites."""
     context = runtime.context
     if context.hooks.finalize is not None:
         text = str(
@@ -57,6 +59,7 @@ async def finalize(state: RunState, *, runtime: Runtime[RunContext]) -> Finalize
     status: RunStatus = "cancelled" if state.get("status") == "cancelled" else "completed"
     return FinalizeUpdate(
         final_text=text,
+        citations=citations_of(text, state.get("results", [])),
         status=status,
         trace=[TraceEvent(stage="finalize", iteration=state.get("iteration", 0), status=status)],
     )

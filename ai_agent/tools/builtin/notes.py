@@ -16,6 +16,7 @@ are the settings' (``k``, ``read_max_chars``).
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import time
 from pathlib import Path
@@ -34,7 +35,7 @@ from ai_agent.tools.builtin.typed import builtin_spec
 from ai_agent.tools.schema import Omittable, json_schema_of
 from ai_agent.tools.spec import ToolCategory, ToolSpec
 
-__all__ = ["NotesTools", "load_embedding", "notes_tools"]
+__all__ = ["NotesTools", "load_embedding", "note_id", "notes_tools"]
 
 _SNIPPET = 240
 _MAX_READ = 50_000
@@ -76,6 +77,20 @@ def load_embedding(path: str) -> Embed:
         raise ValueError(f"the embedding function {path!r} is not callable")
     embed: Embed = target
     return embed
+
+
+def note_id(path: str) -> str:
+    """The id a note is cited by: ``n`` and six hex digits of its path's SHA-256 (stable).
+
+    Examples:
+        >>> note_id("tides.md")
+        'nc0175c'
+    """
+    return "n" + hashlib.sha256(path.encode("utf-8")).hexdigest()[:6]
+
+
+def _cite_hint(first: str) -> str:
+    return f"cite a note you use by its id in brackets, e.g. [{first}]"
 
 
 def _snippet(text: str, queries: list[str]) -> str:
@@ -156,6 +171,7 @@ class NotesTools:
         )
         data = [
             {
+                "id": note_id(r.chunk.path),
                 "path": r.chunk.path,
                 "section": r.chunk.section or None,
                 "score": r.score,
@@ -166,10 +182,18 @@ class NotesTools:
         took = round((time.perf_counter() - started) * 1000, 1)
         content: dict[str, Any] = {"ok": True, "data": data, "took_ms": took}
         meta: dict[str, Any] = {"k": k, "queries": queries, "chunks": len(chunks)}
+        if ranked:
+            content["cite"] = _cite_hint(note_id(ranked[0].chunk.path))
+            meta["sources"] = [self._source(r.chunk.path, r.chunk.section or None) for r in ranked]
         if chosen.note:
             # In the content: the model reads it with the results (meta is for people).
             content["note"] = meta["note"] = chosen.note
         return ToolResult(status="ok", content=content, meta=meta)
+
+    def _source(self, path: str, section: str | None) -> dict[str, Any]:
+        """What a result drew on (`ai_agent.state.Source`): the note's id, path and file URI."""
+        uri = (self.box.base / path).as_uri()
+        return {"id": note_id(path), "path": path, "section": section, "uri": uri}
 
     # read_note -------------------------------------------------------------------------------
     def read_note(
@@ -229,6 +253,7 @@ class NotesTools:
         piece = text[start:stop]
         clipped = len(piece) > limit
         meta: dict[str, Any] = {
+            "id": note_id(rel),
             "path": rel,
             "section": section,
             "start": start,
@@ -247,7 +272,11 @@ class NotesTools:
                 hint += ", or read one section: " + ", ".join(others[:12])
             meta["hint"] = hint
             piece += f"\n[{hint}]"
-        return ToolResult(status="ok", content={"ok": True, "text": piece, "meta": meta})
+        return ToolResult(
+            status="ok",
+            content={"ok": True, "text": piece, "meta": meta, "cite": _cite_hint(meta["id"])},
+            meta={"sources": [self._source(rel, section)]},
+        )
 
 
 def _error(code: str, message: str) -> ToolResult:
