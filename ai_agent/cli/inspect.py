@@ -79,7 +79,7 @@ def _print_show(args: argparse.Namespace, result: Any, timeline: Any, state: Any
         )
     print(format_timeline(timeline))
     if state is None:
-        print_result(result)
+        print_result(result, links=args.links)
     return 0
 
 

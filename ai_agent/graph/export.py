@@ -102,6 +102,7 @@ async def run_report(
         "parent_thread_id": record["parent_thread_id"] if record else None,
         "created_at": record["created_at"] if record else None,
         "final_text": state.get("final_text"),
+        "citations": list(state.get("citations") or []),
         "error": record["error"] if record else None,
         "system_prompt": await archive.get_system_prompt(thread_id),
         "iterations": state.get("iteration", 0),

@@ -16,25 +16,17 @@ from collections.abc import Iterable
 from typing import Any
 
 from ai_agent.state import Citation, Source, ToolOutcome
+from ai_agent.visible import link_target
 
 __all__ = ["citations_of", "sources_of"]
 
 _MARKER = re.compile(r"\[([^\[\]\n]{1,300})\]")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _LONGEST = 300  # characters of a claim kept (a sentence is short; an answer's paragraph is not)
-_SCHEMES = ("file://", "http://", "https://")
 
 
 def _text(value: Any, limit: int = 1000) -> str | None:
     return value if isinstance(value, str) and 0 < len(value) <= limit else None
-
-
-def _uri(value: Any) -> str | None:
-    """A URI a person may open: file or http(s), no spaces or control characters (None: not)."""
-    uri = _text(value, 4000)
-    if uri is None or not uri.lower().startswith(_SCHEMES):
-        return None
-    return None if any(ord(c) <= 0x20 or ord(c) == 0x7F for c in uri) else uri
 
 
 def _source(raw: Any) -> Source | None:
@@ -43,7 +35,8 @@ def _source(raw: Any) -> Source | None:
     sid, path = _text(raw.get("id"), 200), _text(raw.get("path"))
     if sid is None or path is None:
         return None
-    return Source(id=sid, path=path, section=_text(raw.get("section")), uri=_uri(raw.get("uri")))
+    section, uri = _text(raw.get("section")), link_target(raw.get("uri"))
+    return Source(id=sid, path=path, section=section, uri=uri)
 
 
 def sources_of(results: Iterable[ToolOutcome]) -> dict[str, Source]:

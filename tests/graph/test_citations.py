@@ -131,3 +131,29 @@ async def test_an_answer_without_sources_has_no_citations(notes: Path, tmp_path:
     agent = agent_for(notes, tmp_path, [{"text": "No notes needed [1]."}], ["find_similar"])
     result = await agent.run("hello")
     assert result.citations == []
+
+
+async def test_the_html_export_links_the_sources(notes: Path, tmp_path: Path) -> None:
+    turns = [search("tide"), {"text": f"Twice a day [{TIDES}]."}]
+    agent = agent_for(notes, tmp_path, turns, ["find_similar"])
+    async with agent:
+        result = await agent.run("when is high tide?")
+        page = (await agent.export_html(result.thread_id, tmp_path / "run.html")).read_text()
+    uri = (notes / "tides.md").resolve().as_uri()
+    assert f'<code>[{TIDES}]</code> <a href="{uri}">tides.md #Tides</a>' in page
+    assert f"<li>Twice a day [{TIDES}].</li>" in page
+
+
+def test_the_html_export_links_only_safe_targets() -> None:
+    from ai_agent.graph.html_report import _sources
+
+    hostile = [
+        {"id": "a", "path": "<b>x</b>", "uri": "javascript:alert(1)", "claims": ["<i>"]},
+        {"id": "b", "path": "y", "uri": 'https://ok.example/"onmouseover=x', "claims": []},
+        "not a citation",
+    ]
+    html = _sources({"citations": hostile})
+    assert "javascript:" not in html and "<b>" not in html and "<i>" not in html
+    assert "&lt;b&gt;x&lt;/b&gt;" in html
+    assert '<a href="https://ok.example/&quot;onmouseover=x">y</a>' in html
+    assert _sources({}) == ""
