@@ -30,6 +30,7 @@ from ai_agent.issues import IssueKind, as_state
 from ai_agent.nodes._common import stage
 from ai_agent.nodes._issues import issue, issue_from_result
 from ai_agent.nodes._output import output_sink
+from ai_agent.nodes._status import plan_line, status_line
 from ai_agent.observability.tooldata import tool_telemetry
 from ai_agent.state import (
     Grant,
@@ -108,6 +109,8 @@ class _Cycle:
         self.used: list[str] = list(state.get("tools_used", []))
         self.active: list[str] = list(state.get("active_tools", []))
         self.update = ActUpdate(pending=[], messages=[], results=[], issues=[], trace=[])
+        # The phase's plan line goes with its first call run (none when a plan answered it).
+        self.outline = "" if self.answered else plan_line(state)
 
     async def verdict(self, pending: PendingCall) -> Verdict:
         call = pending["call"]
@@ -169,7 +172,7 @@ class _Cycle:
             if verdict.code:
                 self.update["issues"].append(issue(verdict.code, verdict.message, call=call))
         else:
-            result = await self.run(call)
+            result = await self.run(call, pending.get("preview", ""))
         if verdict.action in ("run", "reuse"):
             self.ran(call)
         await self.record(call, result)
@@ -203,9 +206,11 @@ class _Cycle:
             )
         )
 
-    async def run(self, call: ToolCall) -> ToolResult:
+    async def run(self, call: ToolCall, preview: str = "") -> ToolResult:
         context = self.context
-        context.emit(ToolStarted(call["name"], call["id"], self.iteration))
+        outline, self.outline = self.outline, ""
+        status = status_line(call["name"], preview)
+        context.emit(ToolStarted(call["name"], call["id"], self.iteration, status, outline))
         await context.journal.intent(context.thread_id, self.iteration, call)
         tool_ctx = {
             "thread_id": context.thread_id,

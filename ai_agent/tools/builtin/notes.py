@@ -362,8 +362,28 @@ def notes_tools(
         """  # noqa: D205 - the model reads the first paragraph whole, as the tool's description
         return t.read_note(path, section, start, end, max_chars)
 
+    def searching(args: dict[str, Any]) -> str:
+        # The call's status line ("Searching... K=20"): K as the search will use it.
+        queries = args.get("queries")
+        shown = [q for q in queries if isinstance(q, str)] if isinstance(queries, list) else []
+        what = ", ".join(repr(q[:60]) for q in shown[: config.max_queries])
+        k = args.get("k", config.k)
+        return f"Searching the notes... K={k}" + (f" for {what}" if what else "")
+
+    def reading(args: dict[str, Any]) -> str:
+        section = args.get("section")
+        return f"Reading {args.get('path')!r}" + (f" #{section}" if section else "") + "..."
+
     read_only = ToolCategory.READ_ONLY
     return [
-        builtin_spec(find_similar, category=read_only, group="notes", format_result=found),
-        builtin_spec(read_note, category=read_only, group="notes", format_result=read),
+        builtin_spec(
+            find_similar,
+            category=read_only,
+            group="notes",
+            format_result=found,
+            preview=searching,
+        ),
+        builtin_spec(
+            read_note, category=read_only, group="notes", format_result=read, preview=reading
+        ),
     ]
