@@ -32,9 +32,13 @@ async def http_client() -> AsyncIterator[httpx.AsyncClient]:
 @pytest.fixture
 def notes(tmp_path: Path) -> Path:
     root = tmp_path / "notes"
-    root.mkdir()
-    (root / "tides.md").write_text("# Tides\n\nHigh tide comes twice a day, pulled by the moon.\n")
-    (root / "bread.md").write_text("# Bread\n\nFlour, water, salt and time make bread.\n")
+    # At temperature 0 the small model filters on the folder "notes" and the tag "weather":
+    # the notes are there too, so its search finds something to cite.
+    (root / "notes").mkdir(parents=True)
+    tides = "---\ntags: [weather]\n---\n# Tides\n\nHigh tide comes twice a day, by the moon.\n"
+    for folder in (root, root / "notes"):
+        (folder / "tides.md").write_text(tides)
+        (folder / "bread.md").write_text("# Bread\n\nFlour, water, salt and time make bread.\n")
     return root
 
 
@@ -75,3 +79,24 @@ async def test_the_real_models_queries_are_bounded(
             continue  # a call that does not fit the schema is the model's; it was not run
         assert len(found["meta"]["queries"]) == 1
         assert ("note" in found["content"]) == (len(written) > 1)
+
+
+async def test_the_real_models_answer_cites_only_what_the_tools_returned(
+    local_server: LocalModelServer, http_client: httpx.AsyncClient, notes: Path, tmp_path: Path
+) -> None:
+    agent = notes_agent(local_server, http_client, notes, tmp_path / "runs.sqlite")
+    async with agent:
+        result = await agent.run("Search my notes with find_similar: when is high tide?")
+    state = await agent.get_state(result.thread_id)
+    returned = {
+        source["id"]: source
+        for outcome in state["results"]
+        for source in (outcome["result"].get("meta") or {}).get("sources", [])
+    }
+    assert returned, [r["call"]["args"] for r in state["results"]]
+    # Whatever the model wrote, a citation is a source a tool returned, with its URI, and its
+    # claims are sentences of the answer; it is the checkpoint's, read back the same.
+    for citation in result.citations:
+        assert returned[citation["id"]]["uri"] == citation["uri"]
+        assert all(claim in (result.final_text or "") for claim in citation["claims"])
+    assert (await agent.get_result(result.thread_id)).citations == result.citations
