@@ -48,10 +48,12 @@ def search_queries(given: list[str], question: str, config: NotesConfig) -> Sear
         ['a', 'b', 'c']
         >>> print(chosen.note)
         1 of 4 queries dropped (at most 3 per search): search them in another call if still needed
-        >>> search_queries(["tide"], "When is high tide?", NotesConfig(generated_queries=False))
-        ... # doctest: +NORMALIZE_WHITESPACE
-        SearchQueries(queries=['When is high tide?'], note="generated queries are off: the
-        question was searched as asked, not the query given")
+        >>> off = NotesConfig(generated_queries=False)
+        >>> chosen = search_queries(["tide"], "When is high tide?", off)
+        >>> chosen.queries
+        ['When is high tide?']
+        >>> print(chosen.note)
+        generated queries are off: the question was searched as asked, not the query given
     """
     written = [q.strip() for q in given if q.strip()]
     notes: list[str] = []
