@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from ai_agent.config import AgentSettings
     from ai_agent.context import Hooks
     from ai_agent.graph import Agent, RunResult
-    from ai_agent.state import GateReport, ToolResult, UserPlan
+    from ai_agent.state import Citation, GateReport, ToolResult, UserPlan
     from ai_agent.tools.base import BaseTool
     from ai_agent.tools.decorator import tool
     from ai_agent.tools.registry import make_tool_registry
@@ -32,6 +32,7 @@ __all__ = [
     "Agent",
     "AgentSettings",
     "BaseTool",
+    "Citation",
     "GateReport",
     "Hooks",
     "RunResult",
@@ -47,6 +48,7 @@ _HOMES = {
     "Agent": "ai_agent.graph",
     "AgentSettings": "ai_agent.config",
     "BaseTool": "ai_agent.tools.base",
+    "Citation": "ai_agent.state",
     "GateReport": "ai_agent.state",
     "Hooks": "ai_agent.context",
     "RunResult": "ai_agent.graph",

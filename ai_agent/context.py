@@ -306,19 +306,22 @@ class RunPolicy:
 
     ``approvals`` maps a tool category to ``auto``/``confirm``/``approve``/``deny``;
     ``unattended`` (``--yes``) grants what would wait for a person, ``deny`` still holds.
-    ``first_use_gate``: the first call of each external tool in a run waits for a person even
-    when the external policy is ``auto``. ``max_output_chars``: longer tool outputs are clipped
-    before the model sees them (the full text goes to the run store). ``output``: the type the
-    final answer must fit (`ai_agent.structured.OutputSpec`), asked for as ``output_mode`` says
-    and sent back with its errors ``output_retries`` times before the gate hears of it.
-    before the model sees them (the full text goes to the run store). ``max_concurrent_calls``:
-    how many calls of tools that may run at once (``ToolSpec.concurrent``) run together.
+    ``execute_all_tool_calls``: a draft's calls run in its cycle, at most ``max_tool_calls`` of
+    them (off: only the first). ``first_use_gate``: the first call of each external tool in a
+    run waits for a person even when the external policy is ``auto``. ``max_output_chars``:
+    longer tool outputs are summarized (``output_summary``: extractive or clip) before the
+    model sees them (the full text goes to the run store). ``output``: the type the final
+    answer must fit (`ai_agent.structured.OutputSpec`), asked for as ``output_mode`` says and
+    sent back with its errors ``output_retries`` times before the gate hears of it.
+    ``max_concurrent_calls``: how many calls of tools that may run at once
+    (``ToolSpec.concurrent``) run together.
     """
 
     system_prompt: str = ""
     max_iterations: int = 10
     gate_threshold: float = 0.70
     execute_all_tool_calls: bool = False
+    max_tool_calls: int = 3
     approvals: Mapping[str, ApprovalPolicy] = field(
         default_factory=lambda: {
             "read_only": "auto",
@@ -340,6 +343,7 @@ class RunPolicy:
     output_mode: Literal["native", "tool"] = "native"
     output_retries: int = 2
     max_concurrent_calls: int = 4
+    output_summary: Literal["extractive", "clip"] = "extractive"
 
 
 class Event(TypedDict, total=False):

@@ -129,11 +129,19 @@ class ModelRetry:
 
 @dataclass(frozen=True, slots=True)
 class ToolStarted:
-    """A tool call began."""
+    """A tool call began.
+
+    ``status`` is the call's one-line status (the first line of its preview: "Searching the
+    notes... K=20"); ``plan``, on the first call of a turn's tool phase, says what the phase
+    will do (the model's words with its calls, or the tools). Both are for people: the CLI
+    prints them; ``on_event``'s dict leaves them out.
+    """
 
     tool: str
     call_id: str
     iteration: int
+    status: str = ""
+    plan: str = ""
 
     def progress(self) -> dict[str, Any]:
         """The ``on_event`` dict of this event."""

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "SEVERITY",
+    "Citation",
     "CompactionRecord",
     "Decision",
     "Discovery",
@@ -44,6 +45,7 @@ __all__ = [
     "Replace",
     "RunState",
     "RunStatus",
+    "Source",
     "ToolCall",
     "ToolOutcome",
     "ToolResult",
@@ -139,6 +141,30 @@ class PendingCall(TypedDict):
     preview: str
     # For UNKNOWN_OUTCOME: the journal attempt the person is asked about (see JournalEntry).
     attempt: NotRequired[float]
+
+
+class Source(TypedDict, total=False):
+    """What a tool result drew on and the final answer may cite (its ``meta["sources"]``).
+
+    ``id`` is how the model names it in the answer (``[n1f3a2c]``; the notes tools give each
+    note an id made from its path); ``uri`` is where a person opens it (``file://`` or
+    ``http(s)://``), never shown to the model.
+    """
+
+    id: Required[str]
+    path: Required[str]
+    section: str | None
+    uri: str | None
+
+
+class Citation(TypedDict):
+    """A source the final answer cites, and the answer's sentences that cite it, in order."""
+
+    id: str
+    path: str
+    section: str | None
+    uri: str | None
+    claims: list[str]
 
 
 class ToolOutcome(TypedDict):
@@ -325,6 +351,8 @@ class RunState(TypedDict, total=False):
     # the start, so a resume or replay by an Agent without the type asks for the same answer.
     output: Any
     output_schema: dict[str, Any] | None
+    # The sources the final answer cites (finalize): data, so it survives resume and replay.
+    citations: list[Citation]
     stop_reason: str | None
     trace: Annotated[list[TraceEvent], operator.add]
     usage: NotRequired[dict[str, Any]]

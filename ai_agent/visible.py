@@ -61,7 +61,16 @@ import string
 import unicodedata
 from typing import Literal, get_args
 
-__all__ = ["MODES", "Mode", "VisibleStream", "escape_hidden", "hidden", "json_visible", "visible"]
+__all__ = [
+    "MODES",
+    "Mode",
+    "VisibleStream",
+    "escape_hidden",
+    "hidden",
+    "json_visible",
+    "link_target",
+    "visible",
+]
 
 Mode = Literal["line", "lines", "text"]
 MODES: tuple[Mode, ...] = get_args(Mode)
@@ -274,3 +283,27 @@ def json_visible(encoded: str) -> str:
         encoded: ``json.dumps(..., ensure_ascii=False)`` output.
     """
     return _JSON_SPECIAL.sub(_json_run, encoded)
+
+
+_LINK_SCHEMES = ("file://", "http://", "https://")
+
+
+def link_target(uri: object) -> str | None:
+    r"""``uri`` as the target of a link a person may open, or None when it may not be one.
+
+    Only ``file://``, ``http://`` and ``https://`` URIs of printable ASCII (no space, no control
+    character: nothing that could end a terminal's link sequence or an HTML attribute early)
+    and at most 4,000 characters are targets; anything else (``javascript:``, a ``data:`` URI,
+    an escape sequence) is not a link, whoever wrote it.
+
+    Examples:
+        >>> link_target("file:///notes/tides.md")
+        'file:///notes/tides.md'
+        >>> [link_target(u) for u in ("javascript:alert(1)", "file:///a\x1b]8;;x", "http://a b")]
+        [None, None, None]
+    """
+    if not isinstance(uri, str) or not 0 < len(uri) <= 4000:
+        return None
+    if not uri.lower().startswith(_LINK_SCHEMES):
+        return None
+    return uri if all(0x20 < ord(c) < 0x7F for c in uri) else None

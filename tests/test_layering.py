@@ -51,7 +51,7 @@ ALLOWED: dict[str, set[str]] = {
     "events": {"observability"},  # the typed events, below whatever produces them
     "nodes": {
         *("errors", "issues", "state", "plans", "context", "config", "tools", "observability"),
-        *("events", "structured"),
+        *("events", "structured", "visible"),  # visible: which URIs a citation may link to
     },
     "types": {"state", "tools"},  # the tool contract's names, where the spec imports them
     "models": {

@@ -103,6 +103,13 @@ class Parents:
         common.add_argument("--config", help="a config file (.toml, .yaml, .json) to load")
         common.add_argument("--json", action="store_true", help="print machine-readable JSON")
         common.add_argument(
+            "--links",
+            choices=["auto", "always", "never"],
+            default="auto",
+            help="the answer's cited sources as clickable terminal links (OSC 8): auto = when "
+            "stdout is a terminal and TERM is not dumb; never = plain paths",
+        )
+        common.add_argument(
             "--debug", action="store_true", help="show tracebacks of internal errors"
         )
         common.add_argument(

@@ -85,7 +85,10 @@ def _status(event: StreamEvent) -> str:
         error = visible(str(event.error))
         return f"[{event.iteration}] draft: {error}; retrying in {event.wait_seconds:.1f}s"
     if isinstance(event, ToolStarted):
-        return f"[{event.iteration}] act: running {visible(event.tool)}"
+        # The phase's plan line first (on its first call), then the call's status line.
+        plan = f"[{event.iteration}] plan: {visible(event.plan)}\n" if event.plan else ""
+        doing = visible(event.status) if event.status else f"running {visible(event.tool)}"
+        return f"{plan}[{event.iteration}] act: {doing}"
     if isinstance(event, ToolFinished):
         tool = visible(event.tool)
         return f"[{event.iteration}] act: {tool} {event.status} ({event.duration_ms:.0f} ms)"

@@ -12,6 +12,7 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from ai_agent.cli._links import format_sources, linked_answer, links_wanted
 from ai_agent.visible import json_visible, visible
 
 __all__ = [
@@ -45,27 +46,34 @@ def streaming(args: argparse.Namespace) -> bool:
 
 
 def print_result(
-    result: RunResult, *, as_json: bool = False, trace: bool = False, streamed: str = ""
+    result: RunResult,
+    *,
+    as_json: bool = False,
+    trace: bool = False,
+    streamed: str = "",
+    links: str = "auto",
 ) -> None:
     """A run's outcome: the answer on stdout, or the gate's prompt, or the error on stderr.
 
-    ``streamed`` is the answer text already printed live; it is not printed again.
+    ``streamed`` is the answer text already printed live; it is not printed again. The sources
+    the answer cites follow it, as OSC 8 links where ``links`` (``--links``) and the terminal
+    allow (`ai_agent.cli._links`), plain paths otherwise.
     """
     if as_json:
         print_json(result.to_dict())
         return
     if trace:
         print(format_trace(result.trace))
-    if result.status == "completed" and result.output is not None:
-        # A typed run's answer is its JSON (what the final text holds, unless a finalize hook
-        # wrote another); printed unless it streamed already.
-        answer = json.dumps(result.to_dict()["output"], indent=2, ensure_ascii=False)
-        if streamed.strip() != answer.strip():
-            print(json_visible(answer))
-    elif result.status in ("completed", "cancelled") and (
-        not streamed or streamed.strip() != (result.final_text or "").strip()
-    ):
-        print(visible(result.final_text or "", "text"))
+    linking = links_wanted(links, sys.stdout)
+    # Links go past the net (`TerminalStream`), which would escape their ESC: every other part
+    # of what is printed with them is made visible first, and their targets are checked URIs.
+    out = getattr(sys.stdout, "inner", sys.stdout) if linking else sys.stdout
+    answered = result.status in ("completed", "cancelled")
+    if answered and (not streamed or streamed.strip() != (result.final_text or "").strip()):
+        shown = visible(result.final_text or "", "text")
+        print(linked_answer(shown, result.citations) if linking else shown, file=out)
+    if answered and result.citations:
+        print(format_sources(result.citations, links=linking), file=out)
     if result.status == "cancelled":
         why = "" if result.stop_reason in (None, "cancelled") else f": {result.stop_reason}"
         print(f"(cancelled{why})", file=sys.stderr)

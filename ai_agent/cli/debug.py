@@ -168,7 +168,7 @@ def _show_replay(args: argparse.Namespace, mode: str, result: RunResult) -> int:
         if result.divergence is not None:  # quotes the recorded and the new calls
             print(visible(str(result.divergence), "lines"))
         else:
-            print_result(result, trace=args.trace)
+            print_result(result, trace=args.trace, links=args.links)
     return exit_code(result)
 
 

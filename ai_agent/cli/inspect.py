@@ -81,7 +81,7 @@ def _print_show(
     print_family(family)
     print(format_timeline(timeline))
     if state is None:
-        print_result(result)
+        print_result(result, links=args.links)
     return 0
 
 

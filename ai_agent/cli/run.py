@@ -97,7 +97,9 @@ def _run(args: argparse.Namespace) -> int:
         result = run_closing(agent, consume(events, printer))
     else:
         result = run_closing(agent, agent.run(args.task, thread_id=args.thread_id))
-    print_result(result, as_json=args.json, trace=args.trace, streamed=printer.streamed)
+    print_result(
+        result, as_json=args.json, trace=args.trace, streamed=printer.streamed, links=args.links
+    )
     return exit_code(result)
 
 
@@ -113,7 +115,9 @@ def _resume(args: argparse.Namespace) -> int:
         result = run_closing(agent, consume(agent.astream_resume(args.thread, plan), printer))
     else:
         result = run_closing(agent, agent.resume(args.thread, plan))
-    print_result(result, as_json=args.json, trace=args.trace, streamed=printer.streamed)
+    print_result(
+        result, as_json=args.json, trace=args.trace, streamed=printer.streamed, links=args.links
+    )
     return exit_code(result)
 
 

@@ -52,11 +52,14 @@ from ai_agent.config.tools import ToolConfig
 from ai_agent.datafiles import MAX_DEPTH
 from ai_agent.errors import ConfigError
 
-__all__ = ["MAX_ITERATIONS", "AgentSettings", "load_settings", "split_tool_names"]
+__all__ = ["MAX_ITERATIONS", "MAX_TOOL_CALLS", "AgentSettings", "load_settings", "split_tool_names"]
 
 # The most cycles a run may be given (the setting, Agent(max_iterations=...), --max-iterations):
 # each cycle is a model call, so a larger number is a typo, not a plan.
 MAX_ITERATIONS = 1000
+# The most tool calls one draft may have run in its cycle (the notes-assistant flow's "Max Tool
+# Calls", 1 to 8): each result lands in the model's next request, so more is a flood, not a plan.
+MAX_TOOL_CALLS = 8
 
 _GATE_PROFILE_THRESHOLDS: Mapping[str, float] = MappingProxyType(
     {"interactive": 0.60, "default": 0.70, "batch": 0.90}
@@ -118,7 +121,16 @@ class AgentSettings(BaseSettings):
         "refused (InvalidPlanError) and the run stays paused.",
     )
     execute_all_tool_calls: bool = Field(
-        default=False, description="Run every tool call of a draft, not only the first."
+        default=False,
+        description="Run several tool calls of a draft in its cycle (up to max_tool_calls), "
+        "not only the first.",
+    )
+    max_tool_calls: int = Field(
+        default=3,
+        ge=1,
+        le=MAX_TOOL_CALLS,
+        description="The most tool calls of one draft run in its cycle when "
+        "execute_all_tool_calls is on; the model is told the others were not run.",
     )
     checkpoint_path: Path = Field(
         default=Path(".agents/checkpoints.sqlite"),

@@ -179,7 +179,9 @@ class NotesConfig(Section):
     """The notes tools ``find_similar`` and ``read_note`` (notes-assistant flow).
 
     ``embedding`` is an import path (``package.module:function``) of ``fn(texts) -> vectors``;
-    without one, a lexical (BM25) ranker is used.
+    without one, a lexical (BM25) ranker is used. ``generated_queries``: the search queries are
+    the model's (written in its ``find_similar`` call, at most ``max_queries``); off, the
+    person's question itself is searched.
 
     Examples:
         >>> NotesConfig().mmr_lambda, NotesConfig().min_chunk_chars
@@ -213,6 +215,17 @@ class NotesConfig(Section):
     )
     embedding: Annotated[str, AfterValidator(check_import_path)] | None = Field(
         default=None, description="Import path of fn(texts) -> vectors; unset: BM25 ranking."
+    )
+    generated_queries: bool = Field(
+        default=True,
+        description="find_similar searches the queries the model wrote in its call (at most "
+        "max_queries); off: it searches the person's question as asked.",
+    )
+    max_queries: int = Field(
+        default=3,
+        ge=1,
+        le=3,
+        description="Queries one find_similar call searches; the model is told of any it dropped.",
     )
 
 
@@ -264,8 +277,14 @@ class ToolConfig(Section):
     max_output_chars: int = Field(
         default=12_000,
         ge=200,
-        description="Longer tool outputs are clipped (head and tail kept) before the model sees "
+        description="Longer tool outputs are summarized (output_summary) before the model sees "
         "them; the full text stays in the run store.",
+    )
+    output_summary: Literal["extractive", "clip"] = Field(
+        default="extractive",
+        description="How a tool output over max_output_chars is shortened: extractive (its first "
+        "and last lines and its lines richest in rare words, in order, under a header saying "
+        "so) or clip (its head and tail).",
     )
     max_result_chars: int = Field(
         default=10_000_000,

@@ -231,6 +231,7 @@ class RunContexts:
             self.store,
             thread_id,
             self.policy.max_output_chars,
+            self.policy.output_summary,
         )
         return RunContext(
             thread_id=thread_id,

@@ -106,6 +106,7 @@ async def run_report(
         "created_at": record["created_at"] if record else None,
         "final_text": state.get("final_text"),
         "output": state.get("output"),  # a typed run's answer, as the JSON data it keeps
+        "citations": list(state.get("citations") or []),
         "error": record["error"] if record else None,
         "system_prompt": await archive.get_system_prompt(thread_id),
         "iterations": state.get("iteration", 0),

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from ai_agent.visible import Mode, json_visible, visible
+from ai_agent.visible import Mode, json_visible, link_target, visible
 
 __all__ = ["STAGES", "pipeline_svg", "render_html"]
 
@@ -173,6 +173,21 @@ def _family_rows(family: dict[str, Any] | None) -> list[tuple[str, str]]:
     return rows
 
 
+def _sources(r: dict[str, Any]) -> str:
+    """The sources the answer cites: each a link where its URI is one a person may open."""
+    cited = [c for c in r.get("citations") or [] if isinstance(c, dict)]
+    if not cited:
+        return ""
+    items = []
+    for c in cited:
+        label = _e(c.get("path")) + (f" #{_e(c['section'])}" if c.get("section") else "")
+        target = link_target(c.get("uri"))
+        chip = f'<a href="{_e(target)}">{label}</a>' if target else label
+        claims = "".join(f"<li>{_e(claim)}</li>" for claim in c.get("claims") or [])
+        items.append(f"<li><code>[{_e(c.get('id'))}]</code> {chip}<ul>{claims}</ul></li>")
+    return f'<section id="sources"><h2>Sources</h2><ul>{"".join(items)}</ul></section>'
+
+
 def _path(r: dict[str, Any]) -> str:
     steps = "".join(f"<span>{_e(s)}</span>" for s in r["path"])
     return (
@@ -300,6 +315,7 @@ def render_html(report: dict[str, Any]) -> str:
     body = "".join(
         (
             _summary(report),
+            _sources(report),
             _path(report),
             _timeline(report),
             _tools(report),

@@ -55,6 +55,7 @@ def run_policy(
         execute_all_tool_calls=s.execute_all_tool_calls
         if execute_all_tool_calls is None
         else execute_all_tool_calls,
+        max_tool_calls=s.max_tool_calls,
         approvals={
             **RunPolicy().approvals,
             **{str(k): v for k, v in s.approvals.items()},
@@ -71,6 +72,7 @@ def run_policy(
         output_mode=s.output.mode,
         output_retries=s.output.max_retries,
         max_concurrent_calls=s.tool_config.max_concurrent_calls,
+        output_summary=s.tool_config.output_summary,
     )
 
 

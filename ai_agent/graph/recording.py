@@ -27,7 +27,7 @@ from ai_agent.errors import ModelError
 from ai_agent.models import request_hash
 from ai_agent.state import Message, ToolCall, ToolResult
 from ai_agent.tools.policy import args_hash
-from ai_agent.tools.results import bound_output
+from ai_agent.tools.results import OutputSummary, bound_output
 
 if TYPE_CHECKING:
     from ai_agent.checkpoints.store import RunStoreProtocol
@@ -261,7 +261,7 @@ class BoundedToolBox(DelegatingToolBox):
     """A ToolBox whose results are bounded as they are made: a large output is kept once.
 
     Below the recorder: a result whose text passes ``limit`` has its full text kept in the
-    run store's outputs and comes back clipped and naming it (`bound_output`). The journal
+    run store's outputs and comes back summarized and naming it (`bound_output`). The journal
     (the one record of the outcome, which the recorded call names) and the checkpoints then
     hold the bounded result, instead of full copies beside the kept one.
 
@@ -270,20 +270,30 @@ class BoundedToolBox(DelegatingToolBox):
         outputs: Where full texts are kept (the run store).
         thread_id: The run.
         limit: The longest result text kept in the run (``max_output_chars``).
+        method: How a longer one is shortened (``output_summary``).
     """
 
-    def __init__(self, inner: ToolBox, outputs: OutputStore, thread_id: str, limit: int) -> None:
+    def __init__(
+        self,
+        inner: ToolBox,
+        outputs: OutputStore,
+        thread_id: str,
+        limit: int,
+        method: OutputSummary = "extractive",
+    ) -> None:
         super().__init__(inner)
         self.outputs = outputs
         self.thread_id = thread_id
         self.limit = limit
+        self.method: OutputSummary = method
 
     async def execute(self, call: ToolCall, tool_ctx: dict[str, Any]) -> ToolResult:
         """Execute through the inner tool box and bound the result."""
         result = await self.inner.execute(call, tool_ctx)
         text = self.inner.format_result(call["name"], result)
         where = (self.thread_id, int(tool_ctx.get("iteration") or 0), call)
-        return (await bound_output(self.outputs, where, text, result, self.limit))[1]
+        bounded = await bound_output(self.outputs, where, text, result, self.limit, self.method)
+        return bounded[1]
 
 
 class RecordingToolBox(DelegatingToolBox):

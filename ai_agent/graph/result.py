@@ -11,7 +11,7 @@ from pydantic_core import to_jsonable_python
 
 from ai_agent.graph.divergence import DivergenceReport
 from ai_agent.issues import IssueKind
-from ai_agent.state import GateReport, RunState, TraceEvent
+from ai_agent.state import Citation, GateReport, RunState, TraceEvent
 
 if TYPE_CHECKING:
     from langgraph.types import StateSnapshot
@@ -62,6 +62,8 @@ class RunResult:
             the data the run kept; the plain data when read without the type (a `RunArchive`
             alone, ``ai-agent show``); None for a run without one, or one that has not
             completed.
+        citations: The sources the final answer cites (`ai_agent.state.Citation`: id, path,
+            section, URI and the sentences citing it), as finalize found them.
     """
 
     status: RunStatusName
@@ -75,6 +77,7 @@ class RunResult:
     divergence: DivergenceReport | None = None
     stop_reason: StopReason | None = None
     output: Any = None
+    citations: list[Citation] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.stop_reason is None and self.status in _DEFAULT_REASON:
@@ -102,6 +105,7 @@ def result_of(
         "trace": list(values.get("trace", [])),
         "usage": dict(values.get("usage") or {}),
         "iterations": values.get("iteration", 0),
+        "citations": list(values.get("citations") or []),
     }
     if snapshot.interrupts:
         gate: GateReport = snapshot.interrupts[0].value

@@ -32,6 +32,7 @@ from ai_agent.nodes._common import stage
 from ai_agent.nodes._issues import issue, issue_from_result
 from ai_agent.nodes._output import output_sink
 from ai_agent.nodes._rollup import child_usage
+from ai_agent.nodes._status import plan_line, status_line
 from ai_agent.observability.tooldata import tool_telemetry
 from ai_agent.state import (
     Grant,
@@ -113,6 +114,8 @@ class _Cycle:
         self.used: list[str] = list(state.get("tools_used", []))
         self.active: list[str] = list(state.get("active_tools", []))
         self.update = ActUpdate(pending=[], messages=[], results=[], issues=[], trace=[])
+        # The phase's plan line goes with its first call run (none when a plan answered it).
+        self.outline = "" if self.answered else plan_line(state)
 
     async def verdict(self, pending: PendingCall) -> Verdict:
         call = pending["call"]
@@ -172,7 +175,7 @@ class _Cycle:
             if not _runs(verdict):
                 return None
             async with limit:
-                return await self.run(pending["call"])
+                return await self.run(pending["call"], pending.get("preview", ""))
 
         results = await asyncio.gather(*(run(p, v) for p, v in decided))
         for (pending, verdict), result in zip(decided, results, strict=True):
@@ -247,9 +250,11 @@ class _Cycle:
             )
         )
 
-    async def run(self, call: ToolCall) -> ToolResult:
+    async def run(self, call: ToolCall, preview: str = "") -> ToolResult:
         context = self.context
-        context.emit(ToolStarted(call["name"], call["id"], self.iteration))
+        outline, self.outline = self.outline, ""
+        status = status_line(call["name"], preview)
+        context.emit(ToolStarted(call["name"], call["id"], self.iteration, status, outline))
         await context.journal.intent(context.thread_id, self.iteration, call)
         tool_ctx = {
             "thread_id": context.thread_id,
@@ -285,8 +290,8 @@ class _Cycle:
         for any other tool box.
         """
         where = (self.context.thread_id, self.iteration, call)
-        limit = self.context.policy.max_output_chars
-        return await bound_output(self.context.outputs, where, text, result, limit)
+        limit, method = self.context.policy.max_output_chars, self.context.policy.output_summary
+        return await bound_output(self.context.outputs, where, text, result, limit, method)
 
     def activate(self, result: ToolResult) -> None:
         """Tools a result asks to make active from the next cycle (``meta.activate_tools``).

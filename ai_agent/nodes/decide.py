@@ -19,9 +19,22 @@ from ai_agent.nodes._common import last_assistant, stage
 from ai_agent.nodes._issues import issue
 from ai_agent.state import Decision, Issue, Message, PendingCall, RunState, ToolCall, TraceEvent
 
-__all__ = ["SKIPPED", "DecideUpdate", "canonical_call", "decide"]
+__all__ = ["SKIPPED", "DecideUpdate", "canonical_call", "decide", "over_limit"]
 
 SKIPPED = "Skipped: one action per cycle. Call it again next cycle if it is still needed."
+
+
+def over_limit(limit: int) -> str:
+    """What the model is told of a call past ``max_tool_calls`` (it was not run).
+
+    Examples:
+        >>> over_limit(3)
+        'Not run: at most 3 tool calls run per turn (max_tool_calls). Call it again next turn if it is still needed.'
+    """  # noqa: E501 - a doctest's output is one line
+    return (
+        f"Not run: at most {limit} tool calls run per turn (max_tool_calls). "
+        "Call it again next turn if it is still needed."
+    )
 
 
 def canonical_call(call: ToolCall, tools: ToolBox) -> ToolCall:
@@ -46,11 +59,13 @@ class DecideUpdate(TypedDict, total=False):
 
 @stage("decide")
 async def decide(state: RunState, *, runtime: Runtime[RunContext]) -> DecideUpdate:
-    """Pick the call(s) to run this cycle: the first by default, all with execute_all_tool_calls.
+    """Pick the call(s) to run this cycle: the first by default; with execute_all_tool_calls,
+    the first ``max_tool_calls`` of them.
 
-    A call to a tool that is not active is a TOOL_MISSING issue. Calls not picked get a "skipped"
-    tool message at once, so the conversation stays valid for the model.
-    """
+    A call to a tool that is not active is a TOOL_MISSING issue. Calls not picked get a tool
+    message at once saying they were not run (so the conversation stays valid for the model,
+    and it may ask again next turn); the trace counts them.
+    """  # noqa: D205 - the summary names both policies
     context = runtime.context
     message = last_assistant(state)
     calls: list[ToolCall] = list(message.get("tool_calls", [])) if message else []
@@ -61,7 +76,9 @@ async def decide(state: RunState, *, runtime: Runtime[RunContext]) -> DecideUpda
             pending=[],
             trace=[TraceEvent(stage="decide", iteration=0, detail="finish")],
         )
-    picked = calls if context.policy.execute_all_tool_calls else calls[:1]
+    policy = context.policy
+    limit = policy.max_tool_calls if policy.execute_all_tool_calls else 1
+    picked = calls[:limit]
     chosen = [canonical_call(c, context.tools) for c in picked]
     active = set(state.get("active_tools", []))
     issues = [
@@ -73,10 +90,14 @@ async def decide(state: RunState, *, runtime: Runtime[RunContext]) -> DecideUpda
         for c in chosen
         if c["name"] not in active
     ]
+    not_run = over_limit(limit) if policy.execute_all_tool_calls else SKIPPED
     skipped = [
-        Message(role="tool", content=SKIPPED, tool_call_id=c["id"], name=c["name"])
+        Message(role="tool", content=not_run, tool_call_id=c["id"], name=c["name"])
         for c in calls[len(chosen) :]
     ]
+    detail = f"{len(chosen)} call(s)"
+    if skipped:
+        detail += f", {len(skipped)} not run (limit {limit} per turn)"
     pending = [PendingCall(call=c, blocked=None, preview=context.tools.preview(c)) for c in chosen]
     return DecideUpdate(
         decision=Decision(action="tool", text=text, calls=chosen),
@@ -88,7 +109,7 @@ async def decide(state: RunState, *, runtime: Runtime[RunContext]) -> DecideUpda
                 stage="decide",
                 iteration=0,
                 tool=", ".join(c["name"] for c in chosen),
-                detail=f"{len(chosen)} call(s)",
+                detail=detail,
             )
         ],
     )

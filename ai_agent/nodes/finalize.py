@@ -15,8 +15,9 @@ from langgraph.runtime import Runtime
 from ai_agent.context import RunContext
 from ai_agent.events import _TypedAnswer
 from ai_agent.nodes._answer import output_spec, typed_answer
+from ai_agent.nodes._citations import citations_of
 from ai_agent.nodes._common import call_hook, hook_view, last_assistant, stage
-from ai_agent.state import Issue, RunState, RunStatus, TraceEvent, UsageRecord
+from ai_agent.state import Citation, Issue, RunState, RunStatus, TraceEvent, UsageRecord
 
 __all__ = ["FinalizeUpdate", "default_final_text", "finalize"]
 
@@ -25,6 +26,7 @@ class FinalizeUpdate(TypedDict, total=False):
     """What the finalize stage writes to the run state."""
 
     final_text: str
+    citations: list[Citation]
     status: RunStatus
     output: Any
     issues: list[Issue]
@@ -56,7 +58,7 @@ def default_final_text(state: RunState) -> str:
 
 @stage("finalize")
 async def finalize(state: RunState, *, runtime: Runtime[RunContext]) -> FinalizeUpdate:
-    """Ask for the typed answer when the run has a type; call the hook or compose the answer."""
+    """The typed answer (a run with a type), the hook's or the composed answer; its sources."""
     context = runtime.context
     iteration = state.get("iteration", 0)
     update = FinalizeUpdate()
@@ -91,6 +93,7 @@ async def finalize(state: RunState, *, runtime: Runtime[RunContext]) -> Finalize
         context.emit(_TypedAnswer(text, iteration))  # streams as the final answer
     status: RunStatus = "cancelled" if state.get("status") == "cancelled" else "completed"
     update["final_text"] = text
+    update["citations"] = citations_of(text, state.get("results", []))
     update["status"] = status
     update["trace"] = [TraceEvent(stage="finalize", iteration=iteration, status=status)]
     return update

@@ -8,7 +8,7 @@ string in them passes the `Scrubber` first (the engine's `SecretValues`).
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel
 from pydantic_core import to_jsonable_python
@@ -16,9 +16,11 @@ from pydantic_core import to_jsonable_python
 from ai_agent.context import OutputStore
 from ai_agent.observability.redaction import MASK, SecretValues
 from ai_agent.state import ToolCall, ToolResult
+from ai_agent.tools.extractive import HEADER_START, extractive_summary
 
 __all__ = [
     "REDACTED",
+    "OutputSummary",
     "Scrubber",
     "bound_output",
     "cap_summary",
@@ -33,6 +35,8 @@ __all__ = [
 ]
 
 REDACTED = MASK
+# How a tool output longer than max_output_chars is made shorter (tool_config.output_summary).
+OutputSummary = Literal["extractive", "clip"]
 _ERROR_PREFIX = "Error: "
 _MARKER_END = " ...]\n"
 _SUMMARY_CHARS = 2000
@@ -182,15 +186,18 @@ async def bound_output(
     text: str,
     result: ToolResult,
     limit: int,
+    method: OutputSummary = "extractive",
 ) -> tuple[str, ToolResult]:
     """Bound what the model (and the run) keeps of a result; its full text goes to ``outputs``.
 
     A ``text`` (the result as the model reads it) longer than ``limit`` is kept whole, once, in
-    the output store, and the result is replaced by one whose text is clipped (head and tail,
-    see `clip_text`) and names the kept output. Everything else the run stores of the call
-    (checkpoints, the journal, the recorded call) holds the bounded result, so a large output
-    takes its size once. A result bounded already (`is_bounded`) comes back as it is: bounding
-    twice would clip the clipped text and overwrite the kept output with it.
+    the output store, and the result is replaced by one whose text is a summary of it that says
+    it is one and names the kept output: ``extractive`` (some of its own lines, chosen the same
+    way every time, see `extractive_summary`) or ``clip`` (its head and tail, see `clip_text`;
+    also what an extractive summary falls back to when none fits). Everything else the run
+    stores of the call (checkpoints, the journal, the recorded call) holds the bounded result,
+    so a large output takes its size once. A result bounded already (`is_bounded`) comes back as
+    it is: bounding twice would summarize the summary and overwrite the kept output with it.
 
     Args:
         outputs: Where the full text is kept (None: it is not kept, and the text says so).
@@ -198,6 +205,7 @@ async def bound_output(
         text: The result as the model reads it (the tool box's ``format_result``).
         result: The result.
         limit: The longest text kept in the run (``max_output_chars``).
+        method: How the text is made shorter (``tool_config.output_summary``).
 
     Returns:
         The text the model gets and the result the run keeps.
@@ -213,9 +221,12 @@ async def bound_output(
         if ref
         else "the full output was not kept"
     )
-    clipped = clip_text(text, limit, note=f"{note}; narrow the request to see the rest")
+    note += "; narrow the request to see the rest"
+    summary = extractive_summary(text, limit, note=note) if method == "extractive" else None
+    clipped = summary if summary is not None else clip_text(text, limit, note=note)
     meta = dict(result.get("meta") or {})
     meta.update(clipped=True, full_chars=len(text), output_ref=ref)
+    meta["summary"] = "extractive" if summary is not None else "clip"
     bounded = ToolResult(**result)
     bounded["meta"] = meta
     if result["status"] == "error":
@@ -244,6 +255,9 @@ def is_bounded(text: str, result: ToolResult, limit: int) -> bool:
     full = meta.get("full_chars")
     if meta.get("clipped") is not True or not isinstance(full, int) or "output_ref" not in meta:
         return False
+    if meta.get("summary") == "extractive":
+        # Any text under the limit with the header is harmless to keep as it is.
+        return len(text) <= limit and text.startswith(f"{HEADER_START}{full:,}-character ")
     head = limit * 2 // 3
     tail = limit - head
     start = f"\n[... {full - head - tail} of {full} characters clipped; "

@@ -127,6 +127,7 @@ async def test_every_form_of_tool_in_one_run(make_agent: MakeAgent) -> None:
         [turn, text("done")],
         tools=[plain, shout, Counter(), tool(category=ToolCategory.READ_ONLY)(Repeat)],
         execute_all_tool_calls=True,
+        settings=AgentSettings(max_tool_calls=5),
     )
     agent.register_tool(
         StructuredTool.from_function(_reverse, name="reverse"), namespace="lc", category="read_only"
@@ -283,7 +284,8 @@ async def test_large_outputs_are_clipped_and_kept_in_the_run_store(make_agent: M
         return text("ok")
 
     dump = ToolSpec("dump", lambda a, c: big, description="Dump.", category=ToolCategory.READ_ONLY)
-    settings = AgentSettings(tool_config={"max_output_chars": 1000})
+    # clip: head and tail (the default summary is tests/graph/test_output_summary.py's)
+    settings = AgentSettings(tool_config={"max_output_chars": 1000, "output_summary": "clip"})
     agent = make_agent(model=FunctionModel(reply), tools=[dump], settings=settings)
     result = await agent.run("dump it")
     shown = seen[0]
@@ -293,7 +295,12 @@ async def test_large_outputs_are_clipped_and_kept_in_the_run_store(make_agent: M
     state = await agent.get_state(result.thread_id)
     kept = state["results"][0]["result"]
     assert kept["content"] == shown
-    assert kept["meta"] == {"clipped": True, "full_chars": len(big), "output_ref": ref}
+    assert kept["meta"] == {
+        "clipped": True,
+        "full_chars": len(big),
+        "output_ref": ref,
+        "summary": "clip",
+    }
     assert await agent.tool_output(result.thread_id, ref) == big
     with pytest.raises(UnknownOutputError, match=f"kept outputs: {ref}"):
         await agent.tool_output(result.thread_id, "out-9-x")

@@ -12,7 +12,7 @@ import pytest
 from ai_agent.config import NotesConfig
 from ai_agent.state import ToolCall, ToolResult
 from ai_agent.tools import ToolRegistry
-from ai_agent.tools.builtin.notes import load_embedding, notes_tools
+from ai_agent.tools.builtin.notes import load_embedding, note_id, notes_tools
 from ai_agent.tools.builtin.notes_index import parse_note
 from ai_agent.tools.builtin.notes_rank import Embed
 from tests.tools.conftest import CANARY, Tree, untouched
@@ -78,7 +78,7 @@ async def test_find_similar_returns_path_section_score_snippet(notes: Path) -> N
     found = await hits(registry(notes), queries=["learning rate schedule warmup"], k=3)
     first = found[0]
     assert (first["path"], first["section"]) == ("ml/sgd.md", "Schedules")
-    assert set(first) == {"path", "section", "score", "snippet"}
+    assert set(first) == {"id", "path", "section", "score", "snippet"}
     assert 0 < first["score"] <= 1 and "learning rate" in first["snippet"].lower()
     assert all(h["path"] != ".hidden.md" for h in found)
 
@@ -176,6 +176,7 @@ async def test_read_note_whole_sections_and_ranges(notes: Path) -> None:
     ranged = await run(reg, "read_note", path="ml/adam.md", start=2, end=6)
     assert ranged["content"]["text"] == "Adam"
     assert ranged["content"]["meta"] | {} == {
+        "id": note_id("ml/adam.md"),
         "path": "ml/adam.md",
         "section": None,
         "start": 2,

@@ -16,6 +16,7 @@ are the settings' (``k``, ``read_max_chars``).
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import time
 from pathlib import Path
@@ -26,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 from ai_agent.config import NotesConfig
 from ai_agent.state import ToolResult
 from ai_agent.tools.builtin.notes_index import NOTE_SUFFIXES, Note, NotesIndex
+from ai_agent.tools.builtin.notes_queries import search_queries
 from ai_agent.tools.builtin.notes_rank import Embed, rank, words
 from ai_agent.tools.builtin.protected import ProtectedPaths
 from ai_agent.tools.builtin.sandbox import Sandbox, SandboxError
@@ -33,7 +35,7 @@ from ai_agent.tools.builtin.typed import builtin_spec
 from ai_agent.tools.schema import Omittable, json_schema_of
 from ai_agent.tools.spec import ToolCategory, ToolSpec
 
-__all__ = ["NotesTools", "load_embedding", "notes_tools"]
+__all__ = ["NotesTools", "load_embedding", "note_id", "notes_tools"]
 
 _SNIPPET = 240
 _MAX_READ = 50_000
@@ -77,6 +79,20 @@ def load_embedding(path: str) -> Embed:
     return embed
 
 
+def note_id(path: str) -> str:
+    """The id a note is cited by: ``n`` and six hex digits of its path's SHA-256 (stable).
+
+    Examples:
+        >>> note_id("tides.md")
+        'nc0175c'
+    """
+    return "n" + hashlib.sha256(path.encode("utf-8")).hexdigest()[:6]
+
+
+def _cite_hint(first: str) -> str:
+    return f"cite a note you use by its id in brackets, e.g. [{first}]"
+
+
 def _snippet(text: str, queries: list[str]) -> str:
     flat = " ".join(text.split())
     terms = {w for q in queries for w in words(q) if len(w) > 2}
@@ -111,18 +127,27 @@ class NotesTools:
 
     # find_similar ----------------------------------------------------------------------------
     def find_similar(
-        self, queries: list[str], k: int, *, folder: str | None = None, tag: str | None = None
+        self,
+        queries: list[str],
+        k: int,
+        *,
+        folder: str | None = None,
+        tag: str | None = None,
+        question: str = "",
     ) -> ToolResult:
         """The ``find_similar`` tool: the ``k`` chunks of the notes that best match the queries.
 
         Args:
-            queries: What to look for (blank ones are left out).
+            queries: What to look for (blank ones are left out, those past ``max_queries``
+                dropped: see `search_queries`).
             k: How many chunks, at most (1 to 100).
             folder: Only notes in this folder (or below it).
             tag: Only notes with this tag.
+            question: The person's question, searched when ``generated_queries`` is off.
         """
         started = time.perf_counter()
-        queries = [q for q in queries if q.strip()]
+        chosen = search_queries(queries, question, self.config)
+        queries = chosen.queries
         if not queries:
             return _error("BAD_ARGUMENTS", "queries must be a non-empty list of strings")
         k = max(1, min(k, 100))
@@ -146,6 +171,7 @@ class NotesTools:
         )
         data = [
             {
+                "id": note_id(r.chunk.path),
                 "path": r.chunk.path,
                 "section": r.chunk.section or None,
                 "score": r.score,
@@ -154,11 +180,20 @@ class NotesTools:
             for r in ranked
         ]
         took = round((time.perf_counter() - started) * 1000, 1)
-        return ToolResult(
-            status="ok",
-            content={"ok": True, "data": data, "took_ms": took},
-            meta={"k": k, "queries": queries, "chunks": len(chunks)},
-        )
+        content: dict[str, Any] = {"ok": True, "data": data, "took_ms": took}
+        meta: dict[str, Any] = {"k": k, "queries": queries, "chunks": len(chunks)}
+        if ranked:
+            content["cite"] = _cite_hint(note_id(ranked[0].chunk.path))
+            meta["sources"] = [self._source(r.chunk.path, r.chunk.section or None) for r in ranked]
+        if chosen.note:
+            # In the content: the model reads it with the results (meta is for people).
+            content["note"] = meta["note"] = chosen.note
+        return ToolResult(status="ok", content=content, meta=meta)
+
+    def _source(self, path: str, section: str | None) -> dict[str, Any]:
+        """What a result drew on (`ai_agent.state.Source`): the note's id, path and file URI."""
+        uri = (self.box.base / path).as_uri()
+        return {"id": note_id(path), "path": path, "section": section, "uri": uri}
 
     # read_note -------------------------------------------------------------------------------
     def read_note(
@@ -218,6 +253,7 @@ class NotesTools:
         piece = text[start:stop]
         clipped = len(piece) > limit
         meta: dict[str, Any] = {
+            "id": note_id(rel),
             "path": rel,
             "section": section,
             "start": start,
@@ -236,7 +272,11 @@ class NotesTools:
                 hint += ", or read one section: " + ", ".join(others[:12])
             meta["hint"] = hint
             piece += f"\n[{hint}]"
-        return ToolResult(status="ok", content={"ok": True, "text": piece, "meta": meta})
+        return ToolResult(
+            status="ok",
+            content={"ok": True, "text": piece, "meta": meta, "cite": _cite_hint(meta["id"])},
+            meta={"sources": [self._source(rel, section)]},
+        )
 
 
 def _error(code: str, message: str) -> ToolResult:
@@ -279,11 +319,12 @@ def notes_tools(
             return f"find_similar: {result.get('error')}"
         content = result.get("content") or {}
         meta = result.get("meta") or {}
-        return (
+        line = (
             f"find_similar: {len(content.get('data', []))} hit(s) for "
             f"{', '.join(repr(q) for q in meta.get('queries', []))} (K={meta.get('k')}, "
             f"{content.get('took_ms')} ms)"
         )
+        return line + (f"; {meta['note']}" if meta.get("note") else "")
 
     def read(result: ToolResult) -> str:
         if result["status"] != "ok":
@@ -297,12 +338,17 @@ def notes_tools(
         queries: Annotated[list[str], Field(min_length=1)],
         k: Annotated[int, Field(ge=1, le=100)] = config.k,
         filter: Omittable[_Filter] = None,
+        *,
+        ctx: dict[str, Any],
     ) -> ToolResult:
         """Search the notes for passages similar to one or more queries; returns the best K
         chunks (path, section, score, snippet), diverse rather than repetitive.
         """  # noqa: D205 - the model reads the first paragraph whole, as the tool's description
+        # The schema says nothing of max_queries: it is the same, to the byte, whatever the
+        # settings (recorded runs replay only while it is); the result's note tells the model.
         wanted = filter or _NoteFilter()
-        return t.find_similar(queries, k, folder=wanted.folder, tag=wanted.tag)
+        question = str(ctx.get("task") or "")
+        return t.find_similar(queries, k, folder=wanted.folder, tag=wanted.tag, question=question)
 
     def read_note(
         path: str,
@@ -316,8 +362,28 @@ def notes_tools(
         """  # noqa: D205 - the model reads the first paragraph whole, as the tool's description
         return t.read_note(path, section, start, end, max_chars)
 
+    def searching(args: dict[str, Any]) -> str:
+        # The call's status line ("Searching... K=20"): K as the search will use it.
+        queries = args.get("queries")
+        shown = [q for q in queries if isinstance(q, str)] if isinstance(queries, list) else []
+        what = ", ".join(repr(q[:60]) for q in shown[: config.max_queries])
+        k = args.get("k", config.k)
+        return f"Searching the notes... K={k}" + (f" for {what}" if what else "")
+
+    def reading(args: dict[str, Any]) -> str:
+        section = args.get("section")
+        return f"Reading {args.get('path')!r}" + (f" #{section}" if section else "") + "..."
+
     read_only = ToolCategory.READ_ONLY
     return [
-        builtin_spec(find_similar, category=read_only, group="notes", format_result=found),
-        builtin_spec(read_note, category=read_only, group="notes", format_result=read),
+        builtin_spec(
+            find_similar,
+            category=read_only,
+            group="notes",
+            format_result=found,
+            preview=searching,
+        ),
+        builtin_spec(
+            read_note, category=read_only, group="notes", format_result=read, preview=reading
+        ),
     ]
