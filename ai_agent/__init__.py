@@ -21,7 +21,7 @@ from ai_agent._lazy import lazy_names
 if TYPE_CHECKING:
     from ai_agent.config import AgentSettings
     from ai_agent.context import Hooks
-    from ai_agent.graph import Agent, RunResult
+    from ai_agent.graph import Agent, Pipeline, PipelineBuilder, RunResult
     from ai_agent.state import GateReport, ToolResult, UserPlan
     from ai_agent.tools.base import BaseTool
     from ai_agent.tools.decorator import tool
@@ -34,6 +34,8 @@ __all__ = [
     "BaseTool",
     "GateReport",
     "Hooks",
+    "Pipeline",
+    "PipelineBuilder",
     "RunResult",
     "ToolCategory",
     "ToolResult",
@@ -49,6 +51,8 @@ _HOMES = {
     "BaseTool": "ai_agent.tools.base",
     "GateReport": "ai_agent.state",
     "Hooks": "ai_agent.context",
+    "Pipeline": "ai_agent.graph",
+    "PipelineBuilder": "ai_agent.graph",
     "RunResult": "ai_agent.graph",
     "ToolCategory": "ai_agent.tools.spec",
     "ToolResult": "ai_agent.state",

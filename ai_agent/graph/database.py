@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from langgraph.checkpoint.base import BaseCheckpointSaver
 
     from ai_agent.config import AgentSettings
+    from ai_agent.graph.pipeline import Pipeline
 
 __all__ = [
     "RunDatabase",
@@ -129,6 +130,8 @@ class RunDatabase:
             ``lease_seconds``); the store's default when None.
         checkpointer: A LangGraph saver that holds the checkpoints instead of the location's
             (the run store stays at the location). Its owner opens and closes it.
+        pipeline: The runs' own pipeline (`ai_agent.graph.pipeline.Pipeline`); None: the
+            engine's nine stages. Runs and every read of their checkpoints compile it.
 
     Examples:
         >>> from pathlib import Path
@@ -140,11 +143,12 @@ class RunDatabase:
     def __init__(
         self,
         location: Location,
-        *,
         lease_seconds: float | None = None,
         checkpointer: BaseCheckpointSaver[Any] | None = None,
+        pipeline: Pipeline | None = None,
     ) -> None:
         self.location = location
+        self.pipeline = pipeline
         self.lease_seconds = lease_seconds
         self._store: RunStoreProtocol | None = None
         self._saver: BaseCheckpointSaver[Any] | None = None
@@ -243,10 +247,10 @@ class RunDatabase:
         """The compiled graph over the shared checkpointer, or a private one for this call."""
         lasting = await self.lasting_saver()
         if lasting is not None:
-            yield _compiled(lasting)
+            yield self._compiled(lasting)
             return
         if self._saver is not None:
-            yield _compiled(self._saver)
+            yield self._compiled(self._saver)
             return
         async with self.private_graph() as graph:
             yield graph
@@ -256,19 +260,20 @@ class RunDatabase:
         """The compiled graph over a checkpointer of its own (another thread's event loop)."""
         lasting = await self.lasting_saver()
         if lasting is not None:  # one for all: it works from any thread
-            yield _compiled(lasting)
+            yield self._compiled(lasting)
             return
         self.require()
         async with open_checkpointer(self.location) as saver:
-            yield _compiled(saver)
+            yield self._compiled(saver)
 
+    def _compiled(self, saver: BaseCheckpointSaver[Any]) -> Any:
+        """The pipeline over ``saver``: imported when a checkpoint is first read.
 
-def _compiled(saver: BaseCheckpointSaver[Any]) -> Any:
-    """The pipeline over ``saver``: imported when a checkpoint is first read.
+        Listing runs or plans needs the run store alone; LangGraph's graph runtime and the
+        stages come in with the first checkpoint read.
+        """
+        if self.pipeline is not None:
+            return self.pipeline.compile(saver)
+        from ai_agent.graph.build import build_graph
 
-    Listing runs or plans needs the run store alone; LangGraph's graph runtime and the stages
-    come in with the first checkpoint read.
-    """
-    from ai_agent.graph.build import build_graph
-
-    return build_graph(saver)
+        return build_graph(saver)

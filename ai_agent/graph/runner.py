@@ -373,7 +373,10 @@ class PipelineRunner:
     async def _invoke_graph(
         self, thread_id: str, graph_input: Any, context: RunContext | None, issues: Sequence[Issue]
     ) -> RunResult:
-        limit = recursion_limit(self.policy.max_iterations)
+        pipeline = self._db.pipeline
+        limit = (pipeline.recursion_limit if pipeline else recursion_limit)(
+            self.policy.max_iterations
+        )
         try:
             context = context or await self.context(thread_id, issues=issues)
             answer = getattr(graph_input, "resume", None)
