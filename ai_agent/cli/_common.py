@@ -160,6 +160,12 @@ class Parents:
             help="approval policy of a tool category (read_only, note_taking, modification, "
             "external) = auto, confirm, approve or deny; repeatable",
         )
+        runner.add_argument(
+            "--pipeline",
+            metavar="MODULE:NAME",
+            help="your own workflow: a Pipeline or PipelineBuilder importable as "
+            "package.module:name (docs/workflows.md); give it to resume the run too",
+        )
         runner.add_argument("--trace", action="store_true", help="print the structured trace")
         runner.add_argument("--quiet", action="store_true", help="no live status lines on stderr")
         live = runner.add_mutually_exclusive_group()
@@ -394,9 +400,23 @@ def build_agent(args: argparse.Namespace, *, creates: bool = False, **overrides:
         "approvals": approvals or None,
         "on_event": None if quiet else status_printer(sys.stderr),
         "mcp_config": getattr(args, "mcp_config", None) or None,
+        "pipeline": _pipeline(getattr(args, "pipeline", None)),
     }
     options.update(overrides)
     return Agent(**options)
+
+
+def _pipeline(spec: str | None) -> Any:
+    """``--pipeline MODULE:NAME`` loaded (a usage error when it cannot be)."""
+    if spec is None:
+        return None
+    from ai_agent.errors import ConfigError
+    from ai_agent.graph import Pipeline
+
+    try:
+        return Pipeline.load(spec)
+    except ConfigError as exc:
+        raise UsageError(f"--pipeline: {exc}") from None
 
 
 _CATEGORIES = ("read_only", "note_taking", "modification", "external")
@@ -444,6 +464,8 @@ def status_printer(stream: TextIO) -> Any:
             text = f"[{it}] act: running {visible(str(event.get('tool')))}"
         elif kind == "gate_paused":
             text = f"[{it}] gate: paused for a plan"
+        elif kind == "node_paused":
+            text = f"[{it}] {event.get('stage')}: paused for an answer"
         elif kind == "backend":
             text = f"[backend] {visible(str(event.get('detail')))}"
         elif kind == "mcp":
@@ -492,6 +514,8 @@ def print_result(
         print(f"(cancelled{why})", file=sys.stderr)
     elif result.status == "paused" and result.gate:
         print(visible(result.gate["prompt"], "lines"))
+    elif result.status == "paused" and result.interrupt:
+        print(visible(result.interrupt.prompt, "lines"))
     elif result.status == "failed":
         print(f"error: {visible(str(result.error), 'lines')}", file=sys.stderr)
 

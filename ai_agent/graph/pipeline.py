@@ -29,6 +29,7 @@ LangGraph graph is a node too: it runs as a subgraph on the keys it shares with 
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import typing
 from collections.abc import Callable, Hashable, Mapping
@@ -298,6 +299,30 @@ class Pipeline:
     exits: dict[str, Exit]
     entry: str = "recall"
     hooks: dict[str, Any] = field(default_factory=dict)
+
+    @staticmethod
+    def load(spec: str) -> Pipeline:
+        """The pipeline (or builder) named ``"package.module:name"``, as ``--pipeline`` takes it.
+
+        Raises:
+            ConfigError: the spec is malformed, the module does not import, or the name is not
+                a `Pipeline` or a `PipelineBuilder`.
+        """
+        module_name, _, attr = spec.partition(":")
+        if not module_name or not attr:
+            raise ConfigError(f"pipeline {spec!r}: give it as package.module:name")
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as exc:
+            raise ConfigError(
+                f"pipeline {spec!r}: cannot import {module_name} ({exc}); is it on PYTHONPATH?"
+            ) from None
+        found = getattr(module, attr, None)
+        if not isinstance(found, Pipeline | PipelineBuilder):
+            raise ConfigError(
+                f"pipeline {spec!r}: {module_name} has no Pipeline or PipelineBuilder named {attr}"
+            )
+        return found if isinstance(found, Pipeline) else found.build()
 
     @property
     def order(self) -> tuple[str, ...]:

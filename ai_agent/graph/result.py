@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from ai_agent.graph.divergence import DivergenceReport
+from ai_agent.graph.interrupts import Interrupted, waiting_node
 from ai_agent.issues import IssueKind
 from ai_agent.state import GateReport, RunState, TraceEvent
 
@@ -54,6 +55,8 @@ class RunResult:
         divergence: For a replay that stopped because the recording could not answer a call:
             where, and how the new call differs from the recorded one.
         stop_reason: Why the run ended (see `StopReason`); None while it is paused or forked.
+        interrupt: When paused in a node of your pipeline (``interrupt(value)``): the node and
+            its value; ``resume(thread_id, answer)`` answers it. None at the gate.
     """
 
     status: RunStatusName
@@ -66,6 +69,7 @@ class RunResult:
     iterations: int = 0
     divergence: DivergenceReport | None = None
     stop_reason: StopReason | None = None
+    interrupt: Interrupted | None = None
 
     def __post_init__(self) -> None:
         if self.stop_reason is None and self.status in _DEFAULT_REASON:
@@ -85,6 +89,11 @@ def result_of(thread_id: str, snapshot: StateSnapshot) -> RunResult:
         "usage": dict(values.get("usage") or {}),
         "iterations": values.get("iteration", 0),
     }
+    waiting = waiting_node(snapshot)
+    if waiting is not None:
+        line = TraceEvent(stage=waiting.node, iteration=common["iterations"], status="paused")
+        common["trace"].append(line)
+        return RunResult(status="paused", interrupt=waiting, **common)
     if snapshot.interrupts:
         gate: GateReport = snapshot.interrupts[0].value
         # The gate stage has not returned (it waits inside its interrupt), so its trace line is
@@ -146,6 +155,12 @@ def with_run_row(result: RunResult, record: Mapping[str, Any] | None) -> RunResu
     A fork that was never resumed waits at its fork point (its checkpoint alone looks like a
     run that stopped midway); a run that failed with an error has it in its row only.
     """
+    if record and record["status"] == "paused" and result.status != "paused":
+        # Paused in a node of a pipeline this reader did not compile (``ai-agent show`` without
+        # ``--pipeline``): the checkpoints read without it cannot say where; the run row can.
+        return dataclasses.replace(
+            result, status="paused", final_text=None, error=None, stop_reason=None
+        )
     if record and record["status"] == "forked" and result.status == "failed":
         return dataclasses.replace(result, status="forked", error=None, stop_reason=None)
     if (
