@@ -466,6 +466,8 @@ def status_printer(stream: TextIO) -> Any:
             text = f"[{it}] gate: paused for a plan"
         elif kind == "node_paused":
             text = f"[{it}] {event.get('stage')}: paused for an answer"
+        elif kind == "custom":
+            text = f"[custom] {visible(json.dumps(event.get('data'), default=str))}"
         elif kind == "backend":
             text = f"[backend] {visible(str(event.get('detail')))}"
         elif kind == "mcp":

@@ -24,12 +24,14 @@ from typing import cast
 from ai_agent.context import Event
 from ai_agent.events import (
     Compacted,
+    CustomEvent,
     FinalDelta,
     GatePaused,
     GateResumed,
     LifecycleEvent,
     ModelDelta,
     ModelRetry,
+    NodePaused,
     ProgressEvent,
     RunFinished,
     RunStarted,
@@ -46,12 +48,14 @@ from ai_agent.events import (
 
 __all__ = [
     "Compacted",
+    "CustomEvent",
     "FinalDelta",
     "GatePaused",
     "GateResumed",
     "LifecycleEvent",
     "ModelDelta",
     "ModelRetry",
+    "NodePaused",
     "RunFinished",
     "RunStarted",
     "StageFinished",
@@ -71,7 +75,10 @@ __all__ = [
 HOLD_CHARS = 256
 
 # The events a stream passes on as they are (model text and tool output unless quiet).
-_PASSED = (StageStarted, StageFinished, ModelRetry, ToolStarted, ToolFinished, GatePaused)
+_PASSED = (
+    *(StageStarted, StageFinished, ModelRetry, ToolStarted, ToolFinished, GatePaused),
+    *(NodePaused, CustomEvent),
+)
 _CHATTY = (ModelDelta, ToolOutput)
 
 

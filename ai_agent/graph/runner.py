@@ -44,7 +44,7 @@ from ai_agent.errors import (
 from ai_agent.graph.build import recursion_limit
 from ai_agent.graph.contexts import RunContexts
 from ai_agent.graph.database import RunDatabase, config_for
-from ai_agent.graph.events import RunFinished, RunStarted
+from ai_agent.graph.events import CustomEvent, RunFinished, RunStarted
 from ai_agent.graph.interrupts import Answer, node_answer, waiting_node
 from ai_agent.graph.result import RunResult, is_pending, result_of
 from ai_agent.graph.tooling import AgentTools
@@ -389,13 +389,17 @@ class PipelineRunner:
                 context = dataclasses.replace(context, answering=answer.report)
             async with self._db.graph() as graph:
                 # "sync": each step's checkpoint is committed before the next step starts, so a
-                # tool never has side effects ahead of the checkpoint that leads to it.
-                await graph.ainvoke(
+                # tool never has side effects ahead of the checkpoint that leads to it. What a
+                # node or a tool writes with get_stream_writer() ("custom") joins the run's
+                # events, as a CustomEvent.
+                async for data in graph.astream(
                     graph_input,
                     stamped(config_for(thread_id, limit, lease=self.store.held(thread_id))),
                     context=context,
                     durability="sync",
-                )
+                    stream_mode="custom",
+                ):
+                    context.emit(CustomEvent(data))
                 snapshot = await graph.aget_state(config_for(thread_id))
         except (StorageFullError, LeaseLostError):
             # Not a failure of the run: it continues once there is space again, or in the
