@@ -292,6 +292,8 @@ class Pipeline:
         exits: Where each node leads: a name, or a router with its map.
         entry: The first node.
         hooks: Hooks set with `PipelineBuilder.hook`, merged into the Agent's.
+        outer: Your own ``StateGraph`` the engine's graph is embedded in (`Pipeline.around`);
+            when set, it is what runs.
     """
 
     state_schema: type
@@ -299,6 +301,30 @@ class Pipeline:
     exits: dict[str, Exit]
     entry: str = "recall"
     hooks: dict[str, Any] = field(default_factory=dict)
+    outer: StateGraph[Any, Any, Any, Any] | None = None
+
+    @staticmethod
+    def around(graph: StateGraph[Any, Any, Any, Any]) -> Pipeline:
+        """Your own LangGraph ``StateGraph`` as what an Agent runs, the pipeline a node in it.
+
+        Add the compiled pipeline (``PipelineBuilder().build().compile()``: no checkpointer,
+        so it uses the run's) as a node of ``graph``. A run starts with the run state, and
+        LangGraph hands a subgraph node the keys its schema shares with the parent's and takes
+        back the keys it returns: so ``graph``'s state extends the run state (``class
+        Mine(RunState): ...``) and the Agent reads the run's outcome (``final_text``,
+        ``status``, the trace) from it as from its own graph.
+
+        Raises:
+            ConfigError: ``graph``'s state lacks fields of the run state.
+        """
+        schema = graph.state_schema
+        missing = sorted(set(typing.get_type_hints(RunState)) - set(typing.get_type_hints(schema)))
+        if missing:
+            raise ConfigError(
+                f"the state of the graph around the pipeline lacks {', '.join(missing)}: "
+                "make it extend ai_agent.state.RunState"
+            )
+        return Pipeline(state_schema=schema, nodes={}, exits={}, outer=graph)
 
     @staticmethod
     def load(spec: str) -> Pipeline:
@@ -331,7 +357,9 @@ class Pipeline:
 
     @property
     def extra_nodes(self) -> int:
-        """How many nodes are not the engine's stages."""
+        """How many nodes are not the engine's stages (all of an outer graph's count)."""
+        if self.outer is not None:
+            return len(self.outer.nodes)
         return sum(1 for name in self.nodes if name not in STAGES)
 
     def recursion_limit(self, max_iterations: int) -> int:
@@ -357,9 +385,10 @@ class Pipeline:
 
     def compile(
         self, checkpointer: BaseCheckpointSaver[Any] | None = None
-    ) -> CompiledStateGraph[Any, RunContext, Any, Any]:
+    ) -> CompiledStateGraph[Any, Any, Any, Any]:
         """The compiled graph; without a checkpointer, a subgraph uses its parent's."""
-        return self.graph().compile(checkpointer=checkpointer)
+        graph = self.graph() if self.outer is None else self.outer
+        return graph.compile(checkpointer=checkpointer)
 
 
 def merged_hooks(
