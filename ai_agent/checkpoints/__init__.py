@@ -4,7 +4,7 @@ The run store keeps runs, leases, the act journal, the recorded calls and the pl
 SQLite or PostgreSQL.
 """
 
-from ai_agent.checkpoints._serde import strict_serializer
+from ai_agent.checkpoints._serde import StateType, TypedSerializer, strict_serializer
 from ai_agent.checkpoints.backends import open_checkpointer, open_run_store
 from ai_agent.checkpoints.delta import FORMAT_VERSION, DeltaSaver, PruneStats
 from ai_agent.checkpoints.memory import SqliteMemory
@@ -40,7 +40,9 @@ __all__ = [
     "RunStore",
     "RunStoreProtocol",
     "SqliteMemory",
+    "StateType",
     "ToolCallRecord",
+    "TypedSerializer",
     "describe_location",
     "is_postgres_url",
     "open_checkpointer",

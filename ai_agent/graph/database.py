@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Self, cast
 
 from pydantic import SecretStr
 
-from ai_agent.checkpoints import open_checkpointer, open_run_store
+from ai_agent.checkpoints import TypedSerializer, open_checkpointer, open_run_store
 from ai_agent.checkpoints.backends import engine_saver
 from ai_agent.checkpoints.fencing import with_lease
 from ai_agent.checkpoints.foreign import async_ready
@@ -201,7 +201,7 @@ class RunDatabase:
             return None
         with self._lock:
             if self._lasting is None:
-                self._lasting = engine_saver(":memory:")
+                self._lasting = engine_saver(":memory:", self._serde())
             return self._lasting
 
     def exists(self) -> bool:
@@ -230,7 +230,7 @@ class RunDatabase:
     async def open(self) -> None:
         """Open the shared checkpointer (once); every `graph` until `aclose` uses it."""
         if self._saver is None and await self.lasting_saver() is None:
-            self._saver_cm = open_checkpointer(self.location)
+            self._saver_cm = open_checkpointer(self.location, self._serde())
             self._saver = await self._saver_cm.__aenter__()
 
     async def aclose(self) -> None:
@@ -263,8 +263,12 @@ class RunDatabase:
             yield self._compiled(lasting)
             return
         self.require()
-        async with open_checkpointer(self.location) as saver:
+        async with open_checkpointer(self.location, self._serde()) as saver:
             yield self._compiled(saver)
+
+    def _serde(self) -> TypedSerializer | None:
+        """The pipeline's serializer when it registered types of its own (else the strict one)."""
+        return None if self.pipeline is None else self.pipeline.serializer()
 
     def _compiled(self, saver: BaseCheckpointSaver[Any]) -> Any:
         """The pipeline over ``saver``: imported when a checkpoint is first read.

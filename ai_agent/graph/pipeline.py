@@ -42,6 +42,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 
+from ai_agent.checkpoints import StateType, TypedSerializer, strict_serializer
 from ai_agent.context import Hooks, RunContext
 from ai_agent.errors import ConfigError
 from ai_agent.graph.routes import after_decide, after_draft, after_gate
@@ -158,6 +159,7 @@ class PipelineBuilder:
         self._exits: dict[str, Exit] = _stage_exits()
         self._entry = "recall"
         self._hooks: dict[str, Any] = {}
+        self._types: dict[type, StateType] = {}  # read by the nodes' check when they run
 
     def replace(self, stage_name: str, node: Callable[..., Any]) -> Self:
         """Run ``node`` in place of the stage ``stage_name``; its edges stay as they are."""
@@ -165,7 +167,7 @@ class PipelineBuilder:
             raise ConfigError(
                 f"replace: {stage_name!r} is not a stage; the stages are {', '.join(STAGES)}"
             )
-        self._nodes[stage_name] = _user_node(stage_name, node)
+        self._nodes[stage_name] = _user_node(stage_name, node, self._types)
         return self
 
     def hook(self, name: str, fn: Callable[..., Any]) -> Self:
@@ -174,6 +176,19 @@ class PipelineBuilder:
             known = ", ".join(Hooks.__dataclass_fields__)
             raise ConfigError(f"hook: {name!r} is not a hook; the hooks are {known}")
         self._hooks[name] = fn
+        return self
+
+    def serializer(
+        self, type_: type, to_data: Callable[[Any], Any], from_data: Callable[[Any], Any]
+    ) -> Self:
+        """Let the state hold values of ``type_``, stored as ``to_data(value)`` (JSON data).
+
+        Checkpoints load them back with ``from_data(data)``. Every other type stays refused: a
+        node that puts one in the state fails the run with an error naming it.
+        """
+        if not isinstance(type_, type) or type_ in _JSON_TYPES:
+            raise ConfigError(f"serializer: {type_!r} is not a class of your own")
+        self._types[type_] = StateType(type_, to_data, from_data)
         return self
 
     def add_node(
@@ -198,7 +213,9 @@ class PipelineBuilder:
         for anchor in (after, before):
             if anchor is not None:
                 self._require(anchor, f"add_node {name!r}")
-        self._nodes[name] = node if isinstance(node, Runnable) else _user_node(name, node)
+        self._nodes[name] = (
+            node if isinstance(node, Runnable) else _user_node(name, node, self._types)
+        )
         if after is not None:
             self._exits[name] = self._exits[after]
             self._exits[after] = name
@@ -258,6 +275,7 @@ class PipelineBuilder:
             exits=dict(self._exits),
             entry=self._entry,
             hooks=dict(self._hooks),
+            types=tuple(self._types.values()),
         )
 
     def _require(self, name: str, what: str) -> None:
@@ -302,6 +320,7 @@ class Pipeline:
     entry: str = "recall"
     hooks: dict[str, Any] = field(default_factory=dict)
     outer: StateGraph[Any, Any, Any, Any] | None = None
+    types: tuple[StateType, ...] = ()
 
     @staticmethod
     def around(graph: StateGraph[Any, Any, Any, Any]) -> Pipeline:
@@ -362,6 +381,14 @@ class Pipeline:
             return len(self.outer.nodes)
         return sum(1 for name in self.nodes if name not in STAGES)
 
+    def serializer(self) -> TypedSerializer:
+        """The checkpoints' serializer: strict, with the types registered.
+
+        With none registered it still reads every value it loads, so a run whose checkpoints
+        hold a type this pipeline does not register is an error, never a dict in its place.
+        """
+        return TypedSerializer(strict_serializer(), self.types)
+
     def recursion_limit(self, max_iterations: int) -> int:
         """LangGraph's step limit for ``max_iterations`` cycles: your nodes count once a cycle."""
         per_cycle = STEPS_PER_CYCLE + self.extra_nodes
@@ -373,7 +400,10 @@ class Pipeline:
             self.state_schema, context_schema=RunContext
         )
         for name, node in self.nodes.items():
-            builder.add_node(name, node)
+            if isinstance(node, Runnable):  # a graph of the user's: the keys its schema shares
+                builder.add_node(name, node)
+            else:  # the whole state, the user's fields too (the wrappers are typed RunState)
+                builder.add_node(name, node, input_schema=self.state_schema)
         builder.add_edge(START, self.entry)
         for source, exit_ in self.exits.items():
             if isinstance(exit_, _Branch):
@@ -451,7 +481,7 @@ def _merged_state(extra: type | None) -> type:
     return cast(type, make(f"RunState_{extra.__name__}", {**ours, **theirs}, total=False))
 
 
-def _user_node(name: str, fn: Callable[..., Any]) -> Any:
+def _user_node(name: str, fn: Callable[..., Any], types: Mapping[type, StateType]) -> Any:
     """Your function as a stage: ``(state)`` or ``(state, runtime)``, sync or async."""
     if not callable(fn):
         raise ConfigError(f"node {name!r} is not a function or a compiled graph")
@@ -468,11 +498,40 @@ def _user_node(name: str, fn: Callable[..., Any]) -> Any:
                 f"node {name!r} returned {type(outcome).__name__}; a node returns a dict of "
                 "state updates (or None)"
             )
+        for key, value in outcome.items():
+            _check_storable(name, key, value, types)
         return dict(outcome)
 
     node.__name__ = name
     node.__doc__ = fn.__doc__
     return stage(name)(node)
+
+
+_JSON_TYPES = (str, int, float, bool, type(None))
+
+
+def _check_storable(node: str, key: str, value: Any, types: Mapping[type, StateType]) -> None:
+    """ConfigError for a value checkpoints would not load back as it was (nothing is stored).
+
+    Strict serialization loads only JSON data and allowlisted types: anything else would come
+    back from a checkpoint as something else, a silent change of meaning on resume.
+    """
+    if isinstance(value, _JSON_TYPES) or type(value) in types:
+        return
+    if isinstance(value, Mapping):
+        for item in value.values():
+            _check_storable(node, key, item, types)
+        return
+    if isinstance(value, list | tuple):
+        for item in value:
+            _check_storable(node, key, item, types)
+        return
+    kind = f"{type(value).__module__}.{type(value).__qualname__}"
+    raise ConfigError(
+        f"node {node!r} put a {kind} in the state field {key!r}; checkpoints keep JSON data and "
+        f"the types you register: PipelineBuilder.serializer({type(value).__qualname__}, "
+        "to_data, from_data)"
+    )
 
 
 def _takes_runtime(fn: Callable[..., Any]) -> bool:
