@@ -21,7 +21,7 @@ from ai_agent._lazy import lazy_names
 if TYPE_CHECKING:
     from ai_agent.config import AgentSettings
     from ai_agent.context import Hooks
-    from ai_agent.graph import Agent, RunResult
+    from ai_agent.graph import Agent, Pipeline, PipelineBuilder, RunResult
     from ai_agent.state import Citation, GateReport, ToolResult, UserPlan
     from ai_agent.tools.base import BaseTool
     from ai_agent.tools.decorator import tool
@@ -35,6 +35,8 @@ __all__ = [
     "Citation",
     "GateReport",
     "Hooks",
+    "Pipeline",
+    "PipelineBuilder",
     "RunResult",
     "ToolCategory",
     "ToolResult",
@@ -51,6 +53,8 @@ _HOMES = {
     "Citation": "ai_agent.state",
     "GateReport": "ai_agent.state",
     "Hooks": "ai_agent.context",
+    "Pipeline": "ai_agent.graph",
+    "PipelineBuilder": "ai_agent.graph",
     "RunResult": "ai_agent.graph",
     "ToolCategory": "ai_agent.tools.spec",
     "ToolResult": "ai_agent.state",

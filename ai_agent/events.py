@@ -7,7 +7,9 @@
 - `ModelRetry`: a failed model call about to be retried, and how long until then;
 - `ToolStarted`, `ToolOutput` (live chunks of a long tool's output),
   `ToolFinished`;
-- `GatePaused`: the run stopped at the gate and waits for a plan;
+- `GatePaused`: the run stopped at the gate and waits for a plan (`NodePaused`: a node of
+  your pipeline called ``interrupt()``);
+- `CustomEvent`: what a node or a tool wrote with ``get_stream_writer()``;
 - `FinalDelta`: the final answer's text. It is held back while a turn could still turn out
   to be a tool call, so it never carries tool-phase text; without streaming it arrives in one piece;
 - `RunFinished`: the `RunResult`, always last.
@@ -48,6 +50,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Compacted",
+    "CustomEvent",
     "FinalDelta",
     "GatePaused",
     "GateResumed",
@@ -55,6 +58,7 @@ __all__ = [
     "ModelCallEvent",
     "ModelDelta",
     "ModelRetry",
+    "NodePaused",
     "ProgressEvent",
     "RunFinished",
     "RunStarted",
@@ -210,6 +214,39 @@ class GatePaused:
     def progress(self) -> dict[str, Any]:
         """The ``on_event`` dict of this event."""
         return {"type": "gate_paused", **_gate(self.iteration), "data": self.report}
+
+
+@dataclass(frozen=True, slots=True)
+class NodePaused:
+    """A node of your pipeline called ``interrupt(value)``: the run waits for an answer.
+
+    ``Agent.resume(thread_id, answer)`` (or ``ai-agent resume THREAD --plan TEXT``) gives the
+    node ``answer`` as the value of its ``interrupt``.
+    """
+
+    node: str
+    iteration: int
+    value: Any = None
+
+    def progress(self) -> dict[str, Any]:
+        """The ``on_event`` dict of this event."""
+        return {
+            "type": "node_paused",
+            "stage": self.node,
+            "iteration": self.iteration,
+            "data": self.value,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class CustomEvent:
+    """What a node or a tool wrote with LangGraph's ``get_stream_writer()`` (its "custom" mode)."""
+
+    data: Any
+
+    def progress(self) -> dict[str, Any]:
+        """The ``on_event`` dict of this event."""
+        return {"type": "custom", "data": self.data}
 
 
 @dataclass(frozen=True, slots=True)
@@ -413,6 +450,8 @@ _InRun = (
     | ToolOutput
     | ToolFinished
     | GatePaused
+    | NodePaused
+    | CustomEvent
 )
 
 StreamEvent = _InRun | FinalDelta | RunFinished
@@ -425,6 +464,8 @@ LifecycleEvent = (
     | ToolStarted
     | ToolFinished
     | GatePaused
+    | NodePaused
+    | CustomEvent
     | GateResumed
     | Compacted
     | RunFinished

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from ai_agent._lazy import lazy_names
 
 if TYPE_CHECKING:
-    from ai_agent.checkpoints._serde import strict_serializer
+    from ai_agent.checkpoints._serde import StateType, TypedSerializer, strict_serializer
     from ai_agent.checkpoints.backends import open_checkpointer, open_run_store
     from ai_agent.checkpoints.delta import FORMAT_VERSION, DeltaSaver, PruneStats
     from ai_agent.checkpoints.memory import SqliteMemory
@@ -57,7 +57,9 @@ __all__ = [
     "RunStore",
     "RunStoreProtocol",
     "SqliteMemory",
+    "StateType",
     "ToolCallRecord",
+    "TypedSerializer",
     "describe_location",
     "is_postgres_url",
     "open_checkpointer",
@@ -82,6 +84,8 @@ _HOMES = {
     "RunStore": "ai_agent.checkpoints.runstore",
     "RunStoreProtocol": "ai_agent.checkpoints.store",
     "SqliteMemory": "ai_agent.checkpoints.memory",
+    "StateType": "ai_agent.checkpoints._serde",
+    "TypedSerializer": "ai_agent.checkpoints._serde",
     "ToolCallRecord": "ai_agent.checkpoints.recorded",
     "describe_location": "ai_agent.checkpoints.store",
     "is_postgres_url": "ai_agent.checkpoints.store",

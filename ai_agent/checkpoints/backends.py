@@ -28,6 +28,7 @@ from ai_agent.errors import ConfigError, StoreError
 
 if TYPE_CHECKING:
     from langgraph.checkpoint.base import BaseCheckpointSaver
+    from langgraph.checkpoint.serde.base import SerializerProtocol
 
     from ai_agent.checkpoints.delta import DeltaSaver
 
@@ -69,7 +70,7 @@ def open_run_store(location: Location, **options: Any) -> RunStoreProtocol:
     return RunStore(resolved)
 
 
-def engine_saver(path: str | Path) -> DeltaSaver:
+def engine_saver(path: str | Path, serde: SerializerProtocol | None = None) -> DeltaSaver:
     """The delta saver as the engine opens it: without the check for items edited in place.
 
     That check (``DeltaSaver(check_edits=True)``, the default for LangGraph users) compares
@@ -82,12 +83,16 @@ def engine_saver(path: str | Path) -> DeltaSaver:
     """
     from ai_agent.checkpoints.delta import DeltaSaver
 
-    return DeltaSaver(path, check_edits=False)
+    return DeltaSaver(path, serde=serde, check_edits=False)
 
 
 @asynccontextmanager
-async def open_checkpointer(path: Location) -> AsyncIterator[BaseCheckpointSaver[Any]]:
+async def open_checkpointer(
+    path: Location, serde: SerializerProtocol | None = None
+) -> AsyncIterator[BaseCheckpointSaver[Any]]:
     """Open (creating if needed) the SQLite checkpoint database at ``path``.
+
+    ``serde`` replaces the strict serializer (a pipeline's `TypedSerializer` over it).
 
     This is the backend seam: a ``postgresql://`` URL opens LangGraph's PostgreSQL saver instead
     (``ai_agent.checkpoints.postgres``, the ``postgres`` extra). A SQLite database written by the
@@ -110,11 +115,11 @@ async def open_checkpointer(path: Location) -> AsyncIterator[BaseCheckpointSaver
     if isinstance(where, str):
         with _postgres_extra():
             from ai_agent.checkpoints.postgres import open_postgres_checkpointer
-        async with open_postgres_checkpointer(where) as pg_saver:
+        async with open_postgres_checkpointer(where, serde=serde) as pg_saver:
             yield pg_saver
         return
     # Opening may migrate or import an old database: keep that off the event loop too.
-    saver = await asyncio.to_thread(engine_saver, where)
+    saver = await asyncio.to_thread(engine_saver, where, serde)
     try:
         yield saver
     except BaseException:

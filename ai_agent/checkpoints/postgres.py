@@ -44,6 +44,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMetadata
 from langgraph.checkpoint.postgres import _ainternal
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+from langgraph.checkpoint.serde.base import SerializerProtocol
 from psycopg import AsyncCursor
 from psycopg.rows import DictRow, dict_row
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
@@ -383,7 +384,7 @@ _PG_LEASE_ROW = LEASE_ROW_SQL.replace("?", "%s") + " FOR SHARE"
 
 @asynccontextmanager
 async def open_postgres_checkpointer(
-    url: str, *, max_connections: int = 4
+    url: str, *, max_connections: int = 4, serde: SerializerProtocol | None = None
 ) -> AsyncIterator[AsyncPostgresSaver]:
     """Open LangGraph's PostgreSQL checkpointer on ``url``, creating its tables if needed.
 
@@ -415,7 +416,8 @@ async def open_postgres_checkpointer(
     )
     await pool.open()
     try:
-        yield FencedPostgresSaver(pool, serde=strict_serializer(), where=describe_location(url))
+        serde = serde or strict_serializer()
+        yield FencedPostgresSaver(pool, serde=serde, where=describe_location(url))
     finally:
         await pool.close()
 

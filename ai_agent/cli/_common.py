@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import json
 import os
 import select
 import sys
@@ -167,6 +168,12 @@ class Parents:
             metavar="FILE",
             help="a JSON Schema (of an object) the final answer must fit; the answer is printed "
             "as JSON (docs/typed-outputs.md)",
+        )
+        runner.add_argument(
+            "--pipeline",
+            metavar="MODULE:NAME",
+            help="your own workflow: a Pipeline or PipelineBuilder importable as "
+            "package.module:name (docs/workflows.md); give it to resume the run too",
         )
         runner.add_argument("--trace", action="store_true", help="print the structured trace")
         runner.add_argument("--quiet", action="store_true", help="no live status lines on stderr")
@@ -404,6 +411,7 @@ def build_agent(args: argparse.Namespace, *, creates: bool = False, **overrides:
         "approvals": approvals or None,
         "on_event": None if quiet else status_printer(sys.stderr),
         "mcp_config": getattr(args, "mcp_config", None) or None,
+        "pipeline": _pipeline(getattr(args, "pipeline", None)),
     }
     schema_file = getattr(args, "output_schema", None)
     if schema_file:
@@ -430,6 +438,19 @@ def _output_schema(path: str) -> Any:
             '{"type": "object", "properties": {...}})'
         )
     return schema
+
+
+def _pipeline(spec: str | None) -> Any:
+    """``--pipeline MODULE:NAME`` loaded (a usage error when it cannot be)."""
+    if spec is None:
+        return None
+    from ai_agent.errors import ConfigError
+    from ai_agent.graph import Pipeline
+
+    try:
+        return Pipeline.load(spec)
+    except ConfigError as exc:
+        raise UsageError(f"--pipeline: {exc}") from None
 
 
 _CATEGORIES = ("read_only", "note_taking", "modification", "external")
@@ -486,6 +507,10 @@ def status_printer(stream: TextIO) -> Any:
             text = f"[{it}] act: running {visible(str(event.get('tool')))}"
         elif kind == "gate_paused":
             text = f"[{it}] gate: paused for a plan"
+        elif kind == "node_paused":
+            text = f"[{it}] {event.get('stage')}: paused for an answer"
+        elif kind == "custom":
+            text = f"[custom] {visible(json.dumps(event.get('data'), default=str))}"
         elif kind == "backend":
             text = f"[backend] {visible(str(event.get('detail')))}"
         elif kind == "mcp":

@@ -79,6 +79,8 @@ def print_result(
         print(f"(cancelled{why})", file=sys.stderr)
     elif result.status == "paused" and result.gate:
         print(visible(result.gate["prompt"], "lines"))
+    elif result.status == "paused" and result.interrupt:
+        print(visible(result.interrupt.prompt, "lines"))
     elif result.status == "failed":
         print(f"error: {visible(str(result.error), 'lines')}", file=sys.stderr)
 

@@ -154,6 +154,12 @@ class AgentSettings(BaseSettings):
         description="JSONL file the persist stage appends each finished run to.",
     )
     memory_sqlite: bool = Field(default=False, description="Opt in to the SQLite (FTS) memory.")
+    # A secret: a PostgreSQL URL may carry a password.
+    memory_store: SecretStr | None = Field(
+        default=None,
+        description="Long-term memory in LangGraph's BaseStore for recall and persist: a SQLite "
+        "file or a postgresql:// URL (in place of the SQLite memory).",
+    )
     # NoDecode: the env value is read by _split_tools, so "calculator,grep" works besides JSON.
     tools: Annotated[list[str], NoDecode] = Field(
         default_factory=list,

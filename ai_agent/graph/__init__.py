@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from ai_agent.graph.family import RunFamily, family_of, run_tree
     from ai_agent.graph.history import HistoryEntry
     from ai_agent.graph.options import PROFILES
+    from ai_agent.graph.pipeline import Pipeline, PipelineBuilder
     from ai_agent.graph.player import ModelIdentity, ReplayMode
     from ai_agent.graph.prune import PruneReport
     from ai_agent.graph.replay import REPLAY_MODES, trace_signature
@@ -40,6 +41,8 @@ __all__ = [
     "DivergenceReport",
     "HistoryEntry",
     "ModelIdentity",
+    "Pipeline",
+    "PipelineBuilder",
     "PlanOutcome",
     "PruneReport",
     "ReplayMode",
@@ -70,6 +73,8 @@ _HOMES = {
     "DivergenceReport": "ai_agent.graph.divergence",
     "HistoryEntry": "ai_agent.graph.history",
     "PlanOutcome": "ai_agent.graph.worker",
+    "Pipeline": "ai_agent.graph.pipeline",
+    "PipelineBuilder": "ai_agent.graph.pipeline",
     "PruneReport": "ai_agent.graph.prune",
     "ModelIdentity": "ai_agent.graph.player",
     "ReplayMode": "ai_agent.graph.player",

@@ -28,6 +28,7 @@ from ai_agent.graph.database import RunDatabase, locate_database
 from ai_agent.graph.delegation import archive_method, delegated
 from ai_agent.graph.events import rendering
 from ai_agent.graph.options import engine_state, memory_sqlite_path, run_policy
+from ai_agent.graph.pipeline import Pipeline, PipelineBuilder, as_pipeline, merged_hooks
 from ai_agent.graph.result import RunResult
 from ai_agent.graph.runner import PipelineRunner
 from ai_agent.graph.secrets import add_database_password, settings_secrets
@@ -102,8 +103,7 @@ class Agent:
         on_event: Called with progress events (stage started/finished, tool running...).
         workdir: Directory tools treat as their working directory, and the file sandbox's base
             unless ``tool_config.files.base_dir`` names another.
-        compaction_strategy: A custom `CompactionStrategy` used
-            instead of the configured one.
+        compaction_strategy: A custom `CompactionStrategy` used instead of the configured one.
         checkpoint_url: A ``postgresql://`` URL (or a SQLite path) for the checkpoints and the
             run store, in place of ``checkpoint_path``; needs the ``postgres`` extra. Default:
             the settings' ``checkpoint_url``, then their ``checkpoint_path``.
@@ -115,12 +115,12 @@ class Agent:
         mcp_config: A YAML, JSON or TOML file of MCP servers (or a list of them), read now.
         toolsmaker_dir: Where generated tools are kept (default: the settings'
             ``tool_config.toolsmaker.dir``, ``.agents/toolsmaker``).
-        toolsmaker_audit_path: The toolsmaker's audit log (default:
-            ``toolsmaker_dir/audit.jsonl``).
+        toolsmaker_audit_path: The toolsmaker's audit log (default: toolsmaker_dir/audit.jsonl).
         checkpointer: Any LangGraph saver for the checkpoints, opened and closed by its owner;
             the run store stays at ``checkpoint_path`` (see docs/compatibility.md).
         output_type: The type the final answer must fit (a pydantic model, dataclass, TypedDict
             or JSON Schema dict); ``RunResult.output`` is then typed (docs/typed-outputs.md).
+        pipeline: Your own workflow (a `PipelineBuilder` or its `Pipeline`; docs/workflows.md).
 
     Examples:
         >>> import asyncio
@@ -163,6 +163,7 @@ class Agent:
         toolsmaker_audit_path: str | Path | None = None,
         checkpointer: BaseCheckpointSaver[Any] | None = None,
         output_type: Any = None,
+        pipeline: Pipeline | PipelineBuilder | None = None,
         _database: RunDatabase | None = None,
     ) -> None:
         # To build it again on a parent's database (a subagent): first, before any other local.
@@ -182,7 +183,7 @@ class Agent:
             _database.location if _database else locate_database(checkpoint_path, checkpoint_url, s)
         )
         self._db = _database or RunDatabase(  # the run store and the checkpointer: the runs'
-            self.database, lease_seconds=s.lease_seconds, checkpointer=checkpointer
+            self.database, s.lease_seconds, checkpointer, as_pipeline(pipeline)
         )
         self.checkpoint_path = (
             self.database if isinstance(self.database, Path) else Path(s.checkpoint_path)
@@ -191,7 +192,7 @@ class Agent:
         # Validated (and files read) now, so a bad server is a usage error; each is a toolset
         # of the Agent's tools, started when a span needs it.
         self.mcp_servers = gather_servers(s.mcp_servers, mcp_config, mcp_servers)
-        self.hooks = hooks if isinstance(hooks, Hooks) else Hooks(**dict(hooks or {}))
+        self.hooks = merged_hooks(hooks, self._db.pipeline)  # the pipeline's hooks join them
         memory = s.memory_path if memory_path is _UNSET else memory_path
         sqlite = s.memory_sqlite if memory_sqlite is None else memory_sqlite
         memory_db = memory_sqlite_path(memory, self.checkpoint_path) if sqlite else None

@@ -37,13 +37,13 @@ _STAGE_NAMES = (
 # Steps per cycle on the longest path (draft, decide, discover, act, reflect, gate, and act and
 # reflect and gate again after a plan), plus recall/finalize/persist: the recursion limit follows
 # from max_iterations instead of being a magic number.
-_STEPS_PER_CYCLE = 9
-_FIXED_STEPS = 10
+STEPS_PER_CYCLE = 9
+FIXED_STEPS = 10
 
 
 def recursion_limit(max_iterations: int) -> int:
-    """LangGraph's step limit for a run of ``max_iterations`` cycles."""
-    return max_iterations * _STEPS_PER_CYCLE + _FIXED_STEPS
+    """LangGraph's step limit for a run of ``max_iterations`` cycles (see `Pipeline`)."""
+    return max_iterations * STEPS_PER_CYCLE + FIXED_STEPS
 
 
 def build_graph(

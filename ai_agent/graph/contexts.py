@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from ai_agent.accounting import RunMeter, UsageTracker
 from ai_agent.checkpoints import SqliteMemory
+from ai_agent.checkpoints.store_memory import StoreMemory, open_store_memory
 from ai_agent.compaction import CompactionStrategy, Compactor
 from ai_agent.config import AgentSettings, BudgetConfig, ModelBackendSettings
 from ai_agent.context import (
@@ -110,7 +111,7 @@ class RunContexts:
         self.usage_tracker = UsageTracker()
         # A subagent's run limited to what its parent has left (graph/subagents.py), by thread.
         self.budget_caps: dict[str, BudgetConfig] = {}
-        self._memory: SqliteMemory | None = None
+        self._memory: SqliteMemory | StoreMemory | None = None
         self._caller: ModelCaller | None = None
         self._backend: ModelBackendSettings | None = None
         self._summary_caller: ModelCaller | None = None
@@ -155,8 +156,11 @@ class RunContexts:
         self._local, self._backend = resolved.local, resolved.backend
         return resolved.caller
 
-    def _memory_store(self) -> SqliteMemory | None:
-        if self._memory_sqlite is not None and self._memory is None:
+    def _memory_store(self) -> SqliteMemory | StoreMemory | None:
+        if self._memory is None and self.settings.memory_store is not None:
+            # LangGraph's BaseStore, when the settings name one (in place of the SQLite memory).
+            self._memory = open_store_memory(self.settings.memory_store.get_secret_value())
+        elif self._memory_sqlite is not None and self._memory is None:
             self._memory = SqliteMemory(self._memory_sqlite)
         return self._memory
 

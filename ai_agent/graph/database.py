@@ -41,7 +41,9 @@ if TYPE_CHECKING:
     from langgraph.checkpoint.base import BaseCheckpointSaver
     from pydantic import SecretStr
 
+    from ai_agent.checkpoints import TypedSerializer
     from ai_agent.config import AgentSettings
+    from ai_agent.graph.pipeline import Pipeline
 
 __all__ = [
     "RunDatabase",
@@ -127,6 +129,8 @@ class RunDatabase:
             ``lease_seconds``); the store's default when None.
         checkpointer: A LangGraph saver that holds the checkpoints instead of the location's
             (the run store stays at the location). Its owner opens and closes it.
+        pipeline: The runs' own pipeline (`ai_agent.graph.pipeline.Pipeline`); None: the
+            engine's nine stages. Runs and every read of their checkpoints compile it.
 
     Examples:
         >>> from pathlib import Path
@@ -138,11 +142,12 @@ class RunDatabase:
     def __init__(
         self,
         location: Location,
-        *,
         lease_seconds: float | None = None,
         checkpointer: BaseCheckpointSaver[Any] | None = None,
+        pipeline: Pipeline | None = None,
     ) -> None:
         self.location = location
+        self.pipeline = pipeline
         self.lease_seconds = lease_seconds
         self._store: RunStoreProtocol | None = None
         self._saver: BaseCheckpointSaver[Any] | None = None
@@ -202,7 +207,7 @@ class RunDatabase:
             return None
         with self._lock:
             if self._lasting is None:
-                self._lasting = engine_saver(":memory:")
+                self._lasting = engine_saver(":memory:", self._serde())
             return self._lasting
 
     def exists(self) -> bool:
@@ -231,7 +236,7 @@ class RunDatabase:
     async def open(self) -> None:
         """Open the shared checkpointer (once); every `graph` until `aclose` uses it."""
         if self._saver is None and await self.lasting_saver() is None:
-            self._saver_cm = open_checkpointer(self.location)
+            self._saver_cm = open_checkpointer(self.location, self._serde())
             self._saver = await self._saver_cm.__aenter__()
 
     async def aclose(self) -> None:
@@ -267,7 +272,7 @@ class RunDatabase:
         """
         held = self._compiled.get(reading)
         if held is None or held[0] is not saver:
-            held = self._compiled[reading] = (saver, _compiled(saver, reading))
+            held = self._compiled[reading] = (saver, self._compile(saver, reading))
         return held[1]
 
     @contextlib.asynccontextmanager
@@ -275,19 +280,25 @@ class RunDatabase:
         """The compiled graph over a checkpointer of its own (another thread's event loop)."""
         lasting = await self.lasting_saver()
         if lasting is not None:  # one for all: it works from any thread
-            yield _compiled(lasting, reading)
+            yield self._compile(lasting, reading)
             return
         self.require()
-        async with open_checkpointer(self.location) as saver:
-            yield _compiled(saver, reading)
+        async with open_checkpointer(self.location, self._serde()) as saver:
+            yield self._compile(saver, reading)
 
+    def _serde(self) -> TypedSerializer | None:
+        """The pipeline's serializer when it registered types of its own (else the strict one)."""
+        return None if self.pipeline is None else self.pipeline.serializer()
 
-def _compiled(saver: BaseCheckpointSaver[Any], reading: bool) -> Any:
-    """The pipeline over ``saver``: imported when a checkpoint is first read.
+    def _compile(self, saver: BaseCheckpointSaver[Any], reading: bool) -> Any:
+        """The pipeline over ``saver``: imported when a checkpoint is first read.
 
-    Listing runs or plans needs the run store alone; LangGraph's graph runtime comes in with the
-    first checkpoint read, and the stages only with a graph that runs (not ``reading``).
-    """
-    from ai_agent.graph.build import build_graph
+        Listing runs or plans needs the run store alone; LangGraph's graph runtime comes in with
+        the first checkpoint read, and the stages only with a graph that runs (not ``reading``).
+        A pipeline of the user's reads its runs itself (their channels are its own).
+        """
+        if self.pipeline is not None:
+            return self.pipeline.compile(saver)
+        from ai_agent.graph.build import build_graph
 
-    return build_graph(saver, reading=reading)
+        return build_graph(saver, reading=reading)

@@ -23,10 +23,12 @@ from typing import cast
 
 from ai_agent.context import Event
 from ai_agent.events import (
+    CustomEvent,
     FinalDelta,
     GatePaused,
     ModelDelta,
     ModelRetry,
+    NodePaused,
     ProgressEvent,
     StageFinished,
     StageStarted,
@@ -49,7 +51,10 @@ __all__ = ["StreamView", "rendering"]
 HOLD_CHARS = 256
 
 # The events a stream passes on as they are (model text and tool output unless quiet).
-_PASSED = (StageStarted, StageFinished, ModelRetry, ToolStarted, ToolFinished, GatePaused)
+_PASSED = (
+    *(StageStarted, StageFinished, ModelRetry, ToolStarted, ToolFinished, GatePaused),
+    *(NodePaused, CustomEvent),
+)
 _CHATTY = (ModelDelta, ToolOutput)
 
 

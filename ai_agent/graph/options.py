@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ai_agent.checkpoints.store import is_postgres_url
 from ai_agent.config import MAX_ITERATIONS, AgentSettings
 from ai_agent.context import ApprovalPolicy, RunPolicy
 from ai_agent.errors import ConfigError
@@ -92,6 +93,9 @@ def engine_state(
         databases.append(database)
     if memory_sqlite is not None:
         databases.append(memory_sqlite)
+    store = settings.memory_store.get_secret_value() if settings.memory_store else None
+    if store and not is_postgres_url(store):  # LangGraph's store of long-term memory, a file
+        databases.append(Path(store))
     return ProtectedPaths.for_engine(
         workdir=workdir,
         databases=[d for d in databases if d.name != ":memory:"],

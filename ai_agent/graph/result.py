@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 from pydantic_core import to_jsonable_python
 
 from ai_agent.graph.divergence import DivergenceReport
+from ai_agent.graph.interrupts import Interrupted, waiting_node
 from ai_agent.issues import IssueKind
 from ai_agent.state import Citation, GateReport, RunState, TraceEvent
 
@@ -64,6 +65,8 @@ class RunResult:
             completed.
         citations: The sources the final answer cites (`ai_agent.state.Citation`: id, path,
             section, URI and the sentences citing it), as finalize found them.
+        interrupt: When paused in a node of your pipeline (``interrupt(value)``): the node and
+            its value; ``resume(thread_id, answer)`` answers it. None at the gate.
     """
 
     status: RunStatusName
@@ -78,6 +81,7 @@ class RunResult:
     stop_reason: StopReason | None = None
     output: Any = None
     citations: list[Citation] = field(default_factory=list)
+    interrupt: Interrupted | None = None
 
     def __post_init__(self) -> None:
         if self.stop_reason is None and self.status in _DEFAULT_REASON:
@@ -107,6 +111,11 @@ def result_of(
         "iterations": values.get("iteration", 0),
         "citations": list(values.get("citations") or []),
     }
+    waiting = waiting_node(snapshot)
+    if waiting is not None:
+        line = TraceEvent(stage=waiting.node, iteration=common["iterations"], status="paused")
+        common["trace"].append(line)
+        return RunResult(status="paused", interrupt=waiting, **common)
     if snapshot.interrupts:
         gate: GateReport = snapshot.interrupts[0].value
         # The gate stage has not returned (it waits inside its interrupt), so its trace line is
@@ -172,6 +181,12 @@ def with_run_row(result: RunResult, record: Mapping[str, Any] | None) -> RunResu
     A fork that was never resumed waits at its fork point (its checkpoint alone looks like a
     run that stopped midway); a run that failed with an error has it in its row only.
     """
+    if record and record["status"] == "paused" and result.status != "paused":
+        # Paused in a node of a pipeline this reader did not compile (``ai-agent show`` without
+        # ``--pipeline``): the checkpoints read without it cannot say where; the run row can.
+        return dataclasses.replace(
+            result, status="paused", final_text=None, error=None, stop_reason=None
+        )
     if record and record["status"] == "forked" and result.status == "failed":
         return dataclasses.replace(result, status="forked", error=None, stop_reason=None)
     if (

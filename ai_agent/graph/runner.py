@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from langgraph.errors import GraphRecursionError
@@ -41,10 +41,11 @@ from ai_agent.errors import (
     StorageFullError,
     UnknownThreadError,
 )
-from ai_agent.events import RunFinished, RunStarted
+from ai_agent.events import CustomEvent, RunFinished, RunStarted
 from ai_agent.graph.build import recursion_limit
 from ai_agent.graph.contexts import RunContexts
 from ai_agent.graph.database import RunDatabase, config_for
+from ai_agent.graph.interrupts import node_answer, waiting_node
 from ai_agent.graph.result import RunResult, is_pending, result_of
 from ai_agent.graph.tooling import AgentTools
 from ai_agent.nodes.gate import check_plan, check_token
@@ -58,6 +59,7 @@ if TYPE_CHECKING:
     from langgraph.types import StateSnapshot
 
     from ai_agent.checkpoints.runstore import Lease
+    from ai_agent.graph.interrupts import Answer
 
 __all__ = ["ParentStep", "PipelineRunner"]
 
@@ -195,9 +197,7 @@ class PipelineRunner:
             )
         return masked
 
-    async def resume(
-        self, thread_id: str, plan: UserPlan | Mapping[str, Any] | None = None
-    ) -> RunResult:
+    async def resume(self, thread_id: str, plan: Answer = None) -> RunResult:
         """Continue a run: with a plan when it is paused at the gate, without after a crash.
 
         The arguments, the result and the errors are documented on `ai_agent.Agent.resume`.
@@ -250,7 +250,7 @@ class PipelineRunner:
         self,
         thread_id: str,
         snapshot: StateSnapshot,
-        plan: UserPlan | Mapping[str, Any] | None,
+        plan: Answer,
         *,
         token_required: bool = False,
     ) -> Command[Any] | None:
@@ -264,6 +264,10 @@ class PipelineRunner:
         self.secrets.refresh()  # a key exported while the run waited counts from here on
         if not snapshot.values and await self.store.get_run(thread_id) is None:
             raise self._unknown(thread_id)
+        waiting = waiting_node(snapshot)
+        if waiting is not None:  # a node of the user's pipeline asked: the answer is its value
+            answer = node_answer(thread_id, waiting, plan, self.settings.max_plan_chars)
+            return Command(resume=self.secrets.scrub(answer))
         if snapshot.interrupts:
             report: GateReport = snapshot.interrupts[0].value
             if plan is None:
@@ -292,7 +296,7 @@ class PipelineRunner:
         status = snapshot.values.get("status", "finished")
         raise NothingPendingError(f"run {thread_id} has {status}; there is nothing to resume")
 
-    async def _restart(self, thread_id: str, plan: UserPlan | Mapping[str, Any] | None) -> RunState:
+    async def _restart(self, thread_id: str, plan: Answer) -> RunState:
         """The input of a run that has a run row but no checkpoint: its task, from the start.
 
         The row is written before the first checkpoint, so a crash in between leaves it alone.
@@ -406,7 +410,10 @@ class PipelineRunner:
     async def _invoke_graph(
         self, thread_id: str, graph_input: Any, context: RunContext | None, issues: Sequence[Issue]
     ) -> RunResult:
-        limit = recursion_limit(self.policy.max_iterations)
+        pipeline = self._db.pipeline
+        limit = (pipeline.recursion_limit if pipeline else recursion_limit)(
+            self.policy.max_iterations
+        )
         try:
             context = context or await self.context(thread_id, issues=issues)
             answer = getattr(graph_input, "resume", None)
@@ -416,13 +423,17 @@ class PipelineRunner:
                 context = dataclasses.replace(context, answering=answer.report)
             async with self._db.graph() as graph:
                 # "sync": each step's checkpoint is committed before the next step starts, so a
-                # tool never has side effects ahead of the checkpoint that leads to it.
-                await graph.ainvoke(
+                # tool never has side effects ahead of the checkpoint that leads to it. What a
+                # node or a tool writes with get_stream_writer() ("custom") joins the run's
+                # events, as a CustomEvent.
+                async for data in graph.astream(
                     graph_input,
                     stamped(config_for(thread_id, limit, lease=self.store.held(thread_id))),
                     context=context,
                     durability="sync",
-                )
+                    stream_mode="custom",
+                ):
+                    context.emit(CustomEvent(data))
                 snapshot = await graph.aget_state(config_for(thread_id))
         except (StorageFullError, LeaseLostError):
             # Not a failure of the run: it continues once there is space again, or in the
@@ -453,7 +464,7 @@ class PipelineRunner:
         return result
 
 
-def _read_plan(plan: UserPlan | Mapping[str, Any], token_required: bool) -> UserPlan:
+def _read_plan(plan: Answer, token_required: bool) -> UserPlan:
     """The plan, validated. From the queue, a plan that is not even valid is refused.
 
     ``submit_plan`` queues only plans it validated, so an unreadable one in the queue was

@@ -27,14 +27,16 @@ import asyncio
 import contextlib
 import queue
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator, Mapping
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator
+from typing import TYPE_CHECKING, Any
 
 from ai_agent.checkpoints.store import new_thread_id
 from ai_agent.events import ProgressEvent, RunFinished, StreamEvent
 from ai_agent.graph.events import StreamView
 from ai_agent.graph.result import RunResult
-from ai_agent.state import UserPlan
+
+if TYPE_CHECKING:
+    from ai_agent.graph.interrupts import Answer
 
 __all__ = ["StreamSinks", "Streams"]
 
@@ -90,7 +92,7 @@ class Streams:
     def astream_resume(
         self,
         thread_id: str,
-        plan: UserPlan | Mapping[str, Any] | None = None,
+        plan: Answer = None,
         *,
         quiet_tools: bool = False,
     ) -> AsyncIterator[StreamEvent]:
@@ -137,7 +139,7 @@ class Streams:
     def stream_resume(
         self,
         thread_id: str,
-        plan: UserPlan | Mapping[str, Any] | None = None,
+        plan: Answer = None,
         *,
         quiet_tools: bool = False,
     ) -> Iterator[StreamEvent]:

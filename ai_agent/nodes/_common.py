@@ -14,7 +14,7 @@ from langgraph.runtime import Runtime
 
 from ai_agent.context import RunContext
 from ai_agent.errors import HookError
-from ai_agent.events import GatePaused, StageFinished, StageStarted
+from ai_agent.events import GatePaused, NodePaused, StageFinished, StageStarted
 from ai_agent.issues import IssueKind
 from ai_agent.nodes._issues import issue
 from ai_agent.observability.scopes import stage_scope
@@ -100,7 +100,7 @@ def stage(name: str) -> Callable[[Node[U]], Node[U]]:
     stage gave none. Every secret the run knows is masked in the update (``RunContext.scrub``).
     The stage runs in an observability scope (its id, span, duration metric and log lines; see
     `ai_agent.observability.scopes`). An interrupt from the gate passes through
-    untouched.
+    untouched, as does one from a node of the user's pipeline (reported as `NodePaused`).
     """
 
     def wrap(fn: Node[U]) -> Node[U]:
@@ -116,6 +116,9 @@ def stage(name: str) -> Callable[[Node[U]], Node[U]]:
                 except GraphInterrupt as exc:
                     interrupts = exc.args[0] if exc.args else ()
                     report = getattr(interrupts[0], "value", None) if interrupts else None
+                    if name != "gate":  # a node of the user's pipeline asks for an answer
+                        context.emit(NodePaused(name, iteration, report))
+                        raise
                     observed.pause(report if isinstance(report, dict) else None)
                     context.emit(GatePaused(iteration, report or None))
                     raise
