@@ -177,5 +177,9 @@ async def _form(console: Console, request: Request) -> dict[str, str]:
 
 
 async def _events(console: Console, request: Request) -> Response:
-    stream = run_changes(console.archive, interval=console.interval)
+    try:
+        since = float(request.query_params.get("since", ""))
+    except ValueError:
+        since = None  # a page that did not say when it was made misses nothing worse
+    stream = run_changes(console.archive, interval=console.interval, since=since)
     return StreamingResponse(stream, media_type="text/event-stream")

@@ -5,7 +5,7 @@ events stream). What it checks is drawn in `ai_agent.console.auth`; the CSRF tok
 is checked where the form is read (`ai_agent.console.app`), since reading the body here would
 consume it. Every response gets headers that keep the pages inert: a Content-Security-Policy
 allowing only the console's own scripts and styles (no inline script, so markup that escaped
-escaping still could not run), no framing, no sniffing, no referrer, no caching.
+escaping still could not run), no framing, no sniffing, no referrer to other sites, no caching.
 """
 
 from __future__ import annotations
@@ -29,7 +29,8 @@ SECURITY_HEADERS = {
     "frame-ancestors 'none'",
     "x-content-type-options": "nosniff",
     "x-frame-options": "DENY",
-    "referrer-policy": "no-referrer",
+    # Not no-referrer: with it Chromium sends "Origin: null" on the console's own forms.
+    "referrer-policy": "same-origin",
     "cache-control": "no-store",
 }
 

@@ -27,6 +27,7 @@ async def run_changes(
     archive: RunArchive,
     *,
     interval: float,
+    since: float | None = None,
     stopping: Callable[[], bool] = lambda: False,
 ) -> AsyncGenerator[str, None]:
     """Server-sent events, one ``runs`` event per look that found changes.
@@ -34,21 +35,30 @@ async def run_changes(
     Args:
         archive: Where the runs are.
         interval: Seconds between looks.
+        since: When the page was made (the server's clock): a run changed after that and
+            before the stream's first look is sent at once, so no change falls in between.
         stopping: True when the stream should end (the client left, the server stops).
     """
     seen = await _look(archive)
     yield "retry: 2000\n\n"  # how soon a browser reconnects after the server went away
+    if since is not None:
+        missed = [(t, status) for t, (status, updated) in seen.items() if updated > since]
+        if missed:
+            yield _event(missed)
     while not stopping():
         await asyncio.sleep(interval)
         now = await _look(archive)
         changed = [
-            {"thread_id": thread, "status": status}
-            for thread, (status, updated) in now.items()
-            if seen.get(thread) != (status, updated)
+            (t, status) for t, (status, updated) in now.items() if seen.get(t) != (status, updated)
         ]
         if changed:
-            yield f"event: runs\ndata: {json.dumps(changed)}\n\n"
+            yield _event(changed)
         seen = now
+
+
+def _event(changed: list[tuple[str, str]]) -> str:
+    data = json.dumps([{"thread_id": thread, "status": status} for thread, status in changed])
+    return f"event: runs\ndata: {data}\n\n"
 
 
 async def _look(archive: RunArchive) -> dict[str, tuple[str, float]]:

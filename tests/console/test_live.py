@@ -29,3 +29,17 @@ async def test_the_stream_ends_when_told(make_agent: MakeAgent) -> None:
     async with agent:
         stream = run_changes(agent.archive, interval=0, stopping=lambda: True)
         assert [e async for e in stream] == ["retry: 2000\n\n"]
+
+
+async def test_a_change_between_the_page_and_the_stream_is_sent_at_once(
+    make_agent: MakeAgent,
+) -> None:
+    agent = make_agent([write_call()])
+    async with agent:
+        await agent.run("write", thread_id="l2")
+        (run,) = await agent.archive.list_runs()
+        stream = run_changes(agent.archive, interval=0, since=run["updated_at"] - 1)
+        assert await anext(stream) == "retry: 2000\n\n"
+        event = await anext(stream)
+        assert json.loads(event.split("data: ", 1)[1]) == [{"thread_id": "l2", "status": "paused"}]
+        await stream.aclose()

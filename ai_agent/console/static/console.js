@@ -61,7 +61,10 @@ function shown() {
 function connect() {
   if (!window.EventSource) return;
   const page = document.body.dataset.page;
-  const events = new EventSource("/events");
+  // "since": the server's time when it made this page; a change after it is never missed.
+  const events = new EventSource("/events?since=" + encodeURIComponent(document.body.dataset.made));
+  // A form on its way to the server is not cancelled by a reload: the answer's page comes next.
+  document.addEventListener("submit", () => events.close());
   events.addEventListener("runs", (event) => {
     const changed = JSON.parse(event.data);
     const here = shown();
