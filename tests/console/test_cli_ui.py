@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 from pathlib import Path
 
 import httpx
@@ -73,3 +74,14 @@ def test_a_remote_console_with_its_own_token(tmp_path: Path) -> None:
         with httpx.Client(base_url=served.base) as http:
             assert http.get("/inbox").status_code == 403
             assert http.get(f"/inbox?token={'s' * 32}", follow_redirects=True).status_code == 200
+
+
+def test_a_port_in_use_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    paused_run(tmp_path)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        capsys.readouterr()
+        assert main(["ui", "--port", str(port), "--no-worker"]) == EXIT["usage"]
+    assert f"cannot serve on 127.0.0.1:{port}: Address already in use" in capsys.readouterr().err
