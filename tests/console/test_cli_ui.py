@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import httpx
@@ -85,3 +87,21 @@ def test_a_port_in_use_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFi
         capsys.readouterr()
         assert main(["ui", "--port", str(port), "--no-worker"]) == EXIT["usage"]
     assert f"cannot serve on 127.0.0.1:{port}: Address already in use" in capsys.readouterr().err
+
+
+def test_other_commands_do_not_load_the_console(tmp_path: Path) -> None:
+    paused_run(tmp_path)
+    script = (
+        "import sys\n"
+        "from ai_agent.cli import main\n"
+        "code = main(['runs'])\n"
+        "print('=modules=', *sys.modules)\n"
+        "sys.exit(code)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    loaded = set(done.stdout.partition("=modules=")[2].split())
+    assert "ai_agent.cli.console" in loaded  # the command module is there (the parser)...
+    assert not {"ai_agent.console", "starlette", "uvicorn", "jinja2"} & loaded  # ...not the app
