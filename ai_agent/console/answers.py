@@ -1,0 +1,91 @@
+"""A person's answer in the inbox, made into a plan and queued: the same path as the CLI's queue.
+
+The inbox's form says what to do with one paused gate (``action``): approve a waiting call (how
+far the approval reaches: ``scope``), reject it with a reason the model reads, activate a tool,
+continue with instructions, or stop the run. `plan_of` turns that into the plan the command line
+would build (``ai-agent resume THREAD --approve ID --scope tool --queue``), and `submit` reads it
+with `ai_agent.plans.read_plan` and queues it with ``Agent.submit_plan``: checked against the
+pending gate there and then (a mistake is the person's to see at once), then served by a worker
+(the console's own, or ``ai-agent worker``), which takes the run's lease, so a browser and a
+command line answering at once leave one winner.
+
+The form carries the token of the gate report the page showed. A plan that names a gate the run
+has left (someone answered it first, from anywhere) is refused, never applied to the next gate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from ai_agent.errors import InvalidPlanError
+from ai_agent.plans import read_plan
+
+if TYPE_CHECKING:
+    from ai_agent.checkpoints import PlanRecord
+    from ai_agent.graph import Agent
+
+__all__ = ["ACTIONS", "plan_of", "submit"]
+
+ACTIONS = ("approve", "reject", "activate", "instruct", "stop")
+SCOPES = ("call", "tool", "args")
+
+
+def plan_of(form: Mapping[str, str]) -> dict[str, Any]:
+    """The plan (as a dict) an inbox form asks for.
+
+    Raises:
+        InvalidPlanError: the form is not one of the inbox's answers (a message says which
+            field to fix).
+
+    Examples:
+        >>> plan_of({"action": "reject", "call": "c1.1", "message": "use a copy", "gate": "t"})
+        {'deny': ['c1.1'], 'instructions': 'use a copy', 'gate_token': 't'}
+        >>> plan_of({"action": "approve", "call": "c1.1", "scope": "tool"})["grant_scope"]
+        'tool'
+    """
+    action, message = form.get("action", ""), form.get("message", "").strip() or None
+    if action not in ACTIONS:
+        raise InvalidPlanError(f"unknown answer {action!r}: use one of {', '.join(ACTIONS)}")
+    plan: dict[str, Any] = _decision(action, form, message)
+    if form.get("gate"):
+        plan["gate_token"] = form["gate"]
+    return plan
+
+
+def _decision(action: str, form: Mapping[str, str], message: str | None) -> dict[str, Any]:
+    if action in ("approve", "reject"):
+        call = _required(form, "call", f"{action} needs the id of the call it decides")
+        if action == "reject":
+            return {"deny": [call], "instructions": message}
+        scope = form.get("scope") or "call"
+        if scope not in SCOPES:
+            raise InvalidPlanError(f"unknown scope {scope!r}: use one of {', '.join(SCOPES)}")
+        return {"approve": [call], "grant_scope": scope, "instructions": message}
+    if action == "activate":
+        return {"activate_tools": [_required(form, "tool", "activate needs a tool's name")]}
+    if action == "instruct":
+        if message is None:
+            raise InvalidPlanError("write the instructions the run should continue with")
+        return {"instructions": message}
+    return {"allow_continue": False, "instructions": message}  # stop
+
+
+def _required(form: Mapping[str, str], name: str, problem: str) -> str:
+    value = form.get(name, "").strip()
+    if not value:
+        raise InvalidPlanError(problem)
+    return value
+
+
+async def submit(agent: Agent, thread_id: str, form: Mapping[str, str]) -> PlanRecord:
+    """Queue the answer of an inbox form for a paused run.
+
+    Raises:
+        InvalidPlanError: the form or the plan is wrong, or too long (``max_plan_chars``).
+        PlanRefusedError: the gate the page showed is no longer the run's (answered already).
+        NothingPendingError / UnknownThreadError / RunError: the run is not waiting, does not
+            exist, or has an answer queued already.
+    """
+    plan = read_plan(plan_of(form), max_chars=agent.settings.max_plan_chars)
+    return await agent.submit_plan(thread_id, plan)
