@@ -57,7 +57,7 @@ class Plan:
 
 
 FULL = Plan(800, 100, 50, 5, 800, 300, 5, 100, 7)
-QUICK = Plan(160, 20, 20, 1, 160, 100, 2, 50, 1, 80, 20, 1)
+QUICK = Plan(160, 20, 20, 1, 160, 100, 2, 50, 1, 40, 10, 1)
 
 
 Rounds = dict[str, list[PipelineRun]]
