@@ -131,4 +131,10 @@ def unchanged(shadow: list[Any], value: list[Any], n: int) -> bool:
     Only meaningful for the very objects the snapshot was taken of (`same_prefix` first): an
     object's snapshot is its fields, which only the same object's fields can equal.
     """
-    return len(shadow) == n and shadow == list(map(_fields, value[:n]))
+    if len(shadow) != n:
+        return False
+    head = value[:n]
+    # Items that are plain data (dicts, lists, atoms) are their own snapshot's shape: one C
+    # comparison answers. An object's snapshot is its fields, which the object itself never
+    # equals, so a list holding objects takes the second comparison (a Python call per item).
+    return shadow == head or shadow == list(map(_fields, head))
