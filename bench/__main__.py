@@ -1,20 +1,20 @@
 """``python -m bench [--quick]``: every figure against its baseline, a table, JSON and a plot.
 
 Sections, in order: the pipeline on three checkpointers (storage, time per cycle, reading the
-latest state), tool overhead, token counting, many concurrent runs (in a fresh interpreter, so
-its memory is its own), start-up (fresh interpreters), the command line's read-only
-commands on a store of 1,000 runs (``bench.cli_reads``) and spawning subagents (a fresh
-interpreter). The no-checkpointer, null-saver and
-delta runs are repeated, interleaved. Every round does the very same work cycle by cycle (a
-scripted model, one deterministic tool), so the time figures take, for each cycle, its fastest
-time over the rounds: what other processes added to a cycle in one round is gone, while a cost
-of the engine's own (a WAL checkpoint every 100 commits, a garbage collection) recurs at the same
-cycle in every round and stays. The median over rounds of the per-round figure is reported
-beside it. Storage comes from the least disturbed run (lowest total wall time); all runs are in
-the JSON. The SqliteSaver baseline runs once, for as many cycles
-as asked (``--baseline-cycles``); when that is fewer than the run, its storage and time are
-extrapolated (quadratic storage, linear time per cycle, fitted on its own samples), and the
-figures say so.
+latest state), plain LangGraph graphs on the delta saver and LangGraph's own savers
+(``bench.plain_section``), tool overhead, token counting, many concurrent runs (in a fresh
+interpreter, so its memory is its own), start-up (fresh interpreters), the command line's
+read-only commands on a store of 1,000 runs (``bench.cli_reads``) and spawning subagents (a
+fresh interpreter). The no-checkpointer, null-saver and delta runs are repeated, interleaved.
+Every round does the very same work cycle by cycle (a scripted model, one deterministic tool),
+so the time figures take, for each cycle, its fastest time over the rounds: what other
+processes added to a cycle in one round is gone, while a cost of the engine's own (a WAL
+checkpoint every 100 commits, a garbage collection) recurs at the same cycle in every round and
+stays. The median over rounds of the per-round figure is reported beside it. Storage comes from
+the least disturbed run (lowest total wall time); all runs are in the JSON. The SqliteSaver
+baseline runs once, for as many cycles as asked (``--baseline-cycles``); when that is fewer than
+the run, its storage and time are extrapolated (quadratic storage, linear time per cycle,
+fitted on its own samples), and the figures say so.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from typing import Any
 from bench.cli_reads import measure_cli_reads
 from bench.common import Figure, median, subprocess_env
 from bench.pipeline import PAYLOAD_BYTES, PipelineRun, run_pipeline
+from bench.plain_section import measure_plain
 from bench.report import markdown, plot, table, write_json
 from bench.spec_figures import measure_agent_memory, measure_serialization, spec_figures
 from bench.startup import measure_startup
@@ -56,10 +57,13 @@ class Plan:
     startup_repeat: int
     children: int = 50
     spawn_repeat: int = 15
+    plain_cycles: int = 400
+    plain_window: int = 100
+    plain_rounds: int = 3
 
 
 FULL = Plan(800, 100, 50, 5, 800, 300, 5, 100, 7, 50, 15)
-QUICK = Plan(160, 20, 20, 1, 160, 100, 2, 50, 1, 10, 5)
+QUICK = Plan(160, 20, 20, 1, 160, 100, 2, 50, 1, 10, 5, 40, 10, 1)
 
 
 Rounds = dict[str, list[PipelineRun]]
@@ -493,6 +497,10 @@ def main(argv: list[str] | None = None) -> int:
         best, rounds, runs = _pipeline(plan, work)
         reads = {kind: _read_latest(kind, work / f"{kind}.sqlite") for kind in READ_KINDS}
         figures = pipeline_figures(best, rounds, plan, reads)
+        plain, plain_runs = measure_plain(
+            plan.plain_cycles, plan.plain_window, plan.plain_rounds, plan.cycles
+        )
+        figures += plain
         print("  tools", flush=True)
         tools = measure_tool_overhead(plan.tool_calls, work)
         print("  tokens", flush=True)
@@ -512,6 +520,7 @@ def main(argv: list[str] | None = None) -> int:
             "plan": plan.__dict__,
             "seconds": seconds,
             "pipeline_runs": runs,
+            "plain_runs": plain_runs,
             "tools": tools,
             "tokens": tokens,
             "concurrency": many,

@@ -311,7 +311,12 @@ def _extends(store: DeltaStore, prev: Held, value: list[Any]) -> bool:
     # The very objects stored (or handed out) for this value, not edited since: a pointer
     # comparison, then (edits checked) a comparison with their snapshot that runs in C.
     items = cast(list[Any], prev.items)
-    if same_prefix(items, value, n) and (known is items or unchanged(known, value, n)):
-        return True
+    if same_prefix(items, value, n):
+        # The same objects: if they no longer equal their snapshot, one was edited in place.
+        return known is items or unchanged(known, value, n)
+    if known is not items:
+        # Other objects, and the snapshot holds some items as their fields (``_identity``),
+        # which their serialized form cannot be compared with: the stored bytes can.
+        return matches_stored(store, cast(int, prev.lineage), n, value)
     dumps = store.serde.dumps_typed
     return all(dumps(a) == dumps(b) for a, b in zip(known, value, strict=False))

@@ -7,11 +7,13 @@ a list item in place: each must read back what LangGraph holds live, as InMemory
 
 from __future__ import annotations
 
+import copy
 import operator
 from pathlib import Path
 from typing import Annotated, Any
 
 import pytest
+from langchain_core.messages import ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph._internal import _serde as lg_serde
 from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -237,6 +239,8 @@ def test_appends_still_write_only_the_new_items(tmp_path: Path) -> None:
 class Frozen:
     """An object that refuses copying (as one holding a lock or a socket does)."""
 
+    __slots__ = ("n",)
+
     def __init__(self, n: int) -> None:
         self.n = n
 
@@ -244,17 +248,28 @@ class Frozen:
         raise TypeError("cannot copy")
 
 
+class Plain:
+    """An object with a ``__dict__`` that refuses copying: its fields are copied instead."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Plain:
+        raise TypeError("cannot copy")
+
+
 def test_a_snapshot_copies_containers_and_shares_what_cannot_change() -> None:
     text, ticket, frozen = "a text", Ticket(title="t", votes=1), Frozen(1)
     items: list[Any] = [{"k": [text, (1, {"n": 2})]}, ticket, frozen, b"raw", None, 1.5]
     shadow = snapshot(items)
-    assert shadow == items
+    assert shadow[0] == items[0]
     assert shadow[0]["k"][0] is text  # an immutable leaf is the very same object
     assert shadow[0] is not items[0]
     assert shadow[0]["k"][1][1] is not items[0]["k"][1][1]  # inside a tuple too
-    assert shadow[1] == ticket
-    assert shadow[1] is not ticket  # any other object is deep-copied
-    assert shadow[2] is frozen  # one that refuses copying is shared: only replacing it shows
+    # An object is held as a copy of its fields, compared with its own (a C dict comparison).
+    assert shadow[1] == vars(ticket)
+    assert shadow[1] is not vars(ticket)
+    assert shadow[2] is frozen  # no __dict__ and refuses copying: only replacing it shows
     assert unchanged(shadow, items, len(items))
     items[0]["k"][1][1]["n"] = 3
     assert not unchanged(shadow, items, 1)
@@ -262,3 +277,90 @@ def test_a_snapshot_copies_containers_and_shares_what_cannot_change() -> None:
     ticket.votes = 2
     assert not unchanged(shadow[1:], items[1:], 5)
     assert not unchanged(shadow, items, 2)  # a snapshot of another length never vouches
+
+
+def test_an_object_s_fields_and_extra_fields_are_watched() -> None:
+    message = ToolMessage(content="result", tool_call_id="c1", name="fetch")
+    plain, kind = Plain(1), Ticket  # a class in a list is kept as it is
+    items: list[Any] = [message, plain, kind]
+    shadow = snapshot(items)
+    assert unchanged(shadow, items, 3)
+    plain.n = 2  # refuses deepcopy, but its fields were copied: the edit shows
+    assert not unchanged(shadow, items, 3)
+    plain.n = 1
+    assert unchanged(shadow, items, 3)
+    message.additional_kwargs["seen"] = True  # a container inside a field
+    assert not unchanged(shadow, items, 3)
+    del message.additional_kwargs["seen"]
+    assert unchanged(shadow, items, 3)
+    message.flagged = True  # type: ignore[attr-defined]  # an extra field (pydantic keeps apart)
+    assert not unchanged(shadow, items, 3)
+    fresh = snapshot(items)
+    assert unchanged(fresh, items, 3)
+    message.flagged = False  # type: ignore[attr-defined]
+    assert not unchanged(fresh, items, 3)
+
+
+class Messages(TypedDict):
+    messages: Annotated[list[Any], operator.add]
+
+
+def _message(i: int) -> ToolMessage:
+    return ToolMessage(content=f"result {i}", tool_call_id=f"c{i}", name="fetch")
+
+
+def test_a_message_edited_in_place_is_stored_as_live(tmp_path: Path) -> None:
+    def edit(state: Messages) -> dict[str, Any]:
+        state["messages"][0].content = "edited"  # a field of a stored message object
+        return {"messages": [_message(99)]}
+
+    builder: StateGraph[Messages, None, Messages, Messages] = StateGraph(Messages)
+    builder.add_node("first", lambda s: {"messages": [_message(i) for i in range(20)]})
+    builder.add_node("more", lambda s: {"messages": [_message(20)]})
+    builder.add_node("edit", edit)
+    builder.add_edge(START, "first")
+    builder.add_edge("first", "more")
+    builder.add_edge("more", "edit")
+    builder.add_edge("edit", END)
+    path = tmp_path / "c.sqlite"
+    with DeltaSaver(path) as saver:
+        # "sync": each checkpoint is stored before the next step runs. With LangGraph's default
+        # ("async") the put of one step may run after the next step edited its items, with
+        # any saver, so a checkpoint may already show the edit.
+        graph = builder.compile(checkpointer=saver)
+        live = graph.invoke({"messages": []}, CONFIG, durability="sync")
+    assert live["messages"][0].content == "edited"
+    with DeltaSaver(path) as saver:
+        graph = builder.compile(checkpointer=saver)
+        assert graph.get_state(CONFIG).values == live
+        history = [s.values["messages"] for s in graph.get_state_history(CONFIG)]
+    # The checkpoint before the edit still holds the message as it was then.
+    assert [m[0].content for m in history if len(m) == 21] == ["result 0"]
+
+
+def _copying_add(old: list[Any], new: list[Any]) -> list[Any]:
+    return copy.deepcopy(old) + new  # equal items, but not the very same objects
+
+
+class CopiedMessages(TypedDict):
+    messages: Annotated[list[Any], _copying_add]
+
+
+def test_equal_copies_of_objects_are_still_an_append(tmp_path: Path) -> None:
+    builder: StateGraph[CopiedMessages, None, CopiedMessages, CopiedMessages] = StateGraph(
+        CopiedMessages
+    )
+    builder.add_node("first", lambda s: {"messages": [_message(i) for i in range(20)]})
+    builder.add_node("more", lambda s: {"messages": [_message(20)]})
+    builder.add_edge(START, "first")
+    builder.add_edge("first", "more")
+    builder.add_edge("more", END)
+    path = tmp_path / "c.sqlite"
+    with DeltaSaver(path) as saver:
+        live = builder.compile(checkpointer=saver).invoke({"messages": []}, CONFIG)
+        segments = saver.store.conn.execute(
+            "SELECT count FROM delta_segments ORDER BY start"
+        ).fetchall()
+    assert segments == [(20,), (1,)]  # recognised by the stored bytes: only the new item
+    with DeltaSaver(path) as saver:
+        assert builder.compile(checkpointer=saver).get_state(CONFIG).values == live

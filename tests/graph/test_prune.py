@@ -54,7 +54,9 @@ async def test_prune_reclaims_space(make_agent: MakeAgent, db: Path) -> None:
     result = await agent.run("squares")
     report = await agent.prune(keep_last=0)
     assert report.pruned == [result.thread_id]
-    assert report.bytes_after < report.bytes_before / 2
+    # Before: the file and its WAL, which the saver cuts back every 32 commits, so anywhere
+    # from empty to a few hundred kilobytes; with an empty one the prune still takes 40%.
+    assert report.bytes_after < report.bytes_before * 0.7
     assert not (await agent.store.model_calls(result.thread_id))
     assert (await agent.get_result(result.thread_id)).final_text == "done"
     assert await agent.store.lookup(result.thread_id, 1, "c1.0") is None  # journal gone
