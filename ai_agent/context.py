@@ -292,7 +292,9 @@ class RunPolicy:
     ``unattended`` (``--yes``) grants what would wait for a person, ``deny`` still holds.
     ``first_use_gate``: the first call of each external tool in a run waits for a person even
     when the external policy is ``auto``. ``max_output_chars``: longer tool outputs are clipped
-    before the model sees them (the full text goes to the run store).
+    before the model sees them (the full text goes to the run store). ``media_inputs`` and
+    ``max_media_bytes``: the images and audio of tool results the model gets as content parts
+    (`ai_agent.tools.media`).
     """
 
     system_prompt: str = ""
@@ -314,6 +316,8 @@ class RunPolicy:
     stream_chunk_size: int = 1024
     first_use_gate: bool = True
     max_output_chars: int = 12_000
+    media_inputs: frozenset[str] = frozenset()
+    max_media_bytes: int = 1_000_000
 
 
 class Event(TypedDict, total=False):

@@ -229,6 +229,8 @@ class RunContexts:
             self.store,
             thread_id,
             self.policy.max_output_chars,
+            media_inputs=self.policy.media_inputs,
+            max_media_bytes=self.policy.max_media_bytes,
         )
         return RunContext(
             thread_id=thread_id,

@@ -59,6 +59,8 @@ def run_policy(
         stream_chunk_size=s.streaming.chunk_size,
         first_use_gate=s.tool_config.first_use_gate,
         max_output_chars=s.tool_config.max_output_chars,
+        media_inputs=frozenset(s.model_backend.media_inputs),
+        max_media_bytes=s.model_backend.max_media_bytes,
     )
 
 
