@@ -86,7 +86,9 @@ def _add_descriptions(result: ToolResult, parts: list[MediaPart]) -> None:
     """Each part's line at the end of a text result: what a model that reads no media gets."""
     text = result.get("content")
     if text is None or isinstance(text, str):
-        result["content"] = "\n".join([*([text] if text else []), *map(describe, parts)])
+        # An MCP result describes its parts already, where each block was.
+        missing = [line for line in map(describe, parts) if line not in (text or "")]
+        result["content"] = "\n".join([*([text] if text else []), *missing])
 
 
 def normalise(outcome: Any) -> ToolResult:

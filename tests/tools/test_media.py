@@ -10,7 +10,7 @@ from ai_agent.models.messages import to_langchain
 from ai_agent.observability.redaction import elide_media
 from ai_agent.state import MediaPart, Message, ToolCall, ToolResult
 from ai_agent.testing._requests import invalid_request
-from ai_agent.tools.media import admit, media_part, readable, summary
+from ai_agent.tools.media import admit, describe, media_part, readable, summary
 from ai_agent.tools.results import normalise
 
 PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\x00" * 56).decode()
@@ -54,6 +54,10 @@ def test_a_tools_own_media_are_rebuilt_never_taken_on_its_word() -> None:
         }
     )
     assert result["media"] == [_part()]
+    assert result["content"] == f"a chart\n{describe(_part())}"
+    # A text that describes its parts already (an MCP result) gets no second line.
+    again = normalise(dict(result))
+    assert again["content"] == result["content"]
     broken = normalise(
         {"status": "ok", "media": [{"kind": "image", "mime_type": "x", "data": "!"}]}
     )
