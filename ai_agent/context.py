@@ -315,6 +315,8 @@ class RunPolicy:
     sent back with its errors ``output_retries`` times before the gate hears of it.
     ``max_concurrent_calls``: how many calls of tools that may run at once
     (``ToolSpec.concurrent``) run together.
+    ``media_inputs`` and ``max_media_bytes``: the images and audio of tool results the model
+    gets as content parts (`ai_agent.tools.media`).
     """
 
     system_prompt: str = ""
@@ -344,6 +346,8 @@ class RunPolicy:
     output_retries: int = 2
     max_concurrent_calls: int = 4
     output_summary: Literal["extractive", "clip"] = "extractive"
+    media_inputs: frozenset[str] = frozenset()
+    max_media_bytes: int = 1_000_000
 
 
 class Event(TypedDict, total=False):

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ai_agent.observability.tooldata import ToolTelemetry
 
@@ -195,13 +195,26 @@ class ToolFinished:
 
     def progress(self) -> dict[str, Any]:
         """The ``on_event`` dict of this event."""
-        data = {"call_id": self.call_id, "call": self.call, "result": self.tool_result}
+        data = {
+            "call_id": self.call_id,
+            "call": self.call,
+            "result": _without_bytes(self.tool_result),
+        }
         return {
             **_act("tool_finished", self.tool, self.iteration),
             "detail": self.status,
             "duration_ms": self.duration_ms,
             "data": data,
         }
+
+
+def _without_bytes(result: ToolResult | None) -> ToolResult | None:
+    """A result as listeners' dicts show it: its images and audio by type, size and digest."""
+    if result is None or "media" not in result:
+        return result
+    shown = dict(result)
+    shown["media"] = [{k: v for k, v in p.items() if k != "data"} for p in result["media"]]
+    return cast("ToolResult", shown)
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,6 +30,8 @@ if TYPE_CHECKING:
     from ai_agent.user_plan import UserPlan
 
 __all__ = [
+    "AUDIO_FORMATS",
+    "IMAGE_TYPES",
     "SEVERITY",
     "Citation",
     "CompactionRecord",
@@ -39,6 +41,7 @@ __all__ = [
     "Grant",
     "Issue",
     "IssueCode",
+    "MediaPart",
     "Message",
     "PendingCall",
     "PlanRecord",
@@ -81,8 +84,39 @@ class ToolCall(TypedDict):
     model_id: NotRequired[str]
 
 
+IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
+"""The image types OpenAI's chat ``image_url`` parts take (as data URLs)."""
+
+AUDIO_FORMATS = {
+    "audio/wav": "wav",
+    "audio/wave": "wav",
+    "audio/x-wav": "wav",
+    "audio/mpeg": "mp3",
+    "audio/mp3": "mp3",
+}
+"""The audio types OpenAI's chat ``input_audio`` parts take, and the ``format`` of each."""
+
+
+class MediaPart(TypedDict):
+    """An image or audio clip a tool returned, for a model that reads media.
+
+    ``data`` is the bytes in base64; ``size`` (decoded bytes) and ``sha256`` (of the decoded
+    bytes) are what logs, traces and events show instead of them.
+    """
+
+    kind: Literal["image", "audio"]
+    mime_type: str
+    data: str
+    size: int
+    sha256: str
+
+
 class Message(TypedDict, total=False):
-    """A chat message in OpenAI shape. ``kind`` marks messages compaction must keep."""
+    """A chat message in OpenAI shape. ``kind`` marks messages compaction must keep.
+
+    A tool message's ``media`` are the images and audio of its result that the model reads
+    (``model_backend.media_inputs``); its ``content`` describes them in text either way.
+    """
 
     role: Required[Role]
     content: Required[str]
@@ -90,6 +124,7 @@ class Message(TypedDict, total=False):
     tool_call_id: str
     name: str
     kind: Literal["task", "plan", "recall", "summary"]
+    media: list[MediaPart]
 
 
 class ToolResult(TypedDict, total=False):
@@ -100,6 +135,8 @@ class ToolResult(TypedDict, total=False):
     line, shown in traces), ``tool_name`` and the tool's ``category`` (a ToolCategory value;
     absent when no tool of that name exists), as the tool-oversight spec's ToolResult has them;
     the act stage names the tool of a result it made itself (a call skipped or refused) too.
+    ``media`` are images and audio for a model that reads them (`MediaPart`); ``content``
+    describes each in text, which is what a model that does not read them gets.
 
     Examples:
         >>> ToolResult(status="ok", content=68.055)
@@ -114,6 +151,7 @@ class ToolResult(TypedDict, total=False):
     summary: str
     tool_name: str
     category: str
+    media: list[MediaPart]
 
 
 class Issue(TypedDict):

@@ -5,6 +5,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field, SecretStr, ValidationError, field_validator
 
 from ai_agent.config.section import BAD_SECRET_CHARS, HTTP_URL, Section
@@ -66,6 +68,18 @@ class ModelBackendSettings(Section):
         default=1_000_000,
         gt=0,
         description="Size cap of one reply (text plus tool-call arguments); larger is an error.",
+    )
+    media_inputs: list[Literal["image", "audio"]] = Field(
+        default_factory=list,
+        description="Media the model reads as content parts: images (PNG, JPEG, GIF, WebP) "
+        "and audio (WAV, MP3) that tools return reach it in the OpenAI chat format; "
+        "empty: a one-line text description of each instead.",
+    )
+    max_media_bytes: int = Field(
+        default=1_000_000,
+        ge=0,
+        description="Largest image or audio clip (decoded bytes) sent to the model as a part; "
+        "a larger one reaches it as its text description.",
     )
 
     @field_validator("base_url")

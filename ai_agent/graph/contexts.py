@@ -236,6 +236,8 @@ class RunContexts:
             thread_id,
             self.policy.max_output_chars,
             self.policy.output_summary,
+            media_inputs=self.policy.media_inputs,
+            max_media_bytes=self.policy.max_media_bytes,
         )
         return RunContext(
             thread_id=thread_id,

@@ -26,6 +26,7 @@ from ai_agent.context import CallReview, ModelCaller, ModelReply, OutputStore, T
 from ai_agent.errors import ModelError
 from ai_agent.models import request_hash
 from ai_agent.state import Message, ToolCall, ToolResult
+from ai_agent.tools.media import admit
 from ai_agent.tools.policy import args_hash
 from ai_agent.tools.results import OutputSummary, bound_output
 
@@ -263,7 +264,9 @@ class BoundedToolBox(DelegatingToolBox):
     Below the recorder: a result whose text passes ``limit`` has its full text kept in the
     run store's outputs and comes back summarized and naming it (`bound_output`). The journal
     (the one record of the outcome, which the recorded call names) and the checkpoints then
-    hold the bounded result, instead of full copies beside the kept one.
+    hold the bounded result, instead of full copies beside the kept one. Its images and audio
+    are cut to those the model reads (`ai_agent.tools.media.admit`): no bytes are kept that no
+    model request will carry.
 
     Args:
         inner: The tool box that does the work.
@@ -271,6 +274,8 @@ class BoundedToolBox(DelegatingToolBox):
         thread_id: The run.
         limit: The longest result text kept in the run (``max_output_chars``).
         method: How a longer one is shortened (``output_summary``).
+        media_inputs: The kinds of media the model reads (``model_backend.media_inputs``).
+        max_media_bytes: The largest part it gets (``model_backend.max_media_bytes``).
     """
 
     def __init__(
@@ -280,16 +285,22 @@ class BoundedToolBox(DelegatingToolBox):
         thread_id: str,
         limit: int,
         method: OutputSummary = "extractive",
+        *,
+        media_inputs: frozenset[str] = frozenset(),
+        max_media_bytes: int = 0,
     ) -> None:
         super().__init__(inner)
         self.outputs = outputs
         self.thread_id = thread_id
         self.limit = limit
         self.method: OutputSummary = method
+        self.media_inputs = media_inputs
+        self.max_media_bytes = max_media_bytes
 
     async def execute(self, call: ToolCall, tool_ctx: dict[str, Any]) -> ToolResult:
         """Execute through the inner tool box and bound the result."""
         result = await self.inner.execute(call, tool_ctx)
+        result = admit(result, self.media_inputs, self.max_media_bytes)
         text = self.inner.format_result(call["name"], result)
         where = (self.thread_id, int(tool_ctx.get("iteration") or 0), call)
         bounded = await bound_output(self.outputs, where, text, result, self.limit, self.method)

@@ -20,7 +20,7 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
-from ai_agent.state import Message, ToolCall
+from ai_agent.state import AUDIO_FORMATS, Message, ToolCall
 
 __all__ = [
     "from_langchain",
@@ -96,10 +96,27 @@ def wire_messages(messages: Iterable[Message]) -> list[Message]:
 
 
 def to_langchain(messages: Iterable[Message]) -> list[BaseMessage]:
-    """The run's JSON messages as LangChain messages, as the model sees them (`wire_messages`)."""
+    """The run's JSON messages as LangChain messages, as the model sees them (`wire_messages`).
+
+    The images and audio of tool results (a tool message's ``media``) follow the tool messages
+    of their turn as one user message of content parts: the OpenAI chat API takes only text in
+    a tool message ("Image URLs are only allowed for messages with role 'user'").
+
+    Examples:
+        >>> part = {"kind": "image", "mime_type": "image/png", "data": "iVBO", "size": 3,
+        ...         "sha256": "ab"}
+        >>> sent = to_langchain([{"role": "tool", "content": "[image]", "tool_call_id": "c1",
+        ...                       "name": "shot", "media": [part]}])
+        >>> [m.type for m in sent], sent[1].content[1]["image_url"]["url"]
+        (['tool', 'human'], 'data:image/png;base64,iVBO')
+    """
     out: list[BaseMessage] = []
+    media: list[str | dict[Any, Any]] = []
     for m in wire_messages(messages):
         role, content = m["role"], m["content"]
+        if role != "tool" and media:
+            out.append(HumanMessage(media))
+            media = []
         if role == "system":
             out.append(SystemMessage(content))
         elif role == "user":
@@ -112,7 +129,31 @@ def to_langchain(messages: Iterable[Message]) -> list[BaseMessage]:
             out.append(AIMessage(content, tool_calls=calls))
         else:
             out.append(ToolMessage(content, tool_call_id=m.get("tool_call_id", "")))
+            media += _media_parts(m)
+    if media:
+        out.append(HumanMessage(media))
     return out
+
+
+def _media_parts(message: Message) -> list[str | dict[Any, Any]]:
+    """A tool message's media as OpenAI chat content parts, each after a line naming it."""
+    parts: list[str | dict[Any, Any]] = []
+    for part in message.get("media") or []:
+        mime = part["mime_type"].lower()
+        digest = part["sha256"][:12]
+        line = (
+            f"{part['kind']} {mime} ({part['size']} bytes, sha256 {digest}) returned by the "
+            f"tool {message.get('name', '')} in reply to call {message.get('tool_call_id', '')}:"
+        )
+        parts.append({"type": "text", "text": line})
+        if part["kind"] == "audio":
+            audio = {"data": part["data"], "format": AUDIO_FORMATS.get(mime, "wav")}
+            parts.append({"type": "input_audio", "input_audio": audio})
+        else:
+            parts.append(
+                {"type": "image_url", "image_url": {"url": f"data:{mime};base64,{part['data']}"}}
+            )
+    return parts
 
 
 def text_of(content: Any) -> str:

@@ -322,9 +322,11 @@ class _Cycle:
         self.roll_up(result)
         text = self.context.tools.format_result(call["name"], result)
         text, result = await self.clip(call, text, result)
-        self.update["messages"].append(
-            Message(role="tool", content=text, tool_call_id=call["id"], name=call["name"])
-        )
+        message = Message(role="tool", content=text, tool_call_id=call["id"], name=call["name"])
+        if result.get("media"):
+            # What the Agent's tool box admitted for the model; the text describes them too.
+            message["media"] = list(result["media"])
+        self.update["messages"].append(message)
         self.update["results"].append(
             ToolOutcome(iteration=self.iteration, call=call, result=result)
         )

@@ -5,7 +5,8 @@
 - INFO: method, URL (redacted) and response status, with the time to the response headers;
 - DEBUG: request and response headers (credentials masked);
 - DEBUG, only when ``include_request_body`` / ``include_response_body`` is on: the bodies,
-  redacted, cut to ``body_size_limit`` bytes. A response body is logged as it is read, without
+  redacted, cut to ``body_size_limit`` bytes; an image or audio clip in a request shows as its
+  size and digest (`elide_media`). A response body is logged as it is read, without
   holding a streamed reply back: the stream passes through untouched and its first bytes are
   kept aside for the log.
 
@@ -30,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from ai_agent.observability.logs import engine_logger
-from ai_agent.observability.redaction import Redactor, cut_body
+from ai_agent.observability.redaction import Redactor, cut_body, elide_media
 
 if TYPE_CHECKING:
     from ai_agent.config import LoggingConfig
@@ -100,7 +101,7 @@ class HttpLog:
                 return
             log.debug(
                 "request body: %s",
-                cut_body(redact(body), self.limit, len(request.content)),
+                cut_body(redact(elide_media(body)), self.limit, len(request.content)),
                 redactor=redact,
                 fields={"bytes": len(request.content)},
             )

@@ -25,6 +25,9 @@ Examples:
 
 from __future__ import annotations
 
+import base64
+import binascii
+import hashlib
 import json
 import re
 import threading
@@ -44,6 +47,7 @@ __all__ = [
     "SecretValues",
     "StreamMask",
     "cut_body",
+    "elide_media",
 ]
 
 MASK = "***"
@@ -444,3 +448,26 @@ def cut_body(text: str, limit: int, total: int | None = None) -> str:
     if size <= limit:
         return text
     return raw[:limit].decode(errors="ignore") + f"... ({size} bytes in all)"
+
+
+# A run of base64 this long in a logged body is an image or audio clip (or another blob): logs
+# show its size and digest, never the bytes (shorter runs, ids and hashes, stay as they are).
+_BLOB = re.compile(r"[A-Za-z0-9+/]{256,}={0,2}")
+
+
+def elide_media(text: str) -> str:
+    """``text`` with every long base64 run (an image's data URL...) as its size and digest.
+
+    Examples:
+        >>> elide_media('{"url": "data:image/png;base64,' + "A" * 400 + '"}')
+        '{"url": "data:image/png;base64,<base64: 300 bytes, sha256 d13d4a8b3b8a>"}'
+    """
+
+    def short(match: re.Match[str]) -> str:
+        try:
+            raw = base64.b64decode(match[0], validate=True)
+        except (binascii.Error, ValueError):
+            return match[0]
+        return f"<base64: {len(raw)} bytes, sha256 {hashlib.sha256(raw).hexdigest()[:12]}>"
+
+    return _BLOB.sub(short, text)

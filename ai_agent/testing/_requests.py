@@ -2,10 +2,10 @@
 
 The real API answers 400 to a request body of the wrong shape, before any model runs; a mock that
 answers anything lets a test pass on a request no real server would take. `invalid_request`
-checks what the API checks (the body, ``model``, ``messages`` and their roles, the pairing of tool
-calls with tool results, ``tools``, ``tool_choice``, ``stream_options``) and returns the problem
-as the API words it: a message, the ``param`` at fault and a string ``code`` (or None, as the API
-sends for some).
+checks what the API checks (the body, ``model``, ``messages``, their roles and the content parts
+each role may send, the pairing of tool calls with tool results, ``tools``, ``tool_choice``,
+``stream_options``) and returns the problem as the API words it: a message, the ``param`` at
+fault and a string ``code`` (or None, as the API sends for some).
 
 Examples:
     >>> invalid_request({"model": "m", "messages": []}).param
@@ -122,6 +122,54 @@ def _content(where: str, message: dict[str, Any]) -> RequestProblem | None:
         return _missing(f"{where}.content")
     if role == "tool" and not message.get("tool_call_id"):
         return _missing(f"{where}.tool_call_id")
+    if isinstance(content, list):
+        for n, part in enumerate(content):
+            problem = _part(f"{where}.content[{n}]", role, part)
+            if problem is not None:
+                return problem
+    return None
+
+
+# The content parts each role may send (chat completions); images and audio only from the user.
+_PARTS = {"user": ("text", "image_url", "input_audio", "file"), "assistant": ("text", "refusal")}
+_AUDIO_FORMATS = ("wav", "mp3")
+
+
+def _part(where: str, role: str, part: Any) -> RequestProblem | None:
+    if not isinstance(part, dict):
+        return _wrong_type(where, "an object")
+    kind = part.get("type")
+    allowed = _PARTS.get(role, ("text",))
+    if kind == "image_url" and kind not in allowed:
+        message = where.split(".content", maxsplit=1)[0]
+        return RequestProblem(
+            f"Invalid '{message}'. Image URLs are only allowed for messages with role 'user', "
+            f"but this message with role '{role}' contains an image URL.",
+            where,
+        )
+    if kind not in allowed:
+        return RequestProblem(
+            f"Invalid value: '{kind}'. Supported values are: "
+            + ", ".join(f"'{k}'" for k in allowed)
+            + ".",
+            f"{where}.type",
+        )
+    return _part_fields(where, str(kind), part)
+
+
+def _part_fields(where: str, kind: str, part: dict[str, Any]) -> RequestProblem | None:
+    if kind == "text" and not isinstance(part.get("text"), str):
+        return _missing(f"{where}.text")
+    if kind == "image_url" and not isinstance((part.get("image_url") or {}).get("url"), str):
+        return _missing(f"{where}.image_url.url")
+    audio = part.get("input_audio") or {}
+    if kind == "input_audio" and not isinstance(audio.get("data"), str):
+        return _missing(f"{where}.input_audio.data")
+    if kind == "input_audio" and audio.get("format") not in _AUDIO_FORMATS:
+        return RequestProblem(
+            f"Invalid value: '{audio.get('format')}'. Supported values are: 'wav' and 'mp3'.",
+            f"{where}.input_audio.format",
+        )
     return None
 
 

@@ -15,8 +15,9 @@ from pydantic_core import to_jsonable_python
 
 from ai_agent.context import OutputStore
 from ai_agent.observability.redaction import MASK, SecretValues
-from ai_agent.state import ToolCall, ToolResult
+from ai_agent.state import MediaPart, ToolCall, ToolResult
 from ai_agent.tools.extractive import HEADER_START, extractive_summary
+from ai_agent.tools.media import MediaKind, describe, media_part
 
 __all__ = [
     "REDACTED",
@@ -73,6 +74,27 @@ def _from_spec_style(outcome: Any) -> ToolResult | None:
     return ToolResult(status="error", error=str(error or "the tool failed"), content=None)
 
 
+def _media_fields(parts: Any) -> list[tuple[MediaKind, str, str]]:
+    """The (kind, MIME type, base64 data) of each well-formed part a tool returned."""
+    found: list[tuple[MediaKind, str, str]] = []
+    for part in parts if isinstance(parts, list) else []:
+        if not isinstance(part, dict):
+            continue
+        kind, mime, data = part.get("kind"), part.get("mime_type"), part.get("data")
+        if kind in ("image", "audio") and isinstance(mime, str) and isinstance(data, str):
+            found.append((kind, mime, data))
+    return found
+
+
+def _add_descriptions(result: ToolResult, parts: list[MediaPart]) -> None:
+    """Each part's line at the end of a text result: what a model that reads no media gets."""
+    text = result.get("content")
+    if text is None or isinstance(text, str):
+        # An MCP result describes its parts already, where each block was.
+        missing = [line for line in map(describe, parts) if line not in (text or "")]
+        result["content"] = "\n".join([*([text] if text else []), *missing])
+
+
 def normalise(outcome: Any) -> ToolResult:
     """Accept what tools commonly return and turn it into a ToolResult of JSON data.
 
@@ -96,6 +118,13 @@ def normalise(outcome: Any) -> ToolResult:
             result["meta"] = meta if isinstance(meta, dict) else {"value": meta}
         if isinstance(outcome.get("summary"), str):
             result["summary"] = outcome["summary"]
+        if outcome.get("media"):
+            # Rebuilt from each part's kind, type and data: a size or digest is never taken on
+            # the tool's word, and a part that is not an image or audio in base64 is left out.
+            parts = [media_part(*p) for p in _media_fields(outcome["media"])]
+            if kept := [p for p in parts if p is not None]:
+                result["media"] = kept
+                _add_descriptions(result, kept)
         return result
     converted = _from_spec_style(outcome)
     if converted is not None:

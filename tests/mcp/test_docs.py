@@ -73,5 +73,5 @@ def test_the_tutorial_runs_as_written(
         else:
             continue
         ran[kind] += 1
-    assert ran == {"python": 3, "yaml": 3, "bash": 3}
+    assert ran == {"python": 4, "yaml": 3, "bash": 3}
     assert wait_gone(descendants() - before) == set()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import hashlib
 from types import SimpleNamespace
 from typing import Any
 
@@ -177,15 +178,21 @@ def test_results_of_every_content_kind() -> None:
         tool="t",
     )
     lines = str(result["content"]).split("\n")
+    digest = hashlib.sha256(base64.b64decode(png)).hexdigest()
     assert lines[0] == "hello"
-    assert lines[1] == "[image image/png, 100 bytes]"
-    assert lines[2].startswith("[audio audio/wav, ")
+    assert lines[1] == f"[image image/png, 100 bytes, sha256 {digest[:12]}]"
+    assert lines[2] == "[audio audio/wav, 14 characters, not base64]"
     assert lines[3] == "[resource file:///a.txt (a.txt)]"
     assert lines[4] == "[resource file:///b.txt]"
     assert lines[5] == "inline text"
     assert lines[6] == "[binary resource file:///d.bin, application/octet-stream, 100 bytes]"
     assert lines[7] == "[something-new content]"
     assert result["meta"] == {"mcp_server": "s", "mcp_tool": "t"}
+    # The image is kept beside its description (the Agent's tool box keeps it only for a model
+    # that reads images); the audio that is not base64 is described and never sent.
+    assert result["media"] == [
+        {"kind": "image", "mime_type": "image/png", "data": png, "size": 100, "sha256": digest}
+    ]
 
 
 def test_structured_results_and_errors() -> None:

@@ -38,7 +38,8 @@ from typing import Any
 
 from ai_agent.config import McpServerConfig
 from ai_agent.errors import ToolRegistrationError
-from ai_agent.state import ToolResult
+from ai_agent.state import MediaPart, ToolResult
+from ai_agent.tools.media import describe, media_part
 from ai_agent.tools.results import to_jsonable
 from ai_agent.tools.schema import json_schema_validator
 from ai_agent.tools.spec import ToolCategory, ToolSpec
@@ -138,13 +139,21 @@ def local_names(server: str, names: Iterable[str]) -> dict[str, str]:
     return out
 
 
-def _block_text(block: Any) -> str:
-    """One MCP content block as text for the model (media are described, not inlined)."""
+def _block(block: Any) -> tuple[str, MediaPart | None]:
+    """One MCP content block as text for the model, and the part of an image or audio block."""
     kind = getattr(block, "type", None)
+    if kind in ("image", "audio"):
+        part = media_part(kind, str(block.mimeType), str(block.data))
+        if part is None:  # not base64: described, never sent
+            return f"[{kind} {block.mimeType}, {len(str(block.data))} characters, not base64]", None
+        return describe(part), part
+    return _block_text(block, kind), None
+
+
+def _block_text(block: Any, kind: Any) -> str:
+    """A block that is not an image or audio as text (a binary resource is described)."""
     if kind == "text":
         return str(block.text)
-    if kind in ("image", "audio"):
-        return f"[{kind} {block.mimeType}, {_decoded_size(block.data)} bytes]"
     if kind == "resource_link":
         return f"[resource {block.uri}" + (f" ({block.name})" if block.name else "") + "]"
     if kind == "resource":
@@ -169,8 +178,9 @@ def convert_result(result: Any, *, server: str, tool: str) -> ToolResult:
     """An MCP ``CallToolResult`` as a ToolResult of JSON data.
 
     Text blocks become the content (joined by newlines); a result with structured content and no
-    text gives the structured content; images, audio and binary resources are described (type,
-    size), since the model gets text. ``isError`` results are errors with code
+    text gives the structured content; images and audio are described in the text (type, size,
+    digest) and kept as ``media`` (`ai_agent.tools.media`: the Agent's tool box keeps those the
+    model reads), binary resources are described. ``isError`` results are errors with code
     ``MCP_TOOL_ERROR`` carrying the server's message.
 
     Examples:
@@ -184,7 +194,9 @@ def convert_result(result: Any, *, server: str, tool: str) -> ToolResult:
         >>> convert_result(bad, server="fs", tool="read_file")["error"]
         'ENOENT: no such file'
     """
-    text = "\n".join(_block_text(block) for block in result.content or [])
+    blocks = [_block(block) for block in result.content or []]
+    text = "\n".join(line for line, _ in blocks)
+    media = [part for _, part in blocks if part is not None]
     meta: dict[str, Any] = {"mcp_server": server, "mcp_tool": tool}
     if result.isError:
         meta["code"] = "MCP_TOOL_ERROR"
@@ -197,7 +209,10 @@ def convert_result(result: Any, *, server: str, tool: str) -> ToolResult:
     content: Any = text
     if not text and structured is not None:
         content = to_jsonable(structured)
-    return ToolResult(status="ok", content=content, meta=meta)
+    out = ToolResult(status="ok", content=content, meta=meta)
+    if media:
+        out["media"] = media
+    return out
 
 
 def _description(tool: Any, server: str) -> str:

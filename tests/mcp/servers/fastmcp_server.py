@@ -12,10 +12,11 @@ accepts connections. With ``--key-env NAME`` every request must carry the value 
 reaches MCP at all, as a gateway in front of a real server would answer.
 
 Tools: ``count`` (a counter kept per session: state across calls), ``echo``, ``read_file`` (the
-same name as server-filesystem's), ``pid``, ``env`` (one variable of its environment), ``sleep``
-(answers after a while), ``hang`` (never answers), ``crash`` (the process dies mid-call), ``fail``
-(an MCP tool error), ``grow`` and ``shrink`` (add or remove a tool and say the list changed), and
-tools carrying each kind of annotation. ``--noisy`` prints lines that are not JSON-RPC first.
+same name as server-filesystem's), ``chime`` (audio content), ``pid``, ``env`` (one variable of
+its environment), ``sleep`` (answers after a while), ``hang`` (never answers), ``crash`` (the
+process dies mid-call), ``fail`` (an MCP tool error), ``grow`` and ``shrink`` (add or remove a
+tool and say the list changed), and tools carrying each kind of annotation. ``--noisy`` prints
+lines that are not JSON-RPC first.
 """
 
 from __future__ import annotations
@@ -26,13 +27,16 @@ import hmac
 import os
 import socket
 import sys
+import weakref
 from typing import Any
 
 from mcp.server.fastmcp import Context, FastMCP
+from mcp.server.fastmcp.utilities.types import Audio
 from mcp.types import ToolAnnotations
 
-# The counters of open sessions, by session object: a new session starts from zero.
-_COUNTS: dict[int, int] = {}
+# The counters of open sessions, by session object: a new session starts from zero. Weak keys,
+# not id(): a new session allocated where a closed one was would have inherited its count.
+_COUNTS: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
 
 mcp = FastMCP("ai-agent-test-server")
 
@@ -40,7 +44,7 @@ mcp = FastMCP("ai-agent-test-server")
 @mcp.tool(annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=False))
 def count(ctx: Context[Any, Any, Any]) -> int:
     """Add one to this session's counter and return it."""
-    key = id(ctx.session)
+    key = ctx.session
     _COUNTS[key] = _COUNTS.get(key, 0) + 1
     return _COUNTS[key]
 
@@ -55,6 +59,30 @@ def echo(text: str) -> str:
 def read_file(path: str) -> str:
     """Pretend to read a file: says which server answered."""
     return f"fastmcp read {path}"
+
+
+# A tenth of a second of silence as a WAV file (8 kHz, 8-bit mono): real audio, few bytes.
+_WAV = (
+    b"RIFF"
+    + (36 + 800).to_bytes(4, "little")
+    + b"WAVEfmt "
+    + (16).to_bytes(4, "little")
+    + (1).to_bytes(2, "little")
+    + (1).to_bytes(2, "little")
+    + (8000).to_bytes(4, "little")
+    + (8000).to_bytes(4, "little")
+    + (1).to_bytes(2, "little")
+    + (8).to_bytes(2, "little")
+    + b"data"
+    + (800).to_bytes(4, "little")
+    + b"\x80" * 800
+)
+
+
+@mcp.tool(annotations=ToolAnnotations(readOnlyHint=True, openWorldHint=False))
+def chime(kind: str = "wav") -> Audio:
+    """A short clip of audio: 'wav' (audio/wav) or 'ogg' (a type OpenAI's input_audio refuses)."""
+    return Audio(data=_WAV, format=kind)
 
 
 @mcp.tool(annotations=ToolAnnotations(readOnlyHint=True, openWorldHint=False))
