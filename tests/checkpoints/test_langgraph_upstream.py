@@ -19,7 +19,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 SUITE = REPO / "tests" / "upstream_langgraph"
-VENDORED = SUITE / "vendored"
+VENDORED = SUITE / "vendor"
 
 VENDORED_LANGGRAPH = "1.2.22"
 """The langgraph release the vendored files come from (README.md says how to refresh them)."""

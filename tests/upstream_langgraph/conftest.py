@@ -34,8 +34,8 @@ from pytest_mock import MockerFixture
 
 from ai_agent.checkpoints import DeltaSaver
 
-HERE = "tests/upstream_langgraph/vendored/"
-VENDORED = "tests.upstream_langgraph.vendored"
+HERE = "tests/upstream_langgraph/vendor/"
+VENDORED = "tests.upstream_langgraph.vendor"
 
 # The vendored files import their helpers as ``tests.<name>`` (upstream's tests folder is the
 # package ``tests``); ours is too, so each helper is registered under that name, in dependency
