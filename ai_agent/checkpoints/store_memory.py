@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import re
 import sqlite3
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +57,11 @@ class StoreMemory:
         self.store = store
         self.namespace = namespace
         self._closing = closing
+        if closing is not None:
+            # An Agent used without ``async with`` keeps its memory for its life and is never
+            # closed: the connection is closed when this object goes, not left to the driver's
+            # finalizer (which warns of a connection deleted while open).
+            weakref.finalize(self, closing.close)
 
     def add(self, record: dict[str, Any]) -> None:
         """Keep a finished run (its thread's earlier item, if any, is replaced)."""
@@ -79,6 +85,7 @@ class StoreMemory:
         """Close the store's connection when this object opened it."""
         if self._closing is not None:
             self._closing.close()
+            self._closing = None
 
 
 def open_store_memory(location: str) -> StoreMemory:
