@@ -399,9 +399,10 @@ def _read_latest(kind: str, path: Path) -> tuple[list[float], int]:
     return [float(t) for t in result["timings"]], int(result["messages"])
 
 
-def _concurrency(n: int, work: Path) -> dict[str, Any]:
+def _child_bench(module: str, *args: object) -> dict[str, Any]:
+    """Run ``python -m bench.MODULE ARGS`` in a fresh interpreter; its last line, as JSON."""
     done = subprocess.run(
-        [sys.executable, "-m", "bench.concurrency", str(n), str(work)],
+        [sys.executable, "-m", f"bench.{module}", *map(str, args)],
         check=True,
         capture_output=True,
         text=True,
@@ -410,19 +411,14 @@ def _concurrency(n: int, work: Path) -> dict[str, Any]:
     )
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
+
+
+def _concurrency(n: int, work: Path) -> dict[str, Any]:
+    return _child_bench("concurrency", n, work)
 
 
 def _subagents(n: int, repeat: int, work: Path) -> dict[str, Any]:
-    done = subprocess.run(
-        [sys.executable, "-m", "bench.subagents", str(n), str(repeat), str(work)],
-        check=True,
-        capture_output=True,
-        text=True,
-        env=subprocess_env(),
-        timeout=600,
-    )
-    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    return result
+    return _child_bench("subagents", n, repeat, work)
 
 
 def subagent_figures(spawn: dict[str, Any]) -> list[Figure]:

@@ -27,22 +27,20 @@ from typing import Any
 
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun
 from langchain_core.messages import BaseMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.outputs import ChatResult
 
 from ai_agent import Agent
 from ai_agent.config import AgentSettings
 from ai_agent.testing import ScriptedModel
 from ai_agent.tools.toolsets import ChildToolset
 from bench.common import median
-from bench.concurrency import rss
+from bench.concurrency import SlowModel, rss
 
 __all__ = ["measure_subagents"]
 
-LATENCY = 0.02
 
-
-class FirstRequest(ScriptedModel):
-    """A scripted model that notes when it is first asked, then answers after 20 ms."""
+class FirstRequest(SlowModel):
+    """The slow scripted model, noting when it is asked (the spawn's end)."""
 
     async def _agenerate(
         self,
@@ -52,9 +50,7 @@ class FirstRequest(ScriptedModel):
         **kwargs: Any,
     ) -> ChatResult:
         ASKED.append(time.perf_counter())
-        await asyncio.sleep(LATENCY)
-        reply = self._reply(messages, list(kwargs.get("tools") or []))
-        return ChatResult(generations=[ChatGeneration(message=reply)])
+        return await super()._agenerate(messages, stop, run_manager, **kwargs)
 
 
 ASKED: list[float] = []  # when the child's model was asked, in order (this process only)

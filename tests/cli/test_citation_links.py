@@ -10,6 +10,7 @@ import pytest
 
 from ai_agent.cli import main
 from ai_agent.tools.builtin.notes import note_id
+from tests.tools.notes_folder import notes_folder
 
 TIDES = note_id("tides.md")
 OSC8 = "\x1b]8;;"
@@ -17,9 +18,7 @@ OSC8 = "\x1b]8;;"
 
 @pytest.fixture
 def notes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    root = tmp_path / "notes"
-    root.mkdir()
-    (root / "tides.md").write_text("# Tides\n\nHigh tide comes twice a day, pulled by the moon.\n")
+    root = notes_folder(tmp_path, ("tides.md",))
     monkeypatch.setenv("MAMBA_TOOL_CONFIG__NOTES__FOLDER", str(root))
     monkeypatch.setenv("MAMBA_TOOL_CONFIG__NOTES__MIN_CHUNK_CHARS", "0")
     return root

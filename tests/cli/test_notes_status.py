@@ -9,13 +9,12 @@ from typing import Any
 import pytest
 
 from ai_agent.cli import main
+from tests.tools.notes_folder import notes_folder
 
 
 @pytest.fixture
 def notes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    root = tmp_path / "notes"
-    root.mkdir()
-    (root / "tides.md").write_text("# Tides\n\nHigh tide comes twice a day, pulled by the moon.\n")
+    root = notes_folder(tmp_path, ("tides.md",))
     monkeypatch.setenv("MAMBA_TOOL_CONFIG__NOTES__FOLDER", str(root))
     return root
 

@@ -10,17 +10,14 @@ import pytest
 from ai_agent import Agent, AgentSettings, ToolCategory, ToolSpec, UserPlan
 from ai_agent.testing import ScriptedModel
 from ai_agent.tools.builtin.notes import note_id
+from tests.tools.notes_folder import notes_folder
 
 TIDES = note_id("tides.md")
 
 
 @pytest.fixture
 def notes(tmp_path: Path) -> Path:
-    root = tmp_path / "notes"
-    root.mkdir()
-    (root / "tides.md").write_text("# Tides\n\nHigh tide comes twice a day, pulled by the moon.\n")
-    (root / "bread.md").write_text("# Bread\n\nFlour, water, salt and time make bread.\n")
-    return root
+    return notes_folder(tmp_path)
 
 
 def search(*queries: str) -> dict[str, Any]:

@@ -17,17 +17,14 @@ from ai_agent.testing import FunctionModel
 from ai_agent.tools import ToolRegistry
 from ai_agent.tools.builtin.notes import notes_tools
 from ai_agent.tools.builtin.notes_queries import MAX_QUERY_CHARS
+from tests.tools.notes_folder import notes_folder
 
 QUERIES = ["high tide", "moon", "bread", "salt", "tide times"]
 
 
 @pytest.fixture
 def notes(tmp_path: Path) -> Path:
-    root = tmp_path / "notes"
-    root.mkdir()
-    (root / "tides.md").write_text("# Tides\n\nHigh tide comes twice a day, pulled by the moon.\n")
-    (root / "bread.md").write_text("# Bread\n\nFlour, water, salt and time make bread.\n")
-    return root
+    return notes_folder(tmp_path)
 
 
 async def search(folder: Path, args: dict[str, Any], task: str = "", **config: Any) -> ToolResult:
