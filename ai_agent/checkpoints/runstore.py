@@ -327,6 +327,23 @@ class SqlRunStore(RecordedCalls, PlanQueue):
         """The owner (fencing token) of this store's lease on the thread, or None."""
         return self._held.get(thread_id)
 
+    @threaded
+    def working(self, thread_id: str) -> bool:
+        """Whether some process holds the thread's lease now (by any store, on any host).
+
+        A lease that ran out, or whose holder on this host is gone, is nobody's: a run whose
+        row says running but that nobody works on stopped before finishing (a crash).
+        """
+        with self._read() as session:
+            row = session.one(
+                f"SELECT host, pid, expires_at - {session.now} FROM agent_leases "  # noqa: S608 - fixed text
+                "WHERE thread_id = ?",
+                (thread_id,),
+            )
+        if row is None or float(row[2]) <= 0:
+            return False
+        return bool(row[0] != self.host or pid_alive(int(row[1])))
+
     def _drop(self, lease: Lease) -> None:
         if self._held.get(lease.thread_id) == lease.owner:
             del self._held[lease.thread_id]

@@ -262,6 +262,9 @@ class RunStoreProtocol(Protocol):
     def held(self, thread_id: str) -> str | None:
         """The owner (fencing token) of this store's lease on the thread, or None."""
 
+    async def working(self, thread_id: str) -> bool:
+        """Whether some process holds the thread's lease now (a live run, not a crashed one)."""
+
     # Journal
     async def lookup(self, thread_id: str, iteration: int, call_id: str) -> JournalEntry | None:
         """The journal entry of one call, or None when it was never started."""

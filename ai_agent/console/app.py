@@ -69,9 +69,15 @@ class Console:
         """The Agent's run archive."""
         return self.agent.archive
 
-    def page(self, name: str, code: int = 200, **values: Any) -> HTMLResponse:
-        """A rendered template (HTTP status ``code``), with the CSRF token its forms carry."""
-        text = self.env.get_template(name).render(csrf=self.access.csrf, now=views.now(), **values)
+    def page(self, request: Request, name: str, code: int = 200, **values: Any) -> HTMLResponse:
+        """A rendered template (HTTP status ``code``), with the CSRF token its forms carry.
+
+        The page says when the request began (``made``), not when it was rendered: its live
+        updates report every change after that, and a change made while the page's reads ran
+        may not be in what it shows.
+        """
+        made = getattr(request.state, "made", None) or views.now()
+        text = self.env.get_template(name).render(csrf=self.access.csrf, now=made, **values)
         return HTMLResponse(text, status_code=code)
 
 
@@ -87,10 +93,11 @@ def create_app(agent: Agent, access: Access, *, interval: float = 1.0) -> Guard:
 
     def bound(handler: Any) -> Any:
         async def endpoint(request: Request) -> Response:
+            request.state.made = views.now()  # before anything is read (see Console.page)
             try:
                 response: Response = await handler(console, request)
             except ConsoleError as exc:
-                return console.page("message.html", exc.status, message=str(exc))
+                return console.page(request, "message.html", exc.status, message=str(exc))
             return response
 
         return endpoint
@@ -119,18 +126,23 @@ async def _runs(console: Console, request: Request) -> Response:
         )
     query = request.query_params.get("q", "")
     rows = await views.run_rows(console.archive, status=status, query=query)
-    return console.page("runs.html", rows=rows, status=status, query=query, statuses=views.STATUSES)
+    return console.page(
+        request, "runs.html", rows=rows, status=status, query=query, statuses=views.STATUSES
+    )
 
 
 async def _inbox(console: Console, request: Request) -> Response:
-    return await _inbox_page(console)
+    return await _inbox_page(console, request)
 
 
 async def _inbox_page(
-    console: Console, errors: Mapping[str, str] | None = None, status: int = 200
+    console: Console,
+    request: Request,
+    errors: Mapping[str, str] | None = None,
+    status: int = 200,
 ) -> Response:
     items = await views.inbox_items(console.archive)
-    return console.page("inbox.html", status, items=items, errors=errors or {})
+    return console.page(request, "inbox.html", status, items=items, errors=errors or {})
 
 
 async def _run(console: Console, request: Request) -> Response:
@@ -140,7 +152,7 @@ async def _run(console: Console, request: Request) -> Response:
     except (UnknownThreadError, InvalidThreadIdError) as exc:
         raise ConsoleError(404, str(exc)) from None
     answered = request.query_params.get("answered")
-    return console.page("run.html", thread=thread, view=view, answered=answered)
+    return console.page(request, "run.html", thread=thread, view=view, answered=answered)
 
 
 async def _answer(console: Console, request: Request) -> Response:
@@ -155,7 +167,7 @@ async def _answer(console: Console, request: Request) -> Response:
         # plan that does not fit is the person's to fix (400); one that came too late, or a
         # run that is no longer waiting, is a conflict with whoever answered first (409).
         mistake = isinstance(exc, InvalidPlanError) and not isinstance(exc, PlanRefusedError)
-        return await _inbox_page(console, {thread: str(exc)}, 400 if mistake else 409)
+        return await _inbox_page(console, request, {thread: str(exc)}, 400 if mistake else 409)
     target = f"/runs/{quote(thread, safe='')}?answered={record['id']}"
     return RedirectResponse(target, status_code=303)
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from ai_agent.errors import AgentError
+from ai_agent.graph.result import UNFINISHED
 from ai_agent.usage import token_usage
 
 if TYPE_CHECKING:
@@ -155,12 +156,18 @@ async def run_view(archive: RunArchive, thread_id: str) -> RunView:
     result = await archive.get_result(thread_id)
     state: dict[str, Any] = dict(await archive.get_state(thread_id))
     trace = await archive.get_execution_trace(thread_id)
+    # A run between two checkpoints reads as one that stopped before finishing; it is one only
+    # when nobody holds its lease (a crash). While a process works on it, it is running.
+    running = (result.status, result.error) == (
+        "failed",
+        UNFINISHED,
+    ) and await archive.store.working(thread_id)
     return RunView(
         record=await archive.store.get_run(thread_id),
-        status=result.status,
+        status="running" if running else result.status,
         task=str(state.get("task", "")),
         final_text=result.final_text,
-        error=result.error,
+        error=None if running else result.error,
         stop_reason=result.stop_reason,
         gate=result.gate,
         timeline=[dict(row) for row in trace["timeline"]],

@@ -19,7 +19,18 @@ if TYPE_CHECKING:
 
     from ai_agent.structured import OutputSpec
 
-__all__ = ["RunResult", "RunStatusName", "StopReason", "is_pending", "result_of", "with_run_row"]
+__all__ = [
+    "UNFINISHED",
+    "RunResult",
+    "RunStatusName",
+    "StopReason",
+    "is_pending",
+    "result_of",
+    "with_run_row",
+]
+
+UNFINISHED = "the run stopped before finishing"
+"""The error of a run read between two checkpoints: crashed, or still being worked on."""
 
 RunStatusName = Literal["completed", "paused", "failed", "cancelled", "forked"]
 
@@ -131,7 +142,7 @@ def result_of(
         )
         return RunResult(status="paused", gate=gate, **common)
     if is_pending(snapshot):
-        return RunResult(status="failed", error="the run stopped before finishing", **common)
+        return RunResult(status="failed", error=UNFINISHED, **common)
     final_text, last_gate = values.get("final_text"), values.get("gate")
     if values.get("status") == "cancelled":
         reason = _cancelled_because(last_gate)

@@ -67,6 +67,35 @@ async def test_a_lease_of_a_dead_process_can_be_taken(store: RunStore) -> None:
     assert taken.owner != lease.owner
 
 
+async def test_working_says_whether_a_live_process_holds_the_lease(store: RunStore) -> None:
+    assert not await store.working("t")  # nobody ever took it
+    lease = await store.acquire("t")
+    assert await store.working("t")
+    other = RunStore(store.path)  # another connection (another process would see the same)
+    assert await other.working("t")
+    await store.release(lease)
+    assert not await other.working("t")
+    await store.acquire("t", seconds=-1)
+    assert not await store.working("t")  # ran out: a crash, not a run
+    other.close()
+
+
+async def test_a_lease_held_by_a_dead_process_is_nobody_working(store: RunStore) -> None:
+    dead = subprocess.run(  # noqa: ASYNC221 - a short child whose pid we need dead
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    await store.acquire("t")
+    with sqlite3.connect(store.path) as conn:
+        conn.execute("UPDATE agent_leases SET pid = ? WHERE thread_id = 't'", (int(dead.stdout),))
+    assert not await store.working("t")
+    with sqlite3.connect(store.path) as conn:  # on another host this one cannot look: it trusts
+        conn.execute("UPDATE agent_leases SET host = 'elsewhere' WHERE thread_id = 't'")
+    assert await store.working("t")
+
+
 async def test_journal_records_intent_then_outcome(store: RunStore) -> None:
     call = {"id": "c1", "name": "write", "args": {"p": "x"}}
     assert await store.lookup("t", 1, "c1") is None

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import json
+import re
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import httpx
+import pytest
 
-from ai_agent import Agent
+from ai_agent import Agent, ToolCategory, ToolSpec
+from ai_agent.console import views
+from ai_agent.console.live import run_changes
 from tests.console.conftest import MakeAgent, write_call
 
 Open = Callable[[Agent], httpx.AsyncClient]
@@ -116,6 +122,63 @@ async def test_the_run_view_shows_timeline_calls_answers_and_conversation(
     model_calls = model_calls[: model_calls.index("</table>")]
     assert model_calls.count("<tr><td>") == 2  # two model calls, one row each
     assert "<td>scripted</td>" in model_calls
+
+
+async def test_a_run_in_progress_shows_as_running_and_a_crashed_one_as_stopped(
+    make_agent: MakeAgent, signed_in: Open, tmp_path: Path
+) -> None:
+    # The pages are fetched from inside a tool: the run holds its lease and its latest
+    # checkpoint has work left, exactly what a console sees while a worker runs it.
+    seen: dict[str, str] = {}
+
+    async def look(args: dict[str, Any], ctx: dict[str, Any]) -> dict[str, Any]:
+        seen["live"] = (await http.get("/runs/p1")).text
+        with sqlite3.connect(tmp_path / "c.sqlite") as conn:  # as if its process were gone
+            conn.execute("UPDATE agent_leases SET expires_at = expires_at - 1e6")
+        seen["crashed"] = (await http.get("/runs/p1")).text
+        with sqlite3.connect(tmp_path / "c.sqlite") as conn:
+            conn.execute("UPDATE agent_leases SET expires_at = expires_at + 1e6")
+        return {"status": "ok", "content": "looked"}
+
+    spec = ToolSpec("look", look, description="Look.", category=ToolCategory.READ_ONLY)
+    call = {"tool_calls": [{"name": "look", "args": {}}]}
+    agent = make_agent([call, {"text": "done"}], tools=[spec])
+    async with agent:
+        http = signed_in(agent)
+        result = await agent.run("look", thread_id="p1")
+        after = (await http.get("/runs/p1")).text
+    assert result.status == "completed"
+    assert '<dd id="status" class="status-running">running</dd>' in seen["live"]
+    assert "stopped before finishing" not in seen["live"]
+    assert '<dd id="status" class="status-failed">failed</dd>' in seen["crashed"]
+    assert "the run stopped before finishing" in seen["crashed"]
+    assert '<dd id="status" class="status-completed">completed</dd>' in after
+
+
+async def test_a_page_is_dated_from_before_its_reads(
+    make_agent: MakeAgent, signed_in: Open, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A run that changes while the page reads it may not be in what the page shows; the page's
+    # date comes before the reads, so its live updates report that change.
+    agent = make_agent([write_call()])
+    async with agent:
+        await agent.run("write", thread_id="d1")
+        read = views.run_view
+
+        async def slow_read(archive: Any, thread_id: str) -> views.RunView:
+            shown = await read(archive, thread_id)
+            await agent.store.update_run("d1", status="cancelled")  # changed after the read
+            return shown
+
+        monkeypatch.setattr(views, "run_view", slow_read)
+        page = (await signed_in(agent).get("/runs/d1")).text
+        made = float(re.search(r'data-made="([0-9.]+)"', page)[1])  # type: ignore[index]
+        stream = run_changes(agent.archive, interval=0, since=made)
+        assert await anext(stream) == "retry: 2000\n\n"
+        event = await anext(stream)
+        await stream.aclose()
+    assert '<dd id="status" class="status-paused">paused</dd>' in page
+    assert json.loads(event.split("data: ", 1)[1]) == [{"thread_id": "d1", "status": "cancelled"}]
 
 
 async def test_an_unknown_run_is_a_404_page(make_agent: MakeAgent, signed_in: Open) -> None:
