@@ -44,12 +44,14 @@ if TYPE_CHECKING:
 __all__ = [
     "ApprovalPolicy",
     "CallReview",
+    "CallerBase",
     "Event",
     "Hooks",
     "Journal",
     "JournalEntry",
     "Memory",
     "Meter",
+    "ModelCall",
     "ModelCaller",
     "ModelEvents",
     "ModelReply",
@@ -101,6 +103,45 @@ class ModelCaller(Protocol):
         response_format: dict[str, Any] | None = None,
     ) -> ModelReply:
         """Send the conversation and the tool schemas; return the assembled reply."""
+
+
+@dataclass(frozen=True, slots=True)
+class ModelCall:
+    """One call of a `ModelCaller`, its arguments as one value.
+
+    Callers written as `CallerBase` subclasses take it whole and pass it on whole
+    (`ModelCall.to`), so a new argument of the protocol is one edit here, not one per caller.
+    """
+
+    messages: list[Message]
+    tools: list[dict[str, Any]]
+    response_format: dict[str, Any] | None = None
+
+    async def to(self, caller: ModelCaller) -> ModelReply:
+        """Make this call of ``caller`` (the next caller in a chain of wrappers)."""
+        return await caller(self.messages, self.tools, response_format=self.response_format)
+
+
+class CallerBase:
+    """A `ModelCaller` written as one method, `answer`, over one `ModelCall`.
+
+    The engine's callers (the chat model's, and the wrappers that observe, record, replay and
+    mask) are each an ``answer``; only this class spells out the protocol's signature.
+    """
+
+    async def __call__(
+        self,
+        messages: list[Message],
+        tools: list[dict[str, Any]],
+        *,
+        response_format: dict[str, Any] | None = None,
+    ) -> ModelReply:
+        """Send the conversation and the tool schemas; return the assembled reply."""
+        return await self.answer(ModelCall(messages, tools, response_format))
+
+    async def answer(self, call: ModelCall) -> ModelReply:
+        """The reply to one call."""
+        raise NotImplementedError  # pragma: no cover - every subclass answers
 
 
 class Prepared(TypedDict, total=False):

@@ -50,9 +50,13 @@ class SlowModel(ScriptedModel):
         run_manager: AsyncCallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
+        self.asked()
         await asyncio.sleep(LATENCY)
         reply = self._reply(messages, list(kwargs.get("tools") or []))
         return ChatResult(generations=[ChatGeneration(message=reply)])
+
+    def asked(self) -> None:
+        """Called as each request arrives (a bench that times the first request notes it)."""
 
 
 async def lookup(args: dict[str, Any], ctx: dict[str, Any]) -> dict[str, Any]:

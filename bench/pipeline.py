@@ -39,7 +39,14 @@ from langgraph.checkpoint.base import (
 
 from ai_agent.checkpoints import strict_serializer
 from ai_agent.checkpoints.backends import engine_saver
-from ai_agent.context import JournalEntry, ModelReply, RunContext, RunPolicy
+from ai_agent.context import (
+    CallerBase,
+    JournalEntry,
+    ModelCall,
+    ModelReply,
+    RunContext,
+    RunPolicy,
+)
 from ai_agent.events import ProgressEvent, StageStarted
 from ai_agent.graph.build import build_graph, recursion_limit
 from ai_agent.state import Message, RunState, ToolCall, ToolResult, new_run_state
@@ -77,7 +84,7 @@ class NullSaver(BaseCheckpointSaver[int]):
         return None
 
 
-class ScriptedCaller:
+class ScriptedCaller(CallerBase):
     """The benchmark's scripted model: every turn asks for one ``fetch`` of a new page.
 
     It is a ``ModelCaller`` (the engine's model seam), so the figures measure the engine and the
@@ -87,17 +94,11 @@ class ScriptedCaller:
     def __init__(self) -> None:
         self.turn = 0
 
-    async def __call__(
-        self,
-        messages: list[Message],
-        tools: list[dict[str, Any]],
-        *,
-        response_format: dict[str, Any] | None = None,
-    ) -> ModelReply:
+    async def answer(self, call: ModelCall) -> ModelReply:
         self.turn += 1
-        call = ToolCall(id=f"call_{self.turn}", name="fetch", args={"page": self.turn})
+        fetch = ToolCall(id=f"call_{self.turn}", name="fetch", args={"page": self.turn})
         return ModelReply(
-            message=Message(role="assistant", content="", tool_calls=[call]),
+            message=Message(role="assistant", content="", tool_calls=[fetch]),
             usage={},
             latency_ms=0.0,
         )

@@ -25,10 +25,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from langchain_core.callbacks import AsyncCallbackManagerForLLMRun
-from langchain_core.messages import BaseMessage
-from langchain_core.outputs import ChatResult
-
 from ai_agent import Agent
 from ai_agent.config import AgentSettings
 from ai_agent.testing import ScriptedModel
@@ -42,15 +38,9 @@ __all__ = ["measure_subagents"]
 class FirstRequest(SlowModel):
     """The slow scripted model, noting when it is asked (the spawn's end)."""
 
-    async def _agenerate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: AsyncCallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
+    def asked(self) -> None:
+        """Note the time of the request."""
         ASKED.append(time.perf_counter())
-        return await super()._agenerate(messages, stop, run_manager, **kwargs)
 
 
 ASKED: list[float] = []  # when the child's model was asked, in order (this process only)

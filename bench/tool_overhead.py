@@ -18,9 +18,9 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from ai_agent.checkpoints import RunStore
-from ai_agent.context import ModelReply, RunContext, RunPolicy
+from ai_agent.context import CallerBase, ModelCall, ModelReply, RunContext, RunPolicy
 from ai_agent.nodes.act import act
-from ai_agent.state import Message, PendingCall, RunState, ToolCall, ToolResult
+from ai_agent.state import PendingCall, RunState, ToolCall, ToolResult
 from ai_agent.tools.registry import ToolRegistry
 from ai_agent.tools.spec import ToolCategory, ToolSpec
 
@@ -53,6 +53,11 @@ def _state(name: str, i: int) -> RunState:
     )
 
 
+class _NoModel(CallerBase):
+    async def answer(self, call: ModelCall) -> ModelReply:
+        raise AssertionError("act never calls the model")
+
+
 async def _engine(name: str, calls: int, db: Path) -> float:
     store = RunStore(db)
     specs = [
@@ -60,17 +65,9 @@ async def _engine(name: str, calls: int, db: Path) -> float:
         ToolSpec("async_tool", async_tool, description="Work.", category=ToolCategory.READ_ONLY),
     ]
 
-    async def model(
-        messages: list[Message],
-        tools: list[dict[str, Any]],
-        *,
-        response_format: dict[str, Any] | None = None,
-    ) -> ModelReply:
-        raise AssertionError("act never calls the model")
-
     context = RunContext(
         thread_id=f"tools-{name}",
-        model=model,
+        model=_NoModel(),
         tools=ToolRegistry(specs),
         journal=store,
         policy=RunPolicy(memory_path=None),

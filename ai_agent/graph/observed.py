@@ -14,15 +14,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from ai_agent.context import ModelCaller, ModelReply, ToolBox
+from ai_agent.context import CallerBase, ModelCall, ModelCaller, ModelReply, ToolBox
 from ai_agent.graph.recording import DelegatingToolBox
 from ai_agent.observability.scopes import model_call_scope, tool_call_scope
-from ai_agent.state import Message, ToolCall, ToolResult
+from ai_agent.state import ToolCall, ToolResult
 
 __all__ = ["ObservedModel", "ObservedToolBox"]
 
 
-class ObservedModel:
+class ObservedModel(CallerBase):
     """A ModelCaller whose every call is observed (id, span, metric, logs).
 
     Args:
@@ -34,20 +34,14 @@ class ObservedModel:
         self.inner = inner
         self.model_name = model_name
 
-    async def __call__(
-        self,
-        messages: list[Message],
-        tools: list[dict[str, Any]],
-        *,
-        response_format: dict[str, Any] | None = None,
-    ) -> ModelReply:
+    async def answer(self, call: ModelCall) -> ModelReply:
         """Call the inner caller inside a model-call scope; the reply names the request id."""
-        with model_call_scope(self.model_name) as call:
-            reply = await self.inner(messages, tools, response_format=response_format)
-            call.finish(reply)
-        if call.request_id:
+        with model_call_scope(self.model_name) as scope:
+            reply = await call.to(self.inner)
+            scope.finish(reply)
+        if scope.request_id:
             reply = ModelReply(**reply)
-            reply["request_id"] = call.request_id
+            reply["request_id"] = scope.request_id
         return reply
 
 

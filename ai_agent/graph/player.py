@@ -28,7 +28,7 @@ from ai_agent.checkpoints.recorded import (
     ToolCallRecord,
 )
 from ai_agent.checkpoints.store import RunStoreProtocol
-from ai_agent.context import Hook, ModelCaller, ModelReply, ToolBox
+from ai_agent.context import CallerBase, Hook, ModelCall, ModelCaller, ModelReply, ToolBox
 from ai_agent.errors import (
     CircuitOpenError,
     InvalidPlanError,
@@ -46,7 +46,7 @@ from ai_agent.models import request_hash
 from ai_agent.nodes._common import call_hook
 from ai_agent.nodes.gate import check_plan
 from ai_agent.plans import PlanAnswer, read_plan
-from ai_agent.state import GateReport, Message, PlanRecord, ToolCall, ToolResult
+from ai_agent.state import GateReport, PlanRecord, ToolCall, ToolResult
 from ai_agent.tools.policy import args_hash
 
 __all__ = ["ReplayMode", "ReplayModel", "ReplaySession", "ReplayToolBox", "Tape"]
@@ -263,7 +263,7 @@ class ReplaySession:
         return PlanAnswer(plan)  # read and checked: the gate takes it as it is
 
 
-class ReplayModel:
+class ReplayModel(CallerBase):
     """A ModelCaller that answers from the recording where the replay is recorded.
 
     Args:
@@ -276,25 +276,21 @@ class ReplayModel:
         self.params = params
         self.last_source: Literal["live", "recorded"] = "recorded"
 
-    async def __call__(
-        self,
-        messages: list[Message],
-        tools: list[dict[str, Any]],
-        *,
-        response_format: dict[str, Any] | None = None,
-    ) -> ModelReply:
+    async def answer(self, call: ModelCall) -> ModelReply:
         """Answer from the recording; past the recorded steps, call the live model."""
         position = call_position()
         session = self.session
         if not session.recorded_at(position["step"]):
             self.last_source = "live"
-            live = await session.live_model()
-            return await live(messages, tools, response_format=response_format)
+            return await call.to(await session.live_model())
         self.last_source = "recorded"
-        params = request_params(self.params, response_format)
-        record = session.tape.take_model(request_hash(messages, tools, params), position["step"])
+        params = request_params(self.params, call.response_format)
+        digest = request_hash(call.messages, call.tools, params)
+        record = session.tape.take_model(digest, position["step"])
         if record is None:
-            request = ModelRequest(messages=list(messages), tools=list(tools), params=params)
+            request = ModelRequest(
+                messages=list(call.messages), tools=list(call.tools), params=params
+            )
             raise await session.model_divergence(position, request)
         if record["error"] is not None or record["message"] is None:
             raise _model_error(record["error"] or {})

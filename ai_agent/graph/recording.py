@@ -22,10 +22,19 @@ from langgraph.config import get_config
 from langgraph.runtime import get_runtime
 
 from ai_agent.checkpoints.recorded import CallPosition, ModelRequest
-from ai_agent.context import CallReview, ModelCaller, ModelReply, OutputStore, ToolBox, ToolInfo
+from ai_agent.context import (
+    CallerBase,
+    CallReview,
+    ModelCall,
+    ModelCaller,
+    ModelReply,
+    OutputStore,
+    ToolBox,
+    ToolInfo,
+)
 from ai_agent.errors import ModelError
 from ai_agent.models import request_hash
-from ai_agent.state import Message, ToolCall, ToolResult
+from ai_agent.state import ToolCall, ToolResult
 from ai_agent.tools.media import admit
 from ai_agent.tools.policy import args_hash
 from ai_agent.tools.results import OutputSummary, bound_output
@@ -143,7 +152,7 @@ def _error_record(exc: ModelError) -> dict[str, str]:
     return {"type": type(exc).__name__, "message": str(exc)}
 
 
-class RecordingModel:
+class RecordingModel(CallerBase):
     """A ModelCaller that records every call it passes on (reply or model error).
 
     Args:
@@ -170,23 +179,17 @@ class RecordingModel:
         self.params = dict(params)
         self.scrub = scrub
 
-    async def __call__(
-        self,
-        messages: list[Message],
-        tools: list[dict[str, Any]],
-        *,
-        response_format: dict[str, Any] | None = None,
-    ) -> ModelReply:
+    async def answer(self, call: ModelCall) -> ModelReply:
         """Call the inner model and record the request and its reply (or error)."""
         position = call_position()
-        params = request_params(self.params, response_format)
+        params = request_params(self.params, call.response_format)
         request = self.scrub(
-            ModelRequest(messages=list(messages), tools=list(tools), params=params)
+            ModelRequest(messages=list(call.messages), tools=list(call.tools), params=params)
         )
-        digest = request_hash(messages, tools, params)
+        digest = request_hash(call.messages, call.tools, params)
         started = time.perf_counter()
         try:
-            reply = await self.inner(messages, tools, response_format=response_format)
+            reply = await call.to(self.inner)
         except ModelError as exc:
             # Recorded too, so a replay takes the same path (a gate issue, a failed run).
             await self.store.record_model_call(

@@ -37,7 +37,7 @@ import urllib.parse
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ai_agent.context import ModelCaller, ModelReply, ToolBox
+from ai_agent.context import CallerBase, ModelCall, ModelCaller, ModelReply, ToolBox
 from ai_agent.events import ModelDelta, ProgressEvent, ToolOutput
 from ai_agent.graph.recording import DelegatingToolBox
 from ai_agent.observability.logs import engine_logger
@@ -80,7 +80,7 @@ def settings_secrets(settings: AgentSettings) -> SecretValues:
     return values
 
 
-class ScrubbedModel:
+class ScrubbedModel(CallerBase):
     """A ModelCaller whose replies have every secret masked (text and tool-call arguments).
 
     Other attributes (``model_name``, a replay player's ``last_source``) are the inner caller's.
@@ -90,15 +90,9 @@ class ScrubbedModel:
         self.inner = inner
         self.secrets = secrets
 
-    async def __call__(
-        self,
-        messages: list[Message],
-        tools: list[dict[str, Any]],
-        *,
-        response_format: dict[str, Any] | None = None,
-    ) -> ModelReply:
+    async def answer(self, call: ModelCall) -> ModelReply:
         """Call the inner model; mask its reply."""
-        reply = await self.inner(messages, tools, response_format=response_format)
+        reply = await call.to(self.inner)
         self.secrets.refresh()  # new data comes in: mask with what is known now
         message: Message = self.secrets.scrub(reply["message"])
         if message is reply["message"]:

@@ -25,7 +25,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessageChunk, BaseMessage, HumanMessage
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
 
-from ai_agent.context import ModelEvents, ModelReply
+from ai_agent.context import CallerBase, ModelCall, ModelEvents, ModelReply
 from ai_agent.errors import (
     BudgetExceededError,
     CircuitOpenError,
@@ -49,7 +49,6 @@ from ai_agent.models.resilience import CircuitBreaker, RetryPolicy, with_kinds
 from ai_agent.observability.logs import engine_logger
 from ai_agent.observability.redaction import SecretValues
 from ai_agent.observability.scopes import request_headers
-from ai_agent.state import Message
 
 if TYPE_CHECKING:
     from tenacity import RetryCallState
@@ -137,7 +136,7 @@ def _parse_error(raw: str) -> str:
 Sleep = Callable[[float], Awaitable[None]]
 
 
-class ChatModelCaller:
+class ChatModelCaller(CallerBase):
     """Calls a LangChain chat model for a draft: streamed, retried, behind a circuit breaker.
 
     A caller bound to a run's `ai_agent.context.ModelEvents` (`reporting`) reports each retry
@@ -252,13 +251,7 @@ class ChatModelCaller:
         if sync_client is not None:
             sync_client.close()
 
-    async def __call__(
-        self,
-        messages: list[Message],
-        tools: list[dict[str, Any]],
-        *,
-        response_format: dict[str, Any] | None = None,
-    ) -> ModelReply:
+    async def answer(self, call: ModelCall) -> ModelReply:
         """Call the model with retries, the breaker and streaming; return the reply.
 
         A reply whose tool-call arguments do not parse is sent back once: the model is told the
@@ -266,15 +259,15 @@ class ChatModelCaller:
         malformed reply is the error (MalformedToolCallError, a MODEL_ERROR issue at the gate).
         ``response_format`` goes into the request as it is (a typed run's final answer).
         """
-        runnable: Any = self.model.bind_tools(tools) if tools else self.model
-        lc_messages = to_langchain(messages)
-        turn = sum(1 for m in messages if m["role"] == "assistant")
+        runnable: Any = self.model.bind_tools(call.tools) if call.tools else self.model
+        lc_messages = to_langchain(call.messages)
+        turn = sum(1 for m in call.messages if m["role"] == "assistant")
         events = self._events
         sink = events if events.streaming and self.stream else None
         headers = request_headers() if self._takes_headers else {}
         options: dict[str, Any] = {"extra_headers": headers} if headers else {}
-        if response_format is not None:
-            options["response_format"] = response_format
+        if call.response_format is not None:
+            options["response_format"] = call.response_format
         started = time.perf_counter()
         retries: list[dict[str, Any]] = []
         try:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections.abc import Callable, Sequence
-from typing import Any, Literal, TypeVar, cast, overload
+from typing import Any, Literal, TypedDict, TypeVar, Unpack, cast, overload
 
 from pydantic import BaseModel, ValidationError
 
@@ -28,10 +28,28 @@ from ai_agent.tools.schema import (
 )
 from ai_agent.tools.spec import ToolCategory, ToolSpec, category_of
 
-__all__ = ["TOOL_ATTRIBUTE", "function_spec", "model_spec", "tool"]
+__all__ = ["TOOL_ATTRIBUTE", "ToolOptions", "function_spec", "model_spec", "tool"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 TOOL_ATTRIBUTE = "__ai_agent_tool__"
+
+
+class ToolOptions(TypedDict, total=False):
+    """What ``@tool``, `function_spec` and `model_spec` may be told (see `ToolSpec`).
+
+    ``name`` defaults to the function's (a model's, in snake case), ``description`` to the
+    docstring's first paragraph, ``category`` to EXTERNAL; the rest to ToolSpec's defaults.
+    """
+
+    name: str | None
+    description: str | None
+    category: ToolCategory | str
+    requires_env: Sequence[str]
+    timeout: float | None
+    group: str | None
+    preview: Callable[[dict[str, Any]], str] | None
+    format_result: Callable[[Any], str] | None
+    escalate: Callable[[dict[str, Any]], str | None] | None
 
 
 def _snake(name: str) -> str:
@@ -42,17 +60,9 @@ def _snake(name: str) -> str:
 def function_spec(
     fn: Callable[..., Any],
     *,
-    name: str | None = None,
-    description: str | None = None,
-    category: ToolCategory | str = ToolCategory.EXTERNAL,
-    requires_env: Sequence[str] = (),
-    timeout: float | None = None,
-    group: str | None = None,
-    preview: Callable[[dict[str, Any]], str] | None = None,
-    format_result: Callable[[Any], str] | None = None,
-    escalate: Callable[[dict[str, Any]], str | None] | None = None,
     extra: Literal["forbid", "ignore"] = "forbid",
     compact: bool = False,
+    **options: Unpack[ToolOptions],
 ) -> ToolSpec:
     """The ToolSpec of a typed function (what ``@tool`` attaches).
 
@@ -62,9 +72,10 @@ def function_spec(
     Raises:
         ToolRegistrationError: no description (docstring), or a signature without a schema.
     """
-    tool_name = str(name or getattr(fn, "__name__", ""))
+    tool_name = str(options.get("name") or getattr(fn, "__name__", ""))
     doc = parse_docstring(inspect.getdoc(fn))
-    text = description if description is not None else doc.description
+    text = options.get("description")
+    text = doc.description if text is None else text
     if not text or not text.strip():
         raise ToolRegistrationError(
             f"tool {tool_name!r} has no description: give the function a docstring saying what "
@@ -90,20 +101,7 @@ def function_spec(
         # keeping the event loop free as the registry does for plain sync tools.
         return await asyncio.to_thread(fn, *positional, **kwargs)
 
-    return ToolSpec(
-        name=tool_name,
-        fn=call,
-        requires_env=requires_env,
-        description=text,
-        parameters=sig.parameters,
-        category=category_of(category, tool_name),
-        timeout=timeout,
-        preview=preview,
-        format_result=format_result,
-        escalate=escalate,
-        validator=problems,
-        group=group,
-    )
+    return _spec(tool_name, call, text, sig.parameters, problems, options)
 
 
 def _untyped_note(fn: Callable[..., Any], name: str) -> str | None:
@@ -123,19 +121,7 @@ def _untyped_note(fn: Callable[..., Any], name: str) -> str | None:
     )
 
 
-def model_spec(
-    model: type[BaseModel],
-    *,
-    name: str | None = None,
-    description: str | None = None,
-    category: ToolCategory | str = ToolCategory.EXTERNAL,
-    requires_env: Sequence[str] = (),
-    timeout: float | None = None,
-    group: str | None = None,
-    preview: Callable[[dict[str, Any]], str] | None = None,
-    format_result: Callable[[Any], str] | None = None,
-    escalate: Callable[[dict[str, Any]], str | None] | None = None,
-) -> ToolSpec:
+def model_spec(model: type[BaseModel], **options: Unpack[ToolOptions]) -> ToolSpec:
     """The ToolSpec of a pydantic model whose ``__call__`` does the work.
 
     The model's fields are the arguments; a call validates them into an instance and calls it
@@ -149,13 +135,14 @@ def model_spec(
     call_method = next(
         (c.__dict__["__call__"] for c in model.__mro__ if "__call__" in c.__dict__), None
     )
-    tool_name = name or _snake(model.__name__)
+    tool_name = options.get("name") or _snake(model.__name__)
     if call_method is None:
         raise ToolRegistrationError(
             f"tool {tool_name!r}: the model {model.__name__} has no __call__; define "
             "__call__(self) to do the work with the validated fields"
         )
-    text = description if description is not None else parse_docstring(model.__doc__).description
+    text = options.get("description")
+    text = parse_docstring(model.__doc__).description if text is None else text
     if not text or not text.strip():
         raise ToolRegistrationError(
             f"tool {tool_name!r} has no description: give {model.__name__} a docstring saying "
@@ -182,19 +169,31 @@ def model_spec(
             return pydantic_problems(exc)
         return []
 
+    return _spec(tool_name, call, text, json_schema_of(model), problems, options)
+
+
+def _spec(
+    name: str,
+    call: Callable[..., Any],
+    description: str,
+    parameters: dict[str, Any],
+    problems: Callable[[dict[str, Any]], list[str]],
+    options: ToolOptions,
+) -> ToolSpec:
+    """The ToolSpec of a decorated function or model: what it does, and the options given."""
     return ToolSpec(
-        name=tool_name,
+        name=name,
         fn=call,
-        requires_env=requires_env,
-        description=text,
-        parameters=json_schema_of(model),
-        category=category_of(category, tool_name),
-        timeout=timeout,
-        preview=preview,
-        format_result=format_result,
-        escalate=escalate,
+        requires_env=options.get("requires_env", ()),
+        description=description,
+        parameters=parameters,
+        category=category_of(options.get("category", ToolCategory.EXTERNAL), name),
+        timeout=options.get("timeout"),
+        preview=options.get("preview"),
+        format_result=options.get("format_result"),
+        escalate=options.get("escalate"),
         validator=problems,
-        group=group,
+        group=options.get("group"),
     )
 
 
@@ -203,18 +202,7 @@ def tool(fn: F, /) -> F: ...
 
 
 @overload
-def tool(
-    *,
-    name: str | None = None,
-    description: str | None = None,
-    category: ToolCategory | str = ToolCategory.EXTERNAL,
-    requires_env: Sequence[str] = (),
-    timeout: float | None = None,
-    group: str | None = None,
-    preview: Callable[[dict[str, Any]], str] | None = None,
-    format_result: Callable[[Any], str] | None = None,
-    escalate: Callable[[dict[str, Any]], str | None] | None = None,
-) -> Callable[[F], F]: ...
+def tool(**options: Unpack[ToolOptions]) -> Callable[[F], F]: ...
 
 
 def tool(fn: Any = None, /, **options: Any) -> Any:

@@ -8,8 +8,10 @@ import random
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 import pytest_asyncio
+from langchain_openai import ChatOpenAI
 
 from ai_agent.local import LocalModelServer, ensure_model
 
@@ -64,3 +66,24 @@ async def local_server(model_path: Path) -> AsyncIterator[LocalModelServer]:
         model_path, n_threads=TEST_THREADS, n_ctx=2048, seed=TEST_SEED
     ) as server:
         yield server
+
+
+def local_chat(
+    server: LocalModelServer,
+    client: httpx.AsyncClient,
+    *,
+    max_tokens: int = 128,
+    stream_usage: bool = False,
+) -> ChatOpenAI:
+    """LangChain's OpenAI chat model on the local server: temperature 0, the tests' seed."""
+    return ChatOpenAI(
+        http_async_client=client,
+        base_url=server.base_url,
+        api_key=server.api_key,
+        model=server.model_id,
+        temperature=0,
+        seed=TEST_SEED,
+        max_completion_tokens=max_tokens,
+        use_responses_api=False,
+        stream_usage=stream_usage,
+    )

@@ -13,12 +13,11 @@ from typing import Any
 
 import httpx
 import pytest
-from langchain_openai import ChatOpenAI
 
 from ai_agent import Agent, AgentSettings
 from ai_agent.local import LocalModelServer
 
-from .conftest import TEST_SEED
+from .conftest import local_chat
 
 pytestmark = pytest.mark.local_model
 
@@ -45,16 +44,7 @@ def notes(tmp_path: Path) -> Path:
 def notes_agent(
     server: LocalModelServer, client: httpx.AsyncClient, folder: Path, db: Path, **notes: Any
 ) -> Agent:
-    model = ChatOpenAI(
-        http_async_client=client,
-        base_url=server.base_url,
-        api_key=server.api_key,
-        model=server.model_id,
-        temperature=0,
-        seed=TEST_SEED,
-        max_completion_tokens=160,
-        use_responses_api=False,
-    )
+    model = local_chat(server, client, max_tokens=160)
     settings = AgentSettings(
         tool_config={"notes": {"folder": str(folder), "min_chunk_chars": 0, **notes}},
         model_backend={"timeout": 300},

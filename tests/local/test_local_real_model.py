@@ -21,12 +21,11 @@ import httpx
 import pytest
 from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage, ToolMessage
 from langchain_core.tools import tool
-from langchain_openai import ChatOpenAI
 
 from ai_agent.errors import LocalBackendError
 from ai_agent.local import LocalModelServer
 
-from .conftest import TEST_SEED, TEST_THREADS
+from .conftest import TEST_THREADS, local_chat
 
 pytestmark = pytest.mark.local_model
 
@@ -54,22 +53,6 @@ async def http_client() -> AsyncIterator[httpx.AsyncClient]:
         yield client
 
 
-def _chat(
-    server: LocalModelServer, client: httpx.AsyncClient, *, stream_usage: bool = False
-) -> ChatOpenAI:
-    return ChatOpenAI(
-        http_async_client=client,
-        base_url=server.base_url,
-        api_key=server.api_key,
-        model=server.model_id,
-        temperature=0,
-        seed=TEST_SEED,
-        max_completion_tokens=128,
-        use_responses_api=False,
-        stream_usage=stream_usage,
-    )
-
-
 def _is_process_alive(pid: int) -> bool:
     """True while the process runs; a zombie (exited, not yet reaped) counts as gone."""
     try:
@@ -83,7 +66,7 @@ async def test_non_streamed_tool_call(
     local_server: LocalModelServer, http_client: httpx.AsyncClient
 ) -> None:
     reply = (
-        await _chat(local_server, http_client)
+        await local_chat(local_server, http_client)
         .bind_tools([get_weather])
         .ainvoke([HumanMessage(QUESTION)])
     )
@@ -99,7 +82,7 @@ async def test_non_streamed_tool_call(
 async def test_streamed_tool_call_with_usage(
     local_server: LocalModelServer, http_client: httpx.AsyncClient
 ) -> None:
-    model = _chat(local_server, http_client, stream_usage=True).bind_tools([get_weather])
+    model = local_chat(local_server, http_client, stream_usage=True).bind_tools([get_weather])
     chunks: list[AIMessageChunk] = []
     async for chunk in model.astream([HumanMessage(QUESTION)]):
         assert isinstance(chunk, AIMessageChunk)
@@ -120,7 +103,7 @@ async def test_streamed_tool_call_with_usage(
 async def test_tool_result_round_trip(
     local_server: LocalModelServer, http_client: httpx.AsyncClient
 ) -> None:
-    model = _chat(local_server, http_client).bind_tools([get_weather])
+    model = local_chat(local_server, http_client).bind_tools([get_weather])
     question = HumanMessage(QUESTION)
     call = await model.ainvoke([question])
     assert isinstance(call, AIMessage)

@@ -61,20 +61,27 @@ def backend(server: LocalModelServer, **extra: Any) -> ModelBackendSettings:
     )
 
 
-async def test_a_streamed_run_with_a_tool_reports_server_usage(
-    local_server: LocalModelServer, tmp_path: Path
-) -> None:
+def weather_agent(
+    server: LocalModelServer, tmp_path: Path, *, max_tokens: int, **kwargs: Any
+) -> Agent:
+    """An Agent on the local server with the weather tool, three cycles, the batch gate."""
     settings = AgentSettings(
-        model_backend=backend(local_server, max_tokens=96).model_dump(),
-        max_iterations=3,
+        model_backend=backend(server, max_tokens=max_tokens).model_dump(), max_iterations=3
     )
-    agent = Agent(
+    return Agent(
         tools=[weather_tool()],
         settings=settings,
         checkpoint_path=tmp_path / "c.sqlite",
         memory_path=None,
         gate_profile="batch",
+        **kwargs,
     )
+
+
+async def test_a_streamed_run_with_a_tool_reports_server_usage(
+    local_server: LocalModelServer, tmp_path: Path
+) -> None:
+    agent = weather_agent(local_server, tmp_path, max_tokens=96)
     async with agent:
         events = [e async for e in agent.astream("What is the weather in Paris?")]
         result = events[-1].result if isinstance(events[-1], RunFinished) else None
@@ -139,18 +146,8 @@ async def test_every_draft_estimate_is_close_to_the_server_count_from_the_first(
     # The chat template's default system prompt, tool instructions and tool-turn rendering are
     # counted from the first request: before, the first estimate was 57 % under the server's
     # count here (78 for 183) and calibration could only fix the requests after it.
-    settings = AgentSettings(
-        model_backend=backend(local_server, max_tokens=64).model_dump(), max_iterations=3
-    )
     extra: dict[str, Any] = {} if system_prompt is None else {"system_prompt": system_prompt}
-    agent = Agent(
-        tools=[weather_tool()],
-        settings=settings,
-        checkpoint_path=tmp_path / "c.sqlite",
-        memory_path=None,
-        gate_profile="batch",
-        **extra,
-    )
+    agent = weather_agent(local_server, tmp_path, max_tokens=64, **extra)
     async with agent:
         result = await agent.run("What is the weather in Paris?")
         history = await agent.get_usage_history(result.thread_id)

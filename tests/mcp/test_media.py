@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from ai_agent import Agent, UserPlan, tool
+from ai_agent import Agent, RunResult, UserPlan, tool
 from ai_agent.config import AgentSettings, McpServerConfig
 from ai_agent.context import Event
 from ai_agent.testing import MockOpenAIServer, Reply
@@ -108,19 +108,28 @@ async def test_an_image_reaches_a_model_that_reads_images_as_a_content_part(
     assert f"<base64: {size} bytes, sha256 {digest[:12]}>" in caplog.text
 
 
-async def test_a_model_that_reads_no_images_gets_the_description_only(
-    everything_entry: Path, tmp_path: Path
-) -> None:
+async def _described(
+    everything_entry: Path, tmp_path: Path, **backend: Any
+) -> tuple[Agent, RunResult, dict[str, Any]]:
+    """A run whose tool returns an image the model is not sent: it gets the description only."""
     script = [_call("every__get-tiny-image"), Reply(text="an image I cannot see")]
     with MockOpenAIServer(script) as server:
-        agent = _agent(tmp_path, _settings(server), everything_server(everything_entry))
+        settings = _settings(server, **backend)
+        agent = _agent(tmp_path, settings, everything_server(everything_entry))
         result = await agent.run("what does the image show?")
         await agent.aclose()
     assert result.status == "completed", result.error
     tool, after = _after_the_tool(server.requests[1].body)
     assert "[image image/png, " in tool["content"]
     assert after == []
-    assert "image_url" not in json.dumps(server.requests[1].body)
+    return agent, result, server.requests[1].body
+
+
+async def test_a_model_that_reads_no_images_gets_the_description_only(
+    everything_entry: Path, tmp_path: Path
+) -> None:
+    agent, result, body = await _described(everything_entry, tmp_path)
+    assert "image_url" not in json.dumps(body)
     state = await agent.get_state(result.thread_id)
     # No bytes are kept that no request carries: not in the checkpoint, not in the journal.
     assert "media" not in next(m for m in state["messages"] if m["role"] == "tool")
@@ -130,16 +139,9 @@ async def test_a_model_that_reads_no_images_gets_the_description_only(
 async def test_an_image_over_the_size_limit_is_described(
     everything_entry: Path, tmp_path: Path
 ) -> None:
-    script = [_call("every__get-tiny-image"), Reply(text="too big to see")]
-    with MockOpenAIServer(script) as server:
-        settings = _settings(server, media_inputs=["image", "audio"], max_media_bytes=100)
-        agent = _agent(tmp_path, settings, everything_server(everything_entry))
-        result = await agent.run("what does the image show?")
-        await agent.aclose()
-    assert result.status == "completed", result.error
-    tool, after = _after_the_tool(server.requests[1].body)
-    assert "[image image/png, " in tool["content"]
-    assert after == []
+    await _described(
+        everything_entry, tmp_path, media_inputs=["image", "audio"], max_media_bytes=100
+    )
 
 
 async def test_audio_reaches_a_model_that_reads_audio_as_input_audio(tmp_path: Path) -> None:
