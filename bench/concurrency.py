@@ -18,8 +18,9 @@ import json
 import resource
 import sys
 import time
+from collections.abc import Awaitable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun
 from langchain_core.messages import BaseMessage
@@ -28,6 +29,8 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from ai_agent import Agent, ToolCategory, ToolSpec
 from ai_agent.config import AgentSettings
 from ai_agent.testing import ScriptedModel
+
+T = TypeVar("T")
 
 __all__ = ["measure_concurrency"]
 
@@ -83,8 +86,8 @@ def rss() -> int:
     return pages * resource.getpagesize()
 
 
-async def _runs(a: Agent, count: int, tag: str) -> tuple[float, float, int]:
-    """Wall and CPU seconds of ``count`` concurrent runs, and the highest RSS seen meanwhile."""
+async def peak_rss(work: Awaitable[T]) -> tuple[T, int]:
+    """What ``work`` returns, and the highest RSS seen while it ran (sampled every 5 ms)."""
     peak = rss()
     done = False
 
@@ -95,14 +98,22 @@ async def _runs(a: Agent, count: int, tag: str) -> tuple[float, float, int]:
             await asyncio.sleep(0.005)
 
     sampler = asyncio.create_task(sample())
+    try:
+        result = await work
+    finally:
+        done = True
+        await sampler
+    return result, max(peak, rss())
+
+
+async def _runs(a: Agent, count: int, tag: str) -> tuple[float, float, int]:
+    """Wall and CPU seconds of ``count`` concurrent runs, and the highest RSS seen meanwhile."""
     wall, cpu = time.perf_counter(), time.process_time()
     runs = (a.run("look three things up", thread_id=f"{tag}{i}") for i in range(count))
-    results = await asyncio.gather(*runs)
+    results, peak = await peak_rss(asyncio.gather(*runs))
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-    done = True
-    await sampler
     assert all(r.status == "completed" for r in results), [r.status for r in results]
-    return wall, cpu, max(peak, rss())
+    return wall, cpu, peak
 
 
 async def measure_concurrency(n: int, workdir: Path) -> dict[str, Any]:

@@ -30,7 +30,7 @@ from ai_agent.config import AgentSettings
 from ai_agent.testing import ScriptedModel
 from ai_agent.tools.toolsets import ChildToolset
 from bench.common import median
-from bench.concurrency import SlowModel, rss
+from bench.concurrency import SlowModel, peak_rss
 
 __all__ = ["measure_subagents"]
 
@@ -93,23 +93,12 @@ async def measure_subagents(n: int, repeat: int, workdir: Path) -> dict[str, Any
             plains.append(await _first_request(shared._runner.run("help", thread_id=f"p{i}")))
 
         async def many(count: int, tag: str) -> int:
-            peak = rss()
-            done = False
-
-            async def sample() -> None:
-                nonlocal peak
-                while not done:
-                    peak = max(peak, rss())
-                    await asyncio.sleep(0.005)
-
-            sampler = asyncio.create_task(sample())
             calls = [f"{tag}{i}.0" for i in range(count)]
             ctxs = [{"thread_id": "parent", "iteration": 2, "call_id": c} for c in calls]
-            results = await asyncio.gather(*(spec.fn({"task": "help"}, c) for c in ctxs))
-            done = True
-            await sampler
+            work = asyncio.gather(*(spec.fn({"task": "help"}, c) for c in ctxs))
+            results, peak = await peak_rss(work)
             assert all(r["status"] == "ok" for r in results), results
-            return max(peak, rss())
+            return peak
 
         one = max([await many(1, f"one{i}-") for i in range(3)])
         all_at_once = await many(n, "many")

@@ -19,6 +19,7 @@ from ai_agent.errors import SandboxUnavailableError, ToolPolicyViolation
 from ai_agent.tools.builtin import cgroups
 from ai_agent.tools.maker import SandboxLimits, ToolsmakerRegistry
 from tests.maker.conftest import ApproveTool, CallTool
+from tests.tools.fork_storms import fork_loop
 
 pytestmark = pytest.mark.usefixtures("careless_validator")
 
@@ -275,19 +276,7 @@ async def test_a_fork_storm_stops_at_the_process_limit(
     if gap is not None:  # the documented exception, said loudly
         pytest.skip(gap)
     tool = approve_tool(
-        """
-        import time
-        forked = 0
-        try:
-            for _ in range(200):
-                if os.fork() == 0:
-                    time.sleep(30)
-                    os._exit(0)
-                forked += 1
-        finally:
-            print("forked", forked, flush=True)
-        return forked
-        """,
+        fork_loop(200) + "return forked\n",
         limits=SandboxLimits(timeout=20, max_processes=20, seccomp=False),
     )
     result = await call_tool(tool)

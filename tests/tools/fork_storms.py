@@ -19,14 +19,13 @@ MODES = [
 needs_system_python = pytest.mark.skipif(not Path(PYTHON).exists(), reason="no system python3")
 
 
-def fork_storm(attempts: int) -> str:
-    """A bash command that forks in a loop and prints how many forks it got.
+def fork_loop(attempts: int) -> str:
+    """Python that forks in a loop and prints how many forks it got (``os`` imported already).
 
     Each child waits, so they add up; bounded at ``attempts`` so that, where no limit holds,
     it still ends.
     """
-    return f"""{PYTHON} - <<'EOF'
-import os, time
+    return f"""import time
 forked = 0
 try:
     for _ in range({attempts}):
@@ -36,4 +35,11 @@ try:
         forked += 1
 finally:
     print("forked", forked, flush=True)
-EOF"""
+"""
+
+
+def fork_storm(attempts: int) -> str:
+    """A bash command that runs `fork_loop` with the system Python."""
+    return f"""{PYTHON} - <<'EOF'
+import os
+{fork_loop(attempts)}EOF"""
