@@ -234,3 +234,25 @@ def test_the_generated_test_builds_the_agent_as_told() -> None:
     assert case_file_names("abc") == ("test_run_abc.py", "test_run_abc.recording.json")
     with pytest.raises(ValueError, match="must be a file name"):
         regression_test_text(case, "../r.json", AgentRecipe())
+
+
+async def test_a_live_check_asks_the_model_again_and_gives_the_recorded_plans(
+    make_agent: MakeAgent, tmp_path: Path
+) -> None:
+    log: list[dict[str, Any]] = []
+    _, case = await recorded(make_agent, ["calculator", note_tool(log)])
+    log.clear()
+    # Another model: the same first two turns, then another answer.
+    other = [*SCRIPT[:2], text("forty-two it is")]
+    agent = Agent(
+        model=ScriptedModel(other),
+        tools=["calculator", note_tool(log)],
+        checkpoint_path=tmp_path / "live.sqlite",
+        memory_path=None,
+    )
+    async with agent:
+        result = await check_case(agent, case, live=True)
+    assert log == [{"args": {"text": "42"}, "ctx": log[0]["ctx"]}]  # the note ran, once
+    assert result.tool_calls == [("calculator", {"expression": "6*7"}), ("note", {"text": "42"})]
+    assert result.where == "the final answer differs"  # the paused gate got the recorded plan
+    assert "+forty-two it is" in result.detail
