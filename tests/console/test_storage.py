@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import re
+import sqlite3
 from collections.abc import Callable
+from pathlib import Path
 from urllib.parse import unquote_plus
 
 import httpx
@@ -111,3 +113,18 @@ async def test_mistakes_and_missing_csrf_are_refused_in_words(
         assert len(await agent.archive.ahistory("s-big")) > 1
         anonymous = await client(agent).get("/storage")
         assert anonymous.status_code == 403 and TOKEN not in anonymous.text
+
+
+def test_a_database_without_the_saver_tables_has_no_sizes_to_give(tmp_path: Path) -> None:
+    from ai_agent.checkpoints.sizes import run_sizes
+
+    path = tmp_path / "other.sqlite"
+    sqlite3.connect(path).close()  # an SQLite file of someone else's
+    assert run_sizes(path) is None
+
+
+async def test_an_oversized_form_is_refused_unread(make_agent: MakeAgent, signed_in: Open) -> None:
+    agent = await three_runs(make_agent)
+    async with agent:
+        refused = await signed_in(agent).post("/storage/prune", content=b"x" * 70_000)
+    assert refused.status_code == 413 and "larger than 64,000 bytes" in refused.text
