@@ -20,7 +20,9 @@ shown: a person confirms exactly what they saw.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
+import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -168,6 +170,8 @@ async def _apply(archive: RunArchive, plan: PrunePreview) -> tuple[int, int]:
         except AgentError:
             continue  # gone since the preview: nothing of it to prune
         pruned += len(report.pruned)
+    # Another connection mid-transaction makes VACUUM fail: the space is reclaimed next time.
     if pruned:
-        await archive.store.vacuum()
+        with contextlib.suppress(sqlite3.OperationalError):
+            await archive.store.vacuum()
     return pruned, max(0, before - database_bytes(archive.database.location))
