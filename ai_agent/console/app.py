@@ -23,7 +23,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response, Stream
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from ai_agent.console import answers, views
+from ai_agent.console import answers, casefile, storage, toolsmaker, views
 from ai_agent.console.auth import Access
 from ai_agent.console.guard import Guard
 from ai_agent.console.live import run_changes
@@ -109,6 +109,9 @@ def create_app(agent: Agent, access: Access, *, interval: float = 1.0) -> Guard:
         Route("/inbox", bound(_inbox)),
         Route("/inbox/{thread}/answer", bound(_answer), methods=["POST"]),
         Route("/events", bound(_events)),
+        *casefile.routes(bound),
+        *storage.routes(bound),
+        *toolsmaker.routes(bound),
         Mount("/static", StaticFiles(packages=[("ai_agent.console", "static")]), name="static"),
     ]
     return Guard(Starlette(routes=routes), access)

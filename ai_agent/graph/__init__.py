@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from ai_agent.graph.agent import Agent
     from ai_agent.graph.archive import RunArchive
     from ai_agent.graph.build import build_graph, recursion_limit
+    from ai_agent.graph.cases import export_case, import_case, read_case, write_case
     from ai_agent.graph.database import RunDatabase, check_thread_id, new_thread_id
     from ai_agent.graph.divergence import DivergenceReport
     from ai_agent.graph.export import mermaid
@@ -25,9 +26,11 @@ if TYPE_CHECKING:
     from ai_agent.graph.pipeline import Pipeline, PipelineBuilder
     from ai_agent.graph.player import ModelIdentity, ReplayMode
     from ai_agent.graph.prune import PruneReport
+    from ai_agent.graph.regression import CaseResult, check_case, replay_case
     from ai_agent.graph.replay import REPLAY_MODES, trace_signature
     from ai_agent.graph.result import RunResult
     from ai_agent.graph.review import open_toolsmaker
+    from ai_agent.graph.testfile import AgentRecipe, case_file_names, regression_test_text
     from ai_agent.graph.timeline import TimelineRow
     from ai_agent.graph.tooling import ToolListing
     from ai_agent.graph.usage_report import CostRates
@@ -37,6 +40,8 @@ __all__ = [
     "PROFILES",
     "REPLAY_MODES",
     "Agent",
+    "AgentRecipe",
+    "CaseResult",
     "CostRates",
     "DivergenceReport",
     "HistoryEntry",
@@ -55,20 +60,30 @@ __all__ = [
     "Worker",
     "WorkerEvent",
     "build_graph",
+    "case_file_names",
+    "check_case",
     "check_thread_id",
+    "export_case",
     "family_of",
+    "import_case",
     "mermaid",
     "new_thread_id",
     "open_toolsmaker",
+    "read_case",
     "recursion_limit",
+    "regression_test_text",
+    "replay_case",
     "run_tree",
     "trace_signature",
+    "write_case",
 ]
 
 _HOMES = {
     "PROFILES": "ai_agent.graph.options",
     "REPLAY_MODES": "ai_agent.graph.replay",
     "Agent": "ai_agent.graph.agent",
+    "AgentRecipe": "ai_agent.graph.testfile",
+    "CaseResult": "ai_agent.graph.regression",
     "CostRates": "ai_agent.graph.usage_report",
     "DivergenceReport": "ai_agent.graph.divergence",
     "HistoryEntry": "ai_agent.graph.history",
@@ -87,14 +102,22 @@ _HOMES = {
     "Worker": "ai_agent.graph.worker",
     "WorkerEvent": "ai_agent.graph.worker",
     "build_graph": "ai_agent.graph.build",
+    "case_file_names": "ai_agent.graph.testfile",
+    "check_case": "ai_agent.graph.regression",
     "check_thread_id": "ai_agent.graph.database",
+    "export_case": "ai_agent.graph.cases",
     "family_of": "ai_agent.graph.family",
+    "import_case": "ai_agent.graph.cases",
     "mermaid": "ai_agent.graph.export",
     "new_thread_id": "ai_agent.graph.database",
     "open_toolsmaker": "ai_agent.graph.review",
+    "read_case": "ai_agent.graph.cases",
     "recursion_limit": "ai_agent.graph.build",
+    "regression_test_text": "ai_agent.graph.testfile",
+    "replay_case": "ai_agent.graph.regression",
     "run_tree": "ai_agent.graph.family",
     "trace_signature": "ai_agent.graph.replay",
+    "write_case": "ai_agent.graph.cases",
 }
 
 

@@ -31,7 +31,7 @@ from ai_agent.errors import ConfigError, ThreadBusyError, UnknownThreadError
 from ai_agent.graph.database import RunDatabase, check_thread_id
 from ai_agent.graph.database import checkpoint_config as _config
 
-__all__ = ["PruneReport", "keep_latest", "prune_runs"]
+__all__ = ["PruneReport", "database_bytes", "keep_latest", "prune_runs", "select_runs"]
 
 _FINISHED = ("completed", "cancelled")
 
@@ -117,11 +117,11 @@ async def prune_runs(
     The arguments and the errors are those of ``Agent.prune``.
     """
     store = database.store
-    selected = await _select(store, thread_id, older_than_days, keep_last)
+    selected = await select_runs(store, thread_id, older_than_days, keep_last)
     keep = {r["thread_id"] for r in await store.list_runs(limit=None)} - {
         r["thread_id"] for r in selected
     }
-    before = _size(database.location)
+    before = database_bytes(database.location)
     pruned: list[str] = []
     skipped: dict[str, str] = {}
     checkpoints = calls = 0
@@ -139,17 +139,22 @@ async def prune_runs(
         checkpoints_deleted=checkpoints,
         calls_deleted=calls,
         bytes_before=before,
-        bytes_after=_size(database.location),
+        bytes_after=database_bytes(database.location),
         vacuumed=vacuumed,
     )
 
 
-async def _select(
+async def select_runs(
     store: RunStoreProtocol,
     thread_id: str | None,
     older_than_days: float | None,
     keep_last: int | None,
 ) -> list[RunRecord]:
+    """The runs a prune selects: one run, those idle for some days, or all but the latest N.
+
+    Raises:
+        ConfigError / UnknownThreadError: as ``Agent.prune``.
+    """
     given = [x for x in (thread_id, older_than_days, keep_last) if x is not None]
     if len(given) != 1:
         raise ConfigError("prune needs exactly one of: a thread id, older_than_days, keep_last")
@@ -200,7 +205,7 @@ async def _vacuum(store: RunStoreProtocol) -> bool:
     return True
 
 
-def _size(location: Location) -> int:
+def database_bytes(location: Location) -> int:
     """The SQLite file and its WAL, in bytes (0 for PostgreSQL: the server manages its files)."""
     if not isinstance(location, Path):
         return 0

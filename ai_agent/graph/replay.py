@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from ai_agent.graph.driving import Runner
     from ai_agent.tools.registry import ToolRegistry
 
-__all__ = ["REPLAY_MODES", "Replayer", "trace_signature"]
+__all__ = ["REPLAY_MODES", "Replayer", "recorded_calls", "trace_signature"]
 
 REPLAY_MODES: tuple[ReplayMode, ...] = ("recorded", "live", "live-after")
 # recall is the first stage of every run: step -1 is the input, 0 the start, 1 recall.
@@ -139,7 +139,7 @@ class Replayer:
         switch: int | None,
         start: HistoryEntry,
     ) -> ReplaySession:
-        models, tools = await self._recording(source)
+        models, tools = await recorded_calls(self.database, source)
         async with self.database.graph() as graph:
             head = await graph.aget_state(config_for(source))
             at_start = await graph.aget_state(config_for(source, checkpoint_id=start.checkpoint_id))
@@ -157,37 +157,6 @@ class Replayer:
             live_model=self.runner.model,
             catalog=list(self.catalog),
         )
-
-    async def _recording(
-        self, thread_id: str
-    ) -> tuple[list[ModelCallRecord], list[ToolCallRecord]]:
-        """The calls recorded for a run, with its ancestors' up to where it was forked.
-
-        A fork's first steps were made, and recorded, by its parent.
-        """
-        store = self.database.store
-        models = await store.model_calls(thread_id)
-        tools = await store.tool_calls(thread_id)
-        record = await store.get_run(thread_id)
-        seen = {thread_id}
-        while record and record["parent_thread_id"] and record["parent_thread_id"] not in seen:
-            parent, cut = record["parent_thread_id"], await self._fork_step(record)
-            seen.add(parent)
-            models = [m for m in await store.model_calls(parent) if _before(m, cut)] + models
-            tools = [t for t in await store.tool_calls(parent) if _before(t, cut)] + tools
-            record = await store.get_run(parent)
-        return models, tools
-
-    async def _fork_step(self, record: Any) -> int | None:
-        checkpoint = record["fork_checkpoint_id"]
-        if not checkpoint:
-            return None
-        async with self.database.graph() as graph:
-            snapshot = await graph.aget_state(
-                config_for(record["thread_id"], checkpoint_id=checkpoint)
-            )
-        step = (snapshot.metadata or {}).get("step")
-        return int(step) if step is not None else None
 
     async def _params(self, session: ReplaySession) -> dict[str, Any]:
         """The generation parameters the recorded requests are compared with.
@@ -271,6 +240,37 @@ class Replayer:
         if session.forget is not None:  # act journaled the call before the player refused it
             await self.database.store.forget(session.thread_id, *session.forget)
         return dataclasses.replace(result, divergence=session.divergence, stop_reason="diverged")
+
+
+async def recorded_calls(
+    database: RunDatabase, thread_id: str
+) -> tuple[list[ModelCallRecord], list[ToolCallRecord]]:
+    """The calls recorded for a run, with its ancestors' up to where it was forked.
+
+    A fork's first steps were made, and recorded, by its parent.
+    """
+    store = database.store
+    models = await store.model_calls(thread_id)
+    tools = await store.tool_calls(thread_id)
+    record = await store.get_run(thread_id)
+    seen = {thread_id}
+    while record and record["parent_thread_id"] and record["parent_thread_id"] not in seen:
+        parent, cut = record["parent_thread_id"], await _fork_step(database, record)
+        seen.add(parent)
+        models = [m for m in await store.model_calls(parent) if _before(m, cut)] + models
+        tools = [t for t in await store.tool_calls(parent) if _before(t, cut)] + tools
+        record = await store.get_run(parent)
+    return models, tools
+
+
+async def _fork_step(database: RunDatabase, record: Any) -> int | None:
+    checkpoint = record["fork_checkpoint_id"]
+    if not checkpoint:
+        return None
+    async with database.graph() as graph:
+        snapshot = await graph.aget_state(config_for(record["thread_id"], checkpoint_id=checkpoint))
+    step = (snapshot.metadata or {}).get("step")
+    return int(step) if step is not None else None
 
 
 def _before(record: ModelCallRecord | ToolCallRecord, cut: int | None) -> bool:

@@ -57,6 +57,7 @@ _EXIT = re.compile(r"#.*\bexit(?: code)? (?P<code>\d+)")
 # Commands that only read what earlier commands stored: safe to run without a model server.
 _OFFLINE_COMMANDS = {
     "runs", "show", "history", "tools", "graph", "plans", "output", "export", "prune", "fork",
+    "test-from-run", "eval",
 }  # fmt: skip
 _PLACEHOLDER = re.compile(r"\b(?:THREAD|CHECKPOINT|CP|URL|CALL_ID|TOOL|DAYS|N|FILE)\b|\$|\.\.\.|<")
 _NEEDS_OUTSIDE = re.compile(r"--backend local|postgresql://|--base-url|--live\b|--app\b")
