@@ -50,9 +50,9 @@ async def _download(console: ConsoleParts, request: Request) -> Response:
     try:
         case = await export_case(console.archive.database, check_thread_id(thread))
     except (UnknownThreadError, InvalidThreadIdError) as exc:
-        return console.page("message.html", 404, message=str(exc))
+        return console.page(request, "message.html", 404, message=str(exc))
     except ConfigError as exc:  # a state a hook filled with what JSON cannot hold
-        return console.page("message.html", 409, message=str(exc))
+        return console.page(request, "message.html", 409, message=str(exc))
     name, data = test_zip(case)
     # The name is made of the thread id's word characters only (`case_file_names`).
     disposition = f'attachment; filename="{name}"'

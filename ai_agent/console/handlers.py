@@ -38,8 +38,8 @@ class ConsoleParts(Protocol):
     def archive(self) -> RunArchive:
         """The Agent's run archive."""
 
-    def page(self, name: str, code: int = 200, **values: Any) -> HTMLResponse:
-        """A rendered template with the CSRF token its forms carry."""
+    def page(self, request: Request, name: str, code: int = 200, **values: Any) -> HTMLResponse:
+        """A rendered template with the CSRF token its forms carry, dated from ``request``."""
 
 
 async def checked_form(console: ConsoleParts, request: Request) -> dict[str, str] | HTMLResponse:
@@ -47,12 +47,16 @@ async def checked_form(console: ConsoleParts, request: Request) -> dict[str, str
     size = int(request.headers.get("content-length") or 0)
     if size > MAX_FORM_BYTES:
         return console.page(
-            "message.html", 413, message=f"the form is larger than {MAX_FORM_BYTES:,} bytes"
+            request,
+            "message.html",
+            413,
+            message=f"the form is larger than {MAX_FORM_BYTES:,} bytes",
         )
     async with request.form(max_files=0, max_fields=20) as form:
         values = {k: v for k, v in form.items() if isinstance(v, str)}
     if not console.access.csrf_ok(values.get("csrf")):
         return console.page(
+            request,
             "message.html",
             403,
             message="403 Forbidden: the form's CSRF token is missing or wrong; reload the page "

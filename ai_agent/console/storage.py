@@ -130,18 +130,21 @@ async def _page(console: ConsoleParts, request: Request) -> Response:
     selector = _selector(request.query_params)
     problem = selector if isinstance(selector, str) else None
     plan = await preview(console.archive, selector) if isinstance(selector, dict) else None
-    return await _render(console, plan, problem, request.query_params.get("done"))
+    return await _render(console, request, plan, problem, request.query_params.get("done"))
 
 
 async def _render(
     console: ConsoleParts,
+    request: Request,
     plan: PrunePreview | None,
     problem: str | None,
     done: str | None,
     code: int = 200,
 ) -> HTMLResponse:
     facts = await _facts(console.archive)
-    return console.page("storage.html", code, facts=facts, plan=plan, problem=problem, done=done)
+    return console.page(
+        request, "storage.html", code, facts=facts, plan=plan, problem=problem, done=done
+    )
 
 
 async def _prune(console: ConsoleParts, request: Request) -> Response:
@@ -150,11 +153,11 @@ async def _prune(console: ConsoleParts, request: Request) -> Response:
         return form
     selector = _selector(form)
     if not isinstance(selector, dict):
-        return await _render(console, None, selector or "choose what to prune", None, 400)
+        return await _render(console, request, None, selector or "choose what to prune", None, 400)
     plan = await preview(console.archive, selector)
     if form.get("digest") != plan.digest:
         problem = "the runs this would prune changed since the preview; look at it again"
-        return await _render(console, plan, problem, None, 409)
+        return await _render(console, request, plan, problem, None, 409)
     pruned, freed = await _apply(console.archive, plan)
     query = urlencode({"done": f"pruned {pruned} run(s); {freed / 1024:.0f} KiB reclaimed"})
     return RedirectResponse(f"/storage?{query}", status_code=303)

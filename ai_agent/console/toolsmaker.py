@@ -76,16 +76,21 @@ def _versions(maker: ToolsmakerRegistry) -> list[Version]:
 
 
 async def _page(console: ConsoleParts, request: Request) -> Response:
-    return _render(console, request.query_params.get("done"), None)
+    return _render(console, request, request.query_params.get("done"), None)
 
 
 def _render(
-    console: ConsoleParts, done: str | None, problem: str | None, code: int = 200
+    console: ConsoleParts,
+    request: Request,
+    done: str | None,
+    problem: str | None,
+    code: int = 200,
 ) -> HTMLResponse:
     maker = _maker(console)
     versions = _versions(maker)
     audit = maker.verify_audit()
     return console.page(
+        request,
         "tools.html",
         code,
         pending=[v for v in versions if v.record.status.value == "approval_required"],
@@ -104,13 +109,17 @@ async def _act(console: ConsoleParts, request: Request) -> Response:
     action = request.path_params["action"]
     if action not in ACTIONS:
         return _render(
-            console, None, f"unknown action {action!r}: use one of {', '.join(ACTIONS)}", 404
+            console,
+            request,
+            None,
+            f"unknown action {action!r}: use one of {', '.join(ACTIONS)}",
+            404,
         )
     maker = _maker(console)
     try:
         done = _apply(maker, action, name, version, form)
     except AgentError as exc:  # an unknown tool, a refused transition, a reason missing
-        return _render(console, None, str(exc), 409)
+        return _render(console, request, None, str(exc), 409)
     return RedirectResponse(f"/tools?done={_quote(done)}", status_code=303)
 
 
