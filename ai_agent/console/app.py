@@ -135,12 +135,28 @@ async def _inbox_page(
 
 async def _run(console: Console, request: Request) -> Response:
     thread = request.path_params["thread"]
+    last = _cycle(request.query_params.get("last"))
     try:
-        view = await views.run_view(console.archive, thread)
+        everything = request.query_params.get("conversation") == "all"
+        view = await views.run_view(
+            console.archive,
+            thread,
+            last=last,
+            conversation=None if everything else views.CONVERSATION,
+        )
     except (UnknownThreadError, InvalidThreadIdError) as exc:
         raise ConsoleError(404, str(exc)) from None
     answered = request.query_params.get("answered")
     return console.page("run.html", thread=thread, view=view, answered=answered)
+
+
+def _cycle(text: str | None) -> int | None:
+    """The ``last`` cycle a run page asks for (None: the latest), or a 400 that says why."""
+    if not text:
+        return None
+    if not text.isdigit() or len(text) > 9:
+        raise ConsoleError(400, f"last={text!r} is not a cycle number; use 0 or more")
+    return int(text)
 
 
 async def _answer(console: Console, request: Request) -> Response:
