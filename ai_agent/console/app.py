@@ -13,18 +13,18 @@ reaches the browser as a traceback.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
+from starlette.responses import RedirectResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from ai_agent.console import answers, views
+from ai_agent.console import answers, depth_pages, views
 from ai_agent.console.auth import Access
+from ai_agent.console.base import Console, ConsoleError
 from ai_agent.console.guard import Guard
 from ai_agent.console.live import run_changes
 from ai_agent.console.render import pages
@@ -37,42 +37,12 @@ from ai_agent.errors import (
 )
 
 if TYPE_CHECKING:
-    from jinja2 import Environment
-
-    from ai_agent.graph import Agent, RunArchive
+    from ai_agent.graph import Agent
 
 __all__ = ["ConsoleError", "create_app"]
 
 MAX_FORM_BYTES = 256_000
 """A form larger than this is refused before it is parsed (a plan has its own, smaller limit)."""
-
-
-class ConsoleError(Exception):
-    """A request the console refuses, with the status code and the words to show."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-
-
-@dataclass(frozen=True)
-class Console:
-    """What the routes share."""
-
-    agent: Agent
-    access: Access
-    env: Environment
-    interval: float
-
-    @property
-    def archive(self) -> RunArchive:
-        """The Agent's run archive."""
-        return self.agent.archive
-
-    def page(self, name: str, code: int = 200, **values: Any) -> HTMLResponse:
-        """A rendered template (HTTP status ``code``), with the CSRF token its forms carry."""
-        text = self.env.get_template(name).render(csrf=self.access.csrf, now=views.now(), **values)
-        return HTMLResponse(text, status_code=code)
 
 
 def create_app(agent: Agent, access: Access, *, interval: float = 1.0) -> Guard:
@@ -96,6 +66,7 @@ def create_app(agent: Agent, access: Access, *, interval: float = 1.0) -> Guard:
         return endpoint
 
     routes = [
+        *depth_pages.routes(bound),
         Route("/", bound(_home)),
         Route("/runs", bound(_runs)),
         Route("/runs/{thread}", bound(_run)),

@@ -1,0 +1,51 @@
+"""What the console's routes share: the `Console` they are bound to and `ConsoleError`.
+
+Below `ai_agent.console.app` and the modules of routes it mounts (``depth_pages``), so that
+each of them can raise a `ConsoleError` and render through the `Console` without importing
+the app.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from starlette.responses import HTMLResponse
+
+from ai_agent.console import views
+
+if TYPE_CHECKING:
+    from jinja2 import Environment
+
+    from ai_agent.console.auth import Access
+    from ai_agent.graph import Agent, RunArchive
+
+__all__ = ["Console", "ConsoleError"]
+
+
+class ConsoleError(Exception):
+    """A request the console refuses, with the status code and the words to show."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass(frozen=True)
+class Console:
+    """What the routes share."""
+
+    agent: Agent
+    access: Access
+    env: Environment
+    interval: float
+
+    @property
+    def archive(self) -> RunArchive:
+        """The Agent's run archive."""
+        return self.agent.archive
+
+    def page(self, name: str, code: int = 200, **values: Any) -> HTMLResponse:
+        """A rendered template (HTTP status ``code``), with the CSRF token its forms carry."""
+        text = self.env.get_template(name).render(csrf=self.access.csrf, now=views.now(), **values)
+        return HTMLResponse(text, status_code=code)
