@@ -22,9 +22,10 @@ from starlette.responses import RedirectResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from ai_agent.console import answers, depth_pages, views
+from ai_agent.console import answers, depth_pages, travel_pages, views
 from ai_agent.console.auth import Access
 from ai_agent.console.base import Console, ConsoleError
+from ai_agent.console.base import read_form as _form
 from ai_agent.console.guard import Guard
 from ai_agent.console.live import run_changes
 from ai_agent.console.render import pages
@@ -40,9 +41,6 @@ if TYPE_CHECKING:
     from ai_agent.graph import Agent
 
 __all__ = ["ConsoleError", "create_app"]
-
-MAX_FORM_BYTES = 256_000
-"""A form larger than this is refused before it is parsed (a plan has its own, smaller limit)."""
 
 
 def create_app(agent: Agent, access: Access, *, interval: float = 1.0) -> Guard:
@@ -67,6 +65,7 @@ def create_app(agent: Agent, access: Access, *, interval: float = 1.0) -> Guard:
 
     routes = [
         *depth_pages.routes(bound),
+        *travel_pages.routes(bound),
         Route("/", bound(_home)),
         Route("/runs", bound(_runs)),
         Route("/runs/{thread}", bound(_run)),
@@ -145,22 +144,6 @@ async def _answer(console: Console, request: Request) -> Response:
         return await _inbox_page(console, {thread: str(exc)}, 400 if mistake else 409)
     target = f"/runs/{quote(thread, safe='')}?answered={record['id']}"
     return RedirectResponse(target, status_code=303)
-
-
-async def _form(console: Console, request: Request) -> dict[str, str]:
-    """The posted form, once its CSRF token is checked (403 without it)."""
-    size = int(request.headers.get("content-length") or 0)
-    if size > MAX_FORM_BYTES:
-        raise ConsoleError(413, f"the form is larger than {MAX_FORM_BYTES:,} bytes; shorten it")
-    async with request.form(max_files=0, max_fields=20) as form:
-        values = {k: v for k, v in form.items() if isinstance(v, str)}
-    if not console.access.csrf_ok(values.get("csrf")):
-        raise ConsoleError(
-            403,
-            "403 Forbidden: the form's CSRF token is missing or wrong; reload the page and "
-            "answer again",
-        )
-    return values
 
 
 async def _events(console: Console, request: Request) -> Response:

@@ -16,11 +16,15 @@ from ai_agent.console import views
 
 if TYPE_CHECKING:
     from jinja2 import Environment
+    from starlette.requests import Request
 
     from ai_agent.console.auth import Access
     from ai_agent.graph import Agent, RunArchive
 
-__all__ = ["Console", "ConsoleError"]
+__all__ = ["MAX_FORM_BYTES", "Console", "ConsoleError", "read_form"]
+
+MAX_FORM_BYTES = 256_000
+"""A form larger than this is refused before it is parsed (a plan has its own, smaller limit)."""
 
 
 class ConsoleError(Exception):
@@ -49,3 +53,19 @@ class Console:
         """A rendered template (HTTP status ``code``), with the CSRF token its forms carry."""
         text = self.env.get_template(name).render(csrf=self.access.csrf, now=views.now(), **values)
         return HTMLResponse(text, status_code=code)
+
+
+async def read_form(console: Console, request: Request) -> dict[str, str]:
+    """The posted form, once its CSRF token is checked (403 without it)."""
+    size = int(request.headers.get("content-length") or 0)
+    if size > MAX_FORM_BYTES:
+        raise ConsoleError(413, f"the form is larger than {MAX_FORM_BYTES:,} bytes; shorten it")
+    async with request.form(max_files=0, max_fields=20) as form:
+        values = {k: v for k, v in form.items() if isinstance(v, str)}
+    if not console.access.csrf_ok(values.get("csrf")):
+        raise ConsoleError(
+            403,
+            "403 Forbidden: the form's CSRF token is missing or wrong; reload the page and "
+            "answer again",
+        )
+    return values

@@ -176,7 +176,7 @@ async def _report(archive: RunArchive, record: RunRecord) -> tuple[GateReport | 
     return result.gate, None
 
 
-WINDOW = 10
+WINDOW = 5
 """Cycles the run page shows in detail at a time (the latest first; older ones page by page)."""
 CONVERSATION = 40
 """The latest messages the run page shows (the whole conversation is a link away)."""

@@ -14,7 +14,7 @@ from tests.console.conftest import MakeAgent
 
 Open = Callable[[Agent], httpx.AsyncClient]
 
-CYCLES = 24
+CYCLES = 24  # more than two windows of views.WINDOW
 
 
 def counting(cycles: int) -> list[Any]:
