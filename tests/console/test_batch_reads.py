@@ -123,3 +123,19 @@ async def test_a_paused_row_with_a_damaged_gate_is_read_from_its_checkpoint(
     assert paused.gate is not None
     assert f'name="gate" value="{paused.gate["token"]}"' in page
     assert '<pre class="preview">write_file out.txt (new file):' in page
+
+
+async def test_a_paused_row_without_a_report_or_a_checkpoint_is_listed_with_the_reason(
+    make_agent: MakeAgent, signed_in: Open
+) -> None:
+    agent = make_agent([{"text": "done"}])
+    async with agent:
+        await agent.run("finish", thread_id="done")
+        await agent.store.create_run("ghost", "paused before its first checkpoint")
+        await agent.store.update_run("ghost", status="paused")
+        await agent.store.update_run("done", status="paused")  # a row that says paused, no gate
+        page = (await signed_in(agent).get("/inbox")).text
+    ghost = page[page.index('data-thread="ghost"') :]
+    assert "no run with thread id ghost" in ghost[: ghost.index("</article>")]
+    done = page[page.index('data-thread="done"') :]
+    assert "paused without a gate report" in done[: done.index("</article>")]

@@ -7,8 +7,10 @@ import re
 from collections.abc import Callable
 
 import httpx
+import pytest
 
 from ai_agent import Agent
+from ai_agent.console import depth
 from ai_agent.tokens import TokenCounter
 from tests.console.conftest import MakeAgent
 
@@ -85,3 +87,24 @@ async def test_the_context_window_of_a_draft_shows_each_message_with_its_tokens(
     assert f'<dd id="total">{total} (counted here' in page
     assert none.status_code == 404 and "no model call recorded at step 0" in none.text
     assert bad.status_code == 400
+
+
+async def test_a_long_value_is_cut_with_a_note(
+    make_agent: MakeAgent, signed_in: Open, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(depth, "MAX_VALUE_CHARS", 50)
+    agent = make_agent([{"text": "x" * 80}])
+    async with agent:
+        await agent.run("say x", thread_id="x1")
+        last = (await agent.ahistory("x1"))[-1]
+        state = (
+            await signed_in(agent).get("/runs/x1/checkpoints", params={"id": last.checkpoint_id})
+        ).text
+    assert "more characters not shown." in state
+    assert "x" * 80 not in state
+
+
+def test_a_tool_schema_is_named_in_either_shape() -> None:
+    assert depth._tool_name({"type": "function", "function": {"name": "calc"}}) == "calc"
+    assert depth._tool_name({"name": "plain"}) == "plain"
+    assert depth._tool_name(["not", "a", "schema"]) == "?"

@@ -145,3 +145,43 @@ async def test_diff_shows_two_runs_side_by_side(make_agent: MakeAgent, signed_in
     assert "calculator({&#34;expression&#34;: &#34;6*7&#34;}) → ok" in call
     assert "The two runs are the same." in itself
     assert missing.status_code == 400 and unknown.status_code == 404
+
+
+async def test_a_fork_at_the_gate_without_a_plan_waits_there_and_bad_targets_say_why(
+    make_agent: MakeAgent, signed_in: Open
+) -> None:
+    agent = make_agent([write_call("x")])
+    async with agent:
+        await agent.run("write it", thread_id="g1")
+        gate = next(e for e in await agent.ahistory("g1") if e.paused)
+        http = signed_in(agent)
+        csrf = _csrf((await http.get("/runs/g1")).text)
+        waits = await http.post(
+            "/runs/g1/fork", data={"csrf": csrf, "checkpoint": gate.checkpoint_id}
+        )
+        new = waits.headers["location"].removeprefix("/runs/")
+        status = (await agent.get_result(new)).status
+        no_checkpoint = await http.post("/runs/g1/fork", data={"csrf": csrf, "checkpoint": ""})
+        unknown = await http.post("/runs/g1/fork", data={"csrf": csrf, "checkpoint": "1f0-no"})
+        replay_nobody = await http.post("/runs/nobody/replay", data={"csrf": csrf})
+    assert waits.status_code == 303 and status == "paused" and not travel._running
+    assert no_checkpoint.status_code == 400 and "say which checkpoint" in no_checkpoint.text
+    assert unknown.status_code == 404
+    assert replay_nobody.status_code == 404
+
+
+async def test_a_replay_the_console_cannot_drive_is_a_conflict(
+    make_agent: MakeAgent, signed_in: Open, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    agent = make_agent([{"text": "hi"}])
+    async with agent:
+        await agent.run("greet", thread_id="p1")
+        http = signed_in(agent)
+        csrf = _csrf((await http.get("/runs/p1")).text)
+
+        async def refuse(*args: object, **kwargs: object) -> None:
+            raise RunError("replay needs an Agent")
+
+        monkeypatch.setattr(agent, "replay", refuse)
+        refused = await http.post("/runs/p1/replay", data={"csrf": csrf})
+    assert refused.status_code == 409 and "not replayed: replay needs an Agent" in refused.text
