@@ -4,8 +4,9 @@ Sections, in order: the pipeline on three checkpointers (storage, time per cycle
 latest state), plain LangGraph graphs on the delta saver and LangGraph's own savers
 (``bench.plain_section``), tool overhead, token counting, many concurrent runs (in a fresh
 interpreter, so its memory is its own), start-up (fresh interpreters), the command line's
-read-only commands on a store of 1,000 runs (``bench.cli_reads``) and spawning subagents (a
-fresh interpreter). The no-checkpointer, null-saver and delta runs are repeated, interleaved.
+read-only commands on a store of 1,000 runs (``bench.cli_reads``), spawning subagents (a
+fresh interpreter) and the console's pages on a store of 10,000 runs (``bench.console``). The
+no-checkpointer, null-saver and delta runs are repeated, interleaved.
 Every round does the very same work cycle by cycle (a scripted model, one deterministic tool),
 so the time figures take, for each cycle, its fastest time over the rounds: what other
 processes added to a cycle in one round is gone, while a cost of the engine's own (a WAL
@@ -33,6 +34,7 @@ from typing import Any
 
 from bench.cli_reads import measure_cli_reads
 from bench.common import Figure, median, subprocess_env
+from bench.console import measure_console
 from bench.pipeline import PAYLOAD_BYTES, PipelineRun, run_pipeline
 from bench.plain_section import measure_plain
 from bench.report import markdown, plot, table, write_json
@@ -60,10 +62,12 @@ class Plan:
     plain_cycles: int = 400
     plain_window: int = 100
     plain_rounds: int = 3
+    console_runs: int = 10_000
+    console_cycles: int = 800
 
 
 FULL = Plan(800, 100, 50, 5, 800, 300, 5, 100, 7, 50, 15)
-QUICK = Plan(160, 20, 20, 1, 160, 100, 2, 50, 1, 10, 5, 40, 10, 1)
+QUICK = Plan(160, 20, 20, 1, 160, 100, 2, 50, 1, 10, 5, 40, 10, 1, 1_000, 50)
 
 
 Rounds = dict[str, list[PipelineRun]]
@@ -465,6 +469,10 @@ def _later_sections(plan: Plan, work: Path, *, quick: bool) -> tuple[list[Figure
     print("  subagents", flush=True)
     spawn = _subagents(plan.children, plan.spawn_repeat, work)
     figures += subagent_figures(spawn)
+    print(f"  console: pages over {plan.console_runs:,} runs", flush=True)
+    figures += measure_console(
+        work / "console", plan.startup_repeat, plan.console_runs, plan.console_cycles
+    )
     return figures, {"serialization": serial, "memory": memory, "subagents": spawn}
 
 

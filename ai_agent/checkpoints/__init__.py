@@ -39,6 +39,7 @@ if TYPE_CHECKING:
         describe_location,
         is_postgres_url,
     )
+    from ai_agent.checkpoints.summaries import RunSummary
 
 __all__ = [
     "FORMAT_VERSION",
@@ -56,6 +57,7 @@ __all__ = [
     "RunRecord",
     "RunStore",
     "RunStoreProtocol",
+    "RunSummary",
     "SqliteMemory",
     "StateType",
     "ToolCallRecord",
@@ -83,6 +85,7 @@ _HOMES = {
     "RunRecord": "ai_agent.checkpoints.runstore",
     "RunStore": "ai_agent.checkpoints.runstore",
     "RunStoreProtocol": "ai_agent.checkpoints.store",
+    "RunSummary": "ai_agent.checkpoints.summaries",
     "SqliteMemory": "ai_agent.checkpoints.memory",
     "StateType": "ai_agent.checkpoints._serde",
     "TypedSerializer": "ai_agent.checkpoints._serde",

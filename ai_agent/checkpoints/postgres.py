@@ -55,6 +55,7 @@ from ai_agent.checkpoints.fencing import LEASE_ROW_SQL, check_lease, lease_in
 from ai_agent.checkpoints.runstore import SqlRunStore
 from ai_agent.checkpoints.schema import (
     JOURNAL_RECORDED_OUTCOMES,
+    RUN_SUMMARIES_TABLE,
     SCHEMA_VERSION,
     V6_CHILD_COLUMNS,
 )
@@ -176,6 +177,7 @@ _TABLES = (
         created_at DOUBLE PRECISION NOT NULL,
         PRIMARY KEY (thread_id, ref)
     )""",
+    RUN_SUMMARIES_TABLE.format(real="DOUBLE PRECISION"),
 )
 
 # PG_MIGRATIONS[n] takes a PostgreSQL run store from version n to n + 1. The PostgreSQL store

@@ -44,6 +44,7 @@ from ai_agent.checkpoints.fencing import lease_lost
 from ai_agent.checkpoints.plans import PlanQueue
 from ai_agent.checkpoints.recorded import RecordedCalls
 from ai_agent.checkpoints.schema import SCHEMA_VERSION, ensure_schema
+from ai_agent.checkpoints.summaries import RunSummaries, RunSummary, write_summary
 from ai_agent.context import JournalEntry
 from ai_agent.errors import CorruptRunError, RunError, StoreError, ThreadBusyError
 from ai_agent.observability.logs import engine_logger
@@ -56,6 +57,7 @@ __all__ = [
     "RunOrigin",
     "RunRecord",
     "RunStore",
+    "RunSummary",
     "SqlRunStore",
 ]
 
@@ -120,8 +122,8 @@ def pid_alive(pid: int) -> bool:
     return state != "Z"
 
 
-class SqlRunStore(RecordedCalls, PlanQueue):
-    """Runs, leases, the journal, the recorded calls and the plan queue, over a `Database`.
+class SqlRunStore(RecordedCalls, PlanQueue, RunSummaries):
+    """Runs, leases, the journal, the recorded calls, plans and summaries, over a `Database`.
 
     The logic of both backends: `RunStore` opens it on a SQLite file, ``PostgresRunStore`` on a
     PostgreSQL database. Every method but ``close`` is async and does its database work on a
@@ -196,22 +198,24 @@ class SqlRunStore(RecordedCalls, PlanQueue):
         final_text: str | None = None,
         gate: dict[str, Any] | None = None,
         error: str | None = None,
+        summary: RunSummary | None = None,
     ) -> None:
-        """Set a run's status and outcome."""
+        """Set a run's status and outcome, and what a list of runs shows about it (``summary``).
+
+        The summary is written in the same transaction and belongs to this version of the row
+        (``ai_agent.checkpoints.summaries``); an update without one leaves the run to be read
+        from its checkpoint.
+        """
+        now = time.time()
         with self._tx() as session:
             self._fence(session, thread_id)
             session.execute(
                 "UPDATE agent_runs SET status = ?, final_text = ?, gate = ?, error = ?, "
                 "updated_at = ? WHERE thread_id = ?",
-                (
-                    status,
-                    final_text,
-                    json.dumps(gate) if gate else None,
-                    error,
-                    time.time(),
-                    thread_id,
-                ),
+                (status, final_text, json.dumps(gate) if gate else None, error, now, thread_id),
             )
+            if summary is not None:
+                write_summary(session, thread_id, now, summary)
 
     @threaded
     def get_run(self, thread_id: str) -> RunRecord | None:

@@ -11,7 +11,8 @@ older versions stay, and their tests open them with the new code.
 
 A table that only ever gets added, that no existing code reads, and whose absence an older
 ai-agent does not notice, may instead be listed in ``_ADDITIVE``: it is created when missing at
-every open, at any version, without a bump (the kept full text of clipped tool outputs).
+every open, at any version, without a bump (the kept full text of clipped tool outputs, the
+run summaries).
 
 Version history:
 
@@ -48,6 +49,7 @@ from ai_agent.errors import StoreError
 __all__ = [
     "JOURNAL_RECORDED_OUTCOMES",
     "MIGRATIONS",
+    "RUN_SUMMARIES_TABLE",
     "SCHEMA_VERSION",
     "V6_CHILD_COLUMNS",
     "ensure_schema",
@@ -234,6 +236,16 @@ V6_CHILD_COLUMNS = (
 )
 
 
+# The run summaries (``ai_agent.checkpoints.summaries``), additive; ``{real}``: the double type.
+RUN_SUMMARIES_TABLE = """CREATE TABLE IF NOT EXISTS agent_run_summaries (
+        thread_id TEXT PRIMARY KEY,
+        run_updated_at {real} NOT NULL,
+        stop_reason TEXT,
+        model TEXT,
+        tokens INTEGER,
+        cost {real}
+    )"""
+
 _ADDITIVE = (
     """CREATE TABLE IF NOT EXISTS agent_outputs (
         thread_id TEXT NOT NULL,
@@ -246,6 +258,7 @@ _ADDITIVE = (
         created_at REAL NOT NULL,
         PRIMARY KEY (thread_id, ref)
     )""",
+    RUN_SUMMARIES_TABLE.format(real="REAL"),
 )
 
 

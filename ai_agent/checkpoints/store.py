@@ -29,6 +29,8 @@ from urllib.parse import urlsplit
 from ai_agent.errors import ConfigError, InvalidThreadIdError
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from ai_agent.checkpoints.plans import PlanRecord
     from ai_agent.checkpoints.recorded import (
         CallPosition,
@@ -37,6 +39,7 @@ if TYPE_CHECKING:
         ToolCallRecord,
     )
     from ai_agent.checkpoints.runstore import Lease, OutputRecord, RunOrigin, RunRecord
+    from ai_agent.checkpoints.summaries import RunSummary
     from ai_agent.context import JournalEntry
     from ai_agent.state import Message, ToolCall, ToolResult
 
@@ -233,8 +236,12 @@ class RunStoreProtocol(Protocol):
         final_text: str | None = None,
         gate: dict[str, Any] | None = None,
         error: str | None = None,
+        summary: RunSummary | None = None,
     ) -> None:
-        """Set a run's status and outcome."""
+        """Set a run's status and outcome (and what a list of runs shows about it)."""
+
+    async def run_summaries(self, thread_ids: Sequence[str]) -> dict[str, RunSummary]:
+        """The current summaries of these runs (none for a run whose row changed since)."""
 
     async def get_run(self, thread_id: str) -> RunRecord | None:
         """The run with this thread id, or None."""

@@ -13,18 +13,27 @@ reaches the browser as a traceback.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
+from starlette.responses import RedirectResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from ai_agent.console import answers, casefile, storage, toolsmaker, views
+from ai_agent.console import (
+    answers,
+    casefile,
+    depth_pages,
+    storage,
+    toolsmaker,
+    travel_pages,
+    views,
+)
 from ai_agent.console.auth import Access
+from ai_agent.console.base import Console, ConsoleError
+from ai_agent.console.base import read_form as _form
 from ai_agent.console.guard import Guard
 from ai_agent.console.live import run_changes
 from ai_agent.console.render import pages
@@ -37,48 +46,9 @@ from ai_agent.errors import (
 )
 
 if TYPE_CHECKING:
-    from jinja2 import Environment
-
-    from ai_agent.graph import Agent, RunArchive
+    from ai_agent.graph import Agent
 
 __all__ = ["ConsoleError", "create_app"]
-
-MAX_FORM_BYTES = 256_000
-"""A form larger than this is refused before it is parsed (a plan has its own, smaller limit)."""
-
-
-class ConsoleError(Exception):
-    """A request the console refuses, with the status code and the words to show."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-
-
-@dataclass(frozen=True)
-class Console:
-    """What the routes share."""
-
-    agent: Agent
-    access: Access
-    env: Environment
-    interval: float
-
-    @property
-    def archive(self) -> RunArchive:
-        """The Agent's run archive."""
-        return self.agent.archive
-
-    def page(self, request: Request, name: str, code: int = 200, **values: Any) -> HTMLResponse:
-        """A rendered template (HTTP status ``code``), with the CSRF token its forms carry.
-
-        The page says when the request began (``made``), not when it was rendered: its live
-        updates report every change after that, and a change made while the page's reads ran
-        may not be in what it shows.
-        """
-        made = getattr(request.state, "made", None) or views.now()
-        text = self.env.get_template(name).render(csrf=self.access.csrf, now=made, **values)
-        return HTMLResponse(text, status_code=code)
 
 
 def create_app(agent: Agent, access: Access, *, interval: float = 1.0) -> Guard:
@@ -103,6 +73,8 @@ def create_app(agent: Agent, access: Access, *, interval: float = 1.0) -> Guard:
         return endpoint
 
     routes = [
+        *depth_pages.routes(bound),
+        *travel_pages.routes(bound),
         Route("/", bound(_home)),
         Route("/runs", bound(_runs)),
         Route("/runs/{thread}", bound(_run)),
@@ -150,12 +122,28 @@ async def _inbox_page(
 
 async def _run(console: Console, request: Request) -> Response:
     thread = request.path_params["thread"]
+    last = _cycle(request.query_params.get("last"))
     try:
-        view = await views.run_view(console.archive, thread)
+        everything = request.query_params.get("conversation") == "all"
+        view = await views.run_view(
+            console.archive,
+            thread,
+            last=last,
+            conversation=None if everything else views.CONVERSATION,
+        )
     except (UnknownThreadError, InvalidThreadIdError) as exc:
         raise ConsoleError(404, str(exc)) from None
     answered = request.query_params.get("answered")
     return console.page(request, "run.html", thread=thread, view=view, answered=answered)
+
+
+def _cycle(text: str | None) -> int | None:
+    """The ``last`` cycle a run page asks for (None: the latest), or a 400 that says why."""
+    if not text:
+        return None
+    if not text.isdigit() or len(text) > 9:
+        raise ConsoleError(400, f"last={text!r} is not a cycle number; use 0 or more")
+    return int(text)
 
 
 async def _answer(console: Console, request: Request) -> Response:
@@ -173,22 +161,6 @@ async def _answer(console: Console, request: Request) -> Response:
         return await _inbox_page(console, request, {thread: str(exc)}, 400 if mistake else 409)
     target = f"/runs/{quote(thread, safe='')}?answered={record['id']}"
     return RedirectResponse(target, status_code=303)
-
-
-async def _form(console: Console, request: Request) -> dict[str, str]:
-    """The posted form, once its CSRF token is checked (403 without it)."""
-    size = int(request.headers.get("content-length") or 0)
-    if size > MAX_FORM_BYTES:
-        raise ConsoleError(413, f"the form is larger than {MAX_FORM_BYTES:,} bytes; shorten it")
-    async with request.form(max_files=0, max_fields=20) as form:
-        values = {k: v for k, v in form.items() if isinstance(v, str)}
-    if not console.access.csrf_ok(values.get("csrf")):
-        raise ConsoleError(
-            403,
-            "403 Forbidden: the form's CSRF token is missing or wrong; reload the page and "
-            "answer again",
-        )
-    return values
 
 
 async def _events(console: Console, request: Request) -> Response:

@@ -24,7 +24,7 @@ from ai_agent.graph.cases import case_text, export_case
 if TYPE_CHECKING:
     from starlette.requests import Request
 
-    from ai_agent.console.handlers import ConsoleParts
+    from ai_agent.console.base import Console
 
 __all__ = ["routes", "test_zip"]
 
@@ -45,7 +45,7 @@ def test_zip(case: dict[str, Any]) -> tuple[str, bytes]:
     return test.removesuffix(".py") + ".zip", buffer.getvalue()
 
 
-async def _download(console: ConsoleParts, request: Request) -> Response:
+async def _download(console: Console, request: Request) -> Response:
     thread = request.path_params["thread"]
     try:
         case = await export_case(console.archive.database, check_thread_id(thread))

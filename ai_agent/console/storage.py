@@ -32,7 +32,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from ai_agent.checkpoints.sizes import run_sizes
-from ai_agent.console.handlers import checked_form
+from ai_agent.console.base import read_form
 from ai_agent.errors import AgentError
 from ai_agent.graph.prune import database_bytes, select_runs
 
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from starlette.requests import Request
 
     from ai_agent.checkpoints import RunRecord
-    from ai_agent.console.handlers import ConsoleParts
+    from ai_agent.console.base import Console
     from ai_agent.graph import RunArchive
 
 __all__ = ["PROTECTED", "PrunePreview", "preview", "routes"]
@@ -126,7 +126,7 @@ async def _facts(archive: RunArchive) -> dict[str, Any]:
     }
 
 
-async def _page(console: ConsoleParts, request: Request) -> Response:
+async def _page(console: Console, request: Request) -> Response:
     selector = _selector(request.query_params)
     problem = selector if isinstance(selector, str) else None
     plan = await preview(console.archive, selector) if isinstance(selector, dict) else None
@@ -134,7 +134,7 @@ async def _page(console: ConsoleParts, request: Request) -> Response:
 
 
 async def _render(
-    console: ConsoleParts,
+    console: Console,
     request: Request,
     plan: PrunePreview | None,
     problem: str | None,
@@ -147,10 +147,8 @@ async def _render(
     )
 
 
-async def _prune(console: ConsoleParts, request: Request) -> Response:
-    form = await checked_form(console, request)
-    if isinstance(form, HTMLResponse):
-        return form
+async def _prune(console: Console, request: Request) -> Response:
+    form = await read_form(console, request)
     selector = _selector(form)
     if not isinstance(selector, dict):
         return await _render(console, request, None, selector or "choose what to prune", None, 400)

@@ -21,14 +21,14 @@ from typing import TYPE_CHECKING, Any
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from ai_agent.console.handlers import checked_form
+from ai_agent.console.base import read_form
 from ai_agent.errors import AgentError
 from ai_agent.graph import open_toolsmaker
 
 if TYPE_CHECKING:
     from starlette.requests import Request
 
-    from ai_agent.console.handlers import ConsoleParts
+    from ai_agent.console.base import Console
     from ai_agent.tools.maker import BuildRecord, ToolsmakerRegistry
 
 __all__ = ["ACTIONS", "Version", "routes"]
@@ -55,7 +55,7 @@ def routes(bound: Any) -> list[Route]:
     ]
 
 
-def _maker(console: ConsoleParts) -> ToolsmakerRegistry:
+def _maker(console: Console) -> ToolsmakerRegistry:
     return open_toolsmaker(console.agent.settings)
 
 
@@ -75,12 +75,12 @@ def _versions(maker: ToolsmakerRegistry) -> list[Version]:
     return found
 
 
-async def _page(console: ConsoleParts, request: Request) -> Response:
+async def _page(console: Console, request: Request) -> Response:
     return _render(console, request, request.query_params.get("done"), None)
 
 
 def _render(
-    console: ConsoleParts,
+    console: Console,
     request: Request,
     done: str | None,
     problem: str | None,
@@ -101,10 +101,8 @@ def _render(
     )
 
 
-async def _act(console: ConsoleParts, request: Request) -> Response:
-    form = await checked_form(console, request)
-    if isinstance(form, HTMLResponse):
-        return form
+async def _act(console: Console, request: Request) -> Response:
+    form = await read_form(console, request)
     name, version = request.path_params["name"], int(request.path_params["version"])
     action = request.path_params["action"]
     if action not in ACTIONS:

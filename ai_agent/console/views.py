@@ -1,27 +1,41 @@
 """What the console's pages show, read from the run archive: runs, the inbox, one run.
 
 Each function reads through `ai_agent.graph.RunArchive` (the run store's rows and the
-checkpoints), never with queries of its own, and returns plain data for the templates. A run
-whose checkpoint cannot be read (a crash before the first one, a corrupt row) is still listed,
-with what its row says and the reason its state is missing: one bad run never hides the others.
+checkpoints), never with queries of its own, and returns plain data for the templates. The runs
+page and the inbox read a whole page at once (the rows, their summaries, the open plans), never
+a graph per row (``ai_agent.graph.run_summary``). A run whose checkpoint cannot be read (a crash
+before the first one, a corrupt row) is still listed, with what its row says and the reason its
+state is missing: one bad run never hides the others.
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ai_agent.errors import AgentError
+from ai_agent.graph.inspection import message_view
 from ai_agent.graph.result import UNFINISHED
+from ai_agent.graph.run_page import read_run_page
 from ai_agent.usage import token_usage
 
 if TYPE_CHECKING:
     from ai_agent.checkpoints import PlanRecord, RunRecord
     from ai_agent.graph import RunArchive
+    from ai_agent.graph.run_page import CheckpointMark
+    from ai_agent.graph.run_summary import Summaries
     from ai_agent.state import GateReport
 
-__all__ = ["InboxItem", "RunRow", "RunView", "inbox_items", "run_rows", "run_view"]
+__all__ = [
+    "InboxItem",
+    "RunRow",
+    "RunView",
+    "gate_report",
+    "inbox_items",
+    "run_rows",
+    "run_view",
+]
 
 STATUSES = ("running", "paused", "completed", "failed", "cancelled", "forked")
 """The statuses the runs page filters by."""
@@ -51,16 +65,21 @@ class RunRow:
 async def run_rows(
     archive: RunArchive, *, status: str | None = None, query: str = "", limit: int = 50
 ) -> list[RunRow]:
-    """The runs, most recently updated first: one status, or those whose task holds ``query``."""
+    """The runs, most recently updated first: one status, or those whose task holds ``query``.
+
+    The rows and their summaries are read together (`RunArchive.run_summaries`): no graph per
+    row. The status is the row's, so a run that is running shows as running.
+    """
     needle = query.strip().casefold()
     # A search reads every row of the status (the store has no text index); a page reads a page.
     records = await archive.list_runs(limit=None if needle else limit, status=status)
     if needle:
         records = [r for r in records if needle in r["task"].casefold()][:limit]
-    return [await _row(archive, record) for record in records]
+    summaries = await archive.run_summaries(records)
+    return [_row(record, summaries) for record in records]
 
 
-async def _row(archive: RunArchive, record: RunRecord) -> RunRow:
+def _row(record: RunRecord, summaries: Summaries) -> RunRow:
     base = RunRow(
         record["thread_id"],
         record["status"],
@@ -68,21 +87,16 @@ async def _row(archive: RunArchive, record: RunRecord) -> RunRow:
         record["created_at"],
         record["updated_at"],
     )
-    try:
-        # The result says why the run stopped as everywhere else (its defaults included); the
-        # state holds the model calls' usage. Each is one read of the latest checkpoint.
-        result = await archive.get_result(record["thread_id"])
-        state: dict[str, Any] = dict(await archive.get_state(record["thread_id"]))
-    except AgentError as exc:
-        return replace(base, stop_reason=record["error"], problem=str(exc))
-    usage = token_usage(state)
-    log = state.get("usage_log") or []
+    summary = summaries.found.get(record["thread_id"])
+    if summary is None:
+        problem = summaries.problems.get(record["thread_id"], "its summary could not be read")
+        return replace(base, stop_reason=record["error"], problem=problem)
     return replace(
         base,
-        stop_reason=result.stop_reason,
-        model=str(log[-1].get("model") or "") or None if log else None,
-        tokens=int(usage["total_tokens"]),
-        cost=float(usage["cost"]),
+        stop_reason=summary["stop_reason"],
+        model=summary["model"],
+        tokens=summary["tokens"],
+        cost=summary["cost"],
     )
 
 
@@ -94,7 +108,7 @@ class InboxItem:
     task: str
     paused_at: float
     report: GateReport | None
-    plans: list[PlanRecord] = field(default_factory=list)
+    plans: list[PlanRecord] = field(default_factory=list)  # its open (queued, claimed) ones
     problem: str | None = None
 
     @property
@@ -104,21 +118,56 @@ class InboxItem:
 
 
 async def inbox_items(archive: RunArchive, *, limit: int = 100) -> list[InboxItem]:
-    """Every paused run, the longest waiting first, with its gate report and queued answers."""
+    """Every paused run, the longest waiting first, with its gate report and open answers.
+
+    The report is the run row's copy, written with the paused status in one transaction; the
+    open (queued or claimed) plans of every run are read in two queries. Only a run whose row
+    holds no readable report is read from its checkpoint.
+    """
     records = await archive.list_runs(limit=limit, status="paused")
+    open_plans: dict[str, list[PlanRecord]] = {}
+    for state in ("queued", "claimed"):
+        for plan in await archive.list_plans(status=state, limit=None):
+            open_plans.setdefault(plan["thread_id"], []).append(plan)
     items = []
     for record in sorted(records, key=lambda r: r["updated_at"]):
         thread = record["thread_id"]
-        report, problem = await _report(archive, record)
-        plans = await archive.list_plans(thread_id=thread, limit=None)
+        report, problem = gate_report(record["gate"]), None
+        if report is None:
+            report, problem = await _report(archive, record)
+        plans = open_plans.get(thread, [])
         items.append(
             InboxItem(thread, record["task"], record["updated_at"], report, plans, problem)
         )
     return items
 
 
+def gate_report(value: Any) -> GateReport | None:
+    """A gate report read from a run row, or None when it does not have a report's shape."""
+    if not isinstance(value, dict):
+        return None
+    numbers = all(
+        isinstance(value.get(k), int | float) and not isinstance(value.get(k), bool)
+        for k in ("severity", "threshold", "iteration")
+    )
+    issues, pending = value.get("issues"), value.get("pending")
+    if not numbers or not isinstance(issues, list) or not isinstance(pending, list):
+        return None
+    issues_ok = all(
+        isinstance(i, dict) and {"code", "severity", "message"} <= i.keys() for i in issues
+    )
+    pending_ok = all(
+        isinstance(p, dict)
+        and isinstance(p.get("call"), dict)
+        and {"id", "name", "args"} <= p["call"].keys()
+        and {"blocked", "preview"} <= p.keys()
+        for p in pending
+    )
+    return cast("GateReport", value) if issues_ok and pending_ok else None
+
+
 async def _report(archive: RunArchive, record: RunRecord) -> tuple[GateReport | None, str | None]:
-    """The paused gate's report, as the paused checkpoint holds it (the row's copy may lag)."""
+    """The paused gate's report, as the paused checkpoint holds it (when the row has none)."""
     try:
         result = await archive.get_result(record["thread_id"])
     except AgentError as exc:
@@ -128,9 +177,15 @@ async def _report(archive: RunArchive, record: RunRecord) -> tuple[GateReport | 
     return result.gate, None
 
 
+WINDOW = 5
+"""Cycles the run page shows in detail at a time (the latest first; older ones page by page)."""
+CONVERSATION = 40
+"""The latest messages the run page shows (the whole conversation is a link away)."""
+
+
 @dataclass(frozen=True)
 class RunView:
-    """Everything the run page shows."""
+    """Everything the run page shows: the run, and a window of its cycles in detail."""
 
     record: RunRecord | None
     status: str
@@ -145,37 +200,60 @@ class RunView:
     messages: list[dict[str, Any]]
     plans: list[PlanRecord]
     usage: dict[str, Any]
+    checkpoints: list[CheckpointMark] = field(default_factory=list)
+    cycles: int = 0  # the run's last cycle
+    first: int = 0  # the window shown: cycles first..last
+    last: int = 0
+    window: int = WINDOW
+    messages_total: int = 0
 
 
-async def run_view(archive: RunArchive, thread_id: str) -> RunView:
-    """One run: its outcome, timeline, model and tool calls, conversation and answers.
+async def run_view(
+    archive: RunArchive,
+    thread_id: str,
+    *,
+    last: int | None = None,
+    window: int = WINDOW,
+    conversation: int | None = CONVERSATION,
+) -> RunView:
+    """One run: its outcome, answers, the last messages, and cycles up to ``last`` in detail.
+
+    ``conversation``: how many of the latest messages to show (None: all of them).
+
+    One read of the latest checkpoint and of the window's checkpoints
+    (``ai_agent.graph.run_page``), never the run's whole history.
 
     Raises:
         UnknownThreadError: no run with this thread id has a checkpoint.
     """
-    result = await archive.get_result(thread_id)
-    state: dict[str, Any] = dict(await archive.get_state(thread_id))
-    trace = await archive.get_execution_trace(thread_id)
+    output = None if archive.runner is None else archive.policy.output
+    page = await read_run_page(archive.database, thread_id, output=output, window=window, last=last)
+    result, state = page.result, page.state
+    messages = state.get("messages", [])
     # A run between two checkpoints reads as one that stopped before finishing; it is one only
     # when nobody holds its lease (a crash). While a process works on it, it is running.
-    running = (result.status, result.error) == (
-        "failed",
-        UNFINISHED,
-    ) and await archive.store.working(thread_id)
+    unfinished = (result.status, result.error) == ("failed", UNFINISHED)
+    running = unfinished and await archive.store.working(thread_id)
     return RunView(
-        record=await archive.store.get_run(thread_id),
+        record=page.record,
         status="running" if running else result.status,
         task=str(state.get("task", "")),
         final_text=result.final_text,
         error=None if running else result.error,
         stop_reason=result.stop_reason,
         gate=result.gate,
-        timeline=[dict(row) for row in trace["timeline"]],
-        tool_calls=[dict(call) for call in trace["tool_calls"]],
-        model_calls=[dict(r) for r in state.get("usage_log") or []],
-        messages=[dict(m) for m in await archive.get_message_history(thread_id)],
+        timeline=[dict(row) for row in page.timeline],
+        tool_calls=[dict(call) for call in page.tool_calls],
+        model_calls=[dict(r) for r in page.model_calls],
+        messages=[dict(m) for m in message_view(messages, None, last=conversation)],
+        messages_total=len(messages),
         plans=await archive.list_plans(thread_id=thread_id, limit=None),
         usage=token_usage(state),
+        checkpoints=page.checkpoints,
+        cycles=page.cycles,
+        first=page.first,
+        last=page.last,
+        window=window,
     )
 
 

@@ -32,6 +32,7 @@ from ai_agent.graph.inspection import (
     recorded_system_prompt,
 )
 from ai_agent.graph.result import RunResult, result_of, with_run_row
+from ai_agent.graph.run_summary import read_summaries
 from ai_agent.graph.timeline import (
     ExecutionTrace,
     TimelineRow,
@@ -63,6 +64,7 @@ if TYPE_CHECKING:
     from ai_agent.graph.driving import Runner
     from ai_agent.graph.player import ModelIdentity, ReplayMode
     from ai_agent.graph.prune import PruneReport
+    from ai_agent.graph.run_summary import Summaries
     from ai_agent.tokens import TokenCounter
     from ai_agent.tools.registry import ToolRegistry
     from ai_agent.user_plan import UserPlan
@@ -178,6 +180,10 @@ class RunArchive:
         """The runs, most recently updated first (only those of one status when given)."""
         return await self.store.list_runs(limit=limit, status=status)
 
+    async def run_summaries(self, records: Sequence[RunRecord]) -> Summaries:
+        """Stop reason, model, tokens, cost of these runs: one query, one graph session at most."""
+        return await read_summaries(self.database, records)
+
     async def get_state(self, thread_id: str) -> RunState:
         """The latest checkpointed state of a run."""
         return cast(RunState, (await self._snapshot(thread_id)).values)
@@ -240,16 +246,13 @@ class RunArchive:
     async def afork(
         self, thread_id: str, checkpoint_id: str, update: Mapping[str, Any] | None = None
     ) -> str:
-        """Copy a run up to a checkpoint into a new thread, ready to resume.
-
-        The original is never changed.
+        """Copy a run up to a checkpoint into a new thread, ready to resume (the original stays).
 
         The fork has the run's state as it was at that checkpoint: its messages, its tools, and
         its grants on record (a fork from before an approval does not have it; a grant from
         before the fork point is bound to the original run and covers nothing in the fork, so
-        a person is asked again). ``resume(new_id)``
-        continues it from there; a fork at a paused gate is paused, so ``resume(new_id, plan)``
-        answers it with another plan.
+        a person is asked again). ``resume(new_id)`` continues it from there; a fork at a paused
+        gate is paused, so ``resume(new_id, plan)`` answers it with another plan.
 
         Args:
             thread_id: The run to fork.
@@ -365,11 +368,7 @@ class RunArchive:
     async def get_cost_estimate(
         self, thread_id: str | None = None, *, rates: CostRates | None = None
     ) -> CostEstimate:
-        """The run's cost.
-
-        Priced at the configured rates per model (``BudgetConfig.rates``, as recorded with
-        each request), or at ``rates`` for every request when given.
-        """
+        """The run's cost, at ``rates`` when given, else each model's (``BudgetConfig.rates``)."""
         thread = self._thread(thread_id)
         points = await self.get_usage_history(thread)
         state = (await self._state(thread))[1]

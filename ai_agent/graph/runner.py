@@ -47,6 +47,7 @@ from ai_agent.graph.contexts import RunContexts
 from ai_agent.graph.database import RunDatabase, config_for
 from ai_agent.graph.interrupts import node_answer, waiting_node
 from ai_agent.graph.result import RunResult, is_pending, result_of
+from ai_agent.graph.run_summary import summary_of
 from ai_agent.graph.tooling import AgentTools
 from ai_agent.nodes.gate import check_plan, check_token
 from ai_agent.observability import Telemetry
@@ -460,6 +461,7 @@ class PipelineRunner:
             status=result.status,
             final_text=result.final_text,
             gate=dict(result.gate) if result.gate else None,
+            summary=summary_of(result, snapshot.values),
         )
         return result
 

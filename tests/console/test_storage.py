@@ -126,5 +126,5 @@ def test_a_database_without_the_saver_tables_has_no_sizes_to_give(tmp_path: Path
 async def test_an_oversized_form_is_refused_unread(make_agent: MakeAgent, signed_in: Open) -> None:
     agent = await three_runs(make_agent)
     async with agent:
-        refused = await signed_in(agent).post("/storage/prune", content=b"x" * 70_000)
-    assert refused.status_code == 413 and "larger than 64,000 bytes" in refused.text
+        refused = await signed_in(agent).post("/storage/prune", content=b"x" * 300_000)
+    assert refused.status_code == 413 and "larger than 256,000 bytes" in refused.text

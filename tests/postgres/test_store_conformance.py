@@ -12,7 +12,13 @@ from typing import Any
 import psycopg
 import pytest
 
-from ai_agent.checkpoints import CallPosition, ModelRequest, RunStoreProtocol, open_run_store
+from ai_agent.checkpoints import (
+    CallPosition,
+    ModelRequest,
+    RunStoreProtocol,
+    RunSummary,
+    open_run_store,
+)
 from ai_agent.errors import LeaseLostError, RunError, ThreadBusyError
 from ai_agent.state import Message, ToolCall, ToolResult
 from tests.postgres.cluster import Cluster
@@ -66,6 +72,22 @@ async def test_runs_round_trip(store: RunStoreProtocol) -> None:
     assert [r["thread_id"] for r in await store.list_runs(limit=1)] == ["t1"]
     assert [r["thread_id"] for r in await store.list_runs(status="paused")] == ["t1", "t2"]
     assert [r["thread_id"] for r in await store.list_runs(parent_thread_id="t1")] == ["t2"]
+
+
+async def test_run_summaries_belong_to_the_row_they_were_written_with(
+    store: RunStoreProtocol,
+) -> None:
+    summary = RunSummary(stop_reason="finished", model="m", tokens=12, cost=0.5)
+    for thread in ("s1", "s2"):
+        await store.create_run(thread, "task")
+    await store.update_run("s1", status="completed", summary=summary)
+    await store.update_run("s2", status="paused", summary={**summary, "cost": None})
+    assert await store.run_summaries(["s1", "s2", "none"]) == {
+        "s1": summary,
+        "s2": {**summary, "cost": None},
+    }
+    await store.update_run("s1", status="running")  # the row moved on: the summary is stale
+    assert await store.run_summaries(["s1", "s2"]) == {"s2": {**summary, "cost": None}}
 
 
 async def test_a_child_run_names_its_parents_step(store: RunStoreProtocol) -> None:

@@ -1,0 +1,77 @@
+"""What the console's routes share: the `Console` they are bound to and `ConsoleError`.
+
+Below `ai_agent.console.app` and the modules of routes it mounts (``depth_pages``), so that
+each of them can raise a `ConsoleError` and render through the `Console` without importing
+the app.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from starlette.responses import HTMLResponse
+
+from ai_agent.console import views
+
+if TYPE_CHECKING:
+    from jinja2 import Environment
+    from starlette.requests import Request
+
+    from ai_agent.console.auth import Access
+    from ai_agent.graph import Agent, RunArchive
+
+__all__ = ["MAX_FORM_BYTES", "Console", "ConsoleError", "read_form"]
+
+MAX_FORM_BYTES = 256_000
+"""A form larger than this is refused before it is parsed (a plan has its own, smaller limit)."""
+
+
+class ConsoleError(Exception):
+    """A request the console refuses, with the status code and the words to show."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass(frozen=True)
+class Console:
+    """What the routes share."""
+
+    agent: Agent
+    access: Access
+    env: Environment
+    interval: float
+
+    @property
+    def archive(self) -> RunArchive:
+        """The Agent's run archive."""
+        return self.agent.archive
+
+    def page(self, request: Request, name: str, code: int = 200, **values: Any) -> HTMLResponse:
+        """A rendered template (HTTP status ``code``), with the CSRF token its forms carry.
+
+        The page says when the request began (``made``), not when it was rendered: its live
+        updates report every change after that, and a change made while the page's reads ran
+        may not be in what it shows.
+        """
+        made = getattr(request.state, "made", None) or views.now()
+        text = self.env.get_template(name).render(csrf=self.access.csrf, now=made, **values)
+        return HTMLResponse(text, status_code=code)
+
+
+async def read_form(console: Console, request: Request) -> dict[str, str]:
+    """The posted form, once its CSRF token is checked (403 without it)."""
+    size = int(request.headers.get("content-length") or 0)
+    if size > MAX_FORM_BYTES:
+        raise ConsoleError(413, f"the form is larger than {MAX_FORM_BYTES:,} bytes; shorten it")
+    async with request.form(max_files=0, max_fields=20) as form:
+        values = {k: v for k, v in form.items() if isinstance(v, str)}
+    if not console.access.csrf_ok(values.get("csrf")):
+        raise ConsoleError(
+            403,
+            "403 Forbidden: the form's CSRF token is missing or wrong; reload the page and "
+            "answer again",
+        )
+    return values
