@@ -3,9 +3,11 @@
 ``runs``, ``show``, ``history``, ``graph``, ``export`` and ``plans`` read through a `RunArchive`
 opened on its own: each is run here in a fresh interpreter, and what it loaded is checked
 against the model stack (LangChain's OpenAI client, openai, tiktoken, the engine's model and
-token modules, the Agent's runner). ``runs`` and ``plans`` read the run store alone: they load
-no graph runtime and, given ``--db``, no settings either; like ``--help``, they load neither
-LangChain nor LangGraph at all (issue 20: each answers within a quarter of a second).
+token modules, the Agent's runner). None of them loads LangChain, LangGraph or pydantic, nor,
+given ``--db``, the settings (issue 20: each answers within a quarter of a second): ``runs``
+and ``plans`` read the run store alone; ``show``, ``history``, ``graph`` and ``export`` read
+checkpoints through the delta saver's read API and work the snapshots out themselves
+(`ai_agent.graph.plain_reads`).
 """
 
 from __future__ import annotations
@@ -28,9 +30,13 @@ NO_LANGCHAIN = (
     "pydantic",  # the settings' and the plans' validation: nothing to validate in a listing
 )
 
-# What reading checkpoints does not need: the stages and the tools they import (the graph is
-# built for reading), nor the settings when --db says where the runs are.
-NOT_FOR_READING = ("ai_agent.nodes", "ai_agent.tools", "ai_agent.config", "pydantic_settings")
+# What reading checkpoints does not need: the stages and the tools they import, the settings
+# when --db says where the runs are, LangGraph's saver base and serializer (they import
+# LangChain), nor the engine's saver itself (the reader reads through its read functions).
+NOT_FOR_READING = (
+    *("ai_agent.nodes", "ai_agent.tools", "ai_agent.config", "pydantic_settings"),
+    *("langgraph.checkpoint", "ai_agent.checkpoints.delta", "ai_agent.graph.build"),
+)
 
 TURNS = [
     {"tool_calls": [{"name": "calculator", "args": {"expression": "6*7"}}]},
@@ -86,12 +92,11 @@ def test_reading_commands_import_no_model_stack(database: Path, command: list[st
     assert out.strip()  # it did read something
     assert "ai_agent.graph.archive" in loaded
     assert heavy_modules(loaded) == []
-    if command[0] in ("runs", "plans"):  # the run store alone: no checkpoint is read
-        assert heavy_modules(loaded, BEYOND_THE_STORE) == []
-        assert heavy_modules(loaded, NO_LANGCHAIN) == []
-    else:  # LangGraph reads the checkpoints, through a graph built for reading
-        assert "langgraph.pregel" in loaded
-        assert heavy_modules(loaded, NOT_FOR_READING) == []
+    assert heavy_modules(loaded, BEYOND_THE_STORE) == []
+    assert heavy_modules(loaded, NO_LANGCHAIN) == []
+    assert heavy_modules(loaded, NOT_FOR_READING) == []
+    if command[0] not in ("runs", "plans"):  # checkpoints read, by the saver's read functions
+        assert "ai_agent.checkpoints.reader" in loaded
 
 
 def test_help_imports_no_langchain() -> None:
