@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from ai_agent.graph.agent import Agent
     from ai_agent.graph.archive import RunArchive
     from ai_agent.graph.build import build_graph, recursion_limit
+    from ai_agent.graph.catalog import tool_catalog
     from ai_agent.graph.database import RunDatabase, check_thread_id, new_thread_id
     from ai_agent.graph.divergence import DivergenceReport
     from ai_agent.graph.export import mermaid
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
     from ai_agent.graph.result import RunResult
     from ai_agent.graph.review import open_toolsmaker
     from ai_agent.graph.timeline import TimelineRow
-    from ai_agent.graph.tooling import ToolListing
+    from ai_agent.graph.tooling import AgentTools, ToolListing
     from ai_agent.graph.usage_report import CostRates
     from ai_agent.graph.worker import PlanOutcome, Worker, WorkerEvent
 
@@ -37,6 +38,7 @@ __all__ = [
     "PROFILES",
     "REPLAY_MODES",
     "Agent",
+    "AgentTools",
     "CostRates",
     "DivergenceReport",
     "HistoryEntry",
@@ -62,6 +64,7 @@ __all__ = [
     "open_toolsmaker",
     "recursion_limit",
     "run_tree",
+    "tool_catalog",
     "trace_signature",
 ]
 
@@ -69,6 +72,7 @@ _HOMES = {
     "PROFILES": "ai_agent.graph.options",
     "REPLAY_MODES": "ai_agent.graph.replay",
     "Agent": "ai_agent.graph.agent",
+    "AgentTools": "ai_agent.graph.tooling",
     "CostRates": "ai_agent.graph.usage_report",
     "DivergenceReport": "ai_agent.graph.divergence",
     "HistoryEntry": "ai_agent.graph.history",
@@ -94,6 +98,7 @@ _HOMES = {
     "open_toolsmaker": "ai_agent.graph.review",
     "recursion_limit": "ai_agent.graph.build",
     "run_tree": "ai_agent.graph.family",
+    "tool_catalog": "ai_agent.graph.catalog",
     "trace_signature": "ai_agent.graph.replay",
 }
 

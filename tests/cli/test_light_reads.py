@@ -99,6 +99,28 @@ def test_reading_commands_import_no_model_stack(database: Path, command: list[st
         assert "ai_agent.checkpoints.reader" in loaded
 
 
+@pytest.mark.parametrize(
+    ("command", "code"),
+    [(["tools"], 0), (["mcp", "list", "--config", "{dir}/mcp.json"], 1)],
+    ids=["tools", "mcp list"],
+)
+def test_listing_tools_and_servers_builds_no_agent(
+    tmp_path: Path, command: list[str], code: int
+) -> None:
+    # The Agent's catalog built alone (graph/catalog.py): the settings and the tools load,
+    # the model stack, LangChain and LangGraph do not. A disabled server is not running: 1.
+    servers = [{"name": "files", "command": "mcp-server-files", "enabled": False}]
+    (tmp_path / "mcp.json").write_text(json.dumps({"mcp_servers": servers}))
+    exit_code, out, loaded = _loaded_by([part.format(dir=tmp_path) for part in command])
+    assert exit_code == code, out
+    assert "calculator" in out or "files" in out
+    assert "ai_agent.graph.catalog" in loaded
+    # graph/options.py (the run policy from the settings) is the catalog's; it loads no more.
+    assert heavy_modules(loaded) == ["ai_agent.graph.options"]
+    langchain = ("langchain_core", "langchain_openai", "langgraph", "langsmith", "openai")
+    assert heavy_modules(loaded, (*langchain, "tiktoken", "ai_agent.graph.agent")) == []
+
+
 def test_help_imports_no_langchain() -> None:
     code, out, loaded = _loaded_by(["--help"])
     assert code == 0
