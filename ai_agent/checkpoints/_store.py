@@ -33,10 +33,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.serde.base import SerializerProtocol
+from typing import TYPE_CHECKING, Any
 
 from ai_agent.checkpoints import _texts
 from ai_agent.checkpoints._schema import create_or_migrate
@@ -44,6 +41,10 @@ from ai_agent.checkpoints._skeleton import Ref, Skeleton
 from ai_agent.checkpoints._sqlite import full_disk_raises
 from ai_agent.checkpoints.fencing import LEASE_ROW_SQL, check_lease
 from ai_agent.errors import StoreError
+
+if TYPE_CHECKING:  # types only: the light reader (`reader`) loads no LangChain
+    from langchain_core.runnables import RunnableConfig
+    from langgraph.checkpoint.serde.base import SerializerProtocol
 
 __all__ = [
     "BUSY_TIMEOUT_SECONDS",

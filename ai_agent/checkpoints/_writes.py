@@ -12,14 +12,15 @@ from __future__ import annotations
 import operator
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast
-
-from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import WRITES_IDX_MAP, PendingWrite, writes_sort_key
+from typing import TYPE_CHECKING, Any, cast
 
 from ai_agent.checkpoints import _texts
 from ai_agent.checkpoints._store import DeltaStore, thread_of
 from ai_agent.checkpoints.fencing import lease_in
+
+if TYPE_CHECKING:  # types only: the light reader (`reader`) loads no LangChain
+    from langchain_core.runnables import RunnableConfig
+    from langgraph.checkpoint.base import PendingWrite
 
 __all__ = [
     "WritesJob",
@@ -28,7 +29,18 @@ __all__ = [
     "put_writes",
     "put_writes_in_tx",
     "store_writes",
+    "writes_sort_key",
 ]
+
+# LangGraph's ``WRITES_IDX_MAP`` and ``writes_sort_key`` (``langgraph.checkpoint.base``), restated
+# because that module imports LangChain, which reading checkpoints must not load; a test pins
+# them to LangGraph's (tests/checkpoints/test_reader.py).
+WRITES_IDX_MAP = {"__error__": -1, "__scheduled__": -2, "__interrupt__": -3, "__resume__": -4}
+
+
+def writes_sort_key(task_path: str, task_id: str = "", idx: int = 0) -> tuple[str, str, int]:
+    """The order LangGraph applies one super-step's writes in."""
+    return (task_path, task_id, idx)
 
 
 @dataclass(frozen=True, slots=True)

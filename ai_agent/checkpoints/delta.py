@@ -348,7 +348,7 @@ class DeltaSaver(
     # Sync API --------------------------------------------------------------------------------
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """The checkpoint ``config`` names (its ``checkpoint_id``, else the thread's latest)."""
-        return self._call(_reads.get_tuple, self.store, config)
+        return _reads.langgraph_tuple(self._call(_reads.get_tuple, self.store, config))
 
     def list(
         self,
@@ -368,7 +368,7 @@ class DeltaSaver(
                 _reads.list_page, self.store, config, filter, before, size, after, memo
             )
             for item, key in page:
-                yield item
+                yield CheckpointTuple(*item)
                 after = key
             if len(page) < size:
                 return
@@ -472,7 +472,7 @@ class DeltaSaver(
     # Async API -------------------------------------------------------------------------------
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """``get_tuple`` off the event loop."""
-        return await self._acall(_reads.get_tuple, self.store, config)
+        return _reads.langgraph_tuple(await self._acall(_reads.get_tuple, self.store, config))
 
     async def alist(
         self,
@@ -492,7 +492,7 @@ class DeltaSaver(
                 _reads.list_page, self.store, config, filter, before, size, after, memo
             )
             for item, key in page:
-                yield item
+                yield CheckpointTuple(*item)
                 after = key
             if len(page) < size:
                 return

@@ -486,10 +486,12 @@ def run_closing(owner: AbstractAsyncContextManager[Any], coro: Awaitable[T]) -> 
 
 
 def run_listing(archive: RunArchive, coro: Awaitable[T]) -> T:
-    """Run a read of the run store alone (``runs``, ``plans``), closing the archive after.
+    """Run a read of stored runs (``runs``, ``show``, ``history``...), closing the archive after.
 
     Unlike `run_closing`, the archive is not entered: entering opens its checkpointer, which
-    loads LangGraph's checkpoint package (and the LangChain it imports) for nothing here.
+    loads LangGraph's checkpoint package (and the LangChain it imports), where the run store
+    alone answers or the checkpoints are read without it (`ai_agent.graph.plain_reads`); a
+    read that does need the checkpointer opens its own.
     """
     return asyncio.run(_closing(contextlib.aclosing(archive), coro))
 

@@ -15,6 +15,7 @@ from ai_agent.cli._common import (
     build_agent,
     exit_code,
     run_closing,
+    run_listing,
     thread_arg,
 )
 from ai_agent.cli._printing import format_table, print_family, print_json, print_result
@@ -103,7 +104,7 @@ def _history(args: argparse.Namespace) -> int:
 
     archive = archive_of(args)
     entries = archive.history(args.thread)
-    return _show_history(args, entries, run_closing(archive, family_of(archive.store, args.thread)))
+    return _show_history(args, entries, run_listing(archive, family_of(archive.store, args.thread)))
 
 
 def _show_history(args: argparse.Namespace, entries: list[HistoryEntry], family: RunFamily) -> int:
@@ -176,7 +177,7 @@ def _graph(args: argparse.Namespace) -> int:
     if not args.thread:
         return _show_graph(None)
     archive = archive_of(args)
-    return _show_graph(run_closing(archive, archive.timeline(args.thread)))
+    return _show_graph(run_listing(archive, archive.timeline(args.thread)))
 
 
 def _show_graph(timeline: list[TimelineRow] | None) -> int:
@@ -194,7 +195,7 @@ def _show_graph(timeline: list[TimelineRow] | None) -> int:
 def _export(args: argparse.Namespace) -> int:
     archive = archive_of(args)
     page = archive.export_html(args.thread, Path(args.html))
-    return _show_export(args, run_closing(archive, page))
+    return _show_export(args, run_listing(archive, page))
 
 
 def _show_export(args: argparse.Namespace, path: Path) -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from ai_agent.cli._common import Parents, archive_of, run_closing, run_listing, thread_arg
+from ai_agent.cli._common import Parents, archive_of, run_listing, thread_arg
 from ai_agent.cli._printing import format_timeline, print_family, print_json, print_result
 from ai_agent.visible import visible
 
@@ -56,7 +56,7 @@ def _runs(args: argparse.Namespace) -> int:
 
 def _show(args: argparse.Namespace) -> int:
     archive = archive_of(args)
-    return _print_show(args, *run_closing(archive, _gather(archive, args.thread, args.checkpoint)))
+    return _print_show(args, *run_listing(archive, _gather(archive, args.thread, args.checkpoint)))
 
 
 def _print_show(

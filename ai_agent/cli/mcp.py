@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,7 +18,7 @@ from ai_agent.cli._printing import format_table, print_json
 from ai_agent.visible import visible
 
 if TYPE_CHECKING:
-    from ai_agent.graph import Agent
+    from ai_agent.graph import AgentTools
     from ai_agent.tools.mcp import McpServerStatus
 
 __all__ = ["add_commands"]
@@ -40,10 +39,11 @@ def add_commands(sub: Any, parents: Parents) -> None:
     listing.set_defaults(handler=_list)
 
 
-def _agent(args: argparse.Namespace) -> Agent:
+def _catalog(args: argparse.Namespace) -> AgentTools:
+    """The Agent's tools and MCP servers, without the Agent (its model stack is not needed)."""
     from ai_agent.config import AgentSettings, load_mcp_config, load_settings
     from ai_agent.errors import ConfigError
-    from ai_agent.graph import Agent
+    from ai_agent.graph import tool_catalog
 
     settings = load_settings()
     servers: list[Any] = []
@@ -56,13 +56,11 @@ def _agent(args: argparse.Namespace) -> Agent:
                 raise
             # Not an MCP file: a settings file (config.toml...) that may hold mcp_servers.
             settings = AgentSettings.load(path)
-    return Agent(
-        checkpoint_path=os.devnull, settings=settings, memory_path=None, mcp_servers=servers
-    )
+    return tool_catalog(settings, mcp_servers=servers)
 
 
 def _list(args: argparse.Namespace) -> int:
-    agent = _agent(args)
+    agent = _catalog(args)
     if not agent.mcp:
         raise UsageError(
             "no MCP servers are configured: list them under mcp_servers in config.yaml or "
@@ -82,7 +80,7 @@ def _list(args: argparse.Namespace) -> int:
     return EXIT["failed"] if failed else 0
 
 
-async def _statuses(agent: Agent) -> list[McpServerStatus]:
+async def _statuses(agent: AgentTools) -> list[McpServerStatus]:
     try:
         await agent.mcp.start()
         return agent.mcp.status()
@@ -90,8 +88,8 @@ async def _statuses(agent: Agent) -> list[McpServerStatus]:
         await agent.aclose()
 
 
-def _tools(agent: Agent, status: McpServerStatus) -> list[dict[str, Any]]:
-    listing = {t["name"]: t for t in agent.list_tools()}
+def _tools(agent: AgentTools, status: McpServerStatus) -> list[dict[str, Any]]:
+    listing = {t["name"]: t for t in agent.listing()}
     return [
         {
             "name": name,
@@ -105,7 +103,7 @@ def _tools(agent: Agent, status: McpServerStatus) -> list[dict[str, Any]]:
     ]
 
 
-def _render(agent: Agent, statuses: list[McpServerStatus], *, with_tools: bool) -> str:
+def _render(agent: AgentTools, statuses: list[McpServerStatus], *, with_tools: bool) -> str:
     rows = []
     for s in statuses:
         started = f"{s['started_ms']:.0f} ms" if s["started_ms"] is not None else ""

@@ -8,7 +8,6 @@ tools (``ai-agent tools pending | show | approve | reject | activate | rollback 
 from __future__ import annotations
 
 import argparse
-import os
 from typing import TYPE_CHECKING, Any
 
 from ai_agent.cli._common import (
@@ -78,10 +77,11 @@ def _heading(category: str, policy: str, first_use_gate: bool) -> str:
 
 
 def _tools(args: argparse.Namespace) -> int:
-    from ai_agent.graph import Agent
+    # The Agent's catalog without the Agent: its model stack is not needed to list tools.
+    from ai_agent.graph import tool_catalog
 
-    agent = Agent(checkpoint_path=os.devnull, settings=settings_of(args), memory_path=None)
-    listing = [t for t in agent.list_tools() if not args.category or t["category"] == args.category]
+    catalog = tool_catalog(settings_of(args))
+    listing = [t for t in catalog.listing() if not args.category or t["category"] == args.category]
     if args.json:
         print_json(listing)
         return 0
@@ -90,7 +90,7 @@ def _tools(args: argparse.Namespace) -> int:
         members = [t for t in listing if t["category"] == category]
         if not members:
             continue
-        head = _heading(category, members[0]["policy"], agent.policy.first_use_gate)
+        head = _heading(category, members[0]["policy"], catalog.policy.first_use_gate)
         blocks.append("\n".join([head, *(_line(t) for t in members)]))
     print("\n\n".join(blocks))
     return 0

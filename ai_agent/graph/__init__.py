@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from ai_agent.graph.archive import RunArchive
     from ai_agent.graph.build import build_graph, recursion_limit
     from ai_agent.graph.cases import export_case, import_case, read_case, write_case
+    from ai_agent.graph.catalog import tool_catalog
     from ai_agent.graph.database import RunDatabase, check_thread_id, new_thread_id
     from ai_agent.graph.divergence import DivergenceReport
     from ai_agent.graph.export import mermaid
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
     from ai_agent.graph.review import open_toolsmaker
     from ai_agent.graph.testfile import AgentRecipe, case_file_names, regression_test_text
     from ai_agent.graph.timeline import TimelineRow
-    from ai_agent.graph.tooling import ToolListing
+    from ai_agent.graph.tooling import AgentTools, ToolListing
     from ai_agent.graph.usage_report import CostRates
     from ai_agent.graph.worker import PlanOutcome, Worker, WorkerEvent
 
@@ -41,6 +42,7 @@ __all__ = [
     "REPLAY_MODES",
     "Agent",
     "AgentRecipe",
+    "AgentTools",
     "CaseResult",
     "CostRates",
     "DivergenceReport",
@@ -74,6 +76,7 @@ __all__ = [
     "regression_test_text",
     "replay_case",
     "run_tree",
+    "tool_catalog",
     "trace_signature",
     "write_case",
 ]
@@ -84,6 +87,7 @@ _HOMES = {
     "Agent": "ai_agent.graph.agent",
     "AgentRecipe": "ai_agent.graph.testfile",
     "CaseResult": "ai_agent.graph.regression",
+    "AgentTools": "ai_agent.graph.tooling",
     "CostRates": "ai_agent.graph.usage_report",
     "DivergenceReport": "ai_agent.graph.divergence",
     "HistoryEntry": "ai_agent.graph.history",
@@ -116,6 +120,7 @@ _HOMES = {
     "regression_test_text": "ai_agent.graph.testfile",
     "replay_case": "ai_agent.graph.regression",
     "run_tree": "ai_agent.graph.family",
+    "tool_catalog": "ai_agent.graph.catalog",
     "trace_signature": "ai_agent.graph.replay",
     "write_case": "ai_agent.graph.cases",
 }

@@ -23,14 +23,15 @@ from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
 
 from ai_agent.context import RunPolicy, ToolInfo
 from ai_agent.errors import RunError, UnknownThreadError
-from ai_agent.graph.database import RunDatabase, check_thread_id, config_for
-from ai_agent.graph.history import HistoryEntry, fork_run, history_of, run_blocking, values_of
+from ai_agent.graph.database import RunDatabase, check_thread_id
+from ai_agent.graph.history import HistoryEntry, fork_run, run_blocking, values_of
 from ai_agent.graph.inspection import (
     AgentStateView,
     agent_state_view,
     message_view,
     recorded_system_prompt,
 )
+from ai_agent.graph.plain_reads import latest_snapshot, read_history
 from ai_agent.graph.result import RunResult, result_of, with_run_row
 from ai_agent.graph.run_summary import read_summaries
 from ai_agent.graph.timeline import (
@@ -63,6 +64,9 @@ if TYPE_CHECKING:
     from ai_agent.config import AgentSettings
     from ai_agent.graph.driving import Runner
     from ai_agent.graph.player import ModelIdentity, ReplayMode
+    from ai_agent.graph.stored_state import StoredSnapshot
+
+    Snapshot = StateSnapshot | StoredSnapshot
     from ai_agent.graph.prune import PruneReport
     from ai_agent.graph.run_summary import Summaries
     from ai_agent.tokens import TokenCounter
@@ -215,17 +219,11 @@ class RunArchive:
             >>> [(e.step, e.stage) for e in agent.history(res.thread_id)][:4]
             [(-1, 'input'), (0, 'start'), (1, 'recall'), (2, 'draft')]
         """
-
-        async def read() -> list[HistoryEntry]:
-            async with self.database.private_graph(reading=True) as graph:
-                return await history_of(graph, thread_id)
-
-        return run_blocking(read)
+        return run_blocking(lambda: read_history(self.database, thread_id, private=True))
 
     async def ahistory(self, thread_id: str) -> list[HistoryEntry]:
         """``history`` for async code."""
-        async with self.database.graph(reading=True) as graph:
-            return await history_of(graph, thread_id)
+        return await read_history(self.database, thread_id)
 
     def fork(
         self, thread_id: str, checkpoint_id: str, update: Mapping[str, Any] | None = None
@@ -573,15 +571,11 @@ class RunArchive:
             raise RunError("this agent has not run anything yet; pass a thread_id")
         return self.last_thread
 
-    async def _snapshot(self, thread_id: str) -> StateSnapshot:
+    async def _snapshot(self, thread_id: str) -> Snapshot:
         """The run's latest checkpoint (UnknownThreadError when it has none)."""
-        async with self.database.graph(reading=True) as graph:
-            snapshot: StateSnapshot = await graph.aget_state(config_for(thread_id))
-        if not snapshot.values:
-            raise UnknownThreadError(f"no run with thread id {thread_id}")
-        return snapshot
+        return await latest_snapshot(self.database, thread_id)
 
-    async def _state(self, thread_id: str | None) -> tuple[str, RunState, StateSnapshot]:
+    async def _state(self, thread_id: str | None) -> tuple[str, RunState, Snapshot]:
         thread = self._thread(thread_id)
         snapshot = await self._snapshot(thread)
         return thread, values_of(snapshot), snapshot

@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from pydantic import SecretStr
 
     from ai_agent.checkpoints import TypedSerializer
+    from ai_agent.checkpoints.reader import DeltaReader
     from ai_agent.config import AgentSettings
     from ai_agent.graph.pipeline import Pipeline
 
@@ -131,6 +132,9 @@ class RunDatabase:
             (the run store stays at the location). Its owner opens and closes it.
         pipeline: The runs' own pipeline (`ai_agent.graph.pipeline.Pipeline`); None: the
             engine's nine stages. Runs and every read of their checkpoints compile it.
+        plain_reads: Let the run archive read checkpoints without LangGraph's runtime where
+            it can (`plain_reader`): the database opened on its own (`at`) does, so showing
+            a run answers at once; an Agent's reads all go through its compiled pipeline.
 
     Examples:
         >>> from pathlib import Path
@@ -145,8 +149,10 @@ class RunDatabase:
         lease_seconds: float | None = None,
         checkpointer: BaseCheckpointSaver[Any] | None = None,
         pipeline: Pipeline | None = None,
+        plain_reads: bool = False,
     ) -> None:
         self.location = location
+        self.plain_reads = plain_reads
         self.pipeline = pipeline
         self.lease_seconds = lease_seconds
         self._store: RunStoreProtocol | None = None
@@ -168,7 +174,8 @@ class RunDatabase:
         length is the settings' too (the store's default without them).
         """
         where = locate_database(location, None, settings)
-        return cls(where, lease_seconds=None if settings is None else settings.lease_seconds)
+        lease = None if settings is None else settings.lease_seconds
+        return cls(where, lease_seconds=lease, plain_reads=True)
 
     @property
     def store(self) -> RunStoreProtocol:
@@ -285,6 +292,28 @@ class RunDatabase:
         self.require()
         async with open_checkpointer(self.location, self._serde()) as saver:
             yield self._compile(saver, reading)
+
+    def plain_reader(self) -> DeltaReader | None:
+        """A reader of the checkpoints that loads no LangGraph (`ai_agent.graph.stored_state`).
+
+        None when they must be read through LangGraph: not `plain_reads`, a saver the caller
+        brought, a pipeline of the user's (its channels and types are its own), PostgreSQL, an
+        in-memory database, a file that is not there, or a shared saver open in this process
+        (a write it holds may not be committed yet).
+
+        Raises:
+            NotPlain: the file still holds an old SqliteSaver database (see `DeltaReader`).
+        """
+        where = self.location
+        if not self.plain_reads or not isinstance(where, Path) or self.in_memory:
+            return None
+        if self._foreign is not None or self.pipeline is not None or self._saver is not None:
+            return None
+        if not where.exists():
+            return None
+        from ai_agent.checkpoints.reader import DeltaReader
+
+        return DeltaReader(where)
 
     def _serde(self) -> TypedSerializer | None:
         """The pipeline's serializer when it registered types of its own (else the strict one)."""

@@ -15,7 +15,7 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ai_agent.graph.build import build_graph
+from ai_agent.graph.chart import PIPELINE_MERMAID
 from ai_agent.graph.family import family_of
 from ai_agent.graph.html_report import render_html
 from ai_agent.state import RunState
@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from ai_agent.checkpoints import RunStoreProtocol
     from ai_agent.graph.history import HistoryEntry
     from ai_agent.graph.inspection import AgentStateView
+    from ai_agent.graph.stored_state import StoredSnapshot
     from ai_agent.graph.timeline import ExecutionTrace
     from ai_agent.graph.usage_report import TokenUsage, UsagePoint
 
@@ -69,7 +70,7 @@ def mermaid(visits: dict[str, int] | None = None) -> str:
         >>> 'draft("draft x2"):::visited' in text and "classDef visited" in text
         True
     """
-    text: str = build_graph(reading=True).get_graph().draw_mermaid()
+    text = PIPELINE_MERMAID
     if not visits:
         return text
     for stage, count in visits.items():
@@ -83,7 +84,7 @@ def mermaid(visits: dict[str, int] | None = None) -> str:
 
 
 async def run_report(
-    archive: RunReader, thread_id: str, state: RunState, snapshot: StateSnapshot
+    archive: RunReader, thread_id: str, state: RunState, snapshot: StateSnapshot | StoredSnapshot
 ) -> dict[str, Any]:
     """Everything the HTML page shows about a stored run, as JSON-ready data.
 

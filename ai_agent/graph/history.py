@@ -16,7 +16,7 @@ to release, so in async code it refuses and points to ``await afork(...)``.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, TypeVar, cast
@@ -31,9 +31,21 @@ if TYPE_CHECKING:
     from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
     from langgraph.types import StateSnapshot
 
+    from ai_agent.graph.stored_state import StoredSnapshot
+
+    Snapshot = StateSnapshot | StoredSnapshot
+
     from ai_agent.checkpoints import RunOrigin
 
-__all__ = ["HistoryEntry", "copy_run", "fork_run", "history_of", "run_blocking", "values_of"]
+__all__ = [
+    "HistoryEntry",
+    "copy_run",
+    "entries_of",
+    "fork_run",
+    "history_of",
+    "run_blocking",
+    "values_of",
+]
 
 T = TypeVar("T")
 _INTERRUPT = "__interrupt__"  # LangGraph's channel for a pending interrupt
@@ -98,13 +110,13 @@ def _id(config: Mapping[str, Any] | None) -> str | None:
     return cast(str | None, config["configurable"].get("checkpoint_id"))
 
 
-def values_of(snapshot: StateSnapshot) -> RunState:
+def values_of(snapshot: Snapshot) -> RunState:
     """A snapshot's state, brought to the current state version."""
     version = check_state_version(snapshot.metadata, f"checkpoint {_id(snapshot.config)}")
     return cast(RunState, upgrade_state(snapshot.values or {}, version))
 
 
-def _stage(snapshot: StateSnapshot, parent: StateSnapshot | None) -> str:
+def _stage(snapshot: Snapshot, parent: Snapshot | None) -> str:
     source = (snapshot.metadata or {}).get("source")
     if source == "input" or parent is None:
         return "input" if source == "input" else "pruned"
@@ -114,9 +126,9 @@ def _stage(snapshot: StateSnapshot, parent: StateSnapshot | None) -> str:
     return ", ".join(stages) if stages else "start"
 
 
-def _entries(snapshots: list[StateSnapshot]) -> list[HistoryEntry]:
+def _entries(snapshots: list[Snapshot]) -> list[HistoryEntry]:
     entries: list[HistoryEntry] = []
-    previous: StateSnapshot | None = None
+    previous: Snapshot | None = None
     before: RunState = RunState()
     for snapshot in snapshots:
         values = values_of(snapshot)
@@ -147,13 +159,20 @@ def _entries(snapshots: list[StateSnapshot]) -> list[HistoryEntry]:
 
 async def history_of(graph: Any, thread_id: str) -> list[HistoryEntry]:
     """The checkpoints of a thread, oldest first (through a compiled graph's checkpointer)."""
-    snapshots = [s async for s in graph.aget_state_history(config_for(thread_id))]
+    return entries_of([s async for s in graph.aget_state_history(config_for(thread_id))], thread_id)
+
+
+def entries_of(snapshots: Sequence[Snapshot], thread_id: str) -> list[HistoryEntry]:
+    """The entries of a thread's snapshots (newest first, as LangGraph lists them), oldest first.
+
+    Raises:
+        UnknownThreadError: there are none.
+    """
     if not snapshots:
         raise UnknownThreadError(
             f"no checkpoints for thread {thread_id}; `ai-agent runs` lists the runs"
         )
-    snapshots.reverse()
-    return _entries(snapshots)
+    return _entries(list(reversed(snapshots)))
 
 
 def _chain(tuples: list[CheckpointTuple], checkpoint_id: str) -> list[CheckpointTuple]:

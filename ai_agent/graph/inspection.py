@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from langgraph.types import StateSnapshot
 
     from ai_agent.checkpoints import ModelRequest, RunRecord
+    from ai_agent.graph.stored_state import StoredSnapshot
 
 __all__ = ["AgentStateView", "agent_state_view", "message_view", "recorded_system_prompt"]
 
@@ -44,7 +45,10 @@ class AgentStateView(TypedDict):
 
 
 def agent_state_view(
-    thread_id: str, state: RunState, snapshot: StateSnapshot, record: RunRecord | None
+    thread_id: str,
+    state: RunState,
+    snapshot: StateSnapshot | StoredSnapshot,
+    record: RunRecord | None,
 ) -> AgentStateView:
     """Where the run stands: status, next stage, what it waits for."""
     gate = snapshot.interrupts[0].value if snapshot.interrupts else None

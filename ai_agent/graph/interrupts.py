@@ -19,6 +19,7 @@ from ai_agent.errors import InvalidPlanError
 if TYPE_CHECKING:
     from langgraph.types import StateSnapshot
 
+    from ai_agent.graph.stored_state import StoredSnapshot
     from ai_agent.state import UserPlan
 
     # pydantic (UserPlan's) is not imported to list runs: the alias is for the type checker.
@@ -54,7 +55,7 @@ def is_gate_report(value: Any) -> bool:
     return isinstance(value, Mapping) and set(value) >= _REPORT_FIELDS
 
 
-def waiting_node(snapshot: StateSnapshot) -> Interrupted | None:
+def waiting_node(snapshot: StateSnapshot | StoredSnapshot) -> Interrupted | None:
     """The user's node a paused run waits in; None when it waits at the gate, or not at all."""
     if not snapshot.interrupts or is_gate_report(snapshot.interrupts[0].value):
         return None

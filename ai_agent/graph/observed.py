@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from ai_agent.context import CallerBase, ModelCall, ModelCaller, ModelReply, ToolBox
-from ai_agent.graph.recording import DelegatingToolBox
+from ai_agent.graph.toolboxes import DelegatingToolBox
 from ai_agent.observability.scopes import model_call_scope, tool_call_scope
 from ai_agent.state import ToolCall, ToolResult
 

@@ -41,7 +41,8 @@ from ai_agent.errors import (
     ScriptExhaustedError,
 )
 from ai_agent.graph.divergence import DivergenceReport, call_lines, request_lines, text_diff
-from ai_agent.graph.recording import DelegatingToolBox, call_position, request_params
+from ai_agent.graph.recording import call_position, request_params
+from ai_agent.graph.toolboxes import DelegatingToolBox
 from ai_agent.models import request_hash
 from ai_agent.nodes._common import call_hook
 from ai_agent.nodes.gate import check_plan

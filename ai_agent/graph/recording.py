@@ -22,17 +22,9 @@ from langgraph.config import get_config
 from langgraph.runtime import get_runtime
 
 from ai_agent.checkpoints.recorded import CallPosition, ModelRequest
-from ai_agent.context import (
-    CallerBase,
-    CallReview,
-    ModelCall,
-    ModelCaller,
-    ModelReply,
-    OutputStore,
-    ToolBox,
-    ToolInfo,
-)
+from ai_agent.context import CallerBase, ModelCall, ModelCaller, ModelReply, OutputStore, ToolBox
 from ai_agent.errors import ModelError
+from ai_agent.graph.toolboxes import DelegatingToolBox
 from ai_agent.models import request_hash
 from ai_agent.state import ToolCall, ToolResult
 from ai_agent.tools.media import admit
@@ -220,45 +212,6 @@ class RecordingModel(CallerBase):
     def _replayed(self) -> bool:
         # A replay's player says whether it served the last call from a recording.
         return getattr(self.inner, "last_source", "live") == "recorded"
-
-
-class DelegatingToolBox:
-    """A tool box that is another one except for ``execute``, which subclasses wrap.
-
-    Everything but execution (catalog, schemas, previews, rendering) comes from the inner tool
-    box, so a changed schema or a removed tool still shows in the requests built from it.
-    """
-
-    def __init__(self, inner: ToolBox) -> None:
-        self.inner = inner
-
-    def catalog(self) -> list[ToolInfo]:
-        """The inner tool box's catalog."""
-        return self.inner.catalog()
-
-    def info(self, name: str) -> ToolInfo | None:
-        """The inner tool box's entry for ``name``."""
-        return self.inner.info(name)
-
-    def schemas(self, names: list[str]) -> list[dict[str, Any]]:
-        """The inner tool box's schemas."""
-        return self.inner.schemas(names)
-
-    def preview(self, call: ToolCall) -> str:
-        """The inner tool box's preview."""
-        return self.inner.preview(call)
-
-    def review(self, call: ToolCall) -> CallReview:
-        """The inner tool box's review of a call (schema problems, escalation)."""
-        return self.inner.review(call)
-
-    def format_result(self, name: str, result: ToolResult) -> str:
-        """The inner tool box's rendering of a result."""
-        return self.inner.format_result(name, result)
-
-    async def execute(self, call: ToolCall, tool_ctx: dict[str, Any]) -> ToolResult:
-        """Run the call in the inner tool box."""
-        return await self.inner.execute(call, tool_ctx)
 
 
 class BoundedToolBox(DelegatingToolBox):

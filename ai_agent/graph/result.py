@@ -17,6 +17,7 @@ from ai_agent.state import Citation, GateReport, RunState, TraceEvent
 if TYPE_CHECKING:
     from langgraph.types import StateSnapshot
 
+    from ai_agent.graph.stored_state import StoredSnapshot
     from ai_agent.structured import OutputSpec
 
 __all__ = [
@@ -106,7 +107,7 @@ class RunResult:
 
 
 def result_of(
-    thread_id: str, snapshot: StateSnapshot, output: OutputSpec | None = None
+    thread_id: str, snapshot: StateSnapshot | StoredSnapshot, output: OutputSpec | None = None
 ) -> RunResult:
     """The RunResult a run's latest checkpoint stands for (its output typed by ``output``).
 
@@ -176,7 +177,7 @@ def _cancelled_because(gate: GateReport | None) -> StopReason:
     return "cancelled"
 
 
-def is_pending(snapshot: StateSnapshot) -> bool:
+def is_pending(snapshot: StateSnapshot | StoredSnapshot) -> bool:
     """Whether the run stopped with work left in its step (a crash, a failure).
 
     ``next`` lists only the step's tasks that have no stored writes: when every task of the

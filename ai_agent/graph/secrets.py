@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ai_agent.context import CallerBase, ModelCall, ModelCaller, ModelReply, ToolBox
 from ai_agent.events import ModelDelta, ProgressEvent, ToolOutput
-from ai_agent.graph.recording import DelegatingToolBox
+from ai_agent.graph.toolboxes import DelegatingToolBox
 from ai_agent.observability.logs import engine_logger
 from ai_agent.observability.redaction import MIN_SECRET_CHARS, SecretValues, StreamMask
 from ai_agent.state import Message, ToolCall, ToolResult

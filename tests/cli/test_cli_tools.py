@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -84,3 +85,28 @@ def test_output_prints_a_clipped_output(tmp_path: Path, capsys: pytest.CaptureFi
     assert json.loads(capsys.readouterr().out)["ref"] == "out-1-c1.0"
     assert main(["output", "o1", "nope", "--db", db]) == EXIT["usage"]
     assert "run o1 kept no output 'nope'; kept outputs: out-1-c1.0" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {},
+        {"tools": ["calculator", "read_file", "web_search"], "unattended": False},
+        {"approvals": {"external": "auto", "modification": "deny"}},
+        {"mcp_servers": [{"name": "files", "command": "mcp-server-files", "enabled": False}]},
+    ],
+    ids=["defaults", "tools", "approvals", "mcp"],
+)
+def test_the_catalog_without_an_agent_lists_what_the_agent_lists(settings: dict[str, Any]) -> None:
+    # ``tools`` and ``mcp list`` build the catalog alone (no model stack); it must stay the
+    # Agent's own: the same tools, categories, policies and states, and the same servers.
+    from ai_agent.config import AgentSettings
+    from ai_agent.graph import Agent
+    from ai_agent.graph.catalog import tool_catalog
+
+    s = AgentSettings(_env_file=None, **settings)
+    agent = Agent(checkpoint_path=os.devnull, settings=s, memory_path=None)
+    catalog = tool_catalog(s)
+    assert catalog.listing() == agent.list_tools()
+    assert catalog.policy == agent.policy
+    assert [c.name for c in catalog.mcp.servers] == [c.name for c in agent.mcp.servers]

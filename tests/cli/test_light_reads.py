@@ -3,9 +3,11 @@
 ``runs``, ``show``, ``history``, ``graph``, ``export`` and ``plans`` read through a `RunArchive`
 opened on its own: each is run here in a fresh interpreter, and what it loaded is checked
 against the model stack (LangChain's OpenAI client, openai, tiktoken, the engine's model and
-token modules, the Agent's runner). ``runs`` and ``plans`` read the run store alone: they load
-no graph runtime and, given ``--db``, no settings either; like ``--help``, they load neither
-LangChain nor LangGraph at all (issue 20: each answers within a quarter of a second).
+token modules, the Agent's runner). None of them loads LangChain, LangGraph or pydantic, nor,
+given ``--db``, the settings (issue 20: each answers within a quarter of a second): ``runs``
+and ``plans`` read the run store alone; ``show``, ``history``, ``graph`` and ``export`` read
+checkpoints through the delta saver's read API and work the snapshots out themselves
+(`ai_agent.graph.plain_reads`).
 """
 
 from __future__ import annotations
@@ -28,9 +30,13 @@ NO_LANGCHAIN = (
     "pydantic",  # the settings' and the plans' validation: nothing to validate in a listing
 )
 
-# What reading checkpoints does not need: the stages and the tools they import (the graph is
-# built for reading), nor the settings when --db says where the runs are.
-NOT_FOR_READING = ("ai_agent.nodes", "ai_agent.tools", "ai_agent.config", "pydantic_settings")
+# What reading checkpoints does not need: the stages and the tools they import, the settings
+# when --db says where the runs are, LangGraph's saver base and serializer (they import
+# LangChain), nor the engine's saver itself (the reader reads through its read functions).
+NOT_FOR_READING = (
+    *("ai_agent.nodes", "ai_agent.tools", "ai_agent.config", "pydantic_settings"),
+    *("langgraph.checkpoint", "ai_agent.checkpoints.delta", "ai_agent.graph.build"),
+)
 
 TURNS = [
     {"tool_calls": [{"name": "calculator", "args": {"expression": "6*7"}}]},
@@ -86,12 +92,33 @@ def test_reading_commands_import_no_model_stack(database: Path, command: list[st
     assert out.strip()  # it did read something
     assert "ai_agent.graph.archive" in loaded
     assert heavy_modules(loaded) == []
-    if command[0] in ("runs", "plans"):  # the run store alone: no checkpoint is read
-        assert heavy_modules(loaded, BEYOND_THE_STORE) == []
-        assert heavy_modules(loaded, NO_LANGCHAIN) == []
-    else:  # LangGraph reads the checkpoints, through a graph built for reading
-        assert "langgraph.pregel" in loaded
-        assert heavy_modules(loaded, NOT_FOR_READING) == []
+    assert heavy_modules(loaded, BEYOND_THE_STORE) == []
+    assert heavy_modules(loaded, NO_LANGCHAIN) == []
+    assert heavy_modules(loaded, NOT_FOR_READING) == []
+    if command[0] not in ("runs", "plans"):  # checkpoints read, by the saver's read functions
+        assert "ai_agent.checkpoints.reader" in loaded
+
+
+@pytest.mark.parametrize(
+    ("command", "code"),
+    [(["tools"], 0), (["mcp", "list", "--config", "{dir}/mcp.json"], 1)],
+    ids=["tools", "mcp list"],
+)
+def test_listing_tools_and_servers_builds_no_agent(
+    tmp_path: Path, command: list[str], code: int
+) -> None:
+    # The Agent's catalog built alone (graph/catalog.py): the settings and the tools load,
+    # the model stack, LangChain and LangGraph do not. A disabled server is not running: 1.
+    servers = [{"name": "files", "command": "mcp-server-files", "enabled": False}]
+    (tmp_path / "mcp.json").write_text(json.dumps({"mcp_servers": servers}))
+    exit_code, out, loaded = _loaded_by([part.format(dir=tmp_path) for part in command])
+    assert exit_code == code, out
+    assert "calculator" in out or "files" in out
+    assert "ai_agent.graph.catalog" in loaded
+    # graph/options.py (the run policy from the settings) is the catalog's; it loads no more.
+    assert heavy_modules(loaded) == ["ai_agent.graph.options"]
+    langchain = ("langchain_core", "langchain_openai", "langgraph", "langsmith", "openai")
+    assert heavy_modules(loaded, (*langchain, "tiktoken", "ai_agent.graph.agent")) == []
 
 
 def test_help_imports_no_langchain() -> None:
