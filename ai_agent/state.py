@@ -342,7 +342,7 @@ class UsageRecord(TypedDict, total=False):
     tools_called: list[str]
     tool_call_tokens: dict[str, int]
     tool_result_tokens: dict[str, int]
-    purpose: Literal["draft", "compaction", "output", "subagent"]
+    purpose: Literal["draft", "compaction", "output", "subagent", "output_summary"]
 
 
 class CompactionRecord(TypedDict, total=False):
