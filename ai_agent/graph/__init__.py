@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from ai_agent.graph.agent import Agent
     from ai_agent.graph.archive import RunArchive
     from ai_agent.graph.build import build_graph, recursion_limit
+    from ai_agent.graph.channels import UnreadChannels, own_fields
     from ai_agent.graph.database import RunDatabase, check_thread_id, new_thread_id
     from ai_agent.graph.divergence import DivergenceReport
     from ai_agent.graph.export import mermaid
@@ -52,6 +53,7 @@ __all__ = [
     "RunResult",
     "TimelineRow",
     "ToolListing",
+    "UnreadChannels",
     "Worker",
     "WorkerEvent",
     "build_graph",
@@ -60,6 +62,7 @@ __all__ = [
     "mermaid",
     "new_thread_id",
     "open_toolsmaker",
+    "own_fields",
     "recursion_limit",
     "run_tree",
     "trace_signature",
@@ -84,6 +87,7 @@ _HOMES = {
     "RunResult": "ai_agent.graph.result",
     "TimelineRow": "ai_agent.graph.timeline",
     "ToolListing": "ai_agent.graph.tooling",
+    "UnreadChannels": "ai_agent.graph.channels",
     "Worker": "ai_agent.graph.worker",
     "WorkerEvent": "ai_agent.graph.worker",
     "build_graph": "ai_agent.graph.build",
@@ -92,6 +96,7 @@ _HOMES = {
     "mermaid": "ai_agent.graph.export",
     "new_thread_id": "ai_agent.graph.database",
     "open_toolsmaker": "ai_agent.graph.review",
+    "own_fields": "ai_agent.graph.channels",
     "recursion_limit": "ai_agent.graph.build",
     "run_tree": "ai_agent.graph.family",
     "trace_signature": "ai_agent.graph.replay",

@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 
     from ai_agent.checkpoints import TypedSerializer
     from ai_agent.config import AgentSettings
+    from ai_agent.graph.channels import UnreadChannels
     from ai_agent.graph.pipeline import Pipeline
 
 __all__ = [
@@ -161,14 +162,21 @@ class RunDatabase:
         self._compiled: dict[bool, tuple[BaseCheckpointSaver[Any], Any]] = {}
 
     @classmethod
-    def at(cls, location: str | Path | None, settings: AgentSettings | None = None) -> Self:
+    def at(
+        cls,
+        location: str | Path | None,
+        settings: AgentSettings | None = None,
+        pipeline: Pipeline | None = None,
+    ) -> Self:
         """The database at ``location`` (a SQLite path or a ``postgresql://`` URL).
 
         None: the settings' ``checkpoint_url``, then their ``checkpoint_path``. The lease
-        length is the settings' too (the store's default without them).
+        length is the settings' too (the store's default without them). ``pipeline``: the
+        runs' own pipeline, which reads their checkpoints (None: the engine's stages).
         """
         where = locate_database(location, None, settings)
-        return cls(where, lease_seconds=None if settings is None else settings.lease_seconds)
+        lease = None if settings is None else settings.lease_seconds
+        return cls(where, lease_seconds=lease, pipeline=pipeline)
 
     @property
     def store(self) -> RunStoreProtocol:
@@ -285,6 +293,24 @@ class RunDatabase:
         self.require()
         async with open_checkpointer(self.location, self._serde()) as saver:
             yield self._compile(saver, reading)
+
+    async def unread_channels(self, thread_id: str) -> UnreadChannels | None:
+        """The run's nodes and state fields this database's pipeline has no channel for.
+
+        None: it reads the whole run. A run made by a pipeline of its own and read without
+        it (`ai_agent.graph.channels`) names them, so a reader can say what ``--pipeline``
+        would show.
+        """
+        from ai_agent.graph.channels import UnreadChannels
+
+        async with self.graph(reading=True) as graph:
+            # The latest checkpoint's channel versions name every channel the run wrote,
+            # whichever graph wrote it.
+            saved = await graph.checkpointer.aget_tuple(config_for(thread_id))
+            known = graph.channels
+        if saved is None:
+            return None
+        return UnreadChannels.of(saved.checkpoint["channel_versions"], known)
 
     def _serde(self) -> TypedSerializer | None:
         """The pipeline's serializer when it registered types of its own (else the strict one)."""
