@@ -263,9 +263,11 @@ class _Cycle:
             "call_id": call["id"],
             "workdir": context.policy.workdir,
             # The plan that answered this run's gate, for a subagent whose gate it answers,
-            # and this run's usage so far, which a subagent's budget is limited by.
+            # and this run's usage so far and the budget allowance a person granted it, which
+            # a subagent's budget is limited by.
             "plan": dict(self.plan),
             "usage": dict(self.state.get("usage") or {}),
+            "budget_allowance": dict(self.state.get("budget_allowance") or {}),
             "on_output": output_sink(
                 context.emit if context.policy.stream_tool_results else None,
                 tool=call["name"],
