@@ -14,6 +14,7 @@ from ai_agent.checkpoints import RunStore
 from ai_agent.config import AgentSettings, BudgetConfig
 from ai_agent.errors import ConfigError, RunError
 from ai_agent.graph.subagents import Subagents, tree_budget
+from ai_agent.state import ToolResult
 from ai_agent.testing import FunctionModel, ScriptedModel
 from ai_agent.tools.toolsets import ChildToolset
 from tests.graph.conftest import call, text
@@ -499,3 +500,33 @@ def test_the_parents_allowance_is_handed_down_to_its_child() -> None:
     # An answered BUDGET stop of the child: one more of the parent's budget from here.
     again = tree_budget(parent, {"total_tokens": 999, "cost": 0.99}, BudgetConfig(), granted=True)
     assert again is not None and (again.max_tokens, again.max_cost) == (1000, 1.0)
+
+
+async def test_the_allowance_travels_from_the_parents_state_to_its_child_tool(
+    tmp_path: Path, db: Path
+) -> None:
+    seen: list[Any] = []
+
+    async def spawn(task: str, **kwargs: Any) -> ToolResult:
+        seen.append(kwargs["allowance"])
+        return ToolResult(status="ok", content="done")
+
+    toolset = child_agent(tmp_path, [text("x")]).as_tool("helper", "Helps.")
+    toolset.bind("a parent", spawn)
+    spec = toolset.tools()[0]
+    parent = Agent(
+        model=ScriptedModel([call("helper", task="t"), text("ok")]),
+        tools=[spec],
+        checkpoint_path=db,
+        memory_path=None,
+        settings=AgentSettings(),
+    )
+    first = await parent.run("go", thread_id="p")
+    assert first.status == "completed", first.gate
+    assert seen == [None]  # no allowance: none handed down
+    # The same cycle, as if a person had granted the parent an allowance at a BUDGET stop.
+    before_act = next(e for e in await parent.ahistory("p") if e.next == ("act",))
+    allowance = {"granted_at": 1.0, "tokens": 5000.0, "cost": 0.5}
+    fork = await parent.afork("p", before_act.checkpoint_id, {"budget_allowance": allowance})
+    assert (await parent.resume(fork)).status == "completed"
+    assert seen == [None, allowance]
