@@ -71,10 +71,11 @@ def summary_usage(
 
     Examples:
         >>> result = {"status": "ok", "meta": {"summary_usage": {"iteration": 2, "at": 0.0,
-        ...           "prompt_tokens": 90, "completion_tokens": 10, "total_tokens": 100}}}
+        ...           "prompt_tokens": 90, "completion_tokens": 10, "total_tokens": 100,
+        ...           "cost": 0.25}}}
         >>> totals, record = summary_usage(result, {"total_tokens": 5, "requests": 1})
-        >>> totals["total_tokens"], totals["requests"], record["purpose"]
-        (105, 2, 'output_summary')
+        >>> totals["total_tokens"], totals["requests"], totals["cost"], record["purpose"]
+        (105, 2, 0.25, 'output_summary')
     """
     usage = (result.get("meta") or {}).get("summary_usage")
     if not isinstance(usage, Mapping) or not usage:
