@@ -344,6 +344,12 @@ class RunMeter:
             record["calibrated_error"] = round((calibrated - prompt) / prompt, 4)
         return record
 
+    def record_call(
+        self, reply: ModelReply, iteration: int, request: Sequence[Message], purpose: str
+    ) -> UsageRecord:
+        """The usage record of a model call made beside the drafts (a tool output's summary)."""
+        return self._record(reply, iteration, request, purpose)
+
     def _record(
         self,
         reply: ModelReply,

@@ -350,7 +350,8 @@ class RunPolicy:
     ``execute_all_tool_calls``: a draft's calls run in its cycle, at most ``max_tool_calls`` of
     them (off: only the first). ``first_use_gate``: the first call of each external tool in a
     run waits for a person even when the external policy is ``auto``. ``max_output_chars``:
-    longer tool outputs are summarized (``output_summary``: extractive or clip) before the
+    longer tool outputs are summarized (``output_summary``: extractive, clip, or model
+    within ``output_summary_timeout`` and ``output_summary_input_chars``) before the
     model sees them (the full text goes to the run store). ``output``: the type the final
     answer must fit (`ai_agent.structured.OutputSpec`), asked for as ``output_mode`` says and
     sent back with its errors ``output_retries`` times before the gate hears of it.
@@ -386,7 +387,9 @@ class RunPolicy:
     output_mode: Literal["native", "tool"] = "native"
     output_retries: int = 2
     max_concurrent_calls: int = 4
-    output_summary: Literal["extractive", "clip"] = "extractive"
+    output_summary: Literal["extractive", "clip", "model"] = "extractive"
+    output_summary_timeout: float = 60.0
+    output_summary_input_chars: int = 24_000
     media_inputs: frozenset[str] = frozenset()
     max_media_bytes: int = 1_000_000
 

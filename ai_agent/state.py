@@ -33,6 +33,7 @@ __all__ = [
     "AUDIO_FORMATS",
     "IMAGE_TYPES",
     "SEVERITY",
+    "STAGES",
     "Citation",
     "CompactionRecord",
     "Decision",
@@ -58,6 +59,9 @@ __all__ = [
     "append_or_replace",
     "new_run_state",
 ]
+
+STAGES = ("recall", "draft", "decide", "discover", "act", "reflect", "gate", "finalize", "persist")
+"""The engine's nine stages, in the order a cycle runs them."""
 
 Role = Literal["system", "user", "assistant", "tool"]
 RunStatus = Literal["running", "paused", "completed", "failed", "cancelled"]
@@ -342,7 +346,7 @@ class UsageRecord(TypedDict, total=False):
     tools_called: list[str]
     tool_call_tokens: dict[str, int]
     tool_result_tokens: dict[str, int]
-    purpose: Literal["draft", "compaction", "output", "subagent"]
+    purpose: Literal["draft", "compaction", "output", "subagent", "output_summary"]
 
 
 class CompactionRecord(TypedDict, total=False):

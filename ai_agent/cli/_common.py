@@ -338,18 +338,32 @@ def database_of(args: argparse.Namespace, *, must_exist: bool = True) -> RunData
 def archive_of(args: argparse.Namespace, *, listing: bool = False) -> RunArchive:
     """The run archive of the command's database, for reading runs without an Agent.
 
+    With ``--pipeline``, the pipeline the runs were made with reads their checkpoints.
+
     Reading needs neither the model nor the tools: this imports the run store and the
     checkpointer only, not the model stack. When ``--db`` says where the database is and no
     ``--config`` is given, the settings are not read here: the archive reads the same ones
     (environment and files) if a view needs them, and a command that only lists (``listing``:
     runs, plans) or shows a run's steps never does.
     """
-    from ai_agent.graph import RunArchive
+    from ai_agent.graph import RunArchive, RunDatabase
 
     settings = None if args.db and not (args.config and not listing) else settings_of(args)
-    archive = RunArchive.at(args.db, settings)
+    # A run of a pipeline of its own is read with that pipeline's channels (--pipeline).
+    pipeline = _pipeline(getattr(args, "pipeline", None))
+    archive = RunArchive(RunDatabase.at(args.db, settings, pipeline), settings)
     require_database(archive.database)
     return archive
+
+
+def add_pipeline_option(command: argparse.ArgumentParser) -> None:
+    """``--pipeline`` on a command that reads a run (``show``, ``history``, ``export``)."""
+    command.add_argument(
+        "--pipeline",
+        metavar="MODULE:NAME",
+        help="the pipeline the run was made with (docs/workflows.md): read it with that "
+        "pipeline's nodes and state fields",
+    )
 
 
 def require_database(database: RunDatabase) -> None:

@@ -21,12 +21,13 @@ __all__ = [
     "format_trace",
     "print_family",
     "print_json",
+    "print_pipeline",
     "print_result",
     "streaming",
 ]
 
 if TYPE_CHECKING:
-    from ai_agent.graph import RunFamily, RunResult
+    from ai_agent.graph import RunFamily, RunResult, UnreadChannels
 
 
 def print_json(value: Any) -> None:
@@ -96,6 +97,15 @@ def print_family(family: RunFamily) -> None:
         print(f"child of {link(family['parent'])}")
     for child in family["children"]:
         print(f"child run {link(child)}")
+
+
+def print_pipeline(fields: dict[str, Any], unread: UnreadChannels | None) -> None:
+    """A pipeline's own state fields (``--pipeline``), or the line saying what it would show."""
+    for name, value in fields.items():
+        text = json_visible(json.dumps(value, ensure_ascii=False, default=str))
+        print(f"{visible(name)}: {text if len(text) <= 200 else text[:199] + '…'}")
+    if unread is not None:
+        print(visible(unread.note()))
 
 
 def format_table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:

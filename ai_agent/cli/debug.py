@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from ai_agent.cli._common import (
     Parents,
     UsageError,
+    add_pipeline_option,
     archive_of,
     build_agent,
     exit_code,
@@ -18,7 +19,13 @@ from ai_agent.cli._common import (
     run_listing,
     thread_arg,
 )
-from ai_agent.cli._printing import format_table, print_family, print_json, print_result
+from ai_agent.cli._printing import (
+    format_table,
+    print_family,
+    print_json,
+    print_pipeline,
+    print_result,
+)
 from ai_agent.visible import visible
 
 if TYPE_CHECKING:
@@ -27,9 +34,11 @@ if TYPE_CHECKING:
         ModelIdentity,
         PruneReport,
         ReplayMode,
+        RunArchive,
         RunFamily,
         RunResult,
         TimelineRow,
+        UnreadChannels,
     )
 
 __all__ = ["add_commands"]
@@ -41,6 +50,7 @@ def add_commands(sub: Any, parents: Parents) -> None:
         "history", parents=[parents.common], help="list a run's checkpoints, oldest first"
     )
     history.add_argument("thread", type=thread_arg, help="the run's thread id")
+    add_pipeline_option(history)
     history.set_defaults(handler=_history)
 
     fork = sub.add_parser(
@@ -81,6 +91,7 @@ def add_commands(sub: Any, parents: Parents) -> None:
     )
     export.add_argument("thread", type=thread_arg, help="the run's thread id")
     export.add_argument("--html", required=True, metavar="FILE", help="the page to write")
+    add_pipeline_option(export)
     export.set_defaults(handler=_export)
 
     prune = sub.add_parser(
@@ -100,18 +111,36 @@ def add_commands(sub: Any, parents: Parents) -> None:
 
 
 def _history(args: argparse.Namespace) -> int:
-    from ai_agent.graph import family_of
-
     archive = archive_of(args)
     entries = archive.history(args.thread)
-    return _show_history(args, entries, run_listing(archive, family_of(archive.store, args.thread)))
+    return _show_history(args, entries, *run_listing(archive, _around(archive, args.thread)))
 
 
-def _show_history(args: argparse.Namespace, entries: list[HistoryEntry], family: RunFamily) -> int:
+async def _around(archive: RunArchive, thread: str) -> tuple[RunFamily, UnreadChannels | None]:
+    """A run's family (parent step, children) and what its reader's pipeline cannot read."""
+    from ai_agent.graph import family_of
+
+    return await family_of(archive.store, thread), await archive.database.unread_channels(thread)
+
+
+def _show_history(
+    args: argparse.Namespace,
+    entries: list[HistoryEntry],
+    family: RunFamily,
+    unread: UnreadChannels | None,
+) -> int:
     if args.json:
-        print_json([e.to_dict() for e in entries])
+        print_json(
+            {
+                "thread_id": args.thread,
+                "family": family,
+                "unread": unread.to_dict() if unread else None,
+                "checkpoints": [e.to_dict() for e in entries],
+            }
+        )
         return 0
     print_family(family)
+    print_pipeline({}, unread)
     rows = [
         (str(e.step), e.stage, e.time[11:19], e.checkpoint_id, e.summary.replace("\n", " "))
         for e in entries

@@ -5,12 +5,24 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from ai_agent.cli._common import Parents, archive_of, run_listing, thread_arg
-from ai_agent.cli._printing import format_timeline, print_family, print_json, print_result
+from ai_agent.cli._common import (
+    Parents,
+    add_pipeline_option,
+    archive_of,
+    run_listing,
+    thread_arg,
+)
+from ai_agent.cli._printing import (
+    format_timeline,
+    print_family,
+    print_json,
+    print_pipeline,
+    print_result,
+)
 from ai_agent.visible import visible
 
 if TYPE_CHECKING:
-    from ai_agent.graph import RunArchive, RunFamily
+    from ai_agent.graph import RunArchive, RunFamily, UnreadChannels
 
 __all__ = ["add_commands"]
 
@@ -29,6 +41,7 @@ def add_commands(sub: Any, parents: Parents) -> None:
     show.add_argument(
         "--checkpoint", metavar="ID", help="the run as it was at this checkpoint (see history)"
     )
+    add_pipeline_option(show)
     show.set_defaults(handler=_show)
 
 
@@ -60,10 +73,25 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _print_show(
-    args: argparse.Namespace, result: Any, timeline: Any, state: Any, family: RunFamily
+    args: argparse.Namespace,
+    result: Any,
+    timeline: Any,
+    state: Any,
+    family: RunFamily,
+    pipeline: tuple[dict[str, Any], UnreadChannels | None],
 ) -> int:
+    fields, unread = pipeline
     if args.json:
-        print_json({**result.to_dict(), "timeline": timeline, "at": state, "family": family})
+        print_json(
+            {
+                **result.to_dict(),
+                "timeline": timeline,
+                "at": state,
+                "family": family,
+                "fields": fields,
+                "unread": unread.to_dict() if unread else None,
+            }
+        )
         return 0
     usage = result.usage
     why = "" if result.stop_reason in (None, "finished") else f" ({result.stop_reason})"
@@ -79,6 +107,7 @@ def _print_show(
             + ("; paused for a plan" if state["paused"] else "")
         )
     print_family(family)
+    print_pipeline(fields, unread)
     print(format_timeline(timeline))
     if state is None:
         print_result(result, links=args.links)
@@ -86,7 +115,7 @@ def _print_show(
 
 
 async def _gather(archive: RunArchive, thread: str, checkpoint: str | None) -> Any:
-    from ai_agent.graph import family_of
+    from ai_agent.graph import family_of, own_fields
 
     result = await archive.get_result(thread)
     timeline = await archive.timeline(thread, checkpoint)
@@ -94,4 +123,6 @@ async def _gather(archive: RunArchive, thread: str, checkpoint: str | None) -> A
     if checkpoint is not None:
         entry = next(e for e in await archive.ahistory(thread) if e.checkpoint_id == checkpoint)
         state = {"step": entry.step, "next": list(entry.next), "paused": entry.paused}
-    return result, timeline, state, await family_of(archive.store, thread)
+    fields = own_fields(await archive.get_state(thread))
+    pipeline = (fields, await archive.database.unread_channels(thread))
+    return result, timeline, state, await family_of(archive.store, thread), pipeline

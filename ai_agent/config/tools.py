@@ -280,11 +280,26 @@ class ToolConfig(Section):
         description="Longer tool outputs are summarized (output_summary) before the model sees "
         "them; the full text stays in the run store.",
     )
-    output_summary: Literal["extractive", "clip"] = Field(
+    output_summary: Literal["extractive", "clip", "model"] = Field(
         default="extractive",
         description="How a tool output over max_output_chars is shortened: extractive (its first "
         "and last lines and its lines richest in rare words, in order, under a header saying "
-        "so) or clip (its head and tail).",
+        "so), clip (its head and tail) or model (one more model call writes it, recorded and "
+        "counted in usage and budget; extractive, saying why, when that call fails).",
+    )
+    output_summary_timeout: float = Field(
+        default=60.0,
+        gt=0,
+        le=3600,
+        description="Seconds the model may take to write a summary (output_summary=model); "
+        "a slower one is not waited for and the summary is extractive.",
+    )
+    output_summary_input_chars: int = Field(
+        default=24_000,
+        ge=1000,
+        le=1_000_000,
+        description="The most of an output the model is sent to summarize (output_summary="
+        "model): a longer one is sent as its head and tail.",
     )
     max_result_chars: int = Field(
         default=10_000_000,

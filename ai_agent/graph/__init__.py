@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from ai_agent.graph.build import build_graph, recursion_limit
     from ai_agent.graph.cases import export_case, import_case, read_case, write_case
     from ai_agent.graph.catalog import tool_catalog
+    from ai_agent.graph.channels import UnreadChannels, own_fields
     from ai_agent.graph.database import RunDatabase, check_thread_id, new_thread_id
     from ai_agent.graph.divergence import DivergenceReport
     from ai_agent.graph.export import mermaid
@@ -59,6 +60,7 @@ __all__ = [
     "RunResult",
     "TimelineRow",
     "ToolListing",
+    "UnreadChannels",
     "Worker",
     "WorkerEvent",
     "build_graph",
@@ -71,6 +73,7 @@ __all__ = [
     "mermaid",
     "new_thread_id",
     "open_toolsmaker",
+    "own_fields",
     "read_case",
     "recursion_limit",
     "regression_test_text",
@@ -103,6 +106,7 @@ _HOMES = {
     "RunResult": "ai_agent.graph.result",
     "TimelineRow": "ai_agent.graph.timeline",
     "ToolListing": "ai_agent.graph.tooling",
+    "UnreadChannels": "ai_agent.graph.channels",
     "Worker": "ai_agent.graph.worker",
     "WorkerEvent": "ai_agent.graph.worker",
     "build_graph": "ai_agent.graph.build",
@@ -116,6 +120,7 @@ _HOMES = {
     "new_thread_id": "ai_agent.graph.database",
     "open_toolsmaker": "ai_agent.graph.review",
     "read_case": "ai_agent.graph.cases",
+    "own_fields": "ai_agent.graph.channels",
     "recursion_limit": "ai_agent.graph.build",
     "regression_test_text": "ai_agent.graph.testfile",
     "replay_case": "ai_agent.graph.regression",

@@ -63,6 +63,7 @@ if TYPE_CHECKING:
     from ai_agent.checkpoints import PlanRecord, RunRecord, RunStoreProtocol
     from ai_agent.config import AgentSettings
     from ai_agent.graph.driving import Runner
+    from ai_agent.graph.interrupts import Answer
     from ai_agent.graph.player import ModelIdentity, ReplayMode
     from ai_agent.graph.stored_state import StoredSnapshot
 
@@ -71,7 +72,6 @@ if TYPE_CHECKING:
     from ai_agent.graph.run_summary import Summaries
     from ai_agent.tokens import TokenCounter
     from ai_agent.tools.registry import ToolRegistry
-    from ai_agent.user_plan import UserPlan
 
 __all__ = ["RunArchive"]
 
@@ -497,13 +497,13 @@ class RunArchive:
         return await replayer.replay(thread_id, checkpoint_id, mode, model_identity)
 
     # The plan queue (graph/worker.py) ---------------------------------------------------------
-    async def submit_plan(self, thread_id: str, plan: UserPlan | Mapping[str, Any]) -> PlanRecord:
-        """Queue a plan for a run paused at the gate; a worker resumes the run with it.
+    async def submit_plan(self, thread_id: str, plan: Answer) -> PlanRecord:
+        """Queue a plan for a run paused at the gate (or a node's answer); a worker resumes it.
 
-        The plan is checked now, against the pending gate and this Agent's tools, so a mistake
-        is reported to the person who wrote it, not found later by a worker. It is queued with
-        the token of the paused gate's report (read from the paused checkpoint), which the
-        worker requires: the plan answers that gate and no other.
+        The plan is checked now (against the pending gate and this Agent's tools) and queued
+        with the paused gate report's token, read from the paused checkpoint, which the worker
+        requires: it answers that gate alone. A run paused in a node of its pipeline takes the
+        node's answer, as ``resume`` does (`ai_agent.graph.queued_answers`).
 
         Raises:
             UnknownThreadError: no such run.

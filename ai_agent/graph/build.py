@@ -21,18 +21,13 @@ from langgraph.graph.state import CompiledStateGraph
 from ai_agent.context import RunContext
 from ai_agent.errors import RunError
 from ai_agent.graph.routes import after_decide, after_draft, after_finalize, after_gate
-from ai_agent.state import RunState
+from ai_agent.state import STAGES, RunState
 
 if TYPE_CHECKING:
     from langgraph.checkpoint.base import BaseCheckpointSaver
 
 __all__ = ["build_graph", "recursion_limit"]
 
-# ai_agent.nodes.STAGES, spelled again: importing that package imports every stage.
-_STAGE_NAMES = (
-    *("recall", "draft", "decide", "discover", "act"),
-    *("reflect", "gate", "finalize", "persist"),
-)
 
 # Steps per cycle on the longest path (draft, decide, discover, act, reflect, gate, and act and
 # reflect and gate again after a plan), plus recall/finalize/persist: the recursion limit follows
@@ -62,7 +57,7 @@ def build_graph(
     builder: StateGraph[RunState, RunContext, RunState, RunState] = StateGraph(
         RunState, context_schema=RunContext
     )
-    for name in _STAGE_NAMES:
+    for name in STAGES:
         builder.add_node(name, stages[name])
     builder.add_edge(START, "recall")
     builder.add_edge("recall", "draft")
@@ -80,7 +75,7 @@ def build_graph(
 def _stages() -> dict[str, Callable[..., Any]]:
     from ai_agent import nodes  # the stages, and the tools with them: only for a running graph
 
-    return {name: getattr(nodes, name) for name in _STAGE_NAMES}
+    return {name: getattr(nodes, name) for name in STAGES}
 
 
 def _refusing() -> dict[str, Callable[..., Any]]:
@@ -90,4 +85,4 @@ def _refusing() -> dict[str, Callable[..., Any]]:
 
         return stage
 
-    return {name: refusing(name) for name in _STAGE_NAMES}
+    return {name: refusing(name) for name in STAGES}

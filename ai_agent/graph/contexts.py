@@ -47,6 +47,7 @@ from ai_agent.observability.logs import engine_logger
 from ai_agent.observability.redaction import SecretValues
 from ai_agent.state import Issue
 from ai_agent.tokens import TokenCounter
+from ai_agent.tools.model_summary import OutputSummarizer
 from ai_agent.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:
@@ -230,12 +231,14 @@ class RunContexts:
         # Bounded below the recorder (and above the mask, so the kept full text is masked
         # too): the recording and the journal hold what the run keeps, and a large output's
         # full text is stored once, in the outputs.
+        meter = self._meter(thread_id, caller, replaying=model is not None)
         bounded = BoundedToolBox(
             ScrubbedToolBox(tools if tools is not None else self.registry.view(), secrets),
             self.store,
             thread_id,
             self.policy.max_output_chars,
             self.policy.output_summary,
+            summarizer=self._output_summarizer(meter, recorded),
             media_inputs=self.policy.media_inputs,
             max_media_bytes=self.policy.max_media_bytes,
         )
@@ -248,12 +251,31 @@ class RunContexts:
             policy=self.policy,
             emit=emit,
             memory=self._memory_store(),
-            meter=self._meter(thread_id, caller, replaying=model is not None),
+            meter=meter,
             model_events=model_events,
             scrub=secrets.scrub,
             # A replay brings its own model and hears no start-up issues.
             take_issues=_taking(issues if model is None else ()),
             outputs=self.store,  # clipped tool outputs, for tool_output
+        )
+
+    def _output_summarizer(self, meter: RunMeter, recorded: ModelCaller) -> OutputSummarizer | None:
+        """Who writes a long tool output's summary (``output_summary = "model"``), else None.
+
+        The summarization model when the settings name one (a replay has none: its own model
+        serves the recording), else the run's model; recorded either way, and each reply's
+        usage is recorded by the run's meter, so it counts in usage and budget.
+        """
+        policy = self.policy
+        if policy.output_summary != "model":
+            return None
+        return OutputSummarizer(
+            model=meter.summarizer or recorded,
+            timeout=policy.output_summary_timeout,
+            input_chars=policy.output_summary_input_chars,
+            on_reply=lambda reply, iteration, request: meter.record_call(
+                reply, iteration, request, "output_summary"
+            ),
         )
 
     def _model_label(self, caller: ModelCaller) -> str:

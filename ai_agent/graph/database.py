@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from ai_agent.checkpoints import TypedSerializer
     from ai_agent.checkpoints.reader import DeltaReader
     from ai_agent.config import AgentSettings
+    from ai_agent.graph.channels import UnreadChannels
     from ai_agent.graph.pipeline import Pipeline
 
 __all__ = [
@@ -167,15 +168,21 @@ class RunDatabase:
         self._compiled: dict[bool, tuple[BaseCheckpointSaver[Any], Any]] = {}
 
     @classmethod
-    def at(cls, location: str | Path | None, settings: AgentSettings | None = None) -> Self:
+    def at(
+        cls,
+        location: str | Path | None,
+        settings: AgentSettings | None = None,
+        pipeline: Pipeline | None = None,
+    ) -> Self:
         """The database at ``location`` (a SQLite path or a ``postgresql://`` URL).
 
         None: the settings' ``checkpoint_url``, then their ``checkpoint_path``. The lease
-        length is the settings' too (the store's default without them).
+        length is the settings' too (the store's default without them). ``pipeline``: the
+        runs' own pipeline, which reads their checkpoints (None: the engine's stages).
         """
         where = locate_database(location, None, settings)
         lease = None if settings is None else settings.lease_seconds
-        return cls(where, lease_seconds=lease, plain_reads=True)
+        return cls(where, lease_seconds=lease, plain_reads=True, pipeline=pipeline)
 
     @property
     def store(self) -> RunStoreProtocol:
@@ -314,6 +321,30 @@ class RunDatabase:
         from ai_agent.checkpoints.reader import DeltaReader
 
         return DeltaReader(where)
+
+    async def unread_channels(self, thread_id: str) -> UnreadChannels | None:
+        """The run's nodes and state fields this database's pipeline has no channel for.
+
+        None: it reads the whole run. A run made by a pipeline of its own and read without
+        it (`ai_agent.graph.channels`) names them, so a reader can say what ``--pipeline``
+        would show.
+        """
+        from ai_agent.graph.channels import ENGINE_CHANNELS, UnreadChannels
+
+        # The latest checkpoint's channel versions name every channel the run wrote, whichever
+        # graph wrote it; read without LangGraph where the engine's own pipeline reads it.
+        reader = self.plain_reader() if self.pipeline is None else None
+        if reader is not None:
+            with reader:
+                stored = reader.get_tuple(config_for(thread_id))
+            written = None if stored is None else stored.checkpoint["channel_versions"]
+            return None if written is None else UnreadChannels.of(written, ENGINE_CHANNELS)
+        async with self.graph(reading=True) as graph:
+            saved = await graph.checkpointer.aget_tuple(config_for(thread_id))
+            known = graph.channels
+        if saved is None:
+            return None
+        return UnreadChannels.of(saved.checkpoint["channel_versions"], known)
 
     def _serde(self) -> TypedSerializer | None:
         """The pipeline's serializer when it registered types of its own (else the strict one)."""

@@ -11,7 +11,7 @@ records the outcome. The archive imports this protocol, never the runner
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
@@ -19,8 +19,9 @@ if TYPE_CHECKING:
 
     from ai_agent.checkpoints import Lease
     from ai_agent.context import Hooks, ModelCaller, RunContext, ToolBox
+    from ai_agent.graph.interrupts import Answer
     from ai_agent.graph.result import RunResult
-    from ai_agent.state import Issue, UserPlan
+    from ai_agent.state import Issue
 
 __all__ = ["Runner"]
 
@@ -63,11 +64,14 @@ class Runner(Protocol):
         self,
         thread_id: str,
         snapshot: StateSnapshot,
-        plan: UserPlan | Mapping[str, Any] | None,
+        plan: Answer,
         *,
         token_required: bool = False,
     ) -> Command[Any] | None:
-        """The graph input that continues a run, once every check of a resume passed."""
+        """The graph input that continues a run, once every check of a resume passed.
+
+        ``plan``: a plan for the gate, or the answer to a node of the run's pipeline.
+        """
 
     async def model(self) -> ModelCaller:
         """The live model caller (built when first needed)."""

@@ -15,6 +15,7 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ai_agent.graph.channels import own_fields
 from ai_agent.graph.chart import PIPELINE_MERMAID
 from ai_agent.graph.family import family_of
 from ai_agent.graph.html_report import render_html
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
     from langgraph.types import StateSnapshot
 
     from ai_agent.checkpoints import RunStoreProtocol
+    from ai_agent.graph.database import RunDatabase
     from ai_agent.graph.history import HistoryEntry
     from ai_agent.graph.inspection import AgentStateView
     from ai_agent.graph.stored_state import StoredSnapshot
@@ -35,6 +37,8 @@ __all__ = ["RunReader", "mermaid", "run_report", "write_page"]
 
 class RunReader(Protocol):
     """What a run's page is read through: the run archive (`ai_agent.graph.archive`)."""
+
+    database: RunDatabase
 
     @property
     def store(self) -> RunStoreProtocol:
@@ -96,6 +100,7 @@ async def run_report(
     path = [row["stage"] for row in timeline]
     history = [entry.to_dict() for entry in await archive.ahistory(thread_id)]
     visits = dict(Counter(path))
+    unread = await archive.database.unread_channels(thread_id)
     return {
         "thread_id": thread_id,
         "task": state.get("task", ""),
@@ -105,6 +110,9 @@ async def run_report(
         # A child run's parent step, and the runs this one spawned (subagents).
         "family": await family_of(archive.store, thread_id),
         "created_at": record["created_at"] if record else None,
+        # A pipeline of the user's: its own state fields (read with it), or what is not read.
+        "fields": own_fields(state),
+        "unread": unread.to_dict() if unread else None,
         "final_text": state.get("final_text"),
         "output": state.get("output"),  # a typed run's answer, as the JSON data it keeps
         "citations": list(state.get("citations") or []),

@@ -17,11 +17,11 @@ from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from ai_agent.state import STAGES
 from ai_agent.visible import Mode, json_visible, link_target, visible
 
 __all__ = ["STAGES", "pipeline_svg", "render_html"]
 
-STAGES = ("recall", "draft", "decide", "discover", "act", "reflect", "gate", "finalize", "persist")
 
 _CSS = """
 body{font:14px/1.45 system-ui,-apple-system,'Segoe UI',sans-serif;margin:0;color:#1d2330;
@@ -144,6 +144,7 @@ def _summary(r: dict[str, Any]) -> str:
             ),
         ),
         *_family_rows(r.get("family")),
+        *_pipeline_rows(r.get("fields"), r.get("unread")),
         ("System prompt", f"<pre>{_e(r['system_prompt'])}</pre>"),
         ("Answer", f"<pre>{_e(r['final_text'] or r['error'] or '', 'text')}</pre>"),
     ]
@@ -154,6 +155,19 @@ def _summary(r: dict[str, Any]) -> str:
     return (
         f'<section id="summary"><h2>Run</h2><p id="js-summary"></p><table>{body}</table></section>'
     )
+
+
+def _pipeline_rows(
+    fields: dict[str, Any] | None, unread: dict[str, Any] | None
+) -> list[tuple[str, str]]:
+    """A pipeline's own state fields, or the note that they were not read (no --pipeline)."""
+    rows = [
+        (f"<code>{_e(name)}</code>", f"<pre>{_j(value)}</pre>")
+        for name, value in (fields or {}).items()
+    ]
+    if unread:
+        rows.append(("Pipeline", _e(unread["note"])))
+    return rows
 
 
 def _family_rows(family: dict[str, Any] | None) -> list[tuple[str, str]]:

@@ -74,6 +74,8 @@ def run_policy(
         output_retries=s.output.max_retries,
         max_concurrent_calls=s.tool_config.max_concurrent_calls,
         output_summary=s.tool_config.output_summary,
+        output_summary_timeout=s.tool_config.output_summary_timeout,
+        output_summary_input_chars=s.tool_config.output_summary_input_chars,
         media_inputs=frozenset(s.model_backend.media_inputs),
         max_media_bytes=s.model_backend.max_media_bytes,
     )

@@ -28,8 +28,9 @@ from ai_agent.graph.toolboxes import DelegatingToolBox
 from ai_agent.models import request_hash
 from ai_agent.state import ToolCall, ToolResult
 from ai_agent.tools.media import admit
+from ai_agent.tools.model_summary import OutputSummarizer
 from ai_agent.tools.policy import args_hash
-from ai_agent.tools.results import OutputSummary, bound_output
+from ai_agent.tools.results import OutputSummary, bound_output, is_bounded
 
 if TYPE_CHECKING:
     from ai_agent.checkpoints.store import RunStoreProtocol
@@ -230,6 +231,7 @@ class BoundedToolBox(DelegatingToolBox):
         thread_id: The run.
         limit: The longest result text kept in the run (``max_output_chars``).
         method: How a longer one is shortened (``output_summary``).
+        summarizer: Writes the summary when ``method`` is ``model``.
         media_inputs: The kinds of media the model reads (``model_backend.media_inputs``).
         max_media_bytes: The largest part it gets (``model_backend.max_media_bytes``).
     """
@@ -242,6 +244,7 @@ class BoundedToolBox(DelegatingToolBox):
         limit: int,
         method: OutputSummary = "extractive",
         *,
+        summarizer: OutputSummarizer | None = None,
         media_inputs: frozenset[str] = frozenset(),
         max_media_bytes: int = 0,
     ) -> None:
@@ -250,6 +253,7 @@ class BoundedToolBox(DelegatingToolBox):
         self.thread_id = thread_id
         self.limit = limit
         self.method: OutputSummary = method
+        self.summarizer = summarizer
         self.media_inputs = media_inputs
         self.max_media_bytes = max_media_bytes
 
@@ -258,9 +262,32 @@ class BoundedToolBox(DelegatingToolBox):
         result = await self.inner.execute(call, tool_ctx)
         result = admit(result, self.media_inputs, self.max_media_bytes)
         text = self.inner.format_result(call["name"], result)
+        if not is_bounded(text, result, self.limit):
+            # Only a summary made here carries its call's usage: a tool's own claim of one
+            # would count tokens no model spent.
+            result = _without_summary_usage(result)
         where = (self.thread_id, int(tool_ctx.get("iteration") or 0), call)
-        bounded = await bound_output(self.outputs, where, text, result, self.limit, self.method)
+        bounded = await bound_output(
+            self.outputs,
+            where,
+            text,
+            result,
+            self.limit,
+            self.method,
+            summarizer=self.summarizer,
+            task=str(tool_ctx.get("task") or ""),
+        )
         return bounded[1]
+
+
+def _without_summary_usage(result: ToolResult) -> ToolResult:
+    """``result`` without a ``summary_usage`` in its meta (a tool's, not the engine's)."""
+    meta = result.get("meta")
+    if not isinstance(meta, dict) or "summary_usage" not in meta:
+        return result
+    clean = ToolResult(**result)
+    clean["meta"] = {k: v for k, v in meta.items() if k != "summary_usage"}
+    return clean
 
 
 class RecordingToolBox(DelegatingToolBox):

@@ -129,33 +129,58 @@ async def attach(
 
 
 def tree_budget(
-    parent: BudgetConfig | None, used: Mapping[str, Any] | None, child: BudgetConfig
+    parent: BudgetConfig | None,
+    used: Mapping[str, Any] | None,
+    child: BudgetConfig,
+    *,
+    allowance: Mapping[str, Any] | None = None,
+    granted: bool = False,
 ) -> BudgetConfig | None:
     """The child's budget, limited to what its parent's budget has left (None: no limit).
 
     The parent's budget limits the whole tree: a child may spend at most what the parent has
-    left when it calls it (its own limits still hold when lower). An allowance a person granted
-    the parent at a BUDGET stop is not counted, so the child's limit is never the looser one.
+    left when it calls it (its own limits still hold when lower). The parent's limit is its
+    budget or the allowance a person granted it at a BUDGET stop (its ``budget_allowance``),
+    whichever is higher: the allowance is handed down. ``granted``: a person has just answered
+    this child's stop for the tree budget with a plan that goes on, which allows the child one
+    more of the parent's budget from here (the parent's own check still stops the parent).
 
     Examples:
         >>> from ai_agent.config import BudgetConfig
         >>> cap = tree_budget(BudgetConfig(max_tokens=1000), {"total_tokens": 400}, BudgetConfig())
         >>> cap.max_tokens, cap.max_cost
         (600, None)
+        >>> tree_budget(BudgetConfig(max_tokens=1000), {"total_tokens": 1400}, BudgetConfig(),
+        ...             allowance={"tokens": 2400}).max_tokens
+        1000
+        >>> tree_budget(BudgetConfig(max_tokens=1000), {"total_tokens": 990}, BudgetConfig(),
+        ...             granted=True).max_tokens
+        1000
         >>> tree_budget(None, {}, BudgetConfig()) is None
         True
     """
     if parent is None or (parent.max_tokens is None and parent.max_cost is None):
         return None
-    spent = used or {}
+    spent, extra = used or {}, allowance or {}
     limits: dict[str, Any] = {}
     if parent.max_tokens is not None:
-        left = max(1, parent.max_tokens - int(spent.get("total_tokens") or 0))
+        limit = max(parent.max_tokens, int(_amount(extra.get("tokens"))))
+        left = limit - int(_amount(spent.get("total_tokens")))
+        left = max(1, parent.max_tokens if granted else 0, left)
         limits["max_tokens"] = min(left, child.max_tokens or left)
     if parent.max_cost is not None:
-        left_cost = max(1e-9, parent.max_cost - float(spent.get("cost") or 0.0))
+        limit_cost = max(parent.max_cost, _amount(extra.get("cost")))
+        left_cost = limit_cost - _amount(spent.get("cost"))
+        left_cost = max(1e-9, parent.max_cost if granted else 0.0, left_cost)
         limits["max_cost"] = min(left_cost, child.max_cost or left_cost)
     return child.model_copy(update=limits)
+
+
+def _amount(value: Any) -> float:
+    """A figure of usage or of an allowance: anything but a non-negative number counts as 0."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        return 0.0
+    return float(value)
 
 
 def outcome_of(result: RunResult) -> ToolResult:
@@ -212,18 +237,35 @@ class Subagent:
         parent_call_id: str,
         plan: Mapping[str, Any] | None = None,
         usage: Mapping[str, Any] | None = None,
+        allowance: Mapping[str, Any] | None = None,
     ) -> ToolResult:
         """Run (or re-attach to) the child of this parent call; its outcome as a tool result."""
         parent = ParentStep(parent_thread, parent_iteration, parent_call_id)
         thread = child_thread_id(parent_thread, parent_call_id)
         caps = self.child._contexts.budget_caps
-        cap = tree_budget(self.budget, usage, self.child.settings.budget)
+        # A plan that goes on, answering the parent's gate that showed this child's BUDGET stop,
+        # is the person's allowance for the child.
+        granted = bool(plan and plan.get("allow_continue", True)) and await self._budget_stop(
+            thread
+        )
+        cap = tree_budget(
+            self.budget, usage, self.child.settings.budget, allowance=allowance, granted=granted
+        )
         if cap is not None:
             caps[thread] = cap
         try:
             return outcome_of(await attach(self.child, task, thread, parent, plan))
         finally:
             caps.pop(thread, None)
+
+    async def _budget_stop(self, thread: str) -> bool:
+        """Whether the child of ``thread`` waits at its gate for a BUDGET stop."""
+        record = await self.child._runner.store.get_run(thread)
+        if record is None or record["status"] != "paused":
+            return False
+        # The report the paused gate handed out (the state has it once the gate is answered).
+        gate = (await self.child.archive.get_result(thread)).gate
+        return gate is not None and any(issue["code"] == "BUDGET" for issue in gate["issues"])
 
 
 class Subagents:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ai_agent.graph.channels import own_fields
 from ai_agent.state import GateReport, Message, PlanRecord, RunState
 
 __all__ = ["change_summary", "clip", "describe_message", "describe_plan"]
@@ -110,6 +111,16 @@ def _fields(before: RunState, after: RunState) -> list[str]:
     return parts
 
 
+def _own(before: RunState, after: RunState) -> list[str]:
+    """The changed state fields of a pipeline's own (read with its ``--pipeline``)."""
+    old = own_fields(before)
+    return [
+        f"{name} {clip(json.dumps(value, ensure_ascii=False, default=str), 60)}"
+        for name, value in own_fields(after).items()
+        if old.get(name) != value
+    ]
+
+
 def change_summary(before: RunState, after: RunState, *, paused: bool = False) -> str:
     """What changed from ``before`` to ``after``, in one line.
 
@@ -122,7 +133,7 @@ def change_summary(before: RunState, after: RunState, *, paused: bool = False) -
         task = after.get("task")
         parts = [f"task {clip(task)!r}"] if task else ["run input"]
     else:
-        parts = _messages(before, after) + _fields(before, after)
+        parts = _messages(before, after) + _fields(before, after) + _own(before, after)
     if paused:
         parts.append("paused for a plan")
     return clip("; ".join(parts), _MAX) if parts else "no change"

@@ -45,13 +45,15 @@ import contextlib
 import os
 import socket
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from ai_agent.checkpoints.plans import PlanRecord
 from ai_agent.errors import AgentError, PlanRefusedError, RunError, ThreadBusyError
 from ai_agent.graph.database import RunDatabase, config_for
+from ai_agent.graph.interrupts import waiting_node
+from ai_agent.graph.queued_answers import answer_input, is_node_answer, queued_answer
 from ai_agent.graph.result import RunResult
 from ai_agent.observability.logs import engine_logger
 from ai_agent.state import Issue
@@ -62,7 +64,7 @@ if TYPE_CHECKING:
     from ai_agent.checkpoints import RunStoreProtocol
     from ai_agent.checkpoints.runstore import Lease
     from ai_agent.graph.driving import Runner
-    from ai_agent.user_plan import UserPlan
+    from ai_agent.graph.interrupts import Answer
 
 __all__ = ["PlanOutcome", "PlanQueue", "PlanServer", "Worker", "WorkerEvent"]
 
@@ -138,13 +140,23 @@ class PlanQueue:
         self._runner = runner
         self._on_drive = on_drive
 
-    async def submit(self, thread_id: str, plan: UserPlan | Mapping[str, Any]) -> PlanRecord:
-        """Check a plan against the paused gate and queue it with the gate's token."""
+    async def submit(self, thread_id: str, plan: Answer) -> PlanRecord:
+        """Check a plan against the paused gate and queue it with the gate's token.
+
+        A run that waits in a node of its pipeline gets an answer instead
+        (`ai_agent.graph.queued_answers`), queued with the interrupt's id.
+        """
         from ai_agent.plans import read_plan  # pydantic: not for listing the queue
 
         runner = self._runner("queueing a plan")
         async with self.database.graph() as graph:
             snapshot = await graph.aget_state(config_for(thread_id))
+        waiting = waiting_node(snapshot)
+        if waiting is not None:  # a node of the run's pipeline asked: queue its answer
+            row = await queued_answer(runner, thread_id, snapshot, waiting, plan)
+            return await self.database.store.submit_plan(
+                thread_id, row, gate_checkpoint_id=_checkpoint_id(snapshot)
+            )
         parsed = read_plan(plan)
         if parsed.gate_token is None and snapshot.interrupts:
             token = snapshot.interrupts[0].value.get("token")
@@ -217,7 +229,12 @@ class PlanQueue:
             # The worker that claimed it applied it and died mid-run: continue from the last
             # checkpoint, as a resume after a crash does.
             return await runner.resume_input(thread_id, snapshot, None)
-        command = await runner.resume_input(thread_id, snapshot, plan["plan"], token_required=True)
+        if waiting_node(snapshot) is not None or is_node_answer(plan["plan"]):
+            command = await answer_input(runner, plan, snapshot)  # a node's answer
+        else:
+            command = await runner.resume_input(
+                thread_id, snapshot, plan["plan"], token_required=True
+            )
         if gate and _checkpoint_id(snapshot) != gate:
             # The row's own word only ever refuses a plan; what lets one through is its token.
             raise PlanRefusedError(

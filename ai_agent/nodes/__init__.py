@@ -9,6 +9,7 @@ from ai_agent.nodes.gate import gate
 from ai_agent.nodes.persist import persist
 from ai_agent.nodes.recall import recall
 from ai_agent.nodes.reflect import reflect
+from ai_agent.state import STAGES
 
 __all__ = [
     "STAGES",
@@ -22,5 +23,3 @@ __all__ = [
     "recall",
     "reflect",
 ]
-
-STAGES = ("recall", "draft", "decide", "discover", "act", "reflect", "gate", "finalize", "persist")

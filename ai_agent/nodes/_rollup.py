@@ -1,4 +1,4 @@
-"""A child run's usage rolled up into its parent's (a subagent's tool result).
+"""Usage a tool result carries, rolled up into the run's: a subagent's, a summary call's.
 
 A subagent's tool result carries the child's usage totals in ``meta.child_usage``
 (``ai_agent.graph.subagents``). act adds them to the parent's totals (``usage``) and keeps one
@@ -14,7 +14,7 @@ from typing import Any
 
 from ai_agent.state import ToolResult, UsageRecord
 
-__all__ = ["child_usage"]
+__all__ = ["child_usage", "summary_usage"]
 
 _TOKENS = ("prompt_tokens", "completion_tokens", "total_tokens", "cached_tokens")
 
@@ -57,4 +57,43 @@ def child_usage(
     if isinstance(cost, int | float) and not isinstance(cost, bool) and cost > 0:
         record["cost"] = float(cost)
         out["cost"] = round(out.get("cost", 0.0) + float(cost), 9)
+    return out, record
+
+
+def summary_usage(
+    result: ToolResult, total: Mapping[str, Any] | None
+) -> tuple[dict[str, Any], UsageRecord] | None:
+    """The run's totals with the summary call of a result added, and its record; None: none.
+
+    A result whose long output the model summarized (``output_summary = "model"``) carries
+    that call's usage record in ``meta.summary_usage`` (made by the run's meter, see
+    ``ai_agent.tools.model_summary``): one more request of the run, ``purpose`` output_summary.
+
+    Examples:
+        >>> result = {"status": "ok", "meta": {"summary_usage": {"iteration": 2, "at": 0.0,
+        ...           "prompt_tokens": 90, "completion_tokens": 10, "total_tokens": 100,
+        ...           "cost": 0.25}}}
+        >>> totals, record = summary_usage(result, {"total_tokens": 5, "requests": 1})
+        >>> totals["total_tokens"], totals["requests"], totals["cost"], record["purpose"]
+        (105, 2, 0.25, 'output_summary')
+    """
+    usage = (result.get("meta") or {}).get("summary_usage")
+    if not isinstance(usage, Mapping) or not usage:
+        return None
+    record = UsageRecord(**{k: v for k, v in usage.items() if isinstance(k, str)})  # type: ignore[typeddict-item]
+    record["purpose"] = "output_summary"
+    record["iteration"] = _count(usage.get("iteration"))
+    at = usage.get("at")
+    record["at"] = float(at) if isinstance(at, int | float) and not isinstance(at, bool) else 0.0
+    out = dict(total or {})
+    for key in _TOKENS:
+        record[key] = _count(usage.get(key))
+        out[key] = out.get(key, 0) + record[key]
+    out["requests"] = out.get("requests", 0) + 1
+    cost = usage.get("cost")
+    if isinstance(cost, int | float) and not isinstance(cost, bool) and cost > 0:
+        record["cost"] = float(cost)
+        out["cost"] = round(out.get("cost", 0.0) + float(cost), 9)
+    else:
+        record.pop("cost", None)
     return out, record

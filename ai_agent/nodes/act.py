@@ -31,7 +31,7 @@ from ai_agent.issues import IssueKind, as_state
 from ai_agent.nodes._common import stage
 from ai_agent.nodes._issues import issue, issue_from_result
 from ai_agent.nodes._output import output_sink
-from ai_agent.nodes._rollup import child_usage
+from ai_agent.nodes._rollup import child_usage, summary_usage
 from ai_agent.nodes._status import plan_line, status_line
 from ai_agent.observability.tooldata import tool_telemetry
 from ai_agent.state import (
@@ -263,9 +263,11 @@ class _Cycle:
             "call_id": call["id"],
             "workdir": context.policy.workdir,
             # The plan that answered this run's gate, for a subagent whose gate it answers,
-            # and this run's usage so far, which a subagent's budget is limited by.
+            # and this run's usage so far and the budget allowance a person granted it, which
+            # a subagent's budget is limited by.
             "plan": dict(self.plan),
             "usage": dict(self.state.get("usage") or {}),
+            "budget_allowance": dict(self.state.get("budget_allowance") or {}),
             "on_output": output_sink(
                 context.emit if context.policy.stream_tool_results else None,
                 tool=call["name"],
@@ -308,10 +310,18 @@ class _Cycle:
             self.update["active_tools"] = list(self.active)
 
     def roll_up(self, result: ToolResult) -> None:
-        """A subagent's usage counts as this run's (nodes/_rollup.py): its budget covers both."""
-        rolled = child_usage(
-            result, self.update.get("usage", self.state.get("usage")), self.iteration
-        )
+        """A subagent's usage, and a summary call's, count as this run's (nodes/_rollup.py).
+
+        The run's budget, checked before its next model call, then covers them too.
+        """
+        self.add_usage(child_usage(result, self.usage(), self.iteration))
+        self.add_usage(summary_usage(result, self.usage()))
+
+    def usage(self) -> dict[str, Any] | None:
+        """The run's usage totals as this step leaves them so far."""
+        return self.update.get("usage", self.state.get("usage"))
+
+    def add_usage(self, rolled: tuple[dict[str, Any], UsageRecord] | None) -> None:
         if rolled is not None:
             self.update["usage"], record = rolled
             self.update["usage_log"] = [*self.update.get("usage_log", []), record]

@@ -18,6 +18,7 @@ from ai_agent.observability.redaction import MASK, SecretValues
 from ai_agent.state import MediaPart, ToolCall, ToolResult
 from ai_agent.tools.extractive import HEADER_START, extractive_summary
 from ai_agent.tools.media import MediaKind, describe, media_part
+from ai_agent.tools.model_summary import MODEL_HEADER_START, OutputSummarizer, model_header
 
 __all__ = [
     "REDACTED",
@@ -37,7 +38,7 @@ __all__ = [
 
 REDACTED = MASK
 # How a tool output longer than max_output_chars is made shorter (tool_config.output_summary).
-OutputSummary = Literal["extractive", "clip"]
+OutputSummary = Literal["extractive", "clip", "model"]
 _ERROR_PREFIX = "Error: "
 _MARKER_END = " ...]\n"
 _SUMMARY_CHARS = 2000
@@ -216,14 +217,19 @@ async def bound_output(
     result: ToolResult,
     limit: int,
     method: OutputSummary = "extractive",
+    *,
+    summarizer: OutputSummarizer | None = None,
+    task: str = "",
 ) -> tuple[str, ToolResult]:
     """Bound what the model (and the run) keeps of a result; its full text goes to ``outputs``.
 
     A ``text`` (the result as the model reads it) longer than ``limit`` is kept whole, once, in
     the output store, and the result is replaced by one whose text is a summary of it that says
     it is one and names the kept output: ``extractive`` (some of its own lines, chosen the same
-    way every time, see `extractive_summary`) or ``clip`` (its head and tail, see `clip_text`;
-    also what an extractive summary falls back to when none fits). Everything else the run
+    way every time, see `extractive_summary`), ``model`` (written by ``summarizer``, see
+    `ai_agent.tools.model_summary`; extractive, saying why, when it fails) or ``clip`` (its
+    head and tail, see `clip_text`; also what an extractive summary falls back to when none
+    fits). Everything else the run
     stores of the call (checkpoints, the journal, the recorded call) holds the bounded result,
     so a large output takes its size once. A result bounded already (`is_bounded`) comes back as
     it is: bounding twice would summarize the summary and overwrite the kept output with it.
@@ -235,6 +241,8 @@ async def bound_output(
         result: The result.
         limit: The longest text kept in the run (``max_output_chars``).
         method: How the text is made shorter (``tool_config.output_summary``).
+        summarizer: Writes a ``model`` summary (None: there is no model to ask here).
+        task: The run's task, which the summarizing model is told.
 
     Returns:
         The text the model gets and the result the run keeps.
@@ -251,11 +259,17 @@ async def bound_output(
         else "the full output was not kept"
     )
     note += "; narrow the request to see the rest"
-    summary = extractive_summary(text, limit, note=note) if method == "extractive" else None
-    clipped = summary if summary is not None else clip_text(text, limit, note=note)
     meta = dict(result.get("meta") or {})
     meta.update(clipped=True, full_chars=len(text), output_ref=ref)
-    meta["summary"] = "extractive" if summary is not None else "clip"
+    clipped = None
+    if method == "model":
+        clipped, note = await _model_summary(summarizer, where, text, limit, note, task, meta)
+    if clipped is None and method != "clip":
+        clipped = extractive_summary(text, limit, note=note)
+        meta["summary"] = "extractive"
+    if clipped is None:
+        clipped = clip_text(text, limit, note=note)
+        meta["summary"] = "clip"
     bounded = ToolResult(**result)
     bounded["meta"] = meta
     if result["status"] == "error":
@@ -264,6 +278,37 @@ async def bound_output(
     else:
         bounded["content"] = clipped
     return clipped, bounded
+
+
+async def _model_summary(
+    summarizer: OutputSummarizer | None,
+    where: tuple[str, int, ToolCall],
+    text: str,
+    limit: int,
+    note: str,
+    task: str,
+    meta: dict[str, Any],
+) -> tuple[str | None, str]:
+    """The model's summary under its header (None when it failed) and the note to go on with.
+
+    ``meta`` gets ``summary`` ("model"), the usage of the call (``summary_usage``, whenever the
+    model answered) or, on failure, why (``summary_failure``), which the fallback's note says.
+    """
+    if summarizer is None:
+        failure = "no model to write it here"
+    else:
+        header = model_header(len(text), len(text.splitlines()), note)
+        made = await summarizer.summarize(
+            text, room=limit - len(header), tool=where[2]["name"], task=task, iteration=where[1]
+        )
+        if made.usage is not None:
+            meta["summary_usage"] = made.usage
+        if made.text is not None:
+            meta["summary"] = "model"
+            return header + made.text, note
+        failure = made.failure or "no summary"
+    meta["summary_failure"] = failure
+    return None, f"{note}; the model's summary failed ({failure})"
 
 
 def is_bounded(text: str, result: ToolResult, limit: int) -> bool:
@@ -284,9 +329,10 @@ def is_bounded(text: str, result: ToolResult, limit: int) -> bool:
     full = meta.get("full_chars")
     if meta.get("clipped") is not True or not isinstance(full, int) or "output_ref" not in meta:
         return False
-    if meta.get("summary") == "extractive":
+    starts = {"extractive": HEADER_START, "model": MODEL_HEADER_START}.get(str(meta.get("summary")))
+    if starts is not None:
         # Any text under the limit with the header is harmless to keep as it is.
-        return len(text) <= limit and text.startswith(f"{HEADER_START}{full:,}-character ")
+        return len(text) <= limit and text.startswith(f"{starts}{full:,}-character ")
     head = limit * 2 // 3
     tail = limit - head
     start = f"\n[... {full - head - tail} of {full} characters clipped; "

@@ -49,7 +49,7 @@ def test_history_prints_checkpoints_and_json(
     draft = next(line for line in lines if line.split()[:2] == ["2", "draft"])
     assert 'model asks for calculator({"expression": "6*7"})' in draft
     assert main(["history", "t1", *db, "--json"]) == 0
-    entries = json.loads(out_of(capsys))
+    entries = json.loads(out_of(capsys))["checkpoints"]
     assert [e["stage"] for e in entries][-2:] == ["finalize", "persist"]
     assert main(["history", "ghost", *db]) == EXIT["usage"]
 
@@ -82,7 +82,7 @@ def test_show_prints_a_timeline_with_tokens(
     assert "6*7 = 42" in out.splitlines()[-1]
 
     main(["history", "t1", *db, "--json"])
-    act = next(e for e in json.loads(out_of(capsys)) if e["stage"] == "act")
+    act = next(e for e in json.loads(out_of(capsys))["checkpoints"] if e["stage"] == "act")
     assert main(["show", "t1", *db, "--checkpoint", act["checkpoint_id"]]) == 0
     lines = out_of(capsys).splitlines()
     assert lines[1] == f"at checkpoint {act['checkpoint_id']} (step 5): next reflect"
@@ -126,7 +126,7 @@ def test_fork_graph_export_and_prune(
     db, model = setup
     capsys.readouterr()
     main(["history", "t1", *db, "--json"])
-    entries: list[dict[str, Any]] = json.loads(out_of(capsys))
+    entries: list[dict[str, Any]] = json.loads(out_of(capsys))["checkpoints"]
     recall = next(e for e in entries if e["stage"] == "recall")["checkpoint_id"]
 
     assert main(["fork", "t1", recall, *db]) == 0

@@ -83,3 +83,35 @@ def test_the_export_links_parent_and_children(
     )
     assert main(["export", child, *db, "--html", str(page)]) == 0
     assert "<th>Parent</th><td><code>p</code> at call c1.0 (completed)" in page.read_text()
+
+
+def test_history_json_has_the_family_as_show_does(
+    tree: tuple[list[str], str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    db, child = tree
+    for thread in ("p", child, "q"):
+        assert main(["show", thread, *db, "--json"]) == 0
+        shown = json.loads(capsys.readouterr().out)["family"]
+        assert main(["history", thread, *db, "--json"]) == 0
+        history = json.loads(capsys.readouterr().out)
+        assert history["thread_id"] == thread
+        assert history["family"] == shown
+        assert history["unread"] is None  # the engine's own pipeline reads all of it
+        assert [c["stage"] for c in history["checkpoints"]][:2] == ["input", "start"]
+    assert main(["history", "p", *db, "--json"]) == 0
+    family = json.loads(capsys.readouterr().out)["family"]
+    assert family == {
+        "parent": None,
+        "children": [
+            {"thread_id": child, "status": "completed", "iteration": 1, "call_id": "c1.0"}
+        ],
+    }
+    assert main(["history", child, *db, "--json"]) == 0
+    family = json.loads(capsys.readouterr().out)["family"]
+    assert family["parent"] == {
+        "thread_id": "p",
+        "status": "completed",
+        "iteration": 1,
+        "call_id": "c1.0",
+    }
+    assert family["children"] == []

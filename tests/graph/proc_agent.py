@@ -18,10 +18,13 @@ Crash points, for the crash tests (each a real SIGKILL of this process, at one i
   before the checkpoint that follows them;
 - ``CRASH_AT=answer``: once the tool has run and the model answered, as a typed run (TYPED=1)
   asks for its typed final answer, before the request is made;
+- ``CRASH_AT=outcome``: right after the tool's outcome is journaled, before act's writes;
 - ``FULL_AFTER=outcome``: not a crash: once the tool's outcome is journaled, the database may not
   grow any more (``PRAGMA max_page_count`` on every connection of this process), so the next
   write that needs a page fails as on a full disk (SQLite's own SQLITE_FULL).
 
+MODEL_SUMMARY=1 has the model summarize the tool's long output (``output_summary = "model"``,
+``max_output_chars`` 1000, with EFFECT_BIG): the summary names the process that wrote it.
 TYPED=1 gives the Agent an output type (``Written``), and the script a JSON turn after its
 answer, which the typed final answer gets.
 RACE_BEFORE=create_run holds each process just before it creates the run row until RACE_N of them
@@ -53,7 +56,7 @@ from ai_agent.checkpoints.runstore import RunStore
 from ai_agent.config import AgentSettings
 from ai_agent.errors import AgentError, NothingPendingError, ThreadBusyError
 from ai_agent.graph import Worker
-from ai_agent.testing import ScriptedModel
+from ai_agent.testing import FunctionModel, ScriptedModel
 
 CODES = {"completed": 0, "failed": 1, "paused": 3, "cancelled": 4}
 
@@ -71,9 +74,15 @@ def crash() -> None:
 
 def install_crash_points(work: Path) -> None:
     """Patch the crash point the environment asks for into this process (test code only)."""
-    point = os.environ.get("CRASH_AT")
     if os.environ.get("RACE_BEFORE") == "create_run":
         install_race(work)
+    install_crash(os.environ.get("CRASH_AT"), work)
+    if os.environ.get("FULL_AFTER") == "outcome":
+        install_full_disk()
+
+
+def install_crash(point: str | None, work: Path) -> None:
+    """Die at ``point`` (see the module's docstring); None: nowhere."""
     if point == "create_run":
         create_run = RunStore.create_run
 
@@ -93,6 +102,8 @@ def install_crash_points(work: Path) -> None:
             return await aput(self, *args, **kwargs)
 
         setattr(DeltaSaver, "aput", store_writes_then_crash)  # noqa: B010
+    elif point == "outcome":
+        install_crash_after_outcome()
     elif point == "answer":
         from ai_agent.nodes._answer import _Asking
 
@@ -100,8 +111,17 @@ def install_crash_points(work: Path) -> None:
             crash()
 
         setattr(_Asking, "request", crash_before_asking)  # noqa: B010
-    if os.environ.get("FULL_AFTER") == "outcome":
-        install_full_disk()
+
+
+def install_crash_after_outcome() -> None:
+    """Die right after a tool's outcome is journaled (act's writes are not stored yet)."""
+    outcome = RunStore.outcome
+
+    async def journal_then_crash(self: RunStore, *args: Any, **kwargs: Any) -> None:
+        await outcome(self, *args, **kwargs)
+        crash()
+
+    setattr(RunStore, "outcome", journal_then_crash)  # noqa: B010 - a patch, on purpose
 
 
 def install_race(work: Path) -> None:
@@ -145,6 +165,31 @@ def install_full_disk() -> None:
 def limit(conn: Any) -> None:
     pages = conn.execute("PRAGMA page_count").fetchone()[0]
     conn.execute(f"PRAGMA max_page_count = {pages}")
+
+
+def model_and_settings(
+    script: list[dict[str, Any]],
+) -> tuple[ScriptedModel | FunctionModel, dict[str, Any]]:
+    """The model of the script and the settings, as the environment asks."""
+    model: ScriptedModel | FunctionModel = ScriptedModel(script)
+    settings: dict[str, Any] = {}
+    if os.environ.get("MODEL_SUMMARY") == "1":
+        model = FunctionModel(summarizing(script))
+        settings["tool_config"] = {"max_output_chars": 1000, "output_summary": "model"}
+    if os.environ.get("LEASE_SECONDS"):
+        settings["lease_seconds"] = float(os.environ["LEASE_SECONDS"])
+    return model, settings
+
+
+def summarizing(script: list[dict[str, Any]]) -> Any:
+    """The script's replies, and a summary naming this process for a summary request."""
+
+    def reply(messages: list[dict[str, Any]], info: dict[str, Any]) -> Any:
+        if "You shorten the output" in messages[0]["content"]:
+            return {"text": f"x repeated; summary by {os.getpid()}"}
+        return script[info["turn"]]
+
+    return reply
 
 
 def queue(agent: Agent, mode: str, thread: str, plan: Any) -> int:
@@ -200,16 +245,12 @@ def main(argv: list[str] | None = None) -> int:
         timeout=120,
     )
     typed = os.environ.get("TYPED") == "1"
-    model = ScriptedModel(
-        [
-            {"tool_calls": [{"name": "effect", "args": {"text": "hello"}}]},
-            {"text": "wrote it"},
-            *([{"text": '{"written": "hello"}'}] if typed else []),
-        ]
-    )
-    settings: dict[str, Any] = {}
-    if os.environ.get("LEASE_SECONDS"):
-        settings["lease_seconds"] = float(os.environ["LEASE_SECONDS"])
+    script: list[dict[str, Any]] = [
+        {"tool_calls": [{"name": "effect", "args": {"text": "hello"}}]},
+        {"text": "wrote it"},
+        *([{"text": '{"written": "hello"}'}] if typed else []),
+    ]
+    model, settings = model_and_settings(script)
     agent = Agent(
         model=model,
         tools=[tool],

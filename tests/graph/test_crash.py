@@ -174,3 +174,33 @@ def test_a_crash_inside_a_subagent_resumes_the_tree_without_a_silent_rerun(
     assert result_of(out)["final_text"] == "the writer wrote it"
     assert len(lines(tmp_path / "effects.txt")) == 1
     assert len(lines(tmp_path / "started.txt")) == 2
+
+
+def summary_calls(db: Path) -> list[str]:
+    """The recorded model calls of act (the output summaries), their replies."""
+    with sqlite3.connect(db) as conn:
+        rows = conn.execute(
+            "SELECT response FROM agent_model_calls WHERE stage = 'act' ORDER BY seq"
+        ).fetchall()
+    return [json.loads(row[0])["content"] for row in rows]
+
+
+def test_a_crash_after_a_model_summary_resumes_with_that_summary(tmp_path: Path) -> None:
+    # Once after act's writes were stored, once right after the outcome was journaled (act
+    # runs again on resume): either way the summary the first process got is the one kept.
+    for point in ("writes", "outcome"):
+        work = tmp_path / point
+        work.mkdir()
+        db = work / "c.sqlite"
+        env = {"MODEL_SUMMARY": "1", "EFFECT_BIG": "5000"}
+        crashed(db, work, "t", CRASH_AT=point, **env)
+        (first,) = summary_calls(db)
+        assert first.startswith("x repeated; summary by ")
+        code, out = finish(start(db, work, "resume", "t", UNATTENDED="1", **env))
+        assert code == 0, out
+        assert result_of(out)["final_text"] == "wrote it"
+        assert summary_calls(db) == [first]  # not asked again
+        assert len(lines(work / "effects.txt")) == 1
+        with sqlite3.connect(db) as conn:
+            (result,) = conn.execute("SELECT result FROM agent_journal").fetchone()
+        assert json.loads(result)["content"].endswith("\n" + first)

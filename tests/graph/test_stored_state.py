@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from langgraph.checkpoint.base import empty_checkpoint
 from pydantic import BaseModel
 
 from ai_agent import Agent, ToolCategory, ToolSpec
@@ -25,6 +26,7 @@ from ai_agent.config import AgentSettings
 from ai_agent.errors import UnknownThreadError
 from ai_agent.graph import RunArchive
 from ai_agent.graph.build import build_graph
+from ai_agent.graph.channels import ENGINE_CHANNELS, UnreadChannels
 from ai_agent.graph.chart import PIPELINE_MERMAID
 from ai_agent.graph.database import RunDatabase, checkpoint_config
 from ai_agent.graph.plain_reads import plain_history, plain_snapshot
@@ -202,3 +204,23 @@ async def test_an_unknown_thread_is_the_same_error_either_way(tmp_path: Path) ->
 
 def test_the_kept_chart_is_the_pipeline_as_langgraph_draws_it() -> None:
     assert build_graph(reading=True).get_graph().draw_mermaid() == PIPELINE_MERMAID
+
+
+def test_the_engine_channels_are_those_of_the_compiled_pipeline() -> None:
+    channels = set(build_graph(reading=True).channels)
+    assert UnreadChannels.of(channels, ENGINE_CHANNELS) is None  # nothing of ours is "unread"
+    assert channels >= ENGINE_CHANNELS  # and nothing listed is missing from the graph
+
+
+async def test_a_custom_pipelines_run_read_plainly_names_what_it_cannot_read(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "c.sqlite"
+    async with open_checkpointer(db) as saver:
+        config = checkpoint_config("t")
+        checkpoint = empty_checkpoint()
+        checkpoint["channel_versions"] = {"task": 1, "reviews": 1, "branch:to:review": 1}
+        await saver.aput(config, checkpoint, {}, {})
+    unread = await RunDatabase.at(db).unread_channels("t")
+    assert unread is not None and (unread.nodes, unread.fields) == (("review",), ("reviews",))
+    assert await RunDatabase.at(db).unread_channels("other") is None

@@ -14,6 +14,7 @@ from ai_agent.checkpoints import RunStore
 from ai_agent.config import AgentSettings, BudgetConfig
 from ai_agent.errors import ConfigError, RunError
 from ai_agent.graph.subagents import Subagents, tree_budget
+from ai_agent.state import ToolResult
 from ai_agent.testing import FunctionModel, ScriptedModel
 from ai_agent.tools.toolsets import ChildToolset
 from tests.graph.conftest import call, text
@@ -339,6 +340,20 @@ async def test_the_parents_budget_limits_its_child(tmp_path: Path, db: Path) -> 
     assert "token budget" in held["message"] and "over its limit of 1 " in held["message"]
     assert (await runs_in(db))["p.c1.0"]["status"] == "paused"
 
+    # A person answers with a plan that goes on: the parent's allowance reaches the child, which
+    # continues with one more of the parent's budget (before, it stopped at the same 1 token
+    # again, and the parent paused again).
+    granted = await limited.resume("p", UserPlan(instructions="go on"))
+    assert (await runs_in(db))["p.c1.0"]["status"] == "completed"
+    child_result = await limited.get_result("p.c1.0")
+    assert child_result.final_text == "a long answer from the child"
+    # The child's tokens count in the parent's: the parent's own next call is over its budget
+    # now, and its own gate asks (a budget this small allows no more of the tree).
+    purposes = [r.get("purpose", "draft") for r in await limited.get_usage_history("p")]
+    assert purposes == ["draft", "subagent"]
+    assert granted.status == "paused" and granted.gate is not None
+    assert [i["code"] for i in granted.gate["issues"]] == ["BUDGET"]
+
 
 async def test_children_called_in_one_turn_run_together_under_the_limit(
     tmp_path: Path, db: Path
@@ -468,3 +483,50 @@ def test_a_childs_budget_is_what_its_parent_has_left() -> None:
     assert cap is not None and (cap.max_tokens, cap.max_cost) == (10, 0.1)
     spent = tree_budget(parent, {"total_tokens": 5000, "cost": 3.0}, BudgetConfig())
     assert spent is not None and (spent.max_tokens, spent.max_cost) == (1, 1e-9)
+
+
+def test_the_parents_allowance_is_handed_down_to_its_child() -> None:
+    parent = BudgetConfig(max_tokens=1000, max_cost=1.0)
+    used = {"total_tokens": 1500, "cost": 1.5}
+    # Granted at a BUDGET stop of the parent at 1,500 tokens: up to 2,500 and 2.5 for the tree.
+    allowance = {"granted_at": 3.0, "tokens": 2500.0, "cost": 2.5}
+    cap = tree_budget(parent, used, BudgetConfig(), allowance=allowance)
+    assert cap is not None and (cap.max_tokens, cap.max_cost) == (1000, 1.0)
+    # The child's own lower limits still hold; a bad allowance counts as none.
+    own = tree_budget(parent, used, BudgetConfig(max_tokens=50), allowance=allowance)
+    assert own is not None and own.max_tokens == 50
+    bad = tree_budget(parent, used, BudgetConfig(), allowance={"tokens": "lots", "cost": -1})
+    assert bad is not None and (bad.max_tokens, bad.max_cost) == (1, 1e-9)
+    # An answered BUDGET stop of the child: one more of the parent's budget from here.
+    again = tree_budget(parent, {"total_tokens": 999, "cost": 0.99}, BudgetConfig(), granted=True)
+    assert again is not None and (again.max_tokens, again.max_cost) == (1000, 1.0)
+
+
+async def test_the_allowance_travels_from_the_parents_state_to_its_child_tool(
+    tmp_path: Path, db: Path
+) -> None:
+    seen: list[Any] = []
+
+    async def spawn(task: str, **kwargs: Any) -> ToolResult:
+        seen.append(kwargs["allowance"])
+        return ToolResult(status="ok", content="done")
+
+    toolset = child_agent(tmp_path, [text("x")]).as_tool("helper", "Helps.")
+    toolset.bind("a parent", spawn)
+    spec = toolset.tools()[0]
+    parent = Agent(
+        model=ScriptedModel([call("helper", task="t"), text("ok")]),
+        tools=[spec],
+        checkpoint_path=db,
+        memory_path=None,
+        settings=AgentSettings(),
+    )
+    first = await parent.run("go", thread_id="p")
+    assert first.status == "completed", first.gate
+    assert seen == [None]  # no allowance: none handed down
+    # The same cycle, as if a person had granted the parent an allowance at a BUDGET stop.
+    before_act = next(e for e in await parent.ahistory("p") if e.next == ("act",))
+    allowance = {"granted_at": 1.0, "tokens": 5000.0, "cost": 0.5}
+    fork = await parent.afork("p", before_act.checkpoint_id, {"budget_allowance": allowance})
+    assert (await parent.resume(fork)).status == "completed"
+    assert seen == [None, allowance]

@@ -66,11 +66,13 @@ class Spawn(Protocol):
         parent_call_id: str,
         plan: Mapping[str, Any] | None = None,
         usage: Mapping[str, Any] | None = None,
+        allowance: Mapping[str, Any] | None = None,
     ) -> ToolResult:
         """Run (or re-attach to) the child of this call; its outcome as a tool result.
 
         ``plan`` is the plan that answered the parent's gate, handed on to a child that
-        waits at its own gate; ``usage`` the parent's usage so far (its budget's spent part).
+        waits at its own gate; ``usage`` the parent's usage so far (its budget's spent part);
+        ``allowance`` the budget allowance a person granted the parent, handed down.
         """
 
 
@@ -176,4 +178,5 @@ class ChildToolset(Toolset):
             parent_call_id=str(call_id),
             plan=ctx.get("plan") or None,
             usage=ctx.get("usage") or None,
+            allowance=ctx.get("budget_allowance") or None,
         )
