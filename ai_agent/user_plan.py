@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 __all__ = ["UserPlan"]
 
@@ -41,6 +41,12 @@ class UserPlan(BaseModel):
     deny: list[str] = Field(
         default_factory=list,
         description="Ids of the calls the gate report shows to cancel, or '*' for all of them.",
+    )
+    edit_args: dict[str, dict[str, JsonValue]] = Field(
+        default_factory=dict,
+        description="Calls the gate report shows to run with other arguments: each call's id "
+        "and the whole arguments to run it with instead (checked against the tool's schema). "
+        "Editing a call approves it as edited; the original arguments are kept beside them.",
     )
     grant_scope: Literal["call", "tool", "args"] = Field(
         default="call",

@@ -48,6 +48,7 @@ from ai_agent.graph.database import RunDatabase, config_for
 from ai_agent.graph.interrupts import node_answer, waiting_node
 from ai_agent.graph.result import RunResult, is_pending, result_of
 from ai_agent.graph.tooling import AgentTools
+from ai_agent.nodes.edits import check_edits
 from ai_agent.nodes.gate import check_plan, check_token
 from ai_agent.observability import Telemetry
 from ai_agent.observability.logs import engine_logger
@@ -281,6 +282,7 @@ class PipelineRunner:
             check_size(parsed, self.settings.max_plan_chars)
             check_token(parsed, report, values, thread_id, required=token_required)
             check_plan(parsed, report, self._tools.registry)
+            check_edits(parsed, report, self._tools.registry)
             # The resume value is stored with the checkpoint: a key in the instructions is not.
             # The gate takes the typed plan it carries (`ai_agent.plans.PlanAnswer`).
             masked = parsed.model_copy(update=self.secrets.scrub(parsed.model_dump()))

@@ -51,6 +51,7 @@ from ai_agent.tools.policy import (
     CallFacts,
     Verdict,
     approved_at,
+    canonical_args,
     is_granted,
     screen_call,
     spend,
@@ -322,6 +323,9 @@ class _Cycle:
         self.roll_up(result)
         text = self.context.tools.format_result(call["name"], result)
         text, result = await self.clip(call, text, result)
+        if "edited_from" in call:
+            # The conversation holds the arguments the model asked for: it hears what ran.
+            text = f"{_edit_note(call)}\n{text}"
         message = Message(role="tool", content=text, tool_call_id=call["id"], name=call["name"])
         if result.get("media"):
             # What the Agent's tool box admitted for the model; the text describes them too.
@@ -340,9 +344,17 @@ class _Cycle:
             status=result["status"],
             detail=str(result.get("summary") or text)[:200],
         )
+        if "edited_from" in call:  # the timeline says whose arguments ran
+            line["detail"] = f"edited by a person's plan; {line['detail']}"[:200]
         if "execution_time_ms" in result:
             line["duration_ms"] = result["execution_time_ms"]
         self.update["trace"].append(line)
+
+
+def _edit_note(call: ToolCall) -> str:
+    """What the model reads before the result of a call a person edited."""
+    ran = canonical_args(call["args"]) or repr(call["args"])
+    return f"[A person edited the arguments of this call before approving it; it ran with {ran}]"
 
 
 def _finished(call: ToolCall, result: ToolResult, iteration: int) -> ToolFinished:
