@@ -215,6 +215,8 @@ class ToolOutcome(TypedDict):
     iteration: int
     call: ToolCall
     result: ToolResult
+    # The always-allow rule that let the call run without asking (its id in the run store).
+    rule: NotRequired[int]
 
 
 class Decision(TypedDict):

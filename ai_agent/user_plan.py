@@ -53,6 +53,17 @@ class UserPlan(BaseModel):
         description="How far an approval reaches: this call, this tool for the rest of the run, "
         "or this tool with these exact arguments.",
     )
+    always_allow: Literal["run", "args", "tool"] | None = Field(
+        default=None,
+        description="Also store an always-allow rule for each call this plan approves: this "
+        "tool for this run ('run'), this tool with these exact arguments in any run ('args'), "
+        "or this tool always ('tool'). Rules are listed and revoked with `ai-agent rules`.",
+    )
+    confirm_always: bool = Field(
+        default=False,
+        description="Confirms an always_allow 'tool' rule for a modification tool: every call "
+        "of it, in every run, runs unasked (a rule never covers a call the tool escalates).",
+    )
     gate_token: str | None = Field(
         default=None,
         description="The token of the gate report this plan answers (its 'token'). A plan "

@@ -43,6 +43,7 @@ from ai_agent.checkpoints._sqlite import SqliteDatabase, full_disk_raises
 from ai_agent.checkpoints.fencing import lease_lost
 from ai_agent.checkpoints.plans import PlanQueue
 from ai_agent.checkpoints.recorded import RecordedCalls
+from ai_agent.checkpoints.rules import RuleStore
 from ai_agent.checkpoints.schema import SCHEMA_VERSION, ensure_schema
 from ai_agent.context import JournalEntry
 from ai_agent.errors import CorruptRunError, RunError, StoreError, ThreadBusyError
@@ -120,7 +121,7 @@ def pid_alive(pid: int) -> bool:
     return state != "Z"
 
 
-class SqlRunStore(RecordedCalls, PlanQueue):
+class SqlRunStore(RecordedCalls, PlanQueue, RuleStore):
     """Runs, leases, the journal, the recorded calls and the plan queue, over a `Database`.
 
     The logic of both backends: `RunStore` opens it on a SQLite file, ``PostgresRunStore`` on a

@@ -69,6 +69,9 @@ class Runner(Protocol):
     ) -> Command[Any] | None:
         """The graph input that continues a run, once every check of a resume passed."""
 
+    async def remember_rules(self, thread_id: str, command: Any) -> None:
+        """Store the always-allow rules the plan being applied asks for (``always_allow``)."""
+
     async def model(self) -> ModelCaller:
         """The live model caller (built when first needed)."""
 

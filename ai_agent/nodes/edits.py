@@ -13,33 +13,12 @@ applies the same edit to the same call, offline.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from ai_agent.context import ToolBox
 from ai_agent.errors import InvalidPlanError
-from ai_agent.state import GateReport, PendingCall, ToolCall, UserPlan
+from ai_agent.state import GateReport, PendingCall, UserPlan
+from ai_agent.tools.policy import edited_call
 
-__all__ = ["check_edits", "edit_pending", "edited_call"]
-
-
-def edited_call(call: ToolCall, args: Mapping[str, Any]) -> ToolCall:
-    """``call`` with ``args`` instead of its own; ``edited_from`` keeps the model's arguments.
-
-    An edit of a call edited before keeps the model's first arguments as the original.
-
-    Examples:
-        >>> call = {"id": "c1.1", "name": "write_file", "args": {"path": "a"}}
-        >>> edited = edited_call(call, {"path": "b"})
-        >>> edited["args"], edited["edited_from"]
-        ({'path': 'b'}, {'path': 'a'})
-        >>> edited_call(edited, {"path": "c"})["edited_from"]
-        {'path': 'a'}
-    """
-    out = ToolCall(**call)
-    out["args"] = dict(args)
-    out["edited_from"] = dict(call.get("edited_from", call["args"]))
-    return out
+__all__ = ["check_edits", "edit_pending"]
 
 
 def check_edits(plan: UserPlan, report: GateReport, tools: ToolBox) -> None:
