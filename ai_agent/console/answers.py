@@ -31,6 +31,7 @@ __all__ = ["ACTIONS", "edited_args", "plan_of", "submit"]
 
 ACTIONS = ("approve", "edit", "reject", "activate", "instruct", "stop")
 SCOPES = ("call", "tool", "args")
+RULE_SCOPES = ("run", "args", "tool")
 
 
 def plan_of(form: Mapping[str, str]) -> dict[str, Any]:
@@ -63,10 +64,11 @@ def _decision(action: str, form: Mapping[str, str], message: str | None) -> dict
         scope = form.get("scope") or "call"
         if scope not in SCOPES:
             raise InvalidPlanError(f"unknown scope {scope!r}: use one of {', '.join(SCOPES)}")
-        return {"approve": [call], "grant_scope": scope, "instructions": message}
+        return {"approve": [call], "grant_scope": scope, "instructions": message, **_always(form)}
     if action == "edit":
         call = _required(form, "call", "approving with edited arguments needs the call's id")
-        return {"edit_args": {call: edited_args(form.get("args", ""))}, "instructions": message}
+        edit = {call: edited_args(form.get("args", ""))}
+        return {"edit_args": edit, "instructions": message, **_always(form)}
     if action == "activate":
         return {"activate_tools": [_required(form, "tool", "activate needs a tool's name")]}
     if action == "instruct":
@@ -74,6 +76,18 @@ def _decision(action: str, form: Mapping[str, str], message: str | None) -> dict
             raise InvalidPlanError("write the instructions the run should continue with")
         return {"instructions": message}
     return {"allow_continue": False, "instructions": message}  # stop
+
+
+def _always(form: Mapping[str, str]) -> dict[str, Any]:
+    """The always-allow rule an approval asks for (``always``), and its confirmation."""
+    always = form.get("always") or None
+    if always is None:
+        return {}
+    if always not in RULE_SCOPES:
+        raise InvalidPlanError(
+            f"unknown always-allow scope {always!r}: use one of {', '.join(RULE_SCOPES)}"
+        )
+    return {"always_allow": always, "confirm_always": form.get("confirm_always") == "yes"}
 
 
 def edited_args(text: str) -> dict[str, Any]:

@@ -33,6 +33,7 @@ from ai_agent.errors import (
     InvalidPlanError,
     InvalidThreadIdError,
     PlanRefusedError,
+    RunError,
     UnknownThreadError,
 )
 
@@ -101,6 +102,8 @@ def create_app(agent: Agent, access: Access, *, interval: float = 1.0) -> Guard:
         Route("/runs/{thread}", bound(_run)),
         Route("/inbox", bound(_inbox)),
         Route("/inbox/{thread}/answer", bound(_answer), methods=["POST"]),
+        Route("/rules", bound(_rules)),
+        Route("/rules/{rule}/revoke", bound(_revoke), methods=["POST"]),
         Route("/events", bound(_events)),
         Mount("/static", StaticFiles(packages=[("ai_agent.console", "static")]), name="static"),
     ]
@@ -182,6 +185,32 @@ async def _form(console: Console, request: Request) -> dict[str, str]:
             "answer again",
         )
     return values
+
+
+async def _rules(console: Console, request: Request) -> Response:
+    return await _rules_page(console)
+
+
+async def _rules_page(
+    console: Console, *, message: str | None = None, error: str | None = None, status: int = 200
+) -> Response:
+    rows = await views.rule_rows(console.archive)
+    return console.page("rules.html", status, rules=rows, message=message, error=error)
+
+
+async def _revoke(console: Console, request: Request) -> Response:
+    """Revoke a rule (a form with the session's CSRF token); the page says what happened."""
+    await _form(console, request)
+    text = request.path_params["rule"]
+    if not text.isdigit() or len(text) > 18:
+        raise ConsoleError(404, f"there is no rule {text[:20]!r}; the Rules page lists them")
+    try:
+        rule = await console.archive.store.revoke_rule(int(text))
+    except RunError as exc:
+        return await _rules_page(console, error=str(exc), status=409)
+    return await _rules_page(
+        console, message=f"Revoked rule {rule['id']}: the gate asks again for such calls."
+    )
 
 
 async def _events(console: Console, request: Request) -> Response:

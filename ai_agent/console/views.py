@@ -8,6 +8,7 @@ with what its row says and the reason its state is missing: one bad run never hi
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -20,7 +21,16 @@ if TYPE_CHECKING:
     from ai_agent.graph import RunArchive
     from ai_agent.state import GateReport
 
-__all__ = ["InboxItem", "RunRow", "RunView", "inbox_items", "run_rows", "run_view"]
+__all__ = [
+    "InboxItem",
+    "RuleRow",
+    "RunRow",
+    "RunView",
+    "inbox_items",
+    "rule_rows",
+    "run_rows",
+    "run_view",
+]
 
 STATUSES = ("running", "paused", "completed", "failed", "cancelled", "forked")
 """The statuses the runs page filters by."""
@@ -170,6 +180,43 @@ async def run_view(archive: RunArchive, thread_id: str) -> RunView:
         plans=await archive.list_plans(thread_id=thread_id, limit=None),
         usage=token_usage(state),
     )
+
+
+@dataclass(frozen=True)
+class RuleRow:
+    """One always-allow rule as the Rules page lists it."""
+
+    id: int
+    tool: str
+    allows: str
+    source: str
+    created_at: float
+    revoked_at: float | None
+    unusable: bool
+
+
+async def rule_rows(archive: RunArchive) -> list[RuleRow]:
+    """Every rule, newest first, revoked ones too; a row that cannot be used says why."""
+    from ai_agent.tools.rules import describe_rule, rule_problem
+
+    rows = []
+    for rule in await archive.store.list_rules(revoked=True):
+        problem = rule_problem(rule)
+        allows = describe_rule(rule) if problem is None else f"not used: {problem}"
+        if problem is None and rule["scope"] == "args":
+            allows += f": {json.dumps(rule['args'], sort_keys=True, ensure_ascii=False)}"
+        rows.append(
+            RuleRow(
+                rule["id"],
+                rule["tool"],
+                allows,
+                rule["source"],
+                rule["created_at"],
+                rule["revoked_at"],
+                problem is not None,
+            )
+        )
+    return rows
 
 
 def now() -> float:
