@@ -9,15 +9,11 @@ revoke ID`` ends one: from then on the gate asks again.
 from __future__ import annotations
 
 import argparse
-import json
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ai_agent.cli._common import Parents, UsageError, archive_of, run_listing
 from ai_agent.cli._printing import format_table, print_json
-
-if TYPE_CHECKING:
-    from ai_agent.context import AllowRule
 
 __all__ = ["add_commands"]
 
@@ -46,16 +42,11 @@ def _rule_id(text: str) -> int:
     return int(text)
 
 
-def _what(rule: AllowRule) -> str:
-    from ai_agent.tools.rules import describe_rule, rule_problem
+def _what(rule: Any) -> str:
+    from ai_agent.graph import rule_allows
 
-    problem = rule_problem(rule)
-    if problem is not None:
-        return f"NOT USED: {problem}"
-    text = describe_rule(rule)
-    if rule["scope"] == "args":
-        text += f": {json.dumps(rule['args'], sort_keys=True, ensure_ascii=False)}"
-    return text
+    allows: str = rule_allows(rule)  # the package's lazy name: typed here
+    return allows
 
 
 def _when(stamp: float | None) -> str:

@@ -8,7 +8,6 @@ with what its row says and the reason its state is missing: one bad run never hi
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -197,14 +196,12 @@ class RuleRow:
 
 async def rule_rows(archive: RunArchive) -> list[RuleRow]:
     """Every rule, newest first, revoked ones too; a row that cannot be used says why."""
-    from ai_agent.tools.rules import describe_rule, rule_problem
+    from ai_agent.graph import rule_allows
 
     rows = []
     for rule in await archive.store.list_rules(revoked=True):
-        problem = rule_problem(rule)
-        allows = describe_rule(rule) if problem is None else f"not used: {problem}"
-        if problem is None and rule["scope"] == "args":
-            allows += f": {json.dumps(rule['args'], sort_keys=True, ensure_ascii=False)}"
+        allows = rule_allows(rule)
+        unusable = allows.startswith("NOT USED: ")
         rows.append(
             RuleRow(
                 rule["id"],
@@ -213,7 +210,7 @@ async def rule_rows(archive: RunArchive) -> list[RuleRow]:
                 rule["source"],
                 rule["created_at"],
                 rule["revoked_at"],
-                problem is not None,
+                unusable,
             )
         )
     return rows

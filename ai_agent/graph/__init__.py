@@ -61,6 +61,7 @@ __all__ = [
     "new_thread_id",
     "open_toolsmaker",
     "recursion_limit",
+    "rule_allows",
     "run_tree",
     "trace_signature",
 ]
@@ -93,6 +94,7 @@ _HOMES = {
     "new_thread_id": "ai_agent.graph.database",
     "open_toolsmaker": "ai_agent.graph.review",
     "recursion_limit": "ai_agent.graph.build",
+    "rule_allows": "ai_agent.graph.rules",
     "run_tree": "ai_agent.graph.family",
     "trace_signature": "ai_agent.graph.replay",
 }

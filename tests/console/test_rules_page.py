@@ -86,7 +86,7 @@ async def test_a_tampered_rule_is_listed_as_not_used(
             conn.execute("UPDATE agent_rules SET thread_id = NULL")
         page = (await signed_in(agent).get("/rules")).text
     assert (
-        'class="rule unusable"' in page and "not used: rule 1 is for one run but names none" in page
+        'class="rule unusable"' in page and "NOT USED: rule 1 is for one run but names none" in page
     )
 
 
