@@ -65,6 +65,8 @@ def describe_plan(record: PlanRecord) -> str:
         parts.append(f"deny {', '.join(plan['deny'])}")
     if plan.get("edit_args"):
         parts.append(f"edit {', '.join(plan['edit_args'])}")
+    if plan.get("always_allow"):
+        parts.append(f"always allow ({plan['always_allow']})")
     if plan.get("activate_tools"):
         parts.append(f"activate {', '.join(plan['activate_tools'])}")
     if plan.get("instructions"):

@@ -53,9 +53,7 @@ def test_a_rule_lets_the_next_matching_call_run_unasked_until_it_is_revoked(
         assert run(model, "second") == EXIT["completed"]
         page.goto(f"{served.base}/runs/second")
         playwright_api.expect(page.locator("#status")).to_have_text("completed")
-        playwright_api.expect(page.locator("table.timeline")).to_contain_text(
-            "allowed by rule 1"
-        )
+        playwright_api.expect(page.locator("table.timeline")).to_contain_text("allowed by rule 1")
         # Revoked: the third run waits for a person again.
         page.goto(f"{served.base}/rules")
         page.locator("tr.rule button.revoke").click()

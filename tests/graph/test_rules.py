@@ -71,6 +71,8 @@ async def test_a_run_rule_lets_later_calls_of_the_run_through_and_no_other_run(
     assert any(
         f"allowed by rule {made['id']} (note, in run r1)" in t.get("detail", "") for t in trace
     )
+    summaries = [e.summary for e in await agent.ahistory("r1")]
+    assert any("plan (resume): approve *; always allow (run)" in s for s in summaries)
     other = _agent(make_agent, log, call("note", text="c"), text("done"))
     assert (await other.run("notes", thread_id="r2")).status == "paused"
 
