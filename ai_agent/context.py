@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from ai_agent.structured import OutputSpec
 
 __all__ = [
+    "AllowRule",
     "ApprovalPolicy",
     "CallReview",
     "CallerBase",
@@ -58,6 +59,7 @@ __all__ = [
     "OutputStore",
     "Prepared",
     "ReportingCaller",
+    "RuleBook",
     "RunContext",
     "RunPolicy",
     "ToolBox",
@@ -281,6 +283,36 @@ class Journal(Protocol):
 
     async def forget(self, thread_id: str, iteration: int, call_id: str) -> None:
         """Drop the intent of a call that will run again (a subagent waiting at its gate)."""
+
+
+class AllowRule(TypedDict):
+    """An always-allow rule a person made, as the run store holds it (`RuleBook`).
+
+    ``scope``: ``run`` (this tool in run ``thread_id``), ``args`` (this tool with the arguments
+    whose digest is ``args_hash``, in any run) or ``tool`` (this tool in every run; for a
+    modification tool only when ``confirmed``). ``problem`` says why a stored row is unreadable
+    (it is then never used); ``source`` names the run, gate and call the person approved.
+    """
+
+    id: int
+    tool: str
+    scope: Literal["run", "args", "tool"]
+    thread_id: str | None
+    args_hash: str | None
+    args: dict[str, Any] | None
+    category: str
+    confirmed: bool
+    source: str
+    created_at: float
+    revoked_at: float | None
+    problem: str | None
+
+
+class RuleBook(Protocol):
+    """Where a run reads the always-allow rules that may let a call run unasked."""
+
+    async def rules_for(self, tool: str) -> list[AllowRule]:
+        """The rules of ``tool`` that are not revoked, unreadable ones included (with why)."""
 
 
 class OutputStore(Protocol):
@@ -517,3 +549,6 @@ class RunContext:
     # run, a crash's resume or a replay): the gate takes it as decided, so it is never
     # evaluated or asked again (`evaluate_critical`, `query_user_plan`) on the way back in.
     answering: GateReport | None = None
+    # The always-allow rules (the run store); None where none apply: a replay follows the
+    # answers the recording holds, never a rule made since.
+    rules: RuleBook | None = None

@@ -80,12 +80,16 @@ class ToolCall(TypedDict):
     reports key on it. ``model_id`` is the id the model gave the call; the model sees it again in
     the conversation, but it carries no authority, since a model may repeat it. Calls of runs
     written before engine ids existed have no ``model_id``, and their ``id`` is the model's.
+    ``edited_from`` holds the model's arguments of a call a person edited before approving it.
     """
 
     id: str
     name: str
     args: dict[str, Any]
     model_id: NotRequired[str]
+    # The arguments the model asked for, when a person's plan replaced them (``edit_args``):
+    # ``args`` is what runs, and this is what the person changed.
+    edited_from: NotRequired[dict[str, Any]]
 
 
 IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
@@ -215,6 +219,8 @@ class ToolOutcome(TypedDict):
     iteration: int
     call: ToolCall
     result: ToolResult
+    # The always-allow rule that let the call run without asking (its id in the run store).
+    rule: NotRequired[int]
 
 
 class Decision(TypedDict):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 __all__ = ["UserPlan"]
 
@@ -42,10 +42,27 @@ class UserPlan(BaseModel):
         default_factory=list,
         description="Ids of the calls the gate report shows to cancel, or '*' for all of them.",
     )
+    edit_args: dict[str, dict[str, JsonValue]] = Field(
+        default_factory=dict,
+        description="Calls the gate report shows to run with other arguments: each call's id "
+        "and the whole arguments to run it with instead (checked against the tool's schema). "
+        "Editing a call approves it as edited; the original arguments are kept beside them.",
+    )
     grant_scope: Literal["call", "tool", "args"] = Field(
         default="call",
         description="How far an approval reaches: this call, this tool for the rest of the run, "
         "or this tool with these exact arguments.",
+    )
+    always_allow: Literal["run", "args", "tool"] | None = Field(
+        default=None,
+        description="Also store an always-allow rule for each call this plan approves: this "
+        "tool for this run ('run'), this tool with these exact arguments in any run ('args'), "
+        "or this tool always ('tool'). Rules are listed and revoked with `ai-agent rules`.",
+    )
+    confirm_always: bool = Field(
+        default=False,
+        description="Confirms an always_allow 'tool' rule for a modification tool: every call "
+        "of it, in every run, runs unasked (a rule never covers a call the tool escalates).",
     )
     gate_token: str | None = Field(
         default=None,

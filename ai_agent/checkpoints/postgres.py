@@ -52,6 +52,7 @@ from psycopg_pool import AsyncConnectionPool, ConnectionPool
 from ai_agent.checkpoints._serde import strict_serializer
 from ai_agent.checkpoints._sql import Session
 from ai_agent.checkpoints.fencing import LEASE_ROW_SQL, check_lease, lease_in
+from ai_agent.checkpoints.rules import POSTGRES_TYPES, RULES_DDL
 from ai_agent.checkpoints.runstore import SqlRunStore
 from ai_agent.checkpoints.schema import (
     JOURNAL_RECORDED_OUTCOMES,
@@ -166,6 +167,7 @@ _TABLES = (
     "WHERE status IN ('queued', 'claimed')",
     "CREATE INDEX IF NOT EXISTS agent_plans_status ON agent_plans (status, id)",
     # Additive, as in SQLite's _ADDITIVE: created when missing at any version.
+    *(statement.format(**POSTGRES_TYPES) for statement in RULES_DDL),
     """CREATE TABLE IF NOT EXISTS agent_outputs (
         thread_id TEXT NOT NULL,
         ref TEXT NOT NULL,

@@ -43,6 +43,7 @@ from ai_agent.checkpoints._sqlite import SqliteDatabase, full_disk_raises
 from ai_agent.checkpoints.fencing import lease_lost
 from ai_agent.checkpoints.plans import PlanQueue
 from ai_agent.checkpoints.recorded import RecordedCalls
+from ai_agent.checkpoints.rules import RuleStore
 from ai_agent.checkpoints.schema import SCHEMA_VERSION, ensure_schema
 from ai_agent.checkpoints.summaries import RunSummaries, RunSummary, write_summary
 from ai_agent.context import JournalEntry
@@ -122,8 +123,8 @@ def pid_alive(pid: int) -> bool:
     return state != "Z"
 
 
-class SqlRunStore(RecordedCalls, PlanQueue, RunSummaries):
-    """Runs, leases, the journal, the recorded calls, plans and summaries, over a `Database`.
+class SqlRunStore(RecordedCalls, PlanQueue, RunSummaries, RuleStore):
+    """Runs, leases, the journal, the recorded calls, plans, summaries and rules, over a `Database`.
 
     The logic of both backends: `RunStore` opens it on a SQLite file, ``PostgresRunStore`` on a
     PostgreSQL database. Every method but ``close`` is async and does its database work on a

@@ -11,8 +11,9 @@ older versions stay, and their tests open them with the new code.
 
 A table that only ever gets added, that no existing code reads, and whose absence an older
 ai-agent does not notice, may instead be listed in ``_ADDITIVE``: it is created when missing at
-every open, at any version, without a bump (the kept full text of clipped tool outputs, the
-run summaries).
+every open, at any version, without a bump (the kept full text of clipped tool outputs; the
+run summaries; the always-allow rules, ``ai_agent.checkpoints.rules``, which an older ai-agent
+does not read, so it asks a person where a rule would have answered).
 
 Version history:
 
@@ -44,6 +45,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ai_agent.checkpoints import _texts
+from ai_agent.checkpoints.rules import RULES_DDL, SQLITE_TYPES
 from ai_agent.errors import StoreError
 
 __all__ = [
@@ -247,6 +249,7 @@ RUN_SUMMARIES_TABLE = """CREATE TABLE IF NOT EXISTS agent_run_summaries (
     )"""
 
 _ADDITIVE = (
+    *(statement.format(**SQLITE_TYPES) for statement in RULES_DDL),
     """CREATE TABLE IF NOT EXISTS agent_outputs (
         thread_id TEXT NOT NULL,
         ref TEXT NOT NULL,

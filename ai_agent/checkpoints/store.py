@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     )
     from ai_agent.checkpoints.runstore import Lease, OutputRecord, RunOrigin, RunRecord
     from ai_agent.checkpoints.summaries import RunSummary
-    from ai_agent.context import JournalEntry
+    from ai_agent.context import AllowRule, JournalEntry
     from ai_agent.state import Message, ToolCall, ToolResult
 
 __all__ = [
@@ -362,6 +362,19 @@ class RunStoreProtocol(Protocol):
         self, plan_id: int, *, status: str, outcome: str | None = None, error: str | None = None
     ) -> None:
         """Record how applying a plan went: ``done`` (with the run's status) or ``failed``."""
+
+    # Always-allow rules (ai_agent.checkpoints.rules)
+    async def add_rule(self, rule: dict[str, Any]) -> AllowRule:
+        """Store a rule a plan asked for; the same rule again is the stored one."""
+
+    async def list_rules(self, *, revoked: bool = False) -> list[AllowRule]:
+        """The rules, newest first; with ``revoked``, the revoked ones too."""
+
+    async def rules_for(self, tool: str) -> list[AllowRule]:
+        """The rules of ``tool`` that are not revoked (unreadable ones carry their problem)."""
+
+    async def revoke_rule(self, rule_id: int) -> AllowRule:
+        """Revoke a rule; RunError when there is none with this id or it is revoked already."""
 
     # Maintenance
     async def vacuum(self) -> None:

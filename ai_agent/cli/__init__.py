@@ -31,7 +31,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from ai_agent.cli import console, debug, inspect, mcp, regress, run, tools, worker
+from ai_agent.cli import console, debug, inspect, mcp, regress, rules, run, tools, worker
 from ai_agent.cli._common import (
     EXIT,
     Parents,
@@ -46,7 +46,7 @@ from ai_agent.visible import visible
 
 __all__ = ["EXIT", "main"]
 
-COMMAND_MODULES = (run, inspect, debug, regress, tools, worker, mcp, console)
+COMMAND_MODULES = (run, inspect, debug, regress, tools, worker, rules, mcp, console)
 
 
 def _parser() -> tuple[argparse.ArgumentParser, list[str]]:

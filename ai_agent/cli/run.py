@@ -76,6 +76,17 @@ def add_commands(sub: Any, parents: Parents) -> None:
         help="how far an approval reaches (default: this call)",
     )
     resume.add_argument(
+        "--always",
+        choices=["run", "args", "tool"],
+        help="also store an always-allow rule for each approved call: this tool in this run, "
+        "these arguments in any run, or this tool always (ai-agent rules list / revoke)",
+    )
+    resume.add_argument(
+        "--confirm-always",
+        action="store_true",
+        help="confirm --always tool for a modification tool: its every call runs unasked",
+    )
+    resume.add_argument(
         "--queue",
         action="store_true",
         help="check the plan and queue it for a worker (ai-agent worker) instead of resuming here",
@@ -155,13 +166,17 @@ def plan_of(args: argparse.Namespace, max_chars: int) -> UserPlan | None:
         "deny": [star.get(a, a) for a in args.reject],
         "activate_tools": list(args.activate),
         "grant_scope": args.scope,
+        "always_allow": args.always,
+        "confirm_always": args.confirm_always,
     }
     return read_plan(plan, max_chars=max_chars)
 
 
 def _check_answer(args: argparse.Namespace) -> None:
     """Options that contradict each other (argparse's groups cannot say these)."""
-    decisions = bool(args.approve or args.reject or args.activate or args.scope != "call")
+    decisions = bool(
+        args.approve or args.reject or args.activate or args.scope != "call" or args.always
+    )
     if args.plan_file and decisions:
         raise UsageError(
             "--plan-file holds the whole plan: put approve, deny, activate_tools and "
@@ -176,6 +191,11 @@ def _check_answer(args: argparse.Namespace) -> None:
         raise UsageError(
             "--scope says how far an --approve reaches; name the calls with --approve CALL_ID "
             "(or --approve all), or leave --scope out"
+        )
+    if (args.always or args.confirm_always) and not args.approve:
+        raise UsageError(
+            "--always makes a rule for each call you approve; name them with --approve CALL_ID "
+            "(or --approve all)"
         )
     if args.reason and not args.deny:
         raise UsageError("--reason goes with --deny; to continue with instructions use --plan")

@@ -1,13 +1,14 @@
 """A person's answer in the inbox, made into a plan and queued: the same path as the CLI's queue.
 
 The inbox's form says what to do with one paused gate (``action``): approve a waiting call (how
-far the approval reaches: ``scope``), reject it with a reason the model reads, activate a tool,
-continue with instructions, or stop the run. `plan_of` turns that into the plan the command line
-would build (``ai-agent resume THREAD --approve ID --scope tool --queue``), and `submit` reads it
-with `ai_agent.plans.read_plan` and queues it with ``Agent.submit_plan``: checked against the
-pending gate there and then (a mistake is the person's to see at once), then served by a worker
-(the console's own, or ``ai-agent worker``), which takes the run's lease, so a browser and a
-command line answering at once leave one winner.
+far the approval reaches: ``scope``), approve it with the arguments a person edited (``args``, a
+JSON object, checked against the tool's schema when the plan is), reject it with a reason the
+model reads, activate a tool, continue with instructions, or stop the run. `plan_of` turns that
+into the plan the command line would build (``ai-agent resume THREAD --approve ID --queue``),
+and `submit` reads it with `ai_agent.plans.read_plan` and queues it with ``Agent.submit_plan``:
+checked against the pending gate there and then (a mistake is the person's to see at once), then
+served by a worker (the console's own, or ``ai-agent worker``), which takes the run's lease, so a
+browser and a command line answering at once leave one winner.
 
 The form carries the token of the gate report the page showed. A plan that names a gate the run
 has left (someone answered it first, from anywhere) is refused, never applied to the next gate.
@@ -15,6 +16,7 @@ has left (someone answered it first, from anywhere) is refused, never applied to
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -25,10 +27,11 @@ if TYPE_CHECKING:
     from ai_agent.checkpoints import PlanRecord
     from ai_agent.graph import Agent
 
-__all__ = ["ACTIONS", "plan_of", "submit"]
+__all__ = ["ACTIONS", "edited_args", "plan_of", "submit"]
 
-ACTIONS = ("approve", "reject", "activate", "instruct", "stop")
+ACTIONS = ("approve", "edit", "reject", "activate", "instruct", "stop")
 SCOPES = ("call", "tool", "args")
+RULE_SCOPES = ("run", "args", "tool")
 
 
 def plan_of(form: Mapping[str, str]) -> dict[str, Any]:
@@ -61,7 +64,11 @@ def _decision(action: str, form: Mapping[str, str], message: str | None) -> dict
         scope = form.get("scope") or "call"
         if scope not in SCOPES:
             raise InvalidPlanError(f"unknown scope {scope!r}: use one of {', '.join(SCOPES)}")
-        return {"approve": [call], "grant_scope": scope, "instructions": message}
+        return {"approve": [call], "grant_scope": scope, "instructions": message, **_always(form)}
+    if action == "edit":
+        call = _required(form, "call", "approving with edited arguments needs the call's id")
+        edit = {call: edited_args(form.get("args", ""))}
+        return {"edit_args": edit, "instructions": message, **_always(form)}
     if action == "activate":
         return {"activate_tools": [_required(form, "tool", "activate needs a tool's name")]}
     if action == "instruct":
@@ -69,6 +76,50 @@ def _decision(action: str, form: Mapping[str, str], message: str | None) -> dict
             raise InvalidPlanError("write the instructions the run should continue with")
         return {"instructions": message}
     return {"allow_continue": False, "instructions": message}  # stop
+
+
+def _always(form: Mapping[str, str]) -> dict[str, Any]:
+    """The always-allow rule an approval asks for (``always``), and its confirmation."""
+    always = form.get("always") or None
+    if always is None:
+        return {}
+    if always not in RULE_SCOPES:
+        raise InvalidPlanError(
+            f"unknown always-allow scope {always!r}: use one of {', '.join(RULE_SCOPES)}"
+        )
+    return {"always_allow": always, "confirm_always": form.get("confirm_always") == "yes"}
+
+
+def edited_args(text: str) -> dict[str, Any]:
+    """The arguments a person wrote in the inbox's editor: a JSON object.
+
+    Raises:
+        InvalidPlanError: not JSON, or not an object (where, in words); the tool's schema is
+            checked when the plan is (``Agent.submit_plan``).
+
+    Examples:
+        >>> edited_args('{"path": "notes.txt"}')
+        {'path': 'notes.txt'}
+        >>> edited_args("[1]")
+        Traceback (most recent call last):
+        ...
+        ai_agent.errors.InvalidPlanError: the edited arguments are a JSON list, not an object; ...
+    """
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InvalidPlanError(
+            f"the edited arguments are not JSON (line {exc.lineno}, column {exc.colno}: "
+            f"{exc.msg}); write them as a JSON object"
+        ) from None
+    except RecursionError:
+        raise InvalidPlanError("the edited arguments are nested too deeply; flatten them") from None
+    if not isinstance(value, dict):
+        raise InvalidPlanError(
+            f"the edited arguments are a JSON {type(value).__name__}, not an object; write "
+            'them as {"name": value, ...}'
+        )
+    return value
 
 
 def _required(form: Mapping[str, str], name: str, problem: str) -> str:

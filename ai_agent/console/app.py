@@ -26,6 +26,7 @@ from ai_agent.console import (
     answers,
     casefile,
     depth_pages,
+    rules_pages,
     storage,
     toolsmaker,
     travel_pages,
@@ -80,6 +81,7 @@ def create_app(agent: Agent, access: Access, *, interval: float = 1.0) -> Guard:
         Route("/runs/{thread}", bound(_run)),
         Route("/inbox", bound(_inbox)),
         Route("/inbox/{thread}/answer", bound(_answer), methods=["POST"]),
+        *rules_pages.routes(bound),
         Route("/events", bound(_events)),
         *casefile.routes(bound),
         *storage.routes(bound),
@@ -115,9 +117,16 @@ async def _inbox_page(
     request: Request,
     errors: Mapping[str, str] | None = None,
     status: int = 200,
+    draft: Mapping[str, str] | None = None,
 ) -> Response:
+    """The inbox; after a refused answer, its reason, and the arguments the person was editing.
+
+    ``draft`` is the refused form: what was typed in an editor is given back, never lost.
+    """
     items = await views.inbox_items(console.archive)
-    return console.page(request, "inbox.html", status, items=items, errors=errors or {})
+    return console.page(
+        request, "inbox.html", status, items=items, errors=errors or {}, draft=draft or {}
+    )
 
 
 async def _run(console: Console, request: Request) -> Response:
@@ -158,7 +167,10 @@ async def _answer(console: Console, request: Request) -> Response:
         # plan that does not fit is the person's to fix (400); one that came too late, or a
         # run that is no longer waiting, is a conflict with whoever answered first (409).
         mistake = isinstance(exc, InvalidPlanError) and not isinstance(exc, PlanRefusedError)
-        return await _inbox_page(console, request, {thread: str(exc)}, 400 if mistake else 409)
+        draft = {"thread": thread, "call": form.get("call", ""), "args": form.get("args", "")}
+        return await _inbox_page(
+            console, request, {thread: str(exc)}, 400 if mistake else 409, draft
+        )
     target = f"/runs/{quote(thread, safe='')}?answered={record['id']}"
     return RedirectResponse(target, status_code=303)
 

@@ -29,10 +29,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "InboxItem",
+    "RuleRow",
     "RunRow",
     "RunView",
     "gate_report",
     "inbox_items",
+    "rule_rows",
     "run_rows",
     "run_view",
 ]
@@ -255,6 +257,41 @@ async def run_view(
         last=page.last,
         window=window,
     )
+
+
+@dataclass(frozen=True)
+class RuleRow:
+    """One always-allow rule as the Rules page lists it."""
+
+    id: int
+    tool: str
+    allows: str
+    source: str
+    created_at: float
+    revoked_at: float | None
+    unusable: bool
+
+
+async def rule_rows(archive: RunArchive) -> list[RuleRow]:
+    """Every rule, newest first, revoked ones too; a row that cannot be used says why."""
+    from ai_agent.graph import rule_allows
+
+    rows = []
+    for rule in await archive.store.list_rules(revoked=True):
+        allows = rule_allows(rule)
+        unusable = allows.startswith("NOT USED: ")
+        rows.append(
+            RuleRow(
+                rule["id"],
+                rule["tool"],
+                allows,
+                rule["source"],
+                rule["created_at"],
+                rule["revoked_at"],
+                unusable,
+            )
+        )
+    return rows
 
 
 def now() -> float:

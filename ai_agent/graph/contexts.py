@@ -257,6 +257,8 @@ class RunContexts:
             # A replay brings its own model and hears no start-up issues.
             take_issues=_taking(issues if model is None else ()),
             outputs=self.store,  # clipped tool outputs, for tool_output
+            # Always-allow rules for a run; a replay follows its recording, never a rule.
+            rules=self.store if model is None else None,
         )
 
     def _output_summarizer(self, meter: RunMeter, recorded: ModelCaller) -> OutputSummarizer | None:

@@ -73,6 +73,9 @@ class Runner(Protocol):
         ``plan``: a plan for the gate, or the answer to a node of the run's pipeline.
         """
 
+    async def remember_rules(self, thread_id: str, command: Any) -> None:
+        """Store the always-allow rules the plan being applied asks for (``always_allow``)."""
+
     async def model(self) -> ModelCaller:
         """The live model caller (built when first needed)."""
 

@@ -238,12 +238,20 @@ def _timeline(r: dict[str, Any]) -> str:
     )
 
 
+def _input(call: dict[str, Any]) -> str:
+    """A call's arguments; for a call a person edited, the model's arguments under them."""
+    shown = f"<pre>{_j(call['args'])}</pre>"
+    if "edited_from" in call:
+        shown += f"<pre>edited from {_j(call['edited_from'])}</pre>"
+    return shown
+
+
 def _tools(r: dict[str, Any]) -> str:
     rows = [
         (
             _e(c["iteration"]),
             f"<code>{_e(c['call']['name'])}</code>",
-            f"<pre>{_j(c['call']['args'])}</pre>",
+            _input(c["call"]),
             f'<span class="status {_e(c["result"]["status"])}">{_e(c["result"]["status"])}</span>',
             f"<pre>{_j(c['result'].get('content', c['result'].get('error')))}</pre>",
             _e(c["duration_ms"]),

@@ -49,12 +49,14 @@ from ai_agent.graph.interrupts import node_answer, waiting_node
 from ai_agent.graph.result import RunResult, is_pending, result_of
 from ai_agent.graph.run_summary import summary_of
 from ai_agent.graph.tooling import AgentTools
+from ai_agent.nodes.edits import check_edits
 from ai_agent.nodes.gate import check_plan, check_token
 from ai_agent.observability import Telemetry
 from ai_agent.observability.logs import engine_logger
 from ai_agent.observability.redaction import SecretValues
 from ai_agent.plans import PlanAnswer, check_size, read_plan
 from ai_agent.state import GateReport, Issue, RunState, UserPlan, new_run_state
+from ai_agent.tools.rules import check_always, describe_rule, new_rules
 
 if TYPE_CHECKING:
     from langgraph.types import StateSnapshot
@@ -214,6 +216,7 @@ class PipelineRunner:
                     if snapshot.values
                     else self._restart(thread_id, plan)
                 )
+                await self.remember_rules(thread_id, command)
                 await self.store.update_run(thread_id, status="running")
             except BaseException:
                 await self._release(lease)
@@ -282,6 +285,8 @@ class PipelineRunner:
             check_size(parsed, self.settings.max_plan_chars)
             check_token(parsed, report, values, thread_id, required=token_required)
             check_plan(parsed, report, self._tools.registry)
+            check_edits(parsed, report, self._tools.registry)
+            check_always(parsed, report, self._tools.registry)
             # The resume value is stored with the checkpoint: a key in the instructions is not.
             # The gate takes the typed plan it carries (`ai_agent.plans.PlanAnswer`).
             masked = parsed.model_copy(update=self.secrets.scrub(parsed.model_dump()))
@@ -296,6 +301,28 @@ class PipelineRunner:
             return None
         status = snapshot.values.get("status", "finished")
         raise NothingPendingError(f"run {thread_id} has {status}; there is nothing to resume")
+
+    async def remember_rules(self, thread_id: str, command: Any) -> None:
+        """Store the always-allow rules the plan of a resume asks for (``always_allow``).
+
+        Called once the plan passed every check and the run's lease is held, just before the
+        run goes on: where a plan is applied (``resume``, a worker serving the queue), never
+        where one is only queued. The same plan applied again (a worker's retry) stores
+        nothing new.
+        """
+        answer = getattr(command, "resume", None)
+        if not isinstance(answer, PlanAnswer) or answer.report is None:
+            return
+        for rule in new_rules(
+            answer.plan, answer.report, self._tools.registry, thread_id=thread_id
+        ):
+            stored = await self.store.add_rule(dict(rule))
+            log.info(
+                "stored always-allow rule %d: %s",
+                stored["id"],
+                describe_rule(stored),
+                fields={"event": "rule_added", "rule": stored["id"], "thread_id": thread_id},
+            )
 
     async def _restart(self, thread_id: str, plan: Answer) -> RunState:
         """The input of a run that has a run row but no checkpoint: its task, from the start.

@@ -117,8 +117,9 @@ async def attach(
         )
     if record["status"] == "paused" and plan:
         # The token bound the plan to the parent's gate, which it answered; the child's gate
-        # is answered by the same person through it.
-        handed_on = {k: v for k, v in plan.items() if k != "gate_token"}
+        # is answered by the same person through it. Edits and always-allow rules name the
+        # parent's calls: the child's calls (whose ids may look the same) get neither.
+        handed_on = {k: v for k, v in plan.items() if k not in _PARENTS_ONLY}
         return await child._runner.resume(thread_id, handed_on)
     if record["status"] in (*_ENDED, "paused"):
         return await child.archive.get_result(thread_id)
@@ -126,6 +127,10 @@ async def attach(
         return await child._runner.resume(thread_id)
     except NothingPendingError:  # it ended after all; its row had not been updated yet
         return await child.archive.get_result(thread_id)
+
+
+# The parts of a plan that answer the parent's gate only (its token, its calls' edits and rules).
+_PARENTS_ONLY = frozenset({"gate_token", "edit_args", "always_allow", "confirm_always"})
 
 
 def tree_budget(

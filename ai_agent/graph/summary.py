@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from ai_agent.graph.channels import own_fields
-from ai_agent.state import GateReport, Message, PlanRecord, RunState
+from ai_agent.state import GateReport, Message, PlanRecord, RunState, ToolCall
 
 __all__ = ["change_summary", "clip", "describe_message", "describe_plan"]
 
@@ -64,11 +64,24 @@ def describe_plan(record: PlanRecord) -> str:
     parts = [f"approve {', '.join(plan['approve'])}"] if plan.get("approve") else []
     if plan.get("deny"):
         parts.append(f"deny {', '.join(plan['deny'])}")
+    if plan.get("edit_args"):
+        parts.append(f"edit {', '.join(plan['edit_args'])}")
+    if plan.get("always_allow"):
+        parts.append(f"always allow ({plan['always_allow']})")
     if plan.get("activate_tools"):
         parts.append(f"activate {', '.join(plan['activate_tools'])}")
     if plan.get("instructions"):
         parts.append(f"instructions {clip(plan['instructions'], 40)!r}")
     return f"plan ({record['source']}): " + ("; ".join(parts) or "continue")
+
+
+def _edit(call: ToolCall) -> str:
+    """A call a person's plan edited: the model's arguments, then the ones that will run."""
+
+    def shown(args: dict[str, Any]) -> str:
+        return clip(json.dumps(args, ensure_ascii=False, sort_keys=True), 40)
+
+    return f"{call['id']} edited: {shown(call.get('edited_from', {}))} -> {shown(call['args'])}"
 
 
 def _gate(report: GateReport) -> str:
@@ -96,6 +109,8 @@ def _fields(before: RunState, after: RunState) -> list[str]:
         parts.append(
             "waiting: " + ", ".join(f"{p['call']['name']} ({p['blocked']})" for p in waiting)
         )
+    edited = [p["call"] for p in after.get("pending", []) if "edited_from" in p["call"]]
+    parts += [_edit(c) for c in edited if c not in [p["call"] for p in before.get("pending", [])]]
     gate = after.get("gate")
     if gate is not None and gate != before.get("gate"):
         parts.append(_gate(gate))

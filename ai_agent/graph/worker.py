@@ -241,6 +241,7 @@ class PlanQueue:
                 f"the plan is stale: run {thread_id} has moved on since plan {plan['id']} was "
                 "queued and waits at another gate now; queue a plan for that one"
             )
+        await runner.remember_rules(thread_id, command)
         return command
 
     async def _drive_plan(

@@ -21,11 +21,12 @@ from __future__ import annotations
 import asyncio
 import os
 import time
+from dataclasses import replace
 from typing import Any, TypedDict
 
 from langgraph.runtime import Runtime
 
-from ai_agent.context import RunContext
+from ai_agent.context import AllowRule, RunContext
 from ai_agent.events import ToolFinished, ToolStarted
 from ai_agent.issues import IssueKind, as_state
 from ai_agent.nodes._common import stage
@@ -51,11 +52,13 @@ from ai_agent.tools.policy import (
     CallFacts,
     Verdict,
     approved_at,
+    canonical_args,
     is_granted,
     screen_call,
     spend,
 )
 from ai_agent.tools.results import bound_output, labelled
+from ai_agent.tools.rules import covering_rule, describe_rule, rule_problems
 
 __all__ = ["ActUpdate", "act", "repair_used"]
 
@@ -114,6 +117,8 @@ class _Cycle:
         self.used: list[str] = list(state.get("tools_used", []))
         self.active: list[str] = list(state.get("active_tools", []))
         self.update = ActUpdate(pending=[], messages=[], results=[], issues=[], trace=[])
+        # The always-allow rule that let a call run unasked, by the call's id (its records say so).
+        self.allowed: dict[str, AllowRule] = {}
         # The phase's plan line goes with its first call run (none when a plan answered it).
         self.outline = "" if self.answered else plan_line(state)
 
@@ -139,28 +144,56 @@ class _Cycle:
             and pending.get("attempt") == journal["attempt"]
         )
         results: list[ToolOutcome] = self.state.get("results", [])
-        return screen_call(
-            CallFacts(
-                call=call,
-                info=info,
-                active=self.state.get("active_tools", []),
-                grants=self.grants,
-                approvals=_approvals(context),
-                missing_env=missing,
-                journal=journal,
-                answered=self.answered,
-                approved=granted,
-                rerun_approved=rerun_approved,
-                denied=_named(self.plan.get("deny", []), call, self.shown),
-                problems=review["problems"],
-                repair_used=repair_used(results, call["name"], self.iteration),
-                escalation=escalation,
-                first_use=call["name"] not in self.used,
-                unattended=policy.unattended,
-                first_use_gate=policy.first_use_gate,
-                shown=call["id"] in self.shown,
-            )
+        facts = CallFacts(
+            call=call,
+            info=info,
+            active=self.state.get("active_tools", []),
+            grants=self.grants,
+            approvals=_approvals(context),
+            missing_env=missing,
+            journal=journal,
+            answered=self.answered,
+            approved=granted,
+            rerun_approved=rerun_approved,
+            denied=_named(self.plan.get("deny", []), call, self.shown),
+            problems=review["problems"],
+            repair_used=repair_used(results, call["name"], self.iteration),
+            escalation=escalation,
+            first_use=call["name"] not in self.used,
+            unattended=policy.unattended,
+            first_use_gate=policy.first_use_gate,
+            shown=call["id"] in self.shown,
         )
+        verdict = screen_call(facts)
+        if verdict.action in ("wait", "cancel") and not granted and info is not None:
+            verdict = await self.by_rule(facts, verdict, info["category"])
+        return verdict
+
+    async def by_rule(self, facts: CallFacts, verdict: Verdict, category: str) -> Verdict:
+        """The verdict once the always-allow rules of the call's tool are read.
+
+        A rule that covers the call approves it, and its use is noted for the call's records.
+        An unreadable rule is not used: the call waits as it would have, and its issue says why.
+        """
+        book = self.context.rules
+        if book is None:
+            return verdict
+        call = facts.call
+        rules = await book.rules_for(call["name"])
+        escalated = facts.escalation is not None
+        rule = covering_rule(
+            rules, call, thread_id=self.context.thread_id, category=category, escalated=escalated
+        )
+        if rule is None:
+            problems = rule_problems(rules, call, category)
+            if problems and verdict.action == "wait" and verdict.code is not None:
+                message = "; ".join([verdict.message, *problems])
+                return Verdict("wait", verdict.code, message, verdict.result, verdict.attempt)
+            return verdict
+        allowed = screen_call(replace(facts, approved=True))
+        if allowed.action == "run":
+            self.allowed[call["id"]] = rule
+        return allowed
 
     async def settle(self, batch: list[PendingCall]) -> None:
         """Settle calls: each one's verdict, the runs (together, up to the limit), the records.
@@ -332,6 +365,9 @@ class _Cycle:
         self.roll_up(result)
         text = self.context.tools.format_result(call["name"], result)
         text, result = await self.clip(call, text, result)
+        if "edited_from" in call:
+            # The conversation holds the arguments the model asked for: it hears what ran.
+            text = f"{_edit_note(call)}\n{text}"
         message = Message(role="tool", content=text, tool_call_id=call["id"], name=call["name"])
         if result.get("media"):
             # What the Agent's tool box admitted for the model; the text describes them too.
@@ -350,9 +386,23 @@ class _Cycle:
             status=result["status"],
             detail=str(result.get("summary") or text)[:200],
         )
+        if "edited_from" in call:  # the timeline says whose arguments ran
+            line["detail"] = f"edited by a person's plan; {line['detail']}"[:200]
+        rule = self.allowed.get(call["id"])
+        if rule is not None:  # which rule let this call through, in the trace and the outcome
+            line["detail"] = (
+                f"allowed by rule {rule['id']} ({describe_rule(rule)}); {line['detail']}"[:200]
+            )
+            self.update["results"][-1]["rule"] = rule["id"]
         if "execution_time_ms" in result:
             line["duration_ms"] = result["execution_time_ms"]
         self.update["trace"].append(line)
+
+
+def _edit_note(call: ToolCall) -> str:
+    """What the model reads before the result of a call a person edited."""
+    ran = canonical_args(call["args"]) or repr(call["args"])
+    return f"[A person edited the arguments of this call before approving it; it ran with {ran}]"
 
 
 def _finished(call: ToolCall, result: ToolResult, iteration: int) -> ToolFinished:

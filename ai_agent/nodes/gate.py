@@ -31,6 +31,7 @@ from ai_agent.errors import HookError, InvalidPlanError, PlanRefusedError
 from ai_agent.events import GateResumed
 from ai_agent.issues import KINDS
 from ai_agent.nodes._common import call_hook, hook_issue, hook_view, stage
+from ai_agent.nodes.edits import check_edits, edit_pending
 from ai_agent.observability.scopes import note_gate_plan
 from ai_agent.plans import PlanAnswer, read_plan
 from ai_agent.state import (
@@ -181,9 +182,12 @@ def check_plan(plan: UserPlan, report: GateReport, catalog: Iterable[str]) -> No
     problems = [
         f"no pending call {i!r}" for i in [*plan.approve, *plan.deny] if i != "*" and i not in ids
     ]
+    problems += [f"edit_args: no pending call {i!r}" for i in plan.edit_args if i not in ids]
     problems += [f"no tool {t!r} in the catalog" for t in plan.activate_tools if t not in known]
     both = (set(plan.approve) & set(plan.deny)) - {"*"}
     problems += [f"call {i!r} is both approved and denied" for i in sorted(both)]
+    edited_denied = set(plan.edit_args) & (ids if "*" in plan.deny else set(plan.deny))
+    problems += [f"call {i!r} is both edited and denied" for i in sorted(edited_denied)]
     if problems:
         choices = ", ".join(sorted(ids)) or "none"
         raise InvalidPlanError(
@@ -273,11 +277,15 @@ def _apply(
         update["messages"] = _cancel_messages(waiting, CANCELLED)
         return update
     # An approval reaches the calls of this report only ("*" included), each as it was shown:
-    # its engine id and the digest of its arguments, at this gate of this run.
+    # its engine id and the digest of its arguments, at this gate of this run. An edited call
+    # is approved as the person wrote it: the grant binds to the arguments that will run.
+    shown = edit_pending(report["pending"], plan, context.tools)
     approved = [
         p["call"]
-        for p in report["pending"]
-        if "*" in plan.approve or p["call"]["id"] in plan.approve
+        for p in shown
+        if "*" in plan.approve
+        or p["call"]["id"] in plan.approve
+        or p["call"]["id"] in plan.edit_args
     ]
     token = gate_token(state, context.thread_id)  # the report's, recomputed from the same state
     grants = list(state.get("grants", []))
@@ -288,6 +296,8 @@ def _apply(
     active += [t for t in plan.activate_tools if t not in active]
     update["grants"] = grants
     update["active_tools"] = active
+    if plan.edit_args:
+        update["pending"] = edit_pending(list(state.get("pending", [])), plan, context.tools)
     if waiting:
         update["resolving"] = True  # act settles the waiting calls, then adds the instructions
         return update
@@ -407,6 +417,7 @@ async def gate(state: RunState, *, runtime: Runtime[RunContext]) -> GateUpdate:
     plan = read_plan(raw)  # typed where it arrived: a resume's plan is not read again
     if not isinstance(raw, PlanAnswer):  # a resume checked its plan against this very report
         check_plan(plan, report, catalog)
+        check_edits(plan, report, context.tools)
     taken = plan.model_dump()
     note_gate_plan(report, taken, source)
     context.emit(_resumed(report["iteration"], source, plan, taken))

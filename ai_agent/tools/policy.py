@@ -51,7 +51,7 @@ import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from ai_agent.context import ApprovalPolicy, JournalEntry, ToolInfo
 from ai_agent.issues import IssueKind
@@ -65,6 +65,7 @@ __all__ = [
     "approved_at",
     "args_hash",
     "canonical_args",
+    "edited_call",
     "grants_for",
     "is_granted",
     "screen_call",
@@ -214,6 +215,25 @@ def grants_for(
         gate=gate,
         spent=False,
     )
+
+
+def edited_call(call: ToolCall, args: Mapping[str, Any]) -> ToolCall:
+    """``call`` with ``args`` instead of its own; ``edited_from`` keeps the model's arguments.
+
+    An edit of a call edited before keeps the model's first arguments as the original.
+
+    Examples:
+        >>> call = {"id": "c1.1", "name": "write_file", "args": {"path": "a"}}
+        >>> edited = edited_call(call, {"path": "b"})
+        >>> edited["args"], edited["edited_from"]
+        ({'path': 'b'}, {'path': 'a'})
+        >>> edited_call(edited, {"path": "c"})["edited_from"]
+        {'path': 'a'}
+    """
+    out = ToolCall(**call)
+    out["args"] = dict(args)
+    out["edited_from"] = dict(call.get("edited_from", call["args"]))
+    return out
 
 
 def _cancel(text: str) -> Verdict:

@@ -530,3 +530,24 @@ async def test_the_allowance_travels_from_the_parents_state_to_its_child_tool(
     fork = await parent.afork("p", before_act.checkpoint_id, {"budget_allowance": allowance})
     assert (await parent.resume(fork)).status == "completed"
     assert seen == [None, allowance]
+
+
+async def test_the_parents_edits_and_rules_are_not_handed_to_its_child(
+    tmp_path: Path, db: Path
+) -> None:
+    written: list[str] = []
+    child = child_agent(
+        tmp_path, [call("write_note", text="hello"), text("written")], tools=[note_tool(written)]
+    )
+    parent = parent_agent(db, [call("notes", task="write hello"), text("all done")],
+                          [child.as_tool("notes", "Writes notes.")])  # fmt: skip
+    paused = await parent.run("take a note", thread_id="p")
+    assert paused.gate is not None
+    (waiting,) = paused.gate["pending"]
+    # The child's waiting call has the same engine id (c1.0) as the parent's: an edit of the
+    # parent's call must not become an edit of the child's, nor its rule a rule of the child's.
+    edit = {waiting["call"]["id"]: {"task": "write hello"}}
+    plan = UserPlan(approve=["*"], edit_args=edit, always_allow="args")
+    done = await parent.resume("p", plan)
+    assert done.status == "completed" and written == ["hello"]
+    assert [r["tool"] for r in await parent.store.list_rules()] == ["notes"]
