@@ -28,7 +28,7 @@ import operator
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["same_prefix", "snapshot", "unchanged"]
+__all__ = ["same_prefix", "snapshot", "snapshot_item", "unchanged", "unchanged_item"]
 
 _ATOMS = frozenset({str, int, float, bool, type(None), bytes})
 
@@ -118,6 +118,16 @@ def _snapshot_item(item: Any) -> Any:
     if type(live) is tuple:
         return (_copy(live[0]), _copy(live[1]))
     return _copy(live)
+
+
+def snapshot_item(item: Any) -> Any:
+    """A copy of one item that later edits of it in place do not reach (see the module doc)."""
+    return _snapshot_item(item)
+
+
+def unchanged_item(shadow: Any, item: Any) -> bool:
+    """True when ``item`` still equals ``shadow``, its `snapshot_item` (the same object's)."""
+    return bool(shadow == item) or bool(shadow == _fields(item))
 
 
 def snapshot(items: list[Any]) -> list[Any]:
