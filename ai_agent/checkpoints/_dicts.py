@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-from ai_agent.checkpoints._identity import snapshot_item, unchanged_item
+from ai_agent.checkpoints._identity import fields_of, snapshot_item
 from ai_agent.checkpoints._lineages import at_tip, extend_lineage, read_items, start_lineage
 from ai_agent.checkpoints._skeleton import Ref
 from ai_agent.checkpoints._store import Batch, DeltaStore, Held, ReadMemo, ThreadCache
@@ -169,10 +169,13 @@ def _changes(
     """(keys set or changed, in the dict's order; keys removed) from ``keys`` to ``value``."""
     get = keys.get
     if deep:
+        # Once per key and step: plain data is its own snapshot's shape, so the first
+        # comparison, in C, settles nearly every key; an object is compared by its fields.
         changed = [
             key
             for key, item in value.items()
-            if (known := get(key, _MISSING)) is _MISSING or not unchanged_item(known, item)
+            if (known := get(key, _MISSING)) is _MISSING
+            or (known != item and known != fields_of(item))
         ]
     else:
         changed = [key for key, item in value.items() if get(key, _MISSING) is not item]

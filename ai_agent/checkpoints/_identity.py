@@ -28,7 +28,13 @@ import operator
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["same_prefix", "snapshot", "snapshot_item", "unchanged", "unchanged_item"]
+__all__ = [
+    "fields_of",
+    "same_prefix",
+    "snapshot",
+    "snapshot_item",
+    "unchanged",
+]
 
 _ATOMS = frozenset({str, int, float, bool, type(None), bytes})
 
@@ -125,9 +131,12 @@ def snapshot_item(item: Any) -> Any:
     return _snapshot_item(item)
 
 
-def unchanged_item(shadow: Any, item: Any) -> bool:
-    """True when ``item`` still equals ``shadow``, its `snapshot_item` (the same object's)."""
-    return bool(shadow == item) or bool(shadow == _fields(item))
+def fields_of(item: Any) -> Any:
+    """What a `snapshot_item` of ``item`` is compared with when it is not ``item`` itself.
+
+    An item is unchanged when its snapshot equals it (plain data) or its fields (an object).
+    """
+    return _fields(item)
 
 
 def snapshot(items: list[Any]) -> list[Any]:

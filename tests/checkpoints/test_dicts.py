@@ -312,3 +312,19 @@ def test_a_read_between_steps_keeps_writes_stored_as_changes(tmp_path: Path) -> 
         assert size < len(TEXT)
         got = saver.get_tuple(config("t", head))
         assert got is not None and got.pending_writes == [("task-1", "docs", run.docs)]
+
+
+def test_a_message_in_the_dict_edited_in_place_is_stored(tmp_path: Path) -> None:
+    from langchain_core.messages import AIMessage
+
+    with DeltaSaver(tmp_path / "c.sqlite") as saver:
+        run = DictRun(saver)
+        run.docs.update({f"m{i}": AIMessage(content=TEXT, id=f"m{i}") for i in range(4)})
+        run.step()
+        run.docs["m2"].content = "edited in place"  # the same object, one field changed
+        run.step()
+        run.step()  # and nothing else changes after
+        run.check()
+        got = saver.get_tuple(config("t"))
+        assert got is not None
+        assert got.checkpoint["channel_values"]["docs"]["m2"].content == "edited in place"
