@@ -20,7 +20,7 @@ from ai_agent.checkpoints._sql import Session
 from ai_agent.checkpoints.fencing import LEASE_ROW_SQL
 from ai_agent.errors import StorageFullError
 
-__all__ = ["PAGE_SIZE", "SqliteDatabase", "SqliteSession", "full_disk_raises", "use_page_size"]
+__all__ = ["SqliteDatabase", "SqliteSession", "full_disk_raises"]
 
 
 @contextmanager
@@ -69,25 +69,6 @@ class SqliteSession(Session):
         return _texts.sqlite_owners(self.conn.execute)
 
 
-PAGE_SIZE = 8192
-"""Bytes per page of a new database file. A row of task writes that holds a 1 KB message is
-about 1.1 KB; in a WITHOUT ROWID table SQLite keeps at most about a quarter of a page of a row
-in place and spills the rest to an overflow page of its own, so with 4 KB pages each such row
-took a whole extra page for its last hundred bytes. Measured on the plain list graph (400
-cycles): database plus WAL 11.4 times the payload with 4 KB pages, 8.3 with 8 KB, 11.7 with 16 KB
-(a larger WAL). Files created before keep their page size (`use_page_size`)."""
-
-
-def use_page_size(conn: sqlite3.Connection) -> None:
-    """Give a database file that has no page yet `PAGE_SIZE` pages (else: nothing changes).
-
-    Whoever creates the file first (the run store or the checkpoints, which share it) sets it;
-    SQLite fixes the page size when the first table is written.
-    """
-    if conn.execute("PRAGMA page_count").fetchone()[0] == 0:
-        conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")
-
-
 class SqliteDatabase:
     """One autocommit connection shared by threads, guarded by a lock.
 
@@ -107,7 +88,6 @@ class SqliteDatabase:
         self.path = path
         self._lock = threading.Lock()
         self.conn = sqlite3.connect(path, timeout=30, check_same_thread=False, isolation_level=None)
-        use_page_size(self.conn)
         self.conn.execute("PRAGMA journal_mode=WAL")
         # As for the checkpoints: a commit reaches the WAL before it returns (a crash of this
         # process loses nothing, and commits stay in order) without an fsync each; FULL would

@@ -42,7 +42,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from ai_agent.checkpoints import _texts
 from ai_agent.checkpoints._schema import create_or_migrate
 from ai_agent.checkpoints._skeleton import Ref, Skeleton
-from ai_agent.checkpoints._sqlite import full_disk_raises, use_page_size
+from ai_agent.checkpoints._sqlite import full_disk_raises
 from ai_agent.checkpoints.fencing import LEASE_ROW_SQL, check_lease
 from ai_agent.errors import StoreError
 
@@ -482,9 +482,7 @@ def _connect(path: str) -> sqlite3.Connection:
         raise StoreError(f"cannot open the checkpoint database at {path}: {exc}") from None
     try:
         if conn.execute("PRAGMA page_count").fetchone()[0] == 0:
-            # Only possible before the first table exists. The page size first (once auto_vacuum
-            # is set, SQLite ignores it); incremental auto_vacuum lets a prune shrink the file.
-            use_page_size(conn)
+            # Only possible before the first table exists: lets a prune shrink the file.
             conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
         conn.execute("PRAGMA journal_mode = WAL")
         # WAL + NORMAL: a commit is in the WAL before it returns, so it survives a crash of this

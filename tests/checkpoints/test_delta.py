@@ -13,7 +13,6 @@ from langgraph.checkpoint.base import Checkpoint
 from ai_agent.checkpoints import FORMAT_VERSION, DeltaSaver, open_checkpointer
 from ai_agent.checkpoints._lineages import LINEAGE_MIN_ITEMS, MERGE_AT
 from ai_agent.checkpoints._skeleton import MAX_DIFF_DEPTH
-from ai_agent.checkpoints._sqlite import PAGE_SIZE
 from ai_agent.errors import StoreError
 from tests.checkpoints.conftest import config, make_checkpoint
 
@@ -364,21 +363,3 @@ def test_memory_database(tmp_path: Path) -> None:
             run.step()
         run.check()
         assert saver._call(saver.store.size) > 0
-
-
-def test_a_new_file_gets_the_larger_page_and_an_old_one_keeps_its_own(tmp_path: Path) -> None:
-    new = tmp_path / "new.sqlite"
-    old = tmp_path / "old.sqlite"
-    with sqlite3.connect(old) as conn:
-        conn.execute("CREATE TABLE before_us (x)")  # a file someone else created, 4 KB pages
-    for path in (new, old):
-        with DeltaSaver(path) as saver:
-            run = Run(saver)
-            for _ in range(3):
-                run.step()
-            run.check()
-    with sqlite3.connect(new) as conn:
-        assert conn.execute("PRAGMA page_size").fetchone() == (PAGE_SIZE,)
-        assert conn.execute("PRAGMA auto_vacuum").fetchone() == (2,)  # incremental, still
-    with sqlite3.connect(old) as conn:
-        assert conn.execute("PRAGMA page_size").fetchone() == (4096,)
