@@ -328,3 +328,64 @@ def test_a_message_in_the_dict_edited_in_place_is_stored(tmp_path: Path) -> None
         got = saver.get_tuple(config("t"))
         assert got is not None
         assert got.checkpoint["channel_values"]["docs"]["m2"].content == "edited in place"
+
+
+def test_without_the_edit_check_a_key_changed_when_its_value_is_another_object(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "c.sqlite"
+    with DeltaSaver(db, check_edits=False) as saver:  # as the engine opens it
+        run = DictRun(saver)
+        run.docs.update({f"k{i}": {"text": TEXT} for i in range(10)})
+        run.step()
+        before = _stored_bytes(db)
+        run.docs = {**run.docs, "k1": {"text": "new"}}  # a new dict, one new value
+        run.step()
+        assert _stored_bytes(db) - before < len(TEXT)
+        run.check()
+
+
+@pytest.mark.parametrize(
+    "records",
+    [[[1, 2, 3]], [["k", 1, 2]], ["not a record"], [[]]],
+    ids=["key not str", "three parts", "not a list", "empty"],
+)
+def test_a_damaged_log_is_a_corrupt_run(tmp_path: Path, records: list[Any]) -> None:
+    db = tmp_path / "c.sqlite"
+    with DeltaSaver(db) as saver:
+        run = DictRun(saver)
+        run.docs.update({f"k{i}": TEXT for i in range(3)})
+        run.step()
+        lineage = run.ref()[0]
+        blob = saver.serde.dumps_typed(records * 3)[1]  # as many records as were stored
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE delta_segments SET items = ? WHERE lineage = ?", (blob, lineage))
+    with DeltaSaver(db) as saver, pytest.raises(CorruptRunError, match="change record"):
+        saver.get_tuple(config("t"))
+
+
+@pytest.mark.parametrize("changes", [[1, 2], ["1", 2, []], [1, 2, "x"]])
+def test_a_damaged_dict_write_is_a_corrupt_run(tmp_path: Path, changes: list[Any]) -> None:
+    db = tmp_path / "c.sqlite"
+    with DeltaSaver(db) as saver:
+        run = DictRun(saver)
+        run.docs.update({f"k{i}": TEXT for i in range(3)})
+        head = run.step()
+        saver.put_writes(config("t", head), [("docs", run.docs)], "task-1")
+        entry = [0, "docs", "ai-agent:dict-changes", saver.serde.dumps_typed(changes)[1]]
+        blob = saver.serde.dumps_typed([entry])[1]
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE delta_writes SET writes = ?", (blob,))
+    with DeltaSaver(db) as saver, pytest.raises(CorruptRunError, match="dict write"):
+        saver.get_tuple(config("t"))
+
+
+def test_a_write_with_a_key_that_is_not_a_str_is_stored_whole(tmp_path: Path) -> None:
+    with DeltaSaver(tmp_path / "c.sqlite") as saver:
+        run = DictRun(saver)
+        run.docs.update({f"k{i}": TEXT for i in range(3)})
+        head = run.step()
+        written = {**run.docs, 5: "five"}
+        saver.put_writes(config("t", head), [("docs", written)], "task-1")
+        got = saver.get_tuple(config("t", head))
+        assert got is not None and got.pending_writes == [("task-1", "docs", written)]
