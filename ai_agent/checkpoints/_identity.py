@@ -28,7 +28,13 @@ import operator
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["same_prefix", "snapshot", "unchanged"]
+__all__ = [
+    "fields_of",
+    "same_prefix",
+    "snapshot",
+    "snapshot_item",
+    "unchanged",
+]
 
 _ATOMS = frozenset({str, int, float, bool, type(None), bytes})
 
@@ -118,6 +124,19 @@ def _snapshot_item(item: Any) -> Any:
     if type(live) is tuple:
         return (_copy(live[0]), _copy(live[1]))
     return _copy(live)
+
+
+def snapshot_item(item: Any) -> Any:
+    """A copy of one item that later edits of it in place do not reach (see the module doc)."""
+    return _snapshot_item(item)
+
+
+def fields_of(item: Any) -> Any:
+    """What a `snapshot_item` of ``item`` is compared with when it is not ``item`` itself.
+
+    An item is unchanged when its snapshot equals it (plain data) or its fields (an object).
+    """
+    return _fields(item)
 
 
 def snapshot(items: list[Any]) -> list[Any]:

@@ -25,10 +25,13 @@ __all__ = [
     "LINEAGE_MIN_ITEMS",
     "MERGE_AT",
     "append",
+    "at_tip",
+    "extend_lineage",
     "matches_stored",
     "merge",
     "new_lineage",
     "read_items",
+    "start_lineage",
 ]
 
 MERGE_AT = 32
@@ -150,9 +153,20 @@ def append(
     lineage, n = cast(int, prev.lineage), prev.length
     if _tip(store, lineage) != n:  # another branch grew this lineage past n: fork from it
         return new_lineage(store, tkey, cache, batch, value, lineage, n)
-    type_, blob, done = store.pack(value[n:])
-    batch.segments.append((lineage, n, len(value) - n, 0, type_, blob, batch.named(done)))
-    store.tips[lineage] = len(value)
+    extend_lineage(store, batch, lineage, n, value[n:])
+    return _list_view(store, cache, lineage, value, prev)
+
+
+def at_tip(store: DeltaStore, lineage: int, length: int) -> bool:
+    """Whether ``length`` items are all a lineage holds (else another branch grew it since)."""
+    return _tip(store, lineage) == length
+
+
+def extend_lineage(store: DeltaStore, batch: Batch, lineage: int, n: int, items: list[Any]) -> None:
+    """Add ``items`` after the ``n`` a lineage holds (a segment; merged every `MERGE_AT`)."""
+    type_, blob, done = store.pack(items)
+    batch.segments.append((lineage, n, len(items), 0, type_, blob, batch.named(done)))
+    store.tips[lineage] = n + len(items)
     small = store.unmerged.get(lineage)
     if small is None:
         row = store.conn.execute(
@@ -165,7 +179,6 @@ def append(
         batch.merges.append(lineage)
         small = 0
     store.unmerged[lineage] = small
-    return _list_view(store, cache, lineage, value, prev)
 
 
 def merge(store: DeltaStore, lineage: int) -> None:
@@ -228,6 +241,19 @@ def new_lineage(
     base_length: int,
 ) -> Ref:
     """Store ``value`` as a new lineage (forked from ``base``'s first ``base_length`` items)."""
+    lineage = start_lineage(store, tkey, batch, value[base_length:], base, base_length)
+    return _list_view(store, cache, lineage, value)
+
+
+def start_lineage(
+    store: DeltaStore,
+    tkey: int,
+    batch: Batch,
+    items: list[Any],
+    base: int | None,
+    base_length: int,
+) -> int:
+    """A new lineage: ``base``'s first ``base_length`` items (if any base), then ``items``."""
     lineage = cast(
         int,
         store.conn.execute(
@@ -236,12 +262,11 @@ def new_lineage(
         ).lastrowid,
     )
     store.bases[lineage] = (base, base_length)
-    type_, blob, done = store.pack(value[base_length:])
-    count = len(value) - base_length
-    batch.segments.append((lineage, base_length, count, 1, type_, blob, batch.named(done)))
-    store.tips[lineage] = len(value)
+    type_, blob, done = store.pack(items)
+    batch.segments.append((lineage, base_length, len(items), 1, type_, blob, batch.named(done)))
+    store.tips[lineage] = base_length + len(items)
     store.unmerged[lineage] = 0
-    return _list_view(store, cache, lineage, value)
+    return lineage
 
 
 def _list_view(

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import cast
 
+from ai_agent.checkpoints._dicts import CHANGES_TYPE
 from ai_agent.checkpoints._puts import rewrite_full
 from ai_agent.checkpoints._reads import skeleton
 from ai_agent.checkpoints._skeleton import EMPTY, is_view
@@ -85,9 +86,23 @@ def delete_checkpoints(store: DeltaStore, tkey: int, doomed: set[str]) -> tuple[
     store.reset()  # the thread's cached skeletons and held values may name deleted rows
     refs = [r for skel in kept.values() for r in skel.refs.values()]
     live = {r for r in refs if type(r) is int and r != EMPTY}
-    views = [cast(tuple[int, int], r) for r in refs if is_view(r)]
+    views = [(r[0], r[1]) for r in refs if type(r) is tuple and is_view(r)]
+    views += _write_bases(store, tkey)
     values, segments = _collect(store, tkey, live, views)
     return len(doomed), values, segments
+
+
+def _write_bases(store: DeltaStore, tkey: int) -> list[tuple[int, int]]:
+    """The (lineage, length) dict logs that kept writes stored as changes are read against."""
+    bases: list[tuple[int, int]] = []
+    for (stored,) in store.conn.execute(
+        "SELECT writes FROM delta_writes WHERE thread = ?", (tkey,)
+    ).fetchall():
+        for entry in store.loads("msgpack", stored):
+            if entry[2] == CHANGES_TYPE:
+                lineage, length = store.loads("msgpack", entry[3])[:2]
+                bases.append((int(lineage), int(length)))
+    return bases
 
 
 def _collect(
@@ -297,7 +312,7 @@ def _copy_key(store: DeltaStore, src: int, dst: int) -> None:
         refs = data.get("r", {})
         if any(type(r) is list and type(r[0]) is int for r in refs.values()):
             data["r"] = {
-                ch: [lineage_map[r[0]], r[1]] if type(r) is list and type(r[0]) is int else r
+                ch: [lineage_map[r[0]], *r[1:]] if type(r) is list and type(r[0]) is int else r
                 for ch, r in refs.items()
             }
             blob = store.serde.dumps_typed(data)[1]
@@ -306,9 +321,27 @@ def _copy_key(store: DeltaStore, src: int, dst: int) -> None:
             "skeleton, metadata, texts) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             (dst, cid, parent_id, full, depth, blob, metadata, texts),
         )
-    conn.execute(
-        "INSERT INTO delta_writes (thread, checkpoint_id, task_id, task_path, writes, texts) "
-        "SELECT ?, checkpoint_id, task_id, task_path, writes, texts FROM delta_writes "
+    # Writes stored as a dict's changes name the dict's lineage too (``_dicts``).
+    for cid, task_id, task_path, stored, texts in conn.execute(
+        "SELECT checkpoint_id, task_id, task_path, writes, texts FROM delta_writes "
         "WHERE thread = ?",
-        (dst, src),
-    )
+        (src,),
+    ).fetchall():
+        conn.execute(
+            "INSERT INTO delta_writes (thread, checkpoint_id, task_id, task_path, writes, texts) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (dst, cid, task_id, task_path, _remapped_writes(store, stored, lineage_map), texts),
+        )
+
+
+def _remapped_writes(store: DeltaStore, stored: bytes, lineage_map: dict[int, int]) -> bytes:
+    """A row of writes with the lineage its dict changes name remapped (marks left as they are)."""
+    entries = store.loads("msgpack", stored)
+    if not any(entry[2] == CHANGES_TYPE for entry in entries):
+        return stored
+    for entry in entries:
+        if entry[2] == CHANGES_TYPE:
+            changes = store.loads("msgpack", entry[3])
+            changes[0] = lineage_map[changes[0]]
+            entry[3] = store.serde.dumps_typed(changes)[1]
+    return store.serde.dumps_typed(entries)[1]

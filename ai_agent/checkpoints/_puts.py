@@ -24,6 +24,13 @@ from langgraph.checkpoint.base import (
 )
 
 from ai_agent.checkpoints import _texts
+from ai_agent.checkpoints._dicts import (
+    DICT_MIN_BYTES,
+    is_dict_view,
+    loggable,
+    start_dict,
+    store_dict_change,
+)
 from ai_agent.checkpoints._identity import same_prefix, snapshot, unchanged
 from ai_agent.checkpoints._lineages import (
     LINEAGE_MIN_ITEMS,
@@ -169,6 +176,8 @@ def _skeleton_of(
             refs[ch] = EMPTY
         else:
             refs[ch] = _store_value(store, tkey, cache, batch, values[ch], old_refs.get(ch))
+            if is_dict_view(refs[ch]):
+                cache.dicts[ch] = refs[ch]
     extra = {
         k: v
         for k, v in checkpoint.items()
@@ -253,38 +262,58 @@ def _store_value(
     prev_ref: Ref | None,
 ) -> Ref:
     """Store one channel value, or reuse or extend the previous one; returns its reference."""
+    if is_dict_view(prev_ref):
+        if type(value) is dict:
+            ref = store_dict_change(store, tkey, cache, batch, value, cast(tuple[Any], prev_ref))
+            if ref is not None:
+                return ref
+        prev_ref = None  # a change log is no base for a list or a whole value
     prev = _held(store, tkey, cache, prev_ref) if prev_ref else None
     if type(value) is list:
-        if (
-            prev is not None
-            and prev.lineage is not None
-            and len(value) >= prev.length
-            and _extends(store, prev, value)
-        ):
-            if len(value) > prev.length:
-                return append(store, tkey, cache, batch, prev, value)
-            if prev.items is None or (store.check_edits and prev.shadow is None):
-                # Vouched for by the stored bytes: hold it (and its snapshot) from now on.
-                shadow = snapshot(value) if store.check_edits else None
-                cache.held[cast(Ref, prev_ref)] = Held(
-                    prev.lineage, prev.length, value, None, shadow
-                )
-            return cast(Ref, prev_ref)
-        if len(value) >= LINEAGE_MIN_ITEMS or (
-            value and prev is not None and prev.lineage is not None
-        ):
-            return new_lineage(store, tkey, cache, batch, value, None, 0)
+        as_list = _store_list(store, tkey, cache, batch, value, prev_ref, prev)
+        if as_list is not None:
+            return as_list
     type_, blob, done = store.pack(value)
     texts = None if done is None else _texts.texts_column(done.hashes)
     packed = (type_, blob, texts)
     if prev is not None and prev.blob is not None and prev.blob == packed:
         return cast(Ref, prev_ref)
+    if type(value) is dict and len(blob) >= DICT_MIN_BYTES and loggable(value):
+        return start_dict(store, tkey, cache, batch, value)
     if texts is None and len(blob) <= INLINE_MAX_BYTES:
         return (type_, blob)
     ref = _value_id(store, tkey)
     batch.values.append((tkey, ref, type_, blob, None, None, batch.named(done)))
     cache.held[ref] = Held(None, 0, None, packed if len(blob) <= REUSE_MAX_BYTES else None)
     return ref
+
+
+def _store_list(
+    store: DeltaStore,
+    tkey: int,
+    cache: ThreadCache,
+    batch: Batch,
+    value: list[Any],
+    prev_ref: Ref | None,
+    prev: Held | None,
+) -> Ref | None:
+    """A list as the lineage it extends or a new one; None: a short list, stored whole."""
+    if (
+        prev is not None
+        and prev.lineage is not None
+        and len(value) >= prev.length
+        and _extends(store, prev, value)
+    ):
+        if len(value) > prev.length:
+            return append(store, tkey, cache, batch, prev, value)
+        if prev.items is None or (store.check_edits and prev.shadow is None):
+            # Vouched for by the stored bytes: hold it (and its snapshot) from now on.
+            shadow = snapshot(value) if store.check_edits else None
+            cache.held[cast(Ref, prev_ref)] = Held(prev.lineage, prev.length, value, None, shadow)
+        return cast(Ref, prev_ref)
+    if len(value) >= LINEAGE_MIN_ITEMS or (value and prev is not None and prev.lineage is not None):
+        return new_lineage(store, tkey, cache, batch, value, None, 0)
+    return None
 
 
 def _comparable(store: DeltaStore, prev: Held) -> list[Any] | None:

@@ -17,6 +17,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
+from ai_agent.checkpoints._dicts import read_dict
 from ai_agent.checkpoints._lineages import read_items
 from ai_agent.checkpoints._skeleton import (
     EMPTY,
@@ -171,9 +172,12 @@ def _value_rows(store: DeltaStore, tkey: int, wanted: list[int]) -> dict[int, tu
 
 
 def _read_inline(
-    store: DeltaStore, ref: tuple[Any, Any], held: dict[Ref, Held], memo: ReadMemo | None
+    store: DeltaStore, ref: tuple[Any, ...], held: dict[Ref, Held], memo: ReadMemo | None
 ) -> Any:
-    """The value of a reference that needs no value row: a list view or a small value."""
+    """The value of a reference that needs no value row: a list or dict view, or a small value."""
+    if len(ref) == 3:  # a dict's change log (``_dicts``): compared by its bytes at the next put
+        held[ref] = Held(ref[0], ref[1])
+        return read_dict(store, ref[0], ref[1], memo)
     if type(ref[0]) is int:
         items = read_items(store, ref[0], ref[1], memo)
         held[ref] = Held(ref[0], ref[1], items)
@@ -225,7 +229,10 @@ def get_tuple(store: DeltaStore, config: RunnableConfig) -> StoredTuple | None:
     # Remember what was handed out: a graph resumes from these very objects, so its next
     # append is recognised by identity instead of by re-reading and comparing the list.
     cache = store.cache(tkey)
-    cache.held.update(held)
+    for ref, found in held.items():
+        known = cache.held.get(ref)
+        if known is None or known.keys is None:  # a dict's snapshot stays: it is still exact
+            cache.held[ref] = found
     remember(cache, cid, skel)
     return StoredTuple(
         config if checkpoint_id else tuple_config(thread_id, ns, cid),
@@ -268,7 +275,7 @@ def list_page(
                     as_checkpoint(skel, values),
                     cast("CheckpointMetadata", json.loads(metadata)),
                     tuple_config(thread_id, ns, parent_id) if parent_id else None,
-                    pending_writes(store, tkey, cid),
+                    pending_writes(store, tkey, cid, memo),
                 )
             page.append((item, (cid, tkey)))
     return page

@@ -16,7 +16,7 @@ from ai_agent.errors import StoreError
 
 __all__ = ["FORMAT_VERSION", "create_or_migrate", "legacy_tables_present"]
 
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 
 _DDL_V1 = """
 CREATE TABLE IF NOT EXISTS delta_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -93,6 +93,11 @@ _MIGRATIONS: dict[int, str] = {
             _texts.TABLE_DDL,
         ]
     ),
+    # 4: a skeleton may name a dict as (lineage, length, "d"): a change log of its keys in a
+    # lineage's segments (ai_agent.checkpoints._dicts). The tables do not change and format 3's
+    # rows read as they are; a format-3 reader would take such a reference for a list of change
+    # records, which is what the number is for.
+    3: "",
 }
 
 

@@ -28,12 +28,14 @@ __all__ = [
     "is_view",
 ]
 
-Ref = int | tuple[Any, Any]
-"""Where a channel's value is, as a skeleton names it (format 2 added the two tuples).
+Ref = int | tuple[Any, ...]
+"""Where a channel's value is, as a skeleton names it (format 2 added the two tuples, 4 the third).
 
 - ``int``: the id of a ``delta_values`` row (``EMPTY``: the channel has no value);
 - ``(lineage, length)``: a list, the first ``length`` items of a lineage;
-- ``(type, bytes)``: a small value, serialized, kept in the skeleton itself.
+- ``(type, bytes)``: a small value, serialized, kept in the skeleton itself;
+- ``(lineage, length, "d")``: a dict, what the first ``length`` change records of a lineage
+  build (``_dicts``).
 
 The tuples save a row per changed channel and step: most steps change a few small scalars and
 grow a list or two, and each row is one more statement and one more page in the commit.
@@ -82,7 +84,7 @@ def _refs(stored: dict[str, Any]) -> dict[str, Ref]:
 
 
 def is_view(ref: Ref) -> bool:
-    """Whether a reference is a ``(lineage, length)`` list view."""
+    """Whether a reference names a lineage's first items: a list or a dict's change log."""
     return type(ref) is tuple and type(ref[0]) is int
 
 

@@ -8,6 +8,7 @@ bytes; the rest of the engine is functions over a store, one module per concern:
 
     _skeleton     a checkpoint without its values, in full or as a diff (below this module)
     _lineages     list channels: segments appended, forked and merged
+    _dicts        dict channels: change logs of their keys, in lineages
     _writes       a task's pending writes
     _reads        reading checkpoints back (get, list) and naming one that cannot be
     _puts         storing a checkpoint: what changed since its parent
@@ -87,7 +88,9 @@ class Held:
     ``shadow`` is a snapshot of ``items`` (``_identity.snapshot``): the very same objects may have
     been edited in place since, and then the list must not be taken for an append. Items read
     back have none until a put has compared them with the stored bytes. A store that does not
-    check edits (``DeltaStore.check_edits``) takes none.
+    check edits (``DeltaStore.check_edits``) takes none. ``keys`` is the same for a dict stored
+    as a change log (``_dicts``): key -> a snapshot of its value (the value itself when edits
+    are not checked), what the next step's dict is compared with key by key.
     """
 
     lineage: int | None
@@ -95,14 +98,20 @@ class Held:
     items: list[Any] | None = None
     blob: Packed | None = None
     shadow: list[Any] | None = None
+    keys: dict[str, Any] | None = None
 
 
 @dataclass(slots=True)
 class ThreadCache:
-    """A thread key's newest skeletons, and what is held of the values they name."""
+    """A thread key's newest skeletons, and what is held of the values they name.
+
+    ``dicts`` names, per channel, the dict change log last stored for it (``_dicts``): what a
+    task's write of that dict is stored as changes from.
+    """
 
     skeletons: OrderedDict[str, Skeleton] = field(default_factory=OrderedDict)
     held: dict[Ref, Held] = field(default_factory=dict)
+    dicts: dict[str, Ref] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -358,6 +367,15 @@ class DeltaStore:
         else:
             self._caches.move_to_end(tkey)
         return cache
+
+    def cached_thread(self, thread_id: str, ns: str) -> ThreadCache | None:
+        """The cache of a (thread, namespace) if it has one, without touching the database.
+
+        Safe from any thread: two dictionary lookups, and the worker replaces what they find
+        rather than changing it.
+        """
+        tkey = self._threads.get((thread_id, ns))
+        return None if tkey is None else self._caches.get(tkey)
 
     def cached(self, tkey: int) -> ThreadCache | None:
         """The cache of one thread key if it has one (without making it the most recent)."""

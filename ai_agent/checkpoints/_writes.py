@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
 from ai_agent.checkpoints import _texts
-from ai_agent.checkpoints._store import DeltaStore, thread_of
+from ai_agent.checkpoints._dicts import CHANGES_TYPE, applied, changes_since
+from ai_agent.checkpoints._store import DeltaStore, ReadMemo, thread_of
 from ai_agent.checkpoints.fencing import lease_in
 
 if TYPE_CHECKING:  # types only: the light reader (`reader`) loads no LangChain
@@ -65,21 +66,30 @@ def prepare_writes(
     task_id: str,
     task_path: str = "",
 ) -> WritesJob:
-    """Serialize a task's writes (touches no database, so any thread may call it)."""
+    """Serialize a task's writes (touches no database, so any thread may call it).
+
+    A dict the checkpoint holds as a change log is written as its changes (``_dicts``).
+    """
     entries: list[list[Any]] = []
     texts: dict[str, bytes] = {}
+    thread_id, ns = thread_of(config)
+    checkpoint_id = str(config["configurable"]["checkpoint_id"])
     for idx, (channel, value) in enumerate(writes):
-        type_, blob, done = store.pack(value)
+        changes = changes_since(store, thread_id, ns, channel, value)
+        packed = store.pack(changes) if changes is not None else None
+        if packed is not None and packed[0] == "msgpack":  # what `pending_writes` reads back
+            type_, blob, done = CHANGES_TYPE, packed[1], packed[2]
+        else:
+            type_, blob, done = store.pack(value)
         entry = [WRITES_IDX_MAP.get(channel, idx), channel, type_, blob]
         if done is not None:  # the hashes it names, after its type and bytes
             entry.append(done.hashes)
             texts.update(done.texts)
         entries.append(entry)
-    thread_id, ns = thread_of(config)
     return WritesJob(
         thread_id=thread_id,
         ns=ns,
-        checkpoint_id=str(config["configurable"]["checkpoint_id"]),
+        checkpoint_id=checkpoint_id,
         task_id=task_id,
         task_path=task_path,
         entries=entries,
@@ -167,7 +177,9 @@ def _entry_texts(entries: list[list[Any]]) -> str | None:
     return _texts.texts_column(sorted(hashes))
 
 
-def pending_writes(store: DeltaStore, tkey: int, checkpoint_id: str) -> list[PendingWrite]:
+def pending_writes(
+    store: DeltaStore, tkey: int, checkpoint_id: str, memo: ReadMemo | None = None
+) -> list[PendingWrite]:
     """The writes stored against one checkpoint, in ``writes_sort_key`` order."""
     rows = store.conn.execute(
         "SELECT task_id, task_path, writes FROM delta_writes "
@@ -181,6 +193,10 @@ def pending_writes(store: DeltaStore, tkey: int, checkpoint_id: str) -> list[Pen
             idx, channel, type_, data = entry[:4]
             texts = _texts.texts_column(entry[4]) if len(entry) > 4 else None
             key = writes_sort_key(task_path, task_id, idx)
-            found.append((key, (task_id, channel, store.unpack(type_, data, texts, bodies))))
+            if type_ == CHANGES_TYPE:
+                value = applied(store, store.unpack("msgpack", data, texts, bodies), memo)
+            else:
+                value = store.unpack(type_, data, texts, bodies)
+            found.append((key, (task_id, channel, value)))
     found.sort(key=operator.itemgetter(0))
     return [w for _, w in found]

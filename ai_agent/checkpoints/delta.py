@@ -7,7 +7,7 @@ results, the trace) is written as the new items plus a reference to the list it 
 that was rewritten (compaction, ``{"replace": [...]}``, a removal) starts a new lineage holding
 its full value. Reading a checkpoint rebuilds exactly the values LangGraph put.
 
-Storage format (``delta_meta.format`` = 3), beside the run store's tables in the same file:
+Storage format (``delta_meta.format`` = 4), beside the run store's tables in the same file:
 
     delta_threads      id  <-  (thread_id, checkpoint_ns)           a small integer per thread
     delta_checkpoints  (thread, checkpoint_id) -> parent_id, full, depth, skeleton, metadata
@@ -16,6 +16,7 @@ Storage format (``delta_meta.format`` = 3), beside the run store's tables in the
                          in full, or as a diff against the parent's skeleton (full = 0), with at
                          most 31 diffs in a row: reading one walks at most 32 small rows
                          ref = [lineage, length]   a list: the first `length` items of a lineage
+                             | [lineage, length, "d"]  a dict's change log (format 4)
                              | [type, bytes]       a value of at most 256 bytes, inline
                              | value id            anything bigger, in delta_values
     delta_values       id -> (type, bytes)            a value, written once per version
@@ -25,9 +26,7 @@ Storage format (``delta_meta.format`` = 3), beside the run store's tables in the
     delta_segments     (lineage, start) -> count, merged, type, items    items[start:start+count]
     delta_writes       (thread, checkpoint_id, task_id) -> task_path, [idx, channel, type, bytes]
     agent_texts        hash -> body                    a str or bytes of 4 KB or more, once per file
-                                                       (format 3; `ai_agent.checkpoints._texts`):
-                                                       values, segments, writes and skeletons that
-                                                       hold one name it in their ``texts`` column
+                                                       (format 3; ``_texts``), named by the rows
 
 How the message history of a run looks after 12 messages, 3 of them added since the last merge:
 
@@ -35,13 +34,14 @@ How the message history of a run looks after 12 messages, 3 of them added since 
                        step 37 ... refs {"messages": [7, 11], ...}
                                              |
     delta_segments     lineage 7: [0..9) merged | [9..10) | [10..11) | [11..12)
-                                  32 appends are merged into one chunk, so reading a list of
-                                  n appends touches about n/32 + 32 rows, never n
+                       32 appends are merged into one chunk: reading n appends touches n/32 + 32
 
-An append is recognised by identity: a new list that starts with the very objects last stored
-(a pointer comparison), still equal to their snapshot (``check_edits``: an item edited in place
-makes the list be stored whole), only needs its tail written. When the cache cannot vouch for
-the prefix (another process wrote it, an eviction, a read), the stored bytes are compared.
+A dict of 1 KB or more is a change log (``_dicts``): a step, or a task's write, stores the keys
+it set or removed, not the dict. An append is recognised by identity: a new list that starts
+with the very objects last stored (a pointer comparison), still equal to their snapshot
+(``check_edits``: an item edited in place makes the list be stored whole), only needs its tail
+written. When the cache cannot vouch for the prefix (another process wrote it, an eviction, a
+read), the stored bytes are compared.
 
 Every SQLite call runs on one worker thread owned by the saver, so the async methods never block
 the event loop and the sync methods work from any thread, the event loop's included (LangGraph's

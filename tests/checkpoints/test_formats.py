@@ -12,7 +12,7 @@ import json
 import shutil
 import sqlite3
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -56,7 +56,14 @@ def _agent(db: Path, log: list[str]) -> Agent:
 
 
 @pytest.mark.parametrize(
-    "name", ["sqlitesaver.sqlite", "delta_v1.sqlite", "delta_v2.sqlite", "delta_v3.sqlite"]
+    "name",
+    [
+        "sqlitesaver.sqlite",
+        "delta_v1.sqlite",
+        "delta_v2.sqlite",
+        "delta_v3.sqlite",
+        "delta_v4.sqlite",
+    ],
 )
 def test_an_old_database_reads_back_as_written(name: str, tmp_path: Path) -> None:
     db = copy_of(name, tmp_path)
@@ -73,7 +80,14 @@ def test_an_old_database_reads_back_as_written(name: str, tmp_path: Path) -> Non
 
 
 @pytest.mark.parametrize(
-    "name", ["sqlitesaver.sqlite", "delta_v1.sqlite", "delta_v2.sqlite", "delta_v3.sqlite"]
+    "name",
+    [
+        "sqlitesaver.sqlite",
+        "delta_v1.sqlite",
+        "delta_v2.sqlite",
+        "delta_v3.sqlite",
+        "delta_v4.sqlite",
+    ],
 )
 async def test_a_run_paused_in_an_old_database_resumes(name: str, tmp_path: Path) -> None:
     db = copy_of(name, tmp_path)
@@ -219,17 +233,53 @@ def test_a_format_2_database_is_migrated_and_then_stores_large_texts_once(
             assert again.checkpoint["channel_values"] == {**values, "status": plan}
         before = saver.get_tuple(config("done", latest.checkpoint["id"]))
         assert before is not None and before.checkpoint == latest.checkpoint
-    assert _format(db) == str(FORMAT_VERSION) == "3"
+    assert _format(db) == str(FORMAT_VERSION)
 
 
-def test_an_older_ai_agent_refuses_a_format_3_file(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("older", [2, 3])
+def test_an_older_ai_agent_refuses_a_format_4_file(
+    older: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Format 2 would hand out the marks of large texts as values: it must refuse the file."""
-    db = copy_of("delta_v2.sqlite", tmp_path)
+    """Format 2 would hand out the marks of large texts as values, format 3 a dict's change
+    records as a list: each must refuse the file."""
+    db = copy_of("delta_v3.sqlite", tmp_path)
     DeltaSaver(db).close()
-    monkeypatch.setattr("ai_agent.checkpoints._schema.FORMAT_VERSION", 2)  # format 2's check
+    monkeypatch.setattr("ai_agent.checkpoints._schema.FORMAT_VERSION", older)  # its check
     with pytest.raises(
-        StoreError, match=r"use format 3, newer than this ai-agent understands \(2\)"
+        StoreError, match=rf"use format 4, newer than this ai-agent understands \({older}\)"
     ):
         DeltaSaver(db)
+
+
+def test_a_format_3_database_is_migrated_and_then_logs_its_dicts(tmp_path: Path) -> None:
+    """Format 4 reads format 3's rows as they are; a large dict is then a change log."""
+    db = copy_of("delta_v3.sqlite", tmp_path)
+    assert _format(db) == "3"
+    docs = {f"doc{i}": "a document. " * 20 for i in range(10)}
+    with DeltaSaver(db) as saver:
+        latest = saver.get_tuple(config("done"))
+        assert latest is not None
+        tkey = saver.store.thread_key("done", "", create=False)
+        assert tkey is not None
+        old = skeleton(saver.store, tkey, latest.checkpoint["id"])
+        assert not any(type(r) is tuple and len(r) == 3 for r in old.refs.values())
+        values = latest.checkpoint["channel_values"]
+        parent = latest.config
+        for step in range(3):
+            docs[f"new{step}"] = "added"
+            child: Any = {
+                **latest.checkpoint,
+                "id": f"2099-01-0{step + 1}",
+                "channel_values": {**values, "docs": docs},
+                "channel_versions": {**latest.checkpoint["channel_versions"], "docs": 99 + step},
+            }
+            parent = saver.put(parent, child, {}, {"docs": 99 + step})
+        new = skeleton(saver.store, tkey, "2099-01-03")
+        assert new.refs["docs"] == (cast(tuple[Any, ...], new.refs["docs"])[0], 13, "d")
+    assert _format(db) == str(FORMAT_VERSION) == "4"
+    with DeltaSaver(db) as saver:
+        again = saver.get_tuple(config("done"))
+        assert again is not None
+        assert again.checkpoint["channel_values"] == {**values, "docs": docs}
+        before = saver.get_tuple(config("done", latest.checkpoint["id"]))
+        assert before is not None and before.checkpoint == latest.checkpoint
