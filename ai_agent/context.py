@@ -60,6 +60,7 @@ __all__ = [
     "Prepared",
     "ReportingCaller",
     "RuleBook",
+    "RuleTerms",
     "RunContext",
     "RunPolicy",
     "ToolBox",
@@ -285,7 +286,20 @@ class Journal(Protocol):
         """Drop the intent of a call that will run again (a subagent waiting at its gate)."""
 
 
-class AllowRule(TypedDict):
+class RuleTerms(TypedDict):
+    """What an always-allow rule allows, and who asked for it (see `AllowRule`)."""
+
+    tool: str
+    scope: Literal["run", "args", "tool"]
+    thread_id: str | None
+    args_hash: str | None
+    args: dict[str, Any] | None
+    category: str
+    confirmed: bool
+    source: str
+
+
+class AllowRule(RuleTerms):
     """An always-allow rule a person made, as the run store holds it (`RuleBook`).
 
     ``scope``: ``run`` (this tool in run ``thread_id``), ``args`` (this tool with the arguments
@@ -295,14 +309,6 @@ class AllowRule(TypedDict):
     """
 
     id: int
-    tool: str
-    scope: Literal["run", "args", "tool"]
-    thread_id: str | None
-    args_hash: str | None
-    args: dict[str, Any] | None
-    category: str
-    confirmed: bool
-    source: str
     created_at: float
     revoked_at: float | None
     problem: str | None

@@ -23,9 +23,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any, Literal, TypedDict
 
-from ai_agent.context import AllowRule, ToolBox
+from ai_agent.context import AllowRule, RuleTerms, ToolBox
 from ai_agent.errors import InvalidPlanError
 from ai_agent.state import GateReport, ToolCall, UserPlan
 from ai_agent.tools.policy import args_hash, edited_call
@@ -46,17 +45,9 @@ _DIGEST = re.compile(r"[0-9a-f]{32}")
 _CATEGORIES = ("read_only", "note_taking", "modification", "external")
 
 
-class NewRule(TypedDict):
+class NewRule(RuleTerms):
     """A rule a plan asks for, before the store gives it an id."""
 
-    tool: str
-    scope: Literal["run", "args", "tool"]
-    thread_id: str | None
-    args_hash: str | None
-    args: dict[str, Any] | None
-    category: str
-    confirmed: bool
-    source: str
     # What makes it one rule however often the plan is applied (a retried worker): the run,
     # the gate (its token) and the call it was made from.
     key: str
