@@ -7,7 +7,7 @@ Agent's run store works in; the browser tests (test_browser.py) serve the real `
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -95,3 +95,37 @@ def form_fields(page: str, thread: str) -> dict[str, str]:
     start = page.index(f'action="/inbox/{thread}/answer"')
     form = page[start : page.index("</form>", start)]
     return dict(re.findall(r'<input type="hidden" name="(\w+)" value="([^"]*)">', form))
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """Debian's chromium, headless, launched by its path (no browser download)."""
+    from tests.console.browser import CHROMIUM, WAIT_MS, playwright_api
+
+    if CHROMIUM is None:
+        pytest.skip("needs Debian's chromium")
+    playwright_api.expect.set_options(timeout=WAIT_MS)
+    with playwright_api.sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=CHROMIUM, headless=True)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    """A fresh browser context's page; no page may ever open a dialog (a script ran)."""
+    from tests.console.browser import WAIT_MS
+
+    context = browser.new_context()
+    opened = context.new_page()
+    opened.set_default_timeout(WAIT_MS)
+    dialogs: list[str] = []
+
+    def dialog(d: Any) -> None:
+        dialogs.append(d.message)
+        d.dismiss()
+
+    opened.on("dialog", dialog)
+    yield opened
+    context.close()
+    assert dialogs == []  # no page ever ran a script of a model's or a tool's

@@ -8,81 +8,13 @@ Playwright's: they poll the page until what a person would see is there, up to a
 
 from __future__ import annotations
 
-import json
-import shutil
 import subprocess
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
+from tests.console.browser import CLI, append, pause, playwright_api, script, serve, sign_in
 
-from ai_agent.cli import EXIT
-from tests.console.server import Served, console
-
-playwright_api = pytest.importorskip("playwright.sync_api")
-CHROMIUM = shutil.which("chromium")
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium")
-
-CLI = [sys.executable, "-m", "ai_agent.cli"]
-WAIT_MS = 60_000  # the longest Playwright waits for what a page should come to show
 HOSTILE = "<script>alert(1)</script><img src=x onerror=alert(2)> \x1b[2K\rrm -rf ~ \u202eevil"
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    playwright_api.expect.set_options(timeout=WAIT_MS)
-    with playwright_api.sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, headless=True)
-        yield chromium
-        chromium.close()
-
-
-@pytest.fixture
-def page(browser: Any) -> Iterator[Any]:
-    context = browser.new_context()
-    opened = context.new_page()
-    opened.set_default_timeout(WAIT_MS)
-    dialogs: list[str] = []
-
-    def dialog(d: Any) -> None:
-        dialogs.append(d.message)
-        d.dismiss()
-
-    opened.on("dialog", dialog)
-    yield opened
-    context.close()
-    assert dialogs == []  # no page ever ran a script of a model's or a tool's
-
-
-def script(tmp_path: Path, *turns: dict[str, Any]) -> str:
-    path = tmp_path / "script.json"
-    path.write_text(json.dumps(list(turns)))
-    return f"scripted:{path}"
-
-
-def append(text: str) -> dict[str, Any]:
-    return {"tool_calls": [{"name": "append_file", "args": {"path": "log.txt", "content": text}}]}
-
-
-def pause(model: str, thread: str, task: str = "log it") -> None:
-    """A run paused at the gate, made by the CLI in its own process.
-
-    Not by calling main(): Playwright's sync API keeps an event loop running in this thread.
-    """
-    argv = [task, "--tools", "files", "--model", model, "--thread-id", thread, "--quiet"]
-    done = subprocess.run([*CLI, *argv], capture_output=True, text=True, check=False)
-    assert done.returncode == EXIT["paused"], done.stderr
-
-
-def serve(model: str) -> Any:
-    return console(["--model", model, "--tools", "files", "--poll", "0.2"], cwd=Path.cwd())
-
-
-def sign_in(page: Any, served: Served) -> None:
-    page.goto(served.signed_in_url)
-    assert page.url == f"{served.base}/inbox"  # the token is gone from the address
 
 
 def test_approve_in_the_inbox_and_see_the_run_complete(tmp_path: Path, page: Any) -> None:

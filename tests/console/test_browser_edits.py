@@ -9,24 +9,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tests.console.test_browser import (  # noqa: F401 - browser and page are fixtures
-    append,
-    browser,
-    page,
-    pause,
-    playwright_api,
-    pytestmark,
-    script,
-    serve,
-    sign_in,
-)
+from tests.console.browser import append, pause, playwright_api, script, serve, sign_in
 
 EDITED = '{"path": "log.txt", "content": "edited\\n"}'
 
 
 def test_approve_with_edited_arguments_and_see_the_run_complete_with_them(
     tmp_path: Path,
-    page: Any,  # noqa: F811 - the fixture
+    page: Any,
 ) -> None:
     model = script(tmp_path, append("one\n"), {"text": "logged"})
     pause(model, "e1")

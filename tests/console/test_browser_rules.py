@@ -11,18 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ai_agent.cli import EXIT
-from tests.console.test_browser import (  # noqa: F401 - browser and page are fixtures
-    CLI,
-    append,
-    browser,
-    page,
-    pause,
-    playwright_api,
-    pytestmark,
-    script,
-    serve,
-    sign_in,
-)
+from tests.console.browser import CLI, append, pause, playwright_api, script, serve, sign_in
 
 
 def run(model: str, thread: str) -> int:
@@ -33,7 +22,7 @@ def run(model: str, thread: str) -> int:
 
 def test_a_rule_lets_the_next_matching_call_run_unasked_until_it_is_revoked(
     tmp_path: Path,
-    page: Any,  # noqa: F811 - the fixture
+    page: Any,
 ) -> None:
     model = script(tmp_path, append("same\n"), {"text": "logged"})
     pause(model, "first")

@@ -16,17 +16,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from tests.console.test_browser import (  # noqa: F401 - the fixtures are used by name
-    CLI,
-    browser,
-    page,
-    pause,
-    playwright_api,
-    pytestmark,
-    script,
-    serve,
-    sign_in,
-)
+from tests.console.browser import CLI, pause, playwright_api, script, serve, sign_in
 
 PYTEST_ARGS = ("-q", "-p", "no:randomly", "-p", "no:cacheprovider", "--no-cov")
 
@@ -39,7 +29,7 @@ def completed(model: str, thread: str, task: str = "log it") -> None:
 
 def test_the_run_view_downloads_a_regression_test_that_passes(
     tmp_path: Path,
-    page: Any,  # noqa: F811 - the fixture
+    page: Any,
 ) -> None:
     model = script(
         tmp_path,
@@ -78,7 +68,7 @@ def test_the_run_view_downloads_a_regression_test_that_passes(
 
 def test_storage_previews_a_prune_and_prunes_on_confirmation(
     tmp_path: Path,
-    page: Any,  # noqa: F811 - the fixture
+    page: Any,
 ) -> None:
     listing = {"tool_calls": [{"name": "list_directory", "args": {"path": "."}}]}
     model = script(tmp_path, listing, {"text": "listed"})
@@ -114,7 +104,7 @@ def test_storage_previews_a_prune_and_prunes_on_confirmation(
 
 def test_a_generated_tool_is_reviewed_approved_and_activated_in_the_browser(
     tmp_path: Path,
-    page: Any,  # noqa: F811 - the fixture
+    page: Any,
 ) -> None:
     from ai_agent.tools.maker import ToolsmakerRegistry
     from tests.console.test_toolsmaker import INTENT

@@ -13,17 +13,7 @@ from typing import Any
 import pytest
 
 from ai_agent.cli import EXIT
-from tests.console.test_browser import (
-    CLI,
-    append,
-    browser,  # noqa: F401 - the fixture, shared
-    page,  # noqa: F401 - the fixture, shared
-    pause,
-    playwright_api,
-    script,
-    serve,
-    sign_in,
-)
+from tests.console.browser import CLI, append, pause, playwright_api, script, serve, sign_in
 
 expect = playwright_api.expect
 
@@ -37,7 +27,7 @@ def complete(model: str, thread: str, task: str) -> None:
 
 def test_fork_at_the_gate_with_a_new_plan_and_see_the_fork_complete(
     tmp_path: Path,
-    page: Any,  # noqa: F811 - the fixture
+    page: Any,
 ) -> None:
     model = script(tmp_path, append("one\n"), {"text": "logged"})
     pause(model, "t1")
@@ -59,7 +49,7 @@ def test_fork_at_the_gate_with_a_new_plan_and_see_the_fork_complete(
     assert Path("log.txt").read_text() == "one\n"
 
 
-def test_replay_a_run_with_no_divergence(tmp_path: Path, page: Any) -> None:  # noqa: F811
+def test_replay_a_run_with_no_divergence(tmp_path: Path, page: Any) -> None:
     model = script(tmp_path, {"text": "all done"})
     complete(model, "r1", "finish up")
     with serve(model) as served:
@@ -72,7 +62,7 @@ def test_replay_a_run_with_no_divergence(tmp_path: Path, page: Any) -> None:  # 
 
 def test_replay_shows_where_and_how_a_run_diverges(
     tmp_path: Path,
-    page: Any,  # noqa: F811 - the fixture
+    page: Any,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     model = script(tmp_path, {"text": "all done"})
@@ -88,7 +78,7 @@ def test_replay_shows_where_and_how_a_run_diverges(
         expect(page.locator("#divergence")).to_contain_text("Answer only in haiku.")
 
 
-def test_diff_two_runs(tmp_path: Path, page: Any) -> None:  # noqa: F811
+def test_diff_two_runs(tmp_path: Path, page: Any) -> None:
     complete(script(tmp_path, {"text": "forty-two"}), "d1", "what is 6*7")
     complete(script(tmp_path, {"text": "six times seven"}), "d2", "what is 6*7")
     with serve(script(tmp_path, {"text": "unused"})) as served:
