@@ -35,7 +35,7 @@ def test_a_plan_file_with_edited_arguments_runs_the_edited_call(
     assert main(["resume", "e1", "--model", paused, "--plan-file", str(plan)]) == 0
     capsys.readouterr()
     assert main(["history", "e1", "--json"]) == 0
-    summaries = [e["summary"] for e in json.loads(capsys.readouterr().out)]
+    summaries = [e["summary"] for e in json.loads(capsys.readouterr().out)["checkpoints"]]
     assert any(
         'c1.0 edited: {"expression": "2+3"} -> {"expression": "2*3"}' in s for s in summaries
     ), summaries

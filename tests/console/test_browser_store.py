@@ -95,11 +95,13 @@ def test_storage_previews_a_prune_and_prunes_on_confirmation(
         [*CLI, "history", "st-done", "--json"], capture_output=True, text=True, check=False
     )
     assert history.returncode == 0, history.stderr
-    assert len(json.loads(history.stdout)) == 1  # pruned: its latest checkpoint stays
+    assert (
+        len(json.loads(history.stdout)["checkpoints"]) == 1
+    )  # pruned: its latest checkpoint stays
     paused = subprocess.run(
         [*CLI, "history", "st-paused", "--json"], capture_output=True, text=True, check=False
     )
-    assert len(json.loads(paused.stdout)) > 1  # spared
+    assert len(json.loads(paused.stdout)["checkpoints"]) > 1  # spared
 
 
 def test_a_generated_tool_is_reviewed_approved_and_activated_in_the_browser(
