@@ -39,7 +39,9 @@ def test_reject_with_a_reason_the_model_receives(tmp_path: Path, page: Any) -> N
     with serve(model) as served:
         sign_in(page, served)
         item = page.locator('article.item[data-thread="b2"]')
-        item.locator("section.call textarea").fill("the log is frozen until Monday")
+        item.locator("section.call form.answer:not(.edit-answer) textarea").fill(
+            "the log is frozen until Monday"
+        )
         item.locator("section.call button.reject").click()
         playwright_api.expect(page.locator("#status")).to_have_text("completed")
         plan = page.locator("li.message.kind-plan")
@@ -98,7 +100,8 @@ def test_the_inbox_works_from_the_keyboard(tmp_path: Path, page: Any) -> None:
         page.keyboard.press("ArrowDown")
         second = items.nth(1).get_attribute("data-thread")
         page.keyboard.press("i")  # the reason box of the focused run
-        playwright_api.expect(items.nth(1).locator("section.call textarea")).to_be_focused()
+        reason = items.nth(1).locator("section.call form.answer:not(.edit-answer) textarea")
+        playwright_api.expect(reason).to_be_focused()
         page.keyboard.type("jk typed, not navigated")
         page.keyboard.press("Escape")
         playwright_api.expect(items.nth(1)).to_be_focused()
