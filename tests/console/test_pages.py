@@ -165,8 +165,8 @@ async def test_a_page_is_dated_from_before_its_reads(
         await agent.run("write", thread_id="d1")
         read = views.run_view
 
-        async def slow_read(archive: Any, thread_id: str) -> views.RunView:
-            shown = await read(archive, thread_id)
+        async def slow_read(archive: Any, thread_id: str, **options: Any) -> views.RunView:
+            shown = await read(archive, thread_id, **options)
             await agent.store.update_run("d1", status="cancelled")  # changed after the read
             return shown
 

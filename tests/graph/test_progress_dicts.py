@@ -138,7 +138,8 @@ async def test_a_run_paused_and_resumed_gives_on_event_the_same_dicts(
     act, gate = {"stage": "act"}, {"stage": "gate", "iteration": 2}
     plan = {
         "activate_tools": [], "allow_continue": True, "approve": ["*"], "deny": [],
-        "gate_token": None, "grant_scope": "call", "instructions": None,
+        "gate_token": None, "grant_scope": "call", "instructions": None, "edit_args": {},
+        "always_allow": None, "confirm_always": False,
     }  # fmt: skip
     assert [timeless(e) for e in events] == [
         *stages(0, "recall"),
