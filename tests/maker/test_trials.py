@@ -282,3 +282,42 @@ def test_judging_a_result(
 ) -> None:
     found = judge({"args": {}, **test}, result)
     assert found == problem if problem is None else problem in str(found)
+
+
+async def test_a_models_proposal_with_examples_runs_nothing(
+    tmp_path: Path, workspace: Path
+) -> None:
+    from ai_agent import Agent
+    from ai_agent.config import AgentSettings
+    from ai_agent.testing import ScriptedModel
+
+    marker = workspace / "out" / "ran.txt"
+    marker.parent.mkdir()
+    proposal = {
+        "name": "writer",
+        "purpose": "Write a marker.",
+        "capabilities": ["fs_write"],
+        "allowed_paths": ["out"],
+        "code": tool_code('open("out/ran.txt", "w").write("ran")\nreturn {"ok": True}'),
+        "tests": [{"args": {}, "expect": {"ok": True}}],
+    }
+    agent = Agent(
+        model=ScriptedModel(
+            [{"tool_calls": [{"name": "propose_tool", "args": proposal}]}, {"text": "ok"}]
+        ),
+        tools=["propose_tool"],
+        checkpoint_path=tmp_path / "c.sqlite",
+        memory_path=None,
+        settings=AgentSettings(),
+        toolsmaker_dir=tmp_path / "tm",
+    )
+    done = await agent.run("make a writer")
+    assert done.status == "completed"
+    state = await agent.get_state(done.thread_id)
+    assert state["results"][0]["result"]["status"] == "error"  # its schema has no tests
+    # Its preview (which builds) refuses them too, whatever reaches it.
+    preview = agent.registry["propose_tool"].preview
+    assert preview is not None
+    assert "propose_tool takes no tests: examples run the code before anyone" in preview(proposal)
+    assert not marker.exists()
+    assert agent.toolsmaker.records() == []

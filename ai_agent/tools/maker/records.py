@@ -207,7 +207,7 @@ class BuildRecord:
         max_output_chars: The result-text cap set when it was activated (None: the default).
         tests: The results of the request's examples, run confined after validation
             (``summary``, ``given``, ``passed``, ``failed``, ``not_run``, ``results``; see
-            `ai_agent.tools.maker.trials.test_results`); None before validation passed.
+            `ai_agent.tools.maker.trials.results_record`); None before validation passed.
     """
 
     spec: GeneratedToolSpec

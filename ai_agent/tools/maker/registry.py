@@ -54,7 +54,7 @@ from ai_agent.tools.maker.records import (
 )
 from ai_agent.tools.maker.storage import Layout, atomic_write, dumps
 from ai_agent.tools.maker.toolset import GeneratedToolset
-from ai_agent.tools.maker.trials import run_examples, run_to_end, test_results
+from ai_agent.tools.maker.trials import results_record, run_examples, run_to_end
 from ai_agent.tools.maker.validator import NAME, validate_code, validate_request
 from ai_agent.tools.registry import ToolRegistry
 from ai_agent.tools.spec import ToolSpec
@@ -278,7 +278,7 @@ class ToolsmakerRegistry(BuildCatalog):
         """
         tests = [dict(t) for t in request.tests]
         entries = run_to_end(lambda: run_examples(self._load(record), tests)) if tests else []
-        record.tests = test_results(entries)
+        record.tests = results_record(entries)
         self._save(record)
         if tests:
             self.audit(

@@ -8,7 +8,7 @@ limits and the HTTP broker, the timeout holds, and declared secrets are scrubbed
 comes back, exactly as for a call in a run. There is no other path: where the sandbox is
 unavailable the examples are *not run*, and the results say so.
 
-The results (`test_results`) are JSON data kept in the build record, failures first; the
+The results (`results_record`) are JSON data kept in the build record, failures first; the
 output and error of each are cut to a bounded size.
 """
 
@@ -25,7 +25,7 @@ from ai_agent.tools.maker.examples import judge
 from ai_agent.tools.registry import ToolRegistry
 from ai_agent.tools.spec import ToolSpec
 
-__all__ = ["MAX_SHOWN", "NO_TESTS", "run_examples", "run_to_end", "test_results"]
+__all__ = ["MAX_SHOWN", "NO_TESTS", "results_record", "run_examples", "run_to_end"]
 
 NO_TESTS = "no tests given"
 MAX_SHOWN = 2_000  # characters of one example's output or error kept in the record
@@ -85,7 +85,7 @@ async def run_examples(tool: ToolSpec, tests: Sequence[dict[str, Any]]) -> list[
     return out
 
 
-def test_results(entries: list[dict[str, Any]]) -> dict[str, Any]:
+def results_record(entries: list[dict[str, Any]]) -> dict[str, Any]:
     """The record's ``tests``: counts, a one-line summary and the entries, failures first.
 
     Args:
@@ -95,9 +95,9 @@ def test_results(entries: list[dict[str, Any]]) -> dict[str, Any]:
         ``summary``, ``given``, ``passed``, ``failed``, ``not_run`` and ``results``.
 
     Examples:
-        >>> test_results([])["summary"]
+        >>> results_record([])["summary"]
         'no tests given'
-        >>> test_results([{"test": 1, "status": "passed"}, {"test": 2, "status": "failed"}])[
+        >>> results_record([{"test": 1, "status": "passed"}, {"test": 2, "status": "failed"}])[
         ...     "summary"]
         '1 of 2 passed; 1 FAILED'
     """
