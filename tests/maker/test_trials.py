@@ -186,7 +186,11 @@ def test_without_bubblewrap_nothing_runs_and_the_record_says_so(
     assert (tests["not_run"], tests["passed"], tests["failed"]) == (2, 0, 0)
     assert tests["summary"].startswith("2 of 2 NOT RUN: ")
     assert "bubblewrap" in tests["summary"]
-    assert [e["status"] for e in tests["results"]] == ["not_run", "not_run"]
+    first, second = tests["results"]
+    assert (first["status"], second["status"]) == ("not_run", "not_run")
+    assert first["expect"] == {"ok": True} and "expect_error" not in first
+    assert second["expect_error"] == "x" and "expect" not in second  # each keeps its own
+    assert "bubblewrap" in second["error"] and second["seconds"] == 0.0
     assert _tested(maker)[0]["data"]["not_run"] == 2
     assert "tests: 2 of 2 NOT RUN" in maker.review("writer", 1)["summary"]
 

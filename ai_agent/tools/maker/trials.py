@@ -40,10 +40,7 @@ async def _run_one(
         await registry.execute(call, {"call_id": call["id"], "thread_id": "tests"})
     )
     code = (result.get("meta") or {}).get("code")
-    entry: dict[str, Any] = {"test": number, "args": test["args"]}
-    for key in ("expect", "expect_error"):
-        if key in test:
-            entry[key] = test[key]
+    entry = _entry(number, test)
     entry["seconds"] = round(float(result.get("execution_time_ms") or 0) / 1000, 3)
     if code == "SANDBOX_UNAVAILABLE":
         entry.update(status="not_run", error=_cut(result.get("error")))
@@ -79,7 +76,8 @@ async def run_examples(tool: ToolSpec, tests: Sequence[dict[str, Any]]) -> list[
     out: list[dict[str, Any]] = []
     for number, test in enumerate(tests, start=1):
         if out and out[-1]["status"] == "not_run":
-            out.append({**out[-1], "test": number, "args": test["args"], "seconds": 0.0})
+            out.append({**_entry(number, test), "seconds": 0.0, "status": "not_run"})
+            out[-1]["error"] = out[-2]["error"]
             continue
         out.append(await _run_one(registry, tool, number, test))
     return out
@@ -139,6 +137,15 @@ def run_to_end(make: Callable[[], Awaitable[_T]]) -> _T:
         return asyncio.run(main())
     with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="tool-tests") as pool:
         return pool.submit(asyncio.run, main()).result()
+
+
+def _entry(number: int, test: dict[str, Any]) -> dict[str, Any]:
+    """An example's entry before it ran: its number, arguments and expectation."""
+    entry: dict[str, Any] = {"test": number, "args": test["args"]}
+    for key in ("expect", "expect_error"):
+        if key in test:
+            entry[key] = test[key]
+    return entry
 
 
 def _cut(value: Any) -> str:
