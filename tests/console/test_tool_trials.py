@@ -78,3 +78,20 @@ async def test_no_tests_and_a_record_from_before_are_each_said(
     assert '<p class="tests-summary">no tests given</p>' in parrot
     older = page[page.index('data-tool="older@1"') :]
     assert "No test results: this version was built before tests were kept." in older
+
+
+async def test_changed_test_results_on_disk_are_said_unreadable(
+    make_agent: MakeAgent, signed_in: Open
+) -> None:
+    maker = ToolsmakerRegistry(".agents/toolsmaker")
+    maker.build_from_intent(INTENT)
+    path = maker.layout.record("parrot", 1)
+    changed = json.loads(path.read_text())
+    changed["tests"]["results"] = ["<script>", 3]
+    path.write_text(json.dumps(changed))
+    agent = make_agent([{"text": "hi"}])
+    async with agent:
+        response = await signed_in(agent).get("/tools")
+    assert response.status_code == 200
+    assert "the stored test results are unreadable (the record file was changed)" in response.text
+    assert "<script>" not in response.text

@@ -325,3 +325,18 @@ async def test_a_models_proposal_with_examples_runs_nothing(
     assert "propose_tool takes no tests: examples run the code before anyone" in preview(proposal)
     assert not marker.exists()
     assert agent.toolsmaker.records() == []
+
+
+def test_stored_results_that_are_not_results_are_said_unreadable(
+    maker: ToolsmakerRegistry,
+) -> None:
+    from ai_agent.tools.maker import BuildRecord
+
+    maker.build_from_intent(_intent())
+    data = json.loads(maker.layout.record("count", 1).read_text())
+    for odd in ("all passed", {"summary": "fine"}, {"results": [1]}):
+        record = BuildRecord.from_json({**data, "tests": odd})
+        assert record.tests is not None and record.tests["results"] == []
+        assert record.tests["summary"].startswith("the stored test results are unreadable")
+    assert BuildRecord.from_json({**data, "tests": None}).tests is None
+    assert BuildRecord.from_json(data).tests == maker.record("count", 1).tests

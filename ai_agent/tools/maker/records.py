@@ -268,8 +268,25 @@ class BuildRecord:
             review_path=data.get("review_path"),
             history=list(data.get("history", [])),
             max_output_chars=data.get("max_output_chars"),
-            tests=data.get("tests") if isinstance(data.get("tests"), dict) else None,
+            tests=_stored_tests(data.get("tests")),
         )
+
+
+def _stored_tests(value: Any) -> dict[str, Any] | None:
+    """A record's test results as read from disk; a changed file's are said to be unreadable."""
+    if value is None:
+        return None
+    results = value.get("results") if isinstance(value, dict) else None
+    if isinstance(results, list) and all(isinstance(r, dict) for r in results):
+        return dict(value)
+    return {
+        "summary": "the stored test results are unreadable (the record file was changed)",
+        "given": 0,
+        "passed": 0,
+        "failed": 0,
+        "not_run": 0,
+        "results": [],
+    }
 
 
 @dataclass(frozen=True, slots=True)
