@@ -8,6 +8,7 @@ tools (``ai-agent tools pending | show | approve | reject | activate | rollback 
 from __future__ import annotations
 
 import argparse
+import json
 from typing import TYPE_CHECKING, Any
 
 from ai_agent.cli._common import (
@@ -202,7 +203,30 @@ def _pending(args: argparse.Namespace) -> int:
         )
         if review.get("spec_changes"):
             print("  changes: " + visible("; ".join(review["spec_changes"])))
+        _print_tests(r, brief=True)
     return 0
+
+
+def _print_tests(record: BuildRecord, *, brief: bool = False) -> None:
+    """The examples' results, failures first (``brief``: the summary and the failures only)."""
+    tests = record.tests
+    if tests is None:
+        return
+    head = "  tests: " if brief else "\ntests (failures first): "
+    print(head + visible(str(tests.get("summary"))))
+    for entry in tests.get("results", []):
+        status = str(entry.get("status"))
+        if brief and status != "failed":
+            continue
+        mark = {"passed": "passed", "failed": "FAILED", "not_run": "NOT RUN"}.get(status, status)
+        args = json.dumps(entry.get("args"), ensure_ascii=False, sort_keys=True)
+        line = f"    test {entry.get('test')} {mark} ({entry.get('seconds')}s) args {args}"
+        if entry.get("problem"):
+            line += f": {entry['problem']}"
+        print(visible(line))
+        if not brief:
+            shown = entry.get("output") if "output" in entry else entry.get("error")
+            print("      " + ("output: " if "output" in entry else "error: ") + visible(str(shown)))
 
 
 def _record_json(maker: ToolsmakerRegistry, record: BuildRecord) -> dict[str, Any]:
@@ -233,6 +257,7 @@ def _show(args: argparse.Namespace) -> int:
         record.validation["errors"]
     )
     print(visible(summary, "lines"))
+    _print_tests(record)
     code_path = visible(str(maker.layout.root / record.code_path))
     print(f"\ncode: {code_path} (sha256 {record.spec.code_sha256})")
     # A person reviews generated code here: exact lines, so no tab or zero-width character hides.

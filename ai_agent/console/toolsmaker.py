@@ -1,7 +1,9 @@
-"""The toolsmaker's review in the console: generated tools, their code, the validator's report.
+"""The toolsmaker's review in the console: generated tools, their code, validation and tests.
 
 The page lists every generated tool's versions with their status, and for each version waiting
-for a person (``approval_required``): its purpose and risk, the validator's report (errors,
+for a person (``approval_required``): its purpose and risk, the results of the examples it was
+built with (run confined after validation, failures first and marked; see
+`ai_agent.tools.maker.trials`), the validator's report (errors,
 warnings, what the code was seen to use), the diff against the previous version and the whole
 code, shown as text (escaped; hidden characters as escapes, so a tab or a zero-width character
 cannot hide a line). Its audit log is verified on every visit and the result shown.

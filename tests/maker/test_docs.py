@@ -60,7 +60,7 @@ def test_the_tutorial_runs_as_written(capsys: pytest.CaptureFixture[str]) -> Non
                 f"block {index} ({kind}) printed:\n{printed}\nthe page says:\n{wanted}"
             )
             ran["checked"] += 1
-    assert ran == {"python": 6, "bash": 2, "toml": 1, "checked": 8}
+    assert ran == {"python": 7, "bash": 2, "toml": 1, "checked": 9}
     # What the tutorial left behind is what it says.
     assert Path("notes/today.md").read_text() == "ship it"
     assert not Path("drafts").exists()

@@ -66,10 +66,12 @@ def test_a_build_goes_from_draft_to_approval_required_with_every_file(
         "spec_changes",
         "diff",
         "validation",
+        "tests",
         "code_path",
         "code_sha256",
         "spec",
     }
+    assert review["tests"]["summary"] == "no tests given"
     assert review["diff"].startswith("--- /dev/null\n+++ echo_v1.py\n")
     assert review["code_path"] == built.code_path
     assert Path(review["code_path"]).read_text() == maker.code("echo", 1)

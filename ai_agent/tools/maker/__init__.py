@@ -1,7 +1,8 @@
 """The toolsmaker: the agent proposes tools at run time, a person reviews, the OS confines them.
 
 A structured intent becomes a `ToolBuildRequest`, then a canonical spec and Python code
-(`.builder`), checked by `.validator` (a filter and review aid, not the boundary), moved
+(`.builder`), checked by `.validator` (a filter and review aid, not the boundary), its
+examples (`.examples`) run as real confined calls (`.trials`), moved
 through ``draft -> validated -> approval_required -> approved | rejected -> activated``
 (`.approvals`), versioned and audited on disk (`.storage`, `.audit`), and loaded
 (`.loader`) as a ToolSpec whose every call runs in its own bubblewrap sandbox

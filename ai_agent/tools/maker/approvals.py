@@ -93,6 +93,7 @@ def review_summary(
     validation: dict[str, Any],
     previous: GeneratedToolSpec | None,
     diff: str,
+    tests: dict[str, Any] | None = None,
 ) -> str:
     """A few lines a person reads first: what the tool does and may touch, what changed.
 
@@ -101,6 +102,7 @@ def review_summary(
         validation: Its validation report (JSON data).
         previous: The version it is compared with (None for a new tool).
         diff: The unified diff of the code against ``previous``.
+        tests: The results of the request's examples (the record's ``tests``), if they ran.
 
     Returns:
         The summary, one statement per line.
@@ -121,6 +123,13 @@ def review_summary(
     errors, warnings = validation.get("errors", []), validation.get("warnings", [])
     verdict = "passed" if not errors else f"FAILED ({len(errors)} error(s))"
     lines.append(f"validation: {verdict}; {len(warnings)} warning(s)")
+    if tests is not None:
+        lines.append(f"tests: {tests.get('summary')}")
+        lines += [
+            f"  test {e.get('test')} FAILED: {e.get('problem')}"
+            for e in tests.get("results", [])
+            if e.get("status") == "failed"
+        ]
     lines.append("it runs confined by the OS whatever is approved; approve what it should do")
     return "\n".join(lines)
 
@@ -144,7 +153,7 @@ def review_artifact(
 
     Returns:
         ``name``, ``version``, ``previous_version``, ``summary``, ``spec_changes``, ``diff``,
-        ``validation``, ``code_path``, ``code_sha256`` and ``spec``.
+        ``validation``, ``tests``, ``code_path``, ``code_sha256`` and ``spec``.
     """
     old_name = f"{previous.name}_v{previous.version}.py" if previous else "/dev/null"
     new_name = f"{record.name}_v{record.version}.py"
@@ -161,10 +170,11 @@ def review_artifact(
         "name": record.name,
         "version": record.version,
         "previous_version": previous.version if previous else None,
-        "summary": review_summary(record.spec, record.validation, prev_spec, diff),
+        "summary": review_summary(record.spec, record.validation, prev_spec, diff, record.tests),
         "spec_changes": record.spec.changes_from(prev_spec),
         "diff": diff,
         "validation": record.validation,
+        "tests": record.tests,
         "code_path": code_path,
         "code_sha256": record.spec.code_sha256,
         "spec": record.spec.to_json(),

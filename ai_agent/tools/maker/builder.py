@@ -33,7 +33,7 @@ __all__ = [
     "request_from_intent",
 ]
 
-INTENT_KEYS = ("name", "purpose", "inputs", *LIST_FIELDS, "risk", "code")
+INTENT_KEYS = ("name", "purpose", "inputs", *LIST_FIELDS, "risk", "code", "tests")
 
 
 def request_from_intent(intent: Mapping[str, Any]) -> ToolBuildRequest:

@@ -93,6 +93,13 @@ class ProposeTool:
     def _build(self, args: dict[str, Any]) -> BuildResult:
         if self._maker is None:
             raise ToolBuildError("the toolsmaker is not set up for this tool registry")
+        if "tests" in args:
+            # Examples run the code (with its paths, hosts and secrets) as soon as it is built:
+            # a model's proposal must not run anything before a person has seen it.
+            raise ToolBuildError(
+                "propose_tool takes no tests: examples run the code before anyone reviews it; "
+                "a person adds them when building the tool from Python"
+            )
         return self._maker().build_from_intent(args, by="propose_tool")
 
     def preview(self, args: dict[str, Any]) -> str:

@@ -65,6 +65,9 @@ class ToolBuildRequest:
         risk: ``low``, ``medium`` or ``high``, as the requester judges it.
         code: The module (``class GeneratedTool`` with ``execute(self, **kwargs)``); None: the
             builder writes it from its template.
+        tests: Examples run confined once the build passes validation (at most 10), each
+            ``{"args": {...}, "expect": {field: value}}`` or ``{"args": {...},
+            "expect_error": "text"}`` (see `ai_agent.tools.maker.examples`).
     """
 
     name: str
@@ -77,6 +80,7 @@ class ToolBuildRequest:
     secrets: Sequence[str] = ()
     risk: str = "medium"
     code: str | None = None
+    tests: Sequence[Mapping[str, Any]] = ()
 
     def to_json(self) -> dict[str, Any]:
         """The request as JSON data.
@@ -88,6 +92,8 @@ class ToolBuildRequest:
         for key in LIST_FIELDS:
             data[key] = list(data[key])
         data["inputs"] = dict(data["inputs"])
+        if isinstance(data["tests"], tuple):
+            data["tests"] = list(data["tests"])
         return data
 
 
@@ -199,6 +205,9 @@ class BuildRecord:
         review_path: The review artifact, once there is one.
         history: ``[{status, at, by, reason}]``, oldest first.
         max_output_chars: The result-text cap set when it was activated (None: the default).
+        tests: The results of the request's examples, run confined after validation
+            (``summary``, ``given``, ``passed``, ``failed``, ``not_run``, ``results``; see
+            `ai_agent.tools.maker.trials.results_record`); None before validation passed.
     """
 
     spec: GeneratedToolSpec
@@ -209,6 +218,7 @@ class BuildRecord:
     review_path: str | None = None
     history: list[dict[str, Any]] = field(default_factory=list)
     max_output_chars: int | None = None
+    tests: dict[str, Any] | None = None
 
     @property
     def name(self) -> str:
@@ -236,6 +246,7 @@ class BuildRecord:
             "review_path": self.review_path,
             "history": self.history,
             "max_output_chars": self.max_output_chars,
+            "tests": self.tests,
         }
 
     @classmethod
@@ -257,7 +268,25 @@ class BuildRecord:
             review_path=data.get("review_path"),
             history=list(data.get("history", [])),
             max_output_chars=data.get("max_output_chars"),
+            tests=_stored_tests(data.get("tests")),
         )
+
+
+def _stored_tests(value: Any) -> dict[str, Any] | None:
+    """A record's test results as read from disk; a changed file's are said to be unreadable."""
+    if value is None:
+        return None
+    results = value.get("results") if isinstance(value, dict) else None
+    if isinstance(results, list) and all(isinstance(r, dict) for r in results):
+        return dict(value)
+    return {
+        "summary": "the stored test results are unreadable (the record file was changed)",
+        "given": 0,
+        "passed": 0,
+        "failed": 0,
+        "not_run": 0,
+        "results": [],
+    }
 
 
 @dataclass(frozen=True, slots=True)

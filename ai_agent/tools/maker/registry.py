@@ -54,6 +54,7 @@ from ai_agent.tools.maker.records import (
 )
 from ai_agent.tools.maker.storage import Layout, atomic_write, dumps
 from ai_agent.tools.maker.toolset import GeneratedToolset
+from ai_agent.tools.maker.trials import results_record, run_examples, run_to_end
 from ai_agent.tools.maker.validator import NAME, validate_code, validate_request
 from ai_agent.tools.registry import ToolRegistry
 from ai_agent.tools.spec import ToolSpec
@@ -197,6 +198,7 @@ class ToolsmakerRegistry(BuildCatalog):
                 latest is not None
                 and latest.status is not ToolStatus.REJECTED
                 and _same_build(latest.spec, spec)
+                and latest.request.get("tests", []) == request.to_json()["tests"]
             ):
                 return self._result(latest, reused=True)
             return self._build_locked(request, spec, code, versions, by)
@@ -257,6 +259,7 @@ class ToolsmakerRegistry(BuildCatalog):
         if not report.ok:
             return self._result(record)
         self._move(record, ToolStatus.VALIDATED, by="validator")
+        self._try_examples(record, request)
         self._write_review(record, code, versions)
         self._move(record, ToolStatus.APPROVAL_REQUIRED, by="toolsmaker")
         self.audit(
@@ -267,6 +270,30 @@ class ToolsmakerRegistry(BuildCatalog):
             code_sha256=spec.code_sha256,
         )
         return self._result(record)
+
+    def _try_examples(self, record: BuildRecord, request: ToolBuildRequest) -> None:
+        """Run the request's examples as real calls of this version (confined) and keep them.
+
+        A failing example does not stop the build: the person reviewing it decides.
+        """
+        tests = [dict(t) for t in request.tests]
+        entries = run_to_end(lambda: run_examples(self._load(record), tests)) if tests else []
+        record.tests = results_record(entries)
+        self._save(record)
+        if tests:
+            self.audit(
+                "tool_build_tested",
+                tool=record.name,
+                version=record.version,
+                summary=record.tests["summary"],
+                passed=record.tests["passed"],
+                failed=record.tests["failed"],
+                not_run=record.tests["not_run"],
+                results=[
+                    {"test": e["test"], "status": e["status"], "seconds": e["seconds"]}
+                    for e in record.tests["results"]
+                ],
+            )
 
     def _static_names(self) -> set[str]:
         generated = {r.name for r in self.records()}

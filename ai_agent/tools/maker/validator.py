@@ -7,6 +7,7 @@ not stop); what it can *reach* is decided by the OS confinement of
 and tell the reviewer what the code uses:
 
 - spec: a valid name not taken by a static tool, a purpose, typed inputs, known capabilities,
+  a short list of well-formed examples (``tests``, `ai_agent.tools.maker.examples`),
   and consistency between capabilities and what they need (``allowed_paths`` for ``fs_read`` and
   ``fs_write``, ``allowed_domains`` for ``http``, ``secrets`` for ``secrets``); paths relative,
   inside the workspace and not hidden; hosts well-formed; secret names that are not the engine's
@@ -35,6 +36,7 @@ from typing import Any
 
 from ai_agent.tools.maker.allowlists import check_relative_path, parse_host_rule
 from ai_agent.tools.maker.code_check import check_code
+from ai_agent.tools.maker.examples import check_tests
 from ai_agent.tools.maker.records import CAPABILITIES, ToolBuildRequest, ValidationReport
 
 __all__ = ["ValidationReport", "validate_code", "validate_request"]
@@ -172,6 +174,7 @@ def validate_request(
     code: object = request.code  # an intent is untyped data, whatever the annotation says
     if code is not None and not isinstance(code, str):
         report.errors.append("code must be a string holding a Python module")
+    report.errors += check_tests(request.tests)
     return report
 
 
