@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
 
+from ai_agent.context import Journal
 from ai_agent.errors import ConfigError, InvalidThreadIdError
 
 if TYPE_CHECKING:
@@ -40,8 +41,8 @@ if TYPE_CHECKING:
     )
     from ai_agent.checkpoints.runstore import Lease, OutputRecord, RunOrigin, RunRecord
     from ai_agent.checkpoints.summaries import RunSummary
-    from ai_agent.context import AllowRule, JournalEntry
-    from ai_agent.state import Message, ToolCall, ToolResult
+    from ai_agent.context import AllowRule
+    from ai_agent.state import Message, ToolCall
 
 __all__ = [
     "MAX_THREAD_ID_CHARS",
@@ -195,7 +196,7 @@ def describe_location(location: Location) -> str:
     return f"{scheme}://{user}{host}{port}{parts.path}"
 
 
-class RunStoreProtocol(Protocol):
+class RunStoreProtocol(Journal, Protocol):
     """What the engine needs from a run store.
 
     SQLite's ``RunStore`` and ``PostgresRunStore`` both provide it.
@@ -272,21 +273,7 @@ class RunStoreProtocol(Protocol):
     async def working(self, thread_id: str) -> bool:
         """Whether some process holds the thread's lease now (a live run, not a crashed one)."""
 
-    # Journal
-    async def lookup(self, thread_id: str, iteration: int, call_id: str) -> JournalEntry | None:
-        """The journal entry of one call, or None when it was never started."""
-
-    async def intent(self, thread_id: str, iteration: int, call: ToolCall) -> None:
-        """Record that a call is about to run (committed before the tool starts)."""
-
-    async def outcome(
-        self, thread_id: str, iteration: int, call: ToolCall, result: ToolResult
-    ) -> None:
-        """Record a call's result."""
-
-    async def forget(self, thread_id: str, iteration: int, call_id: str) -> None:
-        """Drop a journal entry whose call is known not to have run (a replay stopped at it)."""
-
+    # Journal: lookup, intent, outcome, forget (`ai_agent.context.Journal`), and
     async def delete_journal(self, thread_id: str) -> int:
         """Delete a finished run's journal, but the entries a recorded call still names."""
 

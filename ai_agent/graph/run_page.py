@@ -21,7 +21,7 @@ from ai_agent.errors import UnknownThreadError
 from ai_agent.graph.database import checkpoint_config, config_for
 from ai_agent.graph.history import values_of
 from ai_agent.graph.result import RunResult, result_of, with_run_row
-from ai_agent.graph.timeline import TimelineRow, ToolCallView
+from ai_agent.graph.timeline import TimelineRow, ToolCallView, timeline_row
 
 if TYPE_CHECKING:
     from ai_agent.checkpoints import RunRecord
@@ -165,19 +165,7 @@ class _Listed:
 
 def _row(line: TraceEvent, place: tuple[int, str] | None) -> TimelineRow:
     step, checkpoint = place if place is not None else (None, None)
-    return TimelineRow(
-        step=step,
-        checkpoint_id=checkpoint,
-        stage=line["stage"],
-        iteration=line["iteration"],
-        started_at=line.get("started_at"),
-        duration_ms=float(line.get("duration_ms", 0.0)),
-        tokens=cast("int | None", line.get("tokens")),
-        tool=line.get("tool"),
-        status=str(line.get("status", "")),
-        gate_score=line.get("gate_score"),
-        detail=str(line.get("detail") or ""),
-    )
+    return timeline_row(line, step, checkpoint, cast("int | None", line.get("tokens")))
 
 
 def _tool_call(record: Mapping[str, Any]) -> ToolCallView:

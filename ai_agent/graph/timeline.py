@@ -7,7 +7,7 @@ calls. Pure functions of data the archive read.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from ai_agent.errors import UnknownCheckpointError
@@ -22,6 +22,7 @@ __all__ = [
     "TimelineRow",
     "ToolCallView",
     "execution_trace",
+    "timeline_row",
     "timeline_rows",
     "up_to",
 ]
@@ -119,22 +120,27 @@ def _rows(
         tokens = line.get("tokens")
         if tokens is None and line["stage"] == "draft" and step is not None:
             tokens = usage.get(step)
-        rows.append(
-            TimelineRow(
-                step=step,
-                checkpoint_id=checkpoint,
-                stage=line["stage"],
-                iteration=line["iteration"],
-                started_at=line.get("started_at"),
-                duration_ms=float(line.get("duration_ms", 0.0)),
-                tokens=tokens,
-                tool=line.get("tool"),
-                status=str(line.get("status", "")),
-                gate_score=line.get("gate_score"),
-                detail=str(line.get("detail") or ""),
-            )
-        )
+        rows.append(timeline_row(line, step, checkpoint, tokens))
     return rows
+
+
+def timeline_row(
+    line: Mapping[str, Any], step: int | None, checkpoint: str | None, tokens: int | None
+) -> TimelineRow:
+    """One trace line as a timeline row, placed at the checkpoint (and step) that added it."""
+    return TimelineRow(
+        step=step,
+        checkpoint_id=checkpoint,
+        stage=line["stage"],
+        iteration=line["iteration"],
+        started_at=line.get("started_at"),
+        duration_ms=float(line.get("duration_ms", 0.0)),
+        tokens=tokens,
+        tool=line.get("tool"),
+        status=str(line.get("status", "")),
+        gate_score=line.get("gate_score"),
+        detail=str(line.get("detail") or ""),
+    )
 
 
 def _usage_by_step(calls: Sequence[ModelCallRecord]) -> dict[int, int]:
