@@ -6,6 +6,7 @@ Agent's run store works in; the browser tests (test_browser.py) serve the real `
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
@@ -19,6 +20,7 @@ from ai_agent.config import AgentSettings
 from ai_agent.console import Access, create_app
 from ai_agent.console.auth import hosts_for
 from ai_agent.testing import ScriptedModel
+from ai_agent.tools.maker import ToolsmakerRegistry
 
 TOKEN = "t" * 40
 HOST = "127.0.0.1:8765"
@@ -129,3 +131,15 @@ def page(browser: Any) -> Iterator[Any]:
     yield opened
     context.close()
     assert dialogs == []  # no page ever ran a script of a model's or a tool's
+
+
+@contextlib.asynccontextmanager
+async def tools_console(
+    make_agent: MakeAgent, signed_in: Callable[[Agent], httpx.AsyncClient], intent: Any
+) -> AsyncIterator[tuple[ToolsmakerRegistry, httpx.AsyncClient]]:
+    """A generated tool built from ``intent`` and waiting for review, and a signed-in console."""
+    maker = ToolsmakerRegistry(".agents/toolsmaker")
+    maker.build_from_intent(intent)
+    agent = make_agent([{"text": "hi"}])
+    async with agent:
+        yield maker, signed_in(agent)

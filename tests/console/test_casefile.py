@@ -5,9 +5,10 @@ from __future__ import annotations
 import io
 import json
 import zipfile
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 
 import httpx
+import pytest
 
 from ai_agent import Agent
 from tests.console.conftest import MakeAgent
@@ -16,16 +17,21 @@ Open = Callable[[Agent], httpx.AsyncClient]
 CALC = [{"tool_calls": [{"name": "calculator", "args": {"expression": "6*7"}}]}, {"text": "42"}]
 
 
-async def test_the_run_view_offers_the_test_and_its_recording_in_one_zip(
-    make_agent: MakeAgent, signed_in: Open
-) -> None:
+@pytest.fixture
+async def calculated(make_agent: MakeAgent, signed_in: Open) -> AsyncIterator[httpx.AsyncClient]:
+    """The console of a database holding one finished run, ``calc-1``."""
     agent = make_agent(CALC, tools=["calculator"])
     async with agent:
         await agent.run("what is 6*7", thread_id="calc-1")
-        http = signed_in(agent)
-        page = (await http.get("/runs/calc-1")).text
-        assert 'href="/runs/calc-1/regression-test.zip" download>' in page
-        response = await http.get("/runs/calc-1/regression-test.zip")
+        yield signed_in(agent)
+
+
+async def test_the_run_view_offers_the_test_and_its_recording_in_one_zip(
+    calculated: httpx.AsyncClient,
+) -> None:
+    page = (await calculated.get("/runs/calc-1")).text
+    assert 'href="/runs/calc-1/regression-test.zip" download>' in page
+    response = await calculated.get("/runs/calc-1/regression-test.zip")
     assert response.status_code == 200
     assert response.headers["content-type"] == "application/zip"
     disposition = 'attachment; filename="test_run_calc_1.zip"'
@@ -41,13 +47,9 @@ async def test_the_run_view_offers_the_test_and_its_recording_in_one_zip(
 
 
 async def test_an_unknown_or_malformed_run_is_a_404_in_words(
-    make_agent: MakeAgent, signed_in: Open
+    calculated: httpx.AsyncClient,
 ) -> None:
-    agent = make_agent(CALC, tools=["calculator"])
-    async with agent:
-        await agent.run("what is 6*7", thread_id="calc-1")
-        http = signed_in(agent)
-        unknown = await http.get("/runs/nope/regression-test.zip")
-        malformed = await http.get("/runs/%20bad%20/regression-test.zip")
+    unknown = await calculated.get("/runs/nope/regression-test.zip")
+    malformed = await calculated.get("/runs/%20bad%20/regression-test.zip")
     assert unknown.status_code == 404 and "no run with thread id nope" in unknown.text
     assert malformed.status_code == 404 and "thread id" in malformed.text

@@ -7,7 +7,7 @@ import re
 from typing import Any
 
 from ai_agent.tools.maker import ToolsmakerRegistry
-from tests.console.conftest import MakeAgent
+from tests.console.conftest import MakeAgent, tools_console
 from tests.console.test_toolsmaker import Open, csrf_of
 
 HOSTILE = (
@@ -38,11 +38,7 @@ def _items(section: str) -> list[tuple[str, str]]:
 async def test_the_tools_page_shows_test_results_failures_first_and_inert(
     make_agent: MakeAgent, signed_in: Open
 ) -> None:
-    maker = ToolsmakerRegistry(".agents/toolsmaker")
-    maker.build_from_intent(INTENT)
-    agent = make_agent([{"text": "hi"}])
-    async with agent:
-        http = signed_in(agent)
+    async with tools_console(make_agent, signed_in, INTENT) as (maker, http):
         page = (await http.get("/tools")).text
         item = page[page.index('data-tool="parrot@1"') : page.index("<h2>All versions</h2>")]
         tests = item[item.index("<h4>Test results</h4>") : item.index("The validator's report")]

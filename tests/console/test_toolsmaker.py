@@ -12,7 +12,7 @@ import httpx
 
 from ai_agent import Agent
 from ai_agent.tools.maker import ToolsmakerRegistry
-from tests.console.conftest import MakeAgent
+from tests.console.conftest import MakeAgent, tools_console
 from tests.maker.conftest import SHOUT
 
 Open = Callable[[Agent], httpx.AsyncClient]
@@ -34,11 +34,7 @@ def csrf_of(page: str) -> str:
 async def test_a_pending_tool_is_shown_inert_and_approved_activated_and_rolled_back(
     make_agent: MakeAgent, signed_in: Open
 ) -> None:
-    maker = ToolsmakerRegistry(".agents/toolsmaker")
-    maker.build_from_intent(INTENT)
-    agent = make_agent([{"text": "hi"}])
-    async with agent:
-        http = signed_in(agent)
+    async with tools_console(make_agent, signed_in, INTENT) as (maker, http):
         page = (await http.get("/tools")).text
         item = page[page.index('data-tool="shout@1"') :]
         assert "&lt;/pre&gt;&lt;script&gt;alert(1)&lt;/script&gt;\\x1b[2K" in item  # inert
@@ -76,11 +72,7 @@ async def test_a_pending_tool_is_shown_inert_and_approved_activated_and_rolled_b
 async def test_reject_needs_a_reason_and_refused_transitions_are_told(
     make_agent: MakeAgent, signed_in: Open
 ) -> None:
-    maker = ToolsmakerRegistry(".agents/toolsmaker")
-    maker.build_from_intent(INTENT)
-    agent = make_agent([{"text": "hi"}])
-    async with agent:
-        http = signed_in(agent)
+    async with tools_console(make_agent, signed_in, INTENT) as (maker, http):
         csrf = csrf_of((await http.get("/tools")).text)
         bare = await http.post("/tools/shout/1/reject", data={"csrf": csrf})
         assert bare.status_code == 409 and "say why it is rejected" in bare.text
