@@ -10,7 +10,6 @@ failure the same way.
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -19,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from ai_agent.cli import EXIT, main
+from tests.cli.scripts import stored_calculation
 
 TURNS = [
     {"tool_calls": [{"name": "calculator", "args": {"expression": "6*7"}}]},
@@ -31,14 +31,8 @@ SCRIPT = Path(sys.executable).with_name("ai-agent")
 @pytest.fixture(scope="module")
 def stored(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """A database with one stored run, ``t1``, and the model script that made it."""
-    where = tmp_path_factory.mktemp("pipe")
-    script = where / "script.json"
-    script.write_text(json.dumps(TURNS))
-    db = where / "c.sqlite"
-    model = ["--model", f"scripted:{script}", "--tools", "calculator", "--quiet"]
-    code = main(["run", "what is 6*7", "--thread-id", "t1", "--db", str(db), *model])
-    assert code == EXIT["completed"]
-    return db, script
+    db, model = stored_calculation(tmp_path_factory.mktemp("pipe"))
+    return db, Path(model.removeprefix("scripted:"))
 
 
 def _into_closed_pipe(argv: list[str]) -> subprocess.CompletedProcess[bytes]:

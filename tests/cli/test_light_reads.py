@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from ai_agent.cli import EXIT, main
+from tests.cli.scripts import stored_calculation
 from tests.test_layering import BEYOND_THE_STORE, heavy_modules
 
 # What a command that reads the run store alone never loads: LangChain (which LangGraph's
@@ -38,23 +38,11 @@ NOT_FOR_READING = (
     *("langgraph.checkpoint", "ai_agent.checkpoints.delta", "ai_agent.graph.build"),
 )
 
-TURNS = [
-    {"tool_calls": [{"name": "calculator", "args": {"expression": "6*7"}}]},
-    {"text": "6*7 = 42"},
-]
-
 
 @pytest.fixture(scope="module")
 def database(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A database with one stored run, ``t1``."""
-    where = tmp_path_factory.mktemp("light")
-    script = where / "script.json"
-    script.write_text(json.dumps(TURNS))
-    db = where / "c.sqlite"
-    model = ["--model", f"scripted:{script}", "--tools", "calculator", "--quiet"]
-    code = main(["run", "what is 6*7", "--thread-id", "t1", "--db", str(db), *model])
-    assert code == EXIT["completed"]
-    return db
+    return stored_calculation(tmp_path_factory.mktemp("light"))[0]
 
 
 def _loaded_by(argv: list[str]) -> tuple[int, str, list[str]]:

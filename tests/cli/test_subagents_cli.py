@@ -14,6 +14,9 @@ from ai_agent.config import AgentSettings
 from ai_agent.testing import ScriptedModel
 from tests.graph.conftest import call, text
 
+# The parent step of the tree's child, as show and history --json name it.
+PARENT_STEP = {"thread_id": "p", "status": "completed", "iteration": 1, "call_id": "c1.0"}
+
 
 @pytest.fixture
 def tree(tmp_path: Path) -> tuple[list[str], str]:
@@ -60,12 +63,7 @@ def test_show_and_history_name_the_parent_and_the_children(
     assert "child of p at call c1.0 (completed)" in capsys.readouterr().out
     assert main(["show", child, *db, "--json"]) == 0
     family = json.loads(capsys.readouterr().out)["family"]
-    assert family["parent"] == {
-        "thread_id": "p",
-        "status": "completed",
-        "iteration": 1,
-        "call_id": "c1.0",
-    }
+    assert family["parent"] == PARENT_STEP
     assert main(["history", "p", *db]) == 0
     assert capsys.readouterr().out.startswith(f"child run {child} at call c1.0 (completed)\n")
     assert main(["history", child, *db]) == 0
@@ -108,10 +106,5 @@ def test_history_json_has_the_family_as_show_does(
     }
     assert main(["history", child, *db, "--json"]) == 0
     family = json.loads(capsys.readouterr().out)["family"]
-    assert family["parent"] == {
-        "thread_id": "p",
-        "status": "completed",
-        "iteration": 1,
-        "call_id": "c1.0",
-    }
+    assert family["parent"] == PARENT_STEP
     assert family["children"] == []
