@@ -55,16 +55,11 @@ def _agent(db: Path, log: list[str]) -> Agent:
     )
 
 
-@pytest.mark.parametrize(
-    "name",
-    [
-        "sqlitesaver.sqlite",
-        "delta_v1.sqlite",
-        "delta_v2.sqlite",
-        "delta_v3.sqlite",
-        "delta_v4.sqlite",
-    ],
-)
+# Every database format an older ai-agent wrote (or LangGraph's SqliteSaver), kept as fixtures.
+OLD_DATABASES = [f"delta_v{v}.sqlite" for v in range(1, 5)] + ["sqlitesaver.sqlite"]
+
+
+@pytest.mark.parametrize("name", OLD_DATABASES)
 def test_an_old_database_reads_back_as_written(name: str, tmp_path: Path) -> None:
     db = copy_of(name, tmp_path)
     with DeltaSaver(db) as saver:
@@ -79,16 +74,7 @@ def test_an_old_database_reads_back_as_written(name: str, tmp_path: Path) -> Non
             assert all(t.checkpoint["channel_values"] for t in history[:-1])
 
 
-@pytest.mark.parametrize(
-    "name",
-    [
-        "sqlitesaver.sqlite",
-        "delta_v1.sqlite",
-        "delta_v2.sqlite",
-        "delta_v3.sqlite",
-        "delta_v4.sqlite",
-    ],
-)
+@pytest.mark.parametrize("name", OLD_DATABASES)
 async def test_a_run_paused_in_an_old_database_resumes(name: str, tmp_path: Path) -> None:
     db = copy_of(name, tmp_path)
     log: list[str] = []
