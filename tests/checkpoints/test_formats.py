@@ -161,16 +161,21 @@ def _format(db: Path) -> str:
         return str(conn.execute("SELECT value FROM delta_meta WHERE key = 'format'").fetchone()[0])
 
 
+def _latest_of_done(saver: DeltaSaver) -> tuple[Any, int, Any]:
+    """The fixtures' finished run ``done``: its latest checkpoint, thread key and skeleton."""
+    latest = saver.get_tuple(config("done"))
+    assert latest is not None
+    tkey = saver.store.thread_key("done", "", create=False)
+    assert tkey is not None
+    return latest, tkey, skeleton(saver.store, tkey, latest.checkpoint["id"])
+
+
 def test_a_format_1_database_is_migrated_and_then_grows_in_format_2(tmp_path: Path) -> None:
     """Format 2 reads format 1's row references as they are; new steps may name values inline."""
     db = copy_of("delta_v1.sqlite", tmp_path)
     assert _format(db) == "1"
     with DeltaSaver(db) as saver:
-        latest = saver.get_tuple(config("done"))
-        assert latest is not None
-        tkey = saver.store.thread_key("done", "", create=False)
-        assert tkey is not None
-        old = skeleton(saver.store, tkey, latest.checkpoint["id"])
+        latest, tkey, old = _latest_of_done(saver)
         assert all(type(ref) is int for ref in old.refs.values())  # format 1: rows only
         values = latest.checkpoint["channel_values"]
         child: Any = {
@@ -243,11 +248,7 @@ def test_a_format_3_database_is_migrated_and_then_logs_its_dicts(tmp_path: Path)
     assert _format(db) == "3"
     docs = {f"doc{i}": "a document. " * 20 for i in range(10)}
     with DeltaSaver(db) as saver:
-        latest = saver.get_tuple(config("done"))
-        assert latest is not None
-        tkey = saver.store.thread_key("done", "", create=False)
-        assert tkey is not None
-        old = skeleton(saver.store, tkey, latest.checkpoint["id"])
+        latest, tkey, old = _latest_of_done(saver)
         assert not any(type(r) is tuple and len(r) == 3 for r in old.refs.values())
         values = latest.checkpoint["channel_values"]
         parent = latest.config
