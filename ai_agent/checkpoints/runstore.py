@@ -345,9 +345,15 @@ class SqlRunStore(RecordedCalls, PlanQueue, RunSummaries, RuleStore):
                 "WHERE thread_id = ?",
                 (thread_id,),
             )
-        if row is None or float(row[2]) <= 0:
+        if row is None:
             return False
-        return bool(row[0] != self.host or pid_alive(int(row[1])))
+        try:
+            left, pid = float(row[2]), int(row[1])
+        except (TypeError, ValueError):
+            return False  # a lease row changed by hand holds nobody's run: read as none
+        if left <= 0:
+            return False
+        return bool(row[0] != self.host or (pid > 0 and pid_alive(pid)))
 
     def _drop(self, lease: Lease) -> None:
         if self._held.get(lease.thread_id) == lease.owner:

@@ -94,6 +94,10 @@ async def test_a_lease_held_by_a_dead_process_is_nobody_working(store: RunStore)
     with sqlite3.connect(store.path) as conn:  # on another host this one cannot look: it trusts
         conn.execute("UPDATE agent_leases SET host = 'elsewhere' WHERE thread_id = 't'")
     assert await store.working("t")
+    for pid in ("'not a pid'", "0", "-1"):  # a row changed by hand: nobody's
+        with sqlite3.connect(store.path) as conn:
+            conn.execute(f"UPDATE agent_leases SET host = ?, pid = {pid}", (store.host,))
+        assert not await store.working("t")
 
 
 async def test_journal_records_intent_then_outcome(store: RunStore) -> None:
