@@ -117,12 +117,12 @@ def _print_show(
 async def _gather(archive: RunArchive, thread: str, checkpoint: str | None) -> Any:
     from ai_agent.graph import family_of, own_fields
 
-    result = await archive.get_result(thread)
+    result, latest = await archive.get_outcome(thread)
     timeline = await archive.timeline(thread, checkpoint)
     state = None
     if checkpoint is not None:
         entry = next(e for e in await archive.ahistory(thread) if e.checkpoint_id == checkpoint)
         state = {"step": entry.step, "next": list(entry.next), "paused": entry.paused}
-    fields = own_fields(await archive.get_state(thread))
+    fields = own_fields(latest)
     pipeline = (fields, await archive.database.unread_channels(thread))
     return result, timeline, state, await family_of(archive.store, thread), pipeline

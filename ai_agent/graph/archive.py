@@ -194,9 +194,15 @@ class RunArchive:
 
     async def get_result(self, thread_id: str) -> RunResult:
         """The RunResult of a stored run, as it stands now."""
+        return (await self.get_outcome(thread_id))[0]
+
+    async def get_outcome(self, thread_id: str) -> tuple[RunResult, RunState]:
+        """The RunResult and the latest state of a run, from one read of its latest checkpoint."""
+        snapshot = await self._snapshot(thread_id)
         output = None if self._policy is None else self._policy.output  # alone: plain data
-        result = result_of(thread_id, await self._snapshot(thread_id), output)
-        return with_run_row(result, await self.store.get_run(thread_id))
+        result = result_of(thread_id, snapshot, output)
+        state = cast(RunState, snapshot.values)  # as get_state gives it
+        return with_run_row(result, await self.store.get_run(thread_id)), state
 
     # History and forks (graph/history.py) -----------------------------------------------------
     def history(self, thread_id: str) -> list[HistoryEntry]:

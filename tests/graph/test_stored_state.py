@@ -160,6 +160,9 @@ async def test_the_archive_reads_plainly_and_answers_as_through_langgraph(tmp_pa
         )
         view = await plain.get_agent_state(thread)
         assert view == await through_graph.get_agent_state(thread)
+        # One read for both: the result and the state, as the two reads apart give them.
+        result, state = await plain.get_outcome(thread)
+        assert result.to_dict() == ours.to_dict() and state == await plain.get_state(thread)
 
 
 async def test_a_finished_tasks_writes_on_the_latest_checkpoint_go_to_langgraph(
