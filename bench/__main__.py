@@ -5,7 +5,9 @@ latest state), plain LangGraph graphs on the delta saver and LangGraph's own sav
 (``bench.plain_section``), tool overhead, token counting, many concurrent runs (in a fresh
 interpreter, so its memory is its own), start-up (fresh interpreters), the command line's
 read-only commands on a store of 1,000 runs (``bench.cli_reads``), spawning subagents (a
-fresh interpreter) and the console's pages on a store of 10,000 runs (``bench.console``). The
+fresh interpreter), the console's pages on a store of 10,000 runs (``bench.console``) and the
+same tasks through ai-agent and LangGraph's ``create_react_agent`` on the real local model
+(``bench.peers``, in a fresh interpreter; ``--skip peers`` leaves it out). The
 no-checkpointer, null-saver and delta runs are repeated, interleaved.
 Every round does the very same work cycle by cycle (a scripted model, one deterministic tool),
 so the time figures take, for each cycle, its fastest time over the rounds: what other
@@ -35,6 +37,7 @@ from typing import Any
 from bench.cli_reads import measure_cli_reads
 from bench.common import Figure, median, subprocess_env
 from bench.console import measure_console
+from bench.peers import measure_peers
 from bench.pipeline import PAYLOAD_BYTES, PipelineRun, run_pipeline
 from bench.plain_section import measure_plain
 from bench.report import markdown, plot, table, write_json
@@ -476,13 +479,19 @@ def _later_sections(plan: Plan, work: Path, *, quick: bool) -> tuple[list[Figure
     return figures, {"serialization": serial, "memory": memory, "subagents": spawn}
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parse(argv: list[str] | None) -> tuple[argparse.Namespace, Plan]:
+    """The command line: its arguments and the size of the run they ask for."""
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="a smaller run, under a minute")
     parser.add_argument("--out", default="bench-results", help="directory for JSON and plot")
     parser.add_argument("--cycles", type=int, help="pipeline cycles (default 800, quick 160)")
     parser.add_argument(
         "--baseline-cycles", type=int, help="SqliteSaver cycles (default: as many as --cycles)"
+    )
+    parser.add_argument(
+        "--skip",
+        default="",
+        help="comma-separated sections to leave out: peers (the real local model, minutes)",
     )
     args = parser.parse_args(argv)
     plan = QUICK if args.quick else FULL
@@ -492,6 +501,11 @@ def main(argv: list[str] | None = None) -> int:
         plan = Plan(**{**plan.__dict__, **sizes, "baseline_cycles": args.cycles})
     if args.baseline_cycles:
         plan = Plan(**{**plan.__dict__, "baseline_cycles": args.baseline_cycles})
+    return args, plan
+
+
+def main(argv: list[str] | None = None) -> int:
+    args, plan = _parse(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="ai-agent-bench-"))
@@ -516,6 +530,13 @@ def main(argv: list[str] | None = None) -> int:
         figures += other_figures(tools, tokens, many, start)
         more, more_meta = _later_sections(plan, work, quick=args.quick)
         figures += more
+        skipped = {name.strip() for name in args.skip.split(",") if name.strip()}
+        if "peers" not in skipped:
+            print(
+                "  peers: the same tasks through create_react_agent, real local model", flush=True
+            )
+            peers, more_meta["peers"] = measure_peers(work, 4 if args.quick else 0)
+            figures += peers
         seconds = time.perf_counter() - started
         print()
         print(table(figures))

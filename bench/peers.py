@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import subprocess
 import sys
 import tempfile
 import time
@@ -31,7 +32,18 @@ from typing import Any
 
 import httpx
 
-__all__ = ["TASKS", "Outcome", "Task", "TimedTransport", "make_workspace", "run_tasks"]
+from bench.common import Figure, subprocess_env
+
+__all__ = [
+    "TASKS",
+    "Outcome",
+    "Task",
+    "TimedTransport",
+    "make_workspace",
+    "measure_peers",
+    "peer_figures",
+    "run_tasks",
+]
 
 SEED = 7
 TOOLS = ("calculator", "grep_search", "read_file", "find_similar", "delete_file")
@@ -363,6 +375,86 @@ def _report(outcomes: list[Outcome], out: Path) -> None:
         ratio = ours[key] / peer[key] if peer[key] else float("nan")
         print(f"{key:<18} ours {ours[key]:>10.4g}  peer {peer[key]:>10.4g}  ratio {ratio:.3g}")
     print(f"engine share       ours {ours['engine_share']:.2%}  peer {peer['engine_share']:.2%}")
+
+
+def peer_figures(report: dict[str, Any]) -> list[Figure]:
+    """The section's figures from ``peers.json``: each total against the peer's, as a ratio."""
+    ours, peer = report["ours"], report["peer"]
+    tasks = f"{ours['tasks']:.0f} tasks, real local model at temperature 0"
+
+    def ratio(key: str) -> float:
+        return ours[key] / peer[key] if peer[key] else float("inf")
+
+    def row(name: str, key: str, unit: str, target: str, ok: bool) -> Figure:
+        return Figure(
+            "peers",
+            name,
+            ours[key],
+            unit,
+            peer[key],
+            "create_react_agent, same tasks and tools",
+            ratio(key),
+            "ours / peer",
+            target,
+            ok,
+            tasks,
+        )
+
+    return [
+        row("tasks passed", "passed", "tasks", ">= 1", ratio("passed") >= 1),
+        row("tokens (prompt + completion)", "tokens", "tokens", "<= 0.8", ratio("tokens") <= 0.8),
+        row("model requests", "requests", "requests", "<= 0.8", ratio("requests") <= 0.8),
+        row("wall time", "wall", "s", "report", True),
+        Figure(
+            "peers",
+            "engine's share of wall time (all but the model)",
+            100 * ours["engine_share"],
+            "%",
+            100 * peer["engine_share"],
+            "create_react_agent's share",
+            None,
+            "-",
+            "< 5 %",
+            ours["engine_share"] < 0.05,
+            tasks,
+        ),
+    ]
+
+
+def measure_peers(
+    work: Path, tasks: int = 0, python: str = sys.executable
+) -> tuple[list[Figure], dict[str, Any]]:
+    """Run the section in a fresh interpreter (it starts the local model server) and read it.
+
+    Without the local model (the ``local`` extra, or its weights) the section is reported as
+    not measured, with the reason, rather than failing the whole suite.
+    """
+    out = work / "peers"
+    command = [python, "-m", "bench.peers", "--out", str(out)]
+    if tasks:
+        command += ["--tasks", str(tasks)]
+    done = subprocess.run(
+        command, check=False, capture_output=True, text=True, env=subprocess_env()
+    )
+    report_path = out / "peers.json"
+    if done.returncode != 0 or not report_path.exists():
+        reason = (done.stderr.strip().splitlines() or ["no output"])[-1][:200]
+        missed = Figure(
+            "peers",
+            "tokens against create_react_agent",
+            float("nan"),
+            "",
+            None,
+            "",
+            None,
+            "-",
+            "<= 0.8",
+            False,
+            f"not measured: {reason}",
+        )
+        return [missed], {"error": reason}
+    report: dict[str, Any] = json.loads(report_path.read_text())
+    return peer_figures(report), report
 
 
 def main(argv: list[str] | None = None) -> int:

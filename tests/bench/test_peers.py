@@ -13,7 +13,17 @@ from types import SimpleNamespace
 import pytest
 
 from ai_agent.testing import MockOpenAIServer, Reply
-from bench.peers import TASKS, Outcome, Task, make_workspace, run_ours, run_peer, totals
+from bench.peers import (
+    TASKS,
+    Outcome,
+    Task,
+    make_workspace,
+    measure_peers,
+    peer_figures,
+    run_ours,
+    run_peer,
+    totals,
+)
 
 
 def _server_view(server: MockOpenAIServer) -> SimpleNamespace:
@@ -75,3 +85,38 @@ async def test_tokens_of_a_peer_that_gave_up_are_still_counted(tmp_path: Path) -
         outcome = await run_peer(task, make_workspace(tmp_path / "w"), _server_view(server))
     assert outcome.status == "GraphRecursionError" and not outcome.passed
     assert outcome.requests >= 6 and outcome.prompt_tokens == 50 * outcome.requests
+
+
+def _totals(passed: int, tokens: int, requests: int, share: float) -> dict[str, float]:
+    return {
+        "tasks": 20,
+        "passed": passed,
+        "tokens": tokens,
+        "requests": requests,
+        "prompt_tokens": tokens,
+        "completion_tokens": 0,
+        "wall": 100.0,
+        "engine_share": share,
+    }
+
+
+def test_the_suite_states_each_total_as_a_ratio_to_the_peer() -> None:
+    report = {"ours": _totals(12, 570, 90, 0.02), "peer": _totals(11, 1000, 100, 0.004)}
+    figures = {f.name: f for f in peer_figures(report)}
+
+    assert figures["tokens (prompt + completion)"].ratio == pytest.approx(0.57)
+    assert figures["tokens (prompt + completion)"].ok
+    assert figures["model requests"].ratio == pytest.approx(0.9)
+    assert not figures["model requests"].ok  # over 0.8 of the peer's: a miss, reported
+    assert figures["tasks passed"].ok
+    share = figures["engine's share of wall time (all but the model)"]
+    assert share.ours == pytest.approx(2.0) and share.ok
+
+
+def test_a_section_that_cannot_run_is_reported_as_not_measured(tmp_path: Path) -> None:
+    # `false` stands for an interpreter without the local model: it exits 1 and writes nothing.
+    figures, meta = measure_peers(tmp_path, tasks=1, python="false")
+
+    assert [f.ok for f in figures] == [False]
+    assert figures[0].note.startswith("not measured")
+    assert "error" in meta
