@@ -41,11 +41,21 @@ from typing_extensions import TypedDict
 
 from ai_agent.checkpoints import DeltaSaver
 
-__all__ = ["GRAPHS", "PAYLOAD_BYTES", "SAVERS", "PlainRun", "read_latest", "run_plain"]
+__all__ = [
+    "FILELESS",
+    "GRAPHS",
+    "PAYLOAD_BYTES",
+    "SAVERS",
+    "PlainRun",
+    "read_latest",
+    "run_plain",
+]
 
 PAYLOAD_BYTES = 1000
 NODES = 9
-SAVERS = ("none", "delta", "sqlite", "sqlite_tuned", "deltachannel")
+SAVERS = ("none", "memory", "delta", "sqlite", "sqlite_tuned", "deltachannel")
+FILELESS = ("none", "memory")
+"""Savers that keep no file: no checkpointer at all, and LangGraph's ``InMemorySaver``."""
 GRAPHS = ("messages", "dict")
 
 
@@ -191,6 +201,10 @@ def open_saver(kind: str, path: Path) -> Iterator[Any]:
     """The saver under test, opened the way its documentation shows (None for ``none``)."""
     if kind == "none":
         yield None
+    elif kind == "memory":
+        from langgraph.checkpoint.memory import InMemorySaver
+
+        yield InMemorySaver()
     elif kind == "delta":
         with DeltaSaver(path) as saver:
             yield saver
@@ -219,6 +233,8 @@ class PlainRun:
     sizes: dict[int, int] = field(default_factory=dict)
     disk: int = 0
     seconds: float = 0.0
+    cpu: float = 0.0
+    """CPU seconds of the whole process over the run (every thread): what the load hardly moves."""
 
     def mean(self, first: int, last: int) -> float:
         """Mean seconds per cycle over cycles ``first`` (inclusive) to ``last`` (exclusive)."""
@@ -253,22 +269,23 @@ def run_plain(
         now = time.perf_counter()
         marks.append(now - skew[0])
         done = len(marks) - 1
-        if saver_kind != "none" and done % sample == 0:
+        if saver_kind not in FILELESS and done % sample == 0:
             result.sizes[done] = db_bytes(path)
             skew[0] += time.perf_counter() - now
 
     config = {"configurable": {"thread_id": "bench"}, "recursion_limit": cycles * NODES + 10}
     gc.collect()
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     with open_saver(saver_kind, path) as saver:
         compiled = build(graph, saver_kind, cycles, mark, saver)
         extra = {} if durability is None or saver is None else {"durability": durability}
         compiled.invoke(initial(graph), config, **extra)
         marks.append(time.perf_counter() - skew[0])  # the end of the last cycle
-        if saver is not None:
+        if saver_kind not in FILELESS:
             result.sizes[cycles] = db_bytes(path)
             result.disk = disk_bytes(path)
     result.seconds = time.perf_counter() - started
+    result.cpu = time.process_time() - cpu
     result.wall = [b - a for a, b in itertools.pairwise(marks)]
     return result
 

@@ -9,7 +9,8 @@ For each graph of `bench.plain_graphs` (``messages``: a list appended with ``ope
   what its checkpoints cost and sizes sampled during the run lag behind);
 - the whole run's time over the same graph with no checkpointer, at LangGraph's default
   durability, median of the per-round ratios (rounds interleaved: the runs of one round see the
-  same load);
+  same load), with the CPU-time ratio beside it; and the same ratio for LangGraph's
+  ``InMemorySaver``, which writes nothing to disk: the floor under any saver's ratio;
 - the files on disk (database plus WAL, before closing) over the payload, in every round: the
   largest, and the largest over the smallest (the same from run to run);
 - LangGraph's ``SqliteSaver`` at its defaults and tuned (``synchronous=NORMAL``), and for the
@@ -58,9 +59,15 @@ def _graph_figures(
     path = work / f"{graph}.sqlite"
     ours: list[PlainRun] = []
     bare: list[PlainRun] = []
+    memory: list[PlainRun] = []
     for i in range(rounds):
-        print(f"  plain graph {graph}: none and delta, {cycles} cycles (round {i + 1})", flush=True)
+        print(
+            f"  plain graph {graph}: none, InMemorySaver and delta, {cycles} cycles "
+            f"(round {i + 1})",
+            flush=True,
+        )
         bare.append(run_plain(graph, "none", cycles, path, window))
+        memory.append(run_plain(graph, "memory", cycles, path, window))
         ours.append(run_plain(graph, "delta", cycles, path, window))
     synced_runs = []
     for i in range(rounds):
@@ -76,6 +83,8 @@ def _graph_figures(
     payload = cycles * PAYLOAD_BYTES
     flat, growth = _flat(synced, window), _storage_growth(synced, window)
     over = median([d.seconds / n.seconds for d, n in zip(ours, bare, strict=True)])
+    over_cpu = median([d.cpu / n.cpu for d, n in zip(ours, bare, strict=True)])
+    floor = median([m.seconds / n.seconds for m, n in zip(memory, bare, strict=True)])
     disks = [r.disk / payload for r in ours]
     spread = max(disks) / min(disks)
     best = min(ours, key=lambda r: r.seconds)
@@ -120,7 +129,22 @@ def _graph_figures(
             "ours / baseline",
             "<= 1.5",
             over <= 1.5,
-            f"ms per cycle; LangGraph's default durability; median of {rounds} per-round ratios",
+            f"ms per cycle; LangGraph's default durability; median of {rounds} per-round ratios; "
+            f"CPU time (every thread) {over_cpu:.3g} times no checkpointer's",
+        ),
+        Figure(
+            "plain",
+            f"{name}: time of the run on LangGraph's InMemorySaver over no checkpointer",
+            min(r.seconds for r in memory) / cycles * 1000,
+            "ms",
+            min(r.seconds for r in bare) / cycles * 1000,
+            "no checkpointer",
+            floor,
+            "InMemorySaver / baseline",
+            "report",
+            True,
+            "what LangGraph's own checkpointing costs with a saver that writes nothing to disk "
+            f"(median of {rounds} per-round ratios): the floor under any saver's ratio",
         ),
         Figure(
             "plain",
@@ -163,8 +187,11 @@ def _graph_figures(
             )
         )
     meta = {
-        "ours": [{"seconds": r.seconds, "disk": r.disk, "sizes": r.sizes} for r in ours],
-        "none": [r.seconds for r in bare],
+        "ours": [
+            {"seconds": r.seconds, "cpu": r.cpu, "disk": r.disk, "sizes": r.sizes} for r in ours
+        ],
+        "none": [{"seconds": r.seconds, "cpu": r.cpu} for r in bare],
+        "memory": [{"seconds": r.seconds, "cpu": r.cpu} for r in memory],
         "sync": [{"seconds": r.seconds, "sizes": r.sizes} for r in synced_runs],
         "theirs": {k: {"seconds": r.seconds, "disk": r.disk} for k, r in theirs.items()},
     }

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.plain_graphs import GRAPHS, SAVERS, read_latest, run_plain
+from bench.plain_graphs import FILELESS, GRAPHS, SAVERS, read_latest, run_plain
 from bench.plain_section import measure_plain
 
 
@@ -16,7 +16,8 @@ def test_each_graph_runs_on_each_saver(graph: str, saver: str, tmp_path: Path) -
     path = tmp_path / "c.sqlite"
     run = run_plain(graph, saver, 8, path, 4, durability="sync")
     assert len(run.wall) == 8 and all(t > 0 for t in run.wall)
-    if saver == "none":
+    assert run.cpu > 0
+    if saver in FILELESS:
         assert run.sizes == {} and not path.exists()
         return
     assert sorted(run.sizes) == [0, 4, 8] and run.sizes[8] > run.sizes[4]
@@ -44,7 +45,8 @@ def test_the_dict_graph_edits_in_place_and_the_saver_stores_the_edits(tmp_path: 
 def test_the_section_reports_every_figure(tmp_path: Path) -> None:
     figures, meta = measure_plain(cycles=8, window=4, rounds=1, read_cycles=8)
     names = [f.name for f in figures]
-    assert len(names) == 7 + 6 + 1  # DeltaChannel only for the list graph; one read
+    assert len(names) == 8 + 7 + 1  # DeltaChannel only for the list graph; one read
+    assert sum("InMemorySaver" in name for name in names) == 2
     assert any("DeltaChannel" in name for name in names)
     assert names[-1].startswith("messages graph: read the latest state")
     assert set(meta) == {"messages", "dict"}
