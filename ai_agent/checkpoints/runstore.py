@@ -31,7 +31,6 @@ import os
 import socket
 import sqlite3
 import time
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -262,6 +261,8 @@ class SqlRunStore(RecordedCalls, PlanQueue, RunSummaries, RuleStore):
         It lasts ``seconds`` (default: ``lease_seconds``) unless renewed.
         """
         seconds = self.lease_seconds if seconds is None else seconds
+        import uuid  # a lease's token; reading runs never takes a lease
+
         owner, pid = uuid.uuid4().hex, os.getpid()
         with self._tx() as session:
             now = session.now
