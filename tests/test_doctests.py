@@ -14,6 +14,7 @@ from ai_agent.observability import unconfigure_logging
 
 MODULES = [
     # core: accounting, compaction, context, events, models, tokens
+    "ai_agent._loopless",
     "ai_agent.accounting",
     "ai_agent.compaction",
     "ai_agent.compaction.base",
@@ -40,6 +41,7 @@ MODULES = [
     "ai_agent.checkpoints.store",
     "ai_agent.checkpoints.versions",
     "ai_agent.graph.archive",
+    "ai_agent.graph.archive_plans",
     "ai_agent.graph.database",
     "ai_agent.graph.divergence",
     "ai_agent.graph.export",

@@ -19,13 +19,13 @@ from both drivers, read by position from fixed column lists.
 
 from __future__ import annotations
 
-import asyncio
 import functools
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Coroutine, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, ClassVar, Concatenate, ParamSpec, Protocol, TypeVar
 
+from ai_agent._loopless import off_loop
 from ai_agent.checkpoints.fencing import check_lease
 
 __all__ = ["Cursor", "Database", "Session", "SqlStore", "page", "threaded"]
@@ -46,7 +46,9 @@ def threaded(
     """
 
     async def run(store: S, /, *args: P.args, **kwargs: P.kwargs) -> R:
-        return await asyncio.to_thread(fn, store, *args, **kwargs)
+        # Run by hand, without a loop (a command-line read, `ai_agent._loopless`), it runs
+        # here: there is no loop to keep free, nor a checkpointer committing through one.
+        return await off_loop(functools.partial(fn, store, *args, **kwargs))
 
     run.__name__, run.__qualname__, run.__doc__ = fn.__name__, fn.__qualname__, fn.__doc__
     return run

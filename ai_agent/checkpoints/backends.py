@@ -15,7 +15,6 @@ and the database runs in WAL mode, so many runs and processes can share one file
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
@@ -119,6 +118,8 @@ async def open_checkpointer(
             yield pg_saver
         return
     # Opening may migrate or import an old database: keep that off the event loop too.
+    import asyncio  # not with the module: a command-line read of the run store runs none
+
     saver = await asyncio.to_thread(engine_saver, where, serde)
     try:
         yield saver

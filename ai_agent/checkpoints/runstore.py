@@ -31,7 +31,6 @@ import os
 import socket
 import sqlite3
 import time
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,7 +47,6 @@ from ai_agent.checkpoints.schema import SCHEMA_VERSION, ensure_schema
 from ai_agent.checkpoints.summaries import RunSummaries, RunSummary, write_summary
 from ai_agent.context import JournalEntry
 from ai_agent.errors import CorruptRunError, RunError, StoreError, ThreadBusyError
-from ai_agent.observability.logs import engine_logger
 from ai_agent.state import ToolCall, ToolResult
 
 __all__ = [
@@ -64,7 +62,17 @@ __all__ = [
 
 RunOrigin = Literal["run", "fork", "replay", "child"]
 
-log = engine_logger("ai_agent.store")
+
+def _warn(exc: Exception) -> None:
+    """Log a damaged row the store reads past, on the ``ai_agent.store`` logger.
+
+    The logging machinery is imported here, when a row is damaged: listing runs (the command
+    line's ``runs``) must not load it to read sound rows.
+    """
+    from ai_agent.observability.logs import engine_logger
+
+    engine_logger("ai_agent.store").warning("%s", exc)
+
 
 DEFAULT_LEASE_SECONDS = 300.0
 
@@ -262,6 +270,8 @@ class SqlRunStore(RecordedCalls, PlanQueue, RunSummaries, RuleStore):
         It lasts ``seconds`` (default: ``lease_seconds``) unless renewed.
         """
         seconds = self.lease_seconds if seconds is None else seconds
+        import uuid  # a lease's token; reading runs never takes a lease
+
         owner, pid = uuid.uuid4().hex, os.getpid()
         with self._tx() as session:
             now = session.now
@@ -376,7 +386,7 @@ class SqlRunStore(RecordedCalls, PlanQueue, RunSummaries, RuleStore):
         except CorruptRunError as exc:
             # An outcome that cannot be read is an unknown outcome: the call is never re-run
             # silently, a side-effecting one goes to the gate (UNKNOWN_OUTCOME) for a person.
-            log.warning("%s", exc)
+            _warn(exc)
             status, result = "intent", None
         return JournalEntry(
             call_id=call_id, tool=row[0], status=status, result=result, attempt=float(row[3])
@@ -531,7 +541,7 @@ def _run(row: Sequence[Any]) -> RunRecord:
         )
     except CorruptRunError as exc:
         # Listing and showing runs must go on: the record says what is wrong instead.
-        log.warning("%s", exc)
+        _warn(exc)
         run["gate"] = None
         run["error"] = f"{run['error']}; {exc}" if run["error"] else str(exc)
     return cast(RunRecord, run)

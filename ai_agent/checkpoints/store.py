@@ -21,7 +21,6 @@ Examples:
 from __future__ import annotations
 
 import re
-import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
@@ -125,6 +124,8 @@ def new_thread_id() -> str:
         >>> len(new_thread_id()), check_thread_id(new_thread_id()) is not None
         (32, True)
     """
+    import uuid  # a new run's; reading runs makes none (uuid loads platform with it)
+
     return uuid.uuid4().hex
 
 

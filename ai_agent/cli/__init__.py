@@ -22,14 +22,17 @@ arrives (``_common.guarded_output``), so an escape sequence in a command cannot 
 approval prompt show something else than what would run.
 
 Each command group lives in its own module with an ``add_commands(sub, parents)`` function that
-adds its subparsers and sets ``handler``; ``COMMAND_MODULES`` lists them.
+adds its subparsers and sets ``handler``; ``COMMAND_MODULES`` lists them. A command's module
+imports what the command needs inside its handler, and only the parser of the command that
+runs is built (`_OnlyParsers`): ``--help`` builds them all, to list them.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
+from typing import Any
 
 from ai_agent.cli import console, debug, inspect, mcp, regress, rules, run, tools, worker
 from ai_agent.cli._common import (
@@ -49,7 +52,38 @@ __all__ = ["EXIT", "main"]
 COMMAND_MODULES = (run, inspect, debug, regress, tools, worker, rules, mcp, console)
 
 
-def _parser() -> tuple[argparse.ArgumentParser, list[str]]:
+class _Skipped:
+    """A parser of a command that does not run: it takes every call and builds nothing.
+
+    argparse spends longer making the 30-odd parsers than a read takes to print.
+    """
+
+    def __getattr__(self, name: str) -> Any:
+        return lambda *args, **kwargs: self
+
+
+class _OnlyParsers:
+    """The subparsers action, building the parsers of ``wanted`` commands only (None: all).
+
+    Every command's name is still recorded (`names`), so ``ai-agent "task"`` is told from a
+    command as before.
+    """
+
+    def __init__(self, sub: Any, wanted: Collection[str] | None) -> None:
+        self.sub, self.wanted = sub, wanted
+        self.names: list[str] = []
+
+    def add_parser(self, name: str, **kwargs: Any) -> Any:
+        self.names.append(name)
+        if self.wanted is None or name in self.wanted:
+            return self.sub.add_parser(name, **kwargs)
+        return _Skipped()
+
+
+def _parser(
+    wanted: Collection[str] | None = None,
+) -> tuple[argparse.ArgumentParser, list[str]]:
+    """The parser (with the parsers of the ``wanted`` commands only) and every command's name."""
     parser = argparse.ArgumentParser(
         prog="ai-agent",
         description="Run a task through the nine-stage agent pipeline; pause at the gate for a "
@@ -58,11 +92,11 @@ def _parser() -> tuple[argparse.ArgumentParser, list[str]]:
         "6 a replay diverged, 7 stopped at max_iterations, 141 stdout closed by its reader "
         "(| head).",
     )
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = _OnlyParsers(parser.add_subparsers(dest="command", metavar="COMMAND"), wanted)
     parents = Parents.build()
     for module in COMMAND_MODULES:
         module.add_commands(sub, parents)
-    return parser, list(sub.choices)
+    return parser, sub.names
 
 
 def _argv(argv: Sequence[str], commands: list[str]) -> list[str]:
@@ -88,7 +122,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(argv: Sequence[str]) -> int:
-    parser, commands = _parser()
+    first = next((a for a in argv if not a.startswith("-")), None)
+    # The command that runs is the first word, or ``run`` (``ai-agent "task"``); help and a
+    # bare ``ai-agent`` list every command.
+    helping = first is None or argv[0] in ("-h", "--help")
+    parser, commands = _parser(None if helping else {str(first), "run"})
     args = _parse(parser, _argv(argv, commands))
     if isinstance(args, int):
         return args

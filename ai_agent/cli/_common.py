@@ -9,16 +9,14 @@ or a tool's output), and `guarded_output` escapes whatever still reaches stdout 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import json
 import os
 import select
 import sys
-from collections.abc import Awaitable, Coroutine, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TextIO, TypeVar, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, TextIO, TypeVar, cast
 
 from ai_agent.cli._printing import streaming
 from ai_agent.visible import escape_hidden, visible
@@ -85,9 +83,12 @@ class UsageError(Exception):
     """A command-line mistake: printed as one line, exit code 2."""
 
 
-@dataclass(frozen=True)
-class Parents:
-    """Shared option groups, used as argparse parents."""
+class Parents(NamedTuple):
+    """Shared option groups, used as argparse parents.
+
+    A named tuple, not a dataclass: ``dataclasses`` imports ``inspect``, which the parser that
+    every command (``--help`` too) builds would pay for.
+    """
 
     common: argparse.ArgumentParser
     runner: argparse.ArgumentParser
@@ -496,18 +497,28 @@ async def _closing(owner: AbstractAsyncContextManager[Any], coro: Awaitable[T]) 
 
 def run_closing(owner: AbstractAsyncContextManager[Any], coro: Awaitable[T]) -> T:
     """Run a coroutine of an Agent (or an archive) in a fresh event loop, closing it after."""
+    import asyncio  # not at start-up: ``--help`` and the parser need no event loop
+
     return asyncio.run(_closing(owner, coro))
 
 
-def run_listing(archive: RunArchive, coro: Awaitable[T]) -> T:
+def run_listing(archive: RunArchive, read: Callable[[], Awaitable[T]]) -> T:
     """Run a read of stored runs (``runs``, ``show``, ``history``...), closing the archive after.
 
     Unlike `run_closing`, the archive is not entered: entering opens its checkpointer, which
     loads LangGraph's checkpoint package (and the LangChain it imports), where the run store
     alone answers or the checkpoints are read without it (`ai_agent.graph.plain_reads`); a
     read that does need the checkpointer opens its own.
+
+    ``read`` makes the read's coroutine. It runs without an event loop where it needs none
+    (`ai_agent._loopless`: a local SQLite database read plainly), else, made again, in one.
     """
-    return asyncio.run(_closing(contextlib.aclosing(archive), coro))
+    from ai_agent._loopless import run_loopless
+
+    async def closing() -> T:
+        return await _closing(contextlib.aclosing(archive), read())
+
+    return run_loopless(closing)
 
 
 def status_printer(stream: TextIO) -> Any:

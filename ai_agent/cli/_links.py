@@ -11,8 +11,6 @@ the link sequence or write one of its own.
 from __future__ import annotations
 
 import os
-import urllib.parse
-import urllib.request
 from collections.abc import Sequence
 from typing import Any, Literal, TextIO
 
@@ -47,6 +45,11 @@ def link(target: str, label: str) -> str:
 def _where(uri: str) -> str:
     """A plain form of a target: a local file's path, or the URL."""
     if uri.lower().startswith("file://"):
+        # Imported here: urllib.request loads http.client, email and ssl, which every command
+        # would pay for at start-up (the printing helpers are imported by all of them).
+        import urllib.parse
+        import urllib.request
+
         return urllib.request.url2pathname(urllib.parse.urlsplit(uri).path)
     return uri
 

@@ -12,12 +12,10 @@ leaves serving the answers to an ``ai-agent worker`` elsewhere.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 from typing import Any
 
 from ai_agent.cli._common import Parents, UsageError, build_agent, require_database, run_closing
-from ai_agent.cli.worker import load_app
 from ai_agent.visible import visible
 
 __all__ = ["add_commands"]
@@ -81,6 +79,8 @@ def _ui(args: argparse.Namespace) -> int:
             "(--token-file FILE)"
         )
     token = _token_file(args.token_file, MIN_TOKEN_CHARS) if args.token_file else new_token()
+    from ai_agent.cli.worker import load_app
+
     agent = load_app(args.app, args.db) if args.app else build_agent(args, on_event=None)
     require_database(agent.archive.database)
     server = ConsoleServer(
@@ -99,6 +99,8 @@ def _ui(args: argparse.Namespace) -> int:
             file=sys.stderr,
             flush=True,
         )
+
+    import asyncio  # the console's loop; not at start-up, which needs none
 
     try:
         run_closing(agent, server.serve(ready))

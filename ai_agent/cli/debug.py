@@ -112,15 +112,18 @@ def add_commands(sub: Any, parents: Parents) -> None:
 
 def _history(args: argparse.Namespace) -> int:
     archive = archive_of(args)
-    entries = archive.history(args.thread)
-    return _show_history(args, entries, *run_listing(archive, _around(archive, args.thread)))
+    return _show_history(args, *run_listing(archive, lambda: _around(archive, args.thread)))
 
 
-async def _around(archive: RunArchive, thread: str) -> tuple[RunFamily, UnreadChannels | None]:
-    """A run's family (parent step, children) and what its reader's pipeline cannot read."""
+async def _around(
+    archive: RunArchive, thread: str
+) -> tuple[list[HistoryEntry], RunFamily, UnreadChannels | None]:
+    """A run's checkpoints, its family and what its reader's pipeline cannot read."""
     from ai_agent.graph import family_of
 
-    return await family_of(archive.store, thread), await archive.database.unread_channels(thread)
+    entries = await archive.ahistory(thread)
+    family = await family_of(archive.store, thread)
+    return entries, family, await archive.database.unread_channels(thread)
 
 
 def _show_history(
@@ -206,7 +209,7 @@ def _graph(args: argparse.Namespace) -> int:
     if not args.thread:
         return _show_graph(None)
     archive = archive_of(args)
-    return _show_graph(run_listing(archive, archive.timeline(args.thread)))
+    return _show_graph(run_listing(archive, lambda: archive.timeline(args.thread)))
 
 
 def _show_graph(timeline: list[TimelineRow] | None) -> int:
@@ -223,8 +226,8 @@ def _show_graph(timeline: list[TimelineRow] | None) -> int:
 
 def _export(args: argparse.Namespace) -> int:
     archive = archive_of(args)
-    page = archive.export_html(args.thread, Path(args.html))
-    return _show_export(args, run_listing(archive, page))
+    page = run_listing(archive, lambda: archive.export_html(args.thread, Path(args.html)))
+    return _show_export(args, page)
 
 
 def _show_export(args: argparse.Namespace, path: Path) -> int:

@@ -49,7 +49,7 @@ def _runs(args: argparse.Namespace) -> int:
     from ai_agent.graph import run_tree
 
     archive = archive_of(args, listing=True)
-    runs = run_listing(archive, archive.list_runs(limit=args.limit, status=args.status))
+    runs = run_listing(archive, lambda: archive.list_runs(limit=args.limit, status=args.status))
     if args.json:
         print_json(runs)
         return 0
@@ -69,7 +69,8 @@ def _runs(args: argparse.Namespace) -> int:
 
 def _show(args: argparse.Namespace) -> int:
     archive = archive_of(args)
-    return _print_show(args, *run_listing(archive, _gather(archive, args.thread, args.checkpoint)))
+    gathered = run_listing(archive, lambda: _gather(archive, args.thread, args.checkpoint))
+    return _print_show(args, *gathered)
 
 
 def _print_show(

@@ -9,7 +9,6 @@ when every enabled server started, 1 otherwise.
 from __future__ import annotations
 
 import argparse
-import asyncio
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -66,6 +65,8 @@ def _list(args: argparse.Namespace) -> int:
             "no MCP servers are configured: list them under mcp_servers in config.yaml or "
             "config.toml, or pass --config FILE (see docs/mcp.md)"
         )
+    import asyncio  # the servers are asked in an event loop: here, not at start-up
+
     statuses = asyncio.run(_statuses(agent))
     if args.json:
         print_json(

@@ -15,8 +15,6 @@ case could not be read.
 from __future__ import annotations
 
 import argparse
-import asyncio
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -160,11 +158,15 @@ def _eval(args: argparse.Namespace) -> int:
             f"no recorded cases ({CASE_GLOB}) in {folder}; write them with "
             "`ai-agent test-from-run THREAD --out DIR/test_NAME.py`"
         )
+    import asyncio
+
     reports = asyncio.run(_evaluate(args, files))
     return _show_eval(args, reports)
 
 
 async def _evaluate(args: argparse.Namespace, files: list[Path]) -> list[dict[str, Any]]:
+    import tempfile
+
     from ai_agent.errors import AgentError
     from ai_agent.graph import check_case, read_case
 

@@ -55,7 +55,7 @@ def _when(stamp: float | None) -> str:
 
 def _list(args: argparse.Namespace) -> int:
     archive = archive_of(args, listing=True)
-    rules = run_listing(archive, archive.store.list_rules(revoked=args.all))
+    rules = run_listing(archive, lambda: archive.store.list_rules(revoked=args.all))
     if args.json:
         print_json(rules)
         return 0
@@ -82,7 +82,7 @@ def _revoke(args: argparse.Namespace) -> int:
 
     archive = archive_of(args, listing=True)
     try:
-        rule = run_listing(archive, archive.store.revoke_rule(args.rule))
+        rule = run_listing(archive, lambda: archive.store.revoke_rule(args.rule))
     except RunError as exc:
         raise UsageError(str(exc)) from None
     if args.json:

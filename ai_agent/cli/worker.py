@@ -10,9 +10,6 @@ value, or None to use the settings).
 from __future__ import annotations
 
 import argparse
-import asyncio
-import importlib
-import signal
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -75,13 +72,15 @@ def add_commands(sub: Any, parents: Parents) -> None:
 
 def load_app(spec: str, checkpoint_url: str | None) -> Agent:
     """The Agent made by ``module:factory`` (called with the database location)."""
+    from importlib import import_module
+
     from ai_agent.graph import Agent
 
     module_name, _, attr = spec.partition(":")
     if not module_name or not attr:
         raise UsageError(f"--app wants MODULE:FACTORY, such as myproject.agents:make (got {spec})")
     try:
-        factory = getattr(importlib.import_module(module_name), attr)
+        factory = getattr(import_module(module_name), attr)
     except (ImportError, AttributeError) as exc:
         raise UsageError(f"cannot load --app {spec}: {exc}") from None
     agent = factory(checkpoint_url)
@@ -119,6 +118,9 @@ def _worker(args: argparse.Namespace) -> int:
 
 
 async def _serve(worker: Any, *, once: bool) -> list[PlanOutcome]:
+    import asyncio
+    import signal
+
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, worker.stop)
@@ -151,8 +153,10 @@ def _printer(event: WorkerEvent) -> None:
 
 def _plans(args: argparse.Namespace) -> int:
     archive = archive_of(args, listing=True)
-    listing = archive.list_plans(status=args.status, thread_id=args.thread, limit=args.limit)
-    plans = run_listing(archive, listing)
+    plans = run_listing(
+        archive,
+        lambda: archive.list_plans(status=args.status, thread_id=args.thread, limit=args.limit),
+    )
     if args.json:
         print_json(plans)
         return 0

@@ -14,7 +14,6 @@ none, and refuses to drive runs).
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import functools
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -23,7 +22,8 @@ from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
 
 from ai_agent.context import RunPolicy, ToolInfo
 from ai_agent.errors import RunError, UnknownThreadError
-from ai_agent.graph.database import RunDatabase, check_thread_id
+from ai_agent.graph.archive_plans import ArchivePlans
+from ai_agent.graph.database import RunDatabase
 from ai_agent.graph.history import HistoryEntry, fork_run, run_blocking, values_of
 from ai_agent.graph.inspection import (
     AgentStateView,
@@ -54,16 +54,14 @@ from ai_agent.graph.usage_report import (
     token_usage_view,
     usage_points,
 )
-from ai_agent.graph.worker import PlanOutcome, PlanQueue
 from ai_agent.state import Message, RunState, UsageRecord
 
 if TYPE_CHECKING:
     from langgraph.types import StateSnapshot
 
-    from ai_agent.checkpoints import PlanRecord, RunRecord, RunStoreProtocol
+    from ai_agent.checkpoints import RunRecord, RunStoreProtocol
     from ai_agent.config import AgentSettings
     from ai_agent.graph.driving import Runner
-    from ai_agent.graph.interrupts import Answer
     from ai_agent.graph.player import ModelIdentity, ReplayMode
     from ai_agent.graph.stored_state import StoredSnapshot
 
@@ -78,7 +76,7 @@ __all__ = ["RunArchive"]
 T = TypeVar("T")
 
 
-class RunArchive:
+class RunArchive(ArchivePlans):
     """Everything about stored runs (see the module docstring).
 
     Args:
@@ -118,7 +116,6 @@ class RunArchive:
         self.last_thread: str | None = None
         self._counter = counter or functools.cache(lambda: _settings_counter(self.settings))
         self._compaction = compaction or (lambda: None)
-        self._plans = PlanQueue(database, self._driver, on_drive=self._note_last)
 
     @classmethod
     def at(cls, location: str | Path | None, settings: AgentSettings | None = None) -> Self:
@@ -241,6 +238,8 @@ class RunArchive:
         Raises:
             RunError: called on a thread that runs an event loop.
         """
+        import asyncio
+
         try:
             asyncio.get_running_loop()
         except RuntimeError:
@@ -502,74 +501,7 @@ class RunArchive:
         replayer = Replayer(self.database, self._driver("replay"), self.catalog, self.policy)
         return await replayer.replay(thread_id, checkpoint_id, mode, model_identity)
 
-    # The plan queue (graph/worker.py) ---------------------------------------------------------
-    async def submit_plan(self, thread_id: str, plan: Answer) -> PlanRecord:
-        """Queue a plan for a run paused at the gate (or a node's answer); a worker resumes it.
-
-        The plan is checked now (against the pending gate and this Agent's tools) and queued
-        with the paused gate report's token, read from the paused checkpoint, which the worker
-        requires: it answers that gate alone. A run paused in a node of its pipeline takes the
-        node's answer, as ``resume`` does (`ai_agent.graph.queued_answers`).
-
-        Raises:
-            UnknownThreadError: no such run.
-            InvalidPlanError: the plan does not fit the pending gate.
-            PlanRefusedError: it carries the token of another (earlier) gate, or the run is
-                paused at a gate of an older ai-agent, which hands out no token.
-            NothingPendingError / RunError: the run is not paused at the gate, or a plan for
-                it is already queued; or the archive has no runner (it was opened on its own).
-
-        Examples:
-            >>> import asyncio, tempfile, os
-            >>> from ai_agent import Agent, ToolCategory, ToolSpec
-            >>> from ai_agent.graph import Worker
-            >>> from ai_agent.testing import ScriptedModel
-            >>> note = ToolSpec("note", lambda args, ctx: {"status": "ok", "content": "ok"},
-            ...                 description="Write a note.", category=ToolCategory.MODIFICATION)
-            >>> async def demo():
-            ...     with tempfile.TemporaryDirectory() as d:
-            ...         turns = [{"tool_calls": [{"name": "note", "args": {}}]}, {"text": "noted"}]
-            ...         agent = Agent(model=ScriptedModel(turns), tools=[note], memory_path=None,
-            ...                       checkpoint_path=os.path.join(d, "c.sqlite"))
-            ...         async with agent:
-            ...             paused = await agent.run("take a note")
-            ...             queued = await agent.submit_plan(paused.thread_id, {"approve": ["*"]})
-            ...             (outcome,) = await Worker(agent).run(once=True)
-            ...         return paused.status, queued["status"], outcome.run_status
-            >>> asyncio.run(demo())
-            ('paused', 'queued', 'completed')
-        """
-        return await self._plans.submit(thread_id, plan)
-
-    async def list_plans(
-        self, *, status: str | None = None, thread_id: str | None = None, limit: int | None = 50
-    ) -> list[PlanRecord]:
-        """Plans in the queue, oldest first (optionally only one status or one run's)."""
-        if thread_id is not None:
-            check_thread_id(thread_id)
-        return await self.store.list_plans(status=status, thread_id=thread_id, limit=limit)
-
-    async def serve_plan(self, plan: PlanRecord, worker: str) -> PlanOutcome | None:
-        """Take one plan: lease its thread, claim it, resume the run with it, record the outcome.
-
-        Returns None when the plan is not this worker's to serve: its thread is busy (another
-        worker or a person holds the lease) or the plan was claimed by another worker first.
-        """
-        return await self._plans.serve(plan, worker)
-
     # Helpers --------------------------------------------------------------------------------
-    def _driver(self, what: str) -> Runner:
-        """The runner, or a RunError saying that driving runs needs an Agent."""
-        if self.runner is None:
-            raise RunError(
-                f"{what} needs an Agent (its model and tools): this archive was opened on its "
-                "own, for reading runs; use agent.archive, or the Agent's method"
-            )
-        return self.runner
-
-    def _note_last(self, thread_id: str) -> None:
-        self.last_thread = thread_id  # the helpers' default thread
-
     def _thread(self, thread_id: str | None) -> str:
         if thread_id is not None:
             return thread_id

@@ -23,6 +23,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self, cast
 
+from ai_agent._loopless import require_loop
 from ai_agent.checkpoints import open_checkpointer, open_run_store
 from ai_agent.checkpoints.backends import engine_saver
 from ai_agent.checkpoints.fencing import with_lease
@@ -249,6 +250,7 @@ class RunDatabase:
 
     async def open(self) -> None:
         """Open the shared checkpointer (once); every `graph` until `aclose` uses it."""
+        require_loop("the checkpointer")
         if self._saver is None and await self.lasting_saver() is None:
             self._saver_cm = open_checkpointer(self.location, self._serde())
             self._saver = await self._saver_cm.__aenter__()
@@ -268,7 +270,11 @@ class RunDatabase:
         """The compiled graph over the shared checkpointer, or a private one for this call.
 
         ``reading``: a graph for reading checkpoints only (`build_graph`'s ``reading``).
+
+        Raises:
+            NeedsEventLoop: called without an event loop (`ai_agent._loopless`).
         """
+        require_loop("LangGraph's runtime")
         lasting = await self.lasting_saver()
         if lasting is not None:
             yield self._compiled_over(lasting, reading)
@@ -292,6 +298,7 @@ class RunDatabase:
     @contextlib.asynccontextmanager
     async def private_graph(self, *, reading: bool = False) -> AsyncIterator[Any]:
         """The compiled graph over a checkpointer of its own (another thread's event loop)."""
+        require_loop("LangGraph's runtime")
         lasting = await self.lasting_saver()
         if lasting is not None:  # one for all: it works from any thread
             yield self._compile(lasting, reading)

@@ -9,12 +9,12 @@ decisions and plans, the conversation, the checkpoints) and `write_page`
 
 from __future__ import annotations
 
-import asyncio
 import re
 from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ai_agent._loopless import off_loop
 from ai_agent.graph.channels import own_fields
 from ai_agent.graph.chart import PIPELINE_MERMAID
 from ai_agent.graph.family import family_of
@@ -136,7 +136,7 @@ async def run_report(
 
 async def write_page(target: Path, report: dict[str, Any]) -> Path:
     """Write the page of a run's report to ``target`` (off the event loop)."""
-    return await asyncio.to_thread(_write, target, render_html(report))
+    return await off_loop(_write, target, render_html(report))
 
 
 def _write(target: Path, text: str) -> Path:

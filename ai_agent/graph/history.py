@@ -15,9 +15,7 @@ to release, so in async code it refuses and points to ``await afork(...)``.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Coroutine, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
@@ -96,6 +94,9 @@ def run_blocking(factory: Callable[[], Coroutine[Any, Any, T]]) -> T:
         >>> run_blocking(answer)
         42
     """
+    import asyncio  # not with the module: the command line's reads run no event loop
+    from concurrent.futures import ThreadPoolExecutor
+
     try:
         asyncio.get_running_loop()
     except RuntimeError:

@@ -7,8 +7,6 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, cast
 
-from pydantic_core import to_jsonable_python
-
 from ai_agent.graph.divergence import DivergenceReport
 from ai_agent.graph.interrupts import Interrupted, waiting_node
 from ai_agent.issues import IssueKind
@@ -101,6 +99,10 @@ class RunResult:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (what ``--json`` prints); a typed output as its JSON data."""
+        # pydantic's core is imported here, not with the module: listing or showing a run
+        # must not load it (it costs more than the read), and only a typed output needs it.
+        from pydantic_core import to_jsonable_python
+
         out = asdict(self)
         out["output"] = to_jsonable_python(self.output)
         return out

@@ -20,6 +20,7 @@ handler, starts no exporter and sends nothing anywhere:
 Examples:
     >>> import io
     >>> from ai_agent.config import LoggingConfig
+    >>> from ai_agent.observability import Telemetry, configure_logging, unconfigure_logging
     >>> out = io.StringIO()
     >>> _ = configure_logging(LoggingConfig(level="INFO", structured=True), stream=out)
     >>> telemetry = Telemetry()
@@ -31,27 +32,32 @@ Examples:
     >>> unconfigure_logging()
 """
 
-from ai_agent.observability._scope import current_ids
-from ai_agent.observability.hooks import Listener, Listeners
-from ai_agent.observability.ids import new_id, parse_traceparent, traceparent, ulid
-from ai_agent.observability.logs import (
-    CorrelationFilter,
-    JsonFormatter,
-    TextFormatter,
-    configure_logging,
-    logging_configured,
-    unconfigure_logging,
-)
-from ai_agent.observability.metrics import (
-    DurationMetrics,
-    DurationStats,
-    Metric,
-    MetricsCollector,
-    MetricSeries,
-)
-from ai_agent.observability.redaction import Redactor
-from ai_agent.observability.telemetry import Telemetry
-from ai_agent.observability.tooldata import RetrievedItem, ToolTelemetry, tool_telemetry
+from typing import TYPE_CHECKING
+
+from ai_agent._lazy import lazy_names
+
+if TYPE_CHECKING:
+    from ai_agent.observability._scope import current_ids
+    from ai_agent.observability.hooks import Listener, Listeners
+    from ai_agent.observability.ids import new_id, parse_traceparent, traceparent, ulid
+    from ai_agent.observability.logs import (
+        CorrelationFilter,
+        JsonFormatter,
+        TextFormatter,
+        configure_logging,
+        logging_configured,
+        unconfigure_logging,
+    )
+    from ai_agent.observability.metrics import (
+        DurationMetrics,
+        DurationStats,
+        Metric,
+        MetricsCollector,
+        MetricSeries,
+    )
+    from ai_agent.observability.redaction import Redactor
+    from ai_agent.observability.telemetry import Telemetry
+    from ai_agent.observability.tooldata import RetrievedItem, ToolTelemetry, tool_telemetry
 
 __all__ = [
     "CorrelationFilter",
@@ -78,3 +84,33 @@ __all__ = [
     "ulid",
     "unconfigure_logging",
 ]
+
+# Imported on first use (PEP 562): the run store logs through ``observability.logs``, and a
+# command that only reads runs must not load the metrics, spans and listeners with it.
+_HOMES = {
+    "CorrelationFilter": "ai_agent.observability.logs",
+    "DurationMetrics": "ai_agent.observability.metrics",
+    "DurationStats": "ai_agent.observability.metrics",
+    "JsonFormatter": "ai_agent.observability.logs",
+    "Listener": "ai_agent.observability.hooks",
+    "Listeners": "ai_agent.observability.hooks",
+    "Metric": "ai_agent.observability.metrics",
+    "MetricSeries": "ai_agent.observability.metrics",
+    "MetricsCollector": "ai_agent.observability.metrics",
+    "Redactor": "ai_agent.observability.redaction",
+    "RetrievedItem": "ai_agent.observability.tooldata",
+    "Telemetry": "ai_agent.observability.telemetry",
+    "TextFormatter": "ai_agent.observability.logs",
+    "ToolTelemetry": "ai_agent.observability.tooldata",
+    "configure_logging": "ai_agent.observability.logs",
+    "current_ids": "ai_agent.observability._scope",
+    "logging_configured": "ai_agent.observability.logs",
+    "new_id": "ai_agent.observability.ids",
+    "parse_traceparent": "ai_agent.observability.ids",
+    "tool_telemetry": "ai_agent.observability.tooldata",
+    "traceparent": "ai_agent.observability.ids",
+    "ulid": "ai_agent.observability.ids",
+    "unconfigure_logging": "ai_agent.observability.logs",
+}
+
+__getattr__, __dir__ = lazy_names(__name__, _HOMES)

@@ -263,7 +263,7 @@ class ToolRegistry(Mapping[str, ToolSpec]):
     def _put(self, spec: ToolSpec, owner: Toolset, *, replace: bool) -> None:
         """Hold ``spec`` under its name for ``owner``, or raise why not (nothing changes)."""
         wire = check_wire_name(spec.name)
-        if spec.validator is None and spec.parameters is not None:
+        if spec.validator is None and spec.parameters is not None and not owner.schemas_checked:
             # A broken schema is a bug in the tool: say so now, not at its first call.
             json_schema_validator(spec.schema["function"]["parameters"], owner=spec.name)
         if spec.name in self._specs and not replace:

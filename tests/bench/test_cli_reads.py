@@ -42,15 +42,22 @@ def test_every_command_is_timed_against_the_baseline(
     figures = cli_reads.measure_cli_reads(tmp_path, repeat=1, runs=2)
     assert [f.name for f in figures] == [
         "ai-agent runs: time (2 runs stored)",
+        "ai-agent runs: CPU time",
         "ai-agent runs: peak memory",
     ]
-    time, memory = figures
+    time, cpu, memory = figures
     assert time.unit == "ms" and memory.unit == "bytes"
     assert time.baseline is not None and time.baseline > 0
     assert memory.baseline is not None and memory.baseline > 0
     assert time.ratio == pytest.approx(time.ours / time.baseline)
     assert memory.ratio == pytest.approx(memory.ours / memory.baseline)
     assert time.ok == (time.ours < 250) and memory.ok == (memory.ours < 60e6)
+    # CPU time against the baseline's; how many modules the command loaded, counted apart.
+    assert cpu.unit == "ms" and cpu.baseline is not None and cpu.baseline > 0
+    assert cpu.ours > 0 and cpu.ratio == pytest.approx(cpu.ours / cpu.baseline)
+    assert cpu.ok == (cpu.ours < 250)
+    assert cpu.extra["modules"] > 100  # the interpreter's own and the store's, at least
+    assert f"{cpu.extra['modules']} modules loaded" in cpu.note
 
 
 def test_a_command_that_fails_stops_the_measurement(tmp_path: Path) -> None:

@@ -36,6 +36,12 @@ NO_LANGCHAIN = (
 NOT_FOR_READING = (
     *("ai_agent.nodes", "ai_agent.tools", "ai_agent.config", "pydantic_settings"),
     *("langgraph.checkpoint", "ai_agent.checkpoints.delta", "ai_agent.graph.build"),
+    # Nor what the result's typed output (pydantic's core), the Agent's telemetry, or a link
+    # to a file (urllib's HTTP client, email, ssl) would need.
+    *("pydantic_core", "ai_agent.observability.metrics", "ai_agent.observability.telemetry"),
+    *("urllib.request", "http.client", "email"),
+    # Nor an event loop: a local database is read without one (`ai_agent._loopless`).
+    *("asyncio", "ssl", "concurrent.futures", "ai_agent.graph.worker"),
 )
 
 
@@ -107,6 +113,27 @@ def test_listing_tools_and_servers_builds_no_agent(
     assert heavy_modules(loaded) == ["ai_agent.graph.options"]
     langchain = ("langchain_core", "langchain_openai", "langgraph", "langsmith", "openai")
     assert heavy_modules(loaded, (*langchain, "tiktoken", "ai_agent.graph.agent")) == []
+    # A listing needs the tools' specs, not what their calls use: the HTTP client (web_search),
+    # YAML (notes' front matter), jsonschema (the built-ins' schemas are checked by the tests,
+    # not at every start), the toolsmaker's sandbox and broker.
+    assert heavy_modules(loaded, NOT_FOR_LISTING) == []
+
+
+NOT_FOR_LISTING = (
+    *("httpx", "jsonschema", "referencing", "attrs", "yaml", "urllib.request", "mcp"),
+    *("ai_agent.tools.maker.policy", "ai_agent.tools.maker.broker", "ai_agent.tools.maker.confine"),
+)
+
+
+# What building the parser needs none of: an event loop (asyncio, and the ssl, socket,
+# subprocess, logging and inspect it loads), urllib's HTTP client (http.client, email, ssl),
+# thread pools, dataclasses (which import inspect), pydantic. A command imports what it needs
+# in its handler.
+NOT_AT_START_UP = (
+    *("asyncio", "ssl", "socket", "subprocess", "concurrent.futures", "logging", "inspect"),
+    *("urllib.request", "http.client", "email", "dataclasses", "pydantic_core", "uuid"),
+    *("ai_agent.graph", "ai_agent.checkpoints", "ai_agent.observability", "ai_agent.state"),
+)
 
 
 def test_help_imports_no_langchain() -> None:
@@ -115,7 +142,11 @@ def test_help_imports_no_langchain() -> None:
     assert "usage: ai-agent" in out
     assert heavy_modules(loaded, (*BEYOND_THE_STORE, *NO_LANGCHAIN)) == []
     assert heavy_modules(loaded) == []
+    assert heavy_modules(loaded, NOT_AT_START_UP) == []
     assert "ai_agent.cli" in loaded
+    # Every command's module is loaded (the parser lists them all), and no more of the engine.
+    commands = {f"ai_agent.cli.{name}" for name in ("run", "inspect", "debug", "tools", "mcp")}
+    assert commands <= set(loaded)
 
 
 def test_a_command_that_runs_imports_the_model_stack(database: Path) -> None:

@@ -137,3 +137,37 @@ async def test_the_tools_own_checks_hold_where_the_schema_cannot_say(tmp_path: P
     direct = await specs["web_search"].fn({"query": "tides", "search_type": "torrents"}, {})
     assert direct["meta"]["code"] == "BAD_ARGUMENTS"
     assert "use one of general, news" in direct["error"]
+
+
+@pytest.mark.parametrize("case", list(_CASES))
+def test_each_built_in_schema_is_a_valid_json_schema(case: str, tmp_path: Path) -> None:
+    # The registry does not check the built-ins' schemas when it mounts them (their toolset
+    # says `schemas_checked`, so listing the catalog does not load jsonschema): this does.
+    import jsonschema.validators
+
+    config, names = _CASES[case]
+    specs = {s.name: s for s in builtin_tools(config, workdir=tmp_path)}
+    for name in names:
+        parameters = specs[name].schema["function"]["parameters"]
+        jsonschema.validators.validator_for(parameters).check_schema(parameters)
+
+
+def _echo(args: dict[str, Any], ctx: dict[str, Any]) -> ToolResult:
+    return ToolResult(status="ok", content=str(args))
+
+
+def test_a_toolset_that_does_not_say_its_schemas_are_checked_is_checked() -> None:
+    # A user's toolset gets the metaschema check at mount, as every tool that gives a schema.
+    from ai_agent.errors import ToolRegistrationError
+    from ai_agent.tools.spec import ToolCategory, ToolSpec
+    from ai_agent.tools.toolsets import FunctionToolset
+
+    broken = ToolSpec(
+        name="broken",
+        description="a schema that is not one",
+        parameters={"type": "object", "properties": {"n": {"type": 3}}},
+        fn=_echo,
+        category=ToolCategory.READ_ONLY,
+    )
+    with pytest.raises(ToolRegistrationError, match="not a valid JSON schema"):
+        ToolRegistry(toolsets=[FunctionToolset([broken])])

@@ -12,8 +12,6 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
-
 from ai_agent.tools.builtin.sandbox import Sandbox, SandboxError
 from ai_agent.tools.builtin.walk import walk
 
@@ -96,6 +94,8 @@ def _front_matter(text: str) -> tuple[dict[str, Any], int]:
     match = _FRONT.match(text)
     if not match:
         return {}, 0
+    import yaml  # with the first note that has front matter, not with the catalog
+
     try:
         data = yaml.safe_load(match.group(1))
     except yaml.YAMLError:

@@ -11,9 +11,10 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any, ClassVar, TypedDict
+from typing import TYPE_CHECKING, Any, ClassVar, TypedDict
 
-import httpx
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = ["BACKENDS", "Backend", "SearchError", "SearchHit"]
 
@@ -137,6 +138,8 @@ class SearxngBackend(Backend):
         self, base_url: str, query: str, count: int, search_type: str, key: str | None
     ) -> httpx.Request:
         params = {"q": query, "format": "json", "categories": search_type, "pageno": "1"}
+        import httpx  # the HTTP client loads with a search, not with the catalog
+
         return httpx.Request("GET", f"{base_url}/search", params=params)
 
     def parse(self, body: Any, count: int, search_type: str) -> list[SearchHit]:
@@ -165,6 +168,8 @@ class TavilyBackend(Backend):
     ) -> httpx.Request:
         body = {"query": query, "max_results": count, "topic": search_type, "search_depth": "basic"}
         headers = {"Authorization": f"Bearer {key}"}
+        import httpx  # the HTTP client loads with a search, not with the catalog
+
         return httpx.Request("POST", "https://api.tavily.com/search", json=body, headers=headers)
 
     def parse(self, body: Any, count: int, search_type: str) -> list[SearchHit]:
@@ -183,6 +188,8 @@ class BraveBackend(Backend):
     ) -> httpx.Request:
         kind = "news" if search_type == "news" else "web"
         headers = {"Accept": "application/json", "X-Subscription-Token": str(key)}
+        import httpx  # the HTTP client loads with a search, not with the catalog
+
         return httpx.Request(
             "GET",
             f"https://api.search.brave.com/res/v1/{kind}/search",
@@ -210,6 +217,8 @@ class SerpApiBackend(Backend):
         params = {"engine": "google", "q": query, "num": str(count), "api_key": str(key)}
         if search_type == "news":
             params["tbm"] = "nws"
+        import httpx  # the HTTP client loads with a search, not with the catalog
+
         return httpx.Request("GET", "https://serpapi.com/search.json", params=params)
 
     def parse(self, body: Any, count: int, search_type: str) -> list[SearchHit]:

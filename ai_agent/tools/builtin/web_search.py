@@ -15,7 +15,6 @@ from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
-import httpx
 from pydantic import Field
 
 from ai_agent.config import WebSearchConfig
@@ -171,6 +170,9 @@ class WebSearch:
         return self._result(query, hits, cached=False)
 
     async def _fetch(self, query: str, count: int, kind: str, key: str | None) -> list[SearchHit]:
+        # Imported with the first search: listing the catalog must not load the HTTP client.
+        import httpx
+
         request = self.backend.request(self.config.url, query, count, kind, key)
         host = request.url.host
         try:

@@ -12,20 +12,25 @@ allowlists in `.allowlists`, the guarded tool in `.policy`).
 `GeneratedToolset`, one toolset of the Agent's registry. See docs/toolsmaker.md.
 """
 
-from ai_agent.tools.maker.audit import AuditLog, AuditReport, verify_audit
-from ai_agent.tools.maker.builder import request_from_intent
-from ai_agent.tools.maker.limits import SandboxLimits
-from ai_agent.tools.maker.policy import PolicyGuardedTool
-from ai_agent.tools.maker.records import (
-    BuildRecord,
-    BuildResult,
-    GeneratedToolSpec,
-    ToolBuildRequest,
-    ToolStatus,
-)
-from ai_agent.tools.maker.registry import DEFAULT_TOOLSMAKER_DIR, ToolsmakerRegistry
-from ai_agent.tools.maker.toolset import GeneratedToolset
-from ai_agent.tools.maker.validator import ValidationReport, validate_code, validate_request
+from typing import TYPE_CHECKING
+
+from ai_agent._lazy import lazy_names
+
+if TYPE_CHECKING:
+    from ai_agent.tools.maker.audit import AuditLog, AuditReport, verify_audit
+    from ai_agent.tools.maker.builder import request_from_intent
+    from ai_agent.tools.maker.limits import SandboxLimits
+    from ai_agent.tools.maker.policy import PolicyGuardedTool
+    from ai_agent.tools.maker.records import (
+        BuildRecord,
+        BuildResult,
+        GeneratedToolSpec,
+        ToolBuildRequest,
+        ToolStatus,
+    )
+    from ai_agent.tools.maker.registry import DEFAULT_TOOLSMAKER_DIR, ToolsmakerRegistry
+    from ai_agent.tools.maker.toolset import GeneratedToolset
+    from ai_agent.tools.maker.validator import ValidationReport, validate_code, validate_request
 
 __all__ = [
     "DEFAULT_TOOLSMAKER_DIR",
@@ -46,3 +51,27 @@ __all__ = [
     "validate_request",
     "verify_audit",
 ]
+
+# Imported on first use (PEP 562): the catalog's ``propose_tool`` spec lives in ``.propose``,
+# and listing the tools must not load the sandbox, the broker and jsonschema with it.
+_HOMES = {
+    "AuditLog": "ai_agent.tools.maker.audit",
+    "AuditReport": "ai_agent.tools.maker.audit",
+    "BuildRecord": "ai_agent.tools.maker.records",
+    "BuildResult": "ai_agent.tools.maker.records",
+    "DEFAULT_TOOLSMAKER_DIR": "ai_agent.tools.maker.registry",
+    "GeneratedToolSpec": "ai_agent.tools.maker.records",
+    "GeneratedToolset": "ai_agent.tools.maker.toolset",
+    "PolicyGuardedTool": "ai_agent.tools.maker.policy",
+    "SandboxLimits": "ai_agent.tools.maker.limits",
+    "ToolBuildRequest": "ai_agent.tools.maker.records",
+    "ToolStatus": "ai_agent.tools.maker.records",
+    "ToolsmakerRegistry": "ai_agent.tools.maker.registry",
+    "ValidationReport": "ai_agent.tools.maker.validator",
+    "request_from_intent": "ai_agent.tools.maker.builder",
+    "validate_code": "ai_agent.tools.maker.validator",
+    "validate_request": "ai_agent.tools.maker.validator",
+    "verify_audit": "ai_agent.tools.maker.audit",
+}
+
+__getattr__, __dir__ = lazy_names(__name__, _HOMES)

@@ -50,9 +50,12 @@ class Toolset(abc.ABC):
 
     Attributes:
         name: What the toolset is called in messages (an MCP toolset: its server's name).
+        schemas_checked: Whether its tools' JSON schemas are known to be valid already, so the
+            registry need not check them against the metaschema when it mounts them.
     """
 
     name: str = "toolset"
+    schemas_checked: bool = False
 
     @abc.abstractmethod
     def tools(self) -> Sequence[ToolSpec]:

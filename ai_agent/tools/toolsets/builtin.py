@@ -39,3 +39,7 @@ class BuiltinToolset(FunctionToolset):
     ) -> None:
         tools = builtin_tools(config, workdir=workdir, embed=embed, protected=protected)
         super().__init__(tools, name="builtin")
+        # pydantic writes the built-ins' schemas from their signatures, and the test suite
+        # checks each against the metaschema (tests/tools/test_builtin_schemas.py): mounting
+        # them does not load jsonschema, which ``ai-agent tools`` would pay for every time.
+        self.schemas_checked = True
