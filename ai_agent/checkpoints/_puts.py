@@ -58,6 +58,7 @@ from ai_agent.checkpoints._store import (
     thread_of,
     tuple_config,
 )
+from ai_agent.checkpoints._writes import share_appended
 from ai_agent.checkpoints.fencing import lease_in
 
 __all__ = ["INLINE_MAX_BYTES", "put", "put_in_tx", "rewrite_full"]
@@ -98,6 +99,7 @@ def put_in_tx(
     parent = _parent(store, tkey, cache, parent_id)
     batch = Batch()
     skel = _skeleton_of(store, tkey, cache, batch, checkpoint, new_versions, parent)
+    share_appended(store, tkey, cache, parent_id, batch)
     if batch.values:
         store.conn.executemany(
             "INSERT INTO delta_values (thread, id, type, value, lineage, length, texts) "
