@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
 from ai_agent.checkpoints import _texts
-from ai_agent.checkpoints._dicts import CHANGES_TYPE, applied, changes_since
+from ai_agent.checkpoints._dicts import CHANGES_TYPE, applied, changes_since, read_dict
 from ai_agent.checkpoints._lineages import read_range
 from ai_agent.checkpoints._store import Batch, DeltaStore, ReadMemo, ThreadCache, thread_of
 from ai_agent.checkpoints.fencing import lease_in
@@ -33,6 +33,7 @@ if TYPE_CHECKING:  # types only: the light reader (`reader`) loads no LangChain
     from langgraph.checkpoint.base import PendingWrite
 
 __all__ = [
+    "DICT_VIEW_TYPE",
     "ITEMS_TYPE",
     "SHARE_MIN_BYTES",
     "WritesJob",
@@ -53,6 +54,9 @@ WRITES_IDX_MAP = {"__error__": -1, "__scheduled__": -2, "__interrupt__": -3, "__
 
 ITEMS_TYPE = "ai-agent:list-items"
 """The type of a write entry that names items of a list lineage: ``[lineage, start, count]``."""
+
+DICT_VIEW_TYPE = "ai-agent:dict-view"
+"""The type of a write entry that names a dict log's first records: ``[lineage, length]``."""
 
 SHARE_MIN_BYTES = 256
 """A written list this large is worth naming where a put appended it (smaller ones stay)."""
@@ -194,23 +198,15 @@ def store_writes(
     )
 
 
-def _shareable(entry: list[Any]) -> int:
-    """How many items a write entry's list holds, if the list may be named in a lineage; else 0.
+def _shareable(entry: list[Any]) -> bool:
+    """Whether a write entry may come to name what the next put appends (see `share_appended`).
 
-    It must be a msgpack array naming no large text (a segment that names texts holds other
-    bytes), large enough to be worth it. The count is read from the array's header.
+    A list (a msgpack array) or a dict's changes, naming no large text (a segment that names
+    texts holds other bytes), large enough to be worth a rewrite of its row.
     """
-    if len(entry) != 4 or entry[2] != "msgpack" or len(entry[3]) < SHARE_MIN_BYTES:
-        return 0
-    blob: bytes = entry[3]
-    head = blob[0]
-    if 0x90 <= head <= 0x9F:
-        return head & 0x0F
-    if head == 0xDC:
-        return int.from_bytes(blob[1:3], "big")
-    if head == 0xDD:
-        return int.from_bytes(blob[1:5], "big")
-    return 0
+    if len(entry) != 4 or len(entry[3]) < SHARE_MIN_BYTES:
+        return False
+    return entry[2] == CHANGES_TYPE or (entry[2] == "msgpack" and _array_head(entry[3]) > 0)
 
 
 def _remember(cache: ThreadCache, checkpoint_id: str, task_id: str, entries: list[Any]) -> None:
@@ -232,12 +228,14 @@ def _remember(cache: ThreadCache, checkpoint_id: str, task_id: str, entries: lis
 def share_appended(
     store: DeltaStore, tkey: int, cache: ThreadCache, checkpoint_id: str | None, batch: Batch
 ) -> None:
-    """Name, in the writes stored against ``checkpoint_id``, the items this put appends.
+    """Name, in the writes stored against ``checkpoint_id``, what this put appends.
 
-    Exact by construction: an entry is rewritten only when its list's bytes equal the bytes of
-    items this put stores in a segment, so reading those items back gives the same list. Only
+    Exact by construction: an entry is rewritten only when the bytes it holds equal the bytes
+    this put stores in a segment. A written list becomes `ITEMS_TYPE`, those items; a dict's
+    changes from ``(lineage, n)`` that this put appends at record n become `DICT_VIEW_TYPE`,
+    the dict the log's first ``n + k`` records build, which is the dict the changes build. Only
     rows this store wrote and still trusts are rewritten (another connection may have changed
-    them); any other row keeps its list, which costs bytes, never meaning.
+    them); any other row keeps its bytes, which costs space, never meaning.
     """
     if not batch.appended or not store.trusted or checkpoint_id is None:
         return
@@ -248,10 +246,14 @@ def share_appended(
     for task_id, entries in rows.items():
         shared = False
         for entry in entries:
-            count = _shareable(entry)
-            where = _appended_at(store, entry[3], count, batch) if count else None
-            if where is not None:
-                entry[2], entry[3] = ITEMS_TYPE, dumps(where)[1]
+            if not _shareable(entry):
+                continue
+            if entry[2] == CHANGES_TYPE:
+                named = _dict_at(entry[3], batch)
+            else:
+                named = _items_at(store, entry[3], batch)
+            if named is not None:
+                entry[2], entry[3] = named[0], dumps(named[1])[1]
                 shared = True
         if shared:
             store.conn.execute(
@@ -261,23 +263,63 @@ def share_appended(
             )
 
 
-def _appended_at(store: DeltaStore, blob: bytes, count: int, batch: Batch) -> list[int] | None:
-    """``[lineage, start, count]`` of items this put appends whose bytes are ``blob``'s list."""
+def _items_at(store: DeltaStore, blob: bytes, batch: Batch) -> tuple[str, list[int]] | None:
+    """``[lineage, start, count]`` of appended items whose bytes are ``blob``'s list."""
+    count = _array_head(blob)
     body = blob[_head_size(blob) :]
     for lineage, start, items, stored in batch.appended:
         if len(items) < count:
             continue
         if len(items) == count:
             if stored[_head_size(stored) :] == body:
-                return [lineage, start, count]
+                return ITEMS_TYPE, [lineage, start, count]
             continue
         if body not in stored:  # several writes appended together: find where this one is
             continue
         dumps = store.serde.dumps_typed
         for at in range(len(items) - count + 1):
             if dumps(items[at : at + count])[1] == blob:
-                return [lineage, start + at, count]
+                return ITEMS_TYPE, [lineage, start + at, count]
     return None
+
+
+def _dict_at(blob: bytes, batch: Batch) -> tuple[str, list[int]] | None:
+    """``[lineage, length]`` of the dict log a write's changes were appended to, as they are.
+
+    ``blob`` is msgpack ``[lineage, n, records]``: its records' bytes start after two ints.
+    """
+    if blob[0] != 0x93:
+        return None
+    at = 1
+    head: list[int] = []
+    for _ in range(2):
+        size = _INT_SIZES.get(blob[at], 1 if blob[at] < 0x80 else 0)
+        if not size:
+            return None
+        head.append(int.from_bytes(blob[at + 1 : at + size], "big") if size > 1 else blob[at])
+        at += size
+    lineage, n = head
+    records = blob[at:]
+    for appended_to, start, items, stored in batch.appended:
+        if appended_to == lineage and start == n and stored == records:
+            return DICT_VIEW_TYPE, [lineage, n + len(items)]
+    return None
+
+
+_INT_SIZES = {0xCC: 2, 0xCD: 3, 0xCE: 5, 0xCF: 9}
+"""Bytes of a msgpack unsigned int by its first byte (a positive fixint is 1)."""
+
+
+def _array_head(blob: bytes) -> int:
+    """How many items a msgpack array holds (0 when ``blob`` is no array)."""
+    head = blob[0]
+    if 0x90 <= head <= 0x9F:
+        return head & 0x0F
+    if head == 0xDC:
+        return int.from_bytes(blob[1:3], "big")
+    if head == 0xDD:
+        return int.from_bytes(blob[1:5], "big")
+    return 0
 
 
 def _head_size(blob: bytes) -> int:
@@ -312,6 +354,8 @@ def pending_writes(
                 value = applied(store, store.unpack("msgpack", data, texts, bodies), memo)
             elif type_ == ITEMS_TYPE:
                 value = _named_items(store, store.loads("msgpack", data), memo)
+            elif type_ == DICT_VIEW_TYPE:
+                value = _named_dict(store, store.loads("msgpack", data), memo)
             else:
                 value = store.unpack(type_, data, texts, bodies)
             found.append((key, (task_id, channel, value)))
@@ -329,3 +373,14 @@ def _named_items(store: DeltaStore, where: Any, memo: ReadMemo | None) -> list[A
         raise StoreError("a write naming list items is not [lineage, start, count]")
     lineage, start, count = where
     return read_range(store, lineage, start, count, memo)
+
+
+def _named_dict(store: DeltaStore, where: Any, memo: ReadMemo | None) -> dict[str, Any]:
+    """The dict a write entry of `DICT_VIEW_TYPE` names.
+
+    Raises:
+        StoreError: the entry is not ``[lineage, length]``.
+    """
+    if type(where) is not list or len(where) != 2 or any(type(n) is not int for n in where):
+        raise StoreError("a write naming a dict log is not [lineage, length]")
+    return read_dict(store, where[0], where[1], memo)

@@ -6,6 +6,7 @@ LangGraph's InMemorySaver holds for the same run.
 
 from __future__ import annotations
 
+import copy
 import operator
 import sqlite3
 from pathlib import Path
@@ -18,9 +19,11 @@ from langgraph.graph import END, StateGraph
 from typing_extensions import TypedDict
 
 from ai_agent.checkpoints import DeltaSaver
-from ai_agent.checkpoints._writes import ITEMS_TYPE
+from ai_agent.checkpoints import _writes as _writes_module
+from ai_agent.checkpoints._store import Batch
+from ai_agent.checkpoints._writes import DICT_VIEW_TYPE, ITEMS_TYPE
 from ai_agent.checkpoints.reader import DeltaReader
-from ai_agent.errors import CorruptRunError
+from ai_agent.errors import CorruptRunError, StoreError
 from tests.checkpoints.conftest import config
 
 TEXT = "a tool's output. " * 60  # about 1 KB: worth naming where the list holds it
@@ -153,3 +156,53 @@ def test_a_damaged_reference_to_items_is_a_corrupt_run(tmp_path: Path, damage: l
             )
     with DeltaSaver(db) as saver, pytest.raises(CorruptRunError, match="cannot be read back"):
         list(saver.list(cfg))
+
+
+def test_a_dict_write_appended_as_it_is_names_the_log(tmp_path: Path) -> None:
+    """The dict graph's writes (a dict edited in place) name the log the next put extended."""
+    from tests.checkpoints.test_dicts import _graph as dict_graph
+
+    start = {"docs": {}, "log": [], "cycle": 0}
+    cfg: Any = {"configurable": {"thread_id": "g"}, "recursion_limit": 200}
+    reference = dict_graph(20).compile(checkpointer=InMemorySaver())
+    reference.invoke(copy.deepcopy(start), cfg, durability="sync")
+    db = tmp_path / "c.sqlite"
+    with DeltaSaver(db) as saver:
+        graph = dict_graph(20).compile(checkpointer=saver)
+        graph.invoke(copy.deepcopy(start), cfg, durability="sync")
+        assert _history(graph, cfg) == _history(reference, cfg)
+        want = _writes(reference.checkpointer.list(cfg))  # type: ignore[union-attr]
+        assert _writes(saver.list(cfg)) == want
+        saver.copy_thread("g", "copy")
+        assert _writes(saver.list(config("copy"))) == want
+        history = list(saver.list(cfg))
+        keep = [t.config["configurable"]["checkpoint_id"] for t in history[3:6]]
+        saver.prune_thread("g", keep=keep)
+        kept = [saver.get_tuple(config("g", cid)) for cid in keep]
+        assert _writes(kept) == want[3:6]
+    assert _entry_types(db).count(DICT_VIEW_TYPE) >= 10
+    with DeltaReader(db) as reader:
+        assert _writes(reader.list(config("copy"))) == want
+
+
+@pytest.mark.parametrize("where", [[1], [1, "x"], "x"])
+def test_a_damaged_reference_to_a_dict_log_is_refused(tmp_path: Path, where: Any) -> None:
+    with DeltaSaver(tmp_path / "c.sqlite") as saver, pytest.raises(StoreError, match="dict log"):
+        _writes_module._named_dict(saver.store, where, None)
+
+
+def test_array_and_change_headers_are_read_for_every_msgpack_width() -> None:
+    for n in (3, 20, 70_000):
+        blob = ormsgpack.packb(list(range(n)))
+        assert _writes_module._array_head(blob) == n
+        assert blob[_writes_module._head_size(blob) :] == b"".join(
+            ormsgpack.packb(i) for i in range(n)
+        )
+    assert _writes_module._array_head(ormsgpack.packb({"a": 1})) == 0
+    batch = Batch()
+    records = [["doc", "x" * 300]]
+    batch.appended.append((300, 70_000, records, ormsgpack.packb(records)))
+    changes = ormsgpack.packb([300, 70_000, records])
+    assert _writes_module._dict_at(changes, batch) == (DICT_VIEW_TYPE, [300, 70_001])
+    assert _writes_module._dict_at(ormsgpack.packb([300, -1, records]), batch) is None
+    assert _writes_module._dict_at(ormsgpack.packb({"a": 1}), batch) is None
