@@ -92,7 +92,9 @@ def put_in_tx(
     thread_id, ns = thread_of(config)
     store.fence(thread_id, lease_in(config))
     parent_id: str | None = config["configurable"].get("checkpoint_id") or None
-    meta = json.dumps(get_checkpoint_metadata(config, metadata), ensure_ascii=False)
+    meta = json.dumps(
+        get_checkpoint_metadata(config, metadata), ensure_ascii=False, separators=(",", ":")
+    )
     meta = meta.encode("utf-8", "ignore").decode("utf-8")
     tkey = cast(int, store.thread_key(thread_id, ns, create=True))
     cache = store.cache(tkey)
