@@ -266,6 +266,11 @@ def _store_value(
     prev_ref: Ref | None,
 ) -> Ref:
     """Store one channel value, or reuse or extend the previous one; returns its reference."""
+    if type(value) is dict:
+        # With LangGraph's "async" durability this put runs while the next node may edit this
+        # very dict in place: work on a copy (one C call, atomic under the GIL), or iterating
+        # it fails with "dictionary changed size during iteration".
+        value = value.copy()
     if is_dict_view(prev_ref):
         if type(value) is dict:
             ref = store_dict_change(store, tkey, cache, batch, value, cast(tuple[Any], prev_ref))
