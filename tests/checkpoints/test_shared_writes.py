@@ -18,13 +18,14 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, StateGraph
 from typing_extensions import TypedDict
 
-from ai_agent.checkpoints import DeltaSaver
+from ai_agent.checkpoints import DeltaSaver, strict_serializer
 from ai_agent.checkpoints import _writes as _writes_module
-from ai_agent.checkpoints._store import Batch
+from ai_agent.checkpoints._lineages import read_range
+from ai_agent.checkpoints._store import Batch, DeltaStore, ThreadCache
 from ai_agent.checkpoints._writes import DICT_VIEW_TYPE, ITEMS_TYPE
 from ai_agent.checkpoints.reader import DeltaReader
 from ai_agent.errors import CorruptRunError, StoreError
-from tests.checkpoints.conftest import config
+from tests.checkpoints.conftest import config, make_checkpoint
 
 TEXT = "a tool's output. " * 60  # about 1 KB: worth naming where the list holds it
 
@@ -206,3 +207,42 @@ def test_array_and_change_headers_are_read_for_every_msgpack_width() -> None:
     assert _writes_module._dict_at(changes, batch) == (DICT_VIEW_TYPE, [300, 70_001])
     assert _writes_module._dict_at(ormsgpack.packb([300, -1, records]), batch) is None
     assert _writes_module._dict_at(ormsgpack.packb({"a": 1}), batch) is None
+
+
+def test_items_are_read_across_a_fork_from_only_the_pieces_holding_them(tmp_path: Path) -> None:
+    base = [f"item {i}" for i in range(10)]
+    with DeltaSaver(tmp_path / "c.sqlite") as saver:
+        first = saver.put(config("t"), make_checkpoint({"l": base}, {"l": 1}, step=1), {}, {"l": 1})
+        saver.put(first, make_checkpoint({"l": [*base, "a", "b"]}, {"l": 2}, step=2), {}, {"l": 2})
+        fork = [*base, "x", "y", "z"]  # from the first checkpoint again: a lineage of its own
+        saver.put(first, make_checkpoint({"l": fork}, {"l": 3}, step=3), {}, {"l": 3})
+        store = saver.store
+        (lineage,) = store.conn.execute("SELECT max(id) FROM delta_lineages").fetchone()
+        assert read_range(store, lineage, 8, 4) == fork[8:12]  # the base's tail, the fork's head
+        assert read_range(store, lineage, 11, 2) == fork[11:13]  # the fork's items only
+        assert read_range(store, lineage, 0, 3) == fork[:3]  # the base's only
+        with pytest.raises(StoreError, match="does not hold items"):
+            read_range(store, lineage, 12, 5)
+
+
+def test_only_a_write_whose_bytes_were_appended_is_named() -> None:
+    store = DeltaStore(":memory:", strict_serializer())
+    batch = Batch()
+    items = [{"n": i, "text": TEXT} for i in range(3)]
+    batch.appended.append((7, 20, items, ormsgpack.packb(items)))
+    at = _writes_module._items_at
+    assert at(store, ormsgpack.packb(items), batch) == (ITEMS_TYPE, [7, 20, 3])
+    assert at(store, ormsgpack.packb(items[1:2]), batch) == (ITEMS_TYPE, [7, 21, 1])
+    assert at(store, ormsgpack.packb([*items, items[0]]), batch) is None  # longer than appended
+    assert at(store, ormsgpack.packb([items[2], items[1], items[0]]), batch) is None  # reordered
+    assert at(store, ormsgpack.packb([{"n": 9, "text": TEXT}]), batch) is None  # not appended
+    cache = ThreadCache()
+    big = [0, "messages", "msgpack", ormsgpack.packb(items)]
+    small = [0, "stage", "msgpack", b"\xa1x"]
+    for n in range(20):
+        _writes_module._remember(cache, f"c{n}", "task", [big])
+    assert list(cache.writes) == [f"c{n}" for n in range(4, 20)]  # the newest 16 checkpoints
+    _writes_module._remember(cache, "c19", "task", [small])  # merged into a row with no list
+    _writes_module._remember(cache, "c20", "task", [small])
+    assert cache.writes["c19"] == {} and "c20" not in cache.writes
+    store.close()
