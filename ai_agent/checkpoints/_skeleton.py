@@ -138,12 +138,13 @@ def _stored_time(extra: dict[str, Any], out: dict[str, Any]) -> dict[str, Any]:
     if type(ts) is not str or len(ts) < 25 or not ts.endswith("+00:00"):
         return extra
     try:
-        micros = (datetime.fromisoformat(ts) - _EPOCH) // _MICROSECOND
+        when = datetime.fromisoformat(ts)
     except ValueError:
         return extra
-    if time_text(micros) != ts:
+    # The text is the time's own: `time_text` of the same instant in UTC writes it again.
+    if when.isoformat() != ts:
         return extra
-    out["t"] = micros
+    out["t"] = (when - _EPOCH) // _MICROSECOND
     return {k: v for k, v in extra.items() if k != "ts"}
 
 
