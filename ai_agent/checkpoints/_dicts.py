@@ -231,6 +231,10 @@ def changes_since(
     held = cache.held.get(ref) if cache is not None and ref is not None else None
     if held is None or held.keys is None or held.lineage is None:
         return None
+    # With LangGraph's "async" durability the next node may already be editing this very dict
+    # in place on another thread: iterate a copy (one C call, atomic under the GIL), or the
+    # write fails with "dictionary changed size during iteration".
+    value = value.copy()
     changed, removed = _changes(held.keys, value, deep=store.check_edits)
     if not all(type(key) is str for key in changed):
         return None

@@ -31,6 +31,7 @@ __all__ = [
     "merge",
     "new_lineage",
     "read_items",
+    "read_range",
     "start_lineage",
 ]
 
@@ -104,6 +105,42 @@ def read_items(
     return items
 
 
+def read_range(
+    store: DeltaStore, lineage: int, start: int, count: int, memo: ReadMemo | None = None
+) -> list[Any]:
+    """Items ``start`` to ``start + count`` of a list lineage, from only the segments holding them.
+
+    What a task's write stored as the items a list was extended with names (``_writes``).
+    """
+    end = start + count
+    if memo is not None:
+        known = memo.lineages.get(lineage)
+        if known is not None and len(known) >= end:
+            return known[start:end]
+    found = memo.texts if memo is not None else None
+    out: list[Any] = []
+    low = 0  # a piece holds the items from where the one before it ended
+    for piece, high in _pieces(store, lineage, end):
+        first, last = max(low, start), high  # ``high`` is at most ``end``
+        low = high
+        if first >= last:
+            continue
+        rows = store.conn.execute(
+            "SELECT start, count, type, items, texts FROM delta_segments "
+            "WHERE lineage = ? AND start < ? AND start + count > ? ORDER BY start",
+            (piece, last, first),
+        ).fetchall()
+        for at, n, type_, blob, texts in rows:
+            part = store.unpack(type_, blob, texts, found)
+            out.extend(part[max(first - at, 0) : min(last, at + n) - at])
+    if len(out) != count:
+        raise StoreError(
+            f"list lineage {lineage} does not hold items {start} to {end} a task's write "
+            "names; the checkpoint database was changed by something other than ai-agent"
+        )
+    return out
+
+
 def matches_stored(store: DeltaStore, lineage: int, length: int, value: list[Any]) -> bool:
     """Compare a prefix with the stored bytes, one encode per segment (a cold cache)."""
     for piece, end in _pieces(store, lineage, length):
@@ -166,6 +203,8 @@ def extend_lineage(store: DeltaStore, batch: Batch, lineage: int, n: int, items:
     """Add ``items`` after the ``n`` a lineage holds (a segment; merged every `MERGE_AT`)."""
     type_, blob, done = store.pack(items)
     batch.segments.append((lineage, n, len(items), 0, type_, blob, batch.named(done)))
+    if done is None and type_ == "msgpack":
+        batch.appended.append((lineage, n, items, blob))
     store.tips[lineage] = n + len(items)
     small = store.unmerged.get(lineage)
     if small is None:
@@ -264,6 +303,8 @@ def start_lineage(
     store.bases[lineage] = (base, base_length)
     type_, blob, done = store.pack(items)
     batch.segments.append((lineage, base_length, len(items), 1, type_, blob, batch.named(done)))
+    if done is None and type_ == "msgpack":
+        batch.appended.append((lineage, base_length, items, blob))
     store.tips[lineage] = base_length + len(items)
     store.unmerged[lineage] = 0
     return lineage

@@ -20,6 +20,7 @@ from ai_agent.checkpoints._puts import rewrite_full
 from ai_agent.checkpoints._reads import skeleton
 from ai_agent.checkpoints._skeleton import EMPTY, is_view
 from ai_agent.checkpoints._store import BUSY_TIMEOUT_SECONDS, DeltaStore, ReadMemo
+from ai_agent.checkpoints._writes import DICT_VIEW_TYPE, ITEMS_TYPE
 from ai_agent.errors import StoreError
 
 __all__ = [
@@ -93,15 +94,22 @@ def delete_checkpoints(store: DeltaStore, tkey: int, doomed: set[str]) -> tuple[
 
 
 def _write_bases(store: DeltaStore, tkey: int) -> list[tuple[int, int]]:
-    """The (lineage, length) dict logs that kept writes stored as changes are read against."""
+    """The (lineage, length) views kept writes read.
+
+    Those are the dict logs their changes are read against, and (format 5) the list items and
+    dict logs they name (``_writes.share_appended``).
+    """
     bases: list[tuple[int, int]] = []
     for (stored,) in store.conn.execute(
         "SELECT writes FROM delta_writes WHERE thread = ?", (tkey,)
     ).fetchall():
         for entry in store.loads("msgpack", stored):
-            if entry[2] == CHANGES_TYPE:
+            if entry[2] in (CHANGES_TYPE, DICT_VIEW_TYPE):
                 lineage, length = store.loads("msgpack", entry[3])[:2]
                 bases.append((int(lineage), int(length)))
+            elif entry[2] == ITEMS_TYPE:
+                lineage, start, count = store.loads("msgpack", entry[3])
+                bases.append((int(lineage), int(start) + int(count)))
     return bases
 
 
@@ -321,7 +329,7 @@ def _copy_key(store: DeltaStore, src: int, dst: int) -> None:
             "skeleton, metadata, texts) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             (dst, cid, parent_id, full, depth, blob, metadata, texts),
         )
-    # Writes stored as a dict's changes name the dict's lineage too (``_dicts``).
+    # Writes stored as a dict's changes, or as list items (format 5), name lineages too.
     for cid, task_id, task_path, stored, texts in conn.execute(
         "SELECT checkpoint_id, task_id, task_path, writes, texts FROM delta_writes "
         "WHERE thread = ?",
@@ -334,13 +342,17 @@ def _copy_key(store: DeltaStore, src: int, dst: int) -> None:
         )
 
 
+_NAMING_LINEAGES = (CHANGES_TYPE, ITEMS_TYPE, DICT_VIEW_TYPE)
+"""Write entries whose data starts with a lineage id (the copy of a thread remaps it)."""
+
+
 def _remapped_writes(store: DeltaStore, stored: bytes, lineage_map: dict[int, int]) -> bytes:
-    """A row of writes with the lineage its dict changes name remapped (marks left as they are)."""
+    """A row of writes with the lineages its entries name remapped (marks left as they are)."""
     entries = store.loads("msgpack", stored)
-    if not any(entry[2] == CHANGES_TYPE for entry in entries):
+    if not any(entry[2] in _NAMING_LINEAGES for entry in entries):
         return stored
     for entry in entries:
-        if entry[2] == CHANGES_TYPE:
+        if entry[2] in _NAMING_LINEAGES:
             changes = store.loads("msgpack", entry[3])
             changes[0] = lineage_map[changes[0]]
             entry[3] = store.serde.dumps_typed(changes)[1]

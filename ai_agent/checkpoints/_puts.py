@@ -58,6 +58,7 @@ from ai_agent.checkpoints._store import (
     thread_of,
     tuple_config,
 )
+from ai_agent.checkpoints._writes import share_appended
 from ai_agent.checkpoints.fencing import lease_in
 
 __all__ = ["INLINE_MAX_BYTES", "put", "put_in_tx", "rewrite_full"]
@@ -91,13 +92,16 @@ def put_in_tx(
     thread_id, ns = thread_of(config)
     store.fence(thread_id, lease_in(config))
     parent_id: str | None = config["configurable"].get("checkpoint_id") or None
-    meta = json.dumps(get_checkpoint_metadata(config, metadata), ensure_ascii=False)
+    meta = json.dumps(
+        get_checkpoint_metadata(config, metadata), ensure_ascii=False, separators=(",", ":")
+    )
     meta = meta.encode("utf-8", "ignore").decode("utf-8")
     tkey = cast(int, store.thread_key(thread_id, ns, create=True))
     cache = store.cache(tkey)
     parent = _parent(store, tkey, cache, parent_id)
     batch = Batch()
     skel = _skeleton_of(store, tkey, cache, batch, checkpoint, new_versions, parent)
+    share_appended(store, tkey, cache, parent_id, batch)
     if batch.values:
         store.conn.executemany(
             "INSERT INTO delta_values (thread, id, type, value, lineage, length, texts) "
@@ -262,6 +266,11 @@ def _store_value(
     prev_ref: Ref | None,
 ) -> Ref:
     """Store one channel value, or reuse or extend the previous one; returns its reference."""
+    if type(value) is dict:
+        # With LangGraph's "async" durability this put runs while the next node may edit this
+        # very dict in place: work on a copy (one C call, atomic under the GIL), or iterating
+        # it fails with "dictionary changed size during iteration".
+        value = value.copy()
     if is_dict_view(prev_ref):
         if type(value) is dict:
             ref = store_dict_change(store, tkey, cache, batch, value, cast(tuple[Any], prev_ref))

@@ -16,7 +16,7 @@ from ai_agent.errors import StoreError
 
 __all__ = ["FORMAT_VERSION", "create_or_migrate", "legacy_tables_present"]
 
-FORMAT_VERSION = 4
+FORMAT_VERSION = 5
 
 _DDL_V1 = """
 CREATE TABLE IF NOT EXISTS delta_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -98,6 +98,11 @@ _MIGRATIONS: dict[int, str] = {
     # rows read as they are; a format-3 reader would take such a reference for a list of change
     # records, which is what the number is for.
     3: "",
+    # 5: a task's write of items the next checkpoint appended to a list names them in the
+    # lineage (``_writes.ITEMS_TYPE``) instead of holding them again. The tables do not change
+    # and format 4's rows read as they are; a format-4 reader would hand out the reference
+    # instead of the list, which is what the number is for.
+    4: "",
 }
 
 

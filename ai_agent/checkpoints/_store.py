@@ -106,12 +106,18 @@ class ThreadCache:
     """A thread key's newest skeletons, and what is held of the values they name.
 
     ``dicts`` names, per channel, the dict change log last stored for it (``_dicts``): what a
-    task's write of that dict is stored as changes from.
+    task's write of that dict is stored as changes from. ``writes`` are the rows of writes this
+    store stored against its newest checkpoints (checkpoint id -> task id -> the row's entries)
+    that hold a large list: the put of the checkpoint after it may append those very items to a
+    lineage, and then the row names them there instead of holding them a second time
+    (``_writes.share_appended``). Several: with LangGraph's "async" durability the tasks of
+    later steps write before the puts of earlier ones.
     """
 
     skeletons: OrderedDict[str, Skeleton] = field(default_factory=OrderedDict)
     held: dict[Ref, Held] = field(default_factory=dict)
     dicts: dict[str, Ref] = field(default_factory=dict)
+    writes: OrderedDict[str, dict[str, list[list[Any]]]] = field(default_factory=OrderedDict)
 
 
 @dataclass(slots=True)
@@ -126,10 +132,15 @@ class ReadMemo:
 
 @dataclass(slots=True)
 class Batch:
-    """Rows of one ``put``, inserted together at its end (one statement per table)."""
+    """Rows of one ``put``, inserted together at its end (one statement per table).
+
+    ``appended`` lists, per segment that names no large text, ``(lineage, start, items,
+    bytes)``: what a task's write of the same items can name instead of holding them.
+    """
 
     values: list[tuple[Any, ...]] = field(default_factory=list)
     segments: list[tuple[Any, ...]] = field(default_factory=list)
+    appended: list[tuple[int, int, list[Any], bytes]] = field(default_factory=list)
     merges: list[int] = field(default_factory=list)
     texts: dict[str, bytes] = field(default_factory=dict)
 

@@ -5,6 +5,13 @@ stopped half-way resumes with the writes of the tasks that finished. A task's wr
 serialized where the saver is called (`prepare_writes` touches no database) and stored on the
 worker thread as one ``delta_writes`` row (`store_writes`); `pending_writes` reads them back in
 LangGraph's order.
+
+A write of items that the next checkpoint appends to a list (a node returning
+``{"messages": [message]}`` to an ``operator.add`` channel) would be stored twice: in the row of
+writes and in the list's segment. Format 5 stores it once: when the put that follows appends the
+very same bytes to a lineage, the write's entry is rewritten to name them there
+(`share_appended`, type `ITEMS_TYPE`: ``[lineage, start, count]``), and reading it back reads
+those items (``_lineages.read_range``).
 """
 
 from __future__ import annotations
@@ -15,20 +22,26 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
 from ai_agent.checkpoints import _texts
-from ai_agent.checkpoints._dicts import CHANGES_TYPE, applied, changes_since
-from ai_agent.checkpoints._store import DeltaStore, ReadMemo, thread_of
+from ai_agent.checkpoints._dicts import CHANGES_TYPE, applied, changes_since, read_dict
+from ai_agent.checkpoints._lineages import read_range
+from ai_agent.checkpoints._store import Batch, DeltaStore, ReadMemo, ThreadCache, thread_of
 from ai_agent.checkpoints.fencing import lease_in
+from ai_agent.errors import StoreError
 
 if TYPE_CHECKING:  # types only: the light reader (`reader`) loads no LangChain
     from langchain_core.runnables import RunnableConfig
     from langgraph.checkpoint.base import PendingWrite
 
 __all__ = [
+    "DICT_VIEW_TYPE",
+    "ITEMS_TYPE",
+    "SHARE_MIN_BYTES",
     "WritesJob",
     "pending_writes",
     "prepare_writes",
     "put_writes",
     "put_writes_in_tx",
+    "share_appended",
     "store_writes",
     "writes_sort_key",
 ]
@@ -37,6 +50,18 @@ __all__ = [
 # because that module imports LangChain, which reading checkpoints must not load; a test pins
 # them to LangGraph's (tests/checkpoints/test_reader.py).
 WRITES_IDX_MAP = {"__error__": -1, "__scheduled__": -2, "__interrupt__": -3, "__resume__": -4}
+
+
+ITEMS_TYPE = "ai-agent:list-items"
+"""The type of a write entry that names items of a list lineage: ``[lineage, start, count]``."""
+
+DICT_VIEW_TYPE = "ai-agent:dict-view"
+"""The type of a write entry that names a dict log's first records: ``[lineage, length]``."""
+
+SHARE_MIN_BYTES = 256
+"""A written list this large is worth naming where a put appended it (smaller ones stay)."""
+
+_REMEMBERED_CHECKPOINTS = 16
 
 
 def writes_sort_key(task_path: str, task_id: str = "", idx: int = 0) -> tuple[str, str, int]:
@@ -146,6 +171,7 @@ def store_writes(
         (tkey, checkpoint_id, task_id, task_path, blob, _entry_texts(entries)),
     ).rowcount
     if inserted:
+        _remember(store.cache(tkey), checkpoint_id, task_id, entries)
         return
     row = store.conn.execute(
         "SELECT task_path, writes FROM delta_writes "
@@ -157,6 +183,7 @@ def store_writes(
         if replace or entry[0] not in merged:
             merged[entry[0]] = entry
     kept = [merged[k] for k in sorted(merged)]
+    _remember(store.cache(tkey), checkpoint_id, task_id, kept)
     store.conn.execute(
         "UPDATE delta_writes SET task_path = ?, writes = ?, texts = ? "
         "WHERE thread = ? AND checkpoint_id = ? AND task_id = ?",
@@ -169,6 +196,135 @@ def store_writes(
             task_id,
         ),
     )
+
+
+def _shareable(entry: list[Any]) -> bool:
+    """Whether a write entry may come to name what the next put appends (see `share_appended`).
+
+    A list (a msgpack array) or a dict's changes, naming no large text (a segment that names
+    texts holds other bytes), large enough to be worth a rewrite of its row.
+    """
+    if len(entry) != 4 or len(entry[3]) < SHARE_MIN_BYTES:
+        return False
+    return entry[2] == CHANGES_TYPE or (entry[2] == "msgpack" and _array_head(entry[3]) > 0)
+
+
+def _remember(cache: ThreadCache, checkpoint_id: str, task_id: str, entries: list[Any]) -> None:
+    """Keep a stored row's entries while it holds a list the next put may append."""
+    shareable = any(_shareable(entry) for entry in entries)
+    rows = cache.writes.get(checkpoint_id)
+    if rows is None:
+        if not shareable:
+            return
+        rows = cache.writes[checkpoint_id] = {}
+        while len(cache.writes) > _REMEMBERED_CHECKPOINTS:
+            cache.writes.popitem(last=False)
+    if shareable:
+        rows[task_id] = [list(entry) for entry in entries]
+    else:
+        rows.pop(task_id, None)
+
+
+def share_appended(
+    store: DeltaStore, tkey: int, cache: ThreadCache, checkpoint_id: str | None, batch: Batch
+) -> None:
+    """Name, in the writes stored against ``checkpoint_id``, what this put appends.
+
+    Exact by construction: an entry is rewritten only when the bytes it holds equal the bytes
+    this put stores in a segment. A written list becomes `ITEMS_TYPE`, those items; a dict's
+    changes from ``(lineage, n)`` that this put appends at record n become `DICT_VIEW_TYPE`,
+    the dict the log's first ``n + k`` records build, which is the dict the changes build. Only
+    rows this store wrote and still trusts are rewritten (another connection may have changed
+    them); any other row keeps its bytes, which costs space, never meaning.
+    """
+    if not batch.appended or not store.trusted or checkpoint_id is None:
+        return
+    rows = cache.writes.pop(checkpoint_id, None)
+    if rows is None:
+        return
+    dumps = store.serde.dumps_typed
+    for task_id, entries in rows.items():
+        shared = False
+        for entry in entries:
+            if not _shareable(entry):
+                continue
+            if entry[2] == CHANGES_TYPE:
+                named = _dict_at(entry[3], batch)
+            else:
+                named = _items_at(store, entry[3], batch)
+            if named is not None:
+                entry[2], entry[3] = named[0], dumps(named[1])[1]
+                shared = True
+        if shared:
+            store.conn.execute(
+                "UPDATE delta_writes SET writes = ? "
+                "WHERE thread = ? AND checkpoint_id = ? AND task_id = ?",
+                (dumps(entries)[1], tkey, checkpoint_id, task_id),
+            )
+
+
+def _items_at(store: DeltaStore, blob: bytes, batch: Batch) -> tuple[str, list[int]] | None:
+    """``[lineage, start, count]`` of appended items whose bytes are ``blob``'s list."""
+    count = _array_head(blob)
+    body = blob[_head_size(blob) :]
+    for lineage, start, items, stored in batch.appended:
+        if len(items) < count:
+            continue
+        if len(items) == count:
+            if stored[_head_size(stored) :] == body:
+                return ITEMS_TYPE, [lineage, start, count]
+            continue
+        if body not in stored:  # several writes appended together: find where this one is
+            continue
+        dumps = store.serde.dumps_typed
+        for at in range(len(items) - count + 1):
+            if dumps(items[at : at + count])[1] == blob:
+                return ITEMS_TYPE, [lineage, start + at, count]
+    return None
+
+
+def _dict_at(blob: bytes, batch: Batch) -> tuple[str, list[int]] | None:
+    """``[lineage, length]`` of the dict log a write's changes were appended to, as they are.
+
+    ``blob`` is msgpack ``[lineage, n, records]``: its records' bytes start after two ints.
+    """
+    if blob[0] != 0x93:
+        return None
+    at = 1
+    head: list[int] = []
+    for _ in range(2):
+        size = _INT_SIZES.get(blob[at], 1 if blob[at] < 0x80 else 0)
+        if not size:
+            return None
+        head.append(int.from_bytes(blob[at + 1 : at + size], "big") if size > 1 else blob[at])
+        at += size
+    lineage, n = head
+    records = blob[at:]
+    for appended_to, start, items, stored in batch.appended:
+        if appended_to == lineage and start == n and stored == records:
+            return DICT_VIEW_TYPE, [lineage, n + len(items)]
+    return None
+
+
+_INT_SIZES = {0xCC: 2, 0xCD: 3, 0xCE: 5, 0xCF: 9}
+"""Bytes of a msgpack unsigned int by its first byte (a positive fixint is 1)."""
+
+
+def _array_head(blob: bytes) -> int:
+    """How many items a msgpack array holds (0 when ``blob`` is no array)."""
+    head = blob[0]
+    if 0x90 <= head <= 0x9F:
+        return head & 0x0F
+    if head == 0xDC:
+        return int.from_bytes(blob[1:3], "big")
+    if head == 0xDD:
+        return int.from_bytes(blob[1:5], "big")
+    return 0
+
+
+def _head_size(blob: bytes) -> int:
+    """Bytes of a msgpack array's header (fixarray, array 16, array 32)."""
+    return 1 if blob[0] <= 0x9F else 3 if blob[0] == 0xDC else 5
 
 
 def _entry_texts(entries: list[list[Any]]) -> str | None:
@@ -193,10 +349,38 @@ def pending_writes(
             idx, channel, type_, data = entry[:4]
             texts = _texts.texts_column(entry[4]) if len(entry) > 4 else None
             key = writes_sort_key(task_path, task_id, idx)
+            value: Any
             if type_ == CHANGES_TYPE:
                 value = applied(store, store.unpack("msgpack", data, texts, bodies), memo)
+            elif type_ == ITEMS_TYPE:
+                value = _named_items(store, store.loads("msgpack", data), memo)
+            elif type_ == DICT_VIEW_TYPE:
+                value = _named_dict(store, store.loads("msgpack", data), memo)
             else:
                 value = store.unpack(type_, data, texts, bodies)
             found.append((key, (task_id, channel, value)))
     found.sort(key=operator.itemgetter(0))
     return [w for _, w in found]
+
+
+def _named_items(store: DeltaStore, where: Any, memo: ReadMemo | None) -> list[Any]:
+    """The list a write entry of `ITEMS_TYPE` names.
+
+    Raises:
+        StoreError: the entry is not ``[lineage, start, count]``.
+    """
+    if type(where) is not list or len(where) != 3 or any(type(n) is not int for n in where):
+        raise StoreError("a write naming list items is not [lineage, start, count]")
+    lineage, start, count = where
+    return read_range(store, lineage, start, count, memo)
+
+
+def _named_dict(store: DeltaStore, where: Any, memo: ReadMemo | None) -> dict[str, Any]:
+    """The dict a write entry of `DICT_VIEW_TYPE` names.
+
+    Raises:
+        StoreError: the entry is not ``[lineage, length]``.
+    """
+    if type(where) is not list or len(where) != 2 or any(type(n) is not int for n in where):
+        raise StoreError("a write naming a dict log is not [lineage, length]")
+    return read_dict(store, where[0], where[1], memo)

@@ -7,7 +7,7 @@ results, the trace) is written as the new items plus a reference to the list it 
 that was rewritten (compaction, ``{"replace": [...]}``, a removal) starts a new lineage holding
 its full value. Reading a checkpoint rebuilds exactly the values LangGraph put.
 
-Storage format (``delta_meta.format`` = 4), beside the run store's tables in the same file:
+Storage format (``delta_meta.format`` = 5), beside the run store's tables in the same file:
 
     delta_threads      id  <-  (thread_id, checkpoint_ns)           a small integer per thread
     delta_checkpoints  (thread, checkpoint_id) -> parent_id, full, depth, skeleton, metadata
@@ -25,6 +25,7 @@ Storage format (``delta_meta.format`` = 4), beside the run store's tables in the
                                                        first base_length items (a fork, time travel)
     delta_segments     (lineage, start) -> count, merged, type, items    items[start:start+count]
     delta_writes       (thread, checkpoint_id, task_id) -> task_path, [idx, channel, type, bytes]
+                         | [idx, channel, "ai-agent:list-items", [lineage, start, count]] (5)
     agent_texts        hash -> body                    a str or bytes of 4 KB or more, once per file
                                                        (format 3; ``_texts``), named by the rows
 
@@ -37,11 +38,10 @@ How the message history of a run looks after 12 messages, 3 of them added since 
                        32 appends are merged into one chunk: reading n appends touches n/32 + 32
 
 A dict of 1 KB or more is a change log (``_dicts``): a step, or a task's write, stores the keys
-it set or removed, not the dict. An append is recognised by identity: a new list that starts
-with the very objects last stored (a pointer comparison), still equal to their snapshot
-(``check_edits``: an item edited in place makes the list be stored whole), only needs its tail
-written. When the cache cannot vouch for the prefix (another process wrote it, an eviction, a
-read), the stored bytes are compared.
+it set or removed. A task's write of items the next step appends to a list names them there
+(format 5, ``_writes.share_appended``). An append is recognised by identity: a new list that
+starts with the very objects last stored, still equal to their snapshot (``check_edits``), only
+needs its tail written; when the cache cannot vouch for the prefix, the stored bytes are compared.
 
 Every SQLite call runs on one worker thread owned by the saver, so the async methods never block
 the event loop and the sync methods work from any thread, the event loop's included (LangGraph's

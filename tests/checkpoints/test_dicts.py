@@ -389,3 +389,25 @@ def test_a_write_with_a_key_that_is_not_a_str_is_stored_whole(tmp_path: Path) ->
         saver.put_writes(config("t", head), [("docs", written)], "task-1")
         got = saver.get_tuple(config("t", head))
         assert got is not None and got.pending_writes == [("task-1", "docs", written)]
+
+
+def test_a_dict_edited_in_place_under_async_durability_is_stored_without_failing(
+    tmp_path: Path,
+) -> None:
+    """With "async" the saver reads the dict while the next node edits it: it works on a copy.
+
+    Before, iterating the live dict could fail with "dictionary changed size during iteration"
+    (seen in the plain-graph bench); a race, so this run makes it likely rather than certain.
+    """
+    cfg: Any = {"configurable": {"thread_id": "g"}, "recursion_limit": 2000}
+    start = {
+        "docs": {f"old{i}": {"text": "x", "seen": 0} for i in range(300)},
+        "log": [],
+        "cycle": 0,
+    }
+    with DeltaSaver(tmp_path / "c.sqlite") as saver:
+        graph = _graph(150).compile(checkpointer=saver)
+        graph.invoke(start, cfg, durability="async")
+        final = graph.get_state(cfg).values
+    assert final["cycle"] == 150
+    assert len(final["docs"]) == 305

@@ -227,17 +227,17 @@ def test_a_format_2_database_is_migrated_and_then_stores_large_texts_once(
     assert _format(db) == str(FORMAT_VERSION)
 
 
-@pytest.mark.parametrize("older", [2, 3])
-def test_an_older_ai_agent_refuses_a_format_4_file(
+@pytest.mark.parametrize("older", [2, 3, 4])
+def test_an_older_ai_agent_refuses_a_format_5_file(
     older: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Format 2 would hand out the marks of large texts as values, format 3 a dict's change
-    records as a list: each must refuse the file."""
+    records as a list, format 4 a write naming list items as that name: each must refuse."""
     db = copy_of("delta_v3.sqlite", tmp_path)
     DeltaSaver(db).close()
     monkeypatch.setattr("ai_agent.checkpoints._schema.FORMAT_VERSION", older)  # its check
     with pytest.raises(
-        StoreError, match=rf"use format 4, newer than this ai-agent understands \({older}\)"
+        StoreError, match=rf"use format 5, newer than this ai-agent understands \({older}\)"
     ):
         DeltaSaver(db)
 
@@ -263,10 +263,35 @@ def test_a_format_3_database_is_migrated_and_then_logs_its_dicts(tmp_path: Path)
             parent = saver.put(parent, child, {}, {"docs": 99 + step})
         new = skeleton(saver.store, tkey, "2099-01-03")
         assert new.refs["docs"] == (cast(tuple[Any, ...], new.refs["docs"])[0], 13, "d")
-    assert _format(db) == str(FORMAT_VERSION) == "4"
+    assert _format(db) == str(FORMAT_VERSION) == "5"
     with DeltaSaver(db) as saver:
         again = saver.get_tuple(config("done"))
         assert again is not None
         assert again.checkpoint["channel_values"] == {**values, "docs": docs}
         before = saver.get_tuple(config("done", latest.checkpoint["id"]))
         assert before is not None and before.checkpoint == latest.checkpoint
+
+
+def test_a_format_4_database_is_migrated_and_then_stores_appended_writes_once(
+    tmp_path: Path,
+) -> None:
+    """Format 5 reads format 4's rows as they are; a new run's appended writes name their items."""
+    from ai_agent.checkpoints._writes import ITEMS_TYPE
+    from tests.checkpoints.test_shared_writes import _entry_types, _graph
+
+    db = copy_of("delta_v4.sqlite", tmp_path)
+    assert _format(db) == "4"
+    before = _entry_types(db)
+    assert ITEMS_TYPE not in before
+    cfg: Any = {"configurable": {"thread_id": "new"}, "recursion_limit": 500}
+    with DeltaSaver(db) as saver:
+        latest, _, _ = _latest_of_done(saver)
+        graph = _graph(12).compile(checkpointer=saver)
+        graph.invoke({"messages": [], "cycle": 0}, cfg, durability="sync")
+        assert len(graph.get_state(cfg).values["messages"]) == 12
+    assert _format(db) == str(FORMAT_VERSION) == "5"
+    assert _entry_types(db).count(ITEMS_TYPE) >= 4
+    with DeltaSaver(db) as saver:
+        again = saver.get_tuple(config("done"))
+        assert again is not None and again.checkpoint == latest.checkpoint
+        assert again.pending_writes == latest.pending_writes
