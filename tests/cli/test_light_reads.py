@@ -42,6 +42,9 @@ NOT_FOR_READING = (
     *("urllib.request", "http.client", "email"),
     # Nor an event loop: a local database is read without one (`ai_agent._loopless`).
     *("asyncio", "ssl", "concurrent.futures", "ai_agent.graph.worker"),
+    # Nor the run context's protocols and dataclasses: the run store implements the journal
+    # (`ai_agent.journal`), and the archive's run policy is made when asked for.
+    "ai_agent.context",
 )
 
 
@@ -121,6 +124,8 @@ def test_listing_tools_and_servers_builds_no_agent(
 
 NOT_FOR_LISTING = (
     *("httpx", "jsonschema", "referencing", "attrs", "yaml", "urllib.request", "mcp"),
+    # TOML is parsed when a .toml config file is read; ctypes is the bash reaper's own process's.
+    *("tomllib", "ctypes"),
     *("ai_agent.tools.maker.policy", "ai_agent.tools.maker.broker", "ai_agent.tools.maker.confine"),
 )
 
