@@ -161,3 +161,25 @@ def test_a_command_that_runs_imports_the_model_stack(database: Path) -> None:
     code, _, loaded = _loaded_by(argv)
     assert code == 0
     assert "ai_agent.graph.runner" in heavy_modules(loaded)
+
+
+def test_sections_a_listing_never_validates_are_built_on_first_use() -> None:
+    # An MCP server's config, its auth and a model's rates: built when first validated, not when
+    # the settings are imported (``tools`` validates none of them), and as strict when they are.
+    script = (
+        "from ai_agent.config import AgentSettings, McpAuthConfig, McpServerConfig\n"
+        "from ai_agent.config.tokens import ModelRate\n"
+        "AgentSettings(_env_file=None)\n"
+        "deferred = (McpAuthConfig, McpServerConfig, ModelRate)\n"
+        "print([m.__pydantic_complete__ for m in deferred])\n"
+        "try:\n"
+        "    McpServerConfig(name='fs', command='x', bogus=1)\n"
+        "except ValueError as exc:\n"
+        "    print('refused', 'Extra inputs are not permitted' in str(exc))\n"
+        "print(McpServerConfig.__pydantic_complete__)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[:3] == ["[False, False, False]", "refused True", "True"]
