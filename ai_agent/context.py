@@ -25,6 +25,7 @@ from typing import (
     runtime_checkable,
 )
 
+from ai_agent.journal import Journal, JournalEntry
 from ai_agent.state import (
     CompactionRecord,
     GateReport,
@@ -254,36 +255,6 @@ class ToolBox(Protocol):
 
     async def execute(self, call: ToolCall, tool_ctx: dict[str, Any]) -> ToolResult:
         """Run one call under the tool's checks, timeout and output cap."""
-
-
-class JournalEntry(TypedDict):
-    """The journal's record of one call: an intent, and an outcome once it finished."""
-
-    call_id: str
-    tool: str
-    status: Literal["intent", "done"]
-    result: ToolResult | None
-    # When the latest attempt was started: identifies that attempt, so a person's approval to
-    # re-run a call whose outcome is unknown covers that attempt only, never a later one.
-    attempt: float
-
-
-class Journal(Protocol):
-    """Intent before a tool runs, outcome after: how a crash mid-call is detected on resume."""
-
-    async def lookup(self, thread_id: str, iteration: int, call_id: str) -> JournalEntry | None:
-        """The journal entry of one call, or None when it was never started."""
-
-    async def intent(self, thread_id: str, iteration: int, call: ToolCall) -> None:
-        """Record that a call is about to run (committed before the tool starts)."""
-
-    async def outcome(
-        self, thread_id: str, iteration: int, call: ToolCall, result: ToolResult
-    ) -> None:
-        """Record a call's result."""
-
-    async def forget(self, thread_id: str, iteration: int, call_id: str) -> None:
-        """Drop the intent of a call that will run again (a subagent waiting at its gate)."""
 
 
 class RuleTerms(TypedDict):

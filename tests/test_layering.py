@@ -32,7 +32,9 @@ ALLOWED: dict[str, set[str]] = {
     "plans": {"errors", "state"},
     "visible": set(),
     "config": {"errors", "datafiles"},
-    "context": {"state"},
+    # The tool-call journal's protocol and entry, apart so the run store need not load context.
+    "journal": {"state"},
+    "context": {"state", "journal"},
     "observability": {"_lazy", "errors", "state", "context", "config", "visible"},
     "models.resilience": {"errors", "state", "observability"},
     "resilience": {"models.resilience"},  # the old import path of models/resilience.py

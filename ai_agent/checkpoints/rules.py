@@ -15,11 +15,13 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from ai_agent.checkpoints._sql import SqlStore, threaded
-from ai_agent.context import AllowRule
 from ai_agent.errors import RunError
+
+if TYPE_CHECKING:  # a TypedDict: the reads need not import the run context's module
+    from ai_agent.context import AllowRule
 
 __all__ = [
     "POSTGRES_TYPES",
@@ -74,20 +76,20 @@ def allow_rule(row: Sequence[Any]) -> AllowRule:
         'rule 3 cannot be read (its arguments are not a JSON object)'
     """
     rule_id = row[0] if isinstance(row[0], int) else -1
-    rule = AllowRule(
-        id=rule_id,
-        tool=str(row[1]),
-        scope=cast(Any, str(row[2])),
-        thread_id=row[3] if isinstance(row[3], str) else None,
-        args_hash=row[4] if isinstance(row[4], str) else None,
-        args=None,
-        category=str(row[6]),
-        confirmed=row[7] == 1,
-        source=str(row[8]),
-        created_at=float(row[9]) if isinstance(row[9], int | float) else 0.0,
-        revoked_at=float(row[10]) if isinstance(row[10], int | float) else None,
-        problem=None,
-    )
+    rule: AllowRule = {
+        "id": rule_id,
+        "tool": str(row[1]),
+        "scope": cast(Any, str(row[2])),
+        "thread_id": row[3] if isinstance(row[3], str) else None,
+        "args_hash": row[4] if isinstance(row[4], str) else None,
+        "args": None,
+        "category": str(row[6]),
+        "confirmed": row[7] == 1,
+        "source": str(row[8]),
+        "created_at": float(row[9]) if isinstance(row[9], int | float) else 0.0,
+        "revoked_at": float(row[10]) if isinstance(row[10], int | float) else None,
+        "problem": None,
+    }
     why = _unreadable(row)
     if why is None and row[5] is not None:
         try:

@@ -34,7 +34,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, TypedDict, cast
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, cast
 
 from ai_agent.checkpoints._rows import corrupt_row, stored_json
 from ai_agent.checkpoints._sql import Session, page, threaded
@@ -45,9 +45,11 @@ from ai_agent.checkpoints.recorded import RecordedCalls
 from ai_agent.checkpoints.rules import RuleStore
 from ai_agent.checkpoints.schema import SCHEMA_VERSION, ensure_schema
 from ai_agent.checkpoints.summaries import RunSummaries, RunSummary, write_summary
-from ai_agent.context import JournalEntry
 from ai_agent.errors import CorruptRunError, RunError, StoreError, ThreadBusyError
 from ai_agent.state import ToolCall, ToolResult
+
+if TYPE_CHECKING:
+    from ai_agent.journal import JournalEntry
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -388,9 +390,14 @@ class SqlRunStore(RecordedCalls, PlanQueue, RunSummaries, RuleStore):
             # silently, a side-effecting one goes to the gate (UNKNOWN_OUTCOME) for a person.
             _warn(exc)
             status, result = "intent", None
-        return JournalEntry(
-            call_id=call_id, tool=row[0], status=status, result=result, attempt=float(row[3])
-        )
+        entry: JournalEntry = {
+            "call_id": call_id,
+            "tool": row[0],
+            "status": status,
+            "result": result,
+            "attempt": float(row[3]),
+        }
+        return entry
 
     @threaded
     def intent(self, thread_id: str, iteration: int, call: ToolCall) -> None:

@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
 
-from ai_agent.context import Journal
 from ai_agent.errors import ConfigError, InvalidThreadIdError
+from ai_agent.journal import Journal
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -274,7 +274,7 @@ class RunStoreProtocol(Journal, Protocol):
     async def working(self, thread_id: str) -> bool:
         """Whether some process holds the thread's lease now (a live run, not a crashed one)."""
 
-    # Journal: lookup, intent, outcome, forget (`ai_agent.context.Journal`), and
+    # Journal: lookup, intent, outcome, forget (`ai_agent.journal.Journal`), and
     async def delete_journal(self, thread_id: str) -> int:
         """Delete a finished run's journal, but the entries a recorded call still names."""
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import importlib
 import json
-import tomllib
 from pathlib import Path
 
 from ai_agent.datafiles import parse_nested, read_text
@@ -56,12 +55,20 @@ def parse_config_file(path: Path) -> object:
     what = f"config file {path}"
     text = read_text(path, what=what, max_bytes=MAX_CONFIG_FILE_BYTES)
     suffix = path.suffix.lower()
-    parse = tomllib.loads if suffix == ".toml" else json.loads if suffix == ".json" else _load_yaml
+    parse = _load_toml if suffix == ".toml" else json.loads if suffix == ".json" else _load_yaml
     try:
         return parse_nested(parse, text, what=what)
     except ValueError as exc:
         # tomllib and json errors (ValueError subclasses) name the position, not the content.
         raise ConfigError(f"cannot read config file {path}: {exc}. Fix or remove it.") from None
+
+
+def _load_toml(text: str) -> object:
+    # Imported here: compiling tomllib's patterns is a cost every command paid (``ai-agent
+    # tools`` included, issue 20) though most read no TOML file.
+    import tomllib
+
+    return tomllib.loads(text)
 
 
 def _load_yaml(text: str) -> object:

@@ -27,7 +27,7 @@ from pydantic import (
 
 from ai_agent.config.errors import explain_problems
 from ai_agent.config.files import check_config_path, parse_config_file
-from ai_agent.config.section import BAD_SECRET_CHARS, Section, ToolCategoryName
+from ai_agent.config.section import BAD_SECRET_CHARS, BUILT_ON_FIRST_USE, Section, ToolCategoryName
 from ai_agent.errors import ConfigError
 
 __all__ = [
@@ -96,6 +96,8 @@ class McpAuthConfig(Section):
         >>> McpAuthConfig(key="${MCP_API_KEY}", header="X-API-Key").key
         SecretStr('**********')
     """
+
+    model_config = BUILT_ON_FIRST_USE
 
     type: Literal["api_key"] = Field(default="api_key", description="Authentication type.")
     key_env: str | None = Field(
@@ -178,6 +180,8 @@ class McpServerConfig(Section):
         >>> McpServerConfig(name="api", url="http://localhost:8080/mcp").transport
         'streamable_http'
     """
+
+    model_config = BUILT_ON_FIRST_USE
 
     name: str = Field(description="The server's name: the namespace of its tools.")
     transport: McpTransportName | None = Field(

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, HttpUrl, TypeAdapter
 
 __all__ = [
     "BAD_SECRET_CHARS",
+    "BUILT_ON_FIRST_USE",
     "HTTP_URL",
     "ApprovalPolicyName",
     "Section",
@@ -21,6 +22,14 @@ HTTP_URL: TypeAdapter[HttpUrl] = TypeAdapter(HttpUrl)
 _IMPORT_PATH = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*(?::[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)?")
 # Whitespace or control characters in an API key would break (or inject into) the HTTP header.
 BAD_SECRET_CHARS = re.compile(r"[\s\x00-\x1f\x7f]")
+
+# The config of a section the settings nest but a command rarely validates on its own (an MCP
+# server, its auth, a model's rates): its own validator is built on first use, not at import
+# (``ai-agent tools`` builds none of them). The settings build the schema they nest either way.
+# Not for the sections every AgentSettings() makes with a default factory: those are validated at
+# once, and deferring them made start-up slower, not faster (measured, issue 20). A subclass's
+# model_config merges with Section's, so extra="forbid" and hidden inputs still hold.
+BUILT_ON_FIRST_USE = ConfigDict(defer_build=True)
 
 ToolCategoryName = Literal["read_only", "note_taking", "modification", "external"]
 ApprovalPolicyName = Literal["auto", "confirm", "approve", "deny"]

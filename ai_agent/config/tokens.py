@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, ValidationInfo, field_validator
 
-from ai_agent.config.section import Section
+from ai_agent.config.section import BUILT_ON_FIRST_USE, Section
 
 __all__ = [
     "BudgetConfig",
@@ -150,6 +150,8 @@ class ModelRate(Section):
         >>> ModelRate(prompt_per_1m=0.15, completion_per_1m=0.6).cost(1000, 500)
         0.00045
     """
+
+    model_config = BUILT_ON_FIRST_USE
 
     prompt_per_1m: float = Field(default=0.0, ge=0, description="Cost of a million prompt tokens.")
     completion_per_1m: float = Field(

@@ -20,7 +20,6 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
 
-from ai_agent.context import RunPolicy, ToolInfo
 from ai_agent.errors import RunError, UnknownThreadError
 from ai_agent.graph.archive_plans import ArchivePlans
 from ai_agent.graph.database import RunDatabase
@@ -61,6 +60,7 @@ if TYPE_CHECKING:
 
     from ai_agent.checkpoints import RunRecord, RunStoreProtocol
     from ai_agent.config import AgentSettings
+    from ai_agent.context import RunPolicy, ToolInfo
     from ai_agent.graph.driving import Runner
     from ai_agent.graph.player import ModelIdentity, ReplayMode
     from ai_agent.graph.stored_state import StoredSnapshot
@@ -157,6 +157,9 @@ class RunArchive(ArchivePlans):
     def policy(self) -> RunPolicy:
         """The Agent's run policy; for an archive alone, the settings' system prompt."""
         if self._policy is None:
+            # The run context's module: only when asked (a read of a stored run needs none).
+            from ai_agent.context import RunPolicy
+
             self._policy = RunPolicy(system_prompt=self.settings.system_prompt)
         return self._policy
 

@@ -42,6 +42,9 @@ NOT_FOR_READING = (
     *("urllib.request", "http.client", "email"),
     # Nor an event loop: a local database is read without one (`ai_agent._loopless`).
     *("asyncio", "ssl", "concurrent.futures", "ai_agent.graph.worker"),
+    # Nor the run context's protocols and dataclasses: the run store implements the journal
+    # (`ai_agent.journal`), and the archive's run policy is made when asked for.
+    "ai_agent.context",
 )
 
 
@@ -121,6 +124,8 @@ def test_listing_tools_and_servers_builds_no_agent(
 
 NOT_FOR_LISTING = (
     *("httpx", "jsonschema", "referencing", "attrs", "yaml", "urllib.request", "mcp"),
+    # TOML is parsed when a .toml config file is read; ctypes is the bash reaper's own process's.
+    *("tomllib", "ctypes"),
     *("ai_agent.tools.maker.policy", "ai_agent.tools.maker.broker", "ai_agent.tools.maker.confine"),
 )
 
@@ -156,3 +161,25 @@ def test_a_command_that_runs_imports_the_model_stack(database: Path) -> None:
     code, _, loaded = _loaded_by(argv)
     assert code == 0
     assert "ai_agent.graph.runner" in heavy_modules(loaded)
+
+
+def test_sections_a_listing_never_validates_are_built_on_first_use() -> None:
+    # An MCP server's config, its auth and a model's rates: built when first validated, not when
+    # the settings are imported (``tools`` validates none of them), and as strict when they are.
+    script = (
+        "from ai_agent.config import AgentSettings, McpAuthConfig, McpServerConfig\n"
+        "from ai_agent.config.tokens import ModelRate\n"
+        "AgentSettings(_env_file=None)\n"
+        "deferred = (McpAuthConfig, McpServerConfig, ModelRate)\n"
+        "print([m.__pydantic_complete__ for m in deferred])\n"
+        "try:\n"
+        "    McpServerConfig(name='fs', command='x', bogus=1)\n"
+        "except ValueError as exc:\n"
+        "    print('refused', 'Extra inputs are not permitted' in str(exc))\n"
+        "print(McpServerConfig.__pydantic_complete__)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[:3] == ["[False, False, False]", "refused True", "True"]

@@ -24,7 +24,6 @@ is shared with the engine's own clean-up.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
 import select
 import signal
@@ -105,6 +104,10 @@ def main(args: list[str]) -> int:
     argv = args[3:]
     for number in _IGNORED:
         signal.signal(number, signal.SIG_IGN)
+    # Imported here, in the reaper's own process: the engine imports this module for
+    # `descendants` and `kill_below` alone, and ``ai-agent tools`` need not load ctypes.
+    import ctypes
+
     ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_w, False)
