@@ -8,8 +8,10 @@ answer after 50 ms, and its CPU is its own (``/proc/PID/stat``), not mixed into 
 process, with HTTP/1.0: a new connection per request and the caller's GIL.)
 
 It speaks just what the bench's runs need: ``POST /v1/chat/completions`` without streaming,
-HTTP/1.1 with keep-alive. The reply: a ``ship`` call for the order the task names; once the
-conversation holds the tool's answer, the text ``done``.
+HTTP/1.1 with keep-alive; ``GET /v1/stats`` says how long its replies took, measured inside
+the server (from the request read to the reply sent), which a loaded client cannot blur. The
+reply: a ``ship`` call for the order the task names; once the conversation holds the tool's
+answer, the text ``done``.
 
 Run it with ``python -m bench.scale_model [--delay 0.05]``: it prints its port on the first
 line of its output and serves until it is terminated.
@@ -26,7 +28,7 @@ import sys
 import time
 from typing import Any
 
-__all__ = ["answer", "main", "serve"]
+__all__ = ["Stats", "answer", "main", "serve"]
 
 _ids = itertools.count(1)
 
@@ -61,7 +63,29 @@ def _completion(body: dict[str, Any]) -> bytes:
     ).encode()
 
 
-async def _handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, delay: float) -> None:
+class Stats:
+    """How long the server took per reply, from the request read to the reply sent."""
+
+    def __init__(self) -> None:
+        self.replies = 0
+        self.total_s = 0.0
+        self.max_s = 0.0
+
+    def add(self, seconds: float) -> None:
+        """Count one reply."""
+        self.replies += 1
+        self.total_s += seconds
+        self.max_s = max(self.max_s, seconds)
+
+    def to_json(self) -> bytes:
+        """``GET /stats``: replies, mean and longest seconds per reply."""
+        mean = self.total_s / self.replies if self.replies else 0.0
+        return json.dumps({"replies": self.replies, "mean_s": mean, "max_s": self.max_s}).encode()
+
+
+async def _handle(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, delay: float, stats: Stats
+) -> None:
     try:
         while True:  # keep-alive: one connection carries many requests
             head = await reader.readuntil(b"\r\n\r\n")
@@ -72,8 +96,12 @@ async def _handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, de
                 if name.strip().lower() == "content-length":
                     length = int(value)
             body = json.loads(await reader.readexactly(length)) if length else {}
-            await asyncio.sleep(delay)
-            if lines[0].split(" ")[1].rstrip("/").endswith("/chat/completions"):
+            started = time.perf_counter()
+            path = lines[0].split(" ")[1].rstrip("/")
+            if path.endswith("/stats"):
+                status, payload = "200 OK", stats.to_json()
+            elif path.endswith("/chat/completions"):
+                await asyncio.sleep(delay)
                 status, payload = "200 OK", _completion(body)
             else:
                 status, payload = "404 Not Found", b'{"error": {"message": "not found"}}'
@@ -83,6 +111,8 @@ async def _handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, de
                 + payload
             )
             await writer.drain()
+            if path.endswith("/chat/completions"):
+                stats.add(time.perf_counter() - started)
     except (asyncio.IncompleteReadError, ConnectionError):
         pass  # the client closed the connection
     finally:
@@ -91,8 +121,9 @@ async def _handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, de
 
 async def serve(delay: float, port: int = 0) -> None:
     """Serve on 127.0.0.1 until cancelled; print the port first."""
+    stats = Stats()
     server = await asyncio.start_server(
-        lambda r, w: _handle(r, w, delay), "127.0.0.1", port, backlog=1024
+        lambda r, w: _handle(r, w, delay, stats), "127.0.0.1", port, backlog=1024
     )
     print(server.sockets[0].getsockname()[1], flush=True)
     async with server:

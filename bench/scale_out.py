@@ -3,7 +3,8 @@
 Every run of `bench.scale_app` asks a 50 ms model for one ``ship`` call, pauses at the gate
 (the call needs approval), and gets an approving plan queued (``Agent.submit_plan``). The model
 is `bench.scale_model`, an asyncio server in its own process: every reply takes 50 ms however
-many requests arrive at once (the bench prints the latencies it measured at 32 at once).
+many requests arrive at once (the bench prints the seconds per reply it measured with 32 at
+once, and the server's own count over every reply of the run).
 
 - **Throughput**: for 1, 2, 4 and 8 worker processes (``ai-agent worker --once``), each on a
   copy of one seeded database (``CREATE DATABASE ... TEMPLATE``: the same queued runs in every
@@ -43,7 +44,14 @@ from typing import Any
 
 from bench.scale_cpu import machine_busy_ms, postgres_cpu_ms, process_cpu_ms
 
-__all__ = ["drain_under_kills", "model_latency", "seed", "seed_in_processes", "throughput"]
+__all__ = [
+    "drain_under_kills",
+    "model_latency",
+    "model_stats",
+    "seed",
+    "seed_in_processes",
+    "throughput",
+]
 
 MODEL_DELAY = 0.05
 
@@ -94,7 +102,7 @@ def start_model(delay: float) -> tuple[subprocess.Popen[str], str]:
     return proc, f"http://127.0.0.1:{port}/v1"
 
 
-def model_latency(base_url: str, concurrent: int = 32) -> dict[str, float]:
+def model_latency(base_url: str, concurrent: int = 32) -> dict[str, Any]:
     """Seconds per reply with ``concurrent`` requests at once: the model must not queue them."""
     import httpx
 
@@ -110,8 +118,20 @@ def model_latency(base_url: str, concurrent: int = 32) -> dict[str, float]:
         async with httpx.AsyncClient(timeout=30) as client:
             return sorted(await asyncio.gather(*(one(client) for _ in range(concurrent))))
 
-    took = asyncio.run(all_at_once())
-    return {"concurrent": concurrent, "median_s": took[len(took) // 2], "max_s": took[-1]}
+    took = asyncio.run(all_at_once())  # as the client saw them: its own CPU is in there too
+    return {
+        "concurrent": concurrent,
+        "client_median_s": took[len(took) // 2],
+        "client_max_s": took[-1],
+        "server": model_stats(base_url),
+    }
+
+
+def model_stats(base_url: str) -> dict[str, float]:
+    """The model server's own count of replies and seconds per reply (mean, longest) so far."""
+    import httpx
+
+    return dict(httpx.get(f"{base_url}/stats", timeout=30).json())
 
 
 def _worker(url: str, env: dict[str, str], *, once: bool) -> subprocess.Popen[bytes]:
@@ -313,6 +333,8 @@ def main(argv: list[str] | None = None) -> int:
         rounds = _rounds(bench, args.runs, counts) if counts else []
         drain = drain_under_kills(bench, args.drain, args.kill_every) if args.drain else {}
         print(json.dumps(drain, default=str), flush=True)
+        served = model_stats(model_url)
+        print(json.dumps({"model_replies": served}), flush=True)
     finally:
         model.terminate()
         model.wait(timeout=30)
@@ -325,7 +347,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    result = {"model_latency": latency, "rounds": rounds, "drain": drain}
+    result = {"model_latency": latency, "model_replies": served, "rounds": rounds, "drain": drain}
     (out / "scale_out.json").write_text(json.dumps(result, default=str))
     return 0
 

@@ -11,7 +11,7 @@ import httpx
 
 from bench.scale_cpu import machine_busy_ms, process_cpu_ms
 from bench.scale_model import answer
-from bench.scale_out import model_latency, start_model
+from bench.scale_out import model_latency, model_stats, start_model
 
 
 def test_the_model_asks_to_ship_the_order_of_the_task() -> None:
@@ -53,6 +53,9 @@ def test_the_model_server_answers_concurrent_requests_on_kept_alive_connections(
         assert orders == [{"order": str(i)} for i in range(20)]
         assert all(r["usage"] for r in replies)
         assert model_latency(base_url, concurrent=4)["concurrent"] == 4
+        served = model_stats(base_url)  # counted inside the server: each took its delay
+        assert served["replies"] == 24
+        assert 0.01 <= served["mean_s"] <= served["max_s"]
         assert process_cpu_ms(proc.pid) > 0
     finally:
         proc.terminate()
