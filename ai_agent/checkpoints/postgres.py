@@ -49,6 +49,7 @@ from psycopg import AsyncCursor
 from psycopg.rows import DictRow, dict_row
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
+from ai_agent.checkpoints._pgpool import IdleCheck
 from ai_agent.checkpoints._serde import strict_serializer
 from ai_agent.checkpoints._sql import Session
 from ai_agent.checkpoints.fencing import LEASE_ROW_SQL, check_lease, lease_in
@@ -415,7 +416,7 @@ async def open_postgres_checkpointer(
         max_size=max_connections,
         open=False,
         kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row, **kwargs},
-        check=AsyncConnectionPool.check_connection,
+        check=IdleCheck().acheck,  # a ping per hand-out doubled the round trips of a run
         name="ai-agent-checkpoints",
     )
     await pool.open()
@@ -472,7 +473,7 @@ class PostgresDatabase:
             max_size=max_connections,
             open=False,
             kwargs=_connect_kwargs(url),
-            check=ConnectionPool.check_connection,
+            check=IdleCheck().check,
             name="ai-agent-run-store",
         )
         self._pool.open()

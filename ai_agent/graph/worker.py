@@ -361,11 +361,16 @@ class Worker:
 
     async def _candidates(self, free: int) -> list[PlanRecord]:
         store = self.agent.store
-        # Queued plans, oldest first, and claimed ones (each may have lost its worker: taking
-        # the lease tells). A few more than the free slots, since some will be busy elsewhere.
-        queued = await store.list_plans(status="queued", limit=free * 4 + len(self._running))
+        # First the claimed plans nobody works on (their worker died: a crash, a kill). After
+        # the queued ones they would wait until the queue ran dry, which under a steady queue
+        # is never. A claimed plan whose lease is live is another worker's run in progress:
+        # trying it would find it busy, again and again, at every pass of the loop.
         claimed = await store.list_plans(status="claimed", limit=None)
-        return [*queued, *claimed]
+        orphaned = [p for p in claimed if not await store.working(p["thread_id"])]
+        # Then queued plans, oldest first: a few more than the free slots, since some will be
+        # busy elsewhere.
+        queued = await store.list_plans(status="queued", limit=free * 4 + len(self._running))
+        return [*orphaned, *queued]
 
     async def _serve(self, plan: PlanRecord) -> PlanOutcome | None:
         thread_id = plan["thread_id"]

@@ -130,6 +130,34 @@ async def test_a_claimed_plan_whose_worker_died_is_reclaimed(make_agent: MakeAge
     assert after["attempts"] == 2 and len(log) == 1
 
 
+async def test_a_plan_whose_worker_died_is_served_before_the_queue(make_agent: MakeAgent) -> None:
+    agent = gated(make_agent, [])
+    waiting = await agent.run("note first")  # queued first: the older plan
+    await agent.submit_plan(waiting.thread_id, APPROVE)
+    orphan = await agent.run("note second")
+    plan = await agent.submit_plan(orphan.thread_id, APPROVE)
+    assert await agent.store.claim_plan(plan["id"], "dead-worker")  # and then it died
+    outcomes = await Worker(agent).run(once=True)
+    # Behind the queue it would wait until the queue ran dry, which under load is never.
+    assert [o.thread_id for o in outcomes] == [orphan.thread_id, waiting.thread_id]
+
+
+async def test_a_claimed_plan_another_worker_is_serving_is_left_alone(
+    make_agent: MakeAgent,
+) -> None:
+    agent = gated(make_agent, [])
+    paused = await agent.run("note it")
+    plan = await agent.submit_plan(paused.thread_id, APPROVE)
+    lease = await agent.store.acquire(paused.thread_id)  # a live worker took it and claimed it
+    assert await agent.store.claim_plan(plan["id"], "live-worker")
+    events: list[WorkerEvent] = []
+    assert await Worker(agent, on_event=events.append).run(once=True) == []
+    assert events == []  # not even tried: its lease says it is in progress
+    await agent.store.release(lease)
+    (after,) = await agent.list_plans()
+    assert (after["status"], after["attempts"]) == ("claimed", 1)
+
+
 async def test_several_plans_at_once(make_agent: MakeAgent) -> None:
     log: list[dict[str, Any]] = []
     agent = gated(make_agent, log)
