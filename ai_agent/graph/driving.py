@@ -73,6 +73,9 @@ class Runner(Protocol):
         ``plan``: a plan for the gate, or the answer to a node of the run's pipeline.
         """
 
+    async def record_outcome(self, thread_id: str, snapshot: StateSnapshot) -> RunResult:
+        """Write where a run stopped (status, answer, gate, summary) into its run row."""
+
     async def remember_rules(self, thread_id: str, command: Any) -> None:
         """Store the always-allow rules the plan being applied asks for (``always_allow``)."""
 

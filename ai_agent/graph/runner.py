@@ -482,6 +482,15 @@ class PipelineRunner:
                     thread_id, status="failed", error=f"{type(exc).__name__}"
                 )
             raise
+        return await self.record_outcome(thread_id, snapshot)
+
+    async def record_outcome(self, thread_id: str, snapshot: StateSnapshot) -> RunResult:
+        """Write where a run stopped (its status, answer, gate, summary) into its run row.
+
+        ``snapshot`` is the run's latest state, read after the graph stopped: at the end of a
+        run, or later by a worker that takes over a plan whose worker died after its run
+        stopped but before the row said so.
+        """
         result = result_of(thread_id, snapshot, self.policy.output)
         await self.store.update_run(
             thread_id,

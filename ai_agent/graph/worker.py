@@ -189,6 +189,9 @@ class PlanQueue:
             reclaim = plan["status"] == "claimed"
             if not await store.claim_plan(plan["id"], worker, reclaim=reclaim):
                 return None
+            if reclaim and await self._stopped_since(plan):
+                handed_over = True
+                return await self._settle(runner, plan, lease, started)
             try:
                 command = await self._plan_input(runner, plan, reclaimed=reclaim)
             except PlanRefusedError as exc:  # not from a reader of the report: the run waits
@@ -203,6 +206,55 @@ class PlanQueue:
         finally:
             if not handed_over:
                 await store.release(lease)
+
+    async def _stopped_since(self, plan: PlanRecord) -> bool:
+        """Whether a reclaimed plan's worker applied it and its run stopped before the row said.
+
+        The worker that claimed it marks the run row "running" as it applies the plan, and
+        writes where the run stopped (and the plan's outcome) when it does. Killed between the
+        two, it leaves a stopped run (finished, or waiting at a later gate than the plan's)
+        whose row still says running: applying the plan again would fail ("nothing to resume",
+        or a stale gate) and leave the row wrong. A run whose row says anything else was not
+        left half-recorded by this plan's worker, and is served as before.
+        """
+        record = await self.database.store.get_run(plan["thread_id"])
+        if record is None or record["status"] != "running":
+            return False
+        async with self.database.graph() as graph:
+            snapshot = await graph.aget_state(config_for(plan["thread_id"]))
+        if not snapshot.next:  # it finished: completed, failed or cancelled
+            return True
+        gate = plan["gate_checkpoint_id"]
+        return bool(snapshot.interrupts) and gate is not None and _checkpoint_id(snapshot) != gate
+
+    async def _settle(
+        self, runner: Runner, plan: PlanRecord, lease: Lease, started: float
+    ) -> PlanOutcome:
+        """Record what the dead worker could not: where the run stopped, and the plan as done."""
+        thread_id, store = plan["thread_id"], self.database.store
+        async with runner.holding(lease):
+            async with self.database.graph() as graph:
+                snapshot = await graph.aget_state(config_for(thread_id))
+            result = await runner.record_outcome(thread_id, snapshot)
+            await store.finish_plan(
+                plan["id"], status="done", outcome=result.status, error=result.error
+            )
+        log.info(
+            "plan %d for run %s: its worker applied it and died before recording it; recorded "
+            "now (the run is %s)",
+            plan["id"],
+            thread_id,
+            result.status,
+            fields={"event": "plan_settled", "plan": plan["id"], "thread_id": thread_id},
+        )
+        return PlanOutcome(
+            plan["id"],
+            thread_id,
+            "done",
+            run_status=result.status,
+            error=result.error,
+            seconds=_since(started),
+        )
 
     async def _refuse(self, plan: PlanRecord, reason: str, started: float) -> PlanOutcome:
         """Record and log a plan that is not applied because of its gate token."""

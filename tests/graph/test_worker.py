@@ -16,6 +16,7 @@ import pytest
 
 from ai_agent import ToolCategory
 from ai_agent.checkpoints import RunStore
+from ai_agent.checkpoints.plans import PlanRecord
 from ai_agent.errors import (
     InvalidPlanError,
     NothingPendingError,
@@ -128,6 +129,73 @@ async def test_a_claimed_plan_whose_worker_died_is_reclaimed(make_agent: MakeAge
     assert (outcome.status, outcome.run_status) == ("done", "completed")
     (after,) = await agent.list_plans()
     assert after["attempts"] == 2 and len(log) == 1
+
+
+async def _applied_then_died(agent: Agent, plan: PlanRecord) -> None:
+    """What a worker killed after its run stopped leaves: the plan claimed, the row "running"."""
+    assert await agent.store.claim_plan(plan["id"], "dead-worker")
+    await agent.resume(plan["thread_id"], APPROVE)  # the dead worker's application of it
+    await agent.store.update_run(plan["thread_id"], status="running")  # what it had written
+
+
+async def test_a_plan_applied_by_a_worker_that_died_before_recording_it_is_recorded(
+    make_agent: MakeAgent,
+) -> None:
+    log: list[dict[str, Any]] = []
+    agent = gated(make_agent, log)
+    paused = await agent.run("note it")
+    plan = await agent.submit_plan(paused.thread_id, APPROVE)
+    await _applied_then_died(agent, plan)
+    assert len(log) == 1
+
+    (outcome,) = await Worker(agent).run(once=True)
+
+    assert (outcome.status, outcome.run_status, outcome.error) == ("done", "completed", None)
+    assert len(log) == 1  # recorded, not run again
+    (after,) = await agent.list_plans()
+    assert (after["status"], after["outcome"], after["attempts"]) == ("done", "completed", 2)
+    record = await agent.store.get_run(paused.thread_id)
+    assert record is not None
+    assert (record["status"], record["final_text"]) == ("completed", "noted")
+
+
+async def test_a_plan_applied_before_its_run_paused_again_is_recorded_with_the_new_gate(
+    make_agent: MakeAgent,
+) -> None:
+    log: list[dict[str, Any]] = []
+    tool = recorder(log, category=ToolCategory.MODIFICATION)
+    script = [call("note", text="a"), call("note", text="b"), text("noted twice")]
+    agent = make_agent(script, tools=[tool])
+    paused = await agent.run("note two things")
+    plan = await agent.submit_plan(paused.thread_id, APPROVE)
+    await _applied_then_died(agent, plan)  # the first note ran; the second waits at a new gate
+
+    (outcome,) = await Worker(agent).run(once=True)
+
+    assert (outcome.status, outcome.run_status) == ("done", "paused")
+    assert [entry["args"]["text"] for entry in log] == ["a"]
+    record = await agent.store.get_run(paused.thread_id)
+    assert record is not None and record["status"] == "paused"
+    assert record["gate"] is not None  # the new gate's report, for the inbox
+    # The second gate is answered as any other: a new plan, served by a worker.
+    await agent.submit_plan(paused.thread_id, APPROVE)
+    outcomes = await Worker(agent).run(once=True)
+    assert [o.run_status for o in outcomes] == ["completed"]
+    assert [entry["args"]["text"] for entry in log] == ["a", "b"]
+
+
+async def test_a_reclaimed_plan_whose_run_was_recorded_by_someone_else_is_not_settled(
+    make_agent: MakeAgent,
+) -> None:
+    agent = gated(make_agent, [])
+    paused = await agent.run("note it")
+    plan = await agent.submit_plan(paused.thread_id, APPROVE)
+    assert await agent.store.claim_plan(plan["id"], "dead-worker")  # died before applying it
+    await agent.resume(paused.thread_id, APPROVE)  # a person resumed it by hand meanwhile
+
+    (outcome,) = await Worker(agent).run(once=True)
+
+    assert outcome.status == "failed" and "nothing to resume" in (outcome.error or "")
 
 
 async def test_a_plan_whose_worker_died_is_served_before_the_queue(make_agent: MakeAgent) -> None:
