@@ -7,7 +7,9 @@ interpreter, so its memory is its own), start-up (fresh interpreters), the comma
 read-only commands on a store of 1,000 runs (``bench.cli_reads``), spawning subagents (a
 fresh interpreter), the console's pages on a store of 10,000 runs (``bench.console``) and the
 same tasks through ai-agent and LangGraph's ``create_react_agent`` on the real local model
-(``bench.peers``, in a fresh interpreter; ``--skip peers`` leaves it out). The
+(``bench.peers``, in a fresh interpreter; ``--skip peers`` leaves it out), and workers on
+PostgreSQL: throughput with 1 to 8 workers and a drain under SIGKILL (``bench.scale_out``;
+``--skip scale-out``). The
 no-checkpointer, null-saver and delta runs are repeated, interleaved.
 Every round does the very same work cycle by cycle (a scripted model, one deterministic tool),
 so the time figures take, for each cycle, its fastest time over the rounds: what other
@@ -41,6 +43,7 @@ from bench.peers import measure_peers
 from bench.pipeline import PAYLOAD_BYTES, PipelineRun, run_pipeline
 from bench.plain_section import measure_plain
 from bench.report import markdown, plot, table, write_json
+from bench.scale_section import measure_scale_out
 from bench.spec_figures import measure_agent_memory, measure_serialization, spec_figures
 from bench.startup import measure_startup
 from bench.tokens import measure_tokens
@@ -491,7 +494,8 @@ def _parse(argv: list[str] | None) -> tuple[argparse.Namespace, Plan]:
     parser.add_argument(
         "--skip",
         default="",
-        help="comma-separated sections to leave out: peers (the real local model, minutes)",
+        help="comma-separated sections to leave out: peers (the real local model, minutes), "
+        "scale-out (PostgreSQL workers, minutes)",
     )
     args = parser.parse_args(argv)
     plan = QUICK if args.quick else FULL
@@ -537,6 +541,12 @@ def main(argv: list[str] | None = None) -> int:
             )
             peers, more_meta["peers"] = measure_peers(work, 4 if args.quick else 0)
             figures += peers
+        if "scale-out" not in skipped:
+            print("  scale-out: workers on PostgreSQL, and a drain under SIGKILL", flush=True)
+            scale, more_meta["scale_out"] = measure_scale_out(
+                work, *((40, "1,2,4", 40) if args.quick else (400, "1,2,4,8", 1000))
+            )
+            figures += scale
         seconds = time.perf_counter() - started
         print()
         print(table(figures))
