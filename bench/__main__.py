@@ -555,6 +555,7 @@ def main(argv: list[str] | None = None) -> int:
             "plan": plan.__dict__,
             "seconds": seconds,
             "pipeline_runs": runs,
+            "reads": reads,
             "plain_runs": plain_runs,
             "tools": tools,
             "tokens": tokens,
