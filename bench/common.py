@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import os
 import statistics
+import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
-__all__ = ["Figure", "Stopwatch", "median", "subprocess_env"]
+__all__ = ["Figure", "Stopwatch", "child_section", "median", "subprocess_env"]
 
 
 @dataclass(slots=True)
@@ -80,3 +83,35 @@ def subprocess_env() -> dict[str, str]:
     env = dict(os.environ)
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     return env
+
+
+def child_section(
+    command: list[str], report: Path, section: str, name: str, target: str
+) -> tuple[dict[str, Any] | None, list[Figure], dict[str, Any]]:
+    """Run a section in a fresh interpreter and read the JSON report it writes.
+
+    A section that cannot run here (no local model, no PostgreSQL server programs) is reported
+    as one figure "not measured", with the reason from its last line of stderr, rather than
+    failing the whole suite. Returns the report (None then), and that figure and its meta.
+    """
+    done = subprocess.run(
+        command, check=False, capture_output=True, text=True, env=subprocess_env()
+    )
+    if done.returncode == 0 and report.exists():
+        loaded: dict[str, Any] = json.loads(report.read_text())
+        return loaded, [], {}
+    reason = (done.stderr.strip().splitlines() or ["no output"])[-1][:200]
+    missed = Figure(
+        section,
+        name,
+        float("nan"),
+        "",
+        None,
+        "",
+        None,
+        "-",
+        target,
+        False,
+        f"not measured: {reason}",
+    )
+    return None, [missed], {"error": reason}

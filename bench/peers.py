@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import subprocess
 import sys
 import tempfile
 import time
@@ -32,7 +31,7 @@ from typing import Any
 
 import httpx
 
-from bench.common import Figure, subprocess_env
+from bench.common import Figure, child_section
 
 __all__ = [
     "TASKS",
@@ -433,27 +432,11 @@ def measure_peers(
     command = [python, "-m", "bench.peers", "--out", str(out)]
     if tasks:
         command += ["--tasks", str(tasks)]
-    done = subprocess.run(
-        command, check=False, capture_output=True, text=True, env=subprocess_env()
+    report, missed, meta = child_section(
+        command, out / "peers.json", "peers", "tokens against create_react_agent", "<= 0.8"
     )
-    report_path = out / "peers.json"
-    if done.returncode != 0 or not report_path.exists():
-        reason = (done.stderr.strip().splitlines() or ["no output"])[-1][:200]
-        missed = Figure(
-            "peers",
-            "tokens against create_react_agent",
-            float("nan"),
-            "",
-            None,
-            "",
-            None,
-            "-",
-            "<= 0.8",
-            False,
-            f"not measured: {reason}",
-        )
-        return [missed], {"error": reason}
-    report: dict[str, Any] = json.loads(report_path.read_text())
+    if report is None:
+        return missed, meta
     return peer_figures(report), report
 
 

@@ -8,13 +8,11 @@ measured, with the reason, rather than failing the whole suite.
 
 from __future__ import annotations
 
-import json
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
-from bench.common import Figure, subprocess_env
+from bench.common import Figure, child_section
 
 __all__ = ["measure_scale_out", "scale_figures"]
 
@@ -78,25 +76,13 @@ def measure_scale_out(
     out = work / "scale"
     command = [python, "-m", "bench.scale_out", "--runs", str(runs), "--workers", workers]
     command += ["--drain", str(drain), "--out", str(out)]
-    done = subprocess.run(
-        command, check=False, capture_output=True, text=True, env=subprocess_env()
+    report, missed, meta = child_section(
+        command,
+        out / "scale_out.json",
+        "scale-out",
+        "throughput, 4 workers on PostgreSQL",
+        f">= {TARGET_SPEEDUP}",
     )
-    path = out / "scale_out.json"
-    if done.returncode != 0 or not path.exists():
-        reason = (done.stderr.strip().splitlines() or ["no output"])[-1][:200]
-        missed = Figure(
-            "scale-out",
-            "throughput, 4 workers on PostgreSQL",
-            float("nan"),
-            "",
-            None,
-            "",
-            None,
-            "-",
-            f">= {TARGET_SPEEDUP}",
-            False,
-            f"not measured: {reason}",
-        )
-        return [missed], {"error": reason}
-    report: dict[str, Any] = json.loads(path.read_text())
+    if report is None:
+        return missed, meta
     return scale_figures(report), report

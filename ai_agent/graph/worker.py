@@ -247,14 +247,7 @@ class PlanQueue:
             result.status,
             fields={"event": "plan_settled", "plan": plan["id"], "thread_id": thread_id},
         )
-        return PlanOutcome(
-            plan["id"],
-            thread_id,
-            "done",
-            run_status=result.status,
-            error=result.error,
-            seconds=_since(started),
-        )
+        return _done(plan, result, started)
 
     async def _refuse(self, plan: PlanRecord, reason: str, started: float) -> PlanOutcome:
         """Record and log a plan that is not applied because of its gate token."""
@@ -315,14 +308,19 @@ class PlanQueue:
             await store.finish_plan(
                 plan["id"], status="done", outcome=result.status, error=result.error
             )
-        return PlanOutcome(
-            plan["id"],
-            thread_id,
-            "done",
-            run_status=result.status,
-            error=result.error,
-            seconds=_since(started),
-        )
+        return _done(plan, result, started)
+
+
+def _done(plan: PlanRecord, result: RunResult, started: float) -> PlanOutcome:
+    """The outcome of a plan applied: where its run stopped."""
+    return PlanOutcome(
+        plan["id"],
+        plan["thread_id"],
+        "done",
+        run_status=result.status,
+        error=result.error,
+        seconds=_since(started),
+    )
 
 
 def _since(started: float) -> float:
