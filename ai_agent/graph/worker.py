@@ -189,9 +189,10 @@ class PlanQueue:
             reclaim = plan["status"] == "claimed"
             if not await store.claim_plan(plan["id"], worker, reclaim=reclaim):
                 return None
-            if reclaim and await self._stopped_since(plan):
+            stopped = await self._stopped_since(plan) if reclaim else None
+            if stopped is not None:
                 handed_over = True
-                return await self._settle(runner, plan, lease, started)
+                return await self._settle(runner, plan, stopped, lease, started)
             try:
                 command = await self._plan_input(runner, plan, reclaimed=reclaim)
             except PlanRefusedError as exc:  # not from a reader of the report: the run waits
@@ -207,34 +208,38 @@ class PlanQueue:
             if not handed_over:
                 await store.release(lease)
 
-    async def _stopped_since(self, plan: PlanRecord) -> bool:
-        """Whether a reclaimed plan's worker applied it and its run stopped before the row said.
+    async def _stopped_since(self, plan: PlanRecord) -> StateSnapshot | None:
+        """The run's state, if a reclaimed plan's worker applied it and the run stopped since.
 
         The worker that claimed it marks the run row "running" as it applies the plan, and
         writes where the run stopped (and the plan's outcome) when it does. Killed between the
         two, it leaves a stopped run (finished, or waiting at a later gate than the plan's)
         whose row still says running: applying the plan again would fail ("nothing to resume",
         or a stale gate) and leave the row wrong. A run whose row says anything else was not
-        left half-recorded by this plan's worker, and is served as before.
+        left half-recorded by this plan's worker, and is served as before (None). The lease is
+        held, so the state read here is still the run's when it is recorded.
         """
         record = await self.database.store.get_run(plan["thread_id"])
         if record is None or record["status"] != "running":
-            return False
+            return None
         async with self.database.graph() as graph:
             snapshot = await graph.aget_state(config_for(plan["thread_id"]))
-        if not snapshot.next:  # it finished: completed, failed or cancelled
-            return True
         gate = plan["gate_checkpoint_id"]
-        return bool(snapshot.interrupts) and gate is not None and _checkpoint_id(snapshot) != gate
+        finished = not snapshot.next  # completed, failed or cancelled
+        paused_later = snapshot.interrupts and gate is not None and _checkpoint_id(snapshot) != gate
+        return snapshot if finished or paused_later else None
 
     async def _settle(
-        self, runner: Runner, plan: PlanRecord, lease: Lease, started: float
+        self,
+        runner: Runner,
+        plan: PlanRecord,
+        snapshot: StateSnapshot,
+        lease: Lease,
+        started: float,
     ) -> PlanOutcome:
         """Record what the dead worker could not: where the run stopped, and the plan as done."""
         thread_id, store = plan["thread_id"], self.database.store
         async with runner.holding(lease):
-            async with self.database.graph() as graph:
-                snapshot = await graph.aget_state(config_for(thread_id))
             result = await runner.record_outcome(thread_id, snapshot)
             await store.finish_plan(
                 plan["id"], status="done", outcome=result.status, error=result.error
