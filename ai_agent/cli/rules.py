@@ -9,10 +9,11 @@ revoke ID`` ends one: from then on the gate asks again.
 from __future__ import annotations
 
 import argparse
+import contextlib
 from datetime import UTC, datetime
 from typing import Any
 
-from ai_agent.cli._common import Parents, UsageError, archive_of, run_listing
+from ai_agent.cli._common import Parents, UsageError, archive_of, run_closing, run_listing
 from ai_agent.cli._printing import format_table, print_json
 
 __all__ = ["add_commands"]
@@ -82,7 +83,8 @@ def _revoke(args: argparse.Namespace) -> int:
 
     archive = archive_of(args, listing=True)
     try:
-        rule = run_listing(archive, lambda: archive.store.revoke_rule(args.rule))
+        # A write: not through `run_listing`, which may run its read a second time.
+        rule = run_closing(contextlib.aclosing(archive), archive.store.revoke_rule(args.rule))
     except RunError as exc:
         raise UsageError(str(exc)) from None
     if args.json:
