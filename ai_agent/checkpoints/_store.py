@@ -39,7 +39,12 @@ from typing import TYPE_CHECKING, Any
 from ai_agent.checkpoints import _texts
 from ai_agent.checkpoints._schema import create_or_migrate
 from ai_agent.checkpoints._skeleton import Ref, Skeleton
-from ai_agent.checkpoints._sqlite import full_disk_raises
+from ai_agent.checkpoints._sqlite import (
+    BUSY_TIMEOUT_SECONDS,
+    enter_wal,
+    full_disk_raises,
+    is_busy,
+)
 from ai_agent.checkpoints.fencing import LEASE_ROW_SQL, check_lease
 from ai_agent.errors import StoreError
 
@@ -60,8 +65,6 @@ __all__ = [
     "thread_of",
     "tuple_config",
 ]
-
-BUSY_TIMEOUT_SECONDS = 30
 
 REUSE_MAX_BYTES = 4096
 """Full values up to this size stay serialized in the cache, so an unchanged one is reused."""
@@ -496,7 +499,7 @@ def _connect(path: str) -> sqlite3.Connection:
         if conn.execute("PRAGMA page_count").fetchone()[0] == 0:
             # Only possible before the first table exists: lets a prune shrink the file.
             conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
-        conn.execute("PRAGMA journal_mode = WAL")
+        enter_wal(conn, within=BUSY_TIMEOUT_SECONDS)
         # WAL + NORMAL: a commit is in the WAL before it returns, so it survives a crash of this
         # process, and commits stay in order; only an OS crash or power cut can lose the newest
         # ones. FULL would add an fsync to every step (about 3.5 ms on this kind of disk).
@@ -505,6 +508,11 @@ def _connect(path: str) -> sqlite3.Connection:
             create_or_migrate(conn, where=path)
     except sqlite3.DatabaseError as exc:
         conn.close()
+        if is_busy(exc):
+            raise StoreError(
+                f"cannot open the checkpoint database at {path}: another process has held it "
+                f"locked for over {BUSY_TIMEOUT_SECONDS} s; try again when it is done"
+            ) from None
         raise StoreError(
             f"{path} is not a usable checkpoint database ({exc}); point --db at another file"
         ) from None

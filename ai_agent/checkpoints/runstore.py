@@ -38,7 +38,12 @@ from typing import TYPE_CHECKING, Any, Literal, TypedDict, cast
 
 from ai_agent.checkpoints._rows import corrupt_row, stored_json
 from ai_agent.checkpoints._sql import Session, page, threaded
-from ai_agent.checkpoints._sqlite import SqliteDatabase, full_disk_raises
+from ai_agent.checkpoints._sqlite import (
+    BUSY_TIMEOUT_SECONDS,
+    SqliteDatabase,
+    full_disk_raises,
+    is_busy,
+)
 from ai_agent.checkpoints.fencing import lease_lost
 from ai_agent.checkpoints.plans import PlanQueue
 from ai_agent.checkpoints.recorded import RecordedCalls
@@ -521,10 +526,13 @@ class RunStore(SqlRunStore):
                 db = SqliteDatabase(self.path)
                 self.migrated_from = ensure_schema(db.conn, self.path)
         except sqlite3.DatabaseError as exc:
-            raise StoreError(
-                f"cannot open the run store at {self.path}: {exc}. "
-                "Is it a SQLite database written by ai-agent?"
-            ) from None
+            hint = (
+                f"another process has held it locked for over {BUSY_TIMEOUT_SECONDS} s; "
+                "try again when it is done"
+                if is_busy(exc)
+                else "Is it a SQLite database written by ai-agent?"
+            )
+            raise StoreError(f"cannot open the run store at {self.path}: {exc}. {hint}") from None
         self._db = db
 
 

@@ -55,12 +55,18 @@ def database(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _loaded_by(argv: list[str]) -> tuple[int, str, list[str]]:
-    """Run the command in a fresh interpreter: its exit code, its output, the modules loaded."""
+    """Run the command in a fresh interpreter: its exit code, its output, the modules it loaded.
+
+    Only what the command loaded counts: under `pytest --cov` coverage starts in the child before
+    the command (it reads its settings with tomllib, and imports inspect, socket, subprocess...),
+    and those are not the command's.
+    """
     script = (
         "import sys\n"
+        "before = set(sys.modules)\n"
         "from ai_agent.cli import main\n"
         f"code = main({argv!r})\n"
-        "print('\\n=modules=', *sys.modules, sep='\\n')\n"
+        "print('\\n=modules=', *(m for m in sys.modules if m not in before), sep='\\n')\n"
         "sys.exit(code)\n"
     )
     done = subprocess.run(

@@ -1,0 +1,92 @@
+"""Opening a database another connection is writing: the switch to WAL waits for it.
+
+SQLite answers a change of journal mode with "database is locked" at once, without the busy
+timeout, when another connection holds a write lock on the file: what two processes starting
+their first run on one new database at once run into (tests/graph/test_crash.py races that for
+real). Here the lock is held on purpose, by a second connection in this process.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ai_agent.checkpoints import _sqlite, _store, runstore
+from ai_agent.checkpoints.delta import DeltaSaver
+from ai_agent.checkpoints.runstore import RunStore
+from ai_agent.errors import StoreError
+
+OPENERS: dict[str, Callable[[Path], Any]] = {"run store": RunStore, "saver": DeltaSaver}
+
+
+@contextmanager
+def written_by_another(path: Path, for_seconds: float) -> Iterator[None]:
+    """A rollback-journal file whose write lock another connection holds for a while."""
+    holder = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    holder.execute("CREATE TABLE other (x)")  # a file in rollback mode, as a first open finds it
+    holder.execute("BEGIN IMMEDIATE")
+    release = threading.Timer(for_seconds, lambda: holder.execute("COMMIT"))
+    release.start()
+    try:
+        yield
+    finally:
+        release.cancel()
+        if holder.in_transaction:
+            holder.execute("COMMIT")
+        holder.close()
+
+
+def journal_mode(path: Path) -> str:
+    with sqlite3.connect(path) as conn:
+        return str(conn.execute("PRAGMA journal_mode").fetchone()[0])
+
+
+def test_sqlite_fails_the_switch_at_once_without_the_wait(tmp_path: Path) -> None:
+    # What the wait is for: without it the switch fails at once, busy timeout or not.
+    path = tmp_path / "bare.sqlite"
+    with (
+        written_by_another(path, for_seconds=5),
+        pytest.raises(sqlite3.OperationalError, match="locked") as raised,
+    ):
+        sqlite3.connect(path, timeout=5, isolation_level=None).execute("PRAGMA journal_mode=WAL")
+    assert _sqlite.is_busy(raised.value)
+
+
+@pytest.mark.parametrize("opener", list(OPENERS), ids=str)
+def test_a_database_being_written_opens_once_the_writer_commits(
+    tmp_path: Path, opener: str
+) -> None:
+    path = tmp_path / "c.sqlite"
+    with written_by_another(path, for_seconds=0.3):
+        opened = OPENERS[opener](path)
+    opened.close()
+    assert journal_mode(path) == "wal"
+    with sqlite3.connect(path) as conn:  # the other connection's table is kept
+        assert conn.execute("SELECT count(*) FROM other").fetchone() == (0,)
+
+
+@pytest.mark.parametrize("opener", list(OPENERS), ids=str)
+def test_a_lock_held_past_the_busy_timeout_is_a_clear_error(
+    tmp_path: Path, opener: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for module in (_sqlite, _store, runstore):
+        monkeypatch.setattr(module, "BUSY_TIMEOUT_SECONDS", 0.2)
+    path = tmp_path / "c.sqlite"
+    with (
+        written_by_another(path, for_seconds=3),
+        pytest.raises(StoreError, match=r"another process has held it locked for over 0.2 s"),
+    ):
+        OPENERS[opener](path)
+
+
+def test_other_errors_of_the_switch_are_not_retried(tmp_path: Path) -> None:
+    conn = sqlite3.connect(tmp_path / "c.sqlite", isolation_level=None)
+    conn.close()
+    with pytest.raises(sqlite3.ProgrammingError):  # a closed connection: raised as it is
+        _sqlite.enter_wal(conn, within=5)
