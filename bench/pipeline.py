@@ -52,6 +52,7 @@ from ai_agent.graph.build import build_graph, recursion_limit
 from ai_agent.state import Message, RunState, ToolCall, ToolResult, new_run_state
 from ai_agent.tools.registry import ToolRegistry
 from ai_agent.tools.spec import ToolCategory, ToolSpec
+from bench.common import GcPauses
 
 __all__ = ["PAYLOAD_BYTES", "PipelineRun", "read_latest", "run_pipeline"]
 
@@ -248,19 +249,26 @@ async def run_pipeline(kind: str, cycles: int, path: Path, sample: int) -> Pipel
     return result
 
 
-async def read_latest(kind: str, path: Path, repeat: int = 3) -> tuple[list[float], int]:
+async def read_latest(
+    kind: str, path: Path, repeat: int = 7
+) -> tuple[list[float], int, list[float]]:
     """Seconds to read the latest state with a freshly opened checkpointer (what a resume does).
 
-    Returns the timings and how many messages the state had (a check that it read everything).
+    Returns the timings, how many messages the state had (a check that it read everything),
+    and the seconds of each read spent in a full garbage collection (`GcPauses`: where one
+    lands is not the saver's doing; the median of seven reads is not moved by one).
     """
     timings: list[float] = []
+    pauses: list[float] = []
     messages = 0
     config: RunnableConfig = {"configurable": {"thread_id": "bench"}}
     for _ in range(repeat):
         async with open_saver(kind, path) as saver:
             graph = build_graph(saver)
-            started = time.perf_counter()
-            snapshot = await graph.aget_state(config)
-            timings.append(time.perf_counter() - started)
+            with GcPauses() as gc_pauses:
+                started = time.perf_counter()
+                snapshot = await graph.aget_state(config)
+                timings.append(time.perf_counter() - started)
+            pauses.append(gc_pauses.seconds)
             messages = len(snapshot.values["messages"])
-    return timings, messages
+    return timings, messages, pauses
