@@ -9,12 +9,67 @@ from __future__ import annotations
 import re
 import sqlite3
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+from ai_agent.checkpoints._sqlite import BUSY_TIMEOUT_SECONDS, enter_wal, is_busy
+from ai_agent.errors import StoreError
 
 __all__ = ["SqliteMemory"]
 
 _WORD = re.compile(r"\w{2,}", re.UNICODE)
+
+_COLUMNS = ("thread_id", "task", "final_text", "status", "finished_at")
+
+# The schema sqlite-utils' ``create`` and ``enable_fts(create_triggers=True)`` made (files
+# written before stay as they are), created only where missing.
+_SCHEMA = (
+    'CREATE TABLE IF NOT EXISTS "memories" (\n   "thread_id" TEXT PRIMARY KEY,\n   "task" TEXT,\n'
+    '   "final_text" TEXT,\n   "status" TEXT,\n   "finished_at" REAL\n)',
+    'CREATE VIRTUAL TABLE IF NOT EXISTS "memories_fts" USING FTS5 (\n    "task", "final_text",\n'
+    '    content="memories"\n)',
+    'CREATE TRIGGER IF NOT EXISTS "memories_ai" AFTER INSERT ON "memories" BEGIN\n'
+    '  INSERT INTO "memories_fts" (rowid, "task", "final_text") '
+    'VALUES (new.rowid, new."task", new."final_text");\nEND',
+    'CREATE TRIGGER IF NOT EXISTS "memories_ad" AFTER DELETE ON "memories" BEGIN\n'
+    '  INSERT INTO "memories_fts" ("memories_fts", rowid, "task", "final_text") '
+    'VALUES(\'delete\', old.rowid, old."task", old."final_text");\nEND',
+    'CREATE TRIGGER IF NOT EXISTS "memories_au" AFTER UPDATE ON "memories" BEGIN\n'
+    '  INSERT INTO "memories_fts" ("memories_fts", rowid, "task", "final_text") '
+    'VALUES(\'delete\', old.rowid, old."task", old."final_text");\n'
+    '  INSERT INTO "memories_fts" (rowid, "task", "final_text") '
+    'VALUES (new.rowid, new."task", new."final_text");\nEND',
+)
+
+_UPSERT = (
+    'INSERT INTO "memories" (thread_id, task, final_text, status, finished_at) '
+    "VALUES (?, ?, ?, ?, ?) ON CONFLICT (thread_id) DO UPDATE SET task = excluded.task, "
+    "final_text = excluded.final_text, status = excluded.status, "
+    "finished_at = excluded.finished_at"
+)
+
+
+def _create_schema(conn: sqlite3.Connection) -> None:
+    """The memory's tables, created where missing, in WAL mode."""
+    # Workers running at once share the file: in WAL mode a search does not wait for an add,
+    # and the switch waits out another process opening the new file (`enter_wal`).
+    enter_wal(conn, within=BUSY_TIMEOUT_SECONDS)
+    # The tables in one write transaction, each only if missing: processes opening a new file
+    # at once create them once (sqlite-utils' check-then-create raced: "database is locked" or
+    # "already exists" for 22 of 160 opens, four processes at a time).
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        indexed = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'memories_fts'").fetchone()
+        for statement in _SCHEMA:
+            conn.execute(statement)
+        if indexed is None:  # rows stored before the index existed are indexed too
+            conn.execute('INSERT INTO "memories_fts" ("memories_fts") VALUES (\'rebuild\')')
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
 
 
 class SqliteMemory:
@@ -29,35 +84,30 @@ class SqliteMemory:
     """
 
     def __init__(self, path: str | Path) -> None:
-        if str(path) != ":memory:":
+        self.path = str(path)
+        if self.path != ":memory:":
             Path(path).parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(str(path), timeout=30, check_same_thread=False)
+        conn = sqlite3.connect(
+            self.path, timeout=BUSY_TIMEOUT_SECONDS, check_same_thread=False, isolation_level=None
+        )
+        try:
+            with self._errors():
+                _create_schema(conn)
+        except BaseException:
+            conn.close()
+            raise
         import sqlite_utils  # on first use: importing it costs more than the rest of ai_agent
 
         self.db = sqlite_utils.Database(conn)
         self._lock = threading.Lock()
-        table = self.db.table("memories")
-        if not table.exists():
-            table.create(
-                {
-                    "thread_id": str,
-                    "task": str,
-                    "final_text": str,
-                    "status": str,
-                    "finished_at": float,
-                },
-                pk="thread_id",
-            )
-            table.enable_fts(["task", "final_text"], create_triggers=True)
-        self._table = table
+        self._table = self.db.table("memories")
 
     def add(self, record: dict[str, Any]) -> None:
         """Store (or replace) one finished run."""
-        row = {
-            k: record.get(k) for k in ("thread_id", "task", "final_text", "status", "finished_at")
-        }
-        with self._lock:
-            self._table.upsert(row, pk="thread_id")
+        row = [record.get(k) for k in _COLUMNS]
+        with self._lock, self._errors():
+            # One statement, so one write transaction: the FTS triggers run inside it.
+            self.db.conn.execute(_UPSERT, row)
 
     def search(self, query: str, limit: int = 5) -> list[dict[str, Any]]:
         """The runs that best match any word of ``query``, best first."""
@@ -65,9 +115,26 @@ class SqliteMemory:
         if not words:
             return []
         fts = " OR ".join('"' + w.replace('"', "") + '"' for w in words)
-        with self._lock:
+        with self._lock, self._errors():
             rows = list(self._table.search(fts, limit=limit))
         return [{k: r[k] for k in ("thread_id", "task", "final_text", "status")} for r in rows]
+
+    @contextmanager
+    def _errors(self) -> Iterator[None]:
+        """SQLite's errors as a StoreError that names the file and says what to do."""
+        try:
+            yield
+        except sqlite3.DatabaseError as exc:
+            if is_busy(exc):
+                hint = (
+                    f"another process has held it locked for over {BUSY_TIMEOUT_SECONDS} s; "
+                    "try again when it is done"
+                )
+            else:
+                hint = "it is not a memory ai-agent wrote: move it aside to start a new one"
+            raise StoreError(
+                f"cannot use the SQLite memory at {self.path} ({exc}): {hint}"
+            ) from None
 
     def close(self) -> None:
         """Close the database."""

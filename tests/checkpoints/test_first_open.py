@@ -17,12 +17,17 @@ from typing import Any
 
 import pytest
 
-from ai_agent.checkpoints import _sqlite, _store, runstore
+from ai_agent.checkpoints import _sqlite, _store, memory, runstore
 from ai_agent.checkpoints.delta import DeltaSaver
+from ai_agent.checkpoints.memory import SqliteMemory
 from ai_agent.checkpoints.runstore import RunStore
 from ai_agent.errors import StoreError
 
-OPENERS: dict[str, Callable[[Path], Any]] = {"run store": RunStore, "saver": DeltaSaver}
+OPENERS: dict[str, Callable[[Path], Any]] = {
+    "run store": RunStore,
+    "saver": DeltaSaver,
+    "memory": SqliteMemory,
+}
 
 
 @contextmanager
@@ -75,7 +80,7 @@ def test_a_database_being_written_opens_once_the_writer_commits(
 def test_a_lock_held_past_the_busy_timeout_is_a_clear_error(
     tmp_path: Path, opener: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for module in (_sqlite, _store, runstore):
+    for module in (_sqlite, _store, runstore, memory):
         monkeypatch.setattr(module, "BUSY_TIMEOUT_SECONDS", 0.2)
     path = tmp_path / "c.sqlite"
     with (

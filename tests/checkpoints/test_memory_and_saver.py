@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import decimal
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -54,3 +55,25 @@ def test_open_checkpointer_rejects_a_non_database(tmp_path: Path) -> None:
 
     with pytest.raises(StoreError, match="is not a usable checkpoint database"):
         asyncio.run(open_it())
+
+
+def test_a_memory_file_that_is_not_a_database_is_a_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "memory.sqlite"
+    path.write_text("notes, not a database\n" * 100)
+    with pytest.raises(StoreError, match=r"memory\.sqlite .*move it aside to start a new one"):
+        SqliteMemory(path)
+    assert path.read_text().startswith("notes, not a database")  # left as it was
+
+
+def test_a_memory_table_of_another_shape_is_a_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "memory.sqlite"
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE memories (thread_id TEXT PRIMARY KEY, body TEXT)")
+        conn.execute("INSERT INTO memories VALUES ('t1', 'kept')")
+    with pytest.raises(StoreError, match=r"memory\.sqlite .*not a memory ai-agent wrote"):
+        SqliteMemory(path)
+    with sqlite3.connect(path) as conn:  # nothing was changed: no index, no triggers
+        assert conn.execute("SELECT name FROM sqlite_master WHERE type != 'index'").fetchall() == [
+            ("memories",)
+        ]
+        assert conn.execute("SELECT * FROM memories").fetchall() == [("t1", "kept")]
