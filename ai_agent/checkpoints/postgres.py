@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import time
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from contextvars import ContextVar
@@ -71,12 +72,14 @@ __all__ = [
     "connect_error",
     "open_postgres_checkpointer",
     "scrub",
+    "set_up_one_at_a_time",
 ]
 
 CONNECT_TIMEOUT_SECONDS = 10
 # Any fixed 64-bit number: the advisory lock that serializes schema set-up between processes.
 _SCHEMA_LOCK = 0x61692D6167656E74  # "ai-agent"
 _SETUP_LOCK = _SCHEMA_LOCK + 1  # LangGraph's checkpoint tables
+STORE_SETUP_LOCK = _SCHEMA_LOCK + 2  # LangGraph's store tables (the memory_store setting)
 
 _TABLES = (
     "CREATE TABLE IF NOT EXISTS agent_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
@@ -305,6 +308,28 @@ async def _setup_saver(conn: psycopg.AsyncConnection[Any]) -> None:
         await AsyncPostgresSaver(conn, serde=strict_serializer()).setup()
     finally:
         await conn.execute("SELECT pg_advisory_unlock(%s)", (_SETUP_LOCK,))
+
+
+@contextmanager
+def set_up_one_at_a_time(url: str, lock: int) -> Iterator[None]:
+    """Hold a session-level advisory lock, on a connection of its own, around a set-up.
+
+    For LangGraph's ``PostgresStore.setup()``: its migrations race like the checkpointer's (four
+    workers starting on a new database: 20 of 60 failed with duplicate keys), and one of them is
+    a ``CREATE INDEX CONCURRENTLY``, so the lock is tried in a loop (see `_setup_saver`).
+    """
+    with _connect(url, autocommit=True) as conn:
+        while not _try_lock(conn, lock):
+            time.sleep(0.05)
+        try:
+            yield
+        finally:
+            conn.execute("SELECT pg_advisory_unlock(%s)", (lock,))
+
+
+def _try_lock(conn: psycopg.Connection[Any], lock: int) -> bool:
+    row = conn.execute("SELECT pg_try_advisory_lock(%s)", (lock,)).fetchone()
+    return bool(row and row[0])
 
 
 _WRITER: ContextVar[tuple[str, str] | None] = ContextVar("ai_agent_pg_writer", default=None)

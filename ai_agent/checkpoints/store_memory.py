@@ -16,12 +16,16 @@ import re
 import sqlite3
 import weakref
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langgraph.store.base import BaseStore
 
+if TYPE_CHECKING:
+    from langgraph.store.sqlite import SqliteStore
+
+from ai_agent.checkpoints._sqlite import BUSY_TIMEOUT_SECONDS, is_busy
 from ai_agent.checkpoints.store import resolve_location
-from ai_agent.errors import ConfigError
+from ai_agent.errors import ConfigError, StoreError
 
 __all__ = ["NAMESPACE", "StoreMemory", "open_store_memory"]
 
@@ -105,15 +109,60 @@ def open_store_memory(location: str) -> StoreMemory:
                 "memory_store is a PostgreSQL URL: install the postgres extra "
                 "(pip install 'ai-agent[postgres]')"
             ) from None
+        from ai_agent.checkpoints.postgres import STORE_SETUP_LOCK, set_up_one_at_a_time
+
         store = stack.enter_context(PostgresStore.from_conn_string(where))
+        with set_up_one_at_a_time(where, STORE_SETUP_LOCK):
+            store.setup()
     else:
         from langgraph.store.sqlite import SqliteStore
 
         if str(where) != ":memory:":
             Path(where).parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(str(where), timeout=30, check_same_thread=False)
+        conn = sqlite3.connect(str(where), timeout=BUSY_TIMEOUT_SECONDS, check_same_thread=False)
         conn.isolation_level = None  # SqliteStore runs its own transactions
         stack.callback(conn.close)
         store = SqliteStore(conn)
-    store.setup()
+        try:
+            _set_up_sqlite(store, where)
+        except BaseException:
+            stack.close()
+            raise
     return StoreMemory(store, closing=stack)
+
+
+def _set_up_sqlite(store: SqliteStore, where: Path) -> None:
+    """``SqliteStore.setup()``, retried while another process sets up the same new file.
+
+    Its migrations check the version, then apply what is missing, outside one transaction: four
+    processes opening a new file at once failed 1 time in 100 ("UNIQUE constraint failed:
+    store_migrations.v", or a duplicate column). A retry finds the other process's migrations
+    applied and goes on from there.
+    """
+    from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_random
+
+    retrying = Retrying(
+        retry=retry_if_exception(_raced),
+        stop=stop_after_delay(BUSY_TIMEOUT_SECONDS),
+        wait=wait_random(0.01, 0.1),
+        reraise=True,
+    )
+    try:
+        for attempt in retrying:
+            with attempt:
+                store.setup()
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(
+            f"cannot set up the memory store at {where} ({exc}): it is not a "
+            "LangGraph store ai-agent wrote; move it aside or point memory_store at another file"
+        ) from None
+
+
+def _raced(exc: BaseException) -> bool:
+    """Whether ``setup()`` failed on what another process's set-up just did."""
+    if isinstance(exc, sqlite3.IntegrityError) or is_busy(exc):
+        return True
+    text = str(exc)
+    return isinstance(exc, sqlite3.OperationalError) and (
+        "duplicate column" in text or "already exists" in text
+    )

@@ -22,6 +22,7 @@ from ai_agent.checkpoints import (
 from ai_agent.checkpoints import postgres as pg
 from ai_agent.checkpoints.postgres import PostgresRunStore, scrub
 from ai_agent.checkpoints.store import is_postgres_url, resolve_location
+from ai_agent.checkpoints.store_memory import open_store_memory
 from ai_agent.errors import ConfigError, LeaseLostError, StoreError, ThreadBusyError
 from tests.postgres.cluster import Cluster
 from tests.postgres.test_store_conformance import dead_pid
@@ -277,3 +278,13 @@ def test_importing_ai_agent_does_not_import_psycopg() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout
     assert out.strip() == "False"
+
+
+def test_workers_opening_a_new_postgres_memory_store_at_once_all_open_it(pg_url: str) -> None:
+    # LangGraph's set-up raced on PostgreSQL: 20 of 60 opens failed, four workers at a time.
+    from tests.graph.test_store_memory_setup import open_at_once
+
+    assert open_at_once(pg_url, processes=4) == ["ok"] * 4
+    memory = open_store_memory(pg_url)
+    assert sorted(r["thread_id"] for r in memory.search("crates")) == ["t0", "t1", "t2", "t3"]
+    memory.close()
