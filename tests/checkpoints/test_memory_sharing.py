@@ -7,21 +7,17 @@ processes on one memory file do both at once, and open a new file at once.
 from __future__ import annotations
 
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 
 import sqlite_utils
 
 from ai_agent.checkpoints import SqliteMemory
+from tests.together import run_together
 
 # Each child adds its runs and searches between them; it prints the errors it met.
 _CHILD = """
-import sys
 from ai_agent.checkpoints import SqliteMemory
 path, name, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
-print("ready", flush=True)
-sys.stdin.readline()  # all children start together, imports done
 memory, errors = SqliteMemory(path), []
 for i in range(count):
     try:
@@ -35,34 +31,11 @@ print(errors)
 """
 
 
-def _at_once(path: Path, processes: int, count: int) -> list[str]:
-    children = [
-        subprocess.Popen(
-            [sys.executable, "-c", _CHILD, str(path), f"p{n}", str(count)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        for n in range(processes)
-    ]
-    for child in children:
-        assert child.stdout is not None
-        assert child.stdout.readline() == "ready\n"
-    for child in children:
-        assert child.stdin is not None
-        child.stdin.write("go\n")
-        child.stdin.flush()
-    outputs = [child.communicate(timeout=300)[0] for child in children]
-    assert [c.returncode for c in children] == [0] * processes, outputs
-    return outputs
-
-
 def test_processes_opening_a_new_memory_and_adding_at_once_lose_nothing(tmp_path: Path) -> None:
     for trial in range(5):  # a new file each time: the first opens race too
         path = tmp_path / f"memory{trial}.sqlite"
-        outputs = _at_once(path, processes=4, count=40)
-        assert [out.strip() for out in outputs] == ["[]"] * 4
+        outputs = run_together(_CHILD, [(str(path), f"p{n}", "40") for n in range(4)])
+        assert outputs == ["[]"] * 4
         memory = SqliteMemory(path)
         assert len(memory.search("invoices", limit=1000)) == 160
         found = memory.search("p3", limit=1000)

@@ -9,8 +9,6 @@ turns under an advisory lock.
 from __future__ import annotations
 
 import sqlite3
-import subprocess
-import sys
 import threading
 from pathlib import Path
 
@@ -19,13 +17,11 @@ from langgraph.store.sqlite import SqliteStore
 
 from ai_agent.checkpoints.store_memory import open_store_memory
 from ai_agent.errors import StoreError
+from tests.together import run_together
 
 # A child opens the store when told to, adds one run and prints "ok" or its error.
 OPEN_AND_ADD = """
-import sys
 from ai_agent.checkpoints.store_memory import open_store_memory
-print("ready", flush=True)
-sys.stdin.readline()
 try:
     memory = open_store_memory(sys.argv[1])
     memory.add({"thread_id": sys.argv[2], "task": "count the crates", "final_text": "9",
@@ -39,24 +35,7 @@ except Exception as exc:
 
 def open_at_once(location: str, processes: int) -> list[str]:
     """Open the store in ``processes`` children at the same moment; what each printed."""
-    children = [
-        subprocess.Popen(
-            [sys.executable, "-c", OPEN_AND_ADD, location, f"t{n}"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        for n in range(processes)
-    ]
-    for child in children:
-        assert child.stdout is not None
-        assert child.stdout.readline() == "ready\n"
-    for child in children:
-        assert child.stdin is not None
-        child.stdin.write("go\n")
-        child.stdin.flush()
-    return [child.communicate(timeout=300)[0].strip() for child in children]
+    return run_together(OPEN_AND_ADD, [(location, f"t{n}") for n in range(processes)])
 
 
 def test_processes_opening_a_new_sqlite_store_at_once_all_open_it(tmp_path: Path) -> None:
