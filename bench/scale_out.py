@@ -153,10 +153,11 @@ def _plans(url: str) -> list[dict[str, Any]]:
 
     with psycopg.connect(url) as conn:
         rows = conn.execute(
-            "SELECT thread_id, status, claimed_at, finished_at, outcome, attempts FROM agent_plans"
+            "SELECT p.thread_id, p.status, p.claimed_at, p.finished_at, p.outcome, p.attempts, "
+            "p.error, r.status FROM agent_plans AS p LEFT JOIN agent_runs AS r USING (thread_id)"
         ).fetchall()
-    keys = ("thread_id", "status", "claimed_at", "finished_at", "outcome", "attempts")
-    return [dict(zip(keys, row, strict=True)) for row in rows]
+    keys = ("thread_id", "status", "claimed_at", "finished_at", "outcome", "attempts", "error")
+    return [dict(zip((*keys, "run_status"), row, strict=True)) for row in rows]
 
 
 def _lease_holders(url: str) -> set[int]:
@@ -283,6 +284,12 @@ def drain_under_kills(bench: Bench, runs: int, kill_every: float) -> dict[str, A
         "plans_other": Counter(p["status"] for p in plans if p["status"] != "done"),
         "outcomes": outcomes,
         "reclaimed": sum(p["attempts"] > 1 for p in plans),
+        # What a plan that did not finish says, and where its run is (the first few of each).
+        "not_done": [
+            {k: p[k] for k in ("thread_id", "status", "error", "run_status")}
+            for p in plans
+            if p["status"] != "done"
+        ][:20],
         "shipped_twice": sum(1 for o in orders if shipped[o] > 1),
         "not_shipped": sum(1 for o in orders if shipped[o] == 0),
         # Lost: a plan never finished, or a run reported completed whose order never shipped.
