@@ -54,6 +54,7 @@ from ai_agent.errors import CorruptRunError, RunError, StoreError, ThreadBusyErr
 from ai_agent.state import ToolCall, ToolResult
 
 if TYPE_CHECKING:
+    from ai_agent.checkpoints.store import FinishedPlan
     from ai_agent.journal import JournalEntry
 
 __all__ = [
@@ -215,12 +216,14 @@ class SqlRunStore(RecordedCalls, PlanQueue, RunSummaries, RuleStore):
         gate: dict[str, Any] | None = None,
         error: str | None = None,
         summary: RunSummary | None = None,
+        finishing: FinishedPlan | None = None,
     ) -> None:
         """Set a run's status and outcome, and what a list of runs shows about it (``summary``).
 
         The summary is written in the same transaction and belongs to this version of the row
         (``ai_agent.checkpoints.summaries``); an update without one leaves the run to be read
-        from its checkpoint.
+        from its checkpoint. So is the plan ``finishing`` names, recorded as done (a plan of
+        this thread that its worker still holds claimed).
         """
         now = time.time()
         with self._tx() as session:
@@ -232,6 +235,12 @@ class SqlRunStore(RecordedCalls, PlanQueue, RunSummaries, RuleStore):
             )
             if summary is not None:
                 write_summary(session, thread_id, now, summary)
+            if finishing is not None:
+                session.execute(
+                    "UPDATE agent_plans SET status = 'done', outcome = ?, error = ?, "
+                    "finished_at = ? WHERE id = ? AND thread_id = ? AND status = 'claimed'",
+                    (status, finishing.error, now, finishing.plan_id, thread_id),
+                )
 
     @threaded
     def get_run(self, thread_id: str) -> RunRecord | None:

@@ -53,11 +53,17 @@ class Runner(Protocol):
         """Keep a lease (renewed) while the block runs, and give it back after."""
 
     async def invoke(
-        self, thread_id: str, graph_input: Any, *, issues: Sequence[Issue] = ()
+        self,
+        thread_id: str,
+        graph_input: Any,
+        *,
+        issues: Sequence[Issue] = (),
+        plan_id: int | None = None,
     ) -> RunResult:
         """Run the graph on a thread (its lease held by the caller) and record the outcome.
 
         ``issues`` (from the span's `tool_session`) are raised by the run's first draft.
+        ``plan_id``: the claimed plan the run applies, recorded as done with the outcome.
         """
 
     async def resume_input(
@@ -73,8 +79,13 @@ class Runner(Protocol):
         ``plan``: a plan for the gate, or the answer to a node of the run's pipeline.
         """
 
-    async def record_outcome(self, thread_id: str, snapshot: StateSnapshot) -> RunResult:
-        """Write where a run stopped (status, answer, gate, summary) into its run row."""
+    async def record_outcome(
+        self, thread_id: str, snapshot: StateSnapshot, *, plan_id: int | None = None
+    ) -> RunResult:
+        """Write where a run stopped (status, answer, gate, summary) into its run row.
+
+        ``plan_id``: the claimed plan that drove the run, recorded as done in the same write.
+        """
 
     async def remember_rules(self, thread_id: str, command: Any) -> None:
         """Store the always-allow rules the plan being applied asks for (``always_allow``)."""

@@ -21,6 +21,7 @@ from langgraph.errors import GraphRecursionError
 from langgraph.types import Command
 
 from ai_agent.checkpoints.store import (
+    FinishedPlan,
     RunStoreProtocol,
     check_thread_id,
     describe_location,
@@ -406,10 +407,13 @@ class PipelineRunner:
         context: RunContext | None = None,
         *,
         issues: Sequence[Issue] = (),
+        plan_id: int | None = None,
     ) -> RunResult:
         """Run the graph on a thread (its lease held by the caller) and record the outcome.
 
         ``issues`` (from the span's `tool_session`) are raised by the run's first draft.
+        ``plan_id``: the claimed plan this run applies (a worker's), recorded as done with
+        the outcome, in the same transaction (`FinishedPlan`).
         """
         # A fresh state starts a run; a Command (a plan) or None continues the thread: a
         # resume is a new run of the same thread, observed as its own run linked to the thread.
@@ -418,7 +422,7 @@ class PipelineRunner:
         with self.telemetry.run(thread_id, resumed=resumed) as run:
             listeners.publish(RunStarted(thread_id, run.run_id, resumed))
             try:
-                result = await self._invoke_graph(thread_id, graph_input, context, issues)
+                result = await self._invoke_graph(thread_id, graph_input, context, issues, plan_id)
             except BaseException as exc:
                 listeners.publish(
                     RunFinished(
@@ -436,7 +440,12 @@ class PipelineRunner:
         return result
 
     async def _invoke_graph(
-        self, thread_id: str, graph_input: Any, context: RunContext | None, issues: Sequence[Issue]
+        self,
+        thread_id: str,
+        graph_input: Any,
+        context: RunContext | None,
+        issues: Sequence[Issue],
+        plan_id: int | None,
     ) -> RunResult:
         pipeline = self._db.pipeline
         limit = (pipeline.recursion_limit if pipeline else recursion_limit)(
@@ -473,7 +482,10 @@ class PipelineRunner:
                 if isinstance(exc, AgentError)
                 else (f"the run exceeded {limit} steps; this is a bug in a hook or the engine")
             )
-            await self.store.update_run(thread_id, status="failed", error=message)
+            finishing = None if plan_id is None else FinishedPlan(plan_id, message)
+            await self.store.update_run(
+                thread_id, status="failed", error=message, finishing=finishing
+            )
             return RunResult(status="failed", thread_id=thread_id, error=message)
         except BaseException as exc:
             # Cancelled because the lease was lost: the run is not this process's to mark.
@@ -482,14 +494,17 @@ class PipelineRunner:
                     thread_id, status="failed", error=f"{type(exc).__name__}"
                 )
             raise
-        return await self.record_outcome(thread_id, snapshot)
+        return await self.record_outcome(thread_id, snapshot, plan_id=plan_id)
 
-    async def record_outcome(self, thread_id: str, snapshot: StateSnapshot) -> RunResult:
+    async def record_outcome(
+        self, thread_id: str, snapshot: StateSnapshot, *, plan_id: int | None = None
+    ) -> RunResult:
         """Write where a run stopped (its status, answer, gate, summary) into its run row.
 
         ``snapshot`` is the run's latest state, read after the graph stopped: at the end of a
         run, or later by a worker that takes over a plan whose worker died after its run
-        stopped but before the row said so.
+        stopped but before the row said so. ``plan_id``: the claimed plan that drove the run,
+        recorded as done in the same transaction.
         """
         result = result_of(thread_id, snapshot, self.policy.output)
         await self.store.update_run(
@@ -498,6 +513,7 @@ class PipelineRunner:
             final_text=result.final_text,
             gate=dict(result.gate) if result.gate else None,
             summary=summary_of(result, snapshot.values),
+            finishing=None if plan_id is None else FinishedPlan(plan_id, result.error),
         )
         return result
 

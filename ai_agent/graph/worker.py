@@ -238,12 +238,9 @@ class PlanQueue:
         started: float,
     ) -> PlanOutcome:
         """Record what the dead worker could not: where the run stopped, and the plan as done."""
-        thread_id, store = plan["thread_id"], self.database.store
+        thread_id = plan["thread_id"]
         async with runner.holding(lease):
-            result = await runner.record_outcome(thread_id, snapshot)
-            await store.finish_plan(
-                plan["id"], status="done", outcome=result.status, error=result.error
-            )
+            result = await runner.record_outcome(thread_id, snapshot, plan_id=plan["id"])
         log.info(
             "plan %d for run %s: its worker applied it and died before recording it; recorded "
             "now (the run is %s)",
@@ -307,11 +304,12 @@ class PlanQueue:
         self._on_drive(thread_id)
         async with runner.holding(lease):
             await store.update_run(thread_id, status="running")
-            result: RunResult = await runner.invoke(thread_id, command, issues=issues)
-            # Recorded before the lease goes back: a claimed plan with a free lease means its
-            # worker died, and this one did not.
-            await store.finish_plan(
-                plan["id"], status="done", outcome=result.status, error=result.error
+            # The plan is recorded as done with the run's outcome, in one transaction, before
+            # the lease goes back: a claimed plan with a free lease means its worker died, and
+            # one whose run was recorded and plan not could not be told from a run resumed by
+            # hand meanwhile.
+            result: RunResult = await runner.invoke(
+                thread_id, command, issues=issues, plan_id=plan["id"]
             )
         return _done(plan, result, started)
 

@@ -14,7 +14,7 @@ from typing import Any, cast
 
 import pytest
 
-from ai_agent import ToolCategory
+from ai_agent import Hooks, ToolCategory
 from ai_agent.checkpoints import RunStore
 from ai_agent.checkpoints.plans import PlanRecord
 from ai_agent.errors import (
@@ -182,6 +182,39 @@ async def test_a_plan_applied_before_its_run_paused_again_is_recorded_with_the_n
     outcomes = await Worker(agent).run(once=True)
     assert [o.run_status for o in outcomes] == ["completed"]
     assert [entry["args"]["text"] for entry in log] == ["a", "b"]
+
+
+@pytest.mark.parametrize("ending", ["completed", "failed"])
+async def test_a_run_and_the_plan_that_drove_it_are_recorded_in_one_write(
+    make_agent: MakeAgent, monkeypatch: pytest.MonkeyPatch, ending: str
+) -> None:
+    # A worker killed right after its run's outcome was written must not leave the plan
+    # claimed: the next worker could not tell that from a run resumed by hand meanwhile, and
+    # would mark the plan failed (9 times in a 10,000-run drain with 388 kills).
+    def persist(*args: Any) -> None:
+        raise ValueError("the hook's own bug")  # the run fails after its work (a HookError)
+
+    agent = gated(make_agent, [], hooks=Hooks(persist=persist) if ending == "failed" else None)
+    paused = await agent.run("note it")
+    await agent.submit_plan(paused.thread_id, APPROVE)
+    store, seen = agent.store, []
+    record = store.update_run
+
+    async def update_run(thread_id: str, **fields: Any) -> None:
+        await record(thread_id, **fields)
+        if fields["status"] != "running":  # the outcome: what a kill right now would leave
+            run = await store.get_run(thread_id)
+            assert run is not None
+            seen.append((run["status"], [p["status"] for p in await agent.list_plans()]))
+
+    monkeypatch.setattr(store, "update_run", update_run)
+    (outcome,) = await Worker(agent).run(once=True)
+
+    assert (outcome.status, outcome.run_status) == ("done", ending)
+    assert seen[-1] == (ending, ["done"])
+    (plan,) = await agent.list_plans()
+    assert plan["outcome"] == ending
+    assert (plan["error"] is not None) == (ending == "failed")
 
 
 async def test_a_reclaimed_plan_whose_run_was_recorded_by_someone_else_is_not_settled(
