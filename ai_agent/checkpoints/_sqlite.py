@@ -23,7 +23,14 @@ from ai_agent.errors import StorageFullError
 # How long a statement waits for another connection's lock before "database is locked".
 BUSY_TIMEOUT_SECONDS = 30
 
-__all__ = ["SqliteDatabase", "SqliteSession", "enter_wal", "full_disk_raises", "is_busy"]
+__all__ = [
+    "SqliteDatabase",
+    "SqliteSession",
+    "enter_wal",
+    "full_disk_raises",
+    "is_busy",
+    "locked_too_long",
+]
 
 
 @contextmanager
@@ -46,6 +53,14 @@ def is_busy(exc: BaseException) -> bool:
     """Whether SQLite said the database is locked by another connection (SQLITE_BUSY)."""
     code = getattr(exc, "sqlite_errorcode", None)
     return isinstance(code, int) and code & 0xFF == sqlite3.SQLITE_BUSY
+
+
+def locked_too_long() -> str:
+    """What to say when a database stayed locked through the whole busy timeout."""
+    return (
+        f"another process has held it locked for over {BUSY_TIMEOUT_SECONDS} s; "
+        "try again when it is done"
+    )
 
 
 def enter_wal(conn: sqlite3.Connection, within: float) -> None:

@@ -44,6 +44,7 @@ from ai_agent.checkpoints._sqlite import (
     enter_wal,
     full_disk_raises,
     is_busy,
+    locked_too_long,
 )
 from ai_agent.checkpoints.fencing import LEASE_ROW_SQL, check_lease
 from ai_agent.errors import StoreError
@@ -510,8 +511,7 @@ def _connect(path: str) -> sqlite3.Connection:
         conn.close()
         if is_busy(exc):
             raise StoreError(
-                f"cannot open the checkpoint database at {path}: another process has held it "
-                f"locked for over {BUSY_TIMEOUT_SECONDS} s; try again when it is done"
+                f"cannot open the checkpoint database at {path}: {locked_too_long()}"
             ) from None
         raise StoreError(
             f"{path} is not a usable checkpoint database ({exc}); point --db at another file"

@@ -14,7 +14,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from ai_agent.checkpoints._sqlite import BUSY_TIMEOUT_SECONDS, enter_wal, is_busy
+from ai_agent.checkpoints._sqlite import (
+    BUSY_TIMEOUT_SECONDS,
+    enter_wal,
+    is_busy,
+    locked_too_long,
+)
 from ai_agent.errors import StoreError
 
 __all__ = ["SqliteMemory"]
@@ -125,13 +130,11 @@ class SqliteMemory:
         try:
             yield
         except sqlite3.DatabaseError as exc:
-            if is_busy(exc):
-                hint = (
-                    f"another process has held it locked for over {BUSY_TIMEOUT_SECONDS} s; "
-                    "try again when it is done"
-                )
-            else:
-                hint = "it is not a memory ai-agent wrote: move it aside to start a new one"
+            hint = (
+                locked_too_long()
+                if is_busy(exc)
+                else "it is not a memory ai-agent wrote: move it aside to start a new one"
+            )
             raise StoreError(
                 f"cannot use the SQLite memory at {self.path} ({exc}): {hint}"
             ) from None

@@ -39,10 +39,10 @@ from typing import TYPE_CHECKING, Any, Literal, TypedDict, cast
 from ai_agent.checkpoints._rows import corrupt_row, stored_json
 from ai_agent.checkpoints._sql import Session, page, threaded
 from ai_agent.checkpoints._sqlite import (
-    BUSY_TIMEOUT_SECONDS,
     SqliteDatabase,
     full_disk_raises,
     is_busy,
+    locked_too_long,
 )
 from ai_agent.checkpoints.fencing import lease_lost
 from ai_agent.checkpoints.plans import PlanQueue
@@ -536,8 +536,7 @@ class RunStore(SqlRunStore):
                 self.migrated_from = ensure_schema(db.conn, self.path)
         except sqlite3.DatabaseError as exc:
             hint = (
-                f"another process has held it locked for over {BUSY_TIMEOUT_SECONDS} s; "
-                "try again when it is done"
+                locked_too_long()
                 if is_busy(exc)
                 else "Is it a SQLite database written by ai-agent?"
             )

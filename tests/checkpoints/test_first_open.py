@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from ai_agent.checkpoints import _sqlite, _store, memory, runstore
+from ai_agent.checkpoints import _sqlite, _store, memory
 from ai_agent.checkpoints.delta import DeltaSaver
 from ai_agent.checkpoints.memory import SqliteMemory
 from ai_agent.checkpoints.runstore import RunStore
@@ -80,7 +80,7 @@ def test_a_database_being_written_opens_once_the_writer_commits(
 def test_a_lock_held_past_the_busy_timeout_is_a_clear_error(
     tmp_path: Path, opener: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for module in (_sqlite, _store, runstore, memory):
+    for module in (_sqlite, _store, memory):
         monkeypatch.setattr(module, "BUSY_TIMEOUT_SECONDS", 0.2)
     path = tmp_path / "c.sqlite"
     with (
