@@ -45,7 +45,7 @@ from ai_agent.checkpoints._sqlite import (
     locked_too_long,
 )
 from ai_agent.checkpoints.fencing import lease_lost
-from ai_agent.checkpoints.plans import PlanQueue
+from ai_agent.checkpoints.plans import FinishedPlan, PlanQueue
 from ai_agent.checkpoints.recorded import RecordedCalls
 from ai_agent.checkpoints.rules import RuleStore
 from ai_agent.checkpoints.schema import SCHEMA_VERSION, ensure_schema
@@ -54,7 +54,6 @@ from ai_agent.errors import CorruptRunError, RunError, StoreError, ThreadBusyErr
 from ai_agent.state import ToolCall, ToolResult
 
 if TYPE_CHECKING:
-    from ai_agent.checkpoints.store import FinishedPlan
     from ai_agent.journal import JournalEntry
 
 __all__ = [

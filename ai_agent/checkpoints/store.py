@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
 
 from ai_agent.errors import ConfigError, InvalidThreadIdError
@@ -31,7 +31,7 @@ from ai_agent.journal import Journal
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from ai_agent.checkpoints.plans import PlanRecord
+    from ai_agent.checkpoints.plans import FinishedPlan, PlanRecord
     from ai_agent.checkpoints.recorded import (
         CallPosition,
         ModelCallRecord,
@@ -47,7 +47,6 @@ __all__ = [
     "MAX_THREAD_ID_CHARS",
     "POSTGRES_SCHEMES",
     "THREAD_ID_RULE",
-    "FinishedPlan",
     "Location",
     "RunStoreProtocol",
     "check_thread_id",
@@ -61,19 +60,6 @@ POSTGRES_SCHEMES = ("postgresql", "postgres")
 
 Location = str | Path
 """A SQLite file path, or a ``postgresql://`` URL (a ``str``: a Path would fold its ``//``)."""
-
-
-class FinishedPlan(NamedTuple):
-    """A plan recorded as applied in the same transaction as its run's outcome (`update_run`).
-
-    A worker killed between the two writes left the run recorded and the plan claimed, and the
-    worker that reclaimed the plan could not tell that from a run someone else had resumed by
-    hand (seen 9 times in a 10,000-run drain with 388 kills: those plans were marked failed).
-    """
-
-    plan_id: int
-    error: str | None = None
-    """The error recorded with the plan (the run's outcome is the run's new status)."""
 
 
 MAX_THREAD_ID_CHARS = 128

@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any, cast
 from langgraph.errors import GraphRecursionError
 from langgraph.types import Command
 
+from ai_agent.checkpoints.plans import FinishedPlan
 from ai_agent.checkpoints.store import (
-    FinishedPlan,
     RunStoreProtocol,
     check_thread_id,
     describe_location,
