@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ai_agent.checkpoints import _texts
 from ai_agent.checkpoints._sql import Session
 from ai_agent.checkpoints.fencing import LEASE_ROW_SQL
 from ai_agent.errors import StorageFullError
+
+T = TypeVar("T")
 
 # How long a statement waits for another connection's lock before "database is locked".
 BUSY_TIMEOUT_SECONDS = 30
@@ -30,6 +32,7 @@ __all__ = [
     "full_disk_raises",
     "is_busy",
     "locked_too_long",
+    "retried",
 ]
 
 
@@ -72,23 +75,29 @@ def enter_wal(conn: sqlite3.Connection, within: float) -> None:
     processes starting their first run on one new database would fail, so the change is
     retried until it goes through or ``within`` has passed.
     """
-    try:
-        conn.execute("PRAGMA journal_mode=WAL")
-    except sqlite3.OperationalError as exc:
-        if not is_busy(exc):
-            raise
-        # Only then: tenacity's ~70 modules stay out of the reads' start-up.
-        from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_random
+    retried(lambda: conn.execute("PRAGMA journal_mode=WAL"), when=is_busy, within=within)
 
-        retrying = Retrying(
-            retry=retry_if_exception(is_busy),
-            stop=stop_after_delay(within),
-            wait=wait_random(0.005, 0.05),
-            reraise=True,
-        )
-        for attempt in retrying:
-            with attempt:
-                conn.execute("PRAGMA journal_mode=WAL")
+
+def retried(action: Callable[[], T], *, when: Callable[[BaseException], bool], within: float) -> T:
+    """``action()``, run again while it fails with what ``when`` accepts, for up to ``within`` s.
+
+    For what another process's set-up of the same new file makes fail for a moment. tenacity is
+    imported on the first such failure only: its ~70 modules stay out of the reads' start-up.
+    """
+    try:
+        return action()
+    except Exception as exc:
+        if not when(exc):
+            raise
+    from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_random
+
+    retrying = Retrying(
+        retry=retry_if_exception(when),
+        stop=stop_after_delay(within),
+        wait=wait_random(0.005, 0.05),
+        reraise=True,
+    )
+    return retrying(action)
 
 
 class SqliteSession(Session):

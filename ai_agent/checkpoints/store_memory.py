@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING, Any
 
 from langgraph.store.base import BaseStore
 
-if TYPE_CHECKING:
-    from langgraph.store.sqlite import SqliteStore
-
-from ai_agent.checkpoints._sqlite import BUSY_TIMEOUT_SECONDS, is_busy
+from ai_agent.checkpoints._sqlite import BUSY_TIMEOUT_SECONDS, is_busy, retried
 from ai_agent.checkpoints.store import resolve_location
 from ai_agent.errors import ConfigError, StoreError
+
+if TYPE_CHECKING:
+    from langgraph.store.sqlite import SqliteStore
 
 __all__ = ["NAMESPACE", "StoreMemory", "open_store_memory"]
 
@@ -139,18 +139,8 @@ def _set_up_sqlite(store: SqliteStore, where: Path) -> None:
     store_migrations.v", or a duplicate column). A retry finds the other process's migrations
     applied and goes on from there.
     """
-    from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_random
-
-    retrying = Retrying(
-        retry=retry_if_exception(_raced),
-        stop=stop_after_delay(BUSY_TIMEOUT_SECONDS),
-        wait=wait_random(0.01, 0.1),
-        reraise=True,
-    )
     try:
-        for attempt in retrying:
-            with attempt:
-                store.setup()
+        retried(store.setup, when=_raced, within=BUSY_TIMEOUT_SECONDS)
     except sqlite3.DatabaseError as exc:
         raise StoreError(
             f"cannot set up the memory store at {where} ({exc}): it is not a "
