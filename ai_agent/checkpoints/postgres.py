@@ -42,12 +42,20 @@ from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 import psycopg
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMetadata
+from langgraph.checkpoint.base import (
+    WRITES_IDX_MAP,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    get_serializable_checkpoint_metadata,
+)
 from langgraph.checkpoint.postgres import _ainternal
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from langgraph.checkpoint.serde.base import SerializerProtocol
+from langgraph.checkpoint.serde.types import _DeltaSnapshot
 from psycopg import AsyncCursor
 from psycopg.rows import DictRow, dict_row
+from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from ai_agent.checkpoints._pgpool import IdleCheck
@@ -362,9 +370,46 @@ class FencedPostgresSaver(AsyncPostgresSaver):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        """``AsyncPostgresSaver.aput``, fenced by the run's lease."""
+        """``AsyncPostgresSaver.aput``, fenced by the run's lease, serialized in place.
+
+        As LangGraph's method (its statements, its split of the channel values: primitives
+        inline in the checkpoint row, the rest as blobs, a delta snapshot as a blob marked
+        ``True``), but the blobs are serialized on the loop's thread, not handed to another:
+        0.97 against 1.18 ms of CPU a fenced checkpoint on a real server (see ``aput_writes``).
+        """
+        configurable = config["configurable"]
+        thread_id, checkpoint_ns = configurable["thread_id"], configurable["checkpoint_ns"]
+        row = checkpoint.copy()
+        row["channel_values"] = inline = dict(checkpoint["channel_values"])
+        blobs: dict[str, Any] = {}
+        for channel, value in checkpoint["channel_values"].items():
+            if isinstance(value, _DeltaSnapshot):
+                blobs[channel] = value
+                inline[channel] = True
+            elif value is not None and not isinstance(value, (str, int, float, bool)):
+                blobs[channel] = inline.pop(channel)
+        versions = {k: v for k, v in new_versions.items() if k in blobs}
+        dumped = self._dump_blobs(thread_id, checkpoint_ns, blobs, versions) if versions else []
+        values = (
+            thread_id,
+            checkpoint_ns,
+            checkpoint["id"],
+            configurable.get("checkpoint_id"),
+            Jsonb(row),
+            Jsonb(get_serializable_checkpoint_metadata(config, metadata)),
+        )
         with self._writing(config):
-            return await super().aput(config, checkpoint, metadata, new_versions)
+            async with self._cursor(pipeline=True) as cur:
+                if dumped:
+                    await cur.executemany(self.UPSERT_CHECKPOINT_BLOBS_SQL, dumped)
+                await cur.execute(self.UPSERT_CHECKPOINTS_SQL, values)
+        return {
+            "configurable": {
+                "thread_id": thread_id,
+                "checkpoint_ns": checkpoint_ns,
+                "checkpoint_id": checkpoint["id"],
+            }
+        }
 
     async def aput_writes(
         self,
@@ -373,9 +418,31 @@ class FencedPostgresSaver(AsyncPostgresSaver):
         task_id: str,
         task_path: str = "",
     ) -> None:
-        """``AsyncPostgresSaver.aput_writes``, fenced by the run's lease."""
+        """``AsyncPostgresSaver.aput_writes``, fenced by the run's lease, serialized in place.
+
+        LangGraph's method serializes the writes on a worker thread (``asyncio.to_thread``).
+        A task's writes are small, and the hop cost more CPU than the serializing: about a
+        quarter of each fenced write (0.76 against 1.02 ms, measured on a real server), with
+        nothing gained, since the thread needs the interpreter's lock the loop is waiting on.
+        The statements are LangGraph's own (``UPSERT_`` / ``INSERT_CHECKPOINT_WRITES_SQL``).
+        """
+        configurable = config["configurable"]
+        query = (
+            self.UPSERT_CHECKPOINT_WRITES_SQL
+            if all(channel in WRITES_IDX_MAP for channel, _ in writes)
+            else self.INSERT_CHECKPOINT_WRITES_SQL
+        )
+        params = self._dump_writes(
+            configurable["thread_id"],
+            configurable["checkpoint_ns"],
+            configurable["checkpoint_id"],
+            task_id,
+            task_path,
+            writes,
+        )
         with self._writing(config):
-            await super().aput_writes(config, writes, task_id, task_path)
+            async with self._cursor(pipeline=True) as cur:
+                await cur.executemany(query, params)
 
     @contextmanager
     def _writing(self, config: RunnableConfig) -> Iterator[None]:

@@ -88,3 +88,108 @@ async def test_a_full_disk_on_postgresql_is_a_storage_full_error(pg_url: str) ->
         assert isinstance(saver, FencedPostgresSaver)
         with pytest.raises(StorageFullError, match=full), saver._writing(config("t", None)):
             raise psycopg.errors.DiskFull("could not extend file: No space left on device")
+
+
+async def test_task_writes_are_stored_as_langgraphs_own_saver_stores_them(pg_url: str) -> None:
+    """Our writes serialize in place (no thread hop) with LangGraph's statements: the same rows.
+
+    Plain channels go in once (a repeat is ignored); LangGraph's special channels (an error, an
+    interrupt) replace what the task wrote before. Both savers get the same calls on two threads.
+    """
+    from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+
+    async with open_checkpointer(pg_url) as ours:
+        assert isinstance(ours, AsyncPostgresSaver)
+        theirs = AsyncPostgresSaver(ours.conn, serde=ours.serde)
+        calls: list[tuple[list[tuple[str, Any]], str]] = [
+            ([("a", "one"), ("b", {"n": 1}), ("branch:to:x", None)], "task-1"),
+            ([("a", "again")], "task-1"),  # a repeat of idx 0: ignored
+            ([("__error__", ValueError("boom"))], "task-2"),
+            ([("__error__", ValueError("later"))], "task-2"),  # special: replaces
+            ([("__interrupt__", ["ask"])], "task-3"),
+        ]
+        for saver, thread in ((ours, "ours"), (theirs, "theirs")):
+            store = open_run_store(pg_url)
+            lease = await store.acquire(thread)
+            for writes, task in calls:
+                await saver.aput_writes(config(thread, lease.owner, "cp-1"), writes, task, "p")
+            store.close()
+        with psycopg.connect(pg_url) as conn:
+            rows = {
+                thread: conn.execute(
+                    "SELECT checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, "
+                    "type, blob FROM checkpoint_writes WHERE thread_id = %s "
+                    "ORDER BY task_id, idx",
+                    (thread,),
+                ).fetchall()
+                for thread in ("ours", "theirs")
+            }
+        # Writes without their checkpoint are not a checkpoint.
+        assert await ours.aget_tuple(config("ours", None, "cp-1")) is None
+    assert rows["ours"] == rows["theirs"]
+    assert [(r[2], r[5]) for r in rows["ours"]] == [
+        ("task-1", "a"),
+        ("task-1", "b"),
+        ("task-1", "branch:to:x"),
+        ("task-2", "__error__"),
+        ("task-3", "__interrupt__"),
+    ]
+
+
+async def test_checkpoints_are_stored_as_langgraphs_own_saver_stores_them(pg_url: str) -> None:
+    """The same rows as LangGraph's saver: primitives inline, the rest and delta snapshots blobs."""
+    from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+    from langgraph.checkpoint.serde.types import _DeltaSnapshot
+
+    cp = empty_checkpoint()
+    cp["channel_values"] = {
+        "text": "one",
+        "n": 2,
+        "none": None,
+        "items": [{"a": 1}],
+        "delta": _DeltaSnapshot(["x", "y"]),
+    }
+    cp["channel_versions"] = {"text": 1, "n": 1, "none": 1, "items": 1, "delta": 1}
+    async with open_checkpointer(pg_url) as ours:
+        assert isinstance(ours, AsyncPostgresSaver)
+        theirs = AsyncPostgresSaver(ours.conn, serde=ours.serde)
+        for saver, thread in ((ours, "ours"), (theirs, "theirs")):
+            store = open_run_store(pg_url)
+            lease = await store.acquire(thread)
+            head = config(thread, lease.owner, "parent-1")
+            saved = await saver.aput(
+                head, cp, {"step": 3, "source": "loop"}, cp["channel_versions"]
+            )
+            assert saved == {
+                "configurable": {
+                    "thread_id": thread,
+                    "checkpoint_ns": "",
+                    "checkpoint_id": cp["id"],
+                }
+            }
+            store.close()
+        with psycopg.connect(pg_url) as conn:
+            rows = {
+                thread: (
+                    conn.execute(
+                        "SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, "
+                        "metadata FROM checkpoints WHERE thread_id = %s",
+                        (thread,),
+                    ).fetchall(),
+                    conn.execute(
+                        "SELECT channel, version, type, blob FROM checkpoint_blobs "
+                        "WHERE thread_id = %s ORDER BY channel",
+                        (thread,),
+                    ).fetchall(),
+                )
+                for thread in ("ours", "theirs")
+            }
+        back = await ours.aget_tuple(config("ours", None))
+        assert back is not None
+        assert back.checkpoint["channel_values"]["items"] == [{"a": 1}]
+        assert back.checkpoint["channel_values"]["text"] == "one"
+    assert rows["ours"] == rows["theirs"]
+    (row,), blobs = rows["ours"]
+    assert row[2] == "parent-1"
+    assert row[3]["channel_values"] == {"text": "one", "n": 2, "none": None, "delta": True}
+    assert [b[0] for b in blobs] == ["delta", "items"]
