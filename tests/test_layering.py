@@ -484,9 +484,6 @@ CONTEXT_VARIABLES = {
     # The current span and its correlation ids: the OpenTelemetry pattern for a current span,
     # read by log lines, headers and child spans wherever they are made.
     "observability/_scope.py": 1,
-    # The lease of the checkpoint write in progress: set by the saver's aput and read by its
-    # _cursor, which LangGraph's own aput calls in between (one method call, not a run).
-    "checkpoints/postgres.py": 1,
 }
 
 

@@ -2,9 +2,9 @@
 
 This is the one seam that opens a backend: a SQLite file path gets the delta checkpointer
 (`DeltaSaver`) and the SQLite `RunStore`; a ``postgresql://`` URL gets LangGraph's PostgreSQL
-saver and ``PostgresRunStore`` (``ai_agent.checkpoints.postgres``, imported only then: it needs
-the ``postgres`` extra). Callers get LangGraph's ``BaseCheckpointSaver`` and
-`RunStoreProtocol` back and never ask which engine they have.
+saver and ``PostgresRunStore`` (``ai_agent.checkpoints.postgres_saver`` and ``.postgres``,
+imported only then: they need the ``postgres`` extra). Callers get LangGraph's
+``BaseCheckpointSaver`` and `RunStoreProtocol` back and never ask which engine they have.
 
 `DeltaSaver` stores what each step added instead of the whole
 state (see its module for the format). Strict serialization: checkpoints are read back with only
@@ -36,7 +36,7 @@ __all__ = ["engine_saver", "open_checkpointer", "open_run_store"]
 
 @contextmanager
 def _postgres_extra() -> Iterator[None]:
-    """Around importing ``ai_agent.checkpoints.postgres``: a missing extra is a ConfigError.
+    """Around importing the PostgreSQL modules: a missing extra is a ConfigError.
 
     The PostgreSQL engine is imported only for a URL, never at the top: importing ai_agent
     never needs the extra.
@@ -94,9 +94,9 @@ async def open_checkpointer(
     ``serde`` replaces the strict serializer (a pipeline's `TypedSerializer` over it).
 
     This is the backend seam: a ``postgresql://`` URL opens LangGraph's PostgreSQL saver instead
-    (``ai_agent.checkpoints.postgres``, the ``postgres`` extra). A SQLite database written by the
-    engine's earlier checkpointer (LangGraph's SqliteSaver tables) is imported the first time, so
-    its runs can still be resumed.
+    (``ai_agent.checkpoints.postgres_saver``, the ``postgres`` extra). A SQLite database written
+    by the engine's earlier checkpointer (LangGraph's SqliteSaver tables) is imported the first
+    time, so its runs can still be resumed.
 
     Raises:
         StoreError: ``path`` is not a SQLite database, or was written by a newer ai-agent.
@@ -113,7 +113,7 @@ async def open_checkpointer(
     where = resolve_location(path)
     if isinstance(where, str):
         with _postgres_extra():
-            from ai_agent.checkpoints.postgres import open_postgres_checkpointer
+            from ai_agent.checkpoints.postgres_saver import open_postgres_checkpointer
         async with open_postgres_checkpointer(where, serde=serde) as pg_saver:
             yield pg_saver
         return

@@ -1,10 +1,11 @@
-"""PostgreSQL: LangGraph's PostgreSQL checkpointer and the run store, in one database.
+"""PostgreSQL: the run store, the connections and the set-ups; the checkpointer beside it.
 
 For engines that outgrow one machine: several worker processes, on several hosts, share one
 PostgreSQL database. Checkpoints go through ``langgraph-checkpoint-postgres`` (its own tables,
-strict serialization as with SQLite); the run store (runs, leases, journal, recorded calls, plan
-queue) has the same tables and schema version as the SQLite one (``ai_agent.checkpoints.schema``),
-behind the same interface (``ai_agent.checkpoints.store.RunStoreProtocol``).
+strict serialization as with SQLite; ``ai_agent.checkpoints.postgres_saver``); the run store
+(runs, leases, journal, recorded calls, plan queue) has the same tables and schema version as
+the SQLite one (``ai_agent.checkpoints.schema``), behind the same interface
+(``ai_agent.checkpoints.store.RunStoreProtocol``).
 
 Leases across machines (the logic is the SQLite store's, ``SqlRunStore.acquire``). Acquiring
 one turns on a single statement:
@@ -31,37 +32,19 @@ does not import this module.
 
 from __future__ import annotations
 
-import asyncio
 import socket
 import time
-from collections.abc import AsyncIterator, Iterator, Sequence
-from contextlib import asynccontextmanager, contextmanager
-from contextvars import ContextVar
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 import psycopg
-from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import (
-    WRITES_IDX_MAP,
-    ChannelVersions,
-    Checkpoint,
-    CheckpointMetadata,
-    get_serializable_checkpoint_metadata,
-)
-from langgraph.checkpoint.postgres import _ainternal
-from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
-from langgraph.checkpoint.serde.base import SerializerProtocol
-from langgraph.checkpoint.serde.types import _DeltaSnapshot
-from psycopg import AsyncCursor
-from psycopg.rows import DictRow, dict_row
-from psycopg.types.json import Jsonb
-from psycopg_pool import AsyncConnectionPool, ConnectionPool
+from psycopg_pool import ConnectionPool
 
 from ai_agent.checkpoints._pgpool import IdleCheck
-from ai_agent.checkpoints._serde import strict_serializer
 from ai_agent.checkpoints._sql import Session
-from ai_agent.checkpoints.fencing import LEASE_ROW_SQL, check_lease, lease_in
+from ai_agent.checkpoints.fencing import LEASE_ROW_SQL
 from ai_agent.checkpoints.rules import POSTGRES_TYPES, RULES_DDL
 from ai_agent.checkpoints.runstore import SqlRunStore
 from ai_agent.checkpoints.schema import (
@@ -75,10 +58,11 @@ from ai_agent.errors import StorageFullError, StoreError
 
 __all__ = [
     "PG_MIGRATIONS",
-    "FencedPostgresSaver",
+    "SAVER_SETUP_LOCK",
+    "STORE_SETUP_LOCK",
     "PostgresRunStore",
     "connect_error",
-    "open_postgres_checkpointer",
+    "connect_kwargs",
     "scrub",
     "set_up_one_at_a_time",
 ]
@@ -86,7 +70,7 @@ __all__ = [
 CONNECT_TIMEOUT_SECONDS = 10
 # Any fixed 64-bit number: the advisory lock that serializes schema set-up between processes.
 _SCHEMA_LOCK = 0x61692D6167656E74  # "ai-agent"
-_SETUP_LOCK = _SCHEMA_LOCK + 1  # LangGraph's checkpoint tables
+SAVER_SETUP_LOCK = _SCHEMA_LOCK + 1  # LangGraph's checkpoint tables (postgres_saver)
 STORE_SETUP_LOCK = _SCHEMA_LOCK + 2  # LangGraph's store tables (the memory_store setting)
 
 _TABLES = (
@@ -250,7 +234,8 @@ def connect_error(url: str, exc: BaseException) -> StoreError:
     )
 
 
-def _connect_kwargs(url: str) -> dict[str, Any]:
+def connect_kwargs(url: str) -> dict[str, Any]:
+    """The driver's keyword arguments for ``url``: the application's name and a connect timeout."""
     # A URL that sets connect_timeout keeps it; otherwise a dead host fails in seconds, not minutes.
     kwargs: dict[str, Any] = {"application_name": "ai-agent"}
     if "connect_timeout" not in url:
@@ -260,7 +245,7 @@ def _connect_kwargs(url: str) -> dict[str, Any]:
 
 def _connect(url: str, **kwargs: Any) -> psycopg.Connection[Any]:
     try:
-        return psycopg.connect(url, **_connect_kwargs(url), **kwargs)
+        return psycopg.connect(url, **connect_kwargs(url), **kwargs)
     except psycopg.Error as exc:
         raise connect_error(url, exc) from None
 
@@ -297,27 +282,7 @@ def _ensure_schema(conn: psycopg.Connection[Any], where: str) -> int | None:
     return found
 
 
-# The checkpointer --------------------------------------------------------------------------
-async def _setup_saver(conn: psycopg.AsyncConnection[Any]) -> None:
-    """LangGraph's ``setup()``, one process at a time.
-
-    Its migrations are not safe against a concurrent ``setup()``, so a session-level advisory
-    lock serializes them. The lock is *tried* in a loop, not waited for in a statement: a
-    statement waiting for it is an open transaction, and the ``CREATE INDEX CONCURRENTLY`` of
-    the holder's migrations waits for every open transaction, which would deadlock.
-    """
-    while True:
-        cur = await conn.execute("SELECT pg_try_advisory_lock(%s) AS ok", (_SETUP_LOCK,))
-        row = await cur.fetchone()
-        if row and row["ok"]:
-            break
-        await asyncio.sleep(0.05)
-    try:
-        await AsyncPostgresSaver(conn, serde=strict_serializer()).setup()
-    finally:
-        await conn.execute("SELECT pg_advisory_unlock(%s)", (_SETUP_LOCK,))
-
-
+# Set-ups ------------------------------------------------------------------------------------
 @contextmanager
 def set_up_one_at_a_time(url: str, lock: int) -> Iterator[None]:
     """Hold a session-level advisory lock, on a connection of its own, around a set-up.
@@ -338,185 +303,6 @@ def set_up_one_at_a_time(url: str, lock: int) -> Iterator[None]:
 def _try_lock(conn: psycopg.Connection[Any], lock: int) -> bool:
     row = conn.execute("SELECT pg_try_advisory_lock(%s)", (lock,)).fetchone()
     return bool(row and row[0])
-
-
-_WRITER: ContextVar[tuple[str, str] | None] = ContextVar("ai_agent_pg_writer", default=None)
-"""(thread id, lease owner) of the checkpoint write in progress on this task, if leased."""
-
-
-class FencedPostgresSaver(AsyncPostgresSaver):
-    """LangGraph's PostgreSQL saver, with a lease holder's writes fenced by its lease.
-
-    A checkpoint or task writes put under a lease (``ai_agent.checkpoints.fencing``) run in one
-    transaction that first reads the thread's lease row ``FOR SHARE``: a takeover waits for it,
-    and a holder whose lease was taken over gets LeaseLostError with nothing written. (The
-    saver otherwise runs its statements in autocommit pipeline mode; a fenced write gives that
-    up for the transaction.) A full disk is a StorageFullError naming the database.
-
-    Args:
-        *args: As for ``AsyncPostgresSaver``.
-        where: The database as it may be named (no password).
-        **kwargs: As for ``AsyncPostgresSaver``.
-    """
-
-    def __init__(self, *args: Any, where: str, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.where = where
-
-    async def aput(
-        self,
-        config: RunnableConfig,
-        checkpoint: Checkpoint,
-        metadata: CheckpointMetadata,
-        new_versions: ChannelVersions,
-    ) -> RunnableConfig:
-        """``AsyncPostgresSaver.aput``, fenced by the run's lease, serialized in place.
-
-        As LangGraph's method (its statements, its split of the channel values: primitives
-        inline in the checkpoint row, the rest as blobs, a delta snapshot as a blob marked
-        ``True``), but the blobs are serialized on the loop's thread, not handed to another:
-        0.97 against 1.18 ms of CPU a fenced checkpoint on a real server (see ``aput_writes``).
-        """
-        configurable = config["configurable"]
-        thread_id, checkpoint_ns = configurable["thread_id"], configurable["checkpoint_ns"]
-        row = checkpoint.copy()
-        row["channel_values"] = inline = dict(checkpoint["channel_values"])
-        blobs: dict[str, Any] = {}
-        for channel, value in checkpoint["channel_values"].items():
-            if isinstance(value, _DeltaSnapshot):
-                blobs[channel] = value
-                inline[channel] = True
-            elif value is not None and not isinstance(value, (str, int, float, bool)):
-                blobs[channel] = inline.pop(channel)
-        versions = {k: v for k, v in new_versions.items() if k in blobs}
-        dumped = self._dump_blobs(thread_id, checkpoint_ns, blobs, versions) if versions else []
-        values = (
-            thread_id,
-            checkpoint_ns,
-            checkpoint["id"],
-            configurable.get("checkpoint_id"),
-            Jsonb(row),
-            Jsonb(get_serializable_checkpoint_metadata(config, metadata)),
-        )
-        with self._writing(config):
-            async with self._cursor(pipeline=True) as cur:
-                if dumped:
-                    await cur.executemany(self.UPSERT_CHECKPOINT_BLOBS_SQL, dumped)
-                await cur.execute(self.UPSERT_CHECKPOINTS_SQL, values)
-        return {
-            "configurable": {
-                "thread_id": thread_id,
-                "checkpoint_ns": checkpoint_ns,
-                "checkpoint_id": checkpoint["id"],
-            }
-        }
-
-    async def aput_writes(
-        self,
-        config: RunnableConfig,
-        writes: Sequence[tuple[str, Any]],
-        task_id: str,
-        task_path: str = "",
-    ) -> None:
-        """``AsyncPostgresSaver.aput_writes``, fenced by the run's lease, serialized in place.
-
-        LangGraph's method serializes the writes on a worker thread (``asyncio.to_thread``).
-        A task's writes are small, and the hop cost more CPU than the serializing: about a
-        quarter of each fenced write (0.76 against 1.02 ms, measured on a real server), with
-        nothing gained, since the thread needs the interpreter's lock the loop is waiting on.
-        The statements are LangGraph's own (``UPSERT_`` / ``INSERT_CHECKPOINT_WRITES_SQL``).
-        """
-        configurable = config["configurable"]
-        query = (
-            self.UPSERT_CHECKPOINT_WRITES_SQL
-            if all(channel in WRITES_IDX_MAP for channel, _ in writes)
-            else self.INSERT_CHECKPOINT_WRITES_SQL
-        )
-        params = self._dump_writes(
-            configurable["thread_id"],
-            configurable["checkpoint_ns"],
-            configurable["checkpoint_id"],
-            task_id,
-            task_path,
-            writes,
-        )
-        with self._writing(config):
-            async with self._cursor(pipeline=True) as cur:
-                await cur.executemany(query, params)
-
-    @contextmanager
-    def _writing(self, config: RunnableConfig) -> Iterator[None]:
-        owner = lease_in(config)
-        thread_id = str(config["configurable"]["thread_id"])
-        token = _WRITER.set((thread_id, owner) if owner is not None else None)
-        try:
-            yield
-        except psycopg.errors.DiskFull:
-            raise StorageFullError(self.where) from None
-        finally:
-            _WRITER.reset(token)
-
-    @asynccontextmanager
-    async def _cursor(self, *, pipeline: bool = False) -> AsyncIterator[AsyncCursor[DictRow]]:
-        writer = _WRITER.get()
-        if writer is None:
-            async with super()._cursor(pipeline=pipeline) as cur:
-                yield cur
-            return
-        thread_id, owner = writer
-        async with (
-            self.lock,
-            _ainternal.get_connection(self.conn) as conn,
-            conn.transaction(),
-            conn.cursor(binary=True, row_factory=dict_row) as cur,
-        ):
-            await cur.execute(_PG_LEASE_ROW, (thread_id,))
-            row = await cur.fetchone()
-            check_lease(None if row is None else tuple(row.values()), thread_id, owner)
-            yield cur
-
-
-_PG_LEASE_ROW = LEASE_ROW_SQL.replace("?", "%s") + " FOR SHARE"
-
-
-@asynccontextmanager
-async def open_postgres_checkpointer(
-    url: str, *, max_connections: int = 4, serde: SerializerProtocol | None = None
-) -> AsyncIterator[AsyncPostgresSaver]:
-    """Open LangGraph's PostgreSQL checkpointer on ``url``, creating its tables if needed.
-
-    Strict serialization, as with SQLite. A pool of up to ``max_connections`` lets one process
-    drive several runs at once (a worker's ``--concurrency``).
-
-    Raises:
-        StoreError: the database cannot be reached (the message has no password).
-    """
-    kwargs = _connect_kwargs(url)
-    try:
-        conn = await psycopg.AsyncConnection.connect(
-            url, autocommit=True, prepare_threshold=0, row_factory=dict_row, **kwargs
-        )
-    except psycopg.Error as exc:
-        raise connect_error(url, exc) from None
-    try:
-        await _setup_saver(conn)
-    finally:
-        await conn.close()
-    pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
-        url,
-        min_size=1,
-        max_size=max_connections,
-        open=False,
-        kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row, **kwargs},
-        check=IdleCheck().acheck,  # a ping per hand-out doubled the round trips of a run
-        name="ai-agent-checkpoints",
-    )
-    await pool.open()
-    try:
-        serde = serde or strict_serializer()
-        yield FencedPostgresSaver(pool, serde=serde, where=describe_location(url))
-    finally:
-        await pool.close()
 
 
 # The run store -----------------------------------------------------------------------------
@@ -564,7 +350,7 @@ class PostgresDatabase:
             min_size=1,
             max_size=max_connections,
             open=False,
-            kwargs=_connect_kwargs(url),
+            kwargs=connect_kwargs(url),
             check=IdleCheck().check,
             name="ai-agent-run-store",
         )

@@ -76,7 +76,8 @@ async def test_a_stale_holder_cannot_write_checkpoints(location: str | Path) -> 
 
 async def test_a_full_disk_on_postgresql_is_a_storage_full_error(pg_url: str) -> None:
     """PostgreSQL's "could not extend file" (SQLSTATE 53100) names the database, as SQLite's."""
-    from ai_agent.checkpoints.postgres import FencedPostgresSaver, PostgresRunStore
+    from ai_agent.checkpoints.postgres import PostgresRunStore
+    from ai_agent.checkpoints.postgres_saver import FencedPostgresSaver
 
     where = describe_location(pg_url)
     store = PostgresRunStore(pg_url)
@@ -86,8 +87,12 @@ async def test_a_full_disk_on_postgresql_is_a_storage_full_error(pg_url: str) ->
     store.close()
     async with open_checkpointer(pg_url) as saver:
         assert isinstance(saver, FencedPostgresSaver)
-        with pytest.raises(StorageFullError, match=full), saver._writing(config("t", None)):
-            raise psycopg.errors.DiskFull("could not extend file: No space left on device")
+        store = PostgresRunStore(pg_url)
+        for lease in (None, (await store.acquire("t")).owner):
+            with pytest.raises(StorageFullError, match=full):
+                async with saver._transaction(("t", lease)):
+                    raise psycopg.errors.DiskFull("could not extend file: No space left on device")
+        store.close()
 
 
 async def test_task_writes_are_stored_as_langgraphs_own_saver_stores_them(pg_url: str) -> None:

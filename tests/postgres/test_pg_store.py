@@ -264,8 +264,9 @@ async def test_without_the_extra_a_checkpointer_url_says_so_too(
 ) -> None:
     import ai_agent.checkpoints
 
-    monkeypatch.delitem(sys.modules, "ai_agent.checkpoints.postgres")
-    monkeypatch.delattr(ai_agent.checkpoints, "postgres")
+    for module in ("postgres", "postgres_saver"):
+        monkeypatch.delitem(sys.modules, f"ai_agent.checkpoints.{module}", raising=False)
+        monkeypatch.delattr(ai_agent.checkpoints, module, raising=False)
     monkeypatch.setitem(sys.modules, "psycopg", None)
     with pytest.raises(ConfigError, match=r"psycopg is missing\): pip install"):
         async with open_checkpointer("postgresql://h/db"):

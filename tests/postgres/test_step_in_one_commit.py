@@ -1,0 +1,177 @@
+"""The PostgreSQL saver keeps a task's writes for the checkpoint that follows: one commit a step.
+
+What is stored is LangGraph's (``test_fenced_checkpoints.py`` compares the rows); here, when:
+with the checkpoint, at once for LangGraph's special channels, after ``FLUSH_AFTER`` at the
+latest, before any read, and on the way out. A kept write whose lease was lost fails its own
+thread's next call, never another thread's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import psycopg
+import pytest
+from langgraph.checkpoint.base import empty_checkpoint
+
+from ai_agent.checkpoints import open_checkpointer, open_run_store
+from ai_agent.checkpoints.fencing import with_lease
+from ai_agent.checkpoints.postgres_saver import FLUSH_AFTER
+from ai_agent.errors import LeaseLostError
+
+
+def config(thread: str, owner: str | None, checkpoint_id: str | None = None) -> Any:
+    conf: dict[str, Any] = {"thread_id": thread, "checkpoint_ns": ""}
+    if checkpoint_id is not None:
+        conf["checkpoint_id"] = checkpoint_id
+    with_lease(conf, owner)
+    return {"configurable": conf}
+
+
+def checkpoint(value: str) -> Any:
+    cp = empty_checkpoint()
+    cp["channel_values"] = {"a": value, "items": [value]}
+    cp["channel_versions"] = {"a": 1, "items": 1}
+    return cp
+
+
+def writes_of(url: str, thread: str) -> list[tuple[str, str, int]]:
+    """(task, channel, transaction id) of each stored write of ``thread``."""
+    with psycopg.connect(url) as conn:
+        rows = conn.execute(
+            "SELECT task_id, channel, xmin::text::bigint FROM checkpoint_writes "
+            "WHERE thread_id = %s ORDER BY task_id, idx",
+            (thread,),
+        ).fetchall()
+    return [(r[0], r[1], r[2]) for r in rows]
+
+
+def checkpoint_transactions(url: str, thread: str) -> list[int]:
+    with psycopg.connect(url) as conn:
+        rows = conn.execute(
+            "SELECT xmin::text::bigint FROM checkpoints WHERE thread_id = %s "
+            "ORDER BY checkpoint_id",
+            (thread,),
+        ).fetchall()
+    return [r[0] for r in rows]
+
+
+@pytest.mark.parametrize("leased", [True, False])
+async def test_a_steps_writes_are_committed_with_its_checkpoint(pg_url: str, leased: bool) -> None:
+    store = open_run_store(pg_url)
+    owner = (await store.acquire("t")).owner if leased else None
+    async with open_checkpointer(pg_url) as saver:
+        first = await saver.aput(config("t", owner), checkpoint("one"), {"step": 0}, {"a": 1})
+        head = config("t", owner, first["configurable"]["checkpoint_id"])
+        await saver.aput_writes(head, [("a", "two"), ("items", ["two"])], "task-1")
+        await saver.aput_writes(head, [("a", "three")], "task-2")
+        assert writes_of(pg_url, "t") == []  # kept, not yet stored
+        await saver.aput(head, checkpoint("two"), {"step": 1}, {"a": 2, "items": 2})
+        stored = writes_of(pg_url, "t")
+        latest = checkpoint_transactions(pg_url, "t")[-1]
+    assert [(task, channel) for task, channel, _ in stored] == [
+        ("task-1", "a"),
+        ("task-1", "items"),
+        ("task-2", "a"),
+    ]
+    if leased:  # one transaction: the lease read, the writes, the blobs and the checkpoint
+        assert {xid for _, _, xid in stored} == {latest}
+    store.close()
+
+
+async def test_kept_writes_are_stored_within_the_flush_delay(pg_url: str) -> None:
+    async with open_checkpointer(pg_url) as saver:
+        first = await saver.aput(config("t", None), checkpoint("one"), {"step": 0}, {"a": 1})
+        head = config("t", None, first["configurable"]["checkpoint_id"])
+        await saver.aput_writes(head, [("a", "two")], "task-1")
+        assert writes_of(pg_url, "t") == []
+        await asyncio.sleep(FLUSH_AFTER * 6)
+        assert [w[:2] for w in writes_of(pg_url, "t")] == [("task-1", "a")]
+
+
+async def test_an_error_or_interrupt_is_stored_at_once_with_what_was_kept(pg_url: str) -> None:
+    async with open_checkpointer(pg_url) as saver:
+        first = await saver.aput(config("t", None), checkpoint("one"), {"step": 0}, {"a": 1})
+        head = config("t", None, first["configurable"]["checkpoint_id"])
+        await saver.aput_writes(head, [("a", "two")], "task-1")
+        await saver.aput_writes(head, [("__interrupt__", ["ask a person"])], "task-2")
+        assert [w[:2] for w in writes_of(pg_url, "t")] == [
+            ("task-1", "a"),
+            ("task-2", "__interrupt__"),
+        ]
+        await saver.aput_writes(head, [("__error__", ValueError("boom"))], "task-3")
+        assert ("task-3", "__error__") in [w[:2] for w in writes_of(pg_url, "t")]
+
+
+async def test_a_read_sees_the_writes_kept_before_it(pg_url: str) -> None:
+    async with open_checkpointer(pg_url) as saver:
+        first = await saver.aput(config("t", None), checkpoint("one"), {"step": 0}, {"a": 1})
+        head = config("t", None, first["configurable"]["checkpoint_id"])
+        await saver.aput_writes(head, [("a", "two")], "task-1")
+        got = await saver.aget_tuple(config("t", None))
+        assert got is not None and got.pending_writes == [("task-1", "a", "two")]
+        await saver.aput_writes(head, [("a", "three")], "task-2")
+        listed = [t async for t in saver.alist(config("t", None))]
+        assert [w[0] for w in listed[0].pending_writes or []] == ["task-1", "task-2"]
+        await saver.aput_writes(head, [("a", "four")], "task-3")
+        await saver.adelete_thread("t")  # stored first, then deleted with the thread
+        assert writes_of(pg_url, "t") == []
+        assert await saver.aget_tuple(config("t", None)) is None
+
+
+async def test_kept_writes_are_stored_on_the_way_out(pg_url: str) -> None:
+    async with open_checkpointer(pg_url) as saver:
+        first = await saver.aput(config("t", None), checkpoint("one"), {"step": 0}, {"a": 1})
+        head = config("t", None, first["configurable"]["checkpoint_id"])
+        await saver.aput_writes(head, [("a", "two")], "task-1")
+    assert [w[:2] for w in writes_of(pg_url, "t")] == [("task-1", "a")]
+
+    async def stopped_run() -> None:
+        async with open_checkpointer(pg_url) as saver:
+            await saver.aput_writes(head, [("a", "three")], "task-2")
+            raise RuntimeError("the run stopped")
+
+    with pytest.raises(RuntimeError, match="the run stopped"):
+        await stopped_run()
+    assert [w[:2] for w in writes_of(pg_url, "t")] == [("task-1", "a"), ("task-2", "a")]
+
+
+async def test_a_kept_write_whose_lease_was_lost_fails_only_its_own_thread(pg_url: str) -> None:
+    store, other = open_run_store(pg_url), open_run_store(pg_url)
+    stale = await store.acquire("t", seconds=-1)
+    mine = await store.acquire("u")
+    async with open_checkpointer(pg_url) as saver:
+        first = await saver.aput(config("t", stale.owner), checkpoint("one"), {"step": 0}, {})
+        await other.acquire("t")  # taken over: the stale holder's kept writes must not land
+        head = config("t", stale.owner, first["configurable"]["checkpoint_id"])
+        await saver.aput_writes(head, [("a", "late")], "task-1")
+        await asyncio.sleep(FLUSH_AFTER * 6)  # the delayed store fails: kept for thread t
+        # Another thread's run goes on as usual...
+        u_first = await saver.aput(config("u", mine.owner), checkpoint("u"), {"step": 0}, {})
+        assert u_first["configurable"]["thread_id"] == "u"
+        assert await saver.aget_tuple(config("u", None)) is not None
+        # ...and the stale holder's next call says what happened.
+        with pytest.raises(LeaseLostError, match="the lease on thread t was taken over"):
+            await saver.aput(head, checkpoint("two"), {"step": 1}, {"a": 2})
+    assert writes_of(pg_url, "t") == []
+    store.close()
+    other.close()
+
+
+async def test_a_failure_to_store_on_the_way_out_is_raised(pg_url: str) -> None:
+    store, other = open_run_store(pg_url), open_run_store(pg_url)
+    stale = await store.acquire("t", seconds=-1)
+
+    async def late_writes_then_close() -> None:
+        async with open_checkpointer(pg_url) as saver:
+            first = await saver.aput(config("t", stale.owner), checkpoint("one"), {"step": 0}, {})
+            await other.acquire("t")
+            head = config("t", stale.owner, first["configurable"]["checkpoint_id"])
+            await saver.aput_writes(head, [("a", "late")], "task-1")
+
+    with pytest.raises(LeaseLostError):
+        await late_writes_then_close()
+    assert writes_of(pg_url, "t") == []
+    store.close()
+    other.close()
