@@ -1,12 +1,12 @@
 """The PostgreSQL checkpointer: LangGraph's ``AsyncPostgresSaver``, fenced, a step in one commit.
 
 LangGraph's saver stores a task's writes as soon as the task finishes and the step's checkpoint
-after it, each in a statement batch of its own. Under a lease each of those is a transaction
-that first reads the thread's lease row ``FOR SHARE`` (``ai_agent.checkpoints.fencing``): a
-takeover waits for it, and a holder whose lease was taken over gets LeaseLostError with nothing
-written. Two changes make a step cheaper without changing what is stored (LangGraph's tables,
+after it, each in a statement batch of its own (autocommit, pipeline mode). Here a write is a
+transaction, and under a lease that transaction first reads the thread's lease row ``FOR
+SHARE`` (``ai_agent.checkpoints.fencing``): a takeover waits for it, and a holder whose lease was
+taken over gets LeaseLostError with nothing written. What is stored is LangGraph's (its tables,
 statements and rows, checked against its own saver in
-``tests/postgres/test_fenced_checkpoints.py``):
+``tests/postgres/test_fenced_checkpoints.py``); two changes make a step cheaper:
 
 - **A step's writes and its checkpoint in one transaction.** ``aput_writes`` serializes the
   writes at once (a bad value raises there) and keeps them; the checkpoint that follows stores
@@ -253,22 +253,19 @@ class FencedPostgresSaver(AsyncPostgresSaver):
 
     @asynccontextmanager
     async def _transaction(self, writer: _Writer) -> AsyncIterator[AsyncCursor[DictRow]]:
-        """A cursor for one commit: fenced by the lease when there is one."""
+        """A cursor in one transaction, which first checks the lease when there is one."""
         thread_id, owner = writer
         try:
-            if owner is None:  # LangGraph's own way: pipeline mode, autocommit
-                async with super()._cursor(pipeline=True) as cur:
-                    yield cur
-                return
             async with (
                 self.lock,
                 _ainternal.get_connection(self.conn) as conn,
                 conn.transaction(),
                 conn.cursor(binary=True, row_factory=dict_row) as cur,
             ):
-                await cur.execute(_PG_LEASE_ROW, (thread_id,))
-                row = await cur.fetchone()
-                check_lease(None if row is None else tuple(row.values()), thread_id, owner)
+                if owner is not None:
+                    await cur.execute(_PG_LEASE_ROW, (thread_id,))
+                    row = await cur.fetchone()
+                    check_lease(None if row is None else tuple(row.values()), thread_id, owner)
                 yield cur
         except psycopg.errors.DiskFull:
             raise StorageFullError(self.where) from None

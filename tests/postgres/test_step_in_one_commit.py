@@ -75,8 +75,8 @@ async def test_a_steps_writes_are_committed_with_its_checkpoint(pg_url: str, lea
         ("task-1", "items"),
         ("task-2", "a"),
     ]
-    if leased:  # one transaction: the lease read, the writes, the blobs and the checkpoint
-        assert {xid for _, _, xid in stored} == {latest}
+    # One transaction: (the lease read,) the writes, the blobs and the checkpoint.
+    assert {xid for _, _, xid in stored} == {latest}
     store.close()
 
 
