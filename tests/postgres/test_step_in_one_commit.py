@@ -16,17 +16,9 @@ import pytest
 from langgraph.checkpoint.base import empty_checkpoint
 
 from ai_agent.checkpoints import open_checkpointer, open_run_store
-from ai_agent.checkpoints.fencing import with_lease
 from ai_agent.checkpoints.postgres_saver import FLUSH_AFTER
 from ai_agent.errors import LeaseLostError
-
-
-def config(thread: str, owner: str | None, checkpoint_id: str | None = None) -> Any:
-    conf: dict[str, Any] = {"thread_id": thread, "checkpoint_ns": ""}
-    if checkpoint_id is not None:
-        conf["checkpoint_id"] = checkpoint_id
-    with_lease(conf, owner)
-    return {"configurable": conf}
+from tests.postgres.test_fenced_checkpoints import config
 
 
 def checkpoint(value: str) -> Any:
@@ -38,23 +30,26 @@ def checkpoint(value: str) -> Any:
 
 def writes_of(url: str, thread: str) -> list[tuple[str, str, int]]:
     """(task, channel, transaction id) of each stored write of ``thread``."""
-    with psycopg.connect(url) as conn:
-        rows = conn.execute(
-            "SELECT task_id, channel, xmin::text::bigint FROM checkpoint_writes "
-            "WHERE thread_id = %s ORDER BY task_id, idx",
-            (thread,),
-        ).fetchall()
-    return [(r[0], r[1], r[2]) for r in rows]
+    return rows(
+        url,
+        "SELECT task_id, channel, xmin::text::bigint FROM checkpoint_writes "
+        "WHERE thread_id = %s ORDER BY task_id, idx",
+        thread,
+    )
 
 
 def checkpoint_transactions(url: str, thread: str) -> list[int]:
+    found = rows(
+        url,
+        "SELECT xmin::text::bigint FROM checkpoints WHERE thread_id = %s ORDER BY checkpoint_id",
+        thread,
+    )
+    return [xid for (xid,) in found]
+
+
+def rows(url: str, sql: str, thread: str) -> list[Any]:
     with psycopg.connect(url) as conn:
-        rows = conn.execute(
-            "SELECT xmin::text::bigint FROM checkpoints WHERE thread_id = %s "
-            "ORDER BY checkpoint_id",
-            (thread,),
-        ).fetchall()
-    return [r[0] for r in rows]
+        return [tuple(row) for row in conn.execute(sql, (thread,)).fetchall()]
 
 
 @pytest.mark.parametrize("leased", [True, False])
