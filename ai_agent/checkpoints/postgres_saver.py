@@ -120,9 +120,10 @@ class FencedPostgresSaver(AsyncPostgresSaver):
             elif value is not None and not isinstance(value, (str, int, float, bool)):
                 blobs[channel] = inline.pop(channel)
         versions = {k: v for k, v in new_versions.items() if k in blobs}
+        # Serialized before the kept writes are taken: a value that cannot be leaves them kept.
+        dumped = self._dump_blobs(thread_id, checkpoint_ns, blobs, versions) if versions else []
         batches = self._kept.pop(writer, [])
-        if versions:
-            dumped = self._dump_blobs(thread_id, checkpoint_ns, blobs, versions)
+        if dumped:
             batches.append((self.UPSERT_CHECKPOINT_BLOBS_SQL, dumped))
         values = (
             thread_id,

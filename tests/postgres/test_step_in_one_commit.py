@@ -174,3 +174,17 @@ async def test_a_failure_to_store_on_the_way_out_is_raised(pg_url: str) -> None:
     assert writes_of(pg_url, "t") == []
     store.close()
     other.close()
+
+
+async def test_a_checkpoint_that_cannot_be_serialized_leaves_the_kept_writes_kept(
+    pg_url: str,
+) -> None:
+    async with open_checkpointer(pg_url) as saver:
+        first = await saver.aput(config("t", None), checkpoint("one"), {"step": 0}, {"a": 1})
+        head = config("t", None, first["configurable"]["checkpoint_id"])
+        await saver.aput_writes(head, [("a", "two")], "task-1")
+        bad = checkpoint("two")
+        bad["channel_values"]["items"] = [object()]  # the strict serializer refuses it
+        with pytest.raises(TypeError, match="not msgpack serializable"):
+            await saver.aput(head, bad, {"step": 1}, {"items": 2})
+    assert [w[:2] for w in writes_of(pg_url, "t")] == [("task-1", "a")]
