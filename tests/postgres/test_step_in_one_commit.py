@@ -113,6 +113,8 @@ async def test_a_read_sees_the_writes_kept_before_it(pg_url: str) -> None:
         await saver.aput_writes(head, [("a", "three")], "task-2")
         listed = [t async for t in saver.alist(config("t", None))]
         assert [w[0] for w in listed[0].pending_writes or []] == ["task-1", "task-2"]
+        everything = [t async for t in saver.alist(None)]  # no thread named: all of them
+        assert [t.config["configurable"]["thread_id"] for t in everything] == ["t"]
         await saver.aput_writes(head, [("a", "four")], "task-3")
         await saver.adelete_thread("t")  # stored first, then deleted with the thread
         assert writes_of(pg_url, "t") == []
