@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager, suppress
+from contextlib import asynccontextmanager
 from typing import Any
 
 import psycopg
@@ -87,7 +87,7 @@ class FencedPostgresSaver(AsyncPostgresSaver):
         super().__init__(*args, **kwargs)
         self.where = where
         self._kept: dict[_Writer, list[_Batch]] = {}
-        self._failed: dict[_Writer, BaseException] = {}
+        self._failed: dict[_Writer, Exception] = {}
         self._timer: asyncio.TimerHandle | None = None
         self._storing: set[asyncio.Task[None]] = set()
 
@@ -212,8 +212,7 @@ class FencedPostgresSaver(AsyncPostgresSaver):
         """Store every kept write now; with ``raising``, raise the first that failed to store."""
         while self._storing or self._kept:
             if self._storing:
-                await asyncio.wait(set(self._storing))
-                self._storing.difference_update([t for t in self._storing if t.done()])
+                await asyncio.wait(set(self._storing))  # each leaves the set as it ends
             if self._kept:
                 await self._store_kept()
         if raising and self._failed:
@@ -336,8 +335,7 @@ async def open_postgres_checkpointer(
     try:
         yield saver
     except BaseException:
-        with suppress(Exception):
-            await saver.aflush(raising=False)
+        await saver.aflush(raising=False)  # the block's own error is the one raised
         raise
     else:
         await saver.aflush()
