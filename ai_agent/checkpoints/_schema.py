@@ -109,46 +109,81 @@ _MIGRATIONS: dict[int, str] = {
 def create_or_migrate(conn: sqlite3.Connection, *, where: str) -> None:
     """Create the tables on a new database, or bring an older format up to date.
 
+    A database already at `FORMAT_VERSION` is left as it is, read without a transaction:
+    opening one to read it (a resume, ``ai-agent show``) neither writes nor waits for another
+    process's write lock.
+
     Args:
         conn: An autocommit connection (``isolation_level=None``).
         where: How to name the database in an error message.
 
     Raises:
-        StoreError: the database was written by a newer ai-agent, or is not SQLite.
+        StoreError: the database was written by a newer ai-agent, is not SQLite, or its
+            format is not a number.
     """
     try:
+        if _current_format(conn) == str(FORMAT_VERSION):
+            return
         conn.execute("BEGIN IMMEDIATE")
     except sqlite3.DatabaseError as exc:
         raise StoreError(
             f"{where} is not a usable checkpoint database ({exc}); point --db at another file"
         ) from None
     try:
-        if _table_exists(conn, "delta_meta"):
-            row = conn.execute("SELECT value FROM delta_meta WHERE key = 'format'").fetchone()
-            found = int(row[0]) if row else FORMAT_VERSION
-        else:
-            found = 1
-            for statement in _DDL_V1.split(";"):
-                if statement.strip():
-                    conn.execute(statement)
-        if found > FORMAT_VERSION:
-            raise StoreError(
-                f"the checkpoints in {where} use format {found}, newer than this ai-agent "
-                f"understands ({FORMAT_VERSION}); upgrade ai-agent"
-            )
-        while found < FORMAT_VERSION:
-            for statement in _MIGRATIONS[found].split(";"):
-                if statement.strip():
-                    conn.execute(statement)
-            found += 1
-        conn.execute(
-            "INSERT OR REPLACE INTO delta_meta (key, value) VALUES ('format', ?)",
-            (str(FORMAT_VERSION),),
-        )
+        _create_or_migrate(conn, where)
     except BaseException:
         conn.execute("ROLLBACK")
         raise
     conn.execute("COMMIT")
+
+
+def _create_or_migrate(conn: sqlite3.Connection, where: str) -> None:
+    """`create_or_migrate`'s work, inside its write transaction."""
+    if _table_exists(conn, "delta_meta"):
+        row = conn.execute("SELECT value FROM delta_meta WHERE key = 'format'").fetchone()
+        found = _format_number(row[0], where) if row else FORMAT_VERSION
+    else:
+        found = 1
+        _run_script(conn, _DDL_V1)
+    if found > FORMAT_VERSION:
+        raise StoreError(
+            f"the checkpoints in {where} use format {found}, newer than this ai-agent "
+            f"understands ({FORMAT_VERSION}); upgrade ai-agent"
+        )
+    while found < FORMAT_VERSION:
+        _run_script(conn, _MIGRATIONS[found])
+        found += 1
+    conn.execute(
+        "INSERT OR REPLACE INTO delta_meta (key, value) VALUES ('format', ?)",
+        (str(FORMAT_VERSION),),
+    )
+
+
+def _run_script(conn: sqlite3.Connection, script: str) -> None:
+    """Each statement of ``script`` (``;``-separated), in the caller's transaction."""
+    for statement in script.split(";"):
+        if statement.strip():
+            conn.execute(statement)
+
+
+def _current_format(conn: sqlite3.Connection) -> str | None:
+    """The stored format as it is stored, None without one (a new database, or an old one)."""
+    if not _table_exists(conn, "delta_meta"):
+        return None
+    row = conn.execute("SELECT value FROM delta_meta WHERE key = 'format'").fetchone()
+    return str(row[0]) if row else None
+
+
+def _format_number(value: object, where: str) -> int:
+    """The stored format as a number; a value changed by hand is refused, not guessed at."""
+    text = str(value)
+    if not (text.isascii() and text.isdigit()):
+        raise StoreError(
+            f"the checkpoints in {where} name their format {text[:40]!r}, not a number: "
+            "delta_meta was changed by hand; restore the file from a copy, or point --db at "
+            "another file"
+        )
+    return int(text)
 
 
 def legacy_tables_present(conn: sqlite3.Connection) -> bool:

@@ -532,7 +532,11 @@ class RunStore(SqlRunStore):
         try:
             with full_disk_raises(self.path):
                 db = SqliteDatabase(self.path)
-                self.migrated_from = ensure_schema(db.conn, self.path)
+                try:
+                    self.migrated_from = ensure_schema(db.conn, self.path)
+                except BaseException:
+                    db.close()
+                    raise
         except sqlite3.DatabaseError as exc:
             hint = (
                 locked_too_long()

@@ -40,6 +40,7 @@ version number; a new version migrates both.
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
@@ -283,7 +284,36 @@ def schema_version(conn: sqlite3.Connection) -> int | None:
     if exists is None:
         return None
     row = conn.execute("SELECT value FROM agent_meta WHERE key = 'schema_version'").fetchone()
-    return int(row[0]) if row else 1
+    if row is None:
+        return 1
+    text = str(row[0])
+    if not (text.isascii() and text.isdigit()):
+        # Changed by hand: refused, never guessed at (a wrong guess would migrate, or misread).
+        raise StoreError(
+            f"the run store names its schema version {text[:40]!r}, not a number: agent_meta "
+            "was changed by hand; restore the file from a copy, or point --db at another file"
+        )
+    return int(text)
+
+
+# The tables ``_ADDITIVE`` creates when missing, at any version.
+_ADDITIVE_TABLES = tuple(
+    match.group(1)
+    for statement in _ADDITIVE
+    if (match := re.match(r"\s*CREATE TABLE IF NOT EXISTS (\w+)", statement))
+)
+
+
+def _up_to_date(conn: sqlite3.Connection) -> bool:
+    """Whether the run store's tables are all there at `SCHEMA_VERSION` (nothing to do)."""
+    if schema_version(conn) != SCHEMA_VERSION:
+        return False
+    marks = ", ".join("?" * len(_ADDITIVE_TABLES))
+    row = conn.execute(
+        f"SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ({marks})",  # noqa: S608 - placeholders only
+        _ADDITIVE_TABLES,
+    ).fetchone()
+    return bool(row[0] == len(_ADDITIVE_TABLES))
 
 
 def ensure_schema(conn: sqlite3.Connection, path: Path) -> int | None:
@@ -292,9 +322,15 @@ def ensure_schema(conn: sqlite3.Connection, path: Path) -> int | None:
     Returns:
         The version the database had before (None: it had no run store yet).
 
+    A database already at `SCHEMA_VERSION`, with every table of ``_ADDITIVE``, is left as it
+    is, read without a transaction: opening a run store to read it neither writes nor waits for
+    another process's write lock (``ai-agent runs`` while a run is committing).
+
     Raises:
         StoreError: the database was written by a newer ai-agent.
     """
+    if _up_to_date(conn):
+        return SCHEMA_VERSION
     conn.execute("BEGIN IMMEDIATE")
     try:
         found = schema_version(conn)

@@ -20,6 +20,7 @@ import pytest
 from ai_agent.checkpoints import _sqlite, _store, memory
 from ai_agent.checkpoints.delta import DeltaSaver
 from ai_agent.checkpoints.memory import SqliteMemory
+from ai_agent.checkpoints.reader import DeltaReader
 from ai_agent.checkpoints.runstore import RunStore
 from ai_agent.errors import StoreError
 
@@ -95,3 +96,80 @@ def test_other_errors_of_the_switch_are_not_retried(tmp_path: Path) -> None:
     conn.close()
     with pytest.raises(sqlite3.ProgrammingError):  # a closed connection: raised as it is
         _sqlite.enter_wal(conn, within=5)
+
+
+# Openers of a database that is already set up, for reading it: none of them writes.
+READERS: dict[str, Callable[[Path], Any]] = {
+    "run store": RunStore,
+    "saver": DeltaSaver,
+    "reader": DeltaReader,
+}
+
+
+def _set_up(path: Path) -> None:
+    """A database with the run store's tables and the checkpoints', at the current versions."""
+    RunStore(path).close()
+    DeltaSaver(path).close()
+
+
+@pytest.mark.parametrize("opener", list(READERS), ids=str)
+def test_opening_an_up_to_date_database_writes_nothing(tmp_path: Path, opener: str) -> None:
+    path = tmp_path / "c.sqlite"
+    _set_up(path)
+    opened = READERS[opener](path)
+    try:
+        wal = path.with_name(path.name + "-wal")
+        # A write while opening (the format or version stored again) would be a frame here.
+        assert not wal.exists() or wal.stat().st_size == 0
+    finally:
+        opened.close()
+
+
+@pytest.mark.parametrize("opener", list(READERS), ids=str)
+def test_an_up_to_date_database_opens_while_another_connection_writes(
+    tmp_path: Path, opener: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Without taking the write lock: before, each open took it (BEGIN IMMEDIATE) to store its
+    # version again, and waited out the writer (here a 0.2 s busy timeout: "locked").
+    for module in (_sqlite, _store, memory):
+        monkeypatch.setattr(module, "BUSY_TIMEOUT_SECONDS", 0.2)
+    path = tmp_path / "c.sqlite"
+    _set_up(path)
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    holder.execute("CREATE TABLE other (x)")
+    try:
+        READERS[opener](path).close()
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+
+
+def test_a_format_changed_by_hand_is_refused_with_what_to_do(tmp_path: Path) -> None:
+    path = tmp_path / "c.sqlite"
+    _set_up(path)
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE delta_meta SET value = 'five' WHERE key = 'format'")
+    with pytest.raises(StoreError, match=r"format 'five', not a number.*changed by hand"):
+        DeltaSaver(path)
+
+
+def test_a_schema_version_changed_by_hand_is_refused_with_what_to_do(tmp_path: Path) -> None:
+    path = tmp_path / "c.sqlite"
+    _set_up(path)
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE agent_meta SET value = '6; x' WHERE key = 'schema_version'")
+    with pytest.raises(StoreError, match=r"schema version '6; x', not a number.*by hand"):
+        RunStore(path)
+
+
+def test_a_missing_additive_table_is_created_at_the_current_version(tmp_path: Path) -> None:
+    # The fast path leaves a database alone only when the tables added without a version bump
+    # are there too: one dropped (or never made by an older ai-agent) is created again.
+    path = tmp_path / "c.sqlite"
+    _set_up(path)
+    with sqlite3.connect(path) as conn:
+        conn.execute("DROP TABLE agent_outputs")
+    RunStore(path).close()
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("SELECT count(*) FROM agent_outputs").fetchone() == (0,)
