@@ -209,7 +209,8 @@ def extend_lineage(store: DeltaStore, batch: Batch, lineage: int, n: int, items:
     small = store.unmerged.get(lineage)
     if small is None:
         row = store.conn.execute(
-            "SELECT count(*) FROM delta_segments WHERE lineage = ? AND merged = 0",
+            "SELECT count(*) FROM delta_segments INDEXED BY delta_segments_unmerged "
+            "WHERE lineage = ? AND merged = 0",
             (lineage,),
         ).fetchone()
         small = int(row[0])
@@ -223,13 +224,17 @@ def extend_lineage(store: DeltaStore, batch: Batch, lineage: int, n: int, items:
 def merge(store: DeltaStore, lineage: int) -> None:
     """Fold the small segments at a lineage's tail into one chunk (fewer rows to read)."""
     rows = store.conn.execute(
-        "SELECT start, type, items, texts FROM delta_segments "
+        "SELECT start, type, items, texts FROM delta_segments INDEXED BY delta_segments_unmerged "
         "WHERE lineage = ? AND merged = 0 ORDER BY start",
         (lineage,),
     ).fetchall()
     if len(rows) < 2:
         return
-    store.conn.execute("DELETE FROM delta_segments WHERE lineage = ? AND merged = 0", (lineage,))
+    store.conn.execute(
+        "DELETE FROM delta_segments INDEXED BY delta_segments_unmerged "
+        "WHERE lineage = ? AND merged = 0",
+        (lineage,),
+    )
     items, hashes = _merged(store, rows)
     if hashes is None:
         type_, blob, done = store.pack(items)

@@ -24,6 +24,7 @@ Storage format (``delta_meta.format`` = 5), beside the run store's tables in the
     delta_lineages     id -> base, base_length         a list that forked from another lineage's
                                                        first base_length items (a fork, time travel)
     delta_segments     (lineage, start) -> count, merged, type, items    items[start:start+count]
+                         merged = 0 rows indexed apart too (found without walking the chunks)
     delta_writes       (thread, checkpoint_id, task_id) -> task_path, [idx, channel, type, bytes]
                          | [idx, channel, "ai-agent:list-items", [lineage, start, count]] (5)
     agent_texts        hash -> body                    a str or bytes of 4 KB or more, once per file
@@ -45,9 +46,8 @@ needs its tail written; when the cache cannot vouch for the prefix, the stored b
 
 Every SQLite call runs on one worker thread owned by the saver, so the async methods never block
 the event loop and the sync methods work from any thread, the event loop's included (LangGraph's
-AsyncSqliteSaver refuses those). The connection uses WAL, a 30 s busy timeout and
-``synchronous=NORMAL`` (see `ai_agent.checkpoints._store`). Serialization is strict: only
-allowlisted types load back.
+AsyncSqliteSaver refuses those). The connection uses WAL, a 30 s busy timeout and ``synchronous=
+NORMAL`` (see `ai_agent.checkpoints._store`). Serialization is strict: only allowlisted types load.
 """
 
 from __future__ import annotations

@@ -363,3 +363,30 @@ def test_memory_database(tmp_path: Path) -> None:
             run.step()
         run.check()
         assert saver._call(saver.store.size) > 0
+
+
+def test_small_segments_are_found_without_walking_the_merged_chunks(tmp_path: Path) -> None:
+    # A lineage's small segments (merged = 0) are counted when a saver first appends to it and
+    # read back when they are merged. Found through the primary key, that walked every merged
+    # chunk of the list, rows holding the items themselves: a cost that grew with the run (the
+    # pipeline's SQL time per cycle rose by two thirds over 800 cycles). Each such statement
+    # the saver runs must be answered from the index of small segments alone.
+    path = tmp_path / "c.sqlite"
+    run = Run(DeltaSaver(path))
+    for _ in range(5 * MERGE_AT):
+        run.step()
+    run.saver.close()
+    statements: list[str] = []
+    with DeltaSaver(path) as saver:  # a new saver counts the small segments afresh
+        saver.store.conn.set_trace_callback(statements.append)
+        run.saver = saver
+        for _ in range(MERGE_AT):  # through a merge
+            run.step()
+        saver.store.conn.set_trace_callback(None)
+        run.check()
+    unmerged = [s for s in statements if "delta_segments" in s and "merged = 0" in s]
+    assert {s.split()[0] for s in unmerged} == {"SELECT", "DELETE"}
+    with sqlite3.connect(path) as conn:
+        for statement in unmerged:
+            plan = str(conn.execute(f"EXPLAIN QUERY PLAN {statement}").fetchall())
+            assert "USING INDEX delta_segments_unmerged" in plan, (statement, plan)

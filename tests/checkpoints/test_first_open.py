@@ -173,3 +173,20 @@ def test_a_missing_additive_table_is_created_at_the_current_version(tmp_path: Pa
     RunStore(path).close()
     with sqlite3.connect(path) as conn:
         assert conn.execute("SELECT count(*) FROM agent_outputs").fetchone() == (0,)
+
+
+def test_a_file_without_the_unmerged_segments_index_gets_it_when_opened(tmp_path: Path) -> None:
+    # Written by an ai-agent before the index (same format 5): the open adds it, and the merge
+    # queries, which name it (INDEXED BY), work on the file.
+    path = tmp_path / "c.sqlite"
+    _set_up(path)
+    with sqlite3.connect(path) as conn:
+        conn.execute("DROP INDEX delta_segments_unmerged")
+    saver = DeltaSaver(path)
+    saver.close()
+    with sqlite3.connect(path) as conn:
+        plan = conn.execute(
+            "EXPLAIN QUERY PLAN SELECT count(*) FROM delta_segments "
+            "INDEXED BY delta_segments_unmerged WHERE lineage = 1 AND merged = 0"
+        ).fetchall()
+    assert "delta_segments_unmerged" in str(plan)
