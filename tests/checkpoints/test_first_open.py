@@ -103,6 +103,7 @@ READERS: dict[str, Callable[[Path], Any]] = {
     "run store": RunStore,
     "saver": DeltaSaver,
     "reader": DeltaReader,
+    "memory": SqliteMemory,
 }
 
 
@@ -110,6 +111,7 @@ def _set_up(path: Path) -> None:
     """A database with the run store's tables and the checkpoints', at the current versions."""
     RunStore(path).close()
     DeltaSaver(path).close()
+    SqliteMemory(path).close()
 
 
 @pytest.mark.parametrize("opener", list(READERS), ids=str)
