@@ -32,6 +32,7 @@ does not import this module.
 
 from __future__ import annotations
 
+import re
 import socket
 import time
 from collections.abc import Iterator, Sequence
@@ -251,8 +252,47 @@ def _connect(url: str, **kwargs: Any) -> psycopg.Connection[Any]:
 
 
 # The schema --------------------------------------------------------------------------------
+# Every table and index `_TABLES` creates where missing, by name.
+_TABLE_OBJECTS = tuple(
+    match.group(1)
+    for statement in _TABLES
+    if (match := re.match(r"\s*CREATE (?:UNIQUE )?(?:TABLE|INDEX) IF NOT EXISTS (\w+)", statement))
+)
+
+
+def _up_to_date(conn: psycopg.Connection[Any]) -> bool:
+    """Whether the run store is at `SCHEMA_VERSION` with every object of `_TABLES`."""
+    present = conn.execute(
+        "SELECT count(*) FROM unnest(%s::text[]) AS name WHERE to_regclass(name) IS NOT NULL",
+        (list(_TABLE_OBJECTS),),
+    ).fetchone()
+    if present is None or present[0] != len(_TABLE_OBJECTS):
+        return False
+    row = conn.execute("SELECT value FROM agent_meta WHERE key = 'schema_version'").fetchone()
+    return row is not None and row[0] == str(SCHEMA_VERSION)
+
+
+def _version_number(value: object, where: str) -> int:
+    """The stored schema version; one changed by hand is refused, never guessed at."""
+    text = str(value)
+    if not (text.isascii() and text.isdigit()):
+        raise StoreError(
+            f"the run store at {where} names its schema version {text[:40]!r}, not a number: "
+            "agent_meta was changed by hand; restore the database from a backup"
+        )
+    return int(text)
+
+
 def _ensure_schema(conn: psycopg.Connection[Any], where: str) -> int | None:
-    """Create or migrate the run store's tables; return the version found (None: new)."""
+    """Create or migrate the run store's tables; return the version found (None: new).
+
+    A store already at `SCHEMA_VERSION` is left as it is, read without the set-up lock or a
+    write: a command that reads it (``ai-agent runs --db postgresql://...``) and a worker
+    starting beside others change nothing.
+    """
+    with conn.transaction():
+        if _up_to_date(conn):
+            return SCHEMA_VERSION
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
         exists = conn.execute("SELECT to_regclass('agent_meta') IS NOT NULL").fetchone()
@@ -261,7 +301,7 @@ def _ensure_schema(conn: psycopg.Connection[Any], where: str) -> int | None:
             row = conn.execute(
                 "SELECT value FROM agent_meta WHERE key = 'schema_version'"
             ).fetchone()
-            found = int(row[0]) if row else None
+            found = _version_number(row[0], where) if row else None
         version = _FIRST_PG_VERSION if found is None else found
         if version > SCHEMA_VERSION:
             raise StoreError(
