@@ -12,6 +12,8 @@ from __future__ import annotations
 import sqlite3
 
 from ai_agent.checkpoints import _texts
+from ai_agent.checkpoints._sqlite import all_present
+from ai_agent.checkpoints.schema import stored_number
 from ai_agent.errors import StoreError
 
 __all__ = ["FORMAT_VERSION", "create_or_migrate", "legacy_tables_present"]
@@ -132,8 +134,8 @@ def create_or_migrate(conn: sqlite3.Connection, *, where: str) -> None:
             format is not a number.
     """
     try:
-        if _current_format(conn) == str(FORMAT_VERSION) and all(
-            _index_exists(conn, name) for name in _ADDITIVE_INDEXES
+        if _current_format(conn) == str(FORMAT_VERSION) and all_present(
+            conn, tuple(_ADDITIVE_INDEXES)
         ):
             return
         conn.execute("BEGIN IMMEDIATE")
@@ -189,15 +191,12 @@ def _current_format(conn: sqlite3.Connection) -> str | None:
 
 
 def _format_number(value: object, where: str) -> int:
-    """The stored format as a number; a value changed by hand is refused, not guessed at."""
-    text = str(value)
-    if not (text.isascii() and text.isdigit()):
-        raise StoreError(
-            f"the checkpoints in {where} name their format {text[:40]!r}, not a number: "
-            "delta_meta was changed by hand; restore the file from a copy, or point --db at "
-            "another file"
-        )
-    return int(text)
+    return stored_number(
+        value,
+        what=f"the checkpoints in {where} name their format",
+        fix="delta_meta was changed by hand; restore the file from a copy, or point --db at "
+        "another file",
+    )
 
 
 def legacy_tables_present(conn: sqlite3.Connection) -> bool:
@@ -205,13 +204,6 @@ def legacy_tables_present(conn: sqlite3.Connection) -> bool:
     if not (_table_exists(conn, "checkpoints") and _table_exists(conn, "writes")):
         return False
     return conn.execute("SELECT 1 FROM checkpoints LIMIT 1").fetchone() is not None
-
-
-def _index_exists(conn: sqlite3.Connection, name: str) -> bool:
-    row = conn.execute(
-        "SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = ?", (name,)
-    ).fetchone()
-    return row is not None
 
 
 def _table_exists(conn: sqlite3.Connection, name: str) -> bool:

@@ -66,6 +66,16 @@ def locked_too_long() -> str:
     )
 
 
+def all_present(conn: sqlite3.Connection, names: Sequence[str]) -> bool:
+    """Whether every table, index or trigger ``names`` lists is in the database's schema."""
+    marks = ", ".join("?" * len(names))
+    row = conn.execute(
+        f"SELECT count(DISTINCT name) FROM sqlite_master WHERE name IN ({marks})",  # noqa: S608 - placeholders only
+        tuple(names),
+    ).fetchone()
+    return bool(row[0] == len(set(names)))
+
+
 def enter_wal(conn: sqlite3.Connection, within: float) -> None:
     """Put the database in WAL mode, waiting up to ``within`` seconds for other connections.
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from ai_agent.checkpoints._sqlite import (
     BUSY_TIMEOUT_SECONDS,
+    all_present,
     enter_wal,
     is_busy,
     locked_too_long,
@@ -61,7 +62,7 @@ def _create_schema(conn: sqlite3.Connection) -> None:
     # Workers running at once share the file: in WAL mode a search does not wait for an add,
     # and the switch waits out another process opening the new file (`enter_wal`).
     enter_wal(conn, within=BUSY_TIMEOUT_SECONDS)
-    if _has_schema(conn):
+    if all_present(conn, _OBJECTS):
         return  # set up already: opening it takes no write lock (an agent starting mid-run)
     # The tables in one write transaction, each only if missing: processes opening a new file
     # at once create them once (sqlite-utils' check-then-create raced: "database is locked" or
@@ -81,15 +82,6 @@ def _create_schema(conn: sqlite3.Connection) -> None:
 
 # Every object `_SCHEMA` creates, by name.
 _OBJECTS = ("memories", "memories_fts", "memories_ai", "memories_ad", "memories_au")
-
-
-def _has_schema(conn: sqlite3.Connection) -> bool:
-    marks = ", ".join("?" * len(_OBJECTS))
-    row = conn.execute(
-        f"SELECT count(*) FROM sqlite_master WHERE name IN ({marks})",  # noqa: S608 - placeholders only
-        _OBJECTS,
-    ).fetchone()
-    return bool(row[0] == len(_OBJECTS))
 
 
 class SqliteMemory:

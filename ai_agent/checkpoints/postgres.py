@@ -53,6 +53,7 @@ from ai_agent.checkpoints.schema import (
     RUN_SUMMARIES_TABLE,
     SCHEMA_VERSION,
     V6_CHILD_COLUMNS,
+    stored_number,
 )
 from ai_agent.checkpoints.store import describe_location
 from ai_agent.errors import StorageFullError, StoreError
@@ -272,17 +273,6 @@ def _up_to_date(conn: psycopg.Connection[Any]) -> bool:
     return row is not None and row[0] == str(SCHEMA_VERSION)
 
 
-def _version_number(value: object, where: str) -> int:
-    """The stored schema version; one changed by hand is refused, never guessed at."""
-    text = str(value)
-    if not (text.isascii() and text.isdigit()):
-        raise StoreError(
-            f"the run store at {where} names its schema version {text[:40]!r}, not a number: "
-            "agent_meta was changed by hand; restore the database from a backup"
-        )
-    return int(text)
-
-
 def _ensure_schema(conn: psycopg.Connection[Any], where: str) -> int | None:
     """Create or migrate the run store's tables; return the version found (None: new).
 
@@ -301,7 +291,15 @@ def _ensure_schema(conn: psycopg.Connection[Any], where: str) -> int | None:
             row = conn.execute(
                 "SELECT value FROM agent_meta WHERE key = 'schema_version'"
             ).fetchone()
-            found = _version_number(row[0], where) if row else None
+            found = (
+                stored_number(
+                    row[0],
+                    what=f"the run store at {where} names its schema version",
+                    fix="agent_meta was changed by hand; restore the database from a backup",
+                )
+                if row
+                else None
+            )
         version = _FIRST_PG_VERSION if found is None else found
         if version > SCHEMA_VERSION:
             raise StoreError(

@@ -46,6 +46,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ai_agent.checkpoints import _texts
+from ai_agent.checkpoints._sqlite import all_present
 from ai_agent.checkpoints.rules import RULES_DDL, SQLITE_TYPES
 from ai_agent.errors import StoreError
 
@@ -57,6 +58,7 @@ __all__ = [
     "V6_CHILD_COLUMNS",
     "ensure_schema",
     "schema_version",
+    "stored_number",
 ]
 
 SCHEMA_VERSION = 6
@@ -286,13 +288,22 @@ def schema_version(conn: sqlite3.Connection) -> int | None:
     row = conn.execute("SELECT value FROM agent_meta WHERE key = 'schema_version'").fetchone()
     if row is None:
         return 1
-    text = str(row[0])
+    return stored_number(
+        row[0],
+        what="the run store names its schema version",
+        fix="agent_meta was changed by hand; restore the file from a copy, or point --db at "
+        "another file",
+    )
+
+
+def stored_number(value: object, *, what: str, fix: str) -> int:
+    """A version number read from a database; one changed by hand is refused with ``fix``.
+
+    Never guessed at: a wrong guess would run migrations on a file, or misread it.
+    """
+    text = str(value)
     if not (text.isascii() and text.isdigit()):
-        # Changed by hand: refused, never guessed at (a wrong guess would migrate, or misread).
-        raise StoreError(
-            f"the run store names its schema version {text[:40]!r}, not a number: agent_meta "
-            "was changed by hand; restore the file from a copy, or point --db at another file"
-        )
+        raise StoreError(f"{what} {text[:40]!r}, not a number: {fix}")
     return int(text)
 
 
@@ -306,14 +317,7 @@ _ADDITIVE_TABLES = tuple(
 
 def _up_to_date(conn: sqlite3.Connection) -> bool:
     """Whether the run store's tables are all there at `SCHEMA_VERSION` (nothing to do)."""
-    if schema_version(conn) != SCHEMA_VERSION:
-        return False
-    marks = ", ".join("?" * len(_ADDITIVE_TABLES))
-    row = conn.execute(
-        f"SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ({marks})",  # noqa: S608 - placeholders only
-        _ADDITIVE_TABLES,
-    ).fetchone()
-    return bool(row[0] == len(_ADDITIVE_TABLES))
+    return schema_version(conn) == SCHEMA_VERSION and all_present(conn, _ADDITIVE_TABLES)
 
 
 def ensure_schema(conn: sqlite3.Connection, path: Path) -> int | None:

@@ -147,22 +147,31 @@ def test_an_up_to_date_database_opens_while_another_connection_writes(
         holder.close()
 
 
-def test_a_format_changed_by_hand_is_refused_with_what_to_do(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("edit", "opener", "error"),
+    [
+        (
+            "UPDATE delta_meta SET value = 'five' WHERE key = 'format'",
+            DeltaSaver,
+            r"format 'five', not a number.*changed by hand",
+        ),
+        (
+            "UPDATE agent_meta SET value = '6; x' WHERE key = 'schema_version'",
+            RunStore,
+            r"schema version '6; x', not a number.*by hand",
+        ),
+    ],
+    ids=["format", "schema version"],
+)
+def test_a_version_changed_by_hand_is_refused_with_what_to_do(
+    tmp_path: Path, edit: str, opener: Callable[[Path], Any], error: str
+) -> None:
     path = tmp_path / "c.sqlite"
     _set_up(path)
     with sqlite3.connect(path) as conn:
-        conn.execute("UPDATE delta_meta SET value = 'five' WHERE key = 'format'")
-    with pytest.raises(StoreError, match=r"format 'five', not a number.*changed by hand"):
-        DeltaSaver(path)
-
-
-def test_a_schema_version_changed_by_hand_is_refused_with_what_to_do(tmp_path: Path) -> None:
-    path = tmp_path / "c.sqlite"
-    _set_up(path)
-    with sqlite3.connect(path) as conn:
-        conn.execute("UPDATE agent_meta SET value = '6; x' WHERE key = 'schema_version'")
-    with pytest.raises(StoreError, match=r"schema version '6; x', not a number.*by hand"):
-        RunStore(path)
+        conn.execute(edit)
+    with pytest.raises(StoreError, match=error):
+        opener(path)
 
 
 def test_a_missing_additive_table_is_created_at_the_current_version(tmp_path: Path) -> None:
