@@ -28,6 +28,7 @@ journaled in the run store before it starts, so it is never re-run silently.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
@@ -47,7 +48,7 @@ from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.types import _DeltaSnapshot
 from psycopg import AsyncCursor
-from psycopg.rows import DictRow, dict_row
+from psycopg.rows import DictRow, dict_row, tuple_row
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
@@ -90,6 +91,8 @@ class FencedPostgresSaver(AsyncPostgresSaver):
         self._failed: dict[_Writer, Exception] = {}
         self._timer: asyncio.TimerHandle | None = None
         self._storing: set[asyncio.Task[None]] = set()
+        # libpq 14 and newer (psycopg's binary wheels) batch statements; an older one waits.
+        self._pipelines = psycopg.AsyncPipeline.is_supported()
 
     # LangGraph's writes ------------------------------------------------------------------------
     async def aput(
@@ -253,20 +256,29 @@ class FencedPostgresSaver(AsyncPostgresSaver):
 
     @asynccontextmanager
     async def _transaction(self, writer: _Writer) -> AsyncIterator[AsyncCursor[DictRow]]:
-        """A cursor in one transaction, which first checks the lease when there is one."""
+        """A cursor in one transaction, which first locks the lease row when there is one.
+
+        In pipeline mode: the lease row's ``FOR SHARE``, the statements and the commit go out
+        together, and the lease is checked when its row comes back, before the commit (a lost
+        lease rolls everything back). The server runs them in order, so the row is locked
+        before any write, as when the client waited for it first; what is saved is the round
+        trips, each of which costs the client more CPU than the statement it carries.
+        """
         thread_id, owner = writer
         try:
             async with (
                 self.lock,
                 _ainternal.get_connection(self.conn) as conn,
+                conn.pipeline() if self._pipelines else contextlib.nullcontext(),
                 conn.transaction(),
                 conn.cursor(binary=True, row_factory=dict_row) as cur,
+                conn.cursor(binary=True, row_factory=tuple_row) as lease,
             ):
                 if owner is not None:
-                    await cur.execute(_PG_LEASE_ROW, (thread_id,))
-                    row = await cur.fetchone()
-                    check_lease(None if row is None else tuple(row.values()), thread_id, owner)
+                    await lease.execute(_PG_LEASE_ROW, (thread_id,))
                 yield cur
+                if owner is not None:
+                    check_lease(await lease.fetchone(), thread_id, owner)
         except psycopg.errors.DiskFull:
             raise StorageFullError(self.where) from None
 
