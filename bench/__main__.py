@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.cli_reads import measure_cli_reads
-from bench.common import Figure, median, subprocess_env
+from bench.common import Figure, in_turn, median, subprocess_env
 from bench.console import measure_console
 from bench.peers import measure_peers
 from bench.pipeline import PAYLOAD_BYTES, PipelineRun, run_pipeline
@@ -414,7 +414,7 @@ def _read_rounds(work: Path, rounds: int = 4) -> dict[str, tuple[list[float], in
     """
     out: dict[str, tuple[list[float], int, list[float]]] = {k: ([], 0, []) for k in READ_KINDS}
     for round_ in range(rounds):
-        for kind in READ_KINDS if round_ % 2 == 0 else READ_KINDS[::-1]:
+        for kind in in_turn(READ_KINDS, round_):
             timings, messages, pauses = _read_latest(kind, work / f"{kind}.sqlite")
             out[kind] = (out[kind][0] + timings, messages, out[kind][2] + pauses)
     return out

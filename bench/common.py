@@ -8,12 +8,22 @@ import os
 import statistics
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-__all__ = ["Figure", "GcPauses", "Stopwatch", "child_section", "median", "subprocess_env"]
+__all__ = [
+    "Figure",
+    "GcPauses",
+    "Stopwatch",
+    "child_section",
+    "in_turn",
+    "median",
+    "subprocess_env",
+]
+
+T = TypeVar("T")
 
 
 @dataclass(slots=True)
@@ -96,6 +106,15 @@ class GcPauses:
 def median(samples: list[float]) -> float:
     """The median (the suite's summary of repeated runs: robust to one noisy neighbour)."""
     return statistics.median(samples)
+
+
+def in_turn(items: Sequence[T], round_: int) -> Sequence[T]:
+    """``items`` in order in even rounds, reversed in odd ones (A B, B A, A B, ...).
+
+    How the suite runs what it compares: neither side always goes first, into a warm cache or
+    a disk still writing back what the other side wrote.
+    """
+    return items if round_ % 2 == 0 else items[::-1]
 
 
 def timed(fn: Callable[[], Any], repeat: int) -> list[float]:

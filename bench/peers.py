@@ -31,7 +31,7 @@ from typing import Any
 
 import httpx
 
-from bench.common import Figure, child_section
+from bench.common import Figure, child_section, in_turn
 
 __all__ = [
     "TASKS",
@@ -323,7 +323,7 @@ async def run_tasks(tasks: tuple[Task, ...], server: Any, work: Path) -> list[Ou
     for index, task in enumerate(tasks):
         # The server caches the last prompt's prefix: whoever goes second on a task may find
         # the tools and the question already read, so the order alternates.
-        for label, runner in engines if index % 2 == 0 else engines[::-1]:
+        for label, runner in in_turn(engines, index):
             workspace = make_workspace(work / f"{label}-{index}")
             outcome = await runner(task, workspace, server)
             outcomes.append(outcome)

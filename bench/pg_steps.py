@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -76,8 +75,11 @@ async def measure_steps(url: str, steps: int, warm_up: int = 20) -> dict[str, fl
 
 
 def _one(url: str, steps: int, root: Path) -> dict[str, float]:
-    env = dict(os.environ, PYTHONPATH=str(root))
-    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    # Imported here, not at the top: the measuring child runs this file by its path with the
+    # other checkout first on its path, whose ``bench`` may not have these.
+    from bench.common import subprocess_env
+
+    env = {**subprocess_env(), "PYTHONPATH": str(root)}
     done = subprocess.run(
         # This file by its path: the other checkout's ``ai_agent`` is measured with it.
         [sys.executable, __file__, "--url", url, "--steps", str(steps)],
@@ -102,6 +104,7 @@ def main() -> None:
     if args.url:
         print(json.dumps(asyncio.run(measure_steps(args.url, args.steps))))
         return
+    from bench.common import in_turn
     from tests.postgres.cluster import start_cluster
 
     here = Path(__file__).resolve().parent.parent
@@ -111,7 +114,7 @@ def main() -> None:
         url = cluster.create_database("pg_steps")
         names = list(codes)
         for round_ in range(args.rounds):
-            for name in names if round_ % 2 == 0 else names[::-1]:
+            for name in in_turn(names, round_):
                 print(name, json.dumps(_one(url, args.steps, codes[name])), flush=True)
     finally:
         cluster.stop()

@@ -29,7 +29,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from bench.common import Figure, median, subprocess_env
+from bench.common import Figure, in_turn, median, subprocess_env
 from bench.plain_graphs import PAYLOAD_BYTES, PlainRun, remove, run_plain
 
 __all__ = ["measure_plain"]
@@ -220,7 +220,7 @@ def _read_figure(cycles: int, work: Path, rounds: int = 4) -> Figure:
         print(f"  plain graph messages: {cycles}-cycle thread on {kind}", flush=True)
         run_plain("messages", kind, cycles, work / f"read-{kind}.sqlite", cycles, durability="sync")
     for round_ in range(rounds):
-        for kind in kinds if round_ % 2 == 0 else kinds[::-1]:
+        for kind in in_turn(kinds, round_):
             timings[kind] += _read(kind, work / f"read-{kind}.sqlite")
     for kind in kinds:
         remove(work / f"read-{kind}.sqlite")

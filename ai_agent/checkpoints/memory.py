@@ -57,6 +57,10 @@ _UPSERT = (
 )
 
 
+# Every object `_SCHEMA` creates, by name.
+_OBJECTS = ("memories", "memories_fts", "memories_ai", "memories_ad", "memories_au")
+
+
 def _create_schema(conn: sqlite3.Connection) -> None:
     """The memory's tables, created where missing, in WAL mode."""
     # Workers running at once share the file: in WAL mode a search does not wait for an add,
@@ -78,10 +82,6 @@ def _create_schema(conn: sqlite3.Connection) -> None:
         conn.execute("ROLLBACK")
         raise
     conn.execute("COMMIT")
-
-
-# Every object `_SCHEMA` creates, by name.
-_OBJECTS = ("memories", "memories_fts", "memories_ai", "memories_ad", "memories_au")
 
 
 class SqliteMemory:

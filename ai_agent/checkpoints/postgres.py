@@ -32,7 +32,6 @@ does not import this module.
 
 from __future__ import annotations
 
-import re
 import socket
 import time
 from collections.abc import Iterator, Sequence
@@ -53,6 +52,7 @@ from ai_agent.checkpoints.schema import (
     RUN_SUMMARIES_TABLE,
     SCHEMA_VERSION,
     V6_CHILD_COLUMNS,
+    created_objects,
     stored_number,
 )
 from ai_agent.checkpoints.store import describe_location
@@ -254,11 +254,7 @@ def _connect(url: str, **kwargs: Any) -> psycopg.Connection[Any]:
 
 # The schema --------------------------------------------------------------------------------
 # Every table and index `_TABLES` creates where missing, by name.
-_TABLE_OBJECTS = tuple(
-    match.group(1)
-    for statement in _TABLES
-    if (match := re.match(r"\s*CREATE (?:UNIQUE )?(?:TABLE|INDEX) IF NOT EXISTS (\w+)", statement))
-)
+_TABLE_OBJECTS = created_objects(_TABLES)
 
 
 def _up_to_date(conn: psycopg.Connection[Any]) -> bool:

@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ai_agent.checkpoints import _texts
@@ -56,6 +56,7 @@ __all__ = [
     "RUN_SUMMARIES_TABLE",
     "SCHEMA_VERSION",
     "V6_CHILD_COLUMNS",
+    "created_objects",
     "ensure_schema",
     "schema_version",
     "stored_number",
@@ -307,12 +308,14 @@ def stored_number(value: object, *, what: str, fix: str) -> int:
     return int(text)
 
 
+def created_objects(statements: Sequence[str]) -> tuple[str, ...]:
+    """The names of the tables and indexes ``statements`` create where missing."""
+    pattern = re.compile(r"\s*CREATE (?:UNIQUE )?(?:TABLE|INDEX) IF NOT EXISTS (\w+)")
+    return tuple(match.group(1) for s in statements if (match := pattern.match(s)))
+
+
 # The tables ``_ADDITIVE`` creates when missing, at any version.
-_ADDITIVE_TABLES = tuple(
-    match.group(1)
-    for statement in _ADDITIVE
-    if (match := re.match(r"\s*CREATE TABLE IF NOT EXISTS (\w+)", statement))
-)
+_ADDITIVE_TABLES = created_objects(_ADDITIVE)
 
 
 def _up_to_date(conn: sqlite3.Connection) -> bool:
@@ -323,12 +326,12 @@ def _up_to_date(conn: sqlite3.Connection) -> bool:
 def ensure_schema(conn: sqlite3.Connection, path: Path) -> int | None:
     """Create or migrate the run store's tables to `SCHEMA_VERSION`.
 
-    Returns:
-        The version the database had before (None: it had no run store yet).
-
     A database already at `SCHEMA_VERSION`, with every table of ``_ADDITIVE``, is left as it
     is, read without a transaction: opening a run store to read it neither writes nor waits for
     another process's write lock (``ai-agent runs`` while a run is committing).
+
+    Returns:
+        The version the database had before (None: it had no run store yet).
 
     Raises:
         StoreError: the database was written by a newer ai-agent.

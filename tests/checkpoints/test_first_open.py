@@ -48,6 +48,13 @@ def written_by_another(path: Path, for_seconds: float) -> Iterator[None]:
         holder.close()
 
 
+@pytest.fixture
+def short_busy_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 0.2 s busy timeout for every opener, so a wait for a lock fails fast."""
+    for module in (_sqlite, _store, memory):
+        monkeypatch.setattr(module, "BUSY_TIMEOUT_SECONDS", 0.2)
+
+
 def journal_mode(path: Path) -> str:
     with sqlite3.connect(path) as conn:
         return str(conn.execute("PRAGMA journal_mode").fetchone()[0])
@@ -78,11 +85,8 @@ def test_a_database_being_written_opens_once_the_writer_commits(
 
 
 @pytest.mark.parametrize("opener", list(OPENERS), ids=str)
-def test_a_lock_held_past_the_busy_timeout_is_a_clear_error(
-    tmp_path: Path, opener: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    for module in (_sqlite, _store, memory):
-        monkeypatch.setattr(module, "BUSY_TIMEOUT_SECONDS", 0.2)
+@pytest.mark.usefixtures("short_busy_timeout")
+def test_a_lock_held_past_the_busy_timeout_is_a_clear_error(tmp_path: Path, opener: str) -> None:
     path = tmp_path / "c.sqlite"
     with (
         written_by_another(path, for_seconds=3),
@@ -128,13 +132,12 @@ def test_opening_an_up_to_date_database_writes_nothing(tmp_path: Path, opener: s
 
 
 @pytest.mark.parametrize("opener", list(READERS), ids=str)
+@pytest.mark.usefixtures("short_busy_timeout")
 def test_an_up_to_date_database_opens_while_another_connection_writes(
-    tmp_path: Path, opener: str, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, opener: str
 ) -> None:
     # Without taking the write lock: before, each open took it (BEGIN IMMEDIATE) to store its
     # version again, and waited out the writer (here a 0.2 s busy timeout: "locked").
-    for module in (_sqlite, _store, memory):
-        monkeypatch.setattr(module, "BUSY_TIMEOUT_SECONDS", 0.2)
     path = tmp_path / "c.sqlite"
     _set_up(path)
     holder = sqlite3.connect(path, isolation_level=None)
