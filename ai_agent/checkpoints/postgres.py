@@ -34,16 +34,16 @@ from __future__ import annotations
 
 import socket
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 import psycopg
 from psycopg_pool import ConnectionPool
 
 from ai_agent.checkpoints._pgpool import IdleCheck
-from ai_agent.checkpoints._sql import Session
+from ai_agent.checkpoints._sql import LATER, Later, Session
 from ai_agent.checkpoints.fencing import LEASE_ROW_SQL
 from ai_agent.checkpoints.rules import POSTGRES_TYPES, RULES_DDL
 from ai_agent.checkpoints.runstore import SqlRunStore
@@ -57,6 +57,8 @@ from ai_agent.checkpoints.schema import (
 )
 from ai_agent.checkpoints.store import describe_location
 from ai_agent.errors import StorageFullError, StoreError
+
+T = TypeVar("T")
 
 __all__ = [
     "PG_MIGRATIONS",
@@ -404,6 +406,10 @@ class PostgresDatabase:
             raise StorageFullError(describe_location(self.url)) from None
 
     read = transaction
+
+    def at_once(self, call: Callable[[], T]) -> Later:
+        """Never here: every statement is a round trip to the server (`quick` then threads it)."""
+        return LATER
 
     def vacuum(self) -> None:
         """``VACUUM``, on a connection of its own: it cannot run inside a transaction."""

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypedDict, cast
 
 from ai_agent.checkpoints._rows import corrupt_row, stored_json
-from ai_agent.checkpoints._sql import Session, page, threaded
+from ai_agent.checkpoints._sql import Session, page, quick, threaded
 from ai_agent.checkpoints._sqlite import (
     SqliteDatabase,
     full_disk_raises,
@@ -385,7 +385,7 @@ class SqlRunStore(RecordedCalls, PlanQueue, RunSummaries, RuleStore):
             del self._held[lease.thread_id]
 
     # Journal (the Journal protocol) ----------------------------------------------------------
-    @threaded
+    @quick
     def lookup(self, thread_id: str, iteration: int, call_id: str) -> JournalEntry | None:
         """The journal entry of one call, or None when it was never started."""
         row = self._one(
@@ -412,7 +412,7 @@ class SqlRunStore(RecordedCalls, PlanQueue, RunSummaries, RuleStore):
         }
         return entry
 
-    @threaded
+    @quick
     def intent(self, thread_id: str, iteration: int, call: ToolCall) -> None:
         """Record that a call is about to run (committed before the tool starts)."""
         with self._tx() as session:
@@ -434,7 +434,7 @@ class SqlRunStore(RecordedCalls, PlanQueue, RunSummaries, RuleStore):
                 ),
             )
 
-    @threaded
+    @quick
     def outcome(self, thread_id: str, iteration: int, call: ToolCall, result: ToolResult) -> None:
         """Record a call's result."""
         with self._tx() as session:
@@ -445,7 +445,7 @@ class SqlRunStore(RecordedCalls, PlanQueue, RunSummaries, RuleStore):
                 (json.dumps(result, default=str), time.time(), thread_id, iteration, call["id"]),
             )
 
-    @threaded
+    @quick
     def forget(self, thread_id: str, iteration: int, call_id: str) -> None:
         """Drop a journal entry whose call is known not to have run (a replay stopped at it)."""
         with self._tx() as session:
