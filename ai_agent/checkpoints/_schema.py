@@ -12,7 +12,6 @@ from __future__ import annotations
 import sqlite3
 
 from ai_agent.checkpoints import _texts
-from ai_agent.checkpoints._sqlite import all_present
 from ai_agent.checkpoints.schema import stored_number
 from ai_agent.errors import StoreError
 
@@ -134,9 +133,7 @@ def create_or_migrate(conn: sqlite3.Connection, *, where: str) -> None:
             format is not a number.
     """
     try:
-        if _current_format(conn) == str(FORMAT_VERSION) and all_present(
-            conn, tuple(_ADDITIVE_INDEXES)
-        ):
+        if _current_format(conn) == str(FORMAT_VERSION) and _indexes_as_made(conn):
             return
         conn.execute("BEGIN IMMEDIATE")
     except sqlite3.DatabaseError as exc:
@@ -167,12 +164,28 @@ def _create_or_migrate(conn: sqlite3.Connection, where: str) -> None:
     while found < FORMAT_VERSION:
         _run_script(conn, _MIGRATIONS[found])
         found += 1
-    for statement in _ADDITIVE_INDEXES.values():
-        conn.execute(statement)
+    if not _indexes_as_made(conn):
+        for name, statement in _ADDITIVE_INDEXES.items():
+            # One changed by hand (the queries that name it could fail: "no query solution")
+            # is made again; an index holds no data, so nothing is lost.
+            conn.execute(f"DROP INDEX IF EXISTS {name}")
+            conn.execute(statement)
     conn.execute(
         "INSERT OR REPLACE INTO delta_meta (key, value) VALUES ('format', ?)",
         (str(FORMAT_VERSION),),
     )
+
+
+def _indexes_as_made(conn: sqlite3.Connection) -> bool:
+    """Whether each of `_ADDITIVE_INDEXES` is there, as its statement makes it."""
+    for name, statement in _ADDITIVE_INDEXES.items():
+        row = conn.execute(
+            "SELECT sql FROM sqlite_master WHERE type = 'index' AND name = ?", (name,)
+        ).fetchone()
+        # SQLite keeps the statement's text, less its IF NOT EXISTS.
+        if row is None or row[0] != statement.replace(" IF NOT EXISTS", ""):
+            return False
+    return True
 
 
 def _run_script(conn: sqlite3.Connection, script: str) -> None:

@@ -204,3 +204,23 @@ def test_a_file_without_the_unmerged_segments_index_gets_it_when_opened(tmp_path
             "INDEXED BY delta_segments_unmerged WHERE lineage = 1 AND merged = 0"
         ).fetchall()
     assert "delta_segments_unmerged" in str(plan)
+
+
+def test_an_unmerged_segments_index_changed_by_hand_is_made_again(tmp_path: Path) -> None:
+    # An index of that name on other columns (or without the partial WHERE) would make every
+    # merge query fail ("no query solution"): it carries no data, so the open makes it again.
+    path = tmp_path / "c.sqlite"
+    _set_up(path)
+    with sqlite3.connect(path) as conn:
+        conn.execute("DROP INDEX delta_segments_unmerged")
+        conn.execute(
+            "CREATE INDEX delta_segments_unmerged ON delta_segments (start) WHERE merged = 1"
+        )
+    saver = DeltaSaver(path)
+    saver.close()
+    with sqlite3.connect(path) as conn:
+        plan = conn.execute(
+            "EXPLAIN QUERY PLAN SELECT count(*) FROM delta_segments "
+            "INDEXED BY delta_segments_unmerged WHERE lineage = 1 AND merged = 0"
+        ).fetchall()
+    assert "delta_segments_unmerged (lineage=?)" in str(plan)
