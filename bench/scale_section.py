@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bench.common import Figure, child_section
+from bench.common import Figure, child_section, settle_disk
 
 __all__ = ["measure_scale_out", "scale_figures"]
 
@@ -74,6 +74,7 @@ def measure_scale_out(
 ) -> tuple[list[Figure], dict[str, Any]]:
     """Run ``python -m bench.scale_out`` and read its figures."""
     out = work / "scale"
+    settled = settle_disk()
     command = [python, "-m", "bench.scale_out", "--runs", str(runs), "--workers", workers]
     command += ["--drain", str(drain), "--out", str(out)]
     report, missed, meta = child_section(
@@ -85,4 +86,5 @@ def measure_scale_out(
     )
     if report is None:
         return missed, meta
+    report["settle_disk_seconds"] = round(settled, 3)
     return scale_figures(report), report
