@@ -67,7 +67,7 @@ class Plan:
     spawn_repeat: int = 15
     plain_cycles: int = 400
     plain_window: int = 100
-    plain_rounds: int = 3
+    plain_rounds: int = 5  # as many as the pipeline: its flatness is each cycle's fastest of them
     console_runs: int = 10_000
     console_cycles: int = 800
 
