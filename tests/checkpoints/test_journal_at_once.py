@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -25,19 +23,9 @@ from ai_agent.checkpoints import _sqlite
 from ai_agent.checkpoints._sql import LATER
 from ai_agent.checkpoints.runstore import RunStore
 from ai_agent.state import ToolCall, ToolResult
+from tests.writer_process import writing
 
 CALL = ToolCall(id="call_1", name="lookup", args={"q": "a"})
-
-# A process holding the database's write lock until its standard input closes.
-_WRITER = """
-import sqlite3, sys
-conn = sqlite3.connect(sys.argv[1], isolation_level=None)
-conn.execute("BEGIN IMMEDIATE")
-conn.execute("CREATE TABLE held_by_the_writer (x)")
-print("holding", flush=True)
-sys.stdin.read()
-conn.execute("ROLLBACK")
-"""
 
 
 @pytest.fixture
@@ -78,34 +66,25 @@ async def test_an_entry_waits_on_a_worker_thread_while_another_process_writes(
 ) -> None:
     path = tmp_path / "agent.sqlite"
     store = RunStore(path)
-    writer = subprocess.Popen(  # noqa: ASYNC220 - a real process holding the write lock
-        [sys.executable, "-c", _WRITER, str(path)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
     try:
-        assert writer.stdout is not None
-        assert writer.stdout.readline().strip() == "holding"
-        ticks = 0
+        with writing(path) as writer:
+            ticks = 0
 
-        async def tick() -> None:
-            nonlocal ticks
-            while True:
-                ticks += 1
-                await asyncio.sleep(0.01)
+            async def tick() -> None:
+                nonlocal ticks
+                while True:
+                    ticks += 1
+                    await asyncio.sleep(0.01)
 
-        ticker = asyncio.create_task(tick())
-        intent = asyncio.create_task(store.intent("t1", 0, CALL))
-        await asyncio.sleep(0.5)
-        assert not intent.done()  # it waits for the lock, on a worker thread ...
-        assert ticks >= 20  # ... while the loop goes on (blocked, it would not have ticked)
-        writer.communicate("", timeout=60)  # the writer lets go
-        await asyncio.wait_for(intent, 20)
-        ticker.cancel()
+            ticker = asyncio.create_task(tick())
+            intent = asyncio.create_task(store.intent("t1", 0, CALL))
+            await asyncio.sleep(0.5)
+            assert not intent.done()  # it waits for the lock, on a worker thread ...
+            assert ticks >= 20  # ... while the loop goes on (blocked, it would not have ticked)
+            writer.let_go()
+            await asyncio.wait_for(intent, 20)
+            ticker.cancel()
     finally:
-        if writer.poll() is None:
-            writer.communicate("", timeout=60)
         store.close()
     assert hops == ["intent"]
     reopened = RunStore(path)

@@ -21,6 +21,7 @@ import pytest
 
 from tests.cli.scripts import stored_calculation
 from tests.test_layering import BEYOND_THE_STORE, heavy_modules
+from tests.writer_process import writing
 
 # What a command that reads the run store alone never loads: LangChain (which LangGraph's
 # checkpoint package imports for its config type), LangGraph, the OpenAI client, the tokenizer,
@@ -191,19 +192,6 @@ def test_sections_a_listing_never_validates_are_built_on_first_use() -> None:
     assert done.stdout.split("\n")[:3] == ["[False, False, False]", "refused True", "True"]
 
 
-# A process holding the database's write lock until its standard input closes: a run in the
-# middle of a long commit, or a prune.
-_WRITER = """
-import sqlite3, sys
-conn = sqlite3.connect(sys.argv[1], isolation_level=None)
-conn.execute("BEGIN IMMEDIATE")
-conn.execute("CREATE TABLE held_by_the_writer (x)")
-print("holding", flush=True)
-sys.stdin.read()
-conn.execute("ROLLBACK")
-"""
-
-
 @pytest.mark.parametrize(
     "command", [["runs"], ["show", "t1"], ["history", "t1"], ["plans"]], ids=lambda c: c[0]
 )
@@ -213,15 +201,7 @@ def test_reading_commands_answer_while_another_process_writes(
     # Opening the run store and the checkpoints to read takes no write lock (schema.py,
     # _schema.py: a database at the current version is left as it is), so a read answers at
     # once instead of waiting through the 30 s busy timeout for the writer to commit.
-    writer = subprocess.Popen(
-        [sys.executable, "-c", _WRITER, str(database)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert writer.stdout is not None
-        assert writer.stdout.readline().strip() == "holding"
+    with writing(database):
         done = subprocess.run(
             [sys.executable, "-m", "ai_agent.cli", *command, "--db", str(database)],
             capture_output=True,
@@ -229,8 +209,6 @@ def test_reading_commands_answer_while_another_process_writes(
             timeout=20,  # the busy timeout is 30 s: a read that waited for the lock fails here
             check=False,
         )
-    finally:
-        writer.communicate("", timeout=60)
     assert done.returncode == 0, done.stderr
     assert {"runs": "t1", "show": "42", "history": "6*7 = 42", "plans": ""}[command[0]] in (
         done.stdout
