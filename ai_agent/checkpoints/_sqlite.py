@@ -3,7 +3,8 @@
 Every public store method is async and does its SQLite work on a worker thread (``threaded``).
 That is not style: the checkpointer commits through the event loop, so a synchronous write on the
 loop's thread could wait for a lock that only the blocked loop can release. The worker threads
-share this one connection, and the lock lets one of them use it at a time.
+share this one connection, and the lock lets one of them use it at a time. A journal entry may
+use it from the loop's thread instead, when nothing can make it wait (`SqliteDatabase.at_once`).
 """
 
 from __future__ import annotations

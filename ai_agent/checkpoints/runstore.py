@@ -21,7 +21,9 @@ over the small database seam of ``ai_agent.checkpoints._sql``: `RunStore` runs i
 
 Every public method is async and does its database work on a worker thread. For SQLite that is
 not style: the checkpointer commits through the event loop, so a synchronous write here, on the
-loop's thread, would wait for a lock that only the blocked loop can release.
+loop's thread, could wait for a lock that only the blocked loop can release. The journal's
+entries are the exception (``_sql.quick``): on SQLite they run on the loop's thread when nothing
+can make them wait, and on a worker thread otherwise.
 """
 
 from __future__ import annotations

@@ -222,3 +222,14 @@ def _unmerged_segments_plan(path: Path) -> str:
             "INDEXED BY delta_segments_unmerged WHERE lineage = 1 AND merged = 0"
         ).fetchall()
     return str(plan)
+
+
+def test_a_table_in_the_unmerged_segments_index_place_is_a_clear_error(tmp_path: Path) -> None:
+    # Not an index: it may hold someone's data, so the open refuses and says what to do.
+    path = tmp_path / "c.sqlite"
+    _set_up(path)
+    with sqlite3.connect(path) as conn:
+        conn.execute("DROP INDEX delta_segments_unmerged")
+        conn.execute("CREATE TABLE delta_segments_unmerged (x)")
+    with pytest.raises(StoreError, match=r"already a table named delta_segments_unmerged.*--db"):
+        DeltaSaver(path)
