@@ -90,6 +90,10 @@ class Worker:
             job = held if held is not None else self._jobs.get()
             held = None
             if job is None:
+                # The group is normally a bound method of the saver, which holds this worker:
+                # dropped, a closed saver (and the state it cached) is freed when its last
+                # reference goes, not kept until the next full garbage collection.
+                del self._group
                 return
             if not job.write:
                 with self.lock:
