@@ -411,9 +411,9 @@ def _read_rounds(work: Path, rounds: int = 4) -> dict[str, tuple[list[float], in
 
     In turns, as every other figure here is taken, and after the page cache is written back
     (`settle_disk`, by the caller): the reads follow SqliteSaver's baseline run, which has just
-    written gigabytes, and reads landing while the kernel is still writing those back pay for it
-    (the same 28 reads on a quiet disk: 16.4 ms ours, 18.9 SqliteSaver's; in the full run right
-    after its writes: 18.5 and 17.3).
+    written gigabytes, and reads landing while the kernel is still writing those back would pay
+    for it. (In the runs measured so far the write-back found little left to do, 1 to 2 ms: the
+    reads' spread from one run to the next is larger than anything it removed.)
     """
     out: dict[str, tuple[list[float], int, list[float]]] = {k: ([], 0, []) for k in READ_KINDS}
     for round_ in range(rounds):
