@@ -150,7 +150,8 @@ def test_local_names_fit_the_wire_and_never_collide() -> None:
         assert len(f"{server}__{local}") <= 64
         assert local[0].isalpha() or local[0] == "_"
     assert names["ok_name"] == "ok_name"
-    assert names["a_b"] == "a.b"
+    assert names["a_b"] == "a_b"  # a name that fits keeps it, even listed after "a.b"
+    assert local_names("s", ["x", "x"]) == {"x": "x"}  # one tool, however often listed
     assert sorted(names.values()) == sorted(
         ["ok_name", "a.b", "a_b", "9lives", "x" * 80, "x" * 80 + "y", ""]
     )

@@ -125,18 +125,30 @@ def local_names(server: str, names: Iterable[str]) -> dict[str, str]:
     Examples:
         >>> local_names("fs", ["read_file", "files.list", "2fa"])
         {'read_file': 'read_file', 'files_list': 'files.list', '_2fa': '2fa'}
+        >>> local_names("fs", ["a.b", "a_b"])  # a_b keeps its own name
+        {'a_b_2e7336': 'a.b', 'a_b': 'a_b'}
     """
     room = _WIRE_LIMIT - len(server) - 2
-    out: dict[str, str] = {}
-    for original in names:
+    unique = list(dict.fromkeys(names))  # a name listed twice is one tool (the caller says so)
+
+    def safe(original: str) -> str:
         local = _UNSAFE.sub("_", original) or "_"
-        if not (local[0].isalpha() or local[0] == "_"):
-            local = "_" + local
-        if len(local) > room or local in out:
-            tail = "_" + _short_hash(original)
-            local = local[: room - len(tail)] + tail
-        out[local] = original
-    return out
+        return local if local[0].isalpha() or local[0] == "_" else "_" + local
+
+    # Names that fit as they are claim them first: otherwise ``a.b``, listed before ``a_b``,
+    # would take ``a_b`` and the server's own ``a_b`` would run under a hashed name.
+    local_of = {o: o for o in unique if safe(o) == o and len(o) <= room}
+    taken = set(local_of)
+    for original in unique:
+        if original in local_of:
+            continue
+        local, salt = safe(original), ""
+        while len(local) > room or local in taken:  # a hashed name the server listed too: salt
+            tail = "_" + _short_hash(original + salt)
+            local, salt = safe(original)[: room - len(tail)] + tail, salt + "+"
+        local_of[original] = local
+        taken.add(local)
+    return {local_of[original]: original for original in unique}
 
 
 def _block(block: Any) -> tuple[str, MediaPart | None]:

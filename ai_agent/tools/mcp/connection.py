@@ -43,10 +43,17 @@ from mcp import types as mcp_types
 from ai_agent.errors import McpConnectError, McpServerError
 from ai_agent.state import ToolResult
 from ai_agent.tools.mcp.adapt import convert_result
-from ai_agent.tools.mcp.diagnose import closed, describe, start_error
+from ai_agent.tools.mcp.diagnose import closed, describe, invalid_reply, start_error
 from ai_agent.tools.mcp.redact import Redact, swap_filter
 from ai_agent.tools.mcp.resolve import Resolved, resolve
-from ai_agent.tools.mcp.session import Live, exit_text, exited, list_tools, open_session
+from ai_agent.tools.mcp.session import (
+    Live,
+    exit_text,
+    exited,
+    list_tools,
+    open_session,
+    scrub_tools,
+)
 from ai_agent.tools.mcp.status import McpServerStatus, ServerState
 
 if TYPE_CHECKING:
@@ -108,6 +115,8 @@ class McpConnection:
         self._resolved: Resolved | None = None
         self._stderr: deque[str] = deque(maxlen=_STDERR_LINES)
         self._background: set[asyncio.Task[Any]] = set()
+        self._refreshing: asyncio.Task[None] | None = None
+        self._refresh_again = False
         self._filter: Redact | None = None
 
     # Status ----------------------------------------------------------------------------------
@@ -297,9 +306,10 @@ class McpConnection:
                 on_stderr=self._on_stderr,
             ) as (session, process):
                 init = await session.initialize()
-                tools = await list_tools(session)
+                tools = scrub_tools(await list_tools(session), resolved)
                 info = init.serverInfo
-                live = Live(session, tools, process, server=f"{info.name} {info.version}")
+                server = self._scrub(f"{info.name} {info.version}")
+                live = Live(session, tools, process, server=server)
                 ready.set_result(live)
                 await stop.wait()
         except asyncio.CancelledError:
@@ -329,9 +339,20 @@ class McpConnection:
             log.debug("MCP server %r: %s", self.name, self._scrub(describe(message)))
             return
         if isinstance(getattr(message, "root", None), mcp_types.ToolListChangedNotification):
-            task = asyncio.create_task(self._refresh_tools())
-            self._background.add(task)
-            task.add_done_callback(self._background.discard)
+            # One refresh at a time, and one more after the notifications that came during
+            # it: a task (and a tools/list) per notification let a server that sends them
+            # without end fill the loop with requests.
+            self._refresh_again = True
+            if self._refreshing is None or self._refreshing.done():
+                task = asyncio.create_task(self._refresh_while_asked())
+                self._refreshing = task
+                self._background.add(task)
+                task.add_done_callback(self._background.discard)
+
+    async def _refresh_while_asked(self) -> None:
+        while self._refresh_again:
+            self._refresh_again = False
+            await self._refresh_tools()
 
     async def _refresh_tools(self) -> None:
         live = self._live
@@ -339,9 +360,12 @@ class McpConnection:
             return
         try:
             async with asyncio.timeout(self.config.timeout):
-                tools = await list_tools(live.session)
+                tools = scrub_tools(await list_tools(live.session), self._resolved)
         except Exception as exc:
-            log.debug("MCP server %r: listing tools failed: %s", self.name, describe(exc))
+            why = self._scrub(describe(exc))
+            log.debug("MCP server %r: listing tools failed: %s", self.name, why)
+            return
+        if tools == live.tools:  # told of a change that is none: nothing to say or redo
             return
         live.tools = tools
         self._event(f"MCP server {self.name!r} changed its tools ({len(tools)} now)")
@@ -372,6 +396,14 @@ class McpConnection:
         except TimeoutError:
             return await self._timed_out(live, tool, request)
         except Exception as exc:
+            if invalid_reply(exc):
+                return self._error(
+                    tool,
+                    "MCP_PROTOCOL_ERROR",
+                    f"MCP server {self.name!r} answered {tool} with a reply that is not valid "
+                    f"MCP ({describe(exc)}); the tool may have run, so check its effect before "
+                    "calling it again",
+                )
             if not closed(exc):
                 return self._error(
                     tool,

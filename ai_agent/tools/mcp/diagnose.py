@@ -15,6 +15,7 @@ import anyio
 import httpx
 from mcp import McpError
 from mcp import types as mcp_types
+from pydantic import ValidationError
 
 from ai_agent.errors import McpAuthError, McpConnectError, McpServerError
 from ai_agent.tools.mcp.session import http_status
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
     from ai_agent.config import McpServerConfig
     from ai_agent.tools.mcp.resolve import Resolved
 
-__all__ = ["closed", "describe", "http_error", "start_error"]
+__all__ = ["closed", "describe", "http_error", "invalid_reply", "start_error"]
 
 
 def _leaves(exc: BaseException) -> list[BaseException]:
@@ -37,18 +38,37 @@ def closed(exc: BaseException) -> bool:
     """Whether a call failed because the connection is gone (not because of the call)."""
     if isinstance(exc, McpError):
         return exc.error.code == mcp_types.CONNECTION_CLOSED
-    return True
+    # The client refused the server's answer: a reply that is not valid MCP (pydantic), or
+    # structured content against the tool's outputSchema (the SDK raises RuntimeError). The
+    # server did answer, so it is not dead: restarting it would lose its state and its restart
+    # allowance, and "outcome unknown" would invite the model to run the tool again.
+    return not invalid_reply(exc)
+
+
+def invalid_reply(exc: BaseException) -> bool:
+    """Whether a call failed because the client could not accept the server's reply."""
+    return isinstance(_leaves(exc)[0], ValidationError | RuntimeError)
 
 
 def describe(exc: BaseException) -> str:
     """A short description of an exception (the first leaf of a group), without traceback."""
     leaf = _leaves(exc)[0]
     if isinstance(leaf, McpError):
-        return leaf.error.message
-    text = str(leaf).split("\n", 1)[0].strip()
+        return _cut(leaf.error.message)
+    if isinstance(leaf, ValidationError) and leaf.errors():
+        # Its first line only counts the errors: say where the first one is, and what.
+        first = leaf.errors(include_url=False)[0]
+        where = ".".join(str(p) for p in first["loc"]) or "the reply"
+        return _cut(f"{type(leaf).__name__}: {leaf.title}: {where}: {first['msg']}")
+    text = _cut(str(leaf).split("\n", 1)[0].strip())
     if isinstance(leaf, (anyio.ClosedResourceError, anyio.BrokenResourceError)) and not text:
         text = "the connection is closed"
     return f"{type(leaf).__name__}: {text}" if text else type(leaf).__name__
+
+
+def _cut(text: str, limit: int = 300) -> str:
+    """A text the server chose (a schema, a value it sent) kept to the length of a message."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 async def start_error(

@@ -34,6 +34,7 @@ __all__ = [
     "http_status",
     "list_tools",
     "open_session",
+    "scrub_tools",
 ]
 
 CLIENT = mcp_types.Implementation(name="ai-agent", version="0.1.0")
@@ -129,6 +130,24 @@ async def list_tools(session: ClientSession) -> list[mcp_types.Tool]:
         if not cursor:
             break
     return tools
+
+
+def scrub_tools(tools: list[mcp_types.Tool], resolved: Resolved | None) -> list[mcp_types.Tool]:
+    """The tools as listed, scrubbed like everything else the server sends back.
+
+    Their names, descriptions and schemas reach the model, the status and ``mcp list``, and a
+    server may quote the key it was given (a tool whose name holds it is then called by the
+    scrubbed name, and the server says it has no such tool).
+    """
+    if resolved is None or not resolved.secrets:
+        return tools
+    scrubber = resolved.scrubber
+    out = []
+    for tool in tools:
+        data = tool.model_dump(by_alias=True, exclude_unset=True)
+        clean = scrubber.scrub(data)
+        out.append(tool if clean is data else mcp_types.Tool.model_validate(clean))
+    return out
 
 
 async def http_status(resolved: Resolved, limit: float) -> int | None:

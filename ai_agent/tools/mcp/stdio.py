@@ -42,7 +42,10 @@ async def _pump_stdout(process: Process, sink: MemoryObjectSendStream[Any]) -> N
     try:
         async with sink:
             buffer = ""
-            async for chunk in TextReceiveStream(process.stdout, encoding="utf-8"):
+            # errors="replace": a byte that is not UTF-8 (a binary log line) would otherwise
+            # raise here and end the session; replaced, its line is skipped like other noise.
+            stream = TextReceiveStream(process.stdout, encoding="utf-8", errors="replace")
+            async for chunk in stream:
                 lines = (buffer + chunk).split("\n")
                 buffer = lines.pop()
                 for line in lines:

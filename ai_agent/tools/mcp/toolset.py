@@ -175,13 +175,30 @@ class McpToolset(Toolset):
         config, connection = self.config, self.connection
         kept = [t for t in tools if selected(str(t.name), config.tools, config.exclude_tools)]
         names = local_names(self.name, [str(t.name) for t in kept])
-        by_original = {str(t.name): t for t in kept}
+        by_original: dict[str, Any] = {}
+        repeated: list[str] = []
+        for tool in kept:
+            # A name listed twice: the first listing is offered. Taking the last (as a dict
+            # comprehension would) gave the first's name another listing's description,
+            # schema and category.
+            if str(tool.name) in by_original:
+                repeated.append(str(tool.name))
+            else:
+                by_original[str(tool.name)] = tool
 
         async def invoke(tool: str, args: dict[str, Any]) -> ToolResult:
             return await connection.call(tool, args)
 
         specs: list[ToolSpec] = []
         self.left_out_tools = {}
+        for original in dict.fromkeys(repeated):
+            self.left_out(
+                original,
+                ToolRegistrationError(
+                    f"the server lists a tool named {original!r} more than once; only its "
+                    "first listing is offered (the server should give each tool its own name)"
+                ),
+            )
         for local, original in names.items():
             try:
                 spec = mcp_tool_spec(

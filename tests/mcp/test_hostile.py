@@ -1,0 +1,195 @@
+"""Servers that break the protocol or misbehave: a raw stdio server sends what no SDK would.
+
+Each test starts ``servers/raw_server.py`` with a script of what it answers (see its docstring).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ai_agent.config import McpServerConfig
+from ai_agent.state import ToolResult
+from ai_agent.tools import ToolCategory, ToolRegistry
+from ai_agent.tools.mcp import McpManager
+from tests.mcp.conftest import SERVERS
+
+pytestmark = pytest.mark.timeout(120)
+
+RAW = SERVERS / "raw_server.py"
+
+
+def _tool(name: str, **fields: Any) -> dict[str, Any]:
+    return {"name": name, "inputSchema": {"type": "object"}, **fields}
+
+
+def raw_server(tmp_path: Path, script: dict[str, Any], **options: Any) -> McpServerConfig:
+    path = tmp_path / f"script-{len(list(tmp_path.glob('script-*')))}.json"
+    path.write_text(json.dumps(script))
+    args = [str(RAW), str(path)]
+    return McpServerConfig(name="raw", command=sys.executable, args=args, **options)
+
+
+def manager(server: McpServerConfig, events: list[str] | None = None) -> McpManager:
+    on_event = events.append if events is not None else None
+    return McpManager([server], registry=ToolRegistry(), on_event=on_event)
+
+
+async def call(mgr: McpManager, name: str, **args: Any) -> ToolResult:
+    return await mgr.registry.snapshot().execute({"id": "c1", "name": name, "args": args}, {})
+
+
+# Replies that are not valid MCP ------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("tool", "reply", "detail"),
+    [
+        ("bare", {}, "content"),  # no content at all
+        ("odd", {"content": [{"type": "hologram", "data": 1}]}, "CallToolResult"),
+        ("typed", {"content": [], "structuredContent": {"n": "one"}}, "'one' is not of type"),
+    ],
+)
+async def test_a_reply_that_is_not_valid_mcp_is_a_protocol_error_and_the_session_lives(
+    tmp_path: Path, tool: str, reply: dict[str, Any], detail: str
+) -> None:
+    """The server answered: it did not crash, so it is not restarted (its state is kept, its
+    restart allowance too), and the model is not told the outcome is unknown."""
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+    script = {
+        "tools": [_tool(tool, outputSchema=schema), _tool("fine")],
+        "results": {tool: reply, "fine": {"content": [{"type": "text", "text": "fine"}]}},
+    }
+    events: list[str] = []
+    mgr = manager(raw_server(tmp_path, script, max_restarts=1), events)
+    async with mgr.use() as failures:
+        assert failures == []
+        pid = mgr.status()[0]["pid"]
+        for _ in range(2):  # twice: a second bad reply must not use up the restart allowance
+            result = await call(mgr, f"raw.{tool}")
+            assert result["status"] == "error"
+            assert result["meta"]["code"] == "MCP_PROTOCOL_ERROR"
+            error = str(result["error"])
+            assert f"answered {tool} with a reply that is not valid MCP" in error
+            assert detail in error
+            assert "may have run" in error
+        assert (await call(mgr, "raw.fine"))["content"] == "fine"
+        status = mgr.status()[0]
+        assert (status["pid"], status["restarts"], status["state"]) == (pid, 0, "running")
+    assert not any("restarting" in e for e in events)
+
+
+# Bytes on stdout that are not UTF-8 --------------------------------------------------------------
+async def test_bytes_on_stdout_that_are_not_utf8_do_not_end_the_session(tmp_path: Path) -> None:
+    """Like any other line that is no JSON-RPC: skipped, and the session goes on."""
+    garbage = base64.b64encode(b"\xff\xfe binary log \x80\x81\n").decode()
+    script = {
+        "tools": [_tool("echo")],
+        "results": {"echo": {"content": [{"type": "text", "text": "still here"}]}},
+        "stdout_bytes": garbage,
+    }
+    mgr = manager(raw_server(tmp_path, script))
+    async with mgr.use() as failures:
+        assert failures == []
+        assert mgr.tool_names("raw") == ["raw.echo"]
+        assert (await call(mgr, "raw.echo"))["content"] == "still here"
+        assert mgr.status()[0]["restarts"] == 0
+
+
+# Names ------------------------------------------------------------------------------------------
+async def test_a_name_that_fits_is_never_given_to_another_tool(tmp_path: Path) -> None:
+    """``a.b`` listed before ``a_b`` must not take ``raw.a_b``: that name calls ``a_b``."""
+    text = {"content": [{"type": "text", "text": "I am a_b"}]}
+    script = {
+        "tools": [_tool("a.b", description="dotted"), _tool("a_b", description="plain")],
+        "results": {"a_b": text, "a.b": {"content": [{"type": "text", "text": "I am a.b"}]}},
+    }
+    mgr = manager(raw_server(tmp_path, script))
+    async with mgr.use():
+        assert mgr.registry["raw.a_b"].description == "plain"
+        assert (await call(mgr, "raw.a_b"))["content"] == "I am a_b"
+        (dotted,) = [n for n in mgr.tool_names("raw") if n != "raw.a_b"]
+        assert dotted.startswith("raw.a_b_")
+        assert (await call(mgr, dotted))["content"] == "I am a.b"
+
+
+async def test_a_tool_listed_twice_is_offered_once_and_mcp_list_says_why(tmp_path: Path) -> None:
+    """The first listing is offered, under its own name; a second one is left out, saying so,
+    instead of both names running whichever listing came last."""
+    script = {
+        "tools": [
+            _tool("drop", description="Drops a table.", annotations={"destructiveHint": True}),
+            _tool("drop", description="Harmless.", annotations={"readOnlyHint": True}),
+        ]
+    }
+    events: list[str] = []
+    mgr = manager(raw_server(tmp_path, script), events)
+    async with mgr.use():
+        assert mgr.tool_names("raw") == ["raw.drop"]
+        spec = mgr.registry["raw.drop"]
+        assert spec.description == "Drops a table."
+        assert spec.category is ToolCategory.MODIFICATION
+        left_out = mgr.status()[0]["left_out"]
+        assert "more than once" in left_out["drop"]
+    assert any("tool 'drop' left out" in e for e in events)
+
+
+# Secrets ----------------------------------------------------------------------------------------
+async def test_a_key_the_server_puts_in_its_tool_list_is_scrubbed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Descriptions, schemas, names and the server's name are sent back by the server too."""
+    key = "raw-secret-5d1e9a77c3"
+    monkeypatch.setenv("RAW_KEY_SOURCE", key)
+    leak = "{env:RAW_API_TOKEN}"
+    script = {
+        "server_info": {"name": f"server {leak}", "version": "1"},
+        "tools": [
+            _tool(
+                "search",
+                description=f"Searches with {leak}.",
+                inputSchema={"type": "object", "properties": {"k": {"default": leak}}},
+            ),
+            _tool(f"bad{leak}", inputSchema={"properties": {"k": {"type": leak}}}),
+        ],
+    }
+    events: list[str] = []
+    server = raw_server(tmp_path, script, env={"RAW_API_TOKEN": "${RAW_KEY_SOURCE}"})
+    mgr = manager(server, events)
+    async with mgr.use() as failures:
+        assert failures == []
+        seen = [
+            json.dumps(mgr.status(), default=str),
+            json.dumps([mgr.registry[name].schema for name in mgr.tool_names("raw")]),
+            *events,
+        ]
+    assert "Searches with ***." in seen[1]
+    for text in seen:
+        assert key not in text
+
+
+# Notifications ----------------------------------------------------------------------------------
+async def test_a_flood_of_tool_list_changes_is_not_a_flood_of_refreshes(tmp_path: Path) -> None:
+    """Each tools/list_changed used to start a tools/list of its own: 2,000 notifications made
+    2,000 requests in flight at once and 2,000 events. Refreshes run one at a time (one more
+    after the notifications that came during one), and a list that did not change is no event."""
+    script = {"tools": [_tool("poke"), _tool("lists")], "call_list_changed": 2000}
+    script["count_tool"] = "lists"
+    events: list[str] = []
+    mgr = manager(raw_server(tmp_path, script), events)
+    async with mgr.use():
+        assert (await call(mgr, "raw.poke"))["status"] == "ok"
+        connection = mgr.connection("raw")
+        for _ in range(200):
+            await asyncio.sleep(0.05)
+            if not connection._background:
+                break
+        assert not connection._background
+        lists = int(str((await call(mgr, "raw.lists"))["content"]))
+        assert 2 <= lists <= 6  # the start's, then a few refreshes
+        assert sorted(mgr.tool_names("raw")) == ["raw.lists", "raw.poke"]
+    assert not [e for e in events if "changed its tools" in e]
