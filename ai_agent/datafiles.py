@@ -18,8 +18,10 @@ Examples:
 
 from __future__ import annotations
 
+import functools
 import json
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -29,9 +31,12 @@ __all__ = [
     "MAX_DEPTH",
     "check_depth",
     "describe_size",
+    "finite_number",
     "loads_json",
+    "not_a_number",
     "parse_nested",
     "read_text",
+    "unique_keys",
 ]
 
 T = TypeVar("T")
@@ -91,6 +96,10 @@ def loads_json(
 ) -> Any:
     """Parse JSON text, refusing text past ``max_chars`` or values deeper than ``max_depth``.
 
+    What Python's parser accepts beyond JSON, or reads silently as something else, is refused
+    too: a key given twice in one object (`unique_keys`), NaN and Infinity, and a number too
+    large to be finite (`finite_number`).
+
     Args:
         text: The JSON text.
         what: How messages name it.
@@ -105,11 +114,60 @@ def loads_json(
     if max_chars is not None and len(text) > max_chars:
         raise error(f"{what} is longer than {max_chars:,} characters; {limit_hint}")
     try:
-        return parse_nested(json.loads, text, what=what, max_depth=max_depth, error=error)
+        return parse_nested(_loads_json, text, what=what, max_depth=max_depth, error=error)
     except UnicodeDecodeError:
         raise error(f"{what} is not UTF-8 text; give JSON text") from None
-    except json.JSONDecodeError as exc:
+    except ValueError as exc:  # not JSON (JSONDecodeError), or a key given twice
         raise error(f"{what} is not valid JSON: {exc}") from None
+
+
+def unique_keys(pairs: Sequence[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object's pairs as a dict, or a ValueError naming a key given twice.
+
+    The ``object_pairs_hook`` of `json.loads`: by itself the parser keeps the last value of a
+    repeated key and drops the other without a word, so ``{"allow_continue": true,
+    "allow_continue": false}`` in a plan file, or a setting written twice in a config file,
+    would quietly mean one of the two.
+
+    Examples:
+        >>> json.loads('{"a": 1, "a": 2}', object_pairs_hook=unique_keys)
+        Traceback (most recent call last):
+        ...
+        ValueError: the key 'a' is given twice in one object; keep one
+    """
+    mapping: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in mapping:
+            shown = key if len(key) <= 60 else key[:57] + "..."
+            raise ValueError(f"the key {shown!r} is given twice in one object; keep one")
+        mapping[key] = value
+    return mapping
+
+
+def finite_number(text: str) -> float:
+    """A JSON number as a float, or a ValueError for one too large to be finite (``1e999``).
+
+    The ``parse_float`` of `json.loads`, which reads ``1e999`` as infinity: a limit or an
+    argument of infinity is not what anyone wrote.
+    """
+    value = float(text)
+    if math.isinf(value):
+        shown = text if len(text) <= 30 else text[:27] + "..."
+        raise ValueError(f"the number {shown} is too large; write a finite number")
+    return value
+
+
+def not_a_number(name: str) -> float:
+    """The ``parse_constant`` of `json.loads`: NaN and Infinity are not JSON, only Python's."""
+    raise ValueError(f"{name} is not a JSON number; write a finite number")
+
+
+_loads_json = functools.partial(
+    json.loads,
+    object_pairs_hook=unique_keys,
+    parse_float=finite_number,
+    parse_constant=not_a_number,
+)
 
 
 def parse_nested(

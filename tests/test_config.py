@@ -912,3 +912,31 @@ def test_an_empty_tool_name_in_the_environment(monkeypatch: pytest.MonkeyPatch) 
 def test_max_iterations_bound_in_the_settings() -> None:
     with pytest.raises(ConfigError, match="max_iterations: Input should be less than or equal"):
         load_settings(max_iterations=1001)
+
+
+def test_a_yaml_merge_key_may_still_be_overridden(dirs: Dirs) -> None:
+    # Repeated keys are refused (tests/cli/test_bad_input.py), but a key beside a merge is not one.
+    dirs.write("c.yaml", "model_backend:\n  <<: {timeout: 5, model: m}\n  timeout: 7\n")
+    settings = load_settings(config_file="c.yaml", _env_file=None)
+    assert (settings.model_backend.timeout, settings.model_backend.model) == (7, "m")
+
+
+def test_the_password_of_a_url_setting_is_a_secret(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A server URL may carry its credentials (https://user:pw@host): masked like the API key.
+    monkeypatch.setenv("MAMBA_MODEL_BACKEND__BASE_URL", f"http://user:{CANARY}@h:1/v1")
+    settings = AgentSettings(
+        _env_file=None,
+        mcp_servers=[{"name": "api", "url": "https://u:mcp-pw-1234@h/mcp"}],
+        tool_config={"web_search": {"url": "http://searx:8888"}},
+    )
+    assert settings.secret_values() == {
+        "mcp_servers[0].url.password": "mcp-pw-1234",
+        "model_backend.base_url.password": CANARY,
+    }
+
+
+def test_an_invalid_url_setting_hides_its_password(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MAMBA_MODEL_BACKEND__BASE_URL", f"ftp://user:{CANARY}@h/v1")
+    message = config_error()
+    assert "given: 'ftp://user:***@h/v1'" in message
+    assert_no_canary(message)

@@ -75,3 +75,21 @@ def test_read_text_refuses_large_binary_and_missing_files(tmp_path: Path) -> Non
     assert read_text(path, what="f", max_bytes=2048) == "x" * 2048
     with pytest.raises(ConfigError, match=r"^cannot read f: No such file or directory$"):
         read_text(tmp_path / "missing", what="f", max_bytes=10)
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ('{"a": 1, "b": {"c": 1, "c": 2}}', "the key 'c' is given twice in one object; keep one"),
+        ('{"limit": NaN}', "NaN is not a JSON number; write a finite number"),
+        ('{"limit": -Infinity}', "-Infinity is not a JSON number; write a finite number"),
+        ('{"limit": 1e999}', "the number 1e999 is too large; write a finite number"),
+    ],
+)
+def test_what_python_reads_beyond_json_is_refused(text: str, problem: str) -> None:
+    # json.loads alone keeps the last of a repeated key and reads NaN, Infinity and 1e999 as
+    # floats: a plan or a setting would silently mean something nobody wrote.
+    with pytest.raises(InvalidPlanError) as caught:
+        loads_json(text, what="the plan", error=InvalidPlanError)
+    assert str(caught.value) == f"the plan is not valid JSON: {problem}"
+    assert loads_json('{"x": 1.5e3, "y": -0.0}', what="the plan") == {"x": 1500.0, "y": -0.0}

@@ -219,4 +219,6 @@ def _plan_file(path: str, max_chars: int) -> Any:
         error=InvalidPlanError,
         limit_hint="shorten the plan, or raise the max_plan_chars setting",
     )
+    # loads_json refuses a key given twice: json.loads alone keeps the last, so a file saying
+    # "allow_continue": true and then false would cancel the run without a word.
     return loads_json(text, what=what, error=InvalidPlanError)

@@ -9,6 +9,7 @@ a whole section or of an unknown key. Where the value came from is the caller's 
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
@@ -23,6 +24,9 @@ from pydantic_core import ErrorDetails
 __all__ = ["MAX_SHOWN_VALUE", "Origin", "closest_hint", "explain_problems", "shorten"]
 
 MAX_SHOWN_VALUE = 80
+# The password of a URL's user info (``https://user:pw@host``): a value shown in an error may be
+# a URL that carries one (an invalid ``base_url``), and a password is as secret as an API key.
+_URL_PASSWORD = re.compile(r"(?i)(\b[a-z][a-z0-9+.-]*://[^/\s:@]*:)[^/\s@]+(@)")
 
 
 class Origin(Protocol):
@@ -223,4 +227,5 @@ def _given(value: object, target: _Target) -> str:
         return "given: (secret, hidden)"
     if not target.is_leaf or isinstance(value, (dict, list, tuple)):
         return "given: (a structured value, not shown)"
-    return f"given: {shorten(repr(value))}"
+    shown = _URL_PASSWORD.sub(r"\1***\2", repr(value))
+    return f"given: {shorten(shown)}"

@@ -5,11 +5,14 @@ Settings files (``config.toml``, ``config.yaml``, the CLI's ``--config``) and MC
 
 from __future__ import annotations
 
+import functools
 import importlib
 import json
 from pathlib import Path
+from typing import Any
 
-from ai_agent.datafiles import parse_nested, read_text
+from ai_agent.config.errors import shorten
+from ai_agent.datafiles import finite_number, not_a_number, parse_nested, read_text, unique_keys
 from ai_agent.errors import ConfigError
 
 __all__ = [
@@ -55,12 +58,22 @@ def parse_config_file(path: Path) -> object:
     what = f"config file {path}"
     text = read_text(path, what=what, max_bytes=MAX_CONFIG_FILE_BYTES)
     suffix = path.suffix.lower()
-    parse = _load_toml if suffix == ".toml" else json.loads if suffix == ".json" else _load_yaml
+    parse = _load_toml if suffix == ".toml" else _load_json if suffix == ".json" else _load_yaml
     try:
         return parse_nested(parse, text, what=what)
     except ValueError as exc:
         # tomllib and json errors (ValueError subclasses) name the position, not the content.
         raise ConfigError(f"cannot read config file {path}: {exc}. Fix or remove it.") from None
+
+
+# A setting written twice, or a number JSON has not (NaN, 1e999): refused, not read as one of
+# the two, or as infinity.
+_load_json = functools.partial(
+    json.loads,
+    object_pairs_hook=unique_keys,
+    parse_float=finite_number,
+    parse_constant=not_a_number,
+)
 
 
 def _load_toml(text: str) -> object:
@@ -75,10 +88,40 @@ def _load_yaml(text: str) -> object:
     # PyYAML ships no type stubs; importing it by name keeps mypy strict without an ignore.
     yaml = importlib.import_module("yaml")
     try:
-        return yaml.safe_load(text)
+        # safe_load's SafeLoader, refusing repeated keys (it would keep the last one silently).
+        return yaml.load(text, Loader=_unique_keys_loader(yaml))
     except yaml.YAMLError as exc:
         # str(exc) quotes the offending line, which could hold a secret: keep problem + position.
         problem = getattr(exc, "problem", None) or "invalid YAML"
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
         raise ValueError(f"{problem}{where}") from None
+
+
+@functools.cache
+def _unique_keys_loader(yaml: Any) -> type:
+    """PyYAML's SafeLoader refusing a key written twice in one mapping (it keeps the last)."""
+
+    class UniqueKeysLoader(yaml.SafeLoader):  # type: ignore[misc]
+        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+            seen: set[object] = set()
+            for key_node, _ in node.value:
+                # A merge key (<<: *defaults) is meant to be overridden by the keys beside it.
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = self.construct_object(key_node, deep=True)
+                try:
+                    repeated = key in seen
+                    seen.add(key)
+                except TypeError:  # an unhashable key: SafeLoader refuses it itself
+                    continue
+                if repeated:
+                    raise yaml.constructor.ConstructorError(
+                        None,
+                        None,
+                        f"the key {shorten(repr(key))} is given twice in one mapping",
+                        key_node.start_mark,
+                    )
+            return super().construct_mapping(node, deep=deep)
+
+    return UniqueKeysLoader

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import urllib.parse
 from collections.abc import Mapping
 from typing import Any
 
@@ -15,8 +16,9 @@ __all__ = ["collect_secrets"]
 def collect_secrets(value: Any, where: str = "") -> dict[str, str]:
     """The secrets in ``value`` (settings or a part of them) by the dotted name of their place.
 
-    ``SecretStr`` fields at any depth, and what MCP servers write out in ``headers`` and in
-    ``env`` entries named like a secret. A ``${VAR}`` reference is left out.
+    ``SecretStr`` fields at any depth, what MCP servers write out in ``headers`` and in
+    ``env`` entries named like a secret, and the password of any URL in a plain text setting
+    (``model_backend.base_url``, an MCP server's ``url``). A ``${VAR}`` reference is left out.
 
     Examples:
         >>> from ai_agent.config.backend import ModelBackendSettings
@@ -43,10 +45,28 @@ def _mcp_secrets(server: McpServerConfig, where: str, found: dict[str, str]) -> 
             _keep_secret(found, f"{where}.env.{name}", text)
 
 
+def _keep_url_password(found: dict[str, str], where: str, text: str) -> None:
+    """The password in a URL's user info (``https://user:pw@host/v1``), kept as a secret.
+
+    A URL in a plain text setting may carry one: it is as secret as an API key, and the server's
+    URL is named in errors, events and what the run store keeps.
+    """
+    if "@" not in text or "://" not in text:  # the common case, without parsing
+        return
+    try:
+        password = urllib.parse.urlsplit(text.strip()).password
+    except ValueError:  # not a URL after all (an unbalanced "[" in the host)
+        return
+    if password:
+        _keep_secret(found, f"{where}.password", password)
+
+
 def _collect(value: Any, where: str, found: dict[str, str]) -> None:
     """Add the secrets in ``value`` (a settings object or a part of one) to ``found``."""
     if isinstance(value, SecretStr):
         _keep_secret(found, where, value.get_secret_value())
+    elif isinstance(value, str):
+        _keep_url_password(found, where, value)
     elif isinstance(value, BaseModel):
         for name in type(value).model_fields:
             _collect(getattr(value, name), f"{where}.{name}" if where else name, found)

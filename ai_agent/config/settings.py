@@ -45,6 +45,7 @@ from ai_agent.config.sources import (
     ENV_PREFIX,
     PROJECT_ENV_FILE,
     Origins,
+    check_env_files,
     settings_sources,
 )
 from ai_agent.config.tokens import BudgetConfig, CompactionConfig, TokenizerConfig
@@ -234,7 +235,8 @@ class AgentSettings(BaseSettings):
         """Every secret these settings hold, by the dotted name of where it is set (sorted).
 
         ``SecretStr`` fields at any depth (the backend key, ``checkpoint_url``, MCP ``auth.key``),
-        and what MCP servers write out in ``headers`` and in ``env`` entries named like a secret.
+        what MCP servers write out in ``headers`` and in ``env`` entries named like a secret, and
+        the password of a URL in any other setting (``https://user:pw@host/v1``).
         A value that refers to a variable (``${VAR}``) is left out: the variable's value becomes
         known, and is masked, when the server is connected. The Agent masks every value in what
         it stores and prints (`ai_agent.observability.redaction.SecretValues`).
@@ -298,6 +300,7 @@ class AgentSettings(BaseSettings):
         path = None if config_file is None else check_config_path(Path(config_file))
         failure: ValidationError | None = None
         message = ""
+        undecodable = False
         try:
             return cls(_config_file=path, **overrides)
         except ValidationError as exc:
@@ -307,6 +310,11 @@ class AgentSettings(BaseSettings):
                 f"cannot read settings: {exc}. A whole section set in one variable must be "
                 f"JSON; or set one field at a time, e.g. {ENV_PREFIX}MODEL_BACKEND__TIMEOUT=10"
             )
+        except UnicodeDecodeError:
+            # .env, read by pydantic-settings before the sources hook could check it: named
+            # below (outside the handler: the error holds the file's bytes).
+            undecodable = True
+            message = "cannot read settings: an env file is not UTF-8 text"
         except RecursionError:
             # JSON in an environment variable or env file, decoded by pydantic-settings
             # (config files are refused earlier, by name, in parse_config_file).
@@ -316,6 +324,9 @@ class AgentSettings(BaseSettings):
             )
         # Raised outside the handlers on purpose: a ConfigError raised inside one would carry the
         # ValidationError as __context__, and its errors() still hold the raw inputs (secrets too).
+        if undecodable:
+            encoding = overrides.get("_env_file_encoding", cls.model_config["env_file_encoding"])
+            check_env_files(Origins(cls, overrides, path).env_files, encoding)
         if failure is not None:
             problems = failure.errors(include_url=False)
             del failure

@@ -8,7 +8,9 @@ config files (``config.toml`` then ``config.yaml``, or the one file given), defa
 
 from __future__ import annotations
 
+import io
 import os
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -32,6 +34,7 @@ __all__ = [
     "PROJECT_ENV_FILE",
     "USER_ENV_FILE_NAME",
     "Origins",
+    "check_env_files",
     "read_settings_file",
     "settings_sources",
 ]
@@ -61,6 +64,7 @@ def settings_sources(
         isinstance(dotenv_settings, DotEnvSettingsSource)
         and dotenv_settings.env_file is PROJECT_ENV_FILE
     ):
+        check_env_files(_default_env_files(), dotenv_settings.env_file_encoding)
         dotenv_settings = _rebuild_dotenv(settings_cls, dotenv_settings, _default_env_files())
     paths = [config_file] if config_file is not None else default_config_files()
     config_sources = tuple(
@@ -76,6 +80,40 @@ def _take_config_file(init_settings: PydanticBaseSettingsSource) -> Path | None:
     given = init_settings.init_kwargs if isinstance(init_settings, InitSettingsSource) else {}
     path = given.pop(CONFIG_FILE_ARGUMENT, None)
     return None if path is None else check_config_path(Path(path))
+
+
+# A statement of ours in an env file: python-dotenv skips one it cannot parse (an unclosed quote,
+# a missing "=") with a warning that names neither the file nor the setting, and the setting is
+# then silently not set (a deny list dropped, a key not sent).
+_OUR_STATEMENT = re.compile(rf"\s*(?:export\s+)?({ENV_PREFIX}\w*)", re.IGNORECASE)
+
+
+def check_env_files(env_files: Sequence[Path], encoding: str | None) -> None:
+    """ConfigError for an env file that is not text, or has a ``MAMBA_`` line it cannot read.
+
+    Other lines are left to python-dotenv: an env file is often shared with other programs.
+    """
+    from dotenv.parser import parse_stream
+
+    for env_file in env_files:
+        if not env_file.is_file():
+            continue
+        try:
+            text = env_file.read_text(encoding=encoding or "utf-8")
+        except UnicodeDecodeError as exc:
+            raise ConfigError(
+                f"env file {env_file} is not {(encoding or 'utf-8').upper()} text (byte "
+                f"{exc.start}); is it a binary file? Save it as text"
+            ) from None
+        except OSError as exc:
+            raise ConfigError(f"cannot read env file {env_file}: {exc.strerror or exc}") from None
+        for binding in parse_stream(io.StringIO(text)):
+            ours = _OUR_STATEMENT.match(binding.original.string)
+            if binding.error and ours:
+                raise ConfigError(
+                    f"env file {env_file}, line {binding.original.line}: {ours[1]} cannot be "
+                    "read (an unclosed quote or a missing '='?); write it as NAME=value"
+                )
 
 
 def _default_env_files() -> tuple[Path, ...]:

@@ -122,6 +122,12 @@ def stage(name: str) -> Callable[[Node[U]], Node[U]]:
                     observed.pause(report if isinstance(report, dict) else None)
                     context.emit(GatePaused(iteration, report or None))
                     raise
+                except Exception as exc:
+                    # LangGraph stores a failed node's error in the checkpoint as it is (its
+                    # repr, made of its args): a secret in its text, such as the password of the
+                    # model server's URL in "cannot reach ...", would stay in the database.
+                    exc.args = context.scrub(exc.args)
+                    raise
                 elapsed = round((time.perf_counter() - started) * 1000, 3)
                 out = cast(dict[str, Any], update)
                 iteration = out.get("iteration", iteration)

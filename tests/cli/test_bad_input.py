@@ -69,6 +69,46 @@ def test_a_binary_plan_file(
     assert still_paused(capsys)
 
 
+def test_a_plan_file_with_a_key_given_twice(
+    tmp_path: Path, paused: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # json.loads keeps the last of the two: this plan used to cancel the run without a word.
+    plan = tmp_path / "plan.json"
+    plan.write_text('{"allow_continue": true, "instructions": "go on", "allow_continue": false}')
+    err = fails(capsys, ["resume", "p1", "--model", paused, "--plan-file", str(plan)])
+    assert err == (
+        f"error: the plan file {plan} is not valid JSON: the key 'allow_continue' is given "
+        "twice in one object; keep one\n"
+    )
+    plan.write_text('{"edit_args": {"c1.0": {"expression": "1", "expression": "2+3"}}}')
+    err = fails(capsys, ["resume", "p1", "--model", paused, "--plan-file", str(plan)])
+    assert "the key 'expression' is given twice in one object" in err
+    assert still_paused(capsys)
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "problem"),
+    [
+        ("twice.json", '{"max_iterations": 3, "max_iterations": 500}', "in one object; keep one"),
+        ("twice.yaml", "max_iterations: 3\nmax_iterations: 500\n", "in one mapping at line 2"),
+        (
+            "nested.yaml",
+            "model_backend:\n  timeout: 5\n  model: m\n  timeout: 50\n",
+            "the key 'timeout' is given twice in one mapping at line 4",
+        ),
+    ],
+)
+def test_a_setting_given_twice_in_a_config_file(
+    name: str, text: str, problem: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The parsers keep the last value and drop the other silently (TOML refuses it itself).
+    config = tmp_path / name
+    config.write_text(text)
+    err = fails(capsys, ["x", "--config", str(config), "--quiet"])
+    assert err.startswith(f"error: cannot read config file {config}: the key '")
+    assert problem in err and err.endswith(". Fix or remove it.\n")
+
+
 @pytest.mark.parametrize(
     ("name", "text"),
     [
@@ -102,6 +142,41 @@ def test_unknown_top_level_config_keys_name_the_closest(
         "  zzz: unknown setting",
     ]
     assert lines[4].startswith("  known settings: backend, system_prompt, max_iterations,")
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        (
+            b"MAMBA_MAX_ITERATIONS=\xff\xfe3\n",
+            "env file .env is not UTF-8 text (byte 21); is it a binary file? Save it as text",
+        ),
+        (  # python-dotenv skipped the line with a warning: the deny list was silently empty
+            b'MAMBA_MAX_ITERATIONS=3\nMAMBA_TOOL_CONFIG__BASH__DENY=\'["rm"]\n',
+            "env file .env, line 2: MAMBA_TOOL_CONFIG__BASH__DENY cannot be read (an unclosed "
+            "quote or a missing '='?); write it as NAME=value",
+        ),
+        (
+            b"export MAMBA_MODEL_BACKEND__API_KEY sk-7f3a9c1b2d\n",
+            "env file .env, line 1: MAMBA_MODEL_BACKEND__API_KEY cannot be read (an unclosed "
+            "quote or a missing '='?); write it as NAME=value",
+        ),
+    ],
+)
+def test_an_env_file_that_cannot_be_read(
+    text: bytes, problem: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    Path(".env").write_bytes(text)
+    err = fails(capsys, ["x", "--model", script(tmp_path, {"text": "x"}), "--quiet"])
+    assert err.endswith(f"error: {problem}\n")
+    assert "sk-7f3a9c1b2d" not in err
+
+
+def test_a_line_of_another_program_in_the_env_file_is_left_to_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    Path(".env").write_text('OTHER_TOOL_FLAGS="--x\nMAMBA_MAX_ITERATIONS=1\n')
+    assert main(["x", "--model", script(tmp_path, {"text": "x"}), "--quiet"]) == 0
 
 
 # Options that contradict each other --------------------------------------------------------
@@ -286,6 +361,31 @@ def test_in_a_real_process_resume_and_readers_create_no_database(tmp_path: Path)
     assert "unsupported database URL scheme 'mysql'" in done.stderr
     assert "hunter22" not in done.stderr + done.stdout
     assert list(here.iterdir()) == []
+
+
+def test_a_password_in_the_model_servers_url_is_never_printed(tmp_path: Path) -> None:
+    # The URL is named in every "cannot reach" error: the status lines masked its password,
+    # the last error line and --json's "error" did not.
+    import socket
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    (tmp_path / ".env").write_text(
+        "MAMBA_MODEL_BACKEND__MAX_RETRIES=0\nMAMBA_RETRY__RETRY_LEVEL=1\n"
+    )
+    url = f"http://agent:pw-CANARY-51c2@127.0.0.1:{port}/v1"
+    for more in ([], ["--json"]):
+        done = _cli(tmp_path, "x", "--base-url", url, "--db", "c.sqlite", *more)
+        assert done.returncode == EXIT["failed"], done.stderr
+        assert f"cannot reach the model server at http://agent:***@127.0.0.1:{port}/v1" in (
+            done.stdout + done.stderr
+        )
+        assert "pw-CANARY" not in done.stdout + done.stderr
+    # Nor kept: the failed stage's error is in the checkpoints, the run's in the run store.
+    stored = b"".join(p.read_bytes() for p in tmp_path.glob("c.sqlite*"))
+    assert b"cannot reach the model server" in stored
+    assert b"pw-CANARY" not in stored
 
 
 def make_app(checkpoint_url: str | None) -> Any:
