@@ -310,6 +310,29 @@ def test_load_rejects_missing_file() -> None:
 
 
 @pytest.mark.parametrize(
+    ("make", "kind"),
+    [
+        (lambda path: path.mkdir(), "a directory"),
+        (lambda path: path.symlink_to("gone.toml"), "a symbolic link to nothing"),
+        (os.mkfifo, "not a regular file (a pipe or a device)"),
+    ],
+)
+def test_a_config_file_that_is_not_a_file_is_an_error_not_skipped(
+    dirs: Dirs, make: Any, kind: str
+) -> None:
+    # Skipped, a config.toml left a dangling link (or a directory) ran on other settings
+    # without a word; given by name, a pipe was reported "not found", or read until it closed.
+    make(dirs.project / "config.toml")
+    assert config_error() == (
+        f"config file config.toml in the working directory is {kind}, so it cannot be read; "
+        "make it a file of settings, or remove it"
+    )
+    with pytest.raises(ConfigError) as info:
+        AgentSettings.load("config.toml")
+    assert str(info.value) == f"config file config.toml is {kind}; give a file of settings"
+
+
+@pytest.mark.parametrize(
     ("name", "text", "pattern"),
     [
         ("config.toml", "a = 1\nmodel_backend = ]\n", r"config\.toml: Invalid.*line 2"),

@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import importlib
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -32,9 +33,23 @@ MAX_CONFIG_FILE_BYTES = 4 * 1024 * 1024
 
 
 def default_config_files() -> list[Path]:
-    """The default config files present in the working directory, the winning one first."""
+    """The default config files present in the working directory, the winning one first.
+
+    One that is there but is not a file (a directory, a symbolic link to nothing, a pipe) is
+    an error, not skipped: it was meant as the settings, and skipping it would run with others.
+    """
     # config.toml first: a source listed earlier wins, so toml beats yaml key by key.
-    return [Path(name) for name in DEFAULT_CONFIG_FILES if Path(name).is_file()]
+    found = []
+    for name in DEFAULT_CONFIG_FILES:
+        path = Path(name)
+        if path.is_file():
+            found.append(path)
+        elif os.path.lexists(path):
+            raise ConfigError(
+                f"config file {path} in the working directory is {_not_a_file(path)}, so it "
+                "cannot be read; make it a file of settings, or remove it"
+            )
+    return found
 
 
 def check_config_path(path: Path) -> Path:
@@ -44,9 +59,20 @@ def check_config_path(path: Path) -> Path:
             f"unsupported config file {path}: the suffix must be one of "
             f"{', '.join(CONFIG_FILE_SUFFIXES)}"
         )
-    if not path.is_file():
-        raise ConfigError(f"config file not found: {path}. Check the path, or pass None.")
-    return path
+    if path.is_file():
+        return path
+    if os.path.lexists(path):
+        raise ConfigError(f"config file {path} is {_not_a_file(path)}; give a file of settings")
+    raise ConfigError(f"config file not found: {path}. Check the path, or pass None.")
+
+
+def _not_a_file(path: Path) -> str:
+    """What ``path``, which exists but is not a regular file, is instead."""
+    if path.is_symlink() and not path.exists():
+        return "a symbolic link to nothing"
+    if path.is_dir():
+        return "a directory"
+    return "not a regular file (a pipe or a device)"
 
 
 def parse_config_file(path: Path) -> object:
