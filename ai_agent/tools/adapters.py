@@ -20,8 +20,10 @@ category without editing it.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 import typing
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -107,6 +109,14 @@ def _is_langchain_tool(obj: Any) -> bool:
     return isinstance(obj, LangChainTool)
 
 
+def _model_problems(model: type[BaseModel], args: dict[str, Any]) -> list[str]:
+    try:
+        model.model_validate(args)
+    except ValidationError as exc:
+        return pydantic_problems(exc)
+    return []
+
+
 def _langchain_spec(obj: Any, category: Any) -> ToolSpec:
     from langchain_core.tools import ToolException
     from langchain_core.utils.function_calling import convert_to_openai_tool
@@ -116,15 +126,13 @@ def _langchain_spec(obj: Any, category: Any) -> ToolSpec:
     parameters.setdefault("type", "object")
     parameters.setdefault("properties", {})
     schema_model = obj.args_schema if isinstance(obj.args_schema, type) else None
-
-    def problems(args: dict[str, Any]) -> list[str]:
-        if schema_model is not None and issubclass(schema_model, BaseModel):
-            try:
-                schema_model.model_validate(args)
-            except ValidationError as exc:
-                return pydantic_problems(exc)
-            return []
-        return json_schema_validator(parameters, owner=name)(args)
+    problems: Callable[[dict[str, Any]], list[str]]
+    if schema_model is not None and issubclass(schema_model, BaseModel):
+        problems = functools.partial(_model_problems, schema_model)
+    else:
+        # Built once, here: a schema that cannot be checked is refused when the tool is
+        # registered, not at each of its calls.
+        problems = json_schema_validator(parameters, owner=name)
 
     async def call(args: dict[str, Any], ctx: dict[str, Any]) -> ToolResult | Any:
         try:

@@ -32,11 +32,14 @@ from ai_agent.errors import ToolRegistrationError
 
 __all__ = [
     "CONTEXT_PARAMETER",
+    "MAX_ARGUMENT_DEPTH",
+    "MAX_SCHEMA_DEPTH",
     "Omittable",
     "SignatureSchema",
     "compact_schema",
     "json_schema_of",
     "json_schema_validator",
+    "nesting_depth",
     "pydantic_problems",
     "signature_schema",
 ]
@@ -46,6 +49,13 @@ Validator = Callable[[dict[str, Any]], list[str]]
 # A parameter with this name receives the tool context dict instead of a model argument.
 CONTEXT_PARAMETER = "ctx"
 _MAX_PROBLEMS = 8
+
+MAX_ARGUMENT_DEPTH = 100
+"""How deeply a call's arguments may nest (lists and objects). Far beyond what a tool needs,
+and well below Python's recursion limit, which checking the arguments against a schema uses
+several frames of per level."""
+MAX_SCHEMA_DEPTH = 200
+"""How deeply a tool's JSON schema may nest (each property takes two levels)."""
 
 T = TypeVar("T")
 
@@ -266,8 +276,14 @@ def signature_schema(
 def json_schema_validator(schema: Mapping[str, Any], *, owner: str) -> Validator:
     """A validator checking arguments against a JSON schema.
 
+    A recursive schema (``$ref`` cycles through items or properties) checks any finite value;
+    what it cannot check (a ``$ref`` to nothing, a cycle without end) is refused here, not at
+    every call (`ai_agent.tools.schema_refs`). Arguments nested deeper than `MAX_ARGUMENT_DEPTH`
+    are refused as too deep instead of being checked.
+
     Raises:
-        ToolRegistrationError: ``schema`` is not a valid JSON schema.
+        ToolRegistrationError: ``schema`` is not a valid JSON schema, or its references cannot
+            be followed.
 
     Examples:
         >>> check = json_schema_validator(
@@ -279,22 +295,71 @@ def json_schema_validator(schema: Mapping[str, Any], *, owner: str) -> Validator
     # Imported here: jsonschema (with referencing and attrs) is a quarter of the package's own
     # import time, and nothing needs it until a tool is registered.
     import jsonschema.validators
+    import referencing
     from jsonschema.exceptions import SchemaError
 
+    from ai_agent.tools.schema_refs import reference_problem
+
+    def refused(why: str) -> ToolRegistrationError:
+        return ToolRegistrationError(f"tool {owner!r}: its parameters {why}")
+
+    if nesting_depth(schema, MAX_SCHEMA_DEPTH) > MAX_SCHEMA_DEPTH:
+        raise refused(f"are a JSON schema nested more than {MAX_SCHEMA_DEPTH} levels deep")
     cls = jsonschema.validators.validator_for(schema)
     try:
         cls.check_schema(dict(schema))
     except SchemaError as exc:
-        raise ToolRegistrationError(
-            f"tool {owner!r}: its parameters are not a valid JSON schema: {exc.message}"
-        ) from None
-    checker = cls(schema)
+        raise refused(f"are not a valid JSON schema: {exc.message}") from None
+    problem = reference_problem(schema, str(cls.META_SCHEMA.get("$schema", "")))
+    if problem is not None:
+        raise refused(f"cannot be checked: {problem}; fix the schema, or leave the tool out")
+    # An empty registry: a $ref is followed inside the schema only, never fetched from a URL.
+    checker = cls(schema, registry=referencing.Registry())
 
     def validate(args: dict[str, Any]) -> list[str]:
-        errors = sorted(checker.iter_errors(args), key=lambda e: [str(p) for p in e.path])
+        if nesting_depth(args, MAX_ARGUMENT_DEPTH) > MAX_ARGUMENT_DEPTH:
+            return [_too_deep()]
+        try:
+            errors = sorted(checker.iter_errors(args), key=lambda e: [str(p) for p in e.path])
+        except RecursionError:  # the schema's cycles end (checked above): the value is too deep
+            return [_too_deep()]
         return [f"{_where(tuple(e.path))}: {_short(e.message)}" for e in errors[:_MAX_PROBLEMS]]
 
     return validate
+
+
+def _too_deep() -> str:
+    return (
+        f"arguments: nested too deeply (more than {MAX_ARGUMENT_DEPTH} levels of lists and "
+        "objects); send a flatter value"
+    )
+
+
+def nesting_depth(value: Any, limit: int) -> int:
+    """How deeply lists and mappings nest in ``value`` (a scalar is 0), counted up to ``limit + 1``.
+
+    Walked with a list, not recursion, so a value of any depth is measured without a
+    RecursionError.
+
+    Examples:
+        >>> nesting_depth({"a": [1, [2]]}, 10), nesting_depth("x", 10), nesting_depth([[[[]]]], 2)
+        (3, 0, 3)
+    """
+    deepest = 0
+    todo: list[tuple[Any, int]] = [(value, 0)]
+    while todo:
+        item, depth = todo.pop()
+        if isinstance(item, Mapping):
+            children: Any = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        deepest = max(deepest, depth + 1)
+        if deepest > limit:
+            return deepest
+        todo.extend((child, depth + 1) for child in children)
+    return deepest
 
 
 def _short(text: str, limit: int = 200) -> str:

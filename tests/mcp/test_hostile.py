@@ -193,3 +193,79 @@ async def test_a_flood_of_tool_list_changes_is_not_a_flood_of_refreshes(tmp_path
         assert 2 <= lists <= 6  # the start's, then a few refreshes
         assert sorted(mgr.tool_names("raw")) == ["raw.lists", "raw.poke"]
     assert not [e for e in events if "changed its tools" in e]
+
+
+# Schemas with $refs -----------------------------------------------------------------------------
+_NODE = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string"},
+        "children": {"type": "array", "items": {"$ref": "#/$defs/Node"}},
+    },
+    "required": ["name"],
+}
+
+
+def _schema(ref: str, **defs: Any) -> dict[str, Any]:
+    return {"type": "object", "properties": {"root": {"$ref": ref}}, "$defs": defs}
+
+
+async def test_a_recursive_schema_is_offered_and_one_that_cannot_be_checked_is_left_out(
+    tmp_path: Path,
+) -> None:
+    """A tree's schema refers to itself: its calls are checked and run. A $ref to nothing, or a
+    cycle that never ends, would fail every call blaming the model: such tools are left out when
+    listed, and ``mcp list`` says why."""
+    loop = {"L": {"$ref": "#/$defs/L"}}
+    chain = {
+        "C": {"type": "object", "required": ["next"], "properties": {"next": {"$ref": "#/$defs/C"}}}
+    }
+    script = {
+        "tools": [
+            _tool(
+                "tree", inputSchema={**_schema("#/$defs/Node", Node=_NODE), "required": ["root"]}
+            ),
+            _tool("missing", inputSchema=_schema("#/$defs/Gone")),
+            _tool("loop", inputSchema=_schema("#/$defs/L", **loop)),
+            _tool("chain", inputSchema=_schema("#/$defs/C", **chain)),
+        ],
+        "results": {"tree": {"content": [{"type": "text", "text": "planted"}]}},
+    }
+    events: list[str] = []
+    mgr = manager(raw_server(tmp_path, script), events)
+    async with mgr.use() as failures:
+        assert failures == []
+        assert mgr.tool_names("raw") == ["raw.tree"]
+        left_out = mgr.status()[0]["left_out"]
+        assert "'#/$defs/Gone' leads to nothing in the schema" in left_out["missing"]
+        assert "'#/$defs/L' leads into a cycle" in left_out["loop"]
+        assert "'#/$defs/C' leads to a schema that always needs itself" in left_out["chain"]
+        assert all("fix the schema, or leave the tool out" in why for why in left_out.values())
+
+        tree = {"name": "a", "children": [{"name": "b", "children": [{"name": "c"}]}]}
+        assert (await call(mgr, "raw.tree", root=tree))["content"] == "planted"
+        bad = await call(mgr, "raw.tree", root={"name": "a", "children": [{"name": 1}]})
+        assert bad["meta"]["code"] == "SCHEMA_VIOLATION"
+        assert "root.children.0.name: 1 is not of type 'string'" in str(bad["error"])
+    assert any("tool 'loop' left out" in e for e in events)
+
+
+async def test_arguments_nested_too_deeply_are_refused_and_the_server_lives(tmp_path: Path) -> None:
+    """10,000 nested lists are the arguments' fault, said so; not a schema that 'could not be
+    checked'. The call never reaches the server, which goes on answering."""
+    script = {
+        "tools": [_tool("tree", inputSchema=_schema("#/$defs/Node", Node=_NODE))],
+        "results": {"tree": {"content": [{"type": "text", "text": "planted"}]}},
+    }
+    deep: Any = []
+    for _ in range(10_000):
+        deep = [deep]
+    mgr = manager(raw_server(tmp_path, script))
+    async with mgr.use():
+        result = await call(mgr, "raw.tree", root={"name": "a", "children": deep})
+        assert result["meta"]["code"] == "SCHEMA_VIOLATION"
+        error = str(result["error"])
+        assert "arguments: nested too deeply (more than 100 levels" in error
+        assert "could not be checked" not in error
+        assert (await call(mgr, "raw.tree", root={"name": "a"}))["content"] == "planted"
+        assert mgr.status()[0]["state"] == "running"
