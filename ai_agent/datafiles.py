@@ -21,7 +21,7 @@ from __future__ import annotations
 import functools
 import json
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -33,6 +33,7 @@ __all__ = [
     "describe_size",
     "finite_number",
     "loads_json",
+    "nested_past",
     "not_a_number",
     "parse_nested",
     "read_text",
@@ -215,6 +216,20 @@ def check_depth(
         ...
         ai_agent.errors.ConfigError: x is nested more than 2 levels deep; ...
     """
+    if nested_past(value, max_depth):
+        raise error(_too_deep(what, max_depth))
+
+
+def nested_past(value: object, max_depth: int) -> bool:
+    """Whether lists, tuples and mappings in ``value`` nest more than ``max_depth`` levels.
+
+    Iterative, so it cannot itself run out of stack on the values it is there to refuse; a
+    scalar is at depth 0.
+
+    Examples:
+        >>> nested_past({"a": [1, [2]]}, 3), nested_past({"a": [1, [2]]}, 2), nested_past("x", 0)
+        (False, True, False)
+    """
     stack: list[tuple[object, int]] = [(value, 1)]
     # The depth each container was walked at: YAML anchors share one object between many places
     # (a "billion laughs" file would take forever to walk place by place), and may even make a
@@ -222,18 +237,19 @@ def check_depth(
     walked: dict[int, int] = {}
     while stack:
         item, depth = stack.pop()
-        if isinstance(item, dict):
+        if isinstance(item, Mapping):
             children: Any = item.values()
         elif isinstance(item, list | tuple):
             children = item
         else:
             continue
         if depth > max_depth:
-            raise error(_too_deep(what, max_depth))
+            return True
         if walked.get(id(item), 0) >= depth:
             continue
         walked[id(item)] = depth
         stack.extend((child, depth + 1) for child in children)
+    return False
 
 
 def _too_deep(what: str, max_depth: int) -> str:

@@ -44,6 +44,7 @@ ALLOWED: dict[str, set[str]] = {
     "usage": {"state"},
     "tools": {
         "_lazy",  # the toolsmaker's package names its parts lazily
+        "datafiles",  # how deep a value nests (a call's arguments, a schema)
         "errors",
         "issues",
         "state",
@@ -60,6 +61,7 @@ ALLOWED: dict[str, set[str]] = {
     "types": {"state", "tools"},  # the tool contract's names, where the spec imports them
     "models": {
         *("_lazy", "errors", "state", "context", "observability", "models.resilience", "events"),
+        "datafiles",  # how deep a tool call's arguments nest
     },
     "local": {"errors"},
     "testing": {"errors", "state", "models"},

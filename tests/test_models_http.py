@@ -327,6 +327,23 @@ async def test_invalid_json_in_tool_arguments_is_a_typed_error(
     assert len(server.requests) == 2
 
 
+@pytest.mark.parametrize("listen", [True, False])
+@pytest.mark.parametrize("depth", [150, 5000])
+async def test_tool_arguments_nested_too_deeply_are_malformed_not_a_crash(
+    server: MockOpenAIServer, listen: bool, depth: int
+) -> None:
+    # 150 levels parse, and their size, their schema check and the checkpoint would recurse
+    # through them; 5,000 do not parse, and the parse error itself ran out of stack.
+    deep = '{"expression": ' + "[" * depth + "]" * depth + "}"
+    server.add(*[Fault.malformed_tool_args("calculator", deep)] * 2)
+    with pytest.raises(MalformedToolCallError) as info:
+        await call(make_caller(server, retries=0), listen=listen)
+    assert info.value.tool == "calculator"
+    assert "(nested more than 100 levels deep)" in str(info.value)
+    assert info.value.raw_arguments.startswith('{"expression": [[[')
+    assert len(server.requests) == 2  # the one repair chance, as for any malformed call
+
+
 async def test_tool_arguments_that_are_not_an_object_are_malformed(
     server: MockOpenAIServer,
 ) -> None:

@@ -26,6 +26,7 @@ from langchain_core.messages import AIMessageChunk, BaseMessage, HumanMessage
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
 
 from ai_agent.context import CallerBase, ModelCall, ModelEvents, ModelReply
+from ai_agent.datafiles import nested_past
 from ai_agent.errors import (
     BudgetExceededError,
     CircuitOpenError,
@@ -106,29 +107,54 @@ def _is_blank(message: AIMessageChunk) -> bool:
     )
 
 
+MAX_ARGUMENT_DEPTH = 100
+"""How deeply a tool call's arguments may nest (lists and objects): far beyond what a tool needs,
+and well below Python's recursion limit, which reading, checking and storing them use."""
+
+_TOO_DEEP = f"nested more than {MAX_ARGUMENT_DEPTH} levels deep"
+
+
 def _check_calls(message: BaseMessage, raw_args: dict[int, list[str]]) -> None:
-    """A tool call whose arguments are not a JSON object is a typed error, never a crash."""
+    """A tool call whose arguments are not a JSON object is a typed error, never a crash.
+
+    Nor are arguments nested past `MAX_ARGUMENT_DEPTH`: every later step (their size, the
+    schema check, the checkpoint) would run out of stack on them.
+    """
     for bad in getattr(message, "invalid_tool_calls", None) or []:
         raw = str(bad.get("args") or "")
         raise malformed_call(str(bad.get("name") or "?"), raw, _parse_error(raw))
-    names = [c["name"] for c in getattr(message, "tool_calls", None) or []]
+    calls = getattr(message, "tool_calls", None) or []
+    names = [c["name"] for c in calls]
     for index, parts in sorted(raw_args.items()):
         raw = "".join(parts)
         # langchain parses streamed arguments leniently (a cut '{"x": 1' passes): be strict.
         try:
             value = json.loads(raw) if raw.strip() else {}
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):
             value = None
         if not isinstance(value, dict):
             name = names[index] if index < len(names) else "?"
             raise malformed_call(name, raw, _parse_error(raw))
+    for call in calls:
+        if nested_past(call.get("args"), MAX_ARGUMENT_DEPTH):
+            raise malformed_call(call["name"], _shown(call.get("args")), _TOO_DEEP)
+
+
+def _shown(args: Any) -> str:
+    """Arguments as JSON text for a message, when they can be written at all."""
+    try:
+        return json.dumps(args)
+    except (ValueError, RecursionError):
+        return "(too deeply nested to show)"
 
 
 def _parse_error(raw: str) -> str:
     """What the JSON parser says about ``raw`` (for the model and the person reading)."""
     try:
         value = json.loads(raw)
-    except json.JSONDecodeError as exc:
+    except RecursionError:
+        return _TOO_DEEP
+    except ValueError as exc:  # JSONDecodeError, or a number too long to read
         return str(exc)
     return f"a JSON {type(value).__name__}, not an object"
 
@@ -394,6 +420,7 @@ class ChatModelCaller(CallerBase):
             reply: BaseMessage = await runnable.ainvoke(messages, **options)
         except Exception as exc:
             raise classify_model_error(exc, base_url=self.base_url, secrets=self._secrets) from None
+        _check_calls(reply, {})  # first: the size below dumps the arguments
         size = len(text_of(reply.content)) + sum(
             len(json.dumps(c.get("args"))) for c in getattr(reply, "tool_calls", None) or []
         )
@@ -403,7 +430,6 @@ class ChatModelCaller(CallerBase):
                 f"{self.max_response_chars}; lower max_tokens or raise "
                 "MAMBA_MODEL_BACKEND__MAX_RESPONSE_CHARS"
             )
-        _check_calls(reply, {})
         return reply, False
 
     async def _streamed(

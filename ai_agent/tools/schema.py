@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from pydantic.fields import FieldInfo
 from pydantic.json_schema import SkipJsonSchema
 
+from ai_agent.datafiles import nested_past
 from ai_agent.errors import ToolRegistrationError
 
 __all__ = [
@@ -39,7 +40,6 @@ __all__ = [
     "compact_schema",
     "json_schema_of",
     "json_schema_validator",
-    "nesting_depth",
     "pydantic_problems",
     "signature_schema",
 ]
@@ -303,7 +303,7 @@ def json_schema_validator(schema: Mapping[str, Any], *, owner: str) -> Validator
     def refused(why: str) -> ToolRegistrationError:
         return ToolRegistrationError(f"tool {owner!r}: its parameters {why}")
 
-    if nesting_depth(schema, MAX_SCHEMA_DEPTH) > MAX_SCHEMA_DEPTH:
+    if nested_past(schema, MAX_SCHEMA_DEPTH):
         raise refused(f"are a JSON schema nested more than {MAX_SCHEMA_DEPTH} levels deep")
     cls = jsonschema.validators.validator_for(schema)
     try:
@@ -317,7 +317,7 @@ def json_schema_validator(schema: Mapping[str, Any], *, owner: str) -> Validator
     checker = cls(schema, registry=referencing.Registry())
 
     def validate(args: dict[str, Any]) -> list[str]:
-        if nesting_depth(args, MAX_ARGUMENT_DEPTH) > MAX_ARGUMENT_DEPTH:
+        if nested_past(args, MAX_ARGUMENT_DEPTH):
             return [_too_deep()]
         try:
             errors = sorted(checker.iter_errors(args), key=lambda e: [str(p) for p in e.path])
@@ -333,33 +333,6 @@ def _too_deep() -> str:
         f"arguments: nested too deeply (more than {MAX_ARGUMENT_DEPTH} levels of lists and "
         "objects); send a flatter value"
     )
-
-
-def nesting_depth(value: Any, limit: int) -> int:
-    """How deeply lists and mappings nest in ``value`` (a scalar is 0), counted up to ``limit + 1``.
-
-    Walked with a list, not recursion, so a value of any depth is measured without a
-    RecursionError.
-
-    Examples:
-        >>> nesting_depth({"a": [1, [2]]}, 10), nesting_depth("x", 10), nesting_depth([[[[]]]], 2)
-        (3, 0, 3)
-    """
-    deepest = 0
-    todo: list[tuple[Any, int]] = [(value, 0)]
-    while todo:
-        item, depth = todo.pop()
-        if isinstance(item, Mapping):
-            children: Any = item.values()
-        elif isinstance(item, list):
-            children = item
-        else:
-            continue
-        deepest = max(deepest, depth + 1)
-        if deepest > limit:
-            return deepest
-        todo.extend((child, depth + 1) for child in children)
-    return deepest
 
 
 def _short(text: str, limit: int = 200) -> str:
