@@ -26,7 +26,7 @@ from langchain_core.messages import AIMessageChunk, BaseMessage, HumanMessage
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
 
 from ai_agent.context import CallerBase, ModelCall, ModelEvents, ModelReply
-from ai_agent.datafiles import nested_past
+from ai_agent.datafiles import MAX_DEPTH, nested_past
 from ai_agent.errors import (
     BudgetExceededError,
     CircuitOpenError,
@@ -107,9 +107,10 @@ def _is_blank(message: AIMessageChunk) -> bool:
     )
 
 
-MAX_ARGUMENT_DEPTH = 100
-"""How deeply a tool call's arguments may nest (lists and objects): far beyond what a tool needs,
-and well below Python's recursion limit, which reading, checking and storing them use."""
+MAX_ARGUMENT_DEPTH = MAX_DEPTH
+"""How deeply a tool call's arguments may nest (lists and objects): as deep as any data the
+engine reads (`ai_agent.datafiles.MAX_DEPTH`), well below Python's recursion limit, which
+reading, checking and storing them use several frames of per level."""
 
 _TOO_DEEP = f"nested more than {MAX_ARGUMENT_DEPTH} levels deep"
 

@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from pydantic.fields import FieldInfo
 from pydantic.json_schema import SkipJsonSchema
 
-from ai_agent.datafiles import nested_past
+from ai_agent.datafiles import MAX_DEPTH, nested_past
 from ai_agent.errors import ToolRegistrationError
 
 __all__ = [
@@ -50,10 +50,10 @@ Validator = Callable[[dict[str, Any]], list[str]]
 CONTEXT_PARAMETER = "ctx"
 _MAX_PROBLEMS = 8
 
-MAX_ARGUMENT_DEPTH = 100
-"""How deeply a call's arguments may nest (lists and objects). Far beyond what a tool needs,
-and well below Python's recursion limit, which checking the arguments against a schema uses
-several frames of per level."""
+MAX_ARGUMENT_DEPTH = MAX_DEPTH
+"""How deeply a tool call's arguments may nest (lists and objects): as deep as any data the
+engine reads (`ai_agent.datafiles.MAX_DEPTH`), well below Python's recursion limit, which
+reading, checking and storing them use several frames of per level."""
 MAX_SCHEMA_DEPTH = 200
 """How deeply a tool's JSON schema may nest (each property takes two levels)."""
 
