@@ -18,6 +18,7 @@ import asyncio
 import copy
 import json
 import time
+import urllib.parse
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -96,6 +97,25 @@ class _Stream:
 
     def partial(self) -> str:
         return "".join(self.text)
+
+
+def shown_url(url: str) -> str:
+    """``url`` with the password of its user info replaced by ``***``.
+
+    Examples:
+        >>> shown_url("http://agent:pw@127.0.0.1:8080/v1"), shown_url("http://127.0.0.1/v1")
+        ('http://agent:***@127.0.0.1:8080/v1', 'http://127.0.0.1/v1')
+    """
+    try:
+        parts = urllib.parse.urlsplit(url)
+        password = parts.password
+    except ValueError:  # not a URL after all (an unbalanced "[" in the host)
+        return url
+    if password is None:
+        return url
+    userinfo, host = parts.netloc.rsplit("@", 1)
+    user = userinfo.split(":", 1)[0]
+    return urllib.parse.urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
 
 
 def _is_blank(message: AIMessageChunk) -> bool:
@@ -223,7 +243,10 @@ class ChatModelCaller(CallerBase):
         repair_malformed_calls: bool = True,
     ) -> None:
         self.model = model
-        self.base_url = base_url or str(getattr(model, "openai_api_base", "") or "the model")
+        # How messages name the server: without the password a URL may carry, whatever its
+        # length (a short one is too short for the secret values' mask).
+        self.base_url = shown_url(base_url or str(getattr(model, "openai_api_base", "") or ""))
+        self.base_url = self.base_url or "the model"
         self.retry = retry or RetryPolicy(
             max_retries=max_retries,
             initial_backoff=initial_backoff,

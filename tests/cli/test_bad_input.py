@@ -374,18 +374,20 @@ def test_a_password_in_the_model_servers_url_is_never_printed(tmp_path: Path) ->
     (tmp_path / ".env").write_text(
         "MAMBA_MODEL_BACKEND__MAX_RETRIES=0\nMAMBA_RETRY__RETRY_LEVEL=1\n"
     )
-    url = f"http://agent:pw-CANARY-51c2@127.0.0.1:{port}/v1"
-    for more in ([], ["--json"]):
-        done = _cli(tmp_path, "x", "--base-url", url, "--db", "c.sqlite", *more)
-        assert done.returncode == EXIT["failed"], done.stderr
-        assert f"cannot reach the model server at http://agent:***@127.0.0.1:{port}/v1" in (
-            done.stdout + done.stderr
-        )
-        assert "pw-CANARY" not in done.stdout + done.stderr
-    # Nor kept: the failed stage's error is in the checkpoints, the run's in the run store.
-    stored = b"".join(p.read_bytes() for p in tmp_path.glob("c.sqlite*"))
-    assert b"cannot reach the model server" in stored
-    assert b"pw-CANARY" not in stored
+    # A password too short for the secret values' mask (under 8 characters) is hidden too.
+    for password in ("pw-CANARY-51c2", "CNRY7"):
+        url = f"http://agent:{password}@127.0.0.1:{port}/v1"
+        for more in ([], ["--json"]):
+            done = _cli(tmp_path, "x", "--base-url", url, "--db", "c.sqlite", *more)
+            assert done.returncode == EXIT["failed"], done.stderr
+            assert f"cannot reach the model server at http://agent:***@127.0.0.1:{port}/v1" in (
+                done.stdout + done.stderr
+            )
+            assert password not in done.stdout + done.stderr
+        # Nor kept: the failed stage's error is in the checkpoints, the run's in the run store.
+        stored = b"".join(p.read_bytes() for p in tmp_path.glob("c.sqlite*"))
+        assert b"cannot reach the model server" in stored
+        assert password.encode() not in stored
 
 
 def make_app(checkpoint_url: str | None) -> Any:
