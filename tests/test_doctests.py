@@ -50,6 +50,7 @@ MODULES = [
     "ai_agent.graph.inspection",
     "ai_agent.graph.recording",
     "ai_agent.graph.replay",
+    "ai_agent.graph.state_edits",
     "ai_agent.graph.subagents",
     "ai_agent.graph.summary",
     "ai_agent.graph.tooling",

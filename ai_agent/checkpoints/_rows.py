@@ -1,20 +1,25 @@
-"""Reading back the JSON the run store keeps in text columns: checked, never trusted blindly.
+"""Reading back the values the run store keeps: checked, never trusted blindly.
 
 A row can be damaged, or written by hand: text that is not JSON, JSON nested deeper than the
 parser goes, or valid JSON of the wrong shape (a list where an object belongs). Read through
 `stored_json`, each becomes a CorruptRunError that names the run, the row and what to do,
 instead of a traceback somewhere later; what the caller does with it (report it, or treat the
 row as missing) is its own decision, so the rest of the store goes on working.
+
+A number column is no safer: SQLite keeps text written into a REAL or INTEGER column as text
+(``'2026-01-01'``), and a page that subtracts two times would fail on it. `checked_run` reads a
+run row's JSON and numbers this way, each value that cannot be read becoming None (unknown).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from ai_agent.errors import CorruptRunError
 
-__all__ = ["corrupt_row", "stored_json"]
+__all__ = ["checked_run", "corrupt_row", "stored_json"]
 
 _NAMES = {dict: "an object", list: "a list", str: "a string", int: "a number", float: "a number"}
 
@@ -69,3 +74,80 @@ def corrupt_row(what: str, thread_id: str, reason: str, hint: str) -> CorruptRun
         f"or changed outside ai-agent); {hint}",
         thread_id=thread_id,
     )
+
+
+def checked_run(run: dict[str, Any]) -> list[CorruptRunError]:
+    """Check a run row's gate and numbers in place; return what was wrong, one error each.
+
+    A value that cannot be read is set to None (no gate; an unknown time or cycle), so the run
+    still lists and shows; the caller logs the errors and names them in the run's ``error``.
+    """
+    thread = str(run["thread_id"])
+    problems: list[CorruptRunError] = []
+    try:
+        run["gate"] = stored_json(
+            run["gate"],
+            what="the gate stored with the run (agent_runs.gate)",
+            thread_id=thread,
+            hint="it is a copy of the gate in the run's checkpoints, which still hold it, and "
+            "the run's next status update rewrites it",
+            optional=True,
+        )
+    except CorruptRunError as exc:
+        problems.append(exc)
+        run["gate"] = None
+    for column, (check, wanted, what, hint) in _NUMBERS.items():
+        value = run[column]
+        if not check(value):
+            reason = f"it holds {_found(value)} where {wanted} belongs"
+            problems.append(corrupt_row(what, thread, reason, hint))
+            run[column] = None
+    return problems
+
+
+_LAST_TIME = 253402300799.0  # 9999-12-31: a later time cannot be shown as a date
+
+
+def _time(value: Any) -> bool:
+    """Seconds since 1970 that a date can show."""
+    return isinstance(value, int | float) and 0 <= value <= _LAST_TIME  # NaN and inf fail too
+
+
+def _cycle(value: Any) -> bool:
+    """A parent's cycle number, or none (a run that is not a child)."""
+    return value is None or (isinstance(value, int) and value >= 0)
+
+
+def _found(value: Any) -> str:
+    """A stored value as a person would name it in an error (a text clipped)."""
+    if isinstance(value, str):
+        return f"the text {value[:40]!r}"
+    if isinstance(value, bytes):
+        return "binary data"
+    return "nothing" if value is None else repr(value)
+
+
+_UNKNOWN = "it is shown as unknown"
+_SECONDS = "a time (seconds since 1970)"
+# The number columns of a run row: the check each value must pass, what it must be, the
+# column as a person names it, and what to do about a value that fails (it reads as None).
+_NUMBERS: dict[str, tuple[Callable[[Any], bool], str, str, str]] = {
+    "created_at": (
+        _time,
+        _SECONDS,
+        "the time the run started (agent_runs.created_at)",
+        f"{_UNKNOWN}; set it to seconds since 1970 to show it again",
+    ),
+    "updated_at": (
+        _time,
+        _SECONDS,
+        "the time the run last changed (agent_runs.updated_at)",
+        f"{_UNKNOWN} until the run's next status update rewrites it",
+    ),
+    "parent_iteration": (
+        _cycle,
+        "a cycle number (0 or more)",
+        "the parent's cycle that started this run (agent_runs.parent_iteration)",
+        f"{_UNKNOWN}; the parent run's history still shows the call that started it",
+    ),
+}

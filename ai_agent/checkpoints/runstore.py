@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypedDict, cast
 
-from ai_agent.checkpoints._rows import corrupt_row, stored_json
+from ai_agent.checkpoints._rows import checked_run, corrupt_row, stored_json
 from ai_agent.checkpoints._sql import Session, page, quick, threaded
 from ai_agent.checkpoints._sqlite import (
     SqliteDatabase,
@@ -87,13 +87,17 @@ DEFAULT_LEASE_SECONDS = 300.0
 
 
 class RunRecord(TypedDict):
-    """One run as the store knows it."""
+    """One run as the store knows it.
+
+    A value of a damaged row that is not of its type (a time or a cycle edited by hand to text)
+    reads as None, unknown, and ``error`` says which and why (`_run`).
+    """
 
     thread_id: str
     task: str
     status: str
-    created_at: float
-    updated_at: float
+    created_at: float | None
+    updated_at: float | None
     final_text: str | None
     gate: dict[str, Any] | None
     error: str | None
@@ -557,21 +561,12 @@ _OUTPUT_COLUMNS = ", ".join(_OUTPUT_FIELDS)
 
 
 def _run(row: Sequence[Any]) -> RunRecord:
+    """A run row; a value that cannot be read is None, logged, and named in its ``error``."""
     run = dict(zip(_RUN_FIELDS, row, strict=True))
-    try:
-        run["gate"] = stored_json(
-            run["gate"],
-            what="the gate stored with the run (agent_runs.gate)",
-            thread_id=str(run["thread_id"]),
-            hint="it is a copy of the gate in the run's checkpoints, which still hold it, and "
-            "the run's next status update rewrites it",
-            optional=True,
-        )
-    except CorruptRunError as exc:
+    for problem in checked_run(run):
         # Listing and showing runs must go on: the record says what is wrong instead.
-        _warn(exc)
-        run["gate"] = None
-        run["error"] = f"{run['error']}; {exc}" if run["error"] else str(exc)
+        _warn(problem)
+        run["error"] = f"{run['error']}; {problem}" if run["error"] else str(problem)
     return cast(RunRecord, run)
 
 

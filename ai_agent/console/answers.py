@@ -114,6 +114,8 @@ def edited_args(text: str) -> dict[str, Any]:
         ) from None
     except RecursionError:
         raise InvalidPlanError("the edited arguments are nested too deeply; flatten them") from None
+    except ValueError as exc:  # JSON, but a number too long for Python to read (4,300+ digits)
+        raise InvalidPlanError(f"the edited arguments cannot be read: {exc}") from None
     if not isinstance(value, dict):
         raise InvalidPlanError(
             f"the edited arguments are a JSON {type(value).__name__}, not an object; write "

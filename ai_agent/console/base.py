@@ -10,13 +10,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
 from ai_agent.console import views
 
 if TYPE_CHECKING:
     from jinja2 import Environment
-    from starlette.requests import Request
+    from starlette.types import Message
 
     from ai_agent.console.auth import Access
     from ai_agent.graph import Agent, RunArchive
@@ -63,10 +64,18 @@ class Console:
 
 async def read_form(console: Console, request: Request) -> dict[str, str]:
     """The posted form, once its CSRF token is checked (403 without it)."""
-    size = int(request.headers.get("content-length") or 0)
-    if size > MAX_FORM_BYTES:
-        raise ConsoleError(413, f"the form is larger than {MAX_FORM_BYTES:,} bytes; shorten it")
-    async with request.form(max_files=0, max_fields=20) as form:
+    too_large = ConsoleError(413, f"the form is larger than {MAX_FORM_BYTES:,} bytes; shorten it")
+    declared = request.headers.get("content-length") or "0"
+    if declared.isdigit() and int(declared) > MAX_FORM_BYTES:
+        raise too_large
+    # The length a request declares is not a limit: a chunked body declares none. So the body
+    # is counted as it arrives, and parsed only once it is known to fit.
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > MAX_FORM_BYTES:
+            raise too_large
+    async with _replayed(request, bytes(body)).form(max_files=0, max_fields=20) as form:
         values = {k: v for k, v in form.items() if isinstance(v, str)}
     if not console.access.csrf_ok(values.get("csrf")):
         raise ConsoleError(
@@ -75,3 +84,12 @@ async def read_form(console: Console, request: Request) -> dict[str, str]:
             "answer again",
         )
     return values
+
+
+def _replayed(request: Request, body: bytes) -> Request:
+    """The request again, its body (read already) given once more to the form parser."""
+
+    async def receive() -> Message:
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return Request(request.scope, receive)

@@ -42,7 +42,12 @@ async def run_changes(
     seen = await _look(archive)
     yield "retry: 2000\n\n"  # how soon a browser reconnects after the server went away
     if since is not None:
-        missed = [(t, status) for t, (status, updated) in seen.items() if updated > since]
+        # A run whose last change is unknown (a damaged row) is sent when it changes again.
+        missed = [
+            (t, status)
+            for t, (status, updated) in seen.items()
+            if updated is not None and updated > since
+        ]
         if missed:
             yield _event(missed)
     while not stopping():
@@ -61,6 +66,6 @@ def _event(changed: list[tuple[str, str]]) -> str:
     return f"event: runs\ndata: {data}\n\n"
 
 
-async def _look(archive: RunArchive) -> dict[str, tuple[str, float]]:
+async def _look(archive: RunArchive) -> dict[str, tuple[str, float | None]]:
     runs = await archive.list_runs(limit=WATCHED)
     return {r["thread_id"]: (r["status"], r["updated_at"]) for r in runs}

@@ -53,13 +53,15 @@ def duration(seconds: float | None) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
-def age(timestamp: float, now: float | None = None) -> str:
-    """How long ago ``timestamp`` was, as `duration` says it, with "ago".
+def age(timestamp: float | None, now: float | None = None) -> str:
+    """How long ago ``timestamp`` was, as `duration` says it, with "ago" (None: unknown).
 
     Examples:
-        >>> age(100.0, now=130.0)
-        '30.0 s ago'
+        >>> age(100.0, now=130.0), age(None)
+        ('30.0 s ago', 'unknown')
     """
+    if timestamp is None:  # a time a damaged row does not hold; the row's error says why
+        return "unknown"
     return f"{duration(max(0.0, (time.time() if now is None else now) - timestamp))} ago"
 
 

@@ -22,10 +22,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ai_agent.errors import InvalidPlanError, RunError
+from ai_agent.graph.state_edits import check_update
+from ai_agent.observability.logs import engine_logger
 from ai_agent.plans import read_plan
 from ai_agent.state import RunState
 from ai_agent.usage import token_usage
@@ -39,13 +42,18 @@ __all__ = ["Diff", "DiffRow", "ForkOutcome", "diff", "fork", "parse_update", "re
 MAX_UPDATE_CHARS = 200_000
 _STATE_KEYS = frozenset(RunState.__annotations__)
 _running: set[asyncio.Task[Any]] = set()  # resumed forks, kept until they finish
+log = engine_logger("ai_agent.console")
 
 
 def parse_update(text: str) -> dict[str, Any] | None:
     """Edited state from a form: None when empty, else a JSON object of state keys.
 
+    Each value is checked against the state's type of its key (`check_update`), so a wrong one
+    is shown now, not met later by the resumed fork.
+
     Raises:
-        RunError: not JSON, not an object, too long, or a key the state does not have.
+        RunError: not JSON, not an object, too long, a key the state does not have, or a value
+            not of its key's type.
 
     Examples:
         >>> parse_update('{"reflection": "try the other file"}')
@@ -59,8 +67,10 @@ def parse_update(text: str) -> dict[str, Any] | None:
         raise RunError(f"the edited state is longer than {MAX_UPDATE_CHARS:,} characters")
     try:
         value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise RunError(f"the edited state is not JSON ({exc.msg} at line {exc.lineno})") from None
+    except (ValueError, RecursionError) as exc:
+        # Not only JSONDecodeError: a number of 4,300+ digits (ValueError) or deep nesting
+        # (RecursionError) is a mistake to show, not a crash.
+        raise RunError(f"the edited state is not JSON we can read ({_unreadable(exc)})") from None
     if not isinstance(value, dict):
         raise RunError('the edited state must be a JSON object, e.g. {"reflection": "..."}')
     unknown = sorted(set(value) - _STATE_KEYS)
@@ -69,6 +79,7 @@ def parse_update(text: str) -> dict[str, Any] | None:
             f"the state has no key {', '.join(map(repr, unknown))}; the checkpoint page lists "
             "its keys"
         )
+    check_update(value)
     return value
 
 
@@ -76,18 +87,35 @@ def parse_plan(text: str, max_chars: int) -> dict[str, Any] | None:
     """A plan from a form: None when empty; a JSON object as a plan; other text as instructions.
 
     Raises:
-        InvalidPlanError: the plan is not valid (each problem named) or too long.
+        InvalidPlanError: the plan is not valid (each problem named) or too long, or it opens
+            with ``{`` and is not JSON (it was meant as a plan, not as instructions).
     """
     if not text.strip():
         return None
     try:
         value = json.loads(text)
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError) as exc:
+        # Text that opens like a JSON object was meant as a plan: taken as instructions, a
+        # typo (a trailing comma) would silently turn an approval into words for the model.
+        if text.lstrip().startswith("{"):
+            raise InvalidPlanError(
+                f"the plan is not JSON we can read ({_unreadable(exc)}); fix it, or write "
+                "instructions as plain text"
+            ) from None
         value = {"instructions": text.strip()}
     if not isinstance(value, dict):
         value = {"instructions": text.strip()}
     read_plan(value, max_chars=max_chars)  # the mistake is shown now, not found by a worker
     return value
+
+
+def _unreadable(exc: ValueError | RecursionError) -> str:
+    """Why ``json.loads`` refused a text, in words."""
+    if isinstance(exc, json.JSONDecodeError):
+        return f"{exc.msg} at line {exc.lineno}, column {exc.colno}"
+    if isinstance(exc, RecursionError):
+        return "it is nested too deeply"
+    return str(exc)  # a number too long to read
 
 
 @dataclass(frozen=True)
@@ -123,8 +151,29 @@ async def fork(
         return ForkOutcome(new, None, resumed=False)  # it waits at its gate: the inbox has it
     task = asyncio.get_running_loop().create_task(agent.resume(new))
     _running.add(task)
-    task.add_done_callback(_running.discard)
+    task.add_done_callback(lambda done: _finished(new, done))
     return ForkOutcome(new, None, resumed=True)
+
+
+def _finished(thread_id: str, task: asyncio.Task[Any]) -> None:
+    """A resumed fork ended: forget its task, and log how it failed if it raised.
+
+    Nobody awaits the task (the response went before it ran), so its exception is retrieved
+    here, never left for asyncio to print with a traceback. The runner has marked the run
+    failed by then, so its page says so; the log says why (the traceback at DEBUG).
+    """
+    _running.discard(task)
+    if task.cancelled():
+        return
+    exc = task.exception()
+    if exc is not None:
+        log.error(
+            "fork %s stopped with an error: %s: %s; its page shows it as failed",
+            thread_id,
+            type(exc).__name__,
+            exc,
+            exc=exc if log.enabled(logging.DEBUG) else None,
+        )
 
 
 async def replay(agent: Agent, thread_id: str) -> RunResult:

@@ -50,8 +50,8 @@ class RunRow:
     thread_id: str
     status: str
     task: str
-    created_at: float
-    updated_at: float
+    created_at: float | None  # None: unknown (a damaged row; its stop reason says so)
+    updated_at: float | None
     stop_reason: str | None = None
     model: str | None = None
     tokens: int | None = None
@@ -59,9 +59,16 @@ class RunRow:
     problem: str | None = None  # why the state could not be read
 
     @property
-    def duration(self) -> float:
-        """Seconds from the run's start to its last change."""
-        return max(0.0, self.updated_at - self.created_at)
+    def duration(self) -> float | None:
+        """Seconds from the run's start to its last change (None: unknown)."""
+        return _run_duration(self.created_at, self.updated_at)
+
+
+def _run_duration(created_at: float | None, updated_at: float | None) -> float | None:
+    """Seconds from a run's start to its last change, or None when either time is unknown."""
+    if created_at is None or updated_at is None:
+        return None
+    return max(0.0, updated_at - created_at)
 
 
 async def run_rows(
@@ -108,7 +115,7 @@ class InboxItem:
 
     thread_id: str
     task: str
-    paused_at: float
+    paused_at: float | None  # None: unknown (a damaged row)
     report: GateReport | None
     plans: list[PlanRecord] = field(default_factory=list)  # its open (queued, claimed) ones
     problem: str | None = None
@@ -132,7 +139,7 @@ async def inbox_items(archive: RunArchive, *, limit: int = 100) -> list[InboxIte
         for plan in await archive.list_plans(status=state, limit=None):
             open_plans.setdefault(plan["thread_id"], []).append(plan)
     items = []
-    for record in sorted(records, key=lambda r: r["updated_at"]):
+    for record in sorted(records, key=_waiting):
         thread = record["thread_id"]
         report, problem = gate_report(record["gate"]), None
         if report is None:
@@ -144,19 +151,27 @@ async def inbox_items(archive: RunArchive, *, limit: int = 100) -> list[InboxIte
     return items
 
 
+def _waiting(record: RunRecord) -> tuple[bool, float]:
+    """The inbox's order: the longest waiting first, and runs paused at an unknown time last."""
+    paused = record["updated_at"]
+    return (paused is None, paused or 0.0)
+
+
 def gate_report(value: Any) -> GateReport | None:
     """A gate report read from a run row, or None when it does not have a report's shape."""
     if not isinstance(value, dict):
         return None
-    numbers = all(
-        isinstance(value.get(k), int | float) and not isinstance(value.get(k), bool)
-        for k in ("severity", "threshold", "iteration")
-    )
+    numbers = all(_number(value.get(k)) for k in ("severity", "threshold", "iteration"))
     issues, pending = value.get("issues"), value.get("pending")
     if not numbers or not isinstance(issues, list) or not isinstance(pending, list):
         return None
+    # Each issue's severity too is a number: the inbox prints it as one ("%.2f"), and a row
+    # edited by hand ("high") would otherwise fail the whole inbox, not just this run.
     issues_ok = all(
-        isinstance(i, dict) and {"code", "severity", "message"} <= i.keys() for i in issues
+        isinstance(i, dict)
+        and {"code", "severity", "message"} <= i.keys()
+        and _number(i["severity"])
+        for i in issues
     )
     pending_ok = all(
         isinstance(p, dict)
@@ -166,6 +181,10 @@ def gate_report(value: Any) -> GateReport | None:
         for p in pending
     )
     return cast("GateReport", value) if issues_ok and pending_ok else None
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 async def _report(archive: RunArchive, record: RunRecord) -> tuple[GateReport | None, str | None]:
@@ -208,6 +227,13 @@ class RunView:
     last: int = 0
     window: int = WINDOW
     messages_total: int = 0
+
+    @property
+    def duration(self) -> float | None:
+        """Seconds from the run's start to its last change (None: unknown, or no run row)."""
+        if self.record is None:
+            return None
+        return _run_duration(self.record["created_at"], self.record["updated_at"])
 
 
 async def run_view(

@@ -270,7 +270,9 @@ class RunArchive(ArchivePlans):
         Raises:
             UnknownThreadError / UnknownCheckpointError: no such run or checkpoint.
             RunError: ``update`` was given for a paused gate (resume the fork with a plan
-                instead) or for the run's input.
+                instead) or for the run's input, or it names a key the run state lacks or a
+                value not of its key's type (``{"iteration": "abc"}``): refused before
+                anything is copied (``ai_agent.graph.state_edits``).
         """
         return await fork_run(self.database, thread_id, checkpoint_id, update, origin="fork")
 

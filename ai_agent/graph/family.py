@@ -52,7 +52,8 @@ async def family_of(store: RunStoreProtocol, thread_id: str) -> RunFamily:
     rows = await store.list_runs(limit=None, parent_thread_id=thread_id)
     children = [
         _link(r, r["thread_id"], r["status"])
-        for r in sorted(rows, key=lambda r: r["created_at"])
+        # A child whose start is unknown (a damaged row) is listed last.
+        for r in sorted(rows, key=lambda r: (r["created_at"] is None, r["created_at"] or 0.0))
         if r["origin"] == "child"
     ]
     return RunFamily(parent=parent, children=children)

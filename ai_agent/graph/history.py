@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 from ai_agent.checkpoints.versions import check_state_version, stamped, upgrade_state
 from ai_agent.errors import RunError, UnknownCheckpointError, UnknownThreadError
 from ai_agent.graph.database import RunDatabase, checkpoint_config, config_for, new_thread_id
+from ai_agent.graph.state_edits import check_update
 from ai_agent.graph.summary import change_summary
 from ai_agent.state import RunState, TraceEvent
 
@@ -272,6 +273,8 @@ async def fork_run(
     The arguments and the errors are those of ``Agent.afork``; ``origin`` says what made the
     copy (``fork`` or ``replay``).
     """
+    if update:
+        check_update(update)  # a wrong value is refused here, before anything is copied
     new = new_thread_id()
     async with database.graph() as graph:
         head = await copy_run(graph.checkpointer, thread_id, new, checkpoint_id)
@@ -303,12 +306,6 @@ async def _apply_update(
         raise RunError(
             "the run is paused at the gate at this checkpoint; fork it without an update and "
             "resume the fork with a plan"
-        )
-    unknown = sorted(set(update) - set(RunState.__annotations__))
-    if unknown:
-        raise RunError(
-            f"cannot apply the update to the fork: {', '.join(unknown)} not in the run state "
-            f"(its fields: {', '.join(sorted(RunState.__annotations__))})"
         )
     parent = _id(head.parent_config)
     if parent is None:

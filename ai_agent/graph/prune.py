@@ -172,7 +172,8 @@ async def select_runs(
     if days < 0:
         raise ConfigError(f"older_than_days must be 0 or more (got {days:g})")
     cutoff = time.time() - days * 86400
-    return [r for r in runs if r["updated_at"] < cutoff]
+    # A run whose last change is unknown (a damaged row) is not known to be old: it is kept.
+    return [r for r in runs if r["updated_at"] is not None and r["updated_at"] < cutoff]
 
 
 async def _prune_one(

@@ -114,6 +114,45 @@ def test_an_unreadable_gate_in_the_run_row_is_reported_and_the_runs_go_on(
     assert code == 0 and out.strip().endswith("42")
 
 
+# A number column edited by hand: SQLite keeps text (or bytes) it cannot read as a number.
+NUMBERS = {
+    "a date as text": ("updated_at", "'2026-01-01'", "the time the run last changed"),
+    "text": ("created_at", "'abc'", "the time the run started"),
+    "bytes": ("updated_at", "x'00ff'", "the time the run last changed"),
+    "past any date": ("created_at", "1e300", "the time the run started"),
+    "a cycle as text": ("parent_iteration", "'three'", "the parent's cycle that started this run"),
+    "a negative cycle": ("parent_iteration", "-1", "the parent's cycle that started this run"),
+}
+
+
+@pytest.mark.parametrize(("column", "value", "what"), NUMBERS.values(), ids=NUMBERS.keys())
+def test_a_number_in_the_run_row_that_is_not_one_reads_as_unknown_and_the_runs_go_on(
+    db: Path,
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+    column: str,
+    value: str,
+    what: str,
+) -> None:
+    damage(db, f"UPDATE agent_runs SET {column} = {value} WHERE thread_id = 'bad'")
+    the_rest_works(db, capsys)
+    code, out, _ = cli(capsys, "runs", "--db", str(db), "--json")
+    bad = next(r for r in json.loads(out) if r["thread_id"] == "bad")
+    assert code == 0 and bad[column] is None and bad["status"] == "completed"
+    said = f"{what} (agent_runs.{column}) of thread bad cannot be read back: it holds "
+    assert bad["error"].startswith(said) and "it is shown as unknown" in bad["error"]
+    assert said in caplog.text  # logged as well, on the store's logger
+    for command in (("show", "bad"), ("history", "bad"), ("export", "bad", "--html", "bad.html")):
+        code, out, _ = cli(capsys, *command, "--db", str(db))
+        assert code == 0, command
+    code, out, _ = cli(capsys, "show", "bad", "--db", str(db))
+    assert out.strip().endswith("42")
+    # A run whose last change is unknown is not known to be old: pruning by age keeps it.
+    code, out, _ = cli(capsys, "prune", "--older-than", "0", "--db", str(db), "--json")
+    assert code == 0 and "good" in json.loads(out)["pruned"]
+    assert ("bad" in json.loads(out)["pruned"]) == (column != "updated_at")
+
+
 @pytest.mark.parametrize("broken", BROKEN.values(), ids=BROKEN.keys())
 @pytest.mark.parametrize(
     ("table", "column", "what", "commands"),

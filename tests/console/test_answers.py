@@ -147,3 +147,20 @@ async def test_an_answer_to_a_gate_the_run_has_left_is_refused(
         assert "Not sent:" in late.text and "earlier gate" in late.text
         assert await agent.list_plans(thread_id="g1") == []
     assert lines == ["one"]  # the second call waits for its own answer
+
+
+async def test_an_answer_to_a_run_no_longer_in_the_inbox_says_why_it_was_not_sent(
+    make_agent: MakeAgent, signed_in: Open
+) -> None:
+    # A page left open: the run was answered elsewhere and finished, and so left the inbox. The
+    # refusal's reason has no run of the inbox to sit beside; it must still be said.
+    agent = make_agent([write_call(), {"text": "written"}])
+    async with agent:
+        await agent.run("write", thread_id="f1")
+        http = signed_in(agent)
+        stale = form_fields((await http.get("/inbox")).text, "f1")
+        assert (await agent.resume("f1", {"approve": ["*"]})).status == "completed"
+        late = await http.post("/inbox/f1/answer", data={**stale, "action": "approve"})
+        assert await agent.list_plans(thread_id="f1") == []
+    assert late.status_code == 409
+    assert "Not sent to run" in late.text and "run f1 has completed" in late.text

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import sqlite3
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -125,6 +126,28 @@ async def test_a_paused_row_with_a_damaged_gate_is_read_from_its_checkpoint(
     assert '<pre class="preview">write_file out.txt (new file):' in page
 
 
+async def test_a_gate_issue_whose_severity_is_not_a_number_is_read_from_its_checkpoint(
+    make_agent: MakeAgent, signed_in: Open, tmp_path: Path
+) -> None:
+    # The inbox prints each issue's severity as a number: a row edited by hand to say "high"
+    # is damaged like any other, and must not take the whole inbox down with it.
+    agent = make_agent([write_call("one"), write_call("two")])
+    async with agent:
+        first = await agent.run("write one", thread_id="i1")
+        second = await agent.run("write two", thread_id="i2")
+        assert first.gate is not None and second.gate is not None
+        issues = [{**first.gate["issues"][0], "severity": "high"}]
+        with sqlite3.connect(tmp_path / "c.sqlite") as conn:
+            conn.execute(
+                "UPDATE agent_runs SET gate = ? WHERE thread_id = 'i1'",
+                (json.dumps({**first.gate, "issues": issues}),),
+            )
+        response = await signed_in(agent).get("/inbox")
+    assert response.status_code == 200
+    assert f'name="gate" value="{first.gate["token"]}"' in response.text
+    assert f'name="gate" value="{second.gate["token"]}"' in response.text
+
+
 async def test_a_paused_row_without_a_report_or_a_checkpoint_is_listed_with_the_reason(
     make_agent: MakeAgent, signed_in: Open
 ) -> None:
@@ -139,3 +162,31 @@ async def test_a_paused_row_without_a_report_or_a_checkpoint_is_listed_with_the_
     assert "no run with thread id ghost" in ghost[: ghost.index("</article>")]
     done = page[page.index('data-thread="done"') :]
     assert "paused without a gate report" in done[: done.index("</article>")]
+
+
+@pytest.mark.parametrize("when", ["'2026-01-01'", "'abc'", "x'00'"])
+async def test_a_run_row_whose_times_are_not_numbers_is_shown_with_its_times_unknown(
+    make_agent: MakeAgent, signed_in: Open, tmp_path: Path, when: str
+) -> None:
+    # SQLite keeps text (or bytes) written into a REAL column by hand; the pages that subtract
+    # or compare the times must still show the run, and everything else about it.
+    agent = make_agent([write_call("one"), write_call("two")])
+    async with agent:
+        first = await agent.run("write one", thread_id="i1")
+        second = await agent.run("write two", thread_id="i2")
+        assert first.gate is not None and second.gate is not None
+        with sqlite3.connect(tmp_path / "c.sqlite") as conn:
+            conn.execute(
+                f"UPDATE agent_runs SET created_at = {when}, updated_at = {when} "
+                "WHERE thread_id = 'i1'"
+            )
+        http = signed_in(agent)
+        runs, inbox, run = [await http.get(p) for p in ("/runs", "/inbox", "/runs/i1")]
+    assert (runs.status_code, inbox.status_code, run.status_code) == (200, 200, 200)
+    row = row_of(runs.text, "i1")
+    assert "write one" in row and row.count(">unknown</td>") == 2  # its duration, its age
+    assert "write two" in row_of(runs.text, "i2")
+    for gate in (first.gate, second.gate):
+        assert f'name="gate" value="{gate["token"]}"' in inbox.text
+    assert "waiting since an unknown time" in inbox.text
+    assert "<dt>Duration</dt><dd>unknown</dd>" in run.text and "write one" in run.text

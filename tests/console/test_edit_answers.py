@@ -54,6 +54,8 @@ async def test_the_editor_shows_the_calls_arguments_and_an_edit_runs_as_written(
         ('{"line": ', "not JSON (line 1, column 10"),
         ('["two"]', "a JSON list, not an object"),
         ("{}", "edit_args.c1.0.arguments: 'line' is a required property"),
+        # JSON, but a number Python refuses to read (4,300+ digits): a mistake, not a crash.
+        ('{"line": ' + "1" * 5000 + "}", "the edited arguments cannot be read"),
     ],
 )
 async def test_bad_edited_arguments_are_shown_inline_and_what_was_typed_is_kept(

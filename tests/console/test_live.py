@@ -38,6 +38,7 @@ async def test_a_change_between_the_page_and_the_stream_is_sent_at_once(
     async with agent:
         await agent.run("write", thread_id="l2")
         (run,) = await agent.archive.list_runs()
+        assert run["updated_at"] is not None
         stream = run_changes(agent.archive, interval=0, since=run["updated_at"] - 1)
         assert await anext(stream) == "retry: 2000\n\n"
         event = await anext(stream)

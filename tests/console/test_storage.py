@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from urllib.parse import unquote_plus
+from urllib.parse import unquote_plus, urlencode
 
 import httpx
 
@@ -127,4 +127,29 @@ async def test_an_oversized_form_is_refused_unread(make_agent: MakeAgent, signed
     agent = await three_runs(make_agent)
     async with agent:
         refused = await signed_in(agent).post("/storage/prune", content=b"x" * 300_000)
+    assert refused.status_code == 413 and "larger than 256,000 bytes" in refused.text
+
+
+async def test_an_oversized_form_sent_in_chunks_is_refused_unread(
+    make_agent: MakeAgent, signed_in: Open
+) -> None:
+    # A chunked body declares no length: the limit holds for it too, and nothing is pruned.
+    agent = await three_runs(make_agent)
+    async with agent:
+        http = signed_in(agent)
+        before = len(await agent.archive.ahistory("s-big"))
+        fields = hidden((await http.get("/storage", params={"keep_last": "0"})).text)
+
+        async def chunks() -> AsyncIterator[bytes]:
+            yield (urlencode(fields) + "&pad=").encode()
+            for _ in range(30):
+                yield b"x" * 10_000
+
+        refused = await http.post(
+            "/storage/prune",
+            content=chunks(),
+            headers={"content-type": "application/x-www-form-urlencoded"},
+        )
+        assert "content-length" not in refused.request.headers
+        assert len(await agent.archive.ahistory("s-big")) == before
     assert refused.status_code == 413 and "larger than 256,000 bytes" in refused.text

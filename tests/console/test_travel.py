@@ -185,3 +185,102 @@ async def test_a_replay_the_console_cannot_drive_is_a_conflict(
         monkeypatch.setattr(agent, "replay", refuse)
         refused = await http.post("/runs/p1/replay", data={"csrf": csrf})
     assert refused.status_code == 409 and "not replayed: replay needs an Agent" in refused.text
+
+
+@pytest.mark.parametrize(
+    ("field", "text", "problem"),
+    [
+        # JSON that Python refuses: a number of 4,300+ digits, nesting deeper than it recurses.
+        ("update", '{"reflection": ' + "1" * 5000 + "}", "Exceeds the limit (4300 digits)"),
+        ("update", "[" * 50_000, "the edited state is not JSON we can read (it is nested"),
+        ("plan", '{"approve": ' + "1" * 5000 + "}", "Exceeds the limit (4300 digits)"),
+        # A plan with a typo is refused, never sent to the model as instructions instead.
+        ("plan", '{"approve": ["*"],}', "the plan is not JSON we can read (Expecting"),
+    ],
+)
+async def test_an_edit_or_plan_that_cannot_be_read_is_refused_and_nothing_is_forked(
+    make_agent: MakeAgent, signed_in: Open, field: str, text: str, problem: str
+) -> None:
+    agent = make_agent([write_call("x")])
+    async with agent:
+        await agent.run("write it", thread_id="u1")
+        gate = next(e for e in await agent.ahistory("u1") if e.paused)
+        http = signed_in(agent)
+        csrf = _csrf((await http.get("/runs/u1")).text)
+        refused = await http.post(
+            "/runs/u1/fork", data={"csrf": csrf, "checkpoint": gate.checkpoint_id, field: text}
+        )
+        runs = await agent.archive.list_runs(limit=None)
+        plans = await agent.list_plans()
+    assert refused.status_code == 400 and "not forked: " in refused.text
+    assert problem in html.unescape(refused.text)
+    assert [r["thread_id"] for r in runs] == ["u1"] and plans == []
+
+
+@pytest.mark.parametrize(
+    ("update", "problem"),
+    [
+        ('{"task": null}', "task must be a valid string (it is null)"),
+        ('{"iteration": "abc"}', 'iteration must be a valid integer (it is "abc")'),
+        ('{"iteration": 1.5}', "iteration must be a valid integer (it is 1.5)"),
+        ('{"messages": [{"role": "bot", "content": "hi"}]}', "messages.0.role must be 'system'"),
+    ],
+)
+async def test_an_edited_value_of_the_wrong_type_is_refused_and_nothing_is_forked(
+    make_agent: MakeAgent, signed_in: Open, update: str, problem: str
+) -> None:
+    # Accepted, the fork would resume in the background and fail in a stage with a TypeError.
+    agent = make_agent([{"text": "first answer"}])
+    async with agent:
+        await agent.run("answer", thread_id="w1")
+        recall = next(e for e in await agent.ahistory("w1") if e.stage == "recall")
+        http = signed_in(agent)
+        csrf = _csrf((await http.get("/runs/w1")).text)
+        refused = await http.post(
+            "/runs/w1/fork",
+            data={"csrf": csrf, "checkpoint": recall.checkpoint_id, "update": update},
+        )
+        runs = await agent.archive.list_runs(limit=None)
+    assert not travel._running  # nothing set going
+    assert refused.status_code == 400
+    said = html.unescape(refused.text)
+    assert "not forked: cannot apply the update to the fork: " in said and problem in said
+    assert "fix the value and fork again" in said
+    assert [r["thread_id"] for r in runs] == ["w1"]
+
+
+async def test_a_resumed_fork_that_fails_is_logged_and_its_exception_retrieved(
+    make_agent: MakeAgent,
+    signed_in: Open,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    import gc
+
+    agent = make_agent([{"text": "first answer"}])
+
+    async def broken(thread_id: str, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError("unsupported operand type(s) for +: 'NoneType' and 'int'")
+
+    async with agent:
+        await agent.run("answer", thread_id="b1")
+        recall = next(e for e in await agent.ahistory("b1") if e.stage == "recall")
+        http = signed_in(agent)
+        csrf = _csrf((await http.get("/runs/b1")).text)
+        monkeypatch.setattr(agent, "resume", broken)
+        forked = await http.post(
+            "/runs/b1/fork", data={"csrf": csrf, "checkpoint": recall.checkpoint_id, "update": ""}
+        )
+        # Waited for, not awaited: awaiting would retrieve the exception in the test's place.
+        await asyncio.wait(list(travel._running))
+        await asyncio.sleep(0)  # the done-callbacks run
+        gc.collect()  # a task whose exception nobody retrieved complains when it is collected
+    new = forked.headers["location"].removeprefix("/runs/")
+    assert forked.status_code == 303 and not travel._running
+    assert "never retrieved" not in caplog.text
+    (record,) = [r for r in caplog.records if r.name == "ai_agent.console"]
+    assert record.levelname == "ERROR"
+    assert record.getMessage() == (
+        f"fork {new} stopped with an error: TypeError: unsupported operand type(s) for +: "
+        "'NoneType' and 'int'; its page shows it as failed"
+    )

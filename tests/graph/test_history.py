@@ -189,6 +189,31 @@ async def test_fork_errors_say_what_to_do(make_agent: MakeAgent) -> None:
         agent.fork(paused.thread_id, entries[0].checkpoint_id)
 
 
+@pytest.mark.parametrize(
+    ("update", "problem"),
+    [
+        ({"task": None}, "task must be a valid string (it is null)"),
+        ({"iteration": "abc"}, 'iteration must be a valid integer (it is "abc")'),
+        ({"status": "done"}, "status must be 'running', 'paused', 'completed', 'failed' or"),
+        ({"messages": {"replace": [{"role": "user"}]}}, "messages.replace.0.content is missing"),
+    ],
+)
+async def test_fork_refuses_an_update_of_the_wrong_type_before_copying_anything(
+    make_agent: MakeAgent, update: dict[str, Any], problem: str
+) -> None:
+    # Accepted, the value would reach a stage of the resumed fork and fail there (a TypeError).
+    agent = make_agent(model=FunctionModel(lambda messages, info: text("ok")))
+    original = await agent.run("hello")
+    recall = next(e for e in await agent.ahistory(original.thread_id) if e.stage == "recall")
+    with pytest.raises(RunError, match="cannot apply the update to the fork: ") as refused:
+        await agent.afork(original.thread_id, recall.checkpoint_id, update)
+    assert problem in str(refused.value) and "nothing was forked" in str(refused.value)
+    assert [r["thread_id"] for r in await agent.store.list_runs()] == [original.thread_id]
+    replaced = {"messages": {"replace": [{"role": "user", "content": "only this"}]}}
+    fork = await agent.afork(original.thread_id, recall.checkpoint_id, replaced)  # right: taken
+    assert (await agent.resume(fork)).status == "completed"
+
+
 async def test_sync_fork_outside_an_event_loop(make_agent: MakeAgent, db: Path) -> None:
     agent = make_agent([text("one")])
     result = await agent.run("x")
