@@ -37,6 +37,7 @@ __all__ = [
     "not_a_number",
     "parse_nested",
     "read_text",
+    "strict_loads",
     "unique_keys",
 ]
 
@@ -115,7 +116,7 @@ def loads_json(
     if max_chars is not None and len(text) > max_chars:
         raise error(f"{what} is longer than {max_chars:,} characters; {limit_hint}")
     try:
-        return parse_nested(_loads_json, text, what=what, max_depth=max_depth, error=error)
+        return parse_nested(strict_loads, text, what=what, max_depth=max_depth, error=error)
     except UnicodeDecodeError:
         raise error(f"{what} is not UTF-8 text; give JSON text") from None
     except ValueError as exc:  # not JSON (JSONDecodeError), or a key given twice
@@ -163,12 +164,14 @@ def not_a_number(name: str) -> float:
     raise ValueError(f"{name} is not a JSON number; write a finite number")
 
 
-_loads_json = functools.partial(
+strict_loads = functools.partial(
     json.loads,
     object_pairs_hook=unique_keys,
     parse_float=finite_number,
     parse_constant=not_a_number,
 )
+"""``json.loads`` refusing, with a ValueError, what JSON has not or what it would read silently
+as something else: a key given twice, NaN and Infinity, a number too large to be finite."""
 
 
 def parse_nested(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -153,12 +152,16 @@ def _show_history(
 
 
 def _update_of(args: argparse.Namespace) -> dict[str, Any] | None:
+    from ai_agent.datafiles import strict_loads
+
     if not args.update:
         return None
     try:
-        update = json.loads(args.update)
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"--update is not JSON: {exc}") from None
+        update = strict_loads(args.update)
+    except RecursionError:
+        raise UsageError("--update is nested too deeply; flatten it") from None
+    except ValueError as exc:  # not JSON, a key given twice, NaN, a number too large
+        raise UsageError(f"--update is not JSON we can read: {exc}") from None
     if not isinstance(update, dict):
         raise UsageError('--update must be a JSON object, e.g. {"reflection": "..."}')
     return update

@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import functools
 import importlib
-import json
 import os
 from pathlib import Path
 from typing import Any
 
 from ai_agent.config.errors import shorten
-from ai_agent.datafiles import finite_number, not_a_number, parse_nested, read_text, unique_keys
+from ai_agent.datafiles import parse_nested, read_text, strict_loads
 from ai_agent.errors import ConfigError
 
 __all__ = [
@@ -84,22 +83,12 @@ def parse_config_file(path: Path) -> object:
     what = f"config file {path}"
     text = read_text(path, what=what, max_bytes=MAX_CONFIG_FILE_BYTES)
     suffix = path.suffix.lower()
-    parse = _load_toml if suffix == ".toml" else _load_json if suffix == ".json" else _load_yaml
+    parse = _load_toml if suffix == ".toml" else strict_loads if suffix == ".json" else _load_yaml
     try:
         return parse_nested(parse, text, what=what)
     except ValueError as exc:
         # tomllib and json errors (ValueError subclasses) name the position, not the content.
         raise ConfigError(f"cannot read config file {path}: {exc}. Fix or remove it.") from None
-
-
-# A setting written twice, or a number JSON has not (NaN, 1e999): refused, not read as one of
-# the two, or as infinity.
-_load_json = functools.partial(
-    json.loads,
-    object_pairs_hook=unique_keys,
-    parse_float=finite_number,
-    parse_constant=not_a_number,
-)
 
 
 def _load_toml(text: str) -> object:

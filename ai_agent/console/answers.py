@@ -20,6 +20,7 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from ai_agent.datafiles import strict_loads
 from ai_agent.errors import InvalidPlanError
 from ai_agent.plans import read_plan
 
@@ -106,7 +107,7 @@ def edited_args(text: str) -> dict[str, Any]:
         ai_agent.errors.InvalidPlanError: the edited arguments are a JSON list, not an object; ...
     """
     try:
-        value = json.loads(text)
+        value = strict_loads(text)
     except json.JSONDecodeError as exc:
         raise InvalidPlanError(
             f"the edited arguments are not JSON (line {exc.lineno}, column {exc.colno}: "
@@ -114,7 +115,7 @@ def edited_args(text: str) -> dict[str, Any]:
         ) from None
     except RecursionError:
         raise InvalidPlanError("the edited arguments are nested too deeply; flatten them") from None
-    except ValueError as exc:  # JSON, but a number too long for Python to read (4,300+ digits)
+    except ValueError as exc:  # a key given twice, NaN, a number too long or too large to read
         raise InvalidPlanError(f"the edited arguments cannot be read: {exc}") from None
     if not isinstance(value, dict):
         raise InvalidPlanError(

@@ -26,6 +26,7 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ai_agent.datafiles import strict_loads
 from ai_agent.errors import InvalidPlanError, RunError
 from ai_agent.graph.state_edits import check_update
 from ai_agent.observability.logs import engine_logger
@@ -66,7 +67,7 @@ def parse_update(text: str) -> dict[str, Any] | None:
     if len(text) > MAX_UPDATE_CHARS:
         raise RunError(f"the edited state is longer than {MAX_UPDATE_CHARS:,} characters")
     try:
-        value = json.loads(text)
+        value = strict_loads(text)
     except (ValueError, RecursionError) as exc:
         # Not only JSONDecodeError: a number of 4,300+ digits (ValueError) or deep nesting
         # (RecursionError) is a mistake to show, not a crash.
@@ -93,7 +94,7 @@ def parse_plan(text: str, max_chars: int) -> dict[str, Any] | None:
     if not text.strip():
         return None
     try:
-        value = json.loads(text)
+        value = strict_loads(text)
     except (ValueError, RecursionError) as exc:
         # Text that opens like a JSON object was meant as a plan: taken as instructions, a
         # typo (a trailing comma) would silently turn an approval into words for the model.

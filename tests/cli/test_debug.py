@@ -138,6 +138,14 @@ def test_fork_graph_export_and_prune(
     assert main(["fork", "t1", recall, *db, "--update", "{nope"]) == EXIT["usage"]
     assert main(["fork", "t1", recall, *db, "--update", "[1]"]) == EXIT["usage"]
     assert main(["fork", "t1", recall, *db, "--update", '{"nope": 1}']) == EXIT["usage"]
+    capsys.readouterr()
+    # A key given twice meant its last value without a word; 5,000 levels were a traceback.
+    twice = '{"reflection": "keep", "reflection": "x"}'
+    assert main(["fork", "t1", recall, *db, "--update", twice]) == EXIT["usage"]
+    assert "the key 'reflection' is given twice in one object" in capsys.readouterr().err
+    deep = '{"reflection": ' + "[" * 5000 + "]" * 5000 + "}"
+    assert main(["fork", "t1", recall, *db, "--update", deep]) == EXIT["usage"]
+    assert "--update is nested too deeply; flatten it" in capsys.readouterr().err
 
     assert main(["graph"]) == 0
     assert "gate -.-> draft;" in out_of(capsys)

@@ -56,6 +56,11 @@ async def test_the_editor_shows_the_calls_arguments_and_an_edit_runs_as_written(
         ("{}", "edit_args.c1.0.arguments: 'line' is a required property"),
         # JSON, but a number Python refuses to read (4,300+ digits): a mistake, not a crash.
         ('{"line": ' + "1" * 5000 + "}", "the edited arguments cannot be read"),
+        # A key given twice: the last one used to win without a word.
+        (
+            '{"line": "two", "line": "rm"}',
+            "the edited arguments cannot be read: the key 'line' is given twice in one object",
+        ),
     ],
 )
 async def test_bad_edited_arguments_are_shown_inline_and_what_was_typed_is_kept(
