@@ -46,7 +46,13 @@ from ai_agent.models.errors import (
     stream_cut,
     timed_out,
 )
-from ai_agent.models.messages import from_langchain, text_of, to_langchain, usage_of
+from ai_agent.models.messages import (
+    from_langchain,
+    text_of,
+    to_langchain,
+    usage_of,
+    valid_text,
+)
 from ai_agent.models.resilience import CircuitBreaker, RetryPolicy, with_kinds
 from ai_agent.observability.logs import engine_logger
 from ai_agent.observability.redaction import SecretValues
@@ -77,7 +83,7 @@ class _Stream:
     def add(self, chunk: AIMessageChunk) -> None:
         self.message = chunk if self.message is None else self.message + chunk
         self.openai_protocol |= chunk.response_metadata.get("model_provider") == "openai"
-        text = text_of(chunk.content)
+        text = valid_text(text_of(chunk.content))  # printed at once: no lone surrogate
         self.size += len(text)
         for part in chunk.tool_call_chunks:
             args = part.get("args") or ""

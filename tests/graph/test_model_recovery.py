@@ -75,6 +75,40 @@ async def test_malformed_arguments_twice_pause_with_a_clear_model_error() -> Non
     assert "again after the parse error was sent back to it once" in issue["message"]
 
 
+# Text no encoding can write ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("stream", [True, False])
+async def test_a_lone_surrogate_in_a_reply_is_replaced_not_a_crash(stream: bool) -> None:
+    # JSON may escape half a surrogate pair ("\ud800") and the client decodes it, but nothing
+    # can write it: the run crashed with a UnicodeEncodeError where the reply was first stored.
+    log: list[dict[str, Any]] = []
+    script = [
+        Fault.malformed_tool_args("add", '{"a": 2, "b": 2, "note": "x\\ud800y"}'),
+        Reply(text="four \ud800 is 4"),
+    ]
+    events: list[Any] = []
+    with MockOpenAIServer(script) as server:
+        config = AgentSettings(
+            model_backend={"base_url": server.base_url, "max_retries": 0},
+            streaming={"stream_model_responses": stream},
+        )
+        agent = Agent(
+            tools=[adder(log)],
+            settings=config,
+            checkpoint_path="c.sqlite",
+            memory_path=None,
+            on_event=events.append,
+        )
+        async with agent:
+            result = await agent.run("add 2 and 2")
+            shown = await agent.get_result(result.thread_id)
+    assert result.status == "completed", result.error
+    assert result.final_text == "four \ufffd is 4" == shown.final_text
+    assert log == [{"a": 2, "b": 2, "note": "x\ufffdy"}]
+    assert "\ud800" not in repr(events)
+
+
 # Context overflow ------------------------------------------------------------------------------
 
 
