@@ -21,9 +21,10 @@ from __future__ import annotations
 import functools
 import json
 import math
+import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from ai_agent.errors import AgentError, ConfigError
 
@@ -39,6 +40,8 @@ __all__ = [
     "read_text",
     "strict_loads",
     "unique_keys",
+    "valid_data",
+    "valid_text",
 ]
 
 T = TypeVar("T")
@@ -257,6 +260,45 @@ def nested_past(value: object, max_depth: int) -> bool:
 
 def _too_deep(what: str, max_depth: int) -> str:
     return f"{what} is nested more than {max_depth} levels deep; flatten it"
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def valid_text(text: str) -> str:
+    r"""``text`` with any lone surrogate replaced by U+FFFD (the replacement character).
+
+    JSON may escape one (``"\ud800"``) and Python decodes it, but no encoding can write it:
+    a model's reply or a tool's output holding one crashed the run where it was first stored.
+    A pair that makes a character is kept.
+
+    Examples:
+        >>> valid_text("a\ud800b") == "a\ufffdb", valid_text("\ud83d\ude00") == "\U0001f600"
+        (True, True)
+    """
+    if _SURROGATE.search(text) is None:
+        return text
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+def valid_data(value: T) -> T:
+    """JSON data (a call's arguments, a tool's result) with `valid_text` applied to every string.
+
+    Returned as it is, the same object, when no string needs it (the usual case).
+    """
+    if isinstance(value, str):
+        return cast(T, valid_text(value))
+    if isinstance(value, dict):
+        pairs = [(valid_data(k), valid_data(v)) for k, v in value.items()]
+        if all(a is k and b is v for (a, b), (k, v) in zip(pairs, value.items(), strict=True)):
+            return value
+        return cast(T, dict(pairs))
+    if isinstance(value, list | tuple):
+        items = [valid_data(v) for v in value]
+        if all(a is b for a, b in zip(items, value, strict=True)):
+            return value
+        return cast(T, type(value)(items))
+    return value
 
 
 def describe_size(n: int) -> str:

@@ -27,7 +27,7 @@ from langchain_core.messages import AIMessageChunk, BaseMessage, HumanMessage
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
 
 from ai_agent.context import CallerBase, ModelCall, ModelEvents, ModelReply
-from ai_agent.datafiles import MAX_DEPTH, nested_past
+from ai_agent.datafiles import MAX_DEPTH, nested_past, valid_text
 from ai_agent.errors import (
     BudgetExceededError,
     CircuitOpenError,
@@ -46,13 +46,7 @@ from ai_agent.models.errors import (
     stream_cut,
     timed_out,
 )
-from ai_agent.models.messages import (
-    from_langchain,
-    text_of,
-    to_langchain,
-    usage_of,
-    valid_text,
-)
+from ai_agent.models.messages import from_langchain, text_of, to_langchain, usage_of
 from ai_agent.models.resilience import CircuitBreaker, RetryPolicy, with_kinds
 from ai_agent.observability.logs import engine_logger
 from ai_agent.observability.redaction import SecretValues

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -21,6 +20,7 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
+from ai_agent.datafiles import valid_data, valid_text
 from ai_agent.state import AUDIO_FORMATS, Message, ToolCall
 
 __all__ = [
@@ -170,36 +170,6 @@ def text_of(content: Any) -> str:
     return "".join(parts)
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def valid_text(text: str) -> str:
-    r"""``text`` with any lone surrogate replaced by U+FFFD (the replacement character).
-
-    JSON may escape one (``"\ud800"``) and Python decodes it, but no encoding can write it:
-    a model's reply holding one crashed the run where the reply was first stored or printed.
-    A pair that makes a character is kept.
-
-    Examples:
-        >>> valid_text("a\ud800b") == "a\ufffdb", valid_text("\ud83d\ude00") == "\U0001f600"
-        (True, True)
-    """
-    if _SURROGATE.search(text) is None:
-        return text
-    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-
-
-def _valid(value: Any) -> Any:
-    """``value`` (JSON data: a call's arguments) with `valid_text` applied to every string."""
-    if isinstance(value, str):
-        return valid_text(value)
-    if isinstance(value, dict):
-        return {_valid(k): _valid(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_valid(v) for v in value]
-    return value
-
-
 def from_langchain(message: BaseMessage, *, turn: int) -> Message:
     """An assistant reply as a JSON message. Calls without an id get a stable one.
 
@@ -213,7 +183,7 @@ def from_langchain(message: BaseMessage, *, turn: int) -> Message:
             ToolCall(
                 id=valid_text(call.get("id") or f"call_{turn}_{i}"),
                 name=valid_text(call["name"]),
-                args=_valid(dict(call.get("args") or {})),
+                args=valid_data(dict(call.get("args") or {})),
             )
         )
     if calls:

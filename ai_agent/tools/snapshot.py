@@ -30,6 +30,7 @@ from types import MappingProxyType
 from typing import Any, cast
 
 from ai_agent.context import CallReview, ToolInfo
+from ai_agent.datafiles import valid_data
 from ai_agent.errors import SandboxUnavailableError, ToolPolicyViolation
 from ai_agent.models.resilience import RetryPolicy, retry_tool
 from ai_agent.state import ToolCall, ToolResult
@@ -335,7 +336,10 @@ class ToolSnapshot:
         had raised the engine's UnicodeDecodeError).
         """
         try:
-            result = normalise(outcome)
+            # Text no encoding can write (a lone surrogate, as in JSON's "\ud800") would fail
+            # the run where the result is first stored: it becomes U+FFFD, before and after the
+            # result is made JSON data.
+            result = valid_data(normalise(valid_data(outcome)))
         except UnicodeDecodeError as exc:  # bytes are kept only when they are UTF-8 text
             return _refused(
                 name,

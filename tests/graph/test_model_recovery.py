@@ -83,7 +83,7 @@ async def test_a_lone_surrogate_in_a_reply_is_replaced_not_a_crash(stream: bool)
     # JSON may escape half a surrogate pair ("\ud800") and the client decodes it, but nothing
     # can write it: the run crashed with a UnicodeEncodeError where the reply was first stored.
     log: list[dict[str, Any]] = []
-    script = [
+    script: list[Fault | Reply] = [
         Fault.malformed_tool_args("add", '{"a": 2, "b": 2, "note": "x\\ud800y"}'),
         Reply(text="four \ud800 is 4"),
     ]
@@ -107,6 +107,29 @@ async def test_a_lone_surrogate_in_a_reply_is_replaced_not_a_crash(stream: bool)
     assert result.final_text == "four \ufffd is 4" == shown.final_text
     assert log == [{"a": 2, "b": 2, "note": "x\ufffdy"}]
     assert "\ud800" not in repr(events)
+
+
+async def test_a_lone_surrogate_in_a_tools_output_is_replaced_not_a_crash() -> None:
+    # A tool's output is as hostile as a model's reply: the same crash, where it was journaled.
+    def halves(args: dict[str, Any], ctx: dict[str, Any]) -> dict[str, Any]:
+        return {"status": "ok", "content": {"text": "out \ud800 put", "\udc00": 1}}
+
+    spec = ToolSpec(
+        "halves",
+        halves,
+        description="Halves.",
+        parameters={"type": "object"},
+        category=ToolCategory.READ_ONLY,
+    )
+    script = [Reply(tool_calls=[{"name": "halves", "args": {}}]), Reply(text="done")]
+    with MockOpenAIServer(script) as server:
+        async with agent_on(server, [spec]) as agent:
+            result = await agent.run("call halves")
+            state = await agent.get_state(result.thread_id)
+    assert result.status == "completed", result.gate
+    (tool_message,) = [m for m in state["messages"] if m["role"] == "tool"]
+    assert "out \ufffd put" in tool_message["content"]
+    assert '"\ufffd": 1' in tool_message["content"]
 
 
 # Context overflow ------------------------------------------------------------------------------
