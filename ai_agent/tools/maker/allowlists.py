@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 __all__ = ["HostRule", "address_ok", "check_relative_path", "host_allowed", "parse_host_rule"]
 
-_LABEL = re.compile(r"^(?!-)[a-z0-9-]{1,63}(?<!-)$")
+_LABEL = re.compile(r"^(?!-)[a-z0-9-]{1,63}(?<!-)\Z")  # \Z: "$" lets a final newline through
 
 
 def check_relative_path(value: object) -> str:

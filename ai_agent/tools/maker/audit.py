@@ -150,21 +150,34 @@ class AuditLog:
         """Every entry, oldest first.
 
         Returns:
-            The parsed lines; lines that are not JSON are skipped (``verify_audit`` reports
-            them).
+            The parsed lines; lines that are not events (not JSON, or without an integer
+            ``seq`` and text ``ts`` and ``event``) are skipped (``verify_audit`` reports them).
         """
         out = []
         with contextlib.suppress(FileNotFoundError):
             for raw in self.path.read_bytes().splitlines():
-                with contextlib.suppress(ValueError):
-                    out.append(json.loads(raw))
+                # An edited line may be anything: not JSON, nested past the parser's stack, or
+                # JSON that is not an event (readers format seq, ts and event).
+                with contextlib.suppress(ValueError, RecursionError):
+                    entry = json.loads(raw)
+                    if _is_event(entry):
+                        out.append(entry)
         return out
+
+
+def _is_event(entry: Any) -> bool:
+    return (
+        isinstance(entry, dict)
+        and type(entry.get("seq")) is int
+        and isinstance(entry.get("ts"), str)
+        and isinstance(entry.get("event"), str)
+    )
 
 
 def _check_line(number: int, raw: bytes, prev: str) -> list[str]:
     try:
         entry = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # an edited line may be nested past the stack too
         return [f"line {number} is not JSON"]
     if not isinstance(entry, dict):
         return [f"line {number} is not an event object"]
@@ -205,7 +218,13 @@ def verify_audit(path: Path) -> AuditReport:
     for number, raw in enumerate(lines, start=1):
         problems += _check_line(number, raw, prev)
         prev = _digest(raw)
-    head = read_json(path.with_name(path.name + ".head"))
+    head_path = path.with_name(path.name + ".head")
+    try:
+        head = read_json(head_path)
+    except (ValueError, RecursionError):
+        # An edited head is a finding of the check, not a failure of it.
+        problems.append(f"the head file {head_path.name} is not JSON (it was edited)")
+        return AuditReport(ok=False, lines=len(lines), head=prev, problems=problems)
     if head is None:
         if lines:
             problems.append("the head file is missing, so a cut-off end cannot be ruled out")

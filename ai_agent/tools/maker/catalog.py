@@ -7,11 +7,12 @@ is written atomically, so a reader sees a whole old or a whole new one).
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
-from ai_agent.errors import UnknownToolError
+from ai_agent.errors import ToolBuildError, UnknownToolError
 from ai_agent.tools.maker.records import BuildRecord, ToolStatus
-from ai_agent.tools.maker.storage import Layout, read_json
+from ai_agent.tools.maker.storage import Layout, read_code, read_json
 from ai_agent.tools.maker.validator import NAME
 
 __all__ = ["BuildCatalog"]
@@ -39,10 +40,26 @@ class BuildCatalog:
         out = []
         pattern = f"{name}_v*.json" if name else "*_v*.json"
         for path in self.layout.specs.glob(pattern):
-            data = read_json(path)
-            if data is not None and (name is None or data["spec"]["name"] == name):
-                out.append(BuildRecord.from_json(data))
+            record = self._read(path)
+            if record is not None and (name is None or record.name == name):
+                out.append(record)
         return sorted(out, key=lambda r: (r.name, r.version))
+
+    def _read(self, path: Path) -> BuildRecord | None:
+        """The record in ``path`` (None when missing), or ToolBuildError naming the damage.
+
+        The files are the engine's own, but a person may edit one: what cannot be read is said
+        with the file and what to do, not as an internal error of every command that lists.
+        """
+        try:
+            data = read_json(path)
+            return None if data is None else BuildRecord.from_json(data)
+        except (ValueError, RecursionError, KeyError, TypeError, AttributeError) as exc:
+            raise ToolBuildError(
+                f"the build record {self.layout.relative(path)} is damaged "
+                f"({type(exc).__name__}: {str(exc)[:200]}); restore it, or move it out of "
+                f"{self.layout.relative(self.layout.specs)}/ to drop that version"
+            ) from None
 
     def record(self, name: str, version: int | None = None) -> BuildRecord:
         """One version's record.
@@ -58,10 +75,10 @@ class BuildCatalog:
             UnknownToolError: no such generated tool or version.
         """
         if version is not None:
-            data = read_json(self.layout.record(name, version)) if NAME.match(name) else None
-            if data is None:
+            found = self._read(self.layout.record(name, version)) if NAME.match(name) else None
+            if found is None:
                 raise UnknownToolError(self._unknown(name, version))
-            return BuildRecord.from_json(data)
+            return found
         versions = self.records(name) if NAME.match(name) else []
         if not versions:
             raise UnknownToolError(self._unknown(name, None))
@@ -89,8 +106,14 @@ class BuildCatalog:
         Returns:
             Tool name -> version, from ``active_versions.json`` (empty when there is none).
         """
-        data = read_json(self.layout.active, {})
-        return {str(k): int(v) for k, v in data.items()}
+        try:
+            data = read_json(self.layout.active, {})
+            return {str(k): int(v) for k, v in data.items()}
+        except (ValueError, RecursionError, TypeError, AttributeError) as exc:
+            raise ToolBuildError(
+                f"{self.layout.relative(self.layout.active)} is damaged ({type(exc).__name__}: "
+                f"{str(exc)[:200]}); restore it, or remove it and activate the tools again"
+            ) from None
 
     def code(self, name: str, version: int) -> str:
         """The generated module of one version.
@@ -106,7 +129,7 @@ class BuildCatalog:
             UnknownToolError: no such version.
         """
         record = self.record(name, version)
-        return (self.layout.root / record.code_path).read_text(encoding="utf-8")
+        return read_code(self.layout.root / record.code_path)  # as it runs, CRs included
 
     def review(self, name: str, version: int) -> dict[str, Any]:
         """The review artifact of one version.

@@ -23,6 +23,7 @@ from ai_agent.tools.maker.builder import code_sha256
 from ai_agent.tools.maker.limits import SandboxLimits
 from ai_agent.tools.maker.policy import AuditFn, PolicyGuardedTool
 from ai_agent.tools.maker.records import BuildRecord, GeneratedToolSpec
+from ai_agent.tools.maker.storage import read_code
 from ai_agent.tools.spec import ToolCategory, ToolSpec
 
 __all__ = ["GENERATED_GROUP", "category_for", "load_tool"]
@@ -83,7 +84,7 @@ def load_tool(
     """
     spec = record.spec
     try:
-        code = code_path.read_text(encoding="utf-8")
+        code = read_code(code_path)  # the exact bytes: no newline translation
     except OSError as exc:
         code, problem = "", f"cannot be read ({exc.strerror})"
     else:

@@ -26,6 +26,7 @@ Examples:
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Collection, Mapping
 from datetime import UTC, datetime
@@ -52,7 +53,7 @@ from ai_agent.tools.maker.records import (
     ToolBuildRequest,
     ToolStatus,
 )
-from ai_agent.tools.maker.storage import Layout, atomic_write, dumps
+from ai_agent.tools.maker.storage import Layout, atomic_write, dumps, read_code
 from ai_agent.tools.maker.toolset import GeneratedToolset
 from ai_agent.tools.maker.trials import results_record, run_examples, run_to_end
 from ai_agent.tools.maker.validator import NAME, validate_code, validate_request
@@ -62,6 +63,7 @@ from ai_agent.tools.spec import ToolSpec
 __all__ = ["DEFAULT_TOOLSMAKER_DIR", "ToolsmakerRegistry"]
 
 DEFAULT_TOOLSMAKER_DIR = Path(".agents/toolsmaker")
+log = logging.getLogger("ai_agent.tools.maker")
 
 
 def _now() -> str:
@@ -308,7 +310,7 @@ class ToolsmakerRegistry(BuildCatalog):
         previous_code = ""
         if previous is not None:
             try:
-                previous_code = (self.layout.root / previous.code_path).read_text("utf-8")
+                previous_code = read_code(self.layout.root / previous.code_path)
             except OSError:
                 previous_code = ""
         path = self.layout.review(record.name, record.version)
@@ -540,8 +542,15 @@ class ToolsmakerRegistry(BuildCatalog):
         Returns:
             The specs registered.
         """
-        out = []
-        for name, version in sorted(self.active_versions().items()):
+        out: list[ToolSpec] = []
+        try:
+            active = self.active_versions()
+        except ToolBuildError as exc:
+            # A damaged list must not stop the Agent from starting: it starts without the
+            # generated tools, and says why (`tools show` and `activate` say it too).
+            log.warning("generated tools not loaded: %s", exc)
+            return out
+        for name, version in sorted(active.items()):
             try:
                 record = self.record(name, version)
                 if record.status is not ToolStatus.ACTIVATED:

@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Layout", "atomic_write", "read_json"]
+__all__ = ["Layout", "atomic_write", "read_code", "read_json"]
 
 
 def atomic_write(path: Path, data: bytes | str, *, mode: int = 0o644) -> None:
@@ -79,6 +79,25 @@ def read_json(path: Path, default: Any = None) -> Any:
         return json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         return default
+
+
+def read_code(path: Path) -> str:
+    r"""A generated module exactly as stored: its bytes decoded, line endings untouched.
+
+    ``Path.read_text`` translates ``\r\n`` and ``\r`` to ``\n``: code a model wrote with
+    Windows line endings would hash differently from what was reviewed (and be refused as
+    changed after review), and a reviewer would be shown other bytes than those that run.
+
+    Args:
+        path: The module's file.
+
+    Returns:
+        Its text (invalid UTF-8 is replaced with U+FFFD, so the hash check refuses it).
+
+    Raises:
+        OSError: the file cannot be read.
+    """
+    return path.read_bytes().decode("utf-8", errors="replace")
 
 
 def dumps(value: Any) -> str:

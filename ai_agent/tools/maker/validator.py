@@ -41,9 +41,11 @@ from ai_agent.tools.maker.records import CAPABILITIES, ToolBuildRequest, Validat
 
 __all__ = ["ValidationReport", "validate_code", "validate_request"]
 
-NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,47}$")
-_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
-_SECRET = re.compile(r"^[A-Z_][A-Z0-9_]{0,127}$")
+# \Z, not $: "$" also matches before a final newline, so "calculator\n" passed as a name (not
+# reserved, a file name with a newline, shown as "calculator" where text keeps its lines).
+NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,47}\Z")
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}\Z")
+_SECRET = re.compile(r"^[A-Z_][A-Z0-9_]{0,127}\Z")
 _JSON_TYPES = ("string", "integer", "number", "boolean", "object", "array", "null")
 _RISKS = ("low", "medium", "high")
 _MAX_CODE = 64_000
