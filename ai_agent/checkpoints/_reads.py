@@ -76,7 +76,7 @@ class StoredTuple(NamedTuple):
     pending_writes: list[PendingWrite]
 
 
-_FILTER_KEY = re.compile(r"^[a-zA-Z0-9_.-]+$")
+_FILTER_KEY = re.compile(r"^[a-zA-Z0-9_.-]+\Z")
 _CHAIN_SQL = """
 WITH RECURSIVE chain(checkpoint_id, parent_id, full, depth, skeleton, texts, n) AS (
     SELECT checkpoint_id, parent_id, full, depth, skeleton, texts, 0

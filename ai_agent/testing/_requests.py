@@ -25,7 +25,7 @@ __all__ = ["RequestProblem", "invalid_request"]
 _ROLES = ("system", "developer", "user", "assistant", "tool", "function")
 _TOOL_CHOICES = ("none", "auto", "required")
 # OpenAI's rule for function names.
-_FUNCTION_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+_FUNCTION_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}\Z")
 
 
 @dataclass(frozen=True, slots=True)

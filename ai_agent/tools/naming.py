@@ -16,7 +16,7 @@ from ai_agent.errors import ToolRegistrationError
 
 __all__ = ["WIRE_NAME", "check_wire_name", "wire_name"]
 
-WIRE_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+WIRE_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}\Z")
 _SEPARATOR = "__"
 
 

@@ -36,7 +36,7 @@ ToolFn = Callable[[dict[str, Any], dict[str, Any]], Any]
 
 _PART = r"[A-Za-z_][A-Za-z0-9_\-]{0,63}"
 _NAME = re.compile(rf"^{_PART}(\.{_PART})*$")
-_GROUP = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]{0,63}$")
+_GROUP = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]{0,63}\Z")
 
 
 class ToolCategory(StrEnum):

@@ -20,6 +20,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, interrupt
 from typing_extensions import TypedDict
 
+from ai_agent.checkpoints import DeltaSaver
 from tests.checkpoints.conftest import config, make_checkpoint, meta, new_thread
 
 Saver = BaseCheckpointSaver[Any]
@@ -131,6 +132,11 @@ def test_list_is_newest_first_with_limit_before_and_filters(saver: Saver) -> Non
 def test_a_bad_filter_key_is_refused(saver: Saver) -> None:
     with pytest.raises(ValueError, match="Invalid filter key"):
         list(saver.list(None, filter={"x') OR 1=1 --": 1}))
+    if isinstance(saver, DeltaSaver):
+        # "$" in the key's pattern also matched before a final newline (LangGraph's own still
+        # does): the filter then matched nothing instead of being refused.
+        with pytest.raises(ValueError, match="Invalid filter key"):
+            list(saver.list(None, filter={"source\n": 1}))
 
 
 def test_namespaces_are_separate_and_listed_together(saver: Saver) -> None:

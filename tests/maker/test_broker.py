@@ -265,6 +265,8 @@ async def test_the_broker_connects_to_the_address_it_checked() -> None:
         ({"url": "http://public.example.com/", "method": "TRACE"}, "method 'TRACE'"),
         ({"url": 42}, "url must be a string"),
         ({"url": "http://public.example.com/", "headers": {"X": "a\r\nB: c"}}, "header 'X'"),
+        # A name ending in a newline: "$" in the name's pattern let it through.
+        ({"url": "http://public.example.com/", "headers": {"X\n": "a"}}, "header 'X\\n'"),
         ({"url": "http://public.example.com/", "headers": ["x"]}, "headers must be"),
         ({"url": "http://public.example.com/", "body": {"a": 1}}, "body must be"),
         ({"url": "http://down.example.com/"}, "cannot resolve down.example.com"),

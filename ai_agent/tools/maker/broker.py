@@ -39,7 +39,7 @@ __all__ = ["HttpBroker", "Resolver"]
 Resolver = Callable[[str, int], Awaitable[list[str]]]
 _METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
-_TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,64}$")
+_TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,64}\Z")
 _DROP = frozenset(
     {
         "host",
