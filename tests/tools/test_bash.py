@@ -98,6 +98,7 @@ async def test_env_injection_and_what_commands_never_see(
         ({"BASH_FUNC_ls%%": "() { touch MARK; }"}, "may not set BASH_FUNC_ls%%"),
         ({"bad name": "x"}, "not a valid name"),
         ({"A": "nul\x00"}, "must be a string without NUL"),
+        ({"A": "half \ud800"}, "env A holds '\\ud800', half of a character"),
     ],
 )
 async def test_dangerous_env_is_refused_and_nothing_runs(
@@ -106,6 +107,21 @@ async def test_dangerous_env_is_refused_and_nothing_runs(
     result = await bash(registry(tree.base), "touch MARK", env=env)
     assert result["status"] == "error" and message in str(result["error"])
     assert not (tree.base / "MARK").exists()
+
+
+async def test_a_lone_surrogate_is_refused_with_what_to_do(tree: Tree) -> None:
+    # JSON can carry "\\ud800"; no argument or directory name can hold it.
+    reg = registry(tree.base)
+    command = await bash(reg, "touch MARK # \ud800")
+    assert command["meta"]["code"] == "BAD_ARGUMENTS"
+    assert "command holds '\\ud800', half of a character" in str(command["error"])
+    where = await bash(reg, "touch MARK", working_dir="sub\ud800")
+    assert where["meta"]["code"] == "BAD_PATH"
+    assert not (tree.base / "MARK").exists()
+    # A name that is not UTF-8 (its bytes as \\udc80-\\udcff) is a name like any other.
+    (tree.base / os.fsdecode(b"d\xff")).mkdir()
+    assert (await bash(reg, "touch MARK", working_dir="d\udcff"))["status"] == "ok"
+    assert (tree.base / os.fsdecode(b"d\xff") / "MARK").exists()
 
 
 async def test_timeout_kills_the_whole_tree_even_children_ignoring_sigterm(tree: Tree) -> None:
@@ -231,6 +247,15 @@ async def test_allowed_commands_run(tree: Tree) -> None:
         "find . -name notes.txt -exec rm {} \\;",
         "sudo rm notes.txt",
         "$RM notes.txt",
+        "time -p rm notes.txt",
+        "exec {fd}>/dev/null rm notes.txt",
+        "exec -la x rm notes.txt",
+        "env -iS'rm notes.txt'",
+        "trap 'rm notes.txt' EXIT",
+        "hash -p /bin/rm del; del notes.txt",
+        "shopt -s expand_aliases\nalias del=rm\ndel notes.txt",
+        "mapfile -C 'rm notes.txt; :' -c 1 a < notes.txt",
+        "x='$(rm notes.txt)'; : \"${x@P}\"",
     ],
 )
 async def test_the_denylist_holds_on_every_command(tree: Tree, command: str) -> None:

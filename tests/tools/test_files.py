@@ -90,6 +90,25 @@ async def test_read_file_refuses_absolute_paths_outside(tree: Tree) -> None:
             refused(await run(reg, "read_file", path=path), code)
 
 
+@pytest.mark.parametrize(
+    ("tool_name", "args"),
+    [
+        ("read_file", {"path": "a\ud800.txt"}),
+        ("write_file", {"path": "a\ud800.txt", "content": "x"}),
+        ("delete_file", {"path": "a\ud800.txt", "require_confirmation": False}),
+        ("move_file", {"source": "notes.txt", "destination": "a\ud800.txt"}),
+    ],
+)
+async def test_a_path_with_a_lone_surrogate_is_a_bad_path(
+    tree: Tree, tool_name: str, args: dict[str, Any]
+) -> None:
+    # Not an encoding problem to fix with another encoding (what the error used to say).
+    result = await run(registry(tree.base), tool_name, **args)
+    refused(result, "BAD_PATH")
+    assert "holds '\\ud800', half of a character (a lone surrogate)" in str(result["error"])
+    assert (tree.base / "notes.txt").exists()
+
+
 async def test_read_file_refuses_special_files_and_directories(tree: Tree) -> None:
     os.mkfifo(tree.base / "pipe.txt")
     reg = registry(tree.base)
@@ -123,6 +142,41 @@ async def test_read_limits_extensions_and_encodings(tree: Tree) -> None:
     refused(await run(only_md, "read_file", path="notes.txt"), "EXTENSION_DENIED")
     assert (await run(only_md, "read_file", path="sub/deep/b.md"))["content"] == "# Bee\n"
     assert (await run(only_md, "read_file", path="sub/deep/../deep/b.md"))["status"] == "ok"
+
+
+async def test_the_read_limit_holds_for_files_that_grow_or_report_no_size(tree: Tree) -> None:
+    # /proc files say they are 0 bytes (/proc/self/pagemap would read hundreds of GB).
+    smaps = await run(registry(tree.base, sandbox=False, max_read_bytes=1000), "read_file",
+                      path="/proc/self/smaps")  # fmt: skip
+    refused(smaps, "TOO_LARGE")
+    assert "more than the read limit of 1000 bytes" in str(smaps["error"])
+    # A file that grows while it is read (here, by the listener the content streams to).
+    grows = tree.base / "log.txt"
+    grows.write_bytes(b"x" * 70_000)
+    call: ToolCall = {"id": "c", "name": "read_file", "args": {"path": "log.txt"}}
+
+    def grow(text: str, kind: str) -> None:
+        with grows.open("ab") as f:
+            f.write(b"y" * 70_000)
+
+    result = await registry(tree.base, max_read_bytes=100_000).execute(call, {"on_output": grow})
+    refused(result, "TOO_LARGE")
+
+
+@pytest.mark.parametrize("encoding", ["base64", "rot13", "zlib", "hex", "utf\x008"])
+async def test_an_encoding_that_is_not_a_text_encoding_is_refused(
+    tree: Tree, encoding: str
+) -> None:
+    reg = registry(tree.base)
+    for result in (
+        await run(reg, "read_file", path="notes.txt", encoding=encoding),
+        await run(reg, "write_file", path="new.txt", content="x", encoding=encoding),
+    ):
+        refused(result, "BAD_ARGUMENTS")
+        assert f"{encoding!r} is not a text encoding" in str(result["error"]) or (
+            "unknown encoding" in str(result["error"])
+        )
+    assert not (tree.base / "new.txt").exists()
 
 
 async def test_a_symlink_swapped_in_after_the_check_is_refused_at_use(tree: Tree) -> None:
@@ -247,6 +301,31 @@ async def test_previews_show_a_diff_and_targets(tree: Tree) -> None:
     )
     long_diff = preview("write_file", path="big.txt", content="x\n" * 500)
     assert long_diff.endswith("more diff lines)")
+
+
+async def test_the_preview_of_a_large_rewrite_is_made_in_bounded_time(tree: Tree) -> None:
+    # difflib matches differing lines in quadratic time, and previews are made before any
+    # approval: every other line of 20,000 changed took half a minute.
+    reg = registry(tree.base)
+    (tree.base / "big.txt").write_text("".join(f"old {i}\n" for i in range(20_000)))
+    new = "".join(f"new {i}\n" if i % 2 else f"old {i}\n" for i in range(20_000))
+    preview = reg.preview(
+        {"id": "c", "name": "write_file", "args": {"path": "big.txt", "content": new}}
+    )
+    # Past the work limit, the lines between the common head and tail are shown as removed and
+    # added (difflib is not run on them): still exact, made in time linear in the lines.
+    assert preview.startswith(
+        "write_file big.txt (replace):\n--- a/big.txt\n+++ b/big.txt\n@@ -2,19999 +2,19999 @@\n"
+        "-old 1\n-old 2\n"
+    )
+    small = "".join(f"old {i}\n" for i in range(20_000)).replace("old 7000\n", "seven\n")
+    exact = reg.preview(
+        {"id": "c", "name": "write_file", "args": {"path": "big.txt", "content": small}}
+    )
+    assert exact.endswith(
+        "@@ -6998,7 +6998,7 @@\n old 6997\n old 6998\n old 6999\n-old 7000\n+seven\n"
+        " old 7001\n old 7002\n old 7003"
+    )
 
 
 # Listing and info ------------------------------------------------------------------------------

@@ -162,6 +162,21 @@ async def test_notes_never_leave_their_folder(notes: Path, tree: Tree) -> None:
             assert result["status"] == "error" and CANARY not in str(result), path
 
 
+async def test_hostile_front_matter_breaks_neither_the_note_nor_the_search(notes: Path) -> None:
+    # YAML aliases: each level holds ten of the one below; at nine levels a tag printed as
+    # text would be gigabytes. A tag is a scalar: lists (and maps) are no tags.
+    levels = ["l0: &l0 [x, x, x, x, x, x, x, x, x, x]"]
+    levels += [f"l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 10)}]" for i in range(1, 3)]
+    bomb = "---\n" + "\n".join(levels) + "\ntags: [ok, 7, *l2]\n---\n# Bomb\n\nzebra\n"
+    assert parse_note("bomb.md", bomb).tags == frozenset({"ok", "7"})
+    # Nested thousands deep, PyYAML runs out of stack: the front matter is ignored, the other
+    # notes are still found.
+    (notes / "deep.md").write_text("---\ntags: " + "[" * 5000 + "]" * 5000 + "\n---\nzebra\n")
+    (notes / "zoo.md").write_text("# Zoo\n\nA zebra has stripes.\n")
+    found = await hits(registry(notes), queries=["zebra"])
+    assert sorted(h["path"] for h in found) == ["deep.md", "zoo.md"]
+
+
 async def test_read_note_whole_sections_and_ranges(notes: Path) -> None:
     reg = registry(notes)
     whole = await run(reg, "read_note", path="ml/adam.md")

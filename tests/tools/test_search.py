@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -76,6 +77,17 @@ async def test_glob_respects_gitignore_unless_told_not_to(project: Tree) -> None
     assert not any(m.startswith(".git/") for m in kept)
     everything = await matches(registry(project.base, respect_gitignore=False), pattern="**/*.log")
     assert everything == ["debug.log", "keep.log"]
+
+
+async def test_a_reversed_range_matches_nothing_and_breaks_no_search(project: Tree) -> None:
+    # git and fnmatch match nothing with [z-a]; one such .gitignore line broke every search.
+    reg = registry(project.base)
+    assert await matches(reg, pattern="src/[z-a]*.py") == []
+    assert await matches(reg, pattern="src/[m-m]*.py") == ["src/main.py"]
+    (project.base / "src" / ".gitignore").write_text("[z-a]\npkg/data2.txt\n")
+    assert await matches(reg, pattern="src/pkg/*.txt") == ["src/pkg/data1.txt"]
+    grep = await run(reg, "grep_search", pattern="TODO", path="src")
+    assert [m["path"] for m in grep["content"]["matches"]] == ["src/pkg/data1.txt"]
 
 
 async def test_glob_limits_and_absolute_paths(project: Tree) -> None:
@@ -199,3 +211,49 @@ def test_glob_and_gitignore_patterns() -> None:
     assert rules.ignored("x/only-top", is_dir=False) is None
     assert rules.ignored("docs/a.tmp", is_dir=False) is True
     assert rules.ignored("!bang", is_dir=False) is True
+
+
+async def test_a_walk_stops_at_the_time_budget(
+    project: Tree, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The registry's timeout cannot stop the worker thread: a walk of a huge tree must stop itself.
+    from ai_agent.tools.builtin import search
+
+    monkeypatch.setattr(search, "_GREP_BUDGET", -1.0)  # spent before the walk begins
+    reg = registry(project.base)
+    walked = await run(reg, "glob_search", pattern="**/nothing.*")
+    assert walked["meta"]["code"] == "TIMEOUT"
+    assert "glob_search ran out of time" in str(walked["error"])
+    (project.base / "empty").mkdir()
+    for i in range(3):  # files without lines: no line is matched, so only the walk can stop
+        (project.base / "empty" / f"{i}.txt").write_text("")
+    grep = await run(reg, "grep_search", pattern="x", path="empty")
+    assert grep["meta"]["code"] == "TIMEOUT"
+    assert "narrow the path" in str(grep["error"])
+
+
+def _opens_but_does_not_list(path: str) -> bool:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return False
+    try:
+        os.listdir(fd)
+    except PermissionError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+@pytest.mark.skipif(
+    not _opens_but_does_not_list("/proc/1/map_files"), reason="needs an unlistable directory"
+)
+async def test_a_directory_that_opens_but_cannot_be_listed_does_not_end_the_walk() -> None:
+    reg = ToolRegistry(search_tools(Sandbox("/", enabled=False), FileToolsConfig(sandbox=False)))
+    walked = await run(reg, "glob_search", pattern="/proc/1/**/environ")
+    assert walked["status"] == "ok", walked
+    assert "proc/1/environ" in walked["content"]["matches"]  # shown relative to the base, /
+    inside = await run(reg, "glob_search", pattern="/proc/1/map_files/*")
+    assert inside["meta"]["code"] == "OS_ERROR"
+    assert "the directory cannot be listed (Permission denied)" in str(inside["error"])

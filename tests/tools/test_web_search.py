@@ -88,6 +88,10 @@ async def test_bad_arguments_and_an_unreachable_instance() -> None:
     assert "cannot reach searxng at 127.0.0.1" in str(down["error"])
     blank = await search(reg, query="  ")
     assert blank["meta"]["code"] == "BAD_ARGUMENTS"
+    for query in ("x \ud800", "word " * 20_000):  # no URL can hold either
+        unusable = await search(reg, query=query)
+        assert unusable["meta"]["code"] == "BAD_ARGUMENTS", unusable
+        assert "search for fewer words, written in whole characters" in str(unusable["error"])
 
 
 async def test_searxng_requests_and_a_refused_json_format() -> None:

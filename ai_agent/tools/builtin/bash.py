@@ -43,6 +43,7 @@ from ai_agent.tools.builtin.bash_process import Capture, Command, supervise
 from ai_agent.tools.builtin.bwrap import bwrap_arguments
 from ai_agent.tools.builtin.cgroups import call_cgroup, warn_process_limit_gap
 from ai_agent.tools.builtin.limits import limit_hit, rlimits, tasks_of, ulimit_prefix
+from ai_agent.tools.builtin.refusal import require_os_text
 from ai_agent.tools.builtin.sandbox import Sandbox, SandboxError
 from ai_agent.tools.builtin.typed import builtin_spec
 from ai_agent.tools.builtin.walk import require_directory
@@ -198,6 +199,7 @@ class BashTool:
     ) -> ToolResult:
         if not command.strip() or "\x00" in command:
             raise SandboxError("BAD_ARGUMENTS", "command must be a non-empty string")
+        require_os_text(command, "command")
         refused = self.policy.refusal(command, extra_env)
         if refused:
             return ToolResult(

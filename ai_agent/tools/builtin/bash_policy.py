@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ai_agent.config import BashToolConfig
+from ai_agent.tools.builtin.refusal import require_os_text
 from ai_agent.tools.builtin.sandbox import SandboxError
 from ai_agent.tools.builtin.shellparse import Parsed, parse_command
 
@@ -170,5 +171,6 @@ class CommandPolicy:
                 raise SandboxError("BAD_ARGUMENTS", f"env name {name!r} is not a valid name")
             if "\x00" in value:
                 raise SandboxError("BAD_ARGUMENTS", f"env {name} must be a string without NUL")
+            require_os_text(value, f"env {name}")
             env[name] = value
         return env

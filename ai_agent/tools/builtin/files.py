@@ -15,7 +15,7 @@ import errno
 import functools
 import os
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import Annotated, Any, ParamSpec
 
@@ -34,6 +34,7 @@ __all__ = ["file_tools", "sandbox_for"]
 _GROUP = "files"
 _MAX_LIST = 1000
 _DIFF_LINES = 200
+_DIFF_WORK = 1_000_000  # pairs of differing lines difflib may match (its matching is quadratic)
 
 P = ParamSpec("P")
 
@@ -118,9 +119,16 @@ def guarded(fn: Callable[P, ToolResult]) -> Callable[P, ToolResult]:
 def _encoding(given: str) -> str:
     name = given or "utf-8"
     try:
-        return codecs.lookup(name).name
-    except LookupError:
+        info = codecs.lookup(name)
+    except (LookupError, ValueError):  # ValueError: a NUL in the name
         raise SandboxError("BAD_ARGUMENTS", f"unknown encoding {name!r}") from None
+    # base64, rot13, zlib... are codecs too, but bytes-to-bytes or str-to-str: decoding a file
+    # with them fails deep inside (LookupError), so they are refused here, by name.
+    if not getattr(info, "_is_text_encoding", True):
+        raise SandboxError(
+            "BAD_ARGUMENTS", f"{name!r} is not a text encoding; pass one such as 'utf-8'"
+        )
+    return info.name
 
 
 class FileTools:
@@ -317,11 +325,11 @@ class FileTools:
 
     def _diff(self, target: Target, old: str | None, new: str) -> str:
         name = self.show(target)
-        lines = difflib.unified_diff(
+        lines = _unified(
             (old or "").splitlines(keepends=True),
             new.splitlines(keepends=True),
-            fromfile="/dev/null" if old is None else f"a/{name}",
-            tofile=f"b/{name}",
+            "/dev/null" if old is None else f"a/{name}",
+            f"b/{name}",
         )
         out = [
             line if line.endswith("\n") else line + "\n\\ No newline at end of file\n"
@@ -397,6 +405,37 @@ class FileTools:
         if args.get("require_confirmation", True) is False:
             return None
         return f"delete_file asks for confirmation before deleting {args.get('path')!r}"
+
+
+def _unified(a: list[str], b: list[str], fromfile: str, tofile: str) -> Iterable[str]:
+    """A unified diff of ``a`` to ``b`` in bounded time.
+
+    Previews are made for every call before any approval, and difflib's matching is quadratic in
+    the lines that differ: a 1 MB file with every other line changed took minutes. Past
+    ``_DIFF_WORK``, the lines between the common head and tail are shown as one hunk, removed
+    and added: still exactly the change, only not the smallest diff of it.
+    """
+    head, shorter = 0, min(len(a), len(b))
+    while head < shorter and a[head] == b[head]:
+        head += 1
+    tail = 0
+    while tail < shorter - head and a[-1 - tail] == b[-1 - tail]:
+        tail += 1
+    removed, added = a[head : len(a) - tail], b[head : len(b) - tail]
+    if len(removed) * len(added) <= _DIFF_WORK:
+        return difflib.unified_diff(a, b, fromfile=fromfile, tofile=tofile)
+
+    def span(count: int) -> str:  # as difflib writes a hunk's range
+        return f"{head + 1}" if count == 1 else f"{head + 1 if count else head},{count}"
+
+    hunk = f"@@ -{span(len(removed))} +{span(len(added))} @@\n"
+    return [
+        f"--- {fromfile}\n",
+        f"+++ {tofile}\n",
+        hunk,
+        *("-" + line for line in removed),
+        *("+" + line for line in added),
+    ]
 
 
 def _summary(verb: str) -> Callable[[ToolResult], str]:

@@ -83,7 +83,10 @@ def _tags(front: dict[str, Any], body: str) -> frozenset[str]:
     if isinstance(raw, str):
         raw = [t for t in re.split(r"[,\s]+", raw) if t]
     if isinstance(raw, list):
-        found.update(str(t).lstrip("#").lower() for t in raw)
+        # Scalars only: a tag that is a list or a map is no tag, and YAML aliases can make one
+        # that prints as gigabytes from a few hundred bytes ("billion laughs").
+        tags = (t for t in raw if isinstance(t, str | int | float))
+        found.update(str(t).lstrip("#").lower() for t in tags)
     for line in body.splitlines():
         if not _HEADING.match(line):
             found.update(t.lower() for t in _TAG.findall(line))
@@ -98,7 +101,7 @@ def _front_matter(text: str) -> tuple[dict[str, Any], int]:
 
     try:
         data = yaml.safe_load(match.group(1))
-    except yaml.YAMLError:
+    except (yaml.YAMLError, RecursionError):  # nested thousands deep: PyYAML recurses
         data = None
     return (data if isinstance(data, dict) else {}), match.end()
 

@@ -33,12 +33,25 @@ def _segment(text: str) -> str:
                 body = text[i + 1 : end]
                 if body[:1] in ("!", "^"):
                     body = "^" + body[1:]
-                out.append("[" + body.replace("\\", "\\\\") + "]")
+                out.append(_char_class(body.replace("\\", "\\\\")))
                 i = end
         else:
             out.append(re.escape(c))
         i += 1
     return "".join(out)
+
+
+def _char_class(body: str) -> str:
+    """``[body]``, or a class that matches nothing when the body is not a valid one.
+
+    A reversed range (``[z-a]``) matches no character in git's and fnmatch's rules; left as it
+    is it would fail to compile, and one such line in a .gitignore would break every search.
+    """
+    try:
+        re.compile(f"[{body}]")
+    except re.error:
+        return "(?!)"
+    return f"[{body}]"
 
 
 def glob_regex(pattern: str, *, recursive: bool = True, hidden: bool = False) -> re.Pattern[str]:

@@ -7,7 +7,9 @@ neither imports the other for it.
 
 from __future__ import annotations
 
-__all__ = ["SandboxError"]
+import os
+
+__all__ = ["SandboxError", "require_os_text"]
 
 
 class SandboxError(Exception):
@@ -16,3 +18,22 @@ class SandboxError(Exception):
     def __init__(self, code: str, message: str) -> None:
         super().__init__(message)
         self.code = code
+
+
+def require_os_text(text: str, what: str, code: str = "BAD_ARGUMENTS") -> None:
+    """Refuse text the OS cannot take (a path, a command, an environment value).
+
+    JSON can carry a lone surrogate (U+D800 to U+DFFF written alone), which no file name or
+    argument can hold; left to the OS call it is a UnicodeEncodeError there, and a file tool
+    would call it a wrong encoding. U+DC80 to U+DCFF are fine: they stand for the bytes of a
+    name that is not UTF-8 (``os.fsdecode``).
+    """
+    try:
+        os.fsencode(text)
+    except UnicodeEncodeError as exc:
+        bad = exc.object[exc.start : exc.end]
+        raise SandboxError(
+            code,
+            f"{what} holds {bad!r}, half of a character (a lone surrogate), which no file name, "
+            "command or variable can hold; send the whole character",
+        ) from None

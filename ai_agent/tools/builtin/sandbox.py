@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ai_agent.tools.builtin.refusal import SandboxError
+from ai_agent.tools.builtin.refusal import SandboxError, require_os_text
 
 if TYPE_CHECKING:
     from ai_agent.tools.builtin.protected import Protected, ProtectedPaths
@@ -141,6 +141,7 @@ class Sandbox:
             raise SandboxError("BAD_PATH", f"{field} must be a non-empty path")
         if "\x00" in given:
             raise SandboxError("BAD_PATH", f"{field} contains a NUL byte")
+        require_os_text(given, field, "BAD_PATH")
         raw = Path(given)
         real = Path(os.path.realpath(raw if raw.is_absolute() else self.base / raw))
         if self.enabled and not self.inside(real):
@@ -185,6 +186,7 @@ class Sandbox:
         """
         if not isinstance(given, str) or "\x00" in given:
             return self.resolve(given, field=field, check_extension=check_extension)
+        require_os_text(given, field, "BAD_PATH")
         norm = os.path.normpath(given)
         head, name = os.path.split(norm)
         if name in ("", ".", ".."):
@@ -326,8 +328,18 @@ class Sandbox:
                     f"{target.given!r} is {info.st_size} bytes, over the read limit of "
                     f"{self.max_read_bytes}; read a smaller file or search it with grep_search",
                 )
-            chunks = []
-            while chunk := os.read(fd, _CHUNK):
+            # The size is checked again while reading: a file can grow after the fstat, and
+            # some report no size at all (/proc/self/pagemap would read hundreds of GB).
+            chunks, size = [], 0
+            while chunk := os.read(fd, min(_CHUNK, self.max_read_bytes + 1 - size)):
+                size += len(chunk)
+                if size > self.max_read_bytes:
+                    raise SandboxError(
+                        "TOO_LARGE",
+                        f"{target.given!r} holds more than the read limit of "
+                        f"{self.max_read_bytes} bytes (it grew while read, or does not report "
+                        "its size); read a smaller file or search it with grep_search",
+                    )
                 chunks.append(chunk)
                 if on_chunk is not None:
                     on_chunk(chunk)

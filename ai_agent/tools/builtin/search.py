@@ -39,6 +39,21 @@ _LINE_CHARS = 500
 _GREP_BUDGET = 20.0  # seconds; under the registry's default 30 s timeout
 
 
+def _in_time(deadline: float, tool: str) -> None:
+    """Stop a walk that outlives its budget.
+
+    A sync tool runs in a worker thread that the registry's timeout cannot stop: a walk of a
+    huge tree (a home directory, or / without the sandbox) would hold that thread for minutes
+    after the call was abandoned, and a few such calls would starve every other sync tool.
+    """
+    if time.monotonic() > deadline:
+        raise SandboxError(
+            "TIMEOUT",
+            f"{tool} ran out of time ({_GREP_BUDGET:g}s); narrow the path, root_dir, pattern "
+            "or file_pattern",
+        )
+
+
 class _Ignorer:
     """The .gitignore rules that apply below the sandbox base, loaded lazily per directory."""
 
@@ -128,6 +143,7 @@ class SearchTools:
         """  # noqa: D205 - the model reads the first paragraph whole, as the tool's description
         if not pattern.strip() or "\x00" in pattern:
             raise SandboxError("BAD_ARGUMENTS", "pattern must be a non-empty glob such as **/*.py")
+        deadline = time.monotonic() + _GREP_BUDGET
         start, rest = self._split(pattern, root_dir or ".")
         require_directory(self.box, start.parts, start.given)
         matcher = glob_regex(rest, recursive=recursive)
@@ -137,6 +153,7 @@ class SearchTools:
         found = _Found()
         descend = lambda rel: not self._skip(ignore, start, rel, is_dir=True)  # noqa: E731
         for entry in walk(self.box, start.parts, max_depth=depth, descend=descend):
+            _in_time(deadline, "glob_search")
             if not matcher.match(entry.rel):
                 continue
             if self._skip(ignore, start, entry.rel, is_dir=entry.kind == "directory"):
@@ -172,7 +189,9 @@ class SearchTools:
                 "for the text literally",
             ) from None
 
-    def _files(self, start: Target, file_pattern: str, *, recursive: bool) -> list[Entry] | None:
+    def _files(
+        self, start: Target, file_pattern: str, *, recursive: bool, deadline: float
+    ) -> list[Entry] | None:
         """The files to search: None when ``start`` is one file."""
         info = self.box.lstat(start)
         if info is None:
@@ -185,6 +204,7 @@ class SearchTools:
         descend = lambda rel: not self._skip(ignore, start, rel, is_dir=True)  # noqa: E731
         out = []
         for entry in walk(self.box, start.parts, max_depth=depth, descend=descend):
+            _in_time(deadline, "grep_search")
             if entry.kind != "file" or self._skip(ignore, start, entry.rel, is_dir=False):
                 continue
             subject = entry.rel if "/" in file_pattern else entry.name
@@ -212,25 +232,28 @@ class SearchTools:
         returns matching lines with paths and line numbers, and context lines when asked.
         Binary files are skipped.
         """  # noqa: D205 - the model reads the first paragraph whole, as the tool's description
+        deadline = time.monotonic() + _GREP_BUDGET  # for the walk, the reads and the matching
         compiled = self._compile(pattern, ignore_case=ignore_case, literal=not regex)
         start = self.box.resolve(path or ".", check_extension=False)
         context = min(context_lines, 20)
-        files = self._files(start, file_pattern, recursive=recursive)
+        files = self._files(start, file_pattern, recursive=recursive, deadline=deadline)
         if files is None:
             # A file named directly: checked like any read (extensions included).
             targets = [(self.box.resolve(path), start.path.name)]
         else:
-            targets = [
-                (self.box.resolve(str(start.path / e.rel), check_extension=False), e.rel)
-                for e in files
-            ]
-        deadline = time.monotonic() + _GREP_BUDGET
+            targets = []
+            for e in files:
+                _in_time(deadline, "grep_search")
+                targets.append(
+                    (self.box.resolve(str(start.path / e.rel), check_extension=False), e.rel)
+                )
         stats = {"files_searched": 0, "skipped_binary": 0, "skipped_large": 0}
         stats["skipped_hard_links"] = 0
         found = _Found()
         for target, rel in targets:
             if found.truncated:
                 break
+            _in_time(deadline, "grep_search")  # files without lines never reach _search's check
             lines = self._text(target, stats, named=files is None)
             if lines is None:
                 continue

@@ -27,6 +27,7 @@ __all__ = ["Command", "Parsed", "parse_command"]
 
 _OPERATORS = ("&&", "||", ";;", "|&", ";", "|", "&", "\n", "(", ")")
 _REDIRECTS = ("&>>", "&>", ">>", ">|", ">&", "<&", "<<<", "<<", "<>", ">", "<")
+_REDIRECT_FD = re.compile(r"(?:\d+|\{[A-Za-z_][A-Za-z0-9_]*\})(?=[<>])")
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\[[^]]*\])?\+?=")
 _KEEP_GOING = frozenset(("if", "then", "else", "elif", "do", "while", "until", "!", "{", "time"))
 _CLOSERS = frozenset(("fi", "done", "}", "esac", "]]"))
@@ -143,7 +144,9 @@ class _Lexer:
 
     def _operator(self) -> bool:
         rest = self.s[self.i :]
-        number = re.match(r"\d+(?=[<>])", rest) if self._word_start() else None
+        # "2>f" and "{fd}>f" (bash picks a descriptor and stores it in fd): the number or the
+        # {name} is part of the redirection, never the program.
+        number = _REDIRECT_FD.match(rest) if self._word_start() else None
         offset = number.end() if number else 0
         for op in _REDIRECTS:
             if rest.startswith(op, offset):
@@ -263,6 +266,8 @@ class _Lexer:
             body = self.s[self.i + 2 : end]
             if "$(" in body or "`" in body:
                 self.problem("command substitution inside ${...}")
+            if body.endswith("@P"):  # prompt expansion runs the $(...) held in the value
+                self.problem("prompt expansion ${...@P}")
             self.i = end + 1
             return True
         if rest.startswith("$'"):
@@ -331,6 +336,7 @@ class _Splitter:
         self.assignments: list[str] = []
         self.redirects: list[tuple[str, str]] = []
         self.skip_until_do = False
+        self.after_time = False
         i = 0
         while i < len(self.tokens):
             kind, value = self.tokens[i]
@@ -365,6 +371,9 @@ class _Splitter:
     def _leading(self, value: _Word) -> bool:
         """Handle a word in command position that is not the program; True when consumed."""
         text = value.text
+        after_time, self.after_time = self.after_time, text == "time" and not value.dynamic
+        if after_time and text.startswith("-") and not value.dynamic:
+            return True  # the time keyword's own option (time -p CMD): CMD is the program
         if _ASSIGNMENT.match(text):
             self.assignments.append(text)
             return True
@@ -381,6 +390,7 @@ class _Splitter:
     def _flush(self) -> None:
         self._emit(self.current, self.assignments, self.redirects)
         self.current, self.assignments, self.redirects = [], [], []
+        self.after_time = False
 
     def _emit(
         self, words: list[_Word], assignments: list[str], redirects: list[tuple[str, str]]
@@ -417,7 +427,7 @@ def _wrapped(name: str, words: list[_Word], parsed: Parsed) -> list[_Word]:
             i += 1
             break
         if text.startswith("-") and len(text) > 1:
-            i += 2 if text in takes_value else 1
+            i += _option_words(name, text, takes_value, parsed)
             continue
         if name == "env" and _ASSIGNMENT.match(text):
             parsed.assignments.append(text)
@@ -431,10 +441,57 @@ def _wrapped(name: str, words: list[_Word], parsed: Parsed) -> list[_Word]:
     return words[i:]
 
 
+def _option_words(name: str, text: str, takes_value: frozenset[str], parsed: Parsed) -> int:
+    """How many words a wrapper's option takes: 2 when its value is the next word.
+
+    Short options combine (``sudo -iu bob``, ``exec -la NAME``): the first letter that takes a
+    value takes the rest of the word, or the next word when it is the last letter.
+    """
+    if text in takes_value:
+        return 2
+    if text.startswith("--") or len(text) < 3:
+        return 1
+    for j, letter in enumerate(text[1:], start=1):
+        if name == "env" and letter == "S":
+            _problem(parsed, "env -S")
+        if f"-{letter}" in takes_value:
+            return 2 if j == len(text) - 1 else 1
+    return 1
+
+
+# Builtins that keep text to run as a command line later: trap's action and an alias's value
+# are read like eval's text; hash -p (a name for another program), mapfile -C (a callback run
+# as code) and enable -f (a builtin loaded from a shared object) cannot be read.
+_CODE_OPTION = {"hash": "p", "mapfile": "C", "readarray": "C", "enable": "f"}
+
+
+def _stored_code(name: str, words: list[_Word], parsed: Parsed, depth: int) -> None:
+    if name == "alias":
+        code = [(w, w.text.split("=", 1)[1]) for w in words if "=" in w.text]
+    elif name == "trap":
+        rest = [w for w in words if w.text not in ("-l", "-p", "--")]
+        has_action = len(rest) >= 2 and (rest[0].dynamic or rest[0].text not in ("", "-"))
+        code = [(rest[0], rest[0].text)] if has_action else []
+    else:
+        letter = _CODE_OPTION[name]
+        if any(w.text[:1] == "-" and w.text[1:2] != "-" and letter in w.text for w in words):
+            _problem(parsed, f"{name} -{letter}, which runs or names commands the line hides")
+        return
+    for word, text in code:
+        if word.dynamic:
+            _problem(parsed, f"{name} of computed text")
+        else:
+            _parse_into(text, parsed, depth + 1)
+
+
 def _unwrap(command: Command, words: list[_Word], parsed: Parsed, depth: int) -> None:
     """Add the commands a wrapper, a shell -c, eval or find -exec would run."""
     name = command.name
-    if name in _WRAPPERS:
+    if name in ("alias", "trap") or name in _CODE_OPTION:
+        _stored_code(name, words, parsed, depth)
+    elif name == "watch":
+        _watch(words, parsed, depth)
+    elif name in _WRAPPERS:
         if name == "flock" and any(w.text in ("-c", "--command") for w in words):
             _problem(parsed, "flock -c")
             return
@@ -450,6 +507,15 @@ def _unwrap(command: Command, words: list[_Word], parsed: Parsed, depth: int) ->
             _parse_into(" ".join(w.text for w in words), parsed, depth + 1)
     elif name == "find":
         _find_exec(words, parsed, depth)
+
+
+def _watch(words: list[_Word], parsed: Parsed, depth: int) -> None:
+    """``watch ARGS``: the arguments are joined into one line, which runs with ``sh -c``."""
+    inner = _wrapped("watch", words, parsed)
+    if any(w.dynamic for w in inner):
+        _problem(parsed, "watch of computed text")
+    elif inner:
+        _parse_into(" ".join(w.text for w in inner), parsed, depth + 1)
 
 
 def _shell_script(name: str, words: list[_Word], parsed: Parsed, depth: int) -> None:

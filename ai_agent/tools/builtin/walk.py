@@ -74,8 +74,17 @@ class _Walk:
 
 def _walk(fd: int, prefix: str, depth: int, how: _Walk) -> Iterator[Entry]:
     max_depth, descend = how.max_depth, how.descend
-    with os.scandir(fd) as it:
-        names = sorted(e.name for e in it)
+    try:
+        with os.scandir(fd) as it:
+            names = sorted(e.name for e in it)
+    except OSError as exc:
+        # A directory can open and still not list (EACCES on /proc/1/map_files, EIO): below
+        # the start it is skipped, as one that cannot be opened is, not the end of the walk.
+        if depth == 1:
+            raise SandboxError(
+                "OS_ERROR", f"the directory cannot be listed ({exc.strerror})"
+            ) from None
+        return
     for name in names:
         try:
             info = os.stat(name, dir_fd=fd, follow_symlinks=False)

@@ -173,7 +173,16 @@ class WebSearch:
         # Imported with the first search: listing the catalog must not load the HTTP client.
         import httpx
 
-        request = self.backend.request(self.config.url, query, count, kind, key)
+        try:
+            request = self.backend.request(self.config.url, query, count, kind, key)
+        except (httpx.InvalidURL, UnicodeError) as exc:
+            # The query goes into the URL: one over httpx's 65,536 characters, or holding half
+            # a character (a lone surrogate, which JSON can carry), makes no URL.
+            raise SearchError(
+                "BAD_ARGUMENTS",
+                f"no {self.backend.name} request can be made of this query ({exc}); search for "
+                "fewer words, written in whole characters",
+            ) from None
         host = request.url.host
         try:
             async with httpx.AsyncClient(timeout=self.config.timeout) as client:
