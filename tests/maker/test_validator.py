@@ -197,6 +197,13 @@ def test_messages_name_the_attempt() -> None:
     ) == ["execute takes neither **kwargs nor the inputs b"]
     assert errors("def (")[0].startswith("the code does not parse: ")
     assert errors("x" * 70_000) == ["the code is longer than 64000 characters"]
+    # A lone CR ends a line for Python only: a reviewer could read the import as a comment.
+    hidden = "# counts words\rimport json\nclass GeneratedTool:\n    def execute(self, **k):\n"
+    assert errors(hidden + "        return json.dumps(k)\n") == [
+        "line 1: a carriage return that is not followed by a line feed ends a line for Python "
+        "but not on every screen; write line ends as \\n or \\r\\n"
+    ]
+    assert errors(hidden.replace("\r", "\r\n") + "        return json.dumps(k)\n") == []
 
 
 def test_capabilities_must_match_what_the_code_does() -> None:

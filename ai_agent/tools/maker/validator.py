@@ -46,6 +46,7 @@ __all__ = ["ValidationReport", "validate_code", "validate_request"]
 NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,47}\Z")
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}\Z")
 _SECRET = re.compile(r"^[A-Z_][A-Z0-9_]{0,127}\Z")
+_LONE_CR = re.compile(r"\r(?!\n)")
 _JSON_TYPES = ("string", "integer", "number", "boolean", "object", "array", "null")
 _RISKS = ("low", "medium", "high")
 _MAX_CODE = 64_000
@@ -211,6 +212,16 @@ def validate_code(
     report = ValidationReport()
     if len(code) > _MAX_CODE:
         report.errors.append(f"the code is longer than {_MAX_CODE} characters")
+        return report
+    lone_cr = _LONE_CR.search(code)
+    if lone_cr is not None:
+        # Python ends a line at a lone CR; a reviewer's screen may not, so "# note\rimport os"
+        # would read as one comment while the import runs.
+        line = code.count("\n", 0, lone_cr.start()) + 1
+        report.errors.append(
+            f"line {line}: a carriage return that is not followed by a line feed ends a line "
+            "for Python but not on every screen; write line ends as \\n or \\r\\n"
+        )
         return report
     try:
         tree = ast.parse(code, filename="<generated>")
