@@ -235,6 +235,12 @@ async def test_writes_refuse_special_files(tree: Tree) -> None:
     reg = registry(tree.base)
     refused(await run(reg, "write_file", path="pipe.txt", content="x"), "NOT_A_FILE")
     refused(await run(reg, "append_file", path="sub", content="x"), "NOT_A_FILE")
+    # A trailing slash names a folder: it was dropped, and a file named "newdir" made.
+    slash = await run(reg, "write_file", path="newdir/", content="x")
+    refused(slash, "NOT_A_FILE")
+    assert "'newdir/' ends with a slash, so it names a folder" in str(slash["error"])
+    refused(await run(reg, "copy_file", source="notes.txt", destination="copied/"), "NOT_A_FILE")
+    assert not (tree.base / "newdir").exists() and not (tree.base / "copied").exists()
     refused(
         await run(reg, "write_file", path="notes.txt", content="ü", encoding="ascii"), "ENCODING"
     )

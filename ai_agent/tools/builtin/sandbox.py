@@ -368,6 +368,14 @@ class Sandbox:
             prefix: Copy this many leading bytes of the existing file first (how append is done
                 without ever leaving a half-written file).
         """
+        if target.given.endswith(("/", os.sep)):
+            # The path's trailing slash would be dropped, and a file made where a folder was
+            # meant ("newdir/" became a file named newdir).
+            raise SandboxError(
+                "NOT_A_FILE",
+                f"{target.given!r} ends with a slash, so it names a folder; give a file's name "
+                "(the folders it is in are made)",
+            )
         with self.parent(target, create=True) as dfd:
             existing = self._existing_file(dfd, target)
             tmp = f".{target.name}.{secrets.token_hex(6)}.tmp"
