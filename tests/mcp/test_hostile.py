@@ -8,7 +8,9 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import logging
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -98,6 +100,41 @@ async def test_bytes_on_stdout_that_are_not_utf8_do_not_end_the_session(tmp_path
         assert mgr.tool_names("raw") == ["raw.echo"]
         assert (await call(mgr, "raw.echo"))["content"] == "still here"
         assert mgr.status()[0]["restarts"] == 0
+
+
+async def test_a_line_too_long_is_skipped_and_the_session_lives(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A line without an end is held up to a limit, then skipped up to its end: before, all of
+    it was held (a server that never ends its line fills the engine's memory), and each piece
+    re-joined the whole line so far."""
+    from ai_agent.tools.mcp import stdio
+
+    monkeypatch.setattr(stdio, "MAX_LINE_CHARS", 100_000)
+    endless = base64.b64encode(b"x" * 300_000 + b"\n").decode()
+    script = {
+        "tools": [_tool("echo")],
+        "results": {"echo": {"content": [{"type": "text", "text": "still here"}]}},
+        "stdout_bytes": endless,
+    }
+    mgr = manager(raw_server(tmp_path, script))
+    with caplog.at_level(logging.DEBUG, logger="ai_agent"):
+        async with mgr.use() as failures:
+            assert failures == []
+            assert (await call(mgr, "raw.echo"))["content"] == "still here"
+            assert mgr.status()[0]["restarts"] == 0
+    assert "sent a line of more than 100,000 characters without ending it" in caplog.text
+
+
+async def test_lines_are_cut_where_they_end_whatever_the_pieces() -> None:
+    from ai_agent.tools.mcp import stdio
+
+    async def pieces(*chunks: str) -> AsyncIterator[str]:
+        for chunk in chunks:
+            yield chunk
+
+    lines = [line async for line in stdio._lines(pieces("a", "b\nc", "", "\n\nd\ne", "f"))]
+    assert lines == ["ab", "c", "", "d"]  # "ef" never ended
 
 
 # Names ------------------------------------------------------------------------------------------

@@ -36,30 +36,65 @@ if TYPE_CHECKING:
 __all__ = ["stdio_transport"]
 
 
+MAX_LINE_CHARS = 64 * 1024 * 1024
+"""The longest line a server may send (a message is one line): far above a large result with
+images in it, and a bound on what a server that never ends its line makes the engine hold."""
+
+
+class LineTooLongError(ValueError):
+    """A server's line passed `MAX_LINE_CHARS`: it is skipped, up to its end."""
+
+
 async def _pump_stdout(process: Process, sink: MemoryObjectSendStream[Any]) -> None:
     if process.stdout is None:  # pragma: no cover - opened with a pipe
         return
     try:
         async with sink:
-            buffer = ""
             # errors="replace": a byte that is not UTF-8 (a binary log line) would otherwise
             # raise here and end the session; replaced, its line is skipped like other noise.
             stream = TextReceiveStream(process.stdout, encoding="utf-8", errors="replace")
-            async for chunk in stream:
-                lines = (buffer + chunk).split("\n")
-                buffer = lines.pop()
-                for line in lines:
-                    if not line.strip():
-                        continue
-                    try:
-                        message = types.JSONRPCMessage.model_validate_json(line)
-                    except Exception as exc:
-                        # A server printing something else on stdout: the session hears of it.
-                        await sink.send(exc)
-                        continue
-                    await sink.send(SessionMessage(message))
+            async for line in _lines(stream):
+                if isinstance(line, Exception):
+                    await sink.send(line)
+                    continue
+                if not line.strip():
+                    continue
+                try:
+                    message = types.JSONRPCMessage.model_validate_json(line)
+                except Exception as exc:
+                    # A server printing something else on stdout: the session hears of it.
+                    await sink.send(exc)
+                    continue
+                await sink.send(SessionMessage(message))
     except (anyio.ClosedResourceError, anyio.BrokenResourceError):
         await anyio.lowlevel.checkpoint()
+
+
+async def _lines(chunks: AsyncIterator[str]) -> AsyncIterator[str | Exception]:
+    """The lines of a stream of text, each at most `MAX_LINE_CHARS` long.
+
+    A line's pieces are kept apart until its end arrives (joining them at each piece took time
+    growing with the square of a long line's length), and one past the limit is dropped up to
+    its end: in its place comes a `LineTooLongError`, once.
+    """
+    parts: list[str] = []
+    held, skipping = 0, False
+    async for chunk in chunks:
+        *ended, rest = chunk.split("\n")
+        for piece in ended:
+            if not skipping:
+                yield "".join([*parts, piece])
+            parts, held, skipping = [], 0, False
+        held += len(rest)
+        if skipping or held > MAX_LINE_CHARS:
+            if not skipping:
+                yield LineTooLongError(
+                    f"the server sent a line of more than {MAX_LINE_CHARS:,} characters without "
+                    "ending it; it is skipped"
+                )
+            parts, skipping = [], True
+        elif rest:
+            parts.append(rest)
 
 
 async def _pump_stdin(process: Process, source: MemoryObjectReceiveStream[SessionMessage]) -> None:
