@@ -137,6 +137,19 @@ async def test_lines_are_cut_where_they_end_whatever_the_pieces() -> None:
     assert lines == ["ab", "c", "", "d"]  # "ef" never ended
 
 
+async def test_a_tool_too_large_for_every_request_is_left_out(tmp_path: Path) -> None:
+    """A description and schema of megabytes would go to the model with every request."""
+    huge = {"type": "object", "properties": {"x": {"type": "string", "description": "y" * 200_000}}}
+    script = {"tools": [_tool("small"), _tool("huge", inputSchema=huge)]}
+    mgr = manager(raw_server(tmp_path, script))
+    async with mgr.use() as failures:
+        assert failures == []
+        assert mgr.tool_names("raw") == ["raw.small"]
+        why = mgr.status()[0]["left_out"]["huge"]
+        assert "its description and input schema are 200,1" in why
+        assert "more than the 100,000 a tool may take in every request to the model" in why
+
+
 # Names ------------------------------------------------------------------------------------------
 async def test_a_name_that_fits_is_never_given_to_another_tool(tmp_path: Path) -> None:
     """``a.b`` listed before ``a_b`` must not take ``raw.a_b``: that name calls ``a_b``."""

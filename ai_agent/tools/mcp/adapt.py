@@ -227,6 +227,10 @@ def convert_result(result: Any, *, server: str, tool: str) -> ToolResult:
     return out
 
 
+MAX_TOOL_CHARS = 100_000
+"""The most an MCP tool's description and input schema may take together (JSON characters)."""
+
+
 def _description(tool: Any, server: str) -> str:
     text = (getattr(tool, "description", None) or "").strip()
     title = (getattr(tool, "title", None) or "").strip()
@@ -255,8 +259,9 @@ def mcp_tool_spec(
     """The ToolSpec of one MCP tool, calling it through ``invoke(server_tool_name, args)``.
 
     Raises:
-        ToolRegistrationError: the tool's input schema is not a valid JSON schema, or the
-            server runs the tool only as an MCP task.
+        ToolRegistrationError: the tool's input schema is not a valid JSON schema, it and the
+            description are larger than `MAX_TOOL_CHARS`, or the server runs the tool only as
+            an MCP task.
     """
     name = f"{config.name}.{local}"
     execution = getattr(tool, "execution", None)
@@ -269,6 +274,15 @@ def mcp_tool_spec(
             "specification"
         )
     parameters = _parameters(tool)
+    description = _description(tool, config.name)
+    size = len(description) + len(json.dumps(parameters, ensure_ascii=False, default=str))
+    if size > MAX_TOOL_CHARS:
+        # Sent with every model request while the tool is offered: a server's 10 MB schema
+        # would fill the context window of every turn.
+        raise ToolRegistrationError(
+            f"tool {name!r}: its description and input schema are {size:,} characters, more "
+            f"than the {MAX_TOOL_CHARS:,} a tool may take in every request to the model"
+        )
     validator = json_schema_validator(parameters, owner=name)
     original = str(tool.name)
 
@@ -284,7 +298,7 @@ def mcp_tool_spec(
     return ToolSpec(
         name=name,
         fn=call,
-        description=_description(tool, config.name),
+        description=description,
         parameters=parameters,
         category=category_for(getattr(tool, "annotations", None), original, config.categories),
         timeout=timeout,
