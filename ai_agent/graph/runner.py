@@ -69,6 +69,9 @@ __all__ = ["ParentStep", "PipelineRunner"]
 
 log = engine_logger("ai_agent.agent")
 
+_UNEXPECTED_CHARS = 500
+"""The most of an unexpected error's message a run's row keeps."""
+
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class ParentStep:
@@ -490,11 +493,23 @@ class PipelineRunner:
         except BaseException as exc:
             # Cancelled because the lease was lost: the run is not this process's to mark.
             with contextlib.suppress(LeaseLostError):
-                await self.store.update_run(
-                    thread_id, status="failed", error=f"{type(exc).__name__}"
-                )
+                await self.store.update_run(thread_id, status="failed", error=self._unexpected(exc))
             raise
         return await self.record_outcome(thread_id, snapshot, plan_id=plan_id)
+
+    def _unexpected(self, exc: BaseException) -> str:
+        """How a run's row names an error the engine did not expect: type and message.
+
+        The message masked and cut short; the type alone ("TypeError") told a person nothing.
+        """
+        try:
+            text = str(exc)
+        except Exception:  # an exception whose message cannot be made
+            text = ""
+        text = self.secrets.text(" ".join(text.split()))
+        if len(text) > _UNEXPECTED_CHARS:
+            text = text[: _UNEXPECTED_CHARS - 3] + "..."
+        return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
     async def record_outcome(
         self, thread_id: str, snapshot: StateSnapshot, *, plan_id: int | None = None

@@ -588,3 +588,28 @@ async def test_a_hook_that_raises_after_the_gate_fails_the_run_resumably(
     )
     done = await agent.resume(failed.thread_id)  # the stage runs again
     assert done.status == "completed" and calls == [hook, hook]
+
+
+async def test_an_unexpected_error_is_stored_with_its_message_masked(
+    make_agent: MakeAgent, db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A bug in a stage: the run's row said only "TypeError", which told a person nothing; its
+    # message is kept now, masked (here it quotes the backend key) and on one line.
+    import importlib
+
+    discover = importlib.import_module("ai_agent.nodes.discover")  # the module, not its node
+    key = "sk-canary-unexpected-77"
+    monkeypatch.setenv("MAMBA_MODEL_BACKEND__API_KEY", key)
+
+    def broken(*args: Any) -> list[Any]:
+        raise TypeError(f"keyword match broke\non {key}")
+
+    monkeypatch.setattr(discover, "keyword_proposals", broken)
+    agent = make_agent([call("calculator", expression="1+1"), text("done")], tools=["calculator"])
+    async with agent:
+        with pytest.raises(TypeError):
+            await agent.run("hello", thread_id="u1")
+        row = await agent.get_result("u1")
+    assert row.error == "TypeError: keyword match broke on ***"
+    stored = b"".join(p.read_bytes() for p in db.parent.glob(db.name + "*"))
+    assert key.encode() not in stored
