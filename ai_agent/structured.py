@@ -34,6 +34,7 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
+from ai_agent.datafiles import strict_loads
 from ai_agent.errors import OutputSchemaError, OutputValidationError
 
 __all__ = ["ANSWER_TOOL", "MAX_PROBLEMS", "OutputSpec", "parse_answer"]
@@ -97,6 +98,7 @@ class OutputSpec:
         # Imported here: jsonschema is slow to import, and only typed runs need it.
         import jsonschema.validators
         from jsonschema.exceptions import SchemaError
+        from referencing.exceptions import Unresolvable
 
         plain = _json_copy(schema)
         try:
@@ -109,9 +111,22 @@ class OutputSpec:
             ) from None
         _require_object(plain)
         checker = validator_class(plain)
+        # jsonschema resolves a $ref only when an answer reaches it: one that points at nothing
+        # would pass check_schema and then crash the run's last step. Refused here instead.
+        for ref in _local_refs(plain):
+            try:
+                checker.evolve(schema={"$ref": ref}).is_valid(None)
+            except Unresolvable:
+                raise OutputSchemaError(
+                    f"the output schema's $ref {ref!r} points at nothing in it; fix the schema"
+                ) from None
 
         def check(data: Any) -> list[str]:
-            errors = sorted(checker.iter_errors(data), key=lambda e: [str(p) for p in e.path])
+            try:
+                found = list(checker.iter_errors(data))
+            except Unresolvable as exc:  # a $ref _local_refs cannot see (under a nested $id)
+                return [f"answer: the output schema cannot be checked: {_short(str(exc))}"]
+            errors = sorted(found, key=lambda e: [str(p) for p in e.path])
             return [
                 f"{'.'.join(str(p) for p in e.path) or 'answer'}: {_short(e.message)}"
                 for e in errors[:MAX_PROBLEMS]
@@ -144,7 +159,16 @@ class OutputSpec:
 
     def problems(self, data: Any) -> list[str]:
         """What is wrong with an answer (JSON data); empty when it fits."""
-        return self._check(data)
+        # An answer is the model's output (a final_answer call's arguments come parsed by the
+        # model's client): one that is not JSON, or nested past what the checks can recurse
+        # into, is a problem to send back, not a traceback that fails the run.
+        try:
+            json.dumps(data, allow_nan=False)
+            return self._check(data)
+        except RecursionError:
+            return ["answer: it is nested too deeply to check"]
+        except ValueError:
+            return ["answer: NaN and Infinity are not JSON numbers; give a number (or null)"]
 
     def data(self, answer: Any) -> Any:
         """A fitting answer as the plain JSON data a run keeps (defaults filled, types coerced).
@@ -202,9 +226,15 @@ def parse_answer(text: str) -> tuple[Any, str | None]:
     if fenced:
         body = fenced.group(1)
     try:
-        return json.loads(body), None
+        # strict: json.loads alone keeps the last of a key given twice (an answer saying two
+        # things would mean the last) and takes NaN (invalid JSON in the final text).
+        return strict_loads(body), None
     except json.JSONDecodeError as exc:
         return None, f"the answer is not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+    except RecursionError:  # the model's text is hostile input: no traceback for it
+        return None, "the answer is not JSON: it is nested too deeply to read"
+    except ValueError as exc:  # a key twice, NaN, a number too large or of 4,300+ digits
+        return None, f"the answer is not JSON: {_short(str(exc))}"
 
 
 def _json_copy(schema: Mapping[str, Any]) -> dict[str, Any]:
@@ -213,6 +243,23 @@ def _json_copy(schema: Mapping[str, Any]) -> dict[str, Any]:
     except (TypeError, ValueError) as exc:
         raise OutputSchemaError(f"the output schema is not JSON data: {exc}") from None
     return dict(plain)
+
+
+def _local_refs(schema: Any, root: bool = True) -> set[str]:
+    """The ``$ref``s of a schema that point into it (``#...``), outside any nested ``$id``."""
+    found: set[str] = set()
+    if isinstance(schema, dict):
+        if not root and "$id" in schema:
+            return found  # its refs resolve against its own $id: the run-time check sees them
+        ref = schema.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#"):
+            found.add(ref)
+        for value in schema.values():
+            found |= _local_refs(value, False)
+    elif isinstance(schema, list):
+        for value in schema:
+            found |= _local_refs(value, False)
+    return found
 
 
 def _require_object(schema: Mapping[str, Any]) -> None:

@@ -27,7 +27,8 @@ ALLOWED: dict[str, set[str]] = {
     "_loopless": set(),  # a read run without an event loop (the command line's)
     "datafiles": {"errors"},
     "user_plan": set(),  # UserPlan: the state names it, imported on first use (pydantic)
-    "structured": {"errors"},  # typed outputs: the output type as a schema, a check, a rebuild
+    # typed outputs: the output type as a schema, a check, a rebuild; an answer read strictly
+    "structured": {"errors", "datafiles"},
     "state": {"issues", "user_plan"},
     "plans": {"errors", "state"},
     "visible": set(),

@@ -58,6 +58,54 @@ def test_an_answers_text_is_read_as_json(text: str, value: Any, error: str | Non
     assert parse_answer(text) == (value, error)
 
 
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        ('{"amount": NaN}', "the answer is not JSON: NaN is not a JSON number"),
+        ('{"amount": -Infinity}', "the answer is not JSON: -Infinity is not a JSON number"),
+        ('{"amount": 1, "amount": 2}', "the answer is not JSON: the key 'amount' is given twice"),
+        ('{"amount": 1e999}', "the answer is not JSON: the number 1e999 is too large"),
+        ("[" * 100_000 + "]" * 100_000, "the answer is not JSON: it is nested too deeply"),
+        ('{"amount": ' + "1" * 5000 + "}", "the answer is not JSON: Exceeds the limit"),
+    ],
+)
+def test_an_answer_json_takes_but_means_another_thing_is_not_read(text: str, error: str) -> None:
+    """What Python's json module takes (or raises on) but is no answer: a clear error, no value.
+
+    NaN would come out as invalid JSON, a key given twice would silently mean its last value,
+    and the last two raised out of the run's last step.
+    """
+    value, why = parse_answer(text)
+    assert value is None and why is not None and why.startswith(error)
+
+
+def test_an_answer_no_check_can_read_is_a_problem_not_a_traceback() -> None:
+    """A final_answer call's arguments come parsed: NaN or nesting too deep is a problem."""
+    deep: dict[str, Any] = {}
+    for _ in range(5000):
+        deep = {"c": deep}
+    for spec in (OutputSpec.of(Total), OutputSpec.of(SCHEMA)):
+        assert spec.problems({"amount": float("nan"), "items": []}) == [
+            "answer: NaN and Infinity are not JSON numbers; give a number (or null)"
+        ]
+        assert spec.problems(deep) == ["answer: it is nested too deeply to check"]
+
+
+def test_a_schema_whose_ref_points_at_nothing_is_refused_when_built() -> None:
+    """jsonschema resolves a $ref only when an answer reaches it: the run would crash there."""
+    broken = {"type": "object", "properties": {"a": {"$ref": "#/$defs/nope"}}}
+    with pytest.raises(OutputSchemaError, match=r"\$ref '#/\$defs/nope' points at nothing"):
+        OutputSpec.of(broken)
+    recursive = {
+        "type": "object",
+        "$defs": {"node": {"type": "object", "properties": {"next": {"$ref": "#/$defs/node"}}}},
+        "properties": {"head": {"$ref": "#/$defs/node"}},
+    }
+    spec = OutputSpec.of(recursive)
+    assert spec.problems({"head": {"next": {"next": {}}}}) == []
+    assert spec.problems({"head": {"next": 1}}) == ["head.next: 1 is not of type 'object'"]
+
+
 def test_the_typed_answer_without_a_token_meter() -> None:
     """A context built by hand (no meter): the reply's own usage is counted."""
     asked: list[dict[str, Any] | None] = []

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 from ai_agent.checkpoints.store import MAX_THREAD_ID_CHARS, new_thread_id
 from ai_agent.errors import NothingPendingError, RunError
 from ai_agent.graph.runner import ParentStep
+from ai_agent.observability.redaction import SecretValues
 from ai_agent.state import ToolResult
 from ai_agent.tools.spec import ToolCategory
 from ai_agent.tools.toolsets.child import DEFAULT_CHILD_TIMEOUT, ChildToolset, Spawn, child_task
@@ -58,6 +59,7 @@ class SharedChild(Protocol):
     _contexts: RunContexts
     archive: RunArchive
     settings: AgentSettings
+    secrets: SecretValues
 
     async def aclose(self) -> None:
         """Close what the child opened (never the parent's database)."""
@@ -363,6 +365,13 @@ class Subagents:
             # The same agent built again, its runs in the parent's database.
             build: Any = type(child)
             shared: SharedChild = build(**child._arguments, _database=self._db)
+            # The child's runs are stored in the parent's database: the parent's secrets (its
+            # backend key, its tools' keys) must be masked there too, though the child, built
+            # with its own settings, does not know them. A child that reads one and answers
+            # with it would otherwise leave it in its run row, checkpoints and recorded calls.
+            parents = getattr(self._owner, "secrets", None)
+            if isinstance(parents, SecretValues):
+                shared.secrets.add_source(parents.values)
             found = self._shared[id(child)] = (child, shared)  # kept: its id stays its own
         return found[1]
 

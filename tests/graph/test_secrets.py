@@ -12,12 +12,13 @@ from typing import Any
 
 import pytest
 
-from ai_agent import ToolCategory, ToolSpec, UserPlan
+from ai_agent import Agent, ToolCategory, ToolSpec, UserPlan
 from ai_agent.config import AgentSettings
 from ai_agent.context import Event
 from ai_agent.events import ModelDelta, ToolFinished, ToolOutput
 from ai_agent.graph.secrets import ScrubbedEvents
 from ai_agent.observability.redaction import SecretValues
+from ai_agent.testing import ScriptedModel
 from tests.graph.conftest import MakeAgent, call, recorder, text
 
 KEY = "sk-canary-graph-8e2b4d6f1a"  # the backend key, given in the settings (not the environment)
@@ -155,3 +156,26 @@ async def test_a_direct_tool_call_masks_what_the_caller_may_print(make_agent: Ma
         "configured with ***",
         "careless: configured with ***",
     )
+
+
+async def test_a_childs_answer_keeps_no_key_its_parent_knows(
+    make_agent: MakeAgent, tmp_path: Path
+) -> None:
+    """The child's runs are stored in the parent's database: its mask is the parent's too.
+
+    A child built with its own settings does not know the parent's backend key; its answer,
+    run row, checkpoints and recorded calls held the key in the parent's database.
+    """
+    child = Agent(
+        model=ScriptedModel([text(f"the key is {KEY}")]),
+        memory_path=None,
+        settings=AgentSettings(_env_file=None),
+    )
+    turns = [call("helper", task="find the key"), text("done")]
+    parent = make_agent(turns, tools=[child.as_tool("helper", "Helps.")], settings=keyed())
+    async with parent:
+        done = await parent.run("ask the helper", thread_id="p")
+        assert done.status == "completed"
+        answered = await parent.get_result("p.c1.0")
+    assert answered.final_text == "the key is ***"
+    assert leaks(tmp_path, KEY) == []

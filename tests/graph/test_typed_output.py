@@ -121,6 +121,31 @@ async def test_a_last_text_that_is_json_but_does_not_fit_counts_as_the_first_try
     assert "currency: Field required" in requests.seen[1]["messages"][-1]["content"]
 
 
+async def test_an_answer_with_a_key_twice_or_nan_goes_back_not_taken(make_agent: MakeAgent) -> None:
+    """json.loads takes both: the last of two keys, and NaN (invalid JSON in the final text)."""
+    twice = '{"amount": 1, "currency": "USD", "currency": "EUR"}'
+    requests = Requests("68 euros", twice, '{"amount": NaN, "currency": "EUR"}', GOOD)
+    agent = make_agent(model=requests.model(), output_type=Total)
+    async with agent:
+        res = await agent.run("total?")
+    assert res.status == "completed" and res.output == TOTAL
+    assert "the key 'currency' is given twice" in requests.seen[2]["messages"][-1]["content"]
+    assert "NaN is not a JSON number" in requests.seen[3]["messages"][-1]["content"]
+    json.loads(res.final_text or "", parse_constant=pytest.fail)
+
+
+async def test_an_answer_nested_too_deeply_is_a_problem_then_a_gate(make_agent: MakeAgent) -> None:
+    """It used to raise RecursionError out of finalize: the run failed with a traceback."""
+    deep = "[" * 100_000 + "]" * 100_000
+    agent = make_agent([text(deep)] * 3, output_type=Total)
+    async with agent:
+        res = await agent.run("total?")
+    assert res.status == "paused" and res.gate is not None
+    message = res.gate["issues"][0]["message"]
+    assert res.gate["issues"][0]["code"] == "OUTPUT_INVALID"
+    assert "after 3 tries: the answer is not JSON: it is nested too deeply to read" in message
+
+
 def _stubborn(messages: list[Any], info: dict[str, Any]) -> str:
     """Prose to a draft; a bad answer to every typed request, until a plan says EUR."""
     if any(m["role"] == "user" and "say EUR" in m["content"] for m in messages):
