@@ -71,15 +71,15 @@ def is_dict_view(ref: Ref | None) -> bool:
 
 
 def read_dict(
-    store: DeltaStore, lineage: int, length: int, memo: ReadMemo | None = None
+    store: DeltaStore, lineage: int, length: int, memo: ReadMemo | None = None, *, owner: int
 ) -> dict[str, Any]:
-    """The dict the first ``length`` records of a change log build.
+    """The dict the first ``length`` records of a change log of thread key ``owner`` build.
 
     Raises:
         StoreError: a record is not ``[key, value]`` or ``[key]`` with a str key.
     """
     out: dict[str, Any] = {}
-    for record in read_items(store, lineage, length, memo):
+    for record in read_items(store, lineage, length, memo, owner=owner):
         _apply(out, record, lineage)
     return out
 
@@ -125,7 +125,7 @@ def store_dict_change(
     held = cache.held.get(prev_ref)
     keys = held.keys if held is not None else None
     if keys is None:
-        keys = _stored_snapshot(store, lineage, n, value)
+        keys = _stored_snapshot(store, tkey, lineage, n, value)
     changed, removed = _changes(keys, value, deep=store.check_edits)
     if not all(type(key) is str for key in changed):
         return None
@@ -186,14 +186,14 @@ def _changes(
 
 
 def _stored_snapshot(
-    store: DeltaStore, lineage: int, n: int, value: dict[Any, Any]
+    store: DeltaStore, tkey: int, lineage: int, n: int, value: dict[Any, Any]
 ) -> dict[str, Any]:
     """What to compare ``value`` with when nothing is held: the stored dict, by its bytes.
 
     A key whose stored value serializes like the live one keeps the live value's snapshot (it
     compares equal); any other keeps a marker no value equals, so it is written again.
     """
-    stored = read_dict(store, lineage, n)
+    stored = read_dict(store, lineage, n, owner=tkey)
     dumps = store.serde.dumps_typed
     deep = store.check_edits
     keys: dict[str, Any] = {}
@@ -243,8 +243,10 @@ def changes_since(
     return [held.lineage, held.length, records]
 
 
-def applied(store: DeltaStore, changes: Any, memo: ReadMemo | None = None) -> dict[str, Any]:
-    """The dict a write stored by `changes_since` holds.
+def applied(
+    store: DeltaStore, changes: Any, memo: ReadMemo | None = None, *, owner: int
+) -> dict[str, Any]:
+    """The dict a write stored by `changes_since` holds (a write of thread key ``owner``).
 
     Raises:
         StoreError: the write is not ``[lineage, length, records]``.
@@ -254,7 +256,7 @@ def applied(store: DeltaStore, changes: Any, memo: ReadMemo | None = None) -> di
     lineage, length, records = changes
     if type(lineage) is not int or type(length) is not int or type(records) is not list:
         raise StoreError("a dict write is not [lineage, length, records]")
-    out = read_dict(store, lineage, length, memo)
+    out = read_dict(store, lineage, length, memo, owner=owner)
     for record in records:
         _apply(out, record, lineage)
     return out

@@ -48,24 +48,45 @@ def _base(store: DeltaStore, lineage: int) -> tuple[int | None, int]:
     found = store.bases.get(lineage)
     if found is None:
         row = store.conn.execute(
-            "SELECT base, base_length FROM delta_lineages WHERE id = ?", (lineage,)
+            "SELECT base, base_length, thread FROM delta_lineages WHERE id = ?", (lineage,)
         ).fetchone()
         if row is None:
             raise StoreError(f"list lineage {lineage} is missing from the checkpoint database")
-        found = store.bases[lineage] = (row[0], int(row[1]))
-    return found
+        found = store.bases[lineage] = (row[0], int(row[1]), int(row[2]))
+    return found[0], found[1]
 
 
-def _pieces(store: DeltaStore, lineage: int, length: int) -> list[tuple[int, int]]:
+def _owned(store: DeltaStore, lineage: int, owner: int) -> None:
+    """Check that a list lineage is one of thread key ``owner``'s (each thread has its own).
+
+    A reference edited to name another run's lineage would otherwise read that run's items as
+    this run's, with no sign anything is wrong.
+    """
+    _base(store, lineage)
+    if store.bases[lineage][2] != owner:
+        raise StoreError(
+            f"list lineage {lineage} belongs to another thread; the checkpoint database was "
+            "changed by something other than ai-agent"
+        )
+
+
+def _pieces(store: DeltaStore, lineage: int, length: int, owner: int) -> list[tuple[int, int]]:
     """(lineage, end) pieces whose segments make up the first ``length`` items, oldest first.
 
     A forked lineage holds only what came after the fork; the items before it are read from
-    the lineage it forked from (and so on down).
+    the lineage it forked from (and so on down), all of the thread with key ``owner``.
     """
     pieces: list[tuple[int, int]] = []
     current: int | None = lineage
     end = length
     while current is not None:
+        _owned(store, current, owner)
+        # A base edited to point back at the lineage (or at one above it) would loop forever.
+        if any(current == seen for seen, _ in pieces):
+            raise StoreError(
+                f"list lineage {lineage} is forked from itself through lineage {current}; "
+                "the checkpoint database was changed by something other than ai-agent"
+            )
         pieces.append((current, end))
         base, base_length = _base(store, current)
         current, end = (base, min(base_length, end)) if base is not None else (None, 0)
@@ -76,16 +97,17 @@ def _pieces(store: DeltaStore, lineage: int, length: int) -> list[tuple[int, int
 
 
 def read_items(
-    store: DeltaStore, lineage: int, length: int, memo: ReadMemo | None = None
+    store: DeltaStore, lineage: int, length: int, memo: ReadMemo | None = None, *, owner: int
 ) -> list[Any]:
-    """The first ``length`` items of a list lineage."""
+    """The first ``length`` items of a list lineage of the thread with key ``owner``."""
+    _owned(store, lineage, owner)  # before the memo: a ``list`` shares it between threads
     if memo is not None:
         known = memo.lineages.get(lineage)
         if known is not None and len(known) >= length:
             return known[:length]
     items: list[Any] = []
     found = memo.texts if memo is not None else None
-    for piece, end in _pieces(store, lineage, length):
+    for piece, end in _pieces(store, lineage, length, owner):
         rows = store.conn.execute(
             "SELECT type, items, texts FROM delta_segments "
             "WHERE lineage = ? AND start < ? ORDER BY start",
@@ -106,12 +128,19 @@ def read_items(
 
 
 def read_range(
-    store: DeltaStore, lineage: int, start: int, count: int, memo: ReadMemo | None = None
+    store: DeltaStore,
+    lineage: int,
+    start: int,
+    count: int,
+    memo: ReadMemo | None = None,
+    *,
+    owner: int,
 ) -> list[Any]:
     """Items ``start`` to ``start + count`` of a list lineage, from only the segments holding them.
 
     What a task's write stored as the items a list was extended with names (``_writes``).
     """
+    _owned(store, lineage, owner)
     end = start + count
     if memo is not None:
         known = memo.lineages.get(lineage)
@@ -120,7 +149,7 @@ def read_range(
     found = memo.texts if memo is not None else None
     out: list[Any] = []
     low = 0  # a piece holds the items from where the one before it ended
-    for piece, high in _pieces(store, lineage, end):
+    for piece, high in _pieces(store, lineage, end, owner):
         first, last = max(low, start), high  # ``high`` is at most ``end``
         low = high
         if first >= last:
@@ -143,7 +172,8 @@ def read_range(
 
 def matches_stored(store: DeltaStore, lineage: int, length: int, value: list[Any]) -> bool:
     """Compare a prefix with the stored bytes, one encode per segment (a cold cache)."""
-    for piece, end in _pieces(store, lineage, length):
+    _base(store, lineage)  # a lineage this thread holds (a reference read back, or written)
+    for piece, end in _pieces(store, lineage, length, store.bases[lineage][2]):
         rows = store.conn.execute(
             "SELECT start, count, type, items, texts FROM delta_segments "
             "WHERE lineage = ? AND start < ? ORDER BY start",
@@ -305,7 +335,7 @@ def start_lineage(
             (tkey, base, base_length),
         ).lastrowid,
     )
-    store.bases[lineage] = (base, base_length)
+    store.bases[lineage] = (base, base_length, tkey)
     type_, blob, done = store.pack(items)
     batch.segments.append((lineage, base_length, len(items), 1, type_, blob, batch.named(done)))
     if done is None and type_ == "msgpack":

@@ -84,10 +84,12 @@ WITH RECURSIVE chain(checkpoint_id, parent_id, full, depth, skeleton, texts, n) 
     UNION ALL
     SELECT c.checkpoint_id, c.parent_id, c.full, c.depth, c.skeleton, c.texts, chain.n + 1
     FROM delta_checkpoints AS c JOIN chain ON c.thread = ?1 AND c.checkpoint_id = chain.parent_id
-    WHERE chain.full = 0
+    WHERE chain.full = 0 AND chain.n < ?3
 )
 SELECT checkpoint_id, full, depth, skeleton, texts FROM chain ORDER BY n
 """
+_CHAIN_MAX = 4 * (MAX_DIFF_DEPTH + 1)
+"""Rows a skeleton's chain may walk: ai-agent writes 32 at most; room for a depth edited low."""
 
 
 def skeleton(
@@ -99,7 +101,14 @@ def skeleton(
         return cache.skeletons[checkpoint_id]
     if memo is not None and (tkey, checkpoint_id) in memo.skeletons:
         return memo.skeletons[(tkey, checkpoint_id)]
-    rows = store.conn.execute(_CHAIN_SQL, (tkey, checkpoint_id)).fetchall()
+    # Bounded: parent_ids edited into a cycle of diff rows would otherwise recurse forever.
+    rows = store.conn.execute(_CHAIN_SQL, (tkey, checkpoint_id, _CHAIN_MAX)).fetchall()
+    if len(rows) > _CHAIN_MAX:
+        raise StoreError(
+            f"checkpoint {checkpoint_id} is stored as more than {_CHAIN_MAX} diffs in a row "
+            f"(ai-agent writes at most {MAX_DIFF_DEPTH}): its parent_ids were changed into a "
+            "cycle or a chain by something other than ai-agent"
+        )
     if not rows or not rows[-1][1]:
         raise StoreError(
             f"checkpoint {checkpoint_id} or a row it is stored against is missing; "
@@ -131,7 +140,7 @@ def read_values(
     held: dict[Ref, Held] = {}
     for channel, ref in refs.items():
         if isinstance(ref, tuple):
-            values[channel] = _read_inline(store, ref, held, memo)
+            values[channel] = _read_inline(store, tkey, ref, held, memo)
             continue
         if ref == EMPTY:
             continue
@@ -143,7 +152,7 @@ def read_values(
             raise StoreError(f"stored value {ref} of channel {channel!r} is missing")
         type_, blob, lineage, length, texts = row
         if lineage is not None:
-            items = read_items(store, int(lineage), int(length), memo)
+            items = read_items(store, int(lineage), int(length), memo, owner=tkey)
             values[channel] = items
             held[ref] = Held(int(lineage), int(length), items)
         else:
@@ -172,14 +181,18 @@ def _value_rows(store: DeltaStore, tkey: int, wanted: list[int]) -> dict[int, tu
 
 
 def _read_inline(
-    store: DeltaStore, ref: tuple[Any, ...], held: dict[Ref, Held], memo: ReadMemo | None
+    store: DeltaStore,
+    tkey: int,
+    ref: tuple[Any, ...],
+    held: dict[Ref, Held],
+    memo: ReadMemo | None,
 ) -> Any:
     """The value of a reference that needs no value row: a list or dict view, or a small value."""
     if len(ref) == 3:  # a dict's change log (``_dicts``): compared by its bytes at the next put
         held[ref] = Held(ref[0], ref[1])
-        return read_dict(store, ref[0], ref[1], memo)
+        return read_dict(store, ref[0], ref[1], memo, owner=tkey)
     if type(ref[0]) is int:
-        items = read_items(store, ref[0], ref[1], memo)
+        items = read_items(store, ref[0], ref[1], memo, owner=tkey)
         held[ref] = Held(ref[0], ref[1], items)
         return items
     return store.loads(ref[0], ref[1])  # never names a text (see _puts.INLINE_MAX_BYTES)
@@ -333,8 +346,12 @@ def readable(thread_id: str, checkpoint_id: str, parent_id: str | None) -> Itera
     """
     try:
         yield
-    except sqlite3.OperationalError:
-        raise  # locked, full, I/O: not the checkpoint's fault
+    except sqlite3.OperationalError as exc:
+        # Locked, full, I/O: not the checkpoint's fault. But text in a column that is not
+        # UTF-8 (bytes another program wrote as text) is raised as one too, on fetching it.
+        if not str(exc).startswith("Could not decode to UTF-8"):
+            raise
+        raise corrupt_checkpoint(thread_id, checkpoint_id, parent_id, exc) from exc
     except (
         StoreError,
         sqlite3.DatabaseError,
@@ -344,6 +361,8 @@ def readable(thread_id: str, checkpoint_id: str, parent_id: str | None) -> Itera
         IndexError,
         AttributeError,
         RecursionError,
+        OverflowError,  # a length or time past any real one: an int SQLite or datetime refuses
+        NotImplementedError,  # a value of a type no serializer knows ("Unknown serialization")
     ) as exc:
         raise corrupt_checkpoint(thread_id, checkpoint_id, parent_id, exc) from exc
 

@@ -8,7 +8,8 @@ row as missing) is its own decision, so the rest of the store goes on working.
 
 A number column is no safer: SQLite keeps text written into a REAL or INTEGER column as text
 (``'2026-01-01'``), and a page that subtracts two times would fail on it. `checked_run` reads a
-run row's JSON and numbers this way, each value that cannot be read becoming None (unknown).
+run row's JSON and numbers this way, each value that cannot be read becoming None (unknown);
+and text bound as bytes (`stored_text`) reads as text.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any
 
 from ai_agent.errors import CorruptRunError
 
-__all__ = ["checked_run", "corrupt_row", "stored_json"]
+__all__ = ["checked_run", "corrupt_row", "stored_json", "stored_text"]
 
 _NAMES = {dict: "an object", list: "a list", str: "a string", int: "a number", float: "a number"}
 
@@ -67,6 +68,23 @@ def stored_json(
     return value
 
 
+def stored_text(value: Any, *, what: str, thread_id: str) -> tuple[Any, CorruptRunError | None]:
+    """A TEXT column's value as text, and what was wrong with it (None: nothing).
+
+    SQLite keeps bytes bound to a TEXT column (by another program) as bytes, which a page that
+    formats the value as text fails on. UTF-8 bytes are that text; other bytes are shown with
+    U+FFFD where a character cannot be read, and the error says so.
+    """
+    if type(value) is not bytes:
+        return value, None
+    try:
+        return value.decode(), None
+    except UnicodeDecodeError:
+        reason = "it holds binary data that is not UTF-8 text"
+        hint = "it is shown with \ufffd where a character cannot be read"
+        return value.decode(errors="replace"), corrupt_row(what, thread_id, reason, hint)
+
+
 def corrupt_row(what: str, thread_id: str, reason: str, hint: str) -> CorruptRunError:
     """The error of one unreadable stored row of a run."""
     return CorruptRunError(
@@ -77,7 +95,7 @@ def corrupt_row(what: str, thread_id: str, reason: str, hint: str) -> CorruptRun
 
 
 def checked_run(run: dict[str, Any]) -> list[CorruptRunError]:
-    """Check a run row's gate and numbers in place; return what was wrong, one error each.
+    """Check a run row's gate, numbers and texts in place; return what was wrong, one error each.
 
     A value that cannot be read is set to None (no gate; an unknown time or cycle), so the run
     still lists and shows; the caller logs the errors and names them in the run's ``error``.
@@ -102,7 +120,26 @@ def checked_run(run: dict[str, Any]) -> list[CorruptRunError]:
             reason = f"it holds {_found(value)} where {wanted} belongs"
             problems.append(corrupt_row(what, thread, reason, hint))
             run[column] = None
+    for column in _TEXTS:
+        # Pages format these as text (a `runs` line): bytes would take the listing down.
+        what = f"the {column} of the run (agent_runs.{column})"
+        run[column], problem = stored_text(run[column], what=what, thread_id=thread)
+        if problem is not None:
+            problems.append(problem)
     return problems
+
+
+_TEXTS = (
+    "task",
+    "status",
+    "final_text",
+    "error",
+    "origin",
+    "parent_thread_id",
+    "fork_checkpoint_id",
+    "parent_call_id",
+)
+"""The text columns of a run row (`stored_text`)."""
 
 
 _LAST_TIME = 253402300799.0  # 9999-12-31: a later time cannot be shown as a date

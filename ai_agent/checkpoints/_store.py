@@ -181,7 +181,8 @@ class DeltaStore:
     Attributes:
         trusted: Inside a write transaction: nothing but this store wrote the file since its
             last commit, so the facts below are still exactly true.
-        bases: List lineage -> (the lineage it forked from, how many of its items it took).
+        bases: List lineage -> (the lineage it forked from, how many of its items it took, its
+            thread's key).
         tips: List lineage -> how many items it holds (trusted facts only).
         unmerged: List lineage -> how many small segments it has since its last merge.
         next_value: Thread key -> its next free value id.
@@ -206,7 +207,7 @@ class DeltaStore:
         self.conn = _connect(self.path)
         self._threads: dict[tuple[str, str], int] = {}
         self._caches: OrderedDict[int, ThreadCache] = OrderedDict()
-        self.bases: dict[int, tuple[int | None, int]] = {}
+        self.bases: dict[int, tuple[int | None, int, int]] = {}
         self.tips: dict[int, int] = {}
         self.unmerged: dict[int, int] = {}
         self.next_value: dict[int, int] = {}

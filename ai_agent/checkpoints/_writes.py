@@ -351,11 +351,12 @@ def pending_writes(
             key = writes_sort_key(task_path, task_id, idx)
             value: Any
             if type_ == CHANGES_TYPE:
-                value = applied(store, store.unpack("msgpack", data, texts, bodies), memo)
+                changes = store.unpack("msgpack", data, texts, bodies)
+                value = applied(store, changes, memo, owner=tkey)
             elif type_ == ITEMS_TYPE:
-                value = _named_items(store, store.loads("msgpack", data), memo)
+                value = _named_items(store, tkey, store.loads("msgpack", data), memo)
             elif type_ == DICT_VIEW_TYPE:
-                value = _named_dict(store, store.loads("msgpack", data), memo)
+                value = _named_dict(store, tkey, store.loads("msgpack", data), memo)
             else:
                 value = store.unpack(type_, data, texts, bodies)
             found.append((key, (task_id, channel, value)))
@@ -363,7 +364,7 @@ def pending_writes(
     return [w for _, w in found]
 
 
-def _named_items(store: DeltaStore, where: Any, memo: ReadMemo | None) -> list[Any]:
+def _named_items(store: DeltaStore, tkey: int, where: Any, memo: ReadMemo | None) -> list[Any]:
     """The list a write entry of `ITEMS_TYPE` names.
 
     Raises:
@@ -372,10 +373,10 @@ def _named_items(store: DeltaStore, where: Any, memo: ReadMemo | None) -> list[A
     if type(where) is not list or len(where) != 3 or any(type(n) is not int for n in where):
         raise StoreError("a write naming list items is not [lineage, start, count]")
     lineage, start, count = where
-    return read_range(store, lineage, start, count, memo)
+    return read_range(store, lineage, start, count, memo, owner=tkey)
 
 
-def _named_dict(store: DeltaStore, where: Any, memo: ReadMemo | None) -> dict[str, Any]:
+def _named_dict(store: DeltaStore, tkey: int, where: Any, memo: ReadMemo | None) -> dict[str, Any]:
     """The dict a write entry of `DICT_VIEW_TYPE` names.
 
     Raises:
@@ -383,4 +384,4 @@ def _named_dict(store: DeltaStore, where: Any, memo: ReadMemo | None) -> dict[st
     """
     if type(where) is not list or len(where) != 2 or any(type(n) is not int for n in where):
         raise StoreError("a write naming a dict log is not [lineage, length]")
-    return read_dict(store, where[0], where[1], memo)
+    return read_dict(store, where[0], where[1], memo, owner=tkey)

@@ -38,14 +38,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypedDict, cast
 
-from ai_agent.checkpoints._rows import checked_run, corrupt_row, stored_json
+from ai_agent.checkpoints._rows import checked_run, corrupt_row, stored_json, stored_text
 from ai_agent.checkpoints._sql import Session, page, quick, threaded
-from ai_agent.checkpoints._sqlite import (
-    SqliteDatabase,
-    full_disk_raises,
-    is_busy,
-    locked_too_long,
-)
+from ai_agent.checkpoints._sqlite import SqliteDatabase, full_disk_raises, is_busy, locked_too_long
 from ai_agent.checkpoints.fencing import lease_lost
 from ai_agent.checkpoints.plans import FinishedPlan, PlanQueue
 from ai_agent.checkpoints.recorded import RecordedCalls
@@ -508,7 +503,14 @@ class SqlRunStore(RecordedCalls, PlanQueue, RunSummaries, RuleStore):
             f"SELECT {_OUTPUT_COLUMNS} FROM agent_outputs WHERE thread_id = ? AND ref = ?",  # noqa: S608 - fixed text
             (thread_id, ref),
         )
-        return cast(OutputRecord, dict(zip(_OUTPUT_FIELDS, row, strict=True))) if row else None
+        if row is None:
+            return None
+        output = dict(zip(_OUTPUT_FIELDS, row, strict=True))
+        what = f"the clipped output {ref} (agent_outputs.content)"  # text bound as bytes: shown
+        output["content"], problem = stored_text(output["content"], what=what, thread_id=thread_id)
+        if problem is not None:
+            _warn(problem)
+        return cast(OutputRecord, output)
 
     @threaded
     def list_outputs(self, thread_id: str) -> list[str]:

@@ -245,3 +245,130 @@ def test_a_database_that_is_busy_or_full_is_not_called_corrupt() -> None:
     first = "it is the run's first: run its task again"
     with pytest.raises(CorruptRunError, match=first), readable("t", "c1", None):
         raise ValueError("invalid type")
+
+
+def edit_newest_skeleton(db: Path, edit: Any) -> None:
+    """Decode the newest checkpoint row of "bad", change it with ``edit``, store it again."""
+    import ormsgpack
+
+    with sqlite3.connect(db) as conn:
+        cid, blob = conn.execute(
+            "SELECT checkpoint_id, skeleton FROM delta_checkpoints WHERE thread = (SELECT id FROM "
+            "delta_threads WHERE thread_id = 'bad') ORDER BY checkpoint_id DESC LIMIT 1"
+        ).fetchone()
+        skeleton = ormsgpack.unpackb(blob)
+        edit(skeleton)
+        conn.execute(
+            "UPDATE delta_checkpoints SET skeleton = ? WHERE checkpoint_id = ?",
+            (ormsgpack.packb(skeleton), cid),
+        )
+
+
+BAD = "(SELECT id FROM delta_threads WHERE thread_id = 'bad')"
+GOOD = "(SELECT id FROM delta_threads WHERE thread_id = 'good')"
+
+
+def _trace(skeleton: dict[str, Any], lineage: Any, length: Any) -> None:
+    skeleton["r"]["trace"] = [lineage, length]
+
+
+# Rows no run of ai-agent's could write: without a guard, a cycle is read forever (the command
+# hangs), a lineage of another run is read as this run's (silently), the rest is "internal error".
+POINTERS = {
+    "a chain of diffs that is a cycle": (
+        f"UPDATE delta_checkpoints SET full = 0, parent_id = (SELECT max(checkpoint_id) FROM "
+        f"delta_checkpoints WHERE thread = {BAD}) WHERE thread = {BAD} AND parent_id IS NULL",
+        "stored as more than 128 diffs in a row",
+    ),
+    "a list forked from itself": (
+        f"UPDATE delta_lineages SET base = id, base_length = 99 WHERE thread = {BAD}",
+        "is forked from itself",
+    ),
+    "a list forked from another run's": (
+        f"UPDATE delta_lineages SET base = (SELECT min(id) FROM delta_lineages WHERE thread = "
+        f"{GOOD}), base_length = 5 WHERE thread = {BAD}",
+        "belongs to another thread",
+    ),
+    "a list of another run": (
+        lambda s: _trace(s, 1, s["r"]["trace"][1]),  # "good"'s lineage, as long as "bad"'s
+        "list lineage 1 belongs to another thread",
+    ),
+    # Numbers past any real one: SQLite or datetime refuses them with an OverflowError.
+    "a list length past any": (lambda s: _trace(s, 2, 2**64 - 1), "OverflowError"),
+    "a time past any date": (lambda s: s.update(t=2**63 - 1), "OverflowError"),
+    # Another program's rows: a kind of value no serializer knows; bytes written as text.
+    "a pending write of an unknown kind": (
+        "INSERT INTO delta_writes (thread, checkpoint_id, task_id, task_path, writes) SELECT "
+        "thread, max(checkpoint_id), 't', '', x'919400a16da57765697264c400' "
+        f"FROM delta_checkpoints WHERE thread = {BAD}",
+        "Unknown serialization type: weird",
+    ),
+    "a skeleton that is text, not UTF-8": (
+        "UPDATE delta_checkpoints SET skeleton = CAST(x'ff' AS TEXT) WHERE checkpoint_id = ("
+        f"SELECT max(checkpoint_id) FROM delta_checkpoints WHERE thread = {BAD})",
+        "Could not decode to UTF-8 column 'skeleton'",
+    ),
+}
+
+
+@pytest.mark.parametrize(("damaged", "why"), POINTERS.values(), ids=POINTERS.keys())
+def test_a_checkpoint_no_run_could_write_names_itself_and_never_hangs(
+    db: Path, capsys: pytest.CaptureFixture[str], damaged: Any, why: str
+) -> None:
+    if callable(damaged):
+        edit_newest_skeleton(db, damaged)
+    else:
+        damage(db, damaged)
+    for command in ("show", "history", "resume"):
+        code, _, err = cli(capsys, command, "bad", "--db", str(db))
+        assert code == EXIT["failed"], err
+        assert (
+            err.startswith("error: checkpoint ") and " of thread bad cannot be read back (" in err
+        )
+        assert why in err and "Other runs are not affected" in err, err
+    the_rest_works(db, capsys)
+
+
+# Text a program other than ai-agent bound as bytes: SQLite keeps it as bytes in a TEXT column.
+TEXTS = {
+    "the task, not UTF-8": ("task", "x'ff00'", "\ufffd\x00"),
+    "the status, as bytes": ("status", "CAST('completed' AS BLOB)", "completed"),
+}
+
+
+@pytest.mark.parametrize(("column", "value", "shown"), TEXTS.values(), ids=TEXTS.keys())
+def test_text_of_the_run_row_stored_as_bytes_still_lists(
+    db: Path, capsys: pytest.CaptureFixture[str], column: str, value: str, shown: str
+) -> None:
+    damage(db, f"UPDATE agent_runs SET {column} = {value} WHERE thread_id = 'bad'")
+    the_rest_works(db, capsys)
+    code, out, _ = cli(capsys, "runs", "--db", str(db), "--json")
+    bad = next(r for r in json.loads(out) if r["thread_id"] == "bad")
+    assert code == 0 and bad[column] == shown
+    if "\ufffd" in shown:  # what could not be read is said; the same text as bytes is that text
+        assert bad["error"].startswith(
+            f"the {column} of the run (agent_runs.{column}) of thread bad cannot be read back: "
+            "it holds binary data that is not UTF-8 text"
+        )
+    else:
+        assert bad["error"] is None
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"), [("x'ff68'", "\ufffdh"), ("CAST('hello' AS BLOB)", "hello")]
+)
+def test_a_clipped_output_stored_as_bytes_is_shown_as_text(
+    db: Path, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture, value: str,
+    shown: str,
+) -> None:  # fmt: skip
+    import asyncio
+
+    store = RunStore(db)
+    call = ToolCall(id="c1", name="calculator", args={})
+    ref = asyncio.run(store.save_output("bad", 1, call, "x" * 100))
+    store.close()
+    damage(db, f"UPDATE agent_outputs SET content = {value}")
+    code, out, _ = cli(capsys, "output", "bad", ref, "--db", str(db))
+    assert code == 0 and out.rstrip("\n") == shown
+    said = f"the clipped output {ref} (agent_outputs.content) of thread bad cannot be read back"
+    assert (said in caplog.text) == ("\ufffd" in shown)

@@ -189,7 +189,7 @@ def test_a_dict_write_appended_as_it_is_names_the_log(tmp_path: Path) -> None:
 @pytest.mark.parametrize("where", [[1], [1, "x"], "x"])
 def test_a_damaged_reference_to_a_dict_log_is_refused(tmp_path: Path, where: Any) -> None:
     with DeltaSaver(tmp_path / "c.sqlite") as saver, pytest.raises(StoreError, match="dict log"):
-        _writes_module._named_dict(saver.store, where, None)
+        _writes_module._named_dict(saver.store, 1, where, None)
 
 
 def test_array_and_change_headers_are_read_for_every_msgpack_width() -> None:
@@ -217,12 +217,16 @@ def test_items_are_read_across_a_fork_from_only_the_pieces_holding_them(tmp_path
         fork = [*base, "x", "y", "z"]  # from the first checkpoint again: a lineage of its own
         saver.put(first, make_checkpoint({"l": fork}, {"l": 3}, step=3), {}, {"l": 3})
         store = saver.store
-        (lineage,) = store.conn.execute("SELECT max(id) FROM delta_lineages").fetchone()
-        assert read_range(store, lineage, 8, 4) == fork[8:12]  # the base's tail, the fork's head
-        assert read_range(store, lineage, 11, 2) == fork[11:13]  # the fork's items only
-        assert read_range(store, lineage, 0, 3) == fork[:3]  # the base's only
+        (lineage, tkey) = store.conn.execute(
+            "SELECT id, thread FROM delta_lineages ORDER BY id DESC LIMIT 1"
+        ).fetchone()
+        assert (
+            read_range(store, lineage, 8, 4, owner=tkey) == fork[8:12]
+        )  # base's tail, fork's head
+        assert read_range(store, lineage, 11, 2, owner=tkey) == fork[11:13]  # the fork's items only
+        assert read_range(store, lineage, 0, 3, owner=tkey) == fork[:3]  # the base's only
         with pytest.raises(StoreError, match="does not hold items"):
-            read_range(store, lineage, 12, 5)
+            read_range(store, lineage, 12, 5, owner=tkey)
 
 
 def test_only_a_write_whose_bytes_were_appended_is_named() -> None:
