@@ -56,6 +56,7 @@ if TYPE_CHECKING:  # types only: the light reader (`reader`) loads no LangChain
 __all__ = [
     "BUSY_TIMEOUT_SECONDS",
     "REUSE_MAX_BYTES",
+    "Appended",
     "Batch",
     "DeltaStore",
     "Held",
@@ -72,6 +73,9 @@ REUSE_MAX_BYTES = 4096
 
 _SKELETON_CACHE = 4
 _MAX_LINEAGE_FACTS = 1 << 16
+
+Appended = tuple[int, int, list[Any], bytes]
+"""Items a put appended to a list lineage: ``(lineage, start, items, their bytes)``."""
 
 Packed = tuple[str, bytes, str | None]
 """A value as a row stores it: its type, its bytes, and the texts they name (``_texts``).
@@ -115,13 +119,18 @@ class ThreadCache:
     that hold a large list: the put of the checkpoint after it may append those very items to a
     lineage, and then the row names them there instead of holding them a second time
     (``_writes.share_appended``). Several: with LangGraph's "async" durability the tasks of
-    later steps write before the puts of earlier ones.
+    later steps write before the puts of earlier ones. ``appended`` is the other way round: what
+    the put after each of the newest checkpoints appended (checkpoint id -> ``Batch.appended``),
+    for a row of writes stored after that put. LangGraph calls ``put_writes`` on a background
+    thread and waits for it before the next put only for its own delta channels, so in any
+    durability mode a task's writes may reach the saver after the checkpoint they built.
     """
 
     skeletons: OrderedDict[str, Skeleton] = field(default_factory=OrderedDict)
     held: dict[Ref, Held] = field(default_factory=dict)
     dicts: dict[str, Ref] = field(default_factory=dict)
     writes: OrderedDict[str, dict[str, list[list[Any]]]] = field(default_factory=OrderedDict)
+    appended: OrderedDict[str, list[Appended]] = field(default_factory=OrderedDict)
 
 
 @dataclass(slots=True)
@@ -144,7 +153,7 @@ class Batch:
 
     values: list[tuple[Any, ...]] = field(default_factory=list)
     segments: list[tuple[Any, ...]] = field(default_factory=list)
-    appended: list[tuple[int, int, list[Any], bytes]] = field(default_factory=list)
+    appended: list[Appended] = field(default_factory=list)
     merges: list[int] = field(default_factory=list)
     texts: dict[str, bytes] = field(default_factory=dict)
 

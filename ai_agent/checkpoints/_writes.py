@@ -11,7 +11,9 @@ A write of items that the next checkpoint appends to a list (a node returning
 writes and in the list's segment. Format 5 stores it once: when the put that follows appends the
 very same bytes to a lineage, the write's entry is rewritten to name them there
 (`share_appended`, type `ITEMS_TYPE`: ``[lineage, start, count]``), and reading it back reads
-those items (``_lineages.read_range``).
+those items (``_lineages.read_range``). LangGraph may call ``put_writes`` after that put (it runs
+on a background thread, in any durability mode): then the row is stored naming the items the put
+remembered appending (`store_writes`).
 """
 
 from __future__ import annotations
@@ -24,7 +26,14 @@ from typing import TYPE_CHECKING, Any, cast
 from ai_agent.checkpoints import _texts
 from ai_agent.checkpoints._dicts import CHANGES_TYPE, applied, changes_since, read_dict
 from ai_agent.checkpoints._lineages import read_range
-from ai_agent.checkpoints._store import Batch, DeltaStore, ReadMemo, ThreadCache, thread_of
+from ai_agent.checkpoints._store import (
+    Appended,
+    Batch,
+    DeltaStore,
+    ReadMemo,
+    ThreadCache,
+    thread_of,
+)
 from ai_agent.checkpoints.fencing import lease_in
 from ai_agent.errors import StoreError
 
@@ -164,6 +173,10 @@ def store_writes(
     that names large texts lists their hashes fifth; the row lists them all (``texts``).
     """
     entries = sorted(entries, key=operator.itemgetter(0))
+    cache = store.cache(tkey)
+    appended = cache.appended.get(checkpoint_id) if store.trusted else None
+    if appended is not None:  # the put after this checkpoint came first (see `share_appended`)
+        _name_appended(store, entries, appended)
     blob = store.serde.dumps_typed(entries)[1]
     inserted = store.conn.execute(
         "INSERT OR IGNORE INTO delta_writes (thread, checkpoint_id, task_id, task_path, "
@@ -171,7 +184,8 @@ def store_writes(
         (tkey, checkpoint_id, task_id, task_path, blob, _entry_texts(entries)),
     ).rowcount
     if inserted:
-        _remember(store.cache(tkey), checkpoint_id, task_id, entries)
+        if appended is None:
+            _remember(cache, checkpoint_id, task_id, entries)
         return
     row = store.conn.execute(
         "SELECT task_path, writes FROM delta_writes "
@@ -183,7 +197,8 @@ def store_writes(
         if replace or entry[0] not in merged:
             merged[entry[0]] = entry
     kept = [merged[k] for k in sorted(merged)]
-    _remember(store.cache(tkey), checkpoint_id, task_id, kept)
+    if appended is None:
+        _remember(cache, checkpoint_id, task_id, kept)
     store.conn.execute(
         "UPDATE delta_writes SET task_path = ?, writes = ?, texts = ? "
         "WHERE thread = ? AND checkpoint_id = ? AND task_id = ?",
@@ -239,23 +254,15 @@ def share_appended(
     """
     if not batch.appended or not store.trusted or checkpoint_id is None:
         return
+    cache.appended[checkpoint_id] = batch.appended  # for writes stored after this put
+    while len(cache.appended) > _REMEMBERED_CHECKPOINTS:
+        cache.appended.popitem(last=False)
     rows = cache.writes.pop(checkpoint_id, None)
     if rows is None:
         return
     dumps = store.serde.dumps_typed
     for task_id, entries in rows.items():
-        shared = False
-        for entry in entries:
-            if not _shareable(entry):
-                continue
-            if entry[2] == CHANGES_TYPE:
-                named = _dict_at(entry[3], batch)
-            else:
-                named = _items_at(store, entry[3], batch)
-            if named is not None:
-                entry[2], entry[3] = named[0], dumps(named[1])[1]
-                shared = True
-        if shared:
+        if _name_appended(store, entries, batch.appended):
             store.conn.execute(
                 "UPDATE delta_writes SET writes = ? "
                 "WHERE thread = ? AND checkpoint_id = ? AND task_id = ?",
@@ -263,11 +270,29 @@ def share_appended(
             )
 
 
-def _items_at(store: DeltaStore, blob: bytes, batch: Batch) -> tuple[str, list[int]] | None:
+def _name_appended(store: DeltaStore, entries: list[list[Any]], appended: list[Appended]) -> bool:
+    """Rewrite, in place, the entries whose bytes ``appended`` holds; whether any was."""
+    shared = False
+    for entry in entries:
+        if not _shareable(entry):
+            continue
+        if entry[2] == CHANGES_TYPE:
+            named = _dict_at(entry[3], appended)
+        else:
+            named = _items_at(store, entry[3], appended)
+        if named is not None:
+            entry[2], entry[3] = named[0], store.serde.dumps_typed(named[1])[1]
+            shared = True
+    return shared
+
+
+def _items_at(
+    store: DeltaStore, blob: bytes, appended: list[Appended]
+) -> tuple[str, list[int]] | None:
     """``[lineage, start, count]`` of appended items whose bytes are ``blob``'s list."""
     count = _array_head(blob)
     body = blob[_head_size(blob) :]
-    for lineage, start, items, stored in batch.appended:
+    for lineage, start, items, stored in appended:
         if len(items) < count:
             continue
         if len(items) == count:
@@ -283,7 +308,7 @@ def _items_at(store: DeltaStore, blob: bytes, batch: Batch) -> tuple[str, list[i
     return None
 
 
-def _dict_at(blob: bytes, batch: Batch) -> tuple[str, list[int]] | None:
+def _dict_at(blob: bytes, appended: list[Appended]) -> tuple[str, list[int]] | None:
     """``[lineage, length]`` of the dict log a write's changes were appended to, as they are.
 
     ``blob`` is msgpack ``[lineage, n, records]``: its records' bytes start after two ints.
@@ -300,7 +325,7 @@ def _dict_at(blob: bytes, batch: Batch) -> tuple[str, list[int]] | None:
         at += size
     lineage, n = head
     records = blob[at:]
-    for appended_to, start, items, stored in batch.appended:
+    for appended_to, start, items, stored in appended:
         if appended_to == lineage and start == n and stored == records:
             return DICT_VIEW_TYPE, [lineage, n + len(items)]
     return None
