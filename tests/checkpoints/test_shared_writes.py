@@ -288,12 +288,15 @@ def test_only_a_write_whose_bytes_were_appended_is_named() -> None:
     batch = Batch()
     items = [{"n": i, "text": TEXT} for i in range(3)]
     batch.appended.append((7, 20, items, ormsgpack.packb(items)))
-    at = _writes_module._items_at
-    assert at(store, ormsgpack.packb(items), batch.appended) == (ITEMS_TYPE, [7, 20, 3])
-    assert at(store, ormsgpack.packb(items[1:2]), batch.appended) == (ITEMS_TYPE, [7, 21, 1])
-    assert at(store, ormsgpack.packb([*items, items[0]]), batch.appended) is None  # longer than appended
-    assert at(store, ormsgpack.packb([items[2], items[1], items[0]]), batch.appended) is None  # reordered
-    assert at(store, ormsgpack.packb([{"n": 9, "text": TEXT}]), batch.appended) is None  # not appended
+
+    def at(written: list[Any]) -> Any:
+        return _writes_module._items_at(store, ormsgpack.packb(written), batch.appended)
+
+    assert at(items) == (ITEMS_TYPE, [7, 20, 3])
+    assert at(items[1:2]) == (ITEMS_TYPE, [7, 21, 1])
+    assert at([*items, items[0]]) is None  # longer than appended
+    assert at([items[2], items[1], items[0]]) is None  # reordered
+    assert at([{"n": 9, "text": TEXT}]) is None  # not appended
     cache = ThreadCache()
     big = [0, "messages", "msgpack", ormsgpack.packb(items)]
     small = [0, "stage", "msgpack", b"\xa1x"]
