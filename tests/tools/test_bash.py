@@ -109,6 +109,46 @@ async def test_dangerous_env_is_refused_and_nothing_runs(
     assert not (tree.base / "MARK").exists()
 
 
+# An allowed `git` runs `touch` for an alias set through its environment: no list and no
+# destructive-command check would ever see the program it hides.
+_GIT_ALIAS = "GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=alias.x GIT_CONFIG_VALUE_0='!touch MARK' git x"
+
+
+@pytest.mark.parametrize(
+    ("command", "env"),
+    [
+        (_GIT_ALIAS, None),
+        ("git x", {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "alias.x"}),
+        ("export GIT_CONFIG_COUNT=1; git x", None),
+        ("declare -x LD_PRELOAD=hook/x.so; ls", None),
+        ("read -r LD_PRELOAD <<< hook/x.so; export LD_PRELOAD; ls", None),
+        ("printf -v PAGER 'touch MARK'; export PAGER; git log", None),
+        (": ${LD_PRELOAD:=hook/x.so}; export LD_PRELOAD; ls", None),
+        ("PYTHONPATH=hook python3 -c pass", None),
+        ("python3 -c pass", {"PYTHONUSERBASE": "hook"}),
+        ("git log", {"GIT_PAGER": "touch MARK"}),
+        ("git fetch", {"GIT_SSH_COMMAND": "touch MARK"}),
+        ("iconv -l", {"GCONV_PATH": "hook"}),
+        ("perl -e 1", {"PERL5LIB": "hook"}),
+        ("ls", {"LD_BIND_NOW": "1"}),
+    ],
+)
+async def test_variables_that_make_an_allowed_program_run_other_code_are_refused(
+    tree: Tree, command: str, env: dict[str, str] | None
+) -> None:
+    (tree.base / "hook").mkdir()
+    (tree.base / "hook" / "sitecustomize.py").write_text("open('MARK', 'w')\n")
+    allowed = ["git", "python3", "iconv", "perl", "ls", "export", "declare", "read", "printf", ":"]
+    for config in ({}, {"allow": allowed}):
+        result = await bash(registry(tree.base, **config), command, env=env)
+        assert result["status"] == "error" and "may not set" in str(result["error"]), command
+    assert not (tree.base / "MARK").exists()
+    # What the refusal stops is real: run as a plain subprocess, the alias runs `touch`.
+    proc = await asyncio.create_subprocess_shell(_GIT_ALIAS, cwd=tree.base)
+    await proc.wait()
+    assert (tree.base / "MARK").exists()
+
+
 async def test_a_lone_surrogate_is_refused_with_what_to_do(tree: Tree) -> None:
     # JSON can carry "\\ud800"; no argument or directory name can hold it.
     reg = registry(tree.base)
@@ -467,3 +507,14 @@ def test_the_description_and_preview_say_what_the_sandbox_hides(tree: Tree) -> N
     assert "the engine's own state is not visible" in boxed.description
     call: ToolCall = {"id": "c", "name": "run_bash", "args": {"command": "ls"}}
     assert "no OS sandbox" in registry(tree.base).preview(call)
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["printf '%s\\n' PAGER", "read -p PAGER answer <<< y; echo $answer", "export GREETING=hi; env"],
+)
+async def test_a_name_that_is_only_text_or_an_ordinary_variable_runs(
+    tree: Tree, command: str
+) -> None:
+    result = await bash(registry(tree.base), command)
+    assert result["status"] == "ok", result

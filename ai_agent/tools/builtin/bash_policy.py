@@ -5,8 +5,9 @@
   list is configured. With a list configured, ``PATH`` cannot be changed either.
 - The environment is the agent's minus anything that looks like a secret (``*KEY*``,
   ``*TOKEN*``, ``*SECRET*``, ``*PASSWORD*``..., ``MAMBA_*``) and minus variables that hijack the
-  shell (``BASH_ENV``, ``BASH_FUNC_*``, ``LD_PRELOAD``...); a call's ``env`` adds variables,
-  never those.
+  shell or an ordinary program (``BASH_ENV``, ``BASH_FUNC_*``, ``LD_*``, ``PYTHONPATH``,
+  ``GIT_SSH_COMMAND``, ``GIT_CONFIG_*``, ``PAGER``...); a call's ``env`` or the command line's
+  own assignments add variables, never those.
 - Destructive commands (``rm``, ``dd``, ``git reset --hard``, overwriting redirections...) and
   command lines that cannot be read are escalated: they wait for a person even where shell
   commands would otherwise run unasked.
@@ -27,9 +28,16 @@ from ai_agent.tools.builtin.shellparse import Parsed, parse_command
 __all__ = ["CommandPolicy"]
 
 _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|^MAMBA_", re.IGNORECASE)
+# Variables that make the shell, the dynamic loader or an ordinary program run code the caller
+# chose: an allowed `git` or `python3` would run a hidden `rm` that neither the lists nor the
+# destructive-command check ever see.
 _HIJACK = re.compile(
-    r"^(BASH_ENV|ENV|BASH_FUNC_.*|LD_PRELOAD|LD_AUDIT|LD_LIBRARY_PATH|SHELLOPTS|BASHOPTS|PS4|"
-    r"IFS|PROMPT_COMMAND|GLOBIGNORE|CDPATH|PYTHONSTARTUP|PERL5OPT|NODE_OPTIONS)$"
+    r"^(BASH_ENV|ENV|BASH_FUNC_.*|SHELLOPTS|BASHOPTS|PS4|IFS|PROMPT_COMMAND|GLOBIGNORE|CDPATH"
+    r"|LD_.*|GCONV_PATH|PYTHONSTARTUP|PYTHONPATH|PYTHONHOME|PYTHONUSERBASE|PYTHONPYCACHEPREFIX"
+    r"|PERL5OPT|PERL5LIB|PERLLIB|PERL5DB|RUBYOPT|RUBYLIB|NODE_OPTIONS|NODE_PATH"
+    r"|GIT_SSH|GIT_SSH_COMMAND|GIT_EXEC_PATH|GIT_PAGER|GIT_EDITOR|GIT_ASKPASS|SSH_ASKPASS"
+    r"|GIT_EXTERNAL_DIFF|GIT_PROXY_COMMAND|GIT_TEMPLATE_DIR|GIT_CONFIG|GIT_CONFIG_.*"
+    r"|PAGER|MANPAGER|EDITOR|VISUAL|LESSOPEN|LESSCLOSE|BROWSER)\Z"
 )
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _DESTRUCTIVE = frozenset(
@@ -92,6 +100,56 @@ def _destructive_git(args: list[str]) -> bool:
     )
 
 
+# Builtins that set a variable named by an argument: ``export LD_PRELOAD=x`` is no assignment
+# word, yet sets (and exports) it; ``read``, ``printf -v`` and ``getopts`` set one that
+# ``export NAME`` or ``set -a`` then hands to every program.
+_DECLARING = frozenset(("export", "declare", "typeset", "local", "readonly"))
+_READ_OPTIONS_WITH_VALUE = frozenset("adinNptu")
+_DEFAULT_ASSIGNMENT = re.compile(r"\$\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*:?=")
+
+
+def _names_set(command: str, parsed: Parsed) -> list[str]:
+    """Every variable name the command line sets: assignments, builtins, ``${NAME:=value}``."""
+    words = [*parsed.assignments]
+    for cmd in parsed.commands:
+        if cmd.name in _DECLARING:
+            words += [a for a in cmd.args if not a.startswith(("-", "+"))]
+        elif cmd.name == "read":
+            words += _read_names(cmd.args)
+        elif cmd.name == "printf":
+            words += _printf_names(cmd.args)
+        elif cmd.name in ("getopts", "mapfile", "readarray") and cmd.args:
+            words.append(cmd.args[-1])
+    words += _DEFAULT_ASSIGNMENT.findall(command)
+    return [w.split("=", 1)[0].split("[", 1)[0].rstrip("+") for w in words]
+
+
+def _printf_names(args: list[str]) -> list[str]:
+    """The name ``printf -v NAME`` (or ``-vNAME``) sets."""
+    for at, arg in enumerate(args):
+        if arg.startswith("-v"):
+            return [arg[2:] or (args[at + 1] if at + 1 < len(args) else "")]
+        if not arg.startswith("-"):
+            return []
+    return []
+
+
+def _read_names(args: list[str]) -> list[str]:
+    """The names ``read [-options] NAME...`` sets (an option's value is not one)."""
+    names: list[str] = []
+    takes_value = False
+    for arg in args:
+        if takes_value:
+            takes_value = False
+        elif arg.startswith("-") and len(arg) > 1:
+            takes_value = arg[-1] in _READ_OPTIONS_WITH_VALUE
+            if arg[-1] == "a":  # -a NAME: the array's name is the value
+                takes_value = False
+        else:
+            names.append(arg)
+    return names
+
+
 def _base_env(pass_env: list[str]) -> dict[str, str]:
     """The agent's environment without secrets and shell hijackers (``pass_env`` is kept)."""
     keep = set(pass_env)
@@ -136,8 +194,7 @@ class CommandPolicy:
             if self.allow and name not in self.allow:
                 allowed = ", ".join(sorted(self.allow))
                 return f"{name!r} is not on the allow list (allowed: {allowed})"
-        names = [a.split("=", 1)[0].split("[", 1)[0].rstrip("+") for a in parsed.assignments]
-        names += list(env or {})
+        names = _names_set(command, parsed) + list(env or {})
         for name in names:
             if _HIJACK.match(name) or (self.listed and name == "PATH"):
                 return f"the command may not set {name}"
