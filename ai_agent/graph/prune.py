@@ -22,7 +22,7 @@ import time
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 
@@ -163,17 +163,18 @@ async def select_runs(
         if record is None:
             raise UnknownThreadError(f"no run with thread id {thread_id}")
         return [record]
-    runs = await store.list_runs(limit=None)  # most recently updated first
+    # A run whose last change is unknown (a damaged row) is neither known to be old nor one of
+    # the latest (SQLite sorts its text before every number): it is kept, and takes no place.
+    runs = [r for r in await store.list_runs(limit=None) if r["updated_at"] is not None]
     if keep_last is not None:
         if keep_last < 0:
             raise ConfigError(f"keep_last must be 0 or more (got {keep_last})")
-        return runs[keep_last:]
+        return runs[keep_last:]  # most recently updated first
     days = float(older_than_days or 0)
     if days < 0:
         raise ConfigError(f"older_than_days must be 0 or more (got {days:g})")
     cutoff = time.time() - days * 86400
-    # A run whose last change is unknown (a damaged row) is not known to be old: it is kept.
-    return [r for r in runs if r["updated_at"] is not None and r["updated_at"] < cutoff]
+    return [r for r in runs if cast(float, r["updated_at"]) < cutoff]
 
 
 async def _prune_one(

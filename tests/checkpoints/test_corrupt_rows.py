@@ -147,6 +147,13 @@ def test_a_number_in_the_run_row_that_is_not_one_reads_as_unknown_and_the_runs_g
         assert code == 0, command
     code, out, _ = cli(capsys, "show", "bad", "--db", str(db))
     assert out.strip().endswith("42")
+    # Nor is it one of the latest: keeping the latest run keeps "good" (and the unknown one).
+    latest = db.with_name("latest.sqlite")
+    with sqlite3.connect(db) as source, sqlite3.connect(latest) as copy:
+        source.backup(copy)
+    code, out, _ = cli(capsys, "prune", "--keep-last", "1", "--db", str(latest), "--json")
+    assert code == 0
+    assert json.loads(out)["pruned"] == ([] if column == "updated_at" else ["good"])
     # A run whose last change is unknown is not known to be old: pruning by age keeps it.
     code, out, _ = cli(capsys, "prune", "--older-than", "0", "--db", str(db), "--json")
     assert code == 0 and "good" in json.loads(out)["pruned"]
