@@ -15,7 +15,7 @@ from urllib.parse import quote
 from starlette.responses import RedirectResponse
 from starlette.routing import Route
 
-from ai_agent.console import travel
+from ai_agent.console import depth, travel
 from ai_agent.console.base import Console, ConsoleError, read_form
 from ai_agent.errors import (
     AgentError,
@@ -55,9 +55,34 @@ async def _fork(console: Console, request: Request) -> Response:
     except _MISSING as exc:
         raise ConsoleError(404, str(exc)) from None
     except AgentError as exc:
-        raise ConsoleError(400, f"not forked: {exc}") from None
+        return await _fork_refused(console, request, thread, checkpoint, form, f"{exc}")
     # The fork's page says where it came from (its run row), and follows it as it runs.
     return RedirectResponse(f"/runs/{quote(outcome.thread_id, safe='')}", status_code=303)
+
+
+async def _fork_refused(
+    console: Console,
+    request: Request,
+    thread: str,
+    checkpoint: str,
+    form: dict[str, str],
+    problem: str,
+) -> Response:
+    """The checkpoint's page again, saying why, with what was typed still in the form."""
+    try:
+        state = await depth.state_at(console.agent, thread, checkpoint)
+    except AgentError:
+        raise ConsoleError(400, f"not forked: {problem}") from None
+    typed = {"update": form.get("update", ""), "plan": form.get("plan", "")}
+    return console.page(
+        request,
+        "checkpoint.html",
+        400,
+        thread=thread,
+        state=state,
+        problem=f"not forked: {problem}",
+        typed=typed,
+    )
 
 
 async def _replay(console: Console, request: Request) -> Response:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import html
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -247,6 +248,29 @@ async def test_an_edited_value_of_the_wrong_type_is_refused_and_nothing_is_forke
     assert "not forked: cannot apply the update to the fork: " in said and problem in said
     assert "fix the value and fork again" in said
     assert [r["thread_id"] for r in runs] == ["w1"]
+    # The checkpoint's page again, what was typed still in the form to fix.
+    assert 'class="fork-form"' in refused.text
+    typed = re.search(r'<textarea name="update"[^>]*>(.*?)</textarea>', refused.text, re.S)
+    assert typed is not None and html.unescape(typed.group(1)) == update
+
+
+async def test_a_refused_fork_shows_what_was_typed_as_text_only(
+    make_agent: MakeAgent, signed_in: Open
+) -> None:
+    agent = make_agent([{"text": "first answer"}])
+    hostile = '{"task": "</textarea><script>alert(1)</script>", "iteration": "x"}'
+    async with agent:
+        await agent.run("answer", thread_id="w2")
+        recall = next(e for e in await agent.ahistory("w2") if e.stage == "recall")
+        http = signed_in(agent)
+        csrf = _csrf((await http.get("/runs/w2")).text)
+        refused = await http.post(
+            "/runs/w2/fork",
+            data={"csrf": csrf, "checkpoint": recall.checkpoint_id, "update": hostile},
+        )
+    assert refused.status_code == 400 and "<script>alert" not in refused.text
+    typed = re.search(r'<textarea name="update"[^>]*>(.*?)</textarea>', refused.text, re.S)
+    assert typed is not None and html.unescape(typed.group(1)) == hostile
 
 
 async def test_a_resumed_fork_that_fails_is_logged_and_its_exception_retrieved(
