@@ -157,10 +157,11 @@ def test_writes_that_arrive_after_the_next_put_name_its_items_too(
     reference = _graph(cycles, fan_out=fan_out).compile(checkpointer=InMemorySaver())
     reference.invoke(dict(start), cfg, durability="sync")
     db = tmp_path / "c.sqlite"
-    with _LateWritesSaver(db) as saver:
+    late = _LateWritesSaver(db)
+    with late as saver:
         graph = _graph(cycles, fan_out=fan_out).compile(checkpointer=saver)
         graph.invoke(dict(start), cfg, durability="sync")
-        saver.flush()
+        late.flush()
         assert _history(graph, cfg) == _history(reference, cfg)
         want = _writes(reference.checkpointer.list(cfg))  # type: ignore[union-attr]
         assert _writes(saver.list(cfg)) == want
@@ -259,8 +260,8 @@ def test_array_and_change_headers_are_read_for_every_msgpack_width() -> None:
     batch.appended.append((300, 70_000, records, ormsgpack.packb(records)))
     changes = ormsgpack.packb([300, 70_000, records])
     assert _writes_module._dict_at(changes, batch.appended) == (DICT_VIEW_TYPE, [300, 70_001])
-    assert _writes_module._dict_at(ormsgpack.packb([300, -1, records]), batch) is None
-    assert _writes_module._dict_at(ormsgpack.packb({"a": 1}), batch) is None
+    assert _writes_module._dict_at(ormsgpack.packb([300, -1, records]), batch.appended) is None
+    assert _writes_module._dict_at(ormsgpack.packb({"a": 1}), batch.appended) is None
 
 
 def test_items_are_read_across_a_fork_from_only_the_pieces_holding_them(tmp_path: Path) -> None:
