@@ -19,7 +19,7 @@ import copy
 import json
 import time
 import urllib.parse
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.language_models import BaseChatModel
@@ -71,7 +71,7 @@ class _Stream:
         self.message: AIMessageChunk | None = None
         self.text: list[str] = []
         self.size = 0
-        self.raw_args: dict[int, list[str]] = {}
+        self.calls: dict[object, _RawCall] = {}
         self.openai_protocol = False
 
     def add(self, chunk: AIMessageChunk) -> None:
@@ -82,7 +82,7 @@ class _Stream:
         for part in chunk.tool_call_chunks:
             args = part.get("args") or ""
             self.size += len(args)
-            self.raw_args.setdefault(part.get("index") or 0, []).append(args)
+            self._call(part.get("index")).add(str(part.get("name") or ""), args)
             if part.get("name"):
                 self.sink(_ModelToolCall(str(part["name"])))
         if self.size > self.cap:
@@ -95,8 +95,38 @@ class _Stream:
             self.text.append(text)
             self.sink(ModelDelta(text, 0))  # the draft's ModelEvents sets the iteration
 
+    def _call(self, index: object) -> _RawCall:
+        """The call a part belongs to, by LangChain's rule for merging streamed calls.
+
+        Parts with the same integer index are one call; a part without one (some servers send
+        each call whole and leave the index out) is a call of its own. Keyed the same way, the
+        raw arguments checked below are those of the call LangChain assembled.
+        """
+        key: object = index if isinstance(index, int) else ("unindexed", len(self.calls))
+        return self.calls.setdefault(key, _RawCall())
+
     def partial(self) -> str:
         return "".join(self.text)
+
+
+class _RawCall:
+    """One streamed tool call's name and arguments, as the server sent them."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+        self.args: list[str] = []
+
+    def add(self, name: str, args: str) -> None:
+        self.names.append(name)
+        self.args.append(args)
+
+    @property
+    def name(self) -> str:
+        return "".join(self.names) or "?"
+
+    @property
+    def raw(self) -> str:
+        return "".join(self.args)
 
 
 def shown_url(url: str) -> str:
@@ -135,28 +165,29 @@ reading, checking and storing them use several frames of per level."""
 _TOO_DEEP = f"nested more than {MAX_ARGUMENT_DEPTH} levels deep"
 
 
-def _check_calls(message: BaseMessage, raw_args: dict[int, list[str]]) -> None:
+def _check_calls(message: BaseMessage, raw_calls: Iterable[_RawCall]) -> None:
     """A tool call whose arguments are not a JSON object is a typed error, never a crash.
 
     Nor are arguments nested past `MAX_ARGUMENT_DEPTH`: every later step (their size, the
-    schema check, the checkpoint) would run out of stack on them.
+    schema check, the checkpoint) would run out of stack on them. A streamed call is named by
+    its own parts, whatever order the server sent the calls in; one cut short by the token
+    limit says so.
     """
+    at_limit = message.response_metadata.get("finish_reason") == "length"
     for bad in getattr(message, "invalid_tool_calls", None) or []:
         raw = str(bad.get("args") or "")
-        raise malformed_call(str(bad.get("name") or "?"), raw, _parse_error(raw))
-    calls = getattr(message, "tool_calls", None) or []
-    names = [c["name"] for c in calls]
-    for index, parts in sorted(raw_args.items()):
-        raw = "".join(parts)
+        name = str(bad.get("name") or "?")
+        raise malformed_call(name, raw, _parse_error(raw), at_limit=at_limit)
+    for call in raw_calls:
+        raw = call.raw
         # langchain parses streamed arguments leniently (a cut '{"x": 1' passes): be strict.
         try:
             value = json.loads(raw) if raw.strip() else {}
         except (ValueError, RecursionError):
             value = None
         if not isinstance(value, dict):
-            name = names[index] if index < len(names) else "?"
-            raise malformed_call(name, raw, _parse_error(raw))
-    for call in calls:
+            raise malformed_call(call.name, raw, _parse_error(raw), at_limit=at_limit)
+    for call in getattr(message, "tool_calls", None) or []:
         if nested_past(call.get("args"), MAX_ARGUMENT_DEPTH):
             raise malformed_call(call["name"], _shown(call.get("args")), _TOO_DEEP)
 
@@ -444,7 +475,7 @@ class ChatModelCaller(CallerBase):
             reply: BaseMessage = await runnable.ainvoke(messages, **options)
         except Exception as exc:
             raise classify_model_error(exc, base_url=self.base_url, secrets=self._secrets) from None
-        _check_calls(reply, {})  # first: the size below dumps the arguments
+        _check_calls(reply, ())  # first: the size below dumps the arguments
         size = len(text_of(reply.content)) + sum(
             len(json.dumps(c.get("args"))) for c in getattr(reply, "tool_calls", None) or []
         )
@@ -496,7 +527,7 @@ class ChatModelCaller(CallerBase):
                 "no finish reason",
                 stream.partial(),
             )
-        _check_calls(reply, stream.raw_args)
+        _check_calls(reply, stream.calls.values())
         return reply
 
     async def _next_part(self, chunks: AsyncIterator[Any]) -> Any:

@@ -85,8 +85,11 @@ def classify_model_error(
     """
     import openai
 
-    if isinstance(exc, ModelError):
-        return exc
+    # Ours already, or a limit of ours raised inside the client (a body past its size) that the
+    # client wrapped as a connection error: it says what happened, the wrapper does not.
+    ours = exc if isinstance(exc, ModelError) else _cause(exc, ModelError)
+    if isinstance(ours, ModelError):
+        return ours
     detail = _scrub(str(exc), secrets)
     if isinstance(exc, openai.RateLimitError):
         err: ModelError = ModelRateLimitError(
@@ -95,8 +98,10 @@ def classify_model_error(
         )
         return _tag(err, "RateLimitError", status=429)
     if isinstance(exc, openai.APIStatusError):
-        return context_overflow(exc, base_url) or _status_error(
-            int(exc.status_code or 0), base_url, detail
+        return (
+            context_overflow(exc, base_url)
+            or _redirect(exc, base_url, secrets)
+            or _status_error(int(exc.status_code or 0), base_url, detail)
         )
     transport = _transport_error(exc, base_url, detail, partial_text)
     if transport is not None:
@@ -171,6 +176,27 @@ def stream_cut(exc: Exception, base_url: str, detail: str, partial: str) -> Mode
     if isinstance(exc, httpx.TimeoutException):
         kinds.append("Timeout")
     return _tag(err, *kinds)
+
+
+def _redirect(
+    exc: Any, base_url: str, secrets: Sequence[str] | SecretValues
+) -> ModelResponseError | None:
+    """A 3xx answer: where it led, and why it is not followed; None for any other status.
+
+    The clients follow no redirect: the request, API key and all, would go wherever the server
+    says. What to change is the base URL.
+    """
+    status = int(getattr(exc, "status_code", 0) or 0)
+    if not 300 <= status < 400:
+        return None
+    headers = getattr(getattr(exc, "response", None), "headers", None) or {}
+    location = _scrub(str(headers.get("location") or "nowhere"), secrets)
+    err = ModelResponseError(
+        f"the model server at {base_url} answered {status}, a redirect to {location!r}, which "
+        "is not followed (the API key would go with it); set MAMBA_MODEL_BACKEND__BASE_URL to "
+        "the server's own address"
+    )
+    return _tag(err, status=status)  # type: ignore[return-value]
 
 
 def _status_error(status: int, base_url: str, detail: str) -> ModelError:
@@ -255,16 +281,27 @@ def timed_out(message: str) -> ModelUnavailableError:
     return err
 
 
-def malformed_call(tool: str, raw: str, reason: str = "") -> MalformedToolCallError:
+def malformed_call(
+    tool: str, raw: str, reason: str = "", *, at_limit: bool = False
+) -> MalformedToolCallError:
     """A tool call whose arguments ``raw`` are not a JSON object (shown shortened).
 
     ``reason`` is the parser's complaint (``Expecting value: line 1 column 16``), when there is
-    one; the model is shown it (`repair_request`).
+    one; the model is shown it (`repair_request`). ``at_limit``: the reply stopped at the
+    server's token limit (finish reason ``length``), which is then what cut the arguments short
+    and what to change, and the message says so.
     """
     shown = raw if len(raw) <= _SHOWN_ARGUMENTS else raw[:_SHOWN_ARGUMENTS] + "..."
     why = f" ({reason})" if reason else ""
+    limit = (
+        "; the reply stopped at the server's token limit (finish reason 'length'): raise "
+        "max_tokens (MAMBA_MODEL_BACKEND__MAX_TOKENS)"
+        if at_limit
+        else ""
+    )
     err = MalformedToolCallError(
-        f"the model called {tool!r} with arguments that are not a JSON object{why}: {shown!r}",
+        f"the model called {tool!r} with arguments that are not a JSON object{why}: "
+        f"{shown!r}{limit}",
         tool=tool,
         raw_arguments=shown,
     )

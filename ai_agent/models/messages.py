@@ -21,6 +21,7 @@ from langchain_core.messages import (
 )
 
 from ai_agent.datafiles import valid_data, valid_text
+from ai_agent.observability.logs import engine_logger
 from ai_agent.state import AUDIO_FORMATS, Message, ToolCall
 
 __all__ = [
@@ -31,6 +32,8 @@ __all__ = [
     "usage_of",
     "wire_messages",
 ]
+
+log = engine_logger("ai_agent.models")
 
 
 def _distinct(wanted: Sequence[str], taken: set[str]) -> list[str]:
@@ -192,17 +195,49 @@ def from_langchain(message: BaseMessage, *, turn: int) -> Message:
 
 
 def usage_of(message: BaseMessage) -> dict[str, Any]:
-    """Token usage reported by the server, in OpenAI's names; empty when it reported none."""
+    """Token usage reported by the server, in OpenAI's names; empty when it reported none.
+
+    Usage no server could have counted (a negative count, one past `MAX_REPORTED_TOKENS`) is
+    treated as none, so the run's own estimate stands: taken, a negative count makes a negative
+    cost and lets a run past its budget, and a count past 64 bits cannot be checkpointed.
+
+    Examples:
+        >>> from langchain_core.messages import AIMessage
+        >>> counts = {"input_tokens": 5, "output_tokens": 2, "total_tokens": 7}
+        >>> usage_of(AIMessage("4", usage_metadata=counts))["total_tokens"]
+        7
+        >>> usage_of(AIMessage("4", usage_metadata={**counts, "input_tokens": -5}))
+        {}
+    """
     meta = getattr(message, "usage_metadata", None)
     if not meta:
         return {}
     details = meta.get("input_token_details") or {}
-    return {
+    usage = {
         "prompt_tokens": meta.get("input_tokens", 0),
         "completion_tokens": meta.get("output_tokens", 0),
         "total_tokens": meta.get("total_tokens", 0),
         "cached_tokens": details.get("cache_read", 0) or 0,
     }
+    if all(_is_count(value) for value in usage.values()):
+        return usage
+    log.warning(
+        "the model server reported token usage no server could have counted (%s); the run's "
+        "own estimate is used instead",
+        ", ".join(f"{name}={value!r:.40}" for name, value in usage.items()),
+        fields={"event": "model_usage_ignored"},
+    )
+    return {}
+
+
+# No model's context window is near this many tokens: a larger count is a broken server.
+MAX_REPORTED_TOKENS = 10**9
+
+
+def _is_count(value: Any) -> bool:
+    return (
+        isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_REPORTED_TOKENS
+    )
 
 
 def request_hash(

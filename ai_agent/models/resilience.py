@@ -118,6 +118,8 @@ def parse_retry_after(value: str | None, *, now: float | None = None) -> float |
     Examples:
         >>> parse_retry_after("2.5"), parse_retry_after("soon")
         (2.5, None)
+        >>> parse_retry_after("Mon, 01 Jan 99999999999999999999 00:00:00 GMT") is None
+        True
     """
     if value is None or not value.strip():
         return None
@@ -127,7 +129,7 @@ def parse_retry_after(value: str | None, *, now: float | None = None) -> float |
     except ValueError:
         try:
             when = email.utils.parsedate_to_datetime(text)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):  # a year no datetime holds: overflow
             return None
         seconds = when.timestamp() - (time.time() if now is None else now)
     if math.isnan(seconds) or math.isinf(seconds):
