@@ -958,6 +958,21 @@ def test_the_password_of_a_url_setting_is_a_secret(monkeypatch: pytest.MonkeyPat
     }
 
 
+def test_a_percent_encoded_or_query_password_is_a_secret_in_both_forms(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The client sends "pw/canary@44" decoded: an error or a model writes it that way.
+    monkeypatch.setenv("MAMBA_MODEL_BACKEND__BASE_URL", "http://user:pw%2Fcanary%4044@h:1/v1")
+    settings = AgentSettings(
+        _env_file=None, mcp_servers=[{"name": "api", "url": "https://h/mcp?password=q-pw-5566"}]
+    )
+    assert set(settings.secret_values().values()) == {
+        "pw%2Fcanary%4044",
+        "pw/canary@44",
+        "q-pw-5566",
+    }
+
+
 def test_an_invalid_url_setting_hides_its_password(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MAMBA_MODEL_BACKEND__BASE_URL", f"ftp://user:{CANARY}@h/v1")
     message = config_error()

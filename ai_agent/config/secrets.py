@@ -10,7 +10,7 @@ from pydantic import BaseModel, SecretStr
 
 from ai_agent.config.mcp import MCP_ENV_REFERENCE, SECRET_ENV_NAME, McpServerConfig
 
-__all__ = ["collect_secrets"]
+__all__ = ["collect_secrets", "url_passwords"]
 
 
 def collect_secrets(value: Any, where: str = "") -> dict[str, str]:
@@ -46,19 +46,31 @@ def _mcp_secrets(server: McpServerConfig, where: str, found: dict[str, str]) -> 
 
 
 def _keep_url_password(found: dict[str, str], where: str, text: str) -> None:
-    """The password in a URL's user info (``https://user:pw@host/v1``), kept as a secret.
+    """The password in a URL (``https://user:pw@host/v1``), kept as a secret.
 
     A URL in a plain text setting may carry one: it is as secret as an API key, and the server's
     URL is named in errors, events and what the run store keeps.
     """
-    if "@" not in text or "://" not in text:  # the common case, without parsing
+    if "://" not in text or ("@" not in text and "password=" not in text):  # without parsing
         return
+    for index, password in enumerate(sorted(url_passwords(text.strip()))):
+        _keep_secret(found, f"{where}.password" + (f"[{index}]" if index else ""), password)
+
+
+def url_passwords(url: str) -> set[str]:
+    """The password a URL holds, in its user info or a ``password=`` query, as written and decoded.
+
+    libpq reads a ``password=`` query parameter too, and a password holding ``/``, ``@`` or
+    ``:`` is percent-encoded in a URL: the client sends it decoded, and that is how an error
+    message or a model would write it. Both forms are secrets.
+    """
     try:
-        password = urllib.parse.urlsplit(text.strip()).password
+        parts = urllib.parse.urlsplit(url)
+        query = urllib.parse.parse_qs(parts.query)
     except ValueError:  # not a URL after all (an unbalanced "[" in the host)
-        return
-    if password:
-        _keep_secret(found, f"{where}.password", password)
+        return set()
+    found = [parts.password or "", *query.get("password", [])]
+    return {form for p in found if p for form in (p, urllib.parse.unquote(p))}
 
 
 def _collect(value: Any, where: str, found: dict[str, str]) -> None:

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-import urllib.parse
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -67,9 +66,18 @@ def add_secret(values: SecretValues, value: str | None, where: str) -> None:
 
 
 def add_database_password(values: SecretValues, location: object) -> None:
-    """Mask a database URL's password, a secret like the API key (a path has none)."""
-    if isinstance(location, str):
-        add_secret(values, urllib.parse.urlsplit(location).password, "the database URL's password")
+    """Mask a database URL's password, a secret like the API key (a path has none).
+
+    libpq reads it from the user info or from a ``password=`` query parameter, and a password
+    holding ``/``, ``@`` or ``:`` is percent-encoded in the URL: the driver uses it decoded,
+    and that is how a model or an error message would write it. Both forms are masked.
+    """
+    if not isinstance(location, str):
+        return
+    from ai_agent.config.secrets import url_passwords  # the settings' reader, loaded on use
+
+    for password in url_passwords(location):
+        add_secret(values, password, "the database URL's password")
 
 
 def settings_secrets(settings: AgentSettings) -> SecretValues:

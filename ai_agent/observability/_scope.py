@@ -13,21 +13,28 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ai_agent.observability.redaction import cut_body
+
 if TYPE_CHECKING:
     from ai_agent.observability.redaction import Redactor
     from ai_agent.observability.tracing import Span, Tracer
 
 __all__ = [
+    "ERROR_BYTES",
     "SCOPE",
     "CostFunction",
     "Observer",
     "Scope",
     "current_ids",
     "elapsed_ms",
+    "error_text",
     "interrupted",
 ]
 
 CostFunction = Callable[[str, Mapping[str, Any]], float | None]
+# An error's text in a log line or a span: a model server's error page or a tool's output quoted
+# in an exception can be megabytes, and would be written whole into one record and one span.
+ERROR_BYTES = 4096
 
 
 class Observer(Protocol):
@@ -120,6 +127,14 @@ def current_ids() -> dict[str, Any]:
 def elapsed_ms(started: float) -> float:
     """Milliseconds since ``started`` (a `time.perf_counter` reading), as every scope logs them."""
     return round((time.perf_counter() - started) * 1000, 3)
+
+
+def error_text(redactor: Redactor, error: object) -> str:
+    """An error's text fit for a log line or a span: redacted whole, then cut to `ERROR_BYTES`.
+
+    Masked before it is cut, so a key the cut runs through is still recognised and masked.
+    """
+    return cut_body(redactor(str(error)), ERROR_BYTES)
 
 
 def interrupted(exc: BaseException) -> bool:

@@ -13,7 +13,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from ai_agent.observability._scope import SCOPE, Scope, elapsed_ms, interrupted
+from ai_agent.observability._scope import SCOPE, Scope, elapsed_ms, error_text, interrupted
 from ai_agent.observability.logs import engine_logger
 from ai_agent.observability.redaction import cut_body
 from ai_agent.observability.tooldata import ToolTelemetry, tool_telemetry
@@ -34,6 +34,7 @@ log_model = engine_logger("ai_agent.models")
 log_tool = engine_logger("ai_agent.tools")
 
 _SNIPPET_CHARS = 160
+_NAME_BYTES = 256
 
 
 # Model calls --------------------------------------------------------------------------------
@@ -98,7 +99,7 @@ def model_call_scope(model: str) -> Iterator[ModelCallScope]:
         except BaseException as exc:
             status = "error"
             elapsed = elapsed_ms(started)
-            message = scope.redactor(str(exc))
+            message = error_text(scope.redactor, exc)
             span.error(type(exc).__name__, message)
             if not interrupted(exc):
                 log_model.error(
@@ -121,7 +122,8 @@ def _end_model_call(scope: Scope, model: str, reply: ModelReply, elapsed: float)
     telemetry = scope.telemetry
     usage = reply.get("usage") or {}
     prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
-    served_by = reply.get("model") or model
+    # The server names the model it served: a name, never megabytes in a log line.
+    served_by = cut_body(str(reply.get("model") or model), _NAME_BYTES)
     cost = telemetry.cost(served_by, usage) if usage and telemetry.cost else None
     attempts = int(reply.get("attempts", 1))
     scope.span.set(
@@ -220,13 +222,15 @@ def tool_call_scope(call: ToolCall, *, iteration: int | None = None) -> Iterator
                 "tool %s (call %s) arguments: %s",
                 name,
                 call["id"],
-                cut_body(str(call.get("args")), telemetry.body_size_limit),
+                # Masked whole, then cut: a key or a sensitive match the cut ran through would
+                # no longer be recognised, and its first part would show.
+                cut_body(scope.redactor(str(call.get("args"))), telemetry.body_size_limit),
                 fields={"tool": name, "call_id": call["id"]},
             )
         try:
             yield handle
         except BaseException as exc:
-            message = scope.redactor(str(exc))
+            message = error_text(scope.redactor, exc)
             span.error(type(exc).__name__, message)
             telemetry.record(
                 "ai_agent.tool.duration", elapsed_ms(started), {"tool": name, "status": "error"}
@@ -259,7 +263,8 @@ def _end_tool_call(scope: Scope, call: ToolCall, handle: ToolCallScope, elapsed:
     )
     if status == "error":
         scope.span.error(
-            str(facts.get("code") or "ToolError"), scope.redactor(str(result.get("error", "")))
+            str(facts.get("code") or "ToolError"),
+            error_text(scope.redactor, result.get("error", "")),
         )
     scope.telemetry.record("ai_agent.tool.duration", duration, {"tool": name, "status": status})
     details = [
@@ -290,7 +295,7 @@ def _end_tool_call(scope: Scope, call: ToolCall, handle: ToolCallScope, elapsed:
     )
     if log_tool.enabled(logging.DEBUG):
         for rank, item in enumerate(facts.get("items", []), 1):
-            snippet = str(item.get("snippet", ""))
+            snippet = scope.redactor(str(item.get("snippet", "")))  # masked before it is cut
             shown = snippet if len(snippet) <= _SNIPPET_CHARS else snippet[:_SNIPPET_CHARS] + "..."
             log_tool.debug(
                 "retrieved #%d %s%s score=%s: %s",

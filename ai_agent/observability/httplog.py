@@ -5,7 +5,8 @@
 - INFO: method, URL (redacted) and response status, with the time to the response headers;
 - DEBUG: request and response headers (credentials masked);
 - DEBUG, only when ``include_request_body`` / ``include_response_body`` is on: the bodies,
-  redacted, cut to ``body_size_limit`` bytes; an image or audio clip in a request shows as its
+  redacted (a streamed reply's keys across its events, `masked_across_events`), cut to
+  ``body_size_limit`` bytes; an image or audio clip in a request shows as its
   size and digest (`elide_media`). A response body is logged as it is read, without
   holding a streamed reply back: the stream passes through untouched and its first bytes are
   kept aside for the log.
@@ -32,6 +33,7 @@ import httpx
 
 from ai_agent.observability.logs import engine_logger
 from ai_agent.observability.redaction import Redactor, cut_body, elide_media
+from ai_agent.observability.streamed import masked_across_events
 
 if TYPE_CHECKING:
     from ai_agent.config import LoggingConfig
@@ -150,7 +152,9 @@ class HttpLog:
                 kept.extend(chunk[: keep - len(kept)])
 
         def done() -> None:
-            text = cut_body(self.redactor(kept.decode(errors="replace")), self.limit, total[0])
+            # Masked across its events too: a streamed reply cuts a key it repeats into pieces.
+            body = masked_across_events(kept.decode(errors="replace"), self.redactor.secrets)
+            text = cut_body(self.redactor(body), self.limit, total[0])
             log.debug("response body: %s", text, redactor=self.redactor, fields={"bytes": total[0]})
 
         # The client's kind decides: some streams (httpx.ByteStream) are both sync and async.

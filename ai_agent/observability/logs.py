@@ -27,8 +27,9 @@ ERROR    failed runs; model calls that failed for good (connection failures incl
 
 Both formats keep a record to one line whatever the message quotes: the text format shows
 control, bidi and invisible characters (newlines too) as escapes (`ai_agent.visible.visible`),
-the JSON format writes them as JSON escapes. A model's or a tool's text in a message can neither
-drive the terminal the log is read in nor forge another record.
+and indents a traceback's lines under the record, so only a record's first line starts at the
+margin; the JSON format writes them as JSON escapes. A model's or a tool's text in a message
+can neither drive the terminal the log is read in nor forge another record.
 
 Every record the engine makes is redacted before it leaves the engine (see
 `ai_agent.observability.redaction`): message, fields and traceback, whatever handler the
@@ -58,7 +59,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TextIO
 
 from ai_agent.observability._scope import SCOPE
-from ai_agent.observability.redaction import Redactor
+from ai_agent.observability.redaction import Redactor, cut_body
 from ai_agent.visible import json_visible, visible
 
 if TYPE_CHECKING:
@@ -95,6 +96,8 @@ _ID_ATTRIBUTES = (
 )
 # Frames between the engine's call (log.info(...)) and _emit: info -> _log -> _emit.
 _CALLER_DEPTH = 3
+# A traceback's text in a record at most: its message may quote a server's error page whole.
+_TRACEBACK_BYTES = 16384
 
 
 @functools.cache
@@ -189,7 +192,8 @@ class EngineLogger:
             extra,
         )
         if exc is not None:
-            record.exc_text = redact("".join(traceback.format_exception(exc)).rstrip())
+            text = redact("".join(traceback.format_exception(exc)).rstrip())
+            record.exc_text = cut_body(text, _TRACEBACK_BYTES)
         self.logger.handle(record)
 
 
@@ -225,12 +229,24 @@ class _Formatter(logging.Formatter):
         text = record.getMessage()
         # Engine records are redacted at the source; others (third-party loggers routed here)
         # get the configured patterns at least.
-        return text if getattr(record, _REDACTED, False) else self.redactor(text)
+        return text if getattr(record, _REDACTED, False) else self.redact(text)
 
     def exception_text(self, record: logging.LogRecord) -> str:
         if record.exc_info and not record.exc_text:
-            record.exc_text = self.redactor(self.formatException(record.exc_info))
+            record.exc_text = self.redact(self.formatException(record.exc_info))
         return record.exc_text or ""
+
+    def redact(self, text: str) -> str:
+        """A record not redacted at its source, masked with the current run's keys too.
+
+        Records of plain ``logging`` loggers (engine modules that do not log through
+        `EngineLogger`, libraries routed here) may quote a key the run knows (an MCP server's
+        stderr, an exception's text): the configured patterns alone do not know it.
+        """
+        scope = SCOPE.get()
+        if scope is not None:
+            text = scope.redactor.secrets.text(text)
+        return self.redactor(text)
 
     @staticmethod
     def timestamp(record: logging.LogRecord) -> str:
@@ -259,7 +275,16 @@ class TextFormatter(_Formatter):
             f"{f'[{shown}] ' if shown else ''}{self.message(record)}"
         )
         exc = self.exception_text(record)
-        return f"{line}\n{visible(exc, 'lines')}" if exc else line
+        return f"{line}\n{_indented(visible(exc, 'lines'))}" if exc else line
+
+
+def _indented(traceback_text: str) -> str:
+    """A traceback under its record, every line indented.
+
+    An exception's message may hold newlines and text of a model's, a tool's or a server's:
+    indented, none of its lines can start at the margin and pose as a record of its own.
+    """
+    return "\n".join(f"  {line}" for line in traceback_text.split("\n"))
 
 
 class JsonFormatter(_Formatter):

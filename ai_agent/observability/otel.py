@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from ai_agent.errors import ConfigError
+from ai_agent.observability.redaction import Redactor, cut_body
 from ai_agent.observability.tracing import (
     AttributeValue,
     Span,
@@ -31,6 +32,30 @@ if TYPE_CHECKING:
     from opentelemetry.trace import Span as OtelSpanType
     from opentelemetry.trace import TracerProvider
 
+# A text attribute at most: a server names the model it served, its finish reason... in what it
+# sends back, and a span (exported who knows where) should not carry megabytes of it.
+ATTRIBUTE_BYTES = 4096
+
+
+def _redacted(
+    redact: Redactor, attributes: Mapping[str, AttributeValue | None]
+) -> dict[str, AttributeValue]:
+    """The attributes without None values, every text in them redacted and cut.
+
+    Some values come from outside the engine (a server's model name and finish reason, a
+    thread id): masked here, where every attribute passes, so no caller can forget it.
+    """
+    out: dict[str, AttributeValue] = {}
+    for key, value in clean_attributes(attributes).items():
+        if isinstance(value, str):
+            out[key] = cut_body(redact(value), ATTRIBUTE_BYTES)
+        elif isinstance(value, list | tuple) and any(isinstance(v, str) for v in value):
+            out[key] = [cut_body(redact(str(v)), ATTRIBUTE_BYTES) for v in value]
+        else:
+            out[key] = value
+    return out
+
+
 __all__ = ["OtelSpan", "OtelTracer"]
 
 INSTRUMENTATION_NAME = "ai_agent"
@@ -39,8 +64,9 @@ INSTRUMENTATION_NAME = "ai_agent"
 class OtelSpan:
     """An OpenTelemetry span behind the engine's `Span`."""
 
-    def __init__(self, span: OtelSpanType) -> None:
+    def __init__(self, span: OtelSpanType, redactor: Redactor | None = None) -> None:
         self.otel_span = span
+        self.redactor = redactor or Redactor()
         context = span.get_span_context()
         self._context = context
 
@@ -65,25 +91,28 @@ class OtelSpan:
         return str(self._context.trace_state.to_header())
 
     def set(self, attributes: Mapping[str, AttributeValue | None]) -> None:
-        """Add attributes (None values are left out)."""
-        self.otel_span.set_attributes(clean_attributes(attributes))
+        """Add attributes (None values are left out, texts redacted)."""
+        self.otel_span.set_attributes(_redacted(self.redactor, attributes))
 
     def event(self, name: str, attributes: Mapping[str, AttributeValue | None]) -> None:
-        """Add a span event."""
-        self.otel_span.add_event(name, clean_attributes(attributes))
+        """Add a span event (texts redacted)."""
+        self.otel_span.add_event(name, _redacted(self.redactor, attributes))
 
     def error(self, kind: str, message: str) -> None:
         """Status ERROR and an ``exception`` event, without a stack trace (it may hold values)."""
         from opentelemetry.trace import Status, StatusCode
 
-        self.otel_span.set_status(Status(StatusCode.ERROR, f"{kind}: {message}"))
-        self.otel_span.add_event(
-            "exception", {"exception.type": kind, "exception.message": message}
+        event = _redacted(self.redactor, {"exception.type": kind, "exception.message": message})
+        self.otel_span.set_status(
+            Status(StatusCode.ERROR, f"{event['exception.type']}: {event['exception.message']}")
         )
+        self.otel_span.add_event("exception", event)
 
 
 class OtelTracer:
     """Creates OpenTelemetry spans through ``provider`` (default: the global provider).
+
+    ``redactor`` masks every text attribute (the Agent's, which knows its secrets).
 
     Raises:
         ConfigError: OpenTelemetry is not installed.
@@ -91,7 +120,10 @@ class OtelTracer:
 
     enabled = True
 
-    def __init__(self, provider: TracerProvider | None = None) -> None:
+    def __init__(
+        self, provider: TracerProvider | None = None, redactor: Redactor | None = None
+    ) -> None:
+        self.redactor = redactor or Redactor()
         try:
             from opentelemetry import trace
         except ImportError:
@@ -133,16 +165,16 @@ class OtelTracer:
                     span_id=int(link.span_id, 16),
                     is_remote=True,
                 ),
-                clean_attributes(link.attributes),
+                _redacted(self.redactor, link.attributes),
             )
             for link in links
         ]
         with self._tracer.start_as_current_span(
-            name,
+            cut_body(self.redactor(name), ATTRIBUTE_BYTES),  # "execute_tool <the model's name>"
             kind=trace.SpanKind.CLIENT if kind == "client" else trace.SpanKind.INTERNAL,
-            attributes=clean_attributes(attributes),
+            attributes=_redacted(self.redactor, attributes),
             links=otel_links,
             record_exception=False,
             set_status_on_exception=False,
         ) as span:
-            yield OtelSpan(span)
+            yield OtelSpan(span, self.redactor)

@@ -61,9 +61,13 @@ MIN_SECRET_CHARS = 8
 T = TypeVar("T")
 Source = Callable[[], Iterable[str]]
 
+# A name's quotes may be escaped (\"api_key\": \"...\"): JSON inside a JSON string, as a tool
+# call's arguments travel in a request body. The value stops at a backslash, so the escape of
+# its closing quote stays whole.
+_QUOTE = r"""(?:\\?["'])?"""
 _AUTH_HEADER = re.compile(
-    r"(?i)\b((?:proxy-)?authorization|x-api-key|api-key)(\"?'?\s*[:=]\s*\"?'?)"
-    r"((?:bearer|basic|token)\s+)?[^\s\"',;}]+"
+    rf"(?i)\b((?:proxy-)?authorization|x-api-key|api-key)({_QUOTE}\s*[:=]\s*{_QUOTE})"
+    r"((?:bearer|basic|token)\s+)?[^\s\"'\\,;}]+"
 )
 _BEARER = re.compile(r"(?i)\b(bearer)\s+[A-Za-z0-9\-._~+/]+=*")
 _QUERY_KEY = re.compile(
@@ -72,24 +76,50 @@ _QUERY_KEY = re.compile(
 )
 _URL_PASSWORD = re.compile(r"(?i)(\b[a-z][a-z0-9+.-]*://[^/\s:@]*:)[^/\s@]+(@)")
 _KEY_ASSIGNMENT = re.compile(
-    r"(?i)(\b(?:api[_-]?key|access[_-]?token|auth[_-]?token|client[_-]?secret)\"?'?\s*[:=]\s*\"?'?)"
-    r"[^\s\"',;}&]+"
+    r"(?i)(\b(?:api[_-]?key|access[_-]?token|auth[_-]?token|client[_-]?secret)"
+    rf"{_QUOTE}\s*[:=]\s*{_QUOTE})"
+    r"[^\s\"'\\,;}&]+"
 )
+
+
+# What other JSON encoders escape that Python's does not: Go's encoding/json (Ollama, many
+# proxies) writes & < > as \u0026 \u003c \u003e (some encoders with upper-case hex), PHP and
+# some Java encoders write / as \/.
+_HTML_SAFE = (
+    {"&": r"\u0026", "<": r"\u003c", ">": r"\u003e"},
+    {"&": r"\u0026", "<": r"\u003C", ">": r"\u003E"},
+)
+_SLASH = {"/": r"\/"}
+
+
+def _json_forms(text: str) -> set[str]:
+    r"""``text`` as it sits inside a JSON string, as the encoders servers use write it.
+
+    With and without escapes of non-ASCII characters, HTML-safe (``&<>`` as ``\u`` escapes)
+    and with ``/`` escaped, alone and together. Only the characters ``text`` holds are tried,
+    so a key without any of them has the two forms of Python's encoder.
+    """
+    forms = {json.dumps(text)[1:-1], json.dumps(text, ensure_ascii=False)[1:-1]}
+    tables: list[dict[str, str]] = []
+    if any(c in text for c in "&<>"):
+        tables += _HTML_SAFE
+    if "/" in text:
+        tables += [_SLASH, *(table | _SLASH for table in tables)]
+    return forms | {"".join(t.get(c, c) for c in form) for form in forms for t in tables}
 
 
 def _forms(value: str) -> set[str]:
     """The ways ``value`` shows up in text the engine handles.
 
-    The value itself in both Unicode normal forms, as it sits inside a JSON string (with and
-    without escapes of non-ASCII characters) and percent-encoded (a URL path or query). Base64,
-    hex, a changed case or a value cut in parts are not among them.
+    The value itself in both Unicode normal forms, as it sits inside a JSON string (as Python's
+    and other servers' encoders write it, see `_json_forms`) and percent-encoded (a URL path or
+    query). Base64, hex, a changed case or a value cut in parts are not among them.
     """
     forms: set[str] = set()
     for text in {value, unicodedata.normalize("NFC", value), unicodedata.normalize("NFD", value)}:
         forms |= {
             text,
-            json.dumps(text)[1:-1],
-            json.dumps(text, ensure_ascii=False)[1:-1],
+            *_json_forms(text),
             quote(text, safe=""),
             quote(text),
             quote_plus(text),
@@ -268,6 +298,11 @@ class SecretValues:
         """``text`` with every secret value masked."""
         forms = self._forms() if text else ()
         return _masked(text, _spans(text, forms)) if forms else text
+
+    def spans(self, text: str) -> list[tuple[int, int]]:
+        """Where secrets lie in ``text``: sorted, overlapping ones merged (for text in pieces)."""
+        forms = self._forms() if text else ()
+        return _spans(text, forms) if forms else []
 
     def scrub(self, value: T) -> T:
         """A JSON-like value with every secret masked in its strings and keys.

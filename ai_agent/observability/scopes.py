@@ -36,7 +36,14 @@ from contextlib import contextmanager
 from typing import Any
 
 from ai_agent.errors import AgentError
-from ai_agent.observability._scope import SCOPE, Observer, Scope, elapsed_ms, interrupted
+from ai_agent.observability._scope import (
+    SCOPE,
+    Observer,
+    Scope,
+    elapsed_ms,
+    error_text,
+    interrupted,
+)
 from ai_agent.observability.call_scopes import (
     ModelCallScope,
     ToolCallScope,
@@ -157,7 +164,7 @@ def _end_run(run: RunScope, elapsed: float, exc: BaseException | None) -> None:
             "ai_agent.cost": usage.get("cost") or None,
         }
     )
-    error = scope.redactor(run.error or "")
+    error = error_text(scope.redactor, run.error or "")
     if status == "failed":
         scope.span.error(type(exc).__name__ if exc else "RunFailed", error)
     scope.telemetry.record("ai_agent.run.duration", elapsed, {"status": status})
@@ -173,7 +180,7 @@ def _end_run(run: RunScope, elapsed: float, exc: BaseException | None) -> None:
         # An exception that is not the engine's own is a bug: the traceback helps. The engine's
         # own errors (a full disk, a lost lease) say what happened; their text is enough.
         own = isinstance(exc, AgentError)
-        detail = f"{error}: {scope.redactor(str(exc))}" if own else error
+        detail = f"{error}: {error_text(scope.redactor, exc)}" if own else error
         log_run.error(
             "run failed after %s: %s", took, detail, fields=fields, exc=None if own else exc
         )
@@ -266,7 +273,7 @@ def stage_scope(name: str, iteration: int, *, step: int | None = None) -> Iterat
                 status = "paused"
             else:
                 status = "error"
-                span.error(type(exc).__name__, scope.redactor(str(exc)))
+                span.error(type(exc).__name__, error_text(scope.redactor, exc))
             raise
         finally:
             elapsed = elapsed_ms(started)

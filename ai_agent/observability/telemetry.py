@@ -102,7 +102,7 @@ class Telemetry:
         if self.config.enable_otel_instrumentation:
             from ai_agent.observability.otel import OtelTracer
 
-            self.tracer = OtelTracer(tracer_provider)
+            self.tracer = OtelTracer(tracer_provider, self.redactor)
         elif tracer_provider is not None:
             log.info(
                 "a tracer provider was given but observability.enable_otel_instrumentation is "
