@@ -25,7 +25,7 @@ Examples:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
@@ -152,17 +152,48 @@ class CompactionInput:
         """Tokens of the whole conversation as it stands."""
         return sum(b.tokens for b in self.blocks)
 
-    def assemble(self, drop: set[int], summary: Message | None = None) -> list[Message]:
-        """The conversation without the ``drop`` blocks; a summary takes the first one's place."""
+    def assemble(
+        self,
+        drop: set[int],
+        summary: Message | None = None,
+        *,
+        summaries: Mapping[int, Message] | None = None,
+    ) -> list[Message]:
+        """The conversation without the ``drop`` blocks; a summary takes the first one's place.
+
+        ``summaries`` maps the first block of each run of dropped blocks (`runs`) to the summary
+        of that run, which takes its place: each summary then stands where what it tells
+        happened, between the same kept messages.
+        """
         out: list[Message] = []
         placed = summary is None
         for block in self.blocks:
             if block.index in drop:
-                if not placed and summary is not None:
+                if summaries is not None and block.index in summaries:
+                    out.append(summaries[block.index])
+                elif not placed and summary is not None:
                     out.append(summary)
                     placed = True
                 continue
             out.extend(block.messages)
+        return out
+
+    def runs(self, drop: set[int]) -> list[list[Block]]:
+        """The ``drop`` blocks in runs that no kept block separates, oldest first.
+
+        One summary of blocks on both sides of a kept one (the latest plan, a message the
+        ranking kept) would tell the model that what followed it came before it.
+        """
+        out: list[list[Block]] = []
+        current: list[Block] = []
+        for block in self.blocks:
+            if block.index in drop:
+                current.append(block)
+            elif current:
+                out.append(current)
+                current = []
+        if current:
+            out.append(current)
         return out
 
     def drop_until_fits(self, order: Sequence[Block], extra_tokens: int = 0) -> set[int]:

@@ -268,11 +268,21 @@ class Compactor:
         return messages, notes
 
     def _shorten(self, messages: list[Message], budget: int) -> tuple[list[Message], int]:
-        """Cut the middle out of the longest tool results (then other long messages)."""
+        """Cut the middle out of the longest tool results (then other long messages).
+
+        Protected messages are never cut: the task, the plans, and the system messages
+        ``preserve_system_prompt`` keeps (a recall's context, a caller's instructions) are kept
+        verbatim, as the blocks promise.
+        """
         out = [Message(**m) for m in messages]
         cut = 0
+        fixed = self._protected_positions(out)
         order = sorted(
-            (i for i, m in enumerate(out) if m.get("kind") not in ("task", "plan")),
+            (
+                i
+                for i, m in enumerate(out)
+                if i not in fixed and m.get("kind") not in ("task", "plan")
+            ),
             key=lambda i: (out[i]["role"] != "tool", -len(out[i]["content"])),
         )
         for i in order:
@@ -297,3 +307,16 @@ class Compactor:
             if self._count(out) <= budget:
                 break
         return out, cut
+
+    def _protected_positions(self, messages: Sequence[Message]) -> set[int]:
+        """The positions of the messages in protected blocks."""
+        blocks = split_blocks(
+            messages, self._count, protect_system=self.config.preserve_system_prompt
+        )
+        out: set[int] = set()
+        at = 0
+        for block in blocks:
+            if block.protected:
+                out.update(range(at, at + len(block.messages)))
+            at += len(block.messages)
+        return out

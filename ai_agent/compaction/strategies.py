@@ -12,7 +12,7 @@ Examples:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from ai_agent.compaction.base import Block, CompactionInput, CompactionResult, CompactionStrategy
 from ai_agent.errors import AgentError
@@ -29,6 +29,8 @@ __all__ = [
 ]
 
 SUMMARY_PREFIX = "Summary of the earlier conversation (compacted):\n"
+_SUMMARY_CUT = " [... the rest of this summary was cut by compaction]"
+_CUT_TOKENS = 16  # the cut mark, and a margin for the estimate
 
 
 def summary_message(text: str) -> Message:
@@ -74,16 +76,16 @@ class SummarizeOlder:
         older = data.candidates
         if not older:
             return CompactionResult(data.assemble(set()))
-        summary = await _summary(data, older)
-        if summary is None:
+        drop = {b.index for b in older}
+        summaries = await _summaries(data, drop)
+        if summaries is None:
             result = await SlidingWindow().compact(data)
             result.detail = "no summary (model unavailable); dropped the oldest blocks"
             return result
-        drop = {b.index for b in older}
         return CompactionResult(
-            data.assemble(drop, summary),
+            data.assemble(drop, summaries=summaries),
             summarized=sum(len(b.messages) for b in older),
-            detail=f"summarized {len(older)} block(s)",
+            detail=f"summarized {len(older)} block(s){_in(summaries)}",
         )
 
 
@@ -142,13 +144,13 @@ async def _summarize_ranked(data: CompactionInput, ranked: list[Block]) -> Compa
     # Leave room for the summary itself: assume it may take up to a tenth of the budget.
     drop = data.drop_until_fits(ranked, extra_tokens=max(1, data.budget // 10))
     gone = [b for b in data.blocks if b.index in drop]
-    summary = await _summary(data, gone) if gone else None
-    if summary is None:
+    summaries = await _summaries(data, drop) if gone else None
+    if summaries is None:
         return CompactionResult(data.assemble(drop), removed=len(drop), detail="weighted")
     return CompactionResult(
-        data.assemble(drop, summary),
+        data.assemble(drop, summaries=summaries),
         summarized=sum(len(b.messages) for b in gone),
-        detail=f"weighted; summarized {len(gone)} block(s)",
+        detail=f"weighted; summarized {len(gone)} block(s){_in(summaries)}",
     )
 
 
@@ -166,14 +168,54 @@ def _rank(blocks: Sequence[Block], scores: Sequence[float]) -> list[Block]:
     return [blocks[i] for i in order]
 
 
-async def _summary(data: CompactionInput, blocks: Sequence[Block]) -> Message | None:
-    if data.model is None:
+async def _summaries(data: CompactionInput, drop: set[int]) -> dict[int, Message] | None:
+    """A summary of each run of the ``drop`` blocks (`CompactionInput.runs`), by its first block.
+
+    Each run is summarized on its own, so a summary stands where what it tells happened; the
+    runs are split by kept blocks only (the task, the latest plan, what a ranking kept), a few
+    model calls at most for ``summarize_older``. Each summary gets its share of the room the
+    kept blocks leave, and is cut to it (`_fitted`). None when any summary is missing (no
+    model, a failed call, an empty answer): the caller then drops instead.
+    """
+    runs = data.runs(drop)
+    if data.model is None or not runs:
         return None
-    try:
-        text = await data.model.summarize(blocks)
-    except AgentError:
-        return None
-    return summary_message(text) if text.strip() else None
+    kept = sum(b.tokens for b in data.blocks if b.index not in drop)
+    share = (data.budget - kept) // len(runs)
+    out: dict[int, Message] = {}
+    for run in runs:
+        try:
+            text = await data.model.summarize(run)
+        except AgentError:
+            return None
+        if not text.strip():
+            return None
+        out[run[0].index] = _fitted(data, summary_message(text), share)
+    return out
+
+
+def _fitted(data: CompactionInput, summary: Message, room: int) -> Message:
+    """``summary`` cut to ``room`` tokens (its head kept, marked) when the model made it longer.
+
+    A summary over the budget would be the oldest block the compactor drops next, taking with
+    it everything it stood for while the record says it was summarized. When the room cannot
+    hold even the head of it, it is left whole for the compactor to decide.
+    """
+    for _ in range(4):  # the cut is estimated from the text's own characters per token
+        tokens = data.count([summary])
+        if tokens <= room:
+            return summary
+        content = summary["content"]
+        keep = int(len(content) * max(0, room - _CUT_TOKENS) / tokens)
+        if keep <= len(SUMMARY_PREFIX):
+            return summary
+        summary = Message(**{**summary, "content": content[:keep] + _SUMMARY_CUT})
+    return summary
+
+
+def _in(summaries: Mapping[int, Message]) -> str:
+    """What a record's detail adds when the summaries are several (runs around kept blocks)."""
+    return f" in {len(summaries)} summaries" if len(summaries) > 1 else ""
 
 
 async def _scores(data: CompactionInput, blocks: Sequence[Block]) -> list[float] | None:

@@ -84,6 +84,25 @@ def _latest_plan(state: RunState) -> dict[str, Any]:
     return plans[-1]["plan"] if plans else {}
 
 
+def _deferred_instructions(state: RunState, iteration: int) -> list[str]:
+    """The instructions of every plan that answered a gate of this cycle, oldest first.
+
+    A gate with waiting calls defers its plan's instructions to the act stage that settles
+    them. When a call waits again (its key still unset, a subagent paused once more), no
+    instructions go in yet, and the next gate's plan is only the latest one: each plan of the
+    cycle must still reach the model once its calls are answered, not the latest alone. A plan
+    of this cycle is always such a deferred one: a gate without waiting calls goes to the next
+    draft (a new cycle), so no act of this cycle follows it.
+    """
+    plans: list[PlanRecord] = state.get("plans") or []
+    texts = [record["plan"].get("instructions") for record in plans]
+    return [
+        text
+        for record, text in zip(plans, texts, strict=True)
+        if record["iteration"] == iteration and isinstance(text, str) and text
+    ]
+
+
 def _named(ids: list[str], call: ToolCall, shown: set[str]) -> bool:
     """The plan names this call, by its id or by "*" (which means the calls of the report)."""
     return call["id"] in ids or ("*" in ids and call["id"] in shown)
@@ -464,10 +483,12 @@ async def act(state: RunState, *, runtime: Runtime[RunContext]) -> ActUpdate:
     for batch in _batches(cycle, state.get("pending", [])):
         await cycle.settle(batch)
     update = cycle.update
-    instructions = cycle.plan.get("instructions")
-    if cycle.answered and instructions and not update["pending"]:
-        # The gate deferred the plan's instructions so tool results directly follow their call.
-        update["messages"].append(Message(role="user", content=instructions, kind="plan"))
+    if cycle.answered and not update["pending"]:
+        # The gate deferred the plans' instructions so tool results directly follow their call.
+        update["messages"] += [
+            Message(role="user", content=text, kind="plan")
+            for text in _deferred_instructions(state, cycle.iteration)
+        ]
     update["resolving"] = False
     if not update["trace"]:
         update["trace"] = [

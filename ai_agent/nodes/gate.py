@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import math
 from collections.abc import Iterable
 from typing import Any, Literal, TypedDict
 
@@ -339,7 +340,7 @@ async def _evaluate(state: RunState, context: RunContext, report: GateReport) ->
     out = GateReport(**report)
     try:
         if "severity" in verdict:
-            out["severity"] = float(verdict["severity"])
+            out["severity"] = _finite(verdict["severity"])
         out["intervene"] = bool(verdict.get("intervene", out["severity"] >= out["threshold"]))
     except (TypeError, ValueError, AttributeError) as exc:  # not the dict the hook must give
         raise HookError("evaluate_critical", exc) from exc
@@ -348,6 +349,19 @@ async def _evaluate(state: RunState, context: RunContext, report: GateReport) ->
     elif out["intervene"] and not out["prompt"]:
         out["prompt"] = _prompt(context.thread_id, out)
     return out
+
+
+def _finite(value: Any) -> float:
+    """A hook's severity as a float; ValueError when it is not a finite number.
+
+    NaN compares false with every threshold, so a hook (or the model a hook asks to rate the
+    issues) answering "NaN" would open a gate an approval keeps shut; an infinite one is no
+    score either, and neither can be written as JSON (the run's memory, its report).
+    """
+    severity = float(value)
+    if not math.isfinite(severity):
+        raise ValueError(f"severity must be a finite number (got {value!r})")
+    return severity
 
 
 def _report(state: RunState, context: RunContext, catalog: list[str], *extra: Issue) -> GateReport:

@@ -168,18 +168,21 @@ async def test_selective_pruning_removes_only_finished_tool_exchanges() -> None:
     assert pairs_intact(result.messages)
 
 
-async def test_summarize_older_replaces_the_older_blocks_with_one_summary() -> None:
+async def test_summarize_older_replaces_the_older_blocks_with_one_summary_per_run() -> None:
     messages = conversation()
     model = FakeModel()
     result = await BUILTIN_STRATEGIES["summarize_older"]().compact(
         data(messages, budget=450, recent=3, model=model)
     )
     summaries = [m for m in result.messages if m.get("kind") == "summary"]
-    assert len(summaries) == 1
-    assert summaries[0]["content"].endswith("earlier steps searched for data.")
+    # The older blocks before the plan and those after it: one summary each, on its side.
+    assert len(summaries) == 2
+    assert all(s["content"].endswith("earlier steps searched for data.") for s in summaries)
     assert result.messages.index(summaries[0]) == 1  # right after the task
+    assert result.messages.index(summaries[1]) == 3  # right after the plan
     assert result.messages[-3:] == messages[-3:]
     assert result.summarized > 0
+    assert "in 2 summaries" in result.detail
     assert not any(b.protected for b in model.summarized[0])
 
 
