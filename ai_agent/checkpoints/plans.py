@@ -25,10 +25,11 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
-from typing import Any, Literal, NamedTuple, TypedDict
+from typing import Any, Literal, NamedTuple, TypedDict, TypeVar
 
-from ai_agent.checkpoints._rows import stored_json
+from ai_agent.checkpoints._rows import corrupt_row, stored_json
 from ai_agent.checkpoints._sql import Session, SqlStore, page, threaded
+from ai_agent.datafiles import strict_loads
 from ai_agent.errors import CorruptRunError, RunError
 
 __all__ = [
@@ -40,6 +41,8 @@ __all__ = [
     "already_queued",
     "plan_record",
 ]
+
+T = TypeVar("T", int, float)
 
 PlanStatus = Literal["queued", "claimed", "done", "failed", "refused"]
 
@@ -87,28 +90,77 @@ def plan_record(row: Sequence[Any]) -> PlanRecord:
     """A PlanRecord from a row of `PLAN_COLUMNS`.
 
     Raises:
-        CorruptRunError: the stored plan cannot be read back.
+        CorruptRunError: the stored plan, or one of the row's numbers, cannot be read back.
     """
+    thread_id = str(row[1])
+    hint = (
+        f"it is not applied; queue the plan again (`ai-agent resume {thread_id} --plan ... "
+        "--queue`)"
+    )
+    what = f"plan {row[0]} in the queue"
     return PlanRecord(
         id=int(row[0]),
         thread_id=row[1],
-        plan=stored_json(
-            row[2],
-            what=f"plan {row[0]} in the queue",
-            thread_id=str(row[1]),
-            hint=f"it is not applied; queue the plan again (`ai-agent resume {row[1]} --plan "
-            "... --queue`)",
-        ),
+        plan=_plan_json(row[2], what=what, thread_id=thread_id, hint=hint),
         status=row[3],
         gate_checkpoint_id=row[4],
-        submitted_at=float(row[5]),
+        submitted_at=_number(row[5], float, what, "submitted_at", thread_id, hint),
         claimed_by=row[6],
-        claimed_at=None if row[7] is None else float(row[7]),
-        attempts=int(row[8]),
-        finished_at=None if row[9] is None else float(row[9]),
+        claimed_at=None
+        if row[7] is None
+        else _number(row[7], float, what, "claimed_at", thread_id, hint),
+        attempts=_number(row[8], int, what, "attempts", thread_id, hint),
+        finished_at=None
+        if row[9] is None
+        else _number(row[9], float, what, "finished_at", thread_id, hint),
         outcome=row[10],
         error=row[11],
     )
+
+
+def _plan_json(text: Any, *, what: str, thread_id: str, hint: str) -> dict[str, Any]:
+    """The plan a row holds, read as strictly as a plan file.
+
+    Python's parser keeps the last of a key given twice and reads NaN: a row edited so that
+    ``"approve"`` appears twice would be applied as something other than what a reviewer of the
+    row (or another parser) sees. `strict_loads` refuses both.
+    """
+    plan: dict[str, Any] = stored_json(text, what=what, thread_id=thread_id, hint=hint)
+    try:
+        strict_loads(text)
+    except ValueError as exc:
+        raise corrupt_row(what, thread_id, str(exc), hint) from None
+    except RecursionError:
+        raise corrupt_row(what, thread_id, "it is nested too deeply to read", hint) from None
+    return plan
+
+
+def _number(value: Any, kind: type[T], what: str, column: str, thread_id: str, hint: str) -> T:
+    """A number column's value; SQLite keeps text written into one as text."""
+    try:
+        return kind(value)
+    except (TypeError, ValueError, OverflowError):
+        reason = f"its {column} is not a number ({str(value)[:40]!r})"
+        raise corrupt_row(what, thread_id, reason, hint) from None
+
+
+# The number columns of PLAN_COLUMNS, by position, and what a damaged one reads as in the record
+# of a failed plan: submitted_at, claimed_at, attempts, finished_at.
+_NUMBERS: dict[int, tuple[type[int] | type[float], float | None]] = {
+    5: (float, 0.0),
+    7: (float, None),
+    8: (int, 0),
+    9: (float, None),
+}
+
+
+def _readable(value: Any, kind: type[int] | type[float]) -> bool:
+    """Whether a number column's value reads as its kind (`_number` would take it)."""
+    try:
+        kind(value)
+    except (TypeError, ValueError, OverflowError):
+        return False
+    return True
 
 
 def already_queued(thread_id: str, plan_id: int | None) -> RunError:
@@ -199,6 +251,9 @@ class PlanQueue(SqlStore):
             )
         values = list(fresh or row)
         values[2] = "{}"  # the plan itself is unreadable: the record carries the error instead
+        for column, (kind, readable) in _NUMBERS.items():  # and so may a number be
+            if values[column] is not None and not _readable(values[column], kind):
+                values[column] = readable
         return plan_record(values)
 
     @threaded

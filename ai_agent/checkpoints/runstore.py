@@ -79,6 +79,7 @@ def _warn(exc: Exception) -> None:
 
 
 DEFAULT_LEASE_SECONDS = 300.0
+_NEVER = 1e300  # past any time a lease can run out at: an expiry beyond it is no time at all
 
 
 class RunRecord(TypedDict):
@@ -126,6 +127,8 @@ class Lease:
 
 def pid_alive(pid: int) -> bool:
     """Whether a process with this pid runs on this host (a zombie counts as gone)."""
+    if not isinstance(pid, int) or pid <= 0:  # edited by hand (kill reads 0, -1 as groups)
+        return False
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -298,7 +301,9 @@ class SqlRunStore(RecordedCalls, PlanQueue, RunSummaries, RuleStore):
                 f"VALUES (?, ?, ?, ?, {now}, {now} + ?) ON CONFLICT (thread_id) DO UPDATE SET "
                 "owner = excluded.owner, host = excluded.host, pid = excluded.pid, "
                 "acquired_at = excluded.acquired_at, expires_at = excluded.expires_at "
-                "WHERE agent_leases.expires_at <= excluded.acquired_at",
+                # An expiry that is no time (NaN, infinity, text: edited by hand) has run out.
+                f"WHERE NOT (agent_leases.expires_at > excluded.acquired_at "
+                f"AND agent_leases.expires_at < {_NEVER})",
                 (thread_id, owner, self.host, pid, seconds),
             )
             held = _lease_row(session, thread_id)
@@ -371,15 +376,13 @@ class SqlRunStore(RecordedCalls, PlanQueue, RunSummaries, RuleStore):
                 "WHERE thread_id = ?",
                 (thread_id,),
             )
-        if row is None:
-            return False
         try:
             left, pid = float(row[2]), int(row[1])
-        except (TypeError, ValueError):
-            return False  # a lease row changed by hand holds nobody's run: read as none
-        if left <= 0:
+        except (TypeError, ValueError):  # no row, or one changed by hand: nobody's run
             return False
-        return bool(row[0] != self.host or (pid > 0 and pid_alive(pid)))
+        if not 0 < left < _NEVER:  # run out, or no time at all (NaN, infinity): as acquire
+            return False
+        return bool(row[0] != self.host or pid_alive(pid))
 
     def _drop(self, lease: Lease) -> None:
         if self._held.get(lease.thread_id) == lease.owner:

@@ -10,7 +10,9 @@ value, or None to use the settings).
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ai_agent.cli._common import (
@@ -24,7 +26,8 @@ from ai_agent.cli._common import (
     thread_arg,
 )
 from ai_agent.cli._printing import format_table, print_json
-from ai_agent.visible import visible
+from ai_agent.errors import StoreError
+from ai_agent.visible import json_visible, visible
 
 if TYPE_CHECKING:
     from ai_agent.graph import Agent, PlanOutcome, WorkerEvent
@@ -55,6 +58,14 @@ def add_commands(sub: Any, parents: Parents) -> None:
         default=30.0,
         metavar="SECONDS",
         help="on SIGTERM, time the runs in progress get to finish before they are cancelled",
+    )
+    worker.add_argument(
+        "--outage",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="how long the plan queue may stay unreadable (the database away) before the "
+        "worker gives up with an error (60); the polls in between retry",
     )
     worker.add_argument(
         "--app",
@@ -92,17 +103,21 @@ def load_app(spec: str, checkpoint_url: str | None) -> Agent:
 def _worker(args: argparse.Namespace) -> int:
     from ai_agent.graph import Worker
 
-    if args.concurrency < 1 or args.poll <= 0:
-        raise UsageError("--concurrency must be at least 1 and --poll more than 0")
+    if args.concurrency < 1 or args.poll <= 0 or args.outage < 0:
+        raise UsageError(
+            "--concurrency must be at least 1, --poll more than 0 and --outage not negative"
+        )
     agent = load_app(args.app, args.db) if args.app else build_agent(args, on_event=None)
     # A worker serves what runs queued: it never starts a database of its own.
     require_database(agent.archive.database)
+    hide = agent.archive.database.hide  # a driver's message may quote the URL
     worker = Worker(
         agent,
         poll=args.poll,
         concurrency=args.concurrency,
         grace=args.grace,
-        on_event=None if args.json else _printer,
+        outage=args.outage,
+        on_event=_json_failures(hide) if args.json else _printer(hide),
     )
     if not args.json:
         print(
@@ -111,10 +126,32 @@ def _worker(args: argparse.Namespace) -> int:
             file=sys.stderr,
             flush=True,
         )
-    outcomes = run_closing(agent, _serve(worker, once=args.once))
+    try:
+        outcomes = run_closing(agent, _serve(worker, once=args.once))
+    except StoreError as exc:  # the queue stayed unreadable: what was served is still told
+        if args.json:
+            print_json([o.to_dict() for o in worker.outcomes])
+        raise StoreError(hide(str(exc))) from None
     if args.json:
         print_json([o.to_dict() for o in outcomes])
     return 0
+
+
+def _json_failures(hide: Callable[[str], str]) -> Callable[[WorkerEvent], None]:
+    """``--json``: each failure as one JSON line on stderr (stdout keeps the outcomes' list).
+
+    The outcomes come at the end; a plan that cannot be served (the database away, a write
+    refused) has none, and would otherwise leave the operator's log empty while it is retried.
+    The worker tells each kind of failure once per plan (`Worker`), not at every poll.
+    """
+
+    def emit(event: WorkerEvent) -> None:
+        if event["type"] not in ("error", "poll_error", "recovered"):
+            return
+        line = {**event, "error": hide(str(event["error"]))} if "error" in event else event
+        print(json_visible(json.dumps(line, ensure_ascii=False)), file=sys.stderr, flush=True)
+
+    return emit
 
 
 async def _serve(worker: Any, *, once: bool) -> list[PlanOutcome]:
@@ -132,7 +169,12 @@ async def _serve(worker: Any, *, once: bool) -> list[PlanOutcome]:
     return outcomes
 
 
-def _printer(event: WorkerEvent) -> None:
+def _printer(hide: Callable[[str], str]) -> Callable[[WorkerEvent], None]:
+    """Status lines on stderr, one for each event, the database's password kept out."""
+    return lambda event: print(hide(_status_line(event)), file=sys.stderr, flush=True)
+
+
+def _status_line(event: WorkerEvent) -> str:
     kind = event["type"]
     plan, thread = event.get("plan", event.get("plan_id")), visible(str(event.get("thread_id")))
     where = f"plan {plan} for run {thread}"
@@ -145,10 +187,20 @@ def _printer(event: WorkerEvent) -> None:
     elif kind == "skipped":
         text = f"{where}: skipped (another worker or process has the run)"
     elif kind == "error":
-        text = f"{where}: error: {visible(str(event['error']))}"
+        text = (
+            f"{where}: cannot be served: {event['kind']}: {visible(str(event['error']))} "
+            "(retried at every poll; told again only if the error changes)"
+        )
+    elif kind == "poll_error":
+        text = (
+            f"cannot read the plan queue: {event['kind']}: {visible(str(event['error']))} "
+            "(retried at every poll; told again only if the error changes)"
+        )
+    elif kind == "recovered":
+        text = "the plan queue can be read again"
     else:  # stopping
         text = f"stopping: waiting for {visible(', '.join(event['running']))}"
-    print(text, file=sys.stderr, flush=True)
+    return text
 
 
 def _plans(args: argparse.Namespace) -> int:

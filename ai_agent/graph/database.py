@@ -32,6 +32,7 @@ from ai_agent.checkpoints.store import (
     RunStoreProtocol,
     check_thread_id,
     describe_location,
+    is_postgres_url,
     new_thread_id,
     resolve_location,
 )
@@ -247,6 +248,14 @@ class RunDatabase:
     def describe(self) -> str:
         """The location as it may be shown (a URL without its password)."""
         return describe_location(self.location)
+
+    def hide(self, text: str) -> str:
+        """``text`` without this database's password (a driver's message may quote its URL)."""
+        if not is_postgres_url(self.location):
+            return text
+        from ai_agent.checkpoints.postgres import scrub  # loads no driver
+
+        return scrub(text, str(self.location))
 
     async def open(self) -> None:
         """Open the shared checkpointer (once); every `graph` until `aclose` uses it."""

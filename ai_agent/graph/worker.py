@@ -50,7 +50,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from ai_agent.checkpoints.plans import PlanRecord
-from ai_agent.errors import AgentError, PlanRefusedError, RunError, ThreadBusyError
+from ai_agent.errors import AgentError, PlanRefusedError, RunError, StoreError, ThreadBusyError
 from ai_agent.graph.database import RunDatabase, config_for
 from ai_agent.graph.interrupts import waiting_node
 from ai_agent.graph.queued_answers import answer_input, is_node_answer, queued_answer
@@ -330,6 +330,17 @@ def _since(started: float) -> float:
     return round(time.monotonic() - started, 4)
 
 
+def _kind(exc: BaseException) -> str:
+    """What kind of failure an exception is, for telling each kind once: its class's name."""
+    return type(exc).__name__
+
+
+def _first_line(exc: BaseException) -> str:
+    """An error's first line (a driver's message goes on with context lines)."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else _kind(exc)
+
+
 class Worker:
     """Serves the plan queue of one database with one Agent (see the module docstring).
 
@@ -340,7 +351,13 @@ class Worker:
         grace: Seconds the runs in progress get to finish after `stop`, before they are
             cancelled (their leases are released either way).
         name: How this worker signs its claims (default ``host:pid``).
-        on_event: Called with ``{"type": "claimed" | "done" | "failed" | "skipped" | ...}``.
+        on_event: Called with ``{"type": "done" | "failed" | "refused" | "skipped" | "error" |
+            "poll_error" | "recovered" | "stopping", ...}``. An ``error`` (serving a plan
+            raised) or ``poll_error`` (the queue could not be read) carries the exception as
+            ``error`` and its class name as ``kind``; each is told once per plan (or for the
+            queue) and kind, not at every poll that meets it again (see `_report`).
+        outage: Seconds the queue may stay unreadable (the database away, every statement
+            timing out) before `run` gives up with a StoreError; the polls in between retry.
     """
 
     def __init__(
@@ -352,6 +369,7 @@ class Worker:
         grace: float = 30.0,
         name: str | None = None,
         on_event: Callable[[WorkerEvent], None] | None = None,
+        outage: float = 60.0,
     ) -> None:
         if concurrency < 1:
             raise RunError(f"concurrency must be at least 1 (got {concurrency})")
@@ -368,6 +386,11 @@ class Worker:
         self._hurry = asyncio.Event()
         self._running: dict[str, asyncio.Task[PlanOutcome | None]] = {}
         self._skipped: set[int] = set()
+        self.outage = outage
+        # The kind of failure last told for each plan (None: reading the queue), so a plan that
+        # fails the same way at every poll (a database outage) is told once, not every second.
+        self._reported: dict[int | None, str] = {}
+        self._down_since: float | None = None  # when reading the queue began failing
 
     def stop(self) -> None:
         """Stop taking plans and let the runs in progress finish; a second call cancels them."""
@@ -383,17 +406,60 @@ class Worker:
 
         Returns:
             The outcomes, in the order they finished.
+
+        Raises:
+            StoreError: the queue could not be read for ``outage`` seconds (with ``once``, at
+                the first failure): the database is away, or refuses every statement.
         """
         tried: set[int] = set()
         try:
             while not self._stop.is_set():
-                started = await self._start_some(tried if once else None)
+                started = await self._poll(tried if once else None, once=once)
                 if once and not started and not self._running:
                     break
                 await self._wait(self.poll if not started else 0)
         finally:
             await self._shut_down()
         return self.outcomes
+
+    async def _poll(self, tried: set[int] | None, *, once: bool) -> int:
+        """Start what the queue holds; a queue that cannot be read is told once and retried.
+
+        A database that went away (or refuses every statement) fails the read; the next poll
+        tries again, so a restart of the server costs a few polls, not the worker. The retries
+        are bounded: past ``outage`` seconds of failures, or at once for a ``once`` worker
+        (a cron job tries again at its next start), `run` ends with one clear error.
+        """
+        try:
+            started = await self._start_some(tried)
+        except Exception as exc:  # the database's failure, whatever its driver calls it
+            now = time.monotonic()
+            self._down_since = now if self._down_since is None else self._down_since
+            self._report(None, {"type": "poll_error", "error": exc})
+            if once or now - self._down_since >= self.outage:
+                raise StoreError(
+                    f"the plan queue cannot be read ({_kind(exc)}: {_first_line(exc)}); "
+                    f"gave up after {now - self._down_since:.0f}s of failures"
+                ) from exc
+            return 0
+        if self._down_since is not None:  # it came back: say so, and tell a new outage again
+            self._down_since = None
+            self._reported.pop(None, None)
+            self._emit({"type": "recovered"})
+        return started
+
+    def _report(self, plan_id: int | None, event: WorkerEvent) -> None:
+        """Emit a failure event unless the same kind was already told for this plan (or poll).
+
+        A plan whose serving raises stays claimable and is retried at every poll, which is
+        right for a passing outage; telling the same failure every second would bury the
+        worker's log. A new kind of failure is told again, and so is one after a success.
+        """
+        kind = _kind(event["error"])
+        if self._reported.get(plan_id) == kind:
+            return
+        self._reported[plan_id] = kind
+        self._emit({**event, "kind": kind})
 
     async def _start_some(self, tried: set[int] | None) -> int:
         free = self.concurrency - len(self._running)
@@ -430,8 +496,12 @@ class Worker:
         try:
             outcome = await self.agent.serve_plan(plan, self.name)
         except Exception as exc:  # a database or engine failure: report it, keep serving others
-            self._emit({"type": "error", "plan": plan["id"], "thread_id": thread_id, "error": exc})
+            self._report(
+                plan["id"],
+                {"type": "error", "plan": plan["id"], "thread_id": thread_id, "error": exc},
+            )
             return None
+        self._reported.pop(plan["id"], None)
         if outcome is None:
             if plan["id"] not in self._skipped:  # once: a busy thread is retried every poll
                 self._skipped.add(plan["id"])
