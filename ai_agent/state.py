@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AUDIO_FORMATS",
+    "CUT",
     "IMAGE_TYPES",
     "SEVERITY",
     "STAGES",
@@ -283,6 +284,11 @@ class PlanRecord(TypedDict):
     iteration: int
     plan: dict[str, Any]
     source: Literal["resume", "hook"]
+
+
+CUT = "cut"
+"""A draft's trace status when its text reply stopped at the model's token limit (finish reason
+``length``): an answer the server cut, not one the model ended."""
 
 
 class TraceEvent(TypedDict, total=False):

@@ -75,6 +75,12 @@ def print_result(
         print(linked_answer(shown, result.citations) if linking else shown, file=out)
     if answered and result.citations:
         print(format_sources(result.citations, links=linking), file=out)
+    if result.stop_reason == "token_limit":
+        print(
+            "(the answer stopped at the model's token limit: it may be incomplete; raise "
+            "max_tokens, MAMBA_MODEL_BACKEND__MAX_TOKENS, for a complete one)",
+            file=sys.stderr,
+        )
     if result.status == "cancelled":
         why = "" if result.stop_reason in (None, "cancelled") else f": {result.stop_reason}"
         print(f"(cancelled{why})", file=sys.stderr)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 from ai_agent.graph.divergence import DivergenceReport
 from ai_agent.graph.interrupts import Interrupted, waiting_node
 from ai_agent.issues import IssueKind
-from ai_agent.state import Citation, GateReport, RunState, TraceEvent
+from ai_agent.state import CUT, Citation, GateReport, RunState, TraceEvent
 
 if TYPE_CHECKING:
     from langgraph.types import StateSnapshot
@@ -39,7 +39,14 @@ RunStatusName = Literal["completed", "paused", "failed", "cancelled", "forked"]
 #: ``budget`` when it reported the budget spent. ``error``: the run failed. ``diverged``: a
 #: replay could not follow its recording.
 StopReason = Literal[
-    "finished", "max_iterations", "cancelled", "denied", "budget", "error", "diverged"
+    "finished",
+    "token_limit",
+    "max_iterations",
+    "cancelled",
+    "denied",
+    "budget",
+    "error",
+    "diverged",
 ]
 
 # What a status says on its own about why the run ended (the others are read from the state).
@@ -69,6 +76,8 @@ class RunResult:
         divergence: For a replay that stopped because the recording could not answer a call:
             where, and how the new call differs from the recorded one.
         stop_reason: Why the run ended (see `StopReason`); None while it is paused or forked.
+            A completed run whose answer stopped at the model's token limit (the server cut
+            it: finish reason ``length``) says ``token_limit`` instead of ``finished``.
         output: A typed run's answer (``Agent(output_type=...)``), rebuilt as that type from
             the data the run kept; the plain data when read without the type (a `RunArchive`
             alone, ``ai-agent show``); None for a run without one, or one that has not
@@ -165,8 +174,19 @@ def result_of(
     data = values.get("output")
     typed = output.value(data) if output is not None and data is not None else data
     return RunResult(
-        status="completed", final_text=final_text, gate=last_gate, output=typed, **common
+        status="completed",
+        final_text=final_text,
+        gate=last_gate,
+        output=typed,
+        stop_reason="token_limit" if _answer_cut(common["trace"]) else "finished",
+        **common,
     )
+
+
+def _answer_cut(trace: list[TraceEvent]) -> bool:
+    """Whether the draft that gave the answer stopped at the model's token limit."""
+    drafts = [line for line in trace if line.get("stage") == "draft"]
+    return bool(drafts) and drafts[-1].get("status") == CUT
 
 
 def _cancelled_because(gate: GateReport | None) -> StopReason:

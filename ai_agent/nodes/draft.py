@@ -34,6 +34,7 @@ from ai_agent.nodes._issues import issue
 from ai_agent.observability.logs import engine_logger
 from ai_agent.observability.scopes import set_iteration
 from ai_agent.state import (
+    CUT,
     CompactionRecord,
     Issue,
     Message,
@@ -262,7 +263,7 @@ async def _draft(state: RunState, context: RunContext) -> DraftUpdate:
         )
     else:
         work.add(reply["usage"])
-    line = TraceEvent(stage="draft", iteration=iteration, detail=_summary(message))
+    line = _line(message, reply, iteration)
     if reply.get("request_id"):
         line["request_id"] = reply["request_id"]  # matches the call's log lines and headers
     tokens = reply["usage"].get("total_tokens") or (work.log[-1]["total_tokens"] if work.log else 0)
@@ -308,6 +309,19 @@ async def _after_overflow(
             f"{record['tokens_after']} estimated tokens) and retried once, and still does not fit"
         )
         raise again.unresolved(how) from None
+
+
+def _line(message: Message, reply: ModelReply, iteration: int) -> TraceEvent:
+    """The draft's trace line: what the model answered.
+
+    A text reply the server stopped at the model's token limit (finish reason ``length``) is
+    not one the model ended: the run still answers with it, but says so (status `CUT`, and the
+    result's stop_reason ``token_limit``).
+    """
+    if not message.get("tool_calls") and reply.get("finish_reason") == "length":
+        detail = "text reply, cut at the model's token limit"
+        return TraceEvent(stage="draft", iteration=iteration, status=CUT, detail=detail)
+    return TraceEvent(stage="draft", iteration=iteration, detail=_summary(message))
 
 
 def _summary(message: Message) -> str:

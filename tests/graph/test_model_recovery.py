@@ -6,6 +6,8 @@ compacted and retried once. Only what is left after that reaches the gate, with 
 
 from __future__ import annotations
 
+import asyncio
+import json
 from typing import Any
 
 import pytest
@@ -215,3 +217,45 @@ async def test_without_a_compactor_the_overflow_is_final_at_once() -> None:
             model=FunctionModel(lambda m, i: "never"),  # type: ignore[arg-type]
             iteration=1,
         )
+
+
+# An answer the server cut at the token limit -----------------------------------------------------
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_an_answer_cut_at_the_token_limit_says_so(stream: bool) -> None:
+    script = [Reply(text="The three steps are: first, open the", finish_reason="length")]
+    with MockOpenAIServer(script) as server:
+        async with agent_on(server, [], streaming={"stream_model_responses": stream}) as agent:
+            result = await agent.run("list the three steps")
+    assert result.status == "completed" and result.stop_reason == "token_limit"
+    assert result.final_text == "The three steps are: first, open the"
+    draft = [line for line in result.trace if line["stage"] == "draft"][-1]
+    assert (draft["status"], draft["detail"]) == (
+        "cut",
+        "text reply, cut at the model's token limit",
+    )
+
+
+async def test_an_answer_the_model_ended_is_finished(tmp_path: Any, capsys: Any) -> None:
+    from ai_agent.cli import main
+
+    script = [Reply(text="done"), Reply(text="The answer is", finish_reason="length")]
+    with MockOpenAIServer(script) as server:
+        base = ["--base-url", server.base_url, "--db", str(tmp_path / "c.sqlite")]
+        assert await asyncio.to_thread(main, ["say done", *base, "--thread-id", "a"]) == 0
+        assert "token limit" not in capsys.readouterr().err
+        assert await asyncio.to_thread(main, ["answer", *base, "--thread-id", "b"]) == 0
+    out, err = capsys.readouterr()
+    assert out.strip() == "The answer is"
+    assert "(the answer stopped at the model's token limit: it may be incomplete;" in err
+    assert (
+        await asyncio.to_thread(main, ["show", "b", "--db", str(tmp_path / "c.sqlite"), "--json"])
+        == 0
+    )
+    assert json.loads(capsys.readouterr().out)["stop_reason"] == "token_limit"
+    assert (
+        await asyncio.to_thread(main, ["show", "a", "--db", str(tmp_path / "c.sqlite"), "--json"])
+        == 0
+    )
+    assert json.loads(capsys.readouterr().out)["stop_reason"] == "finished"
