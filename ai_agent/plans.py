@@ -24,6 +24,7 @@ Examples:
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from pydantic import ValidationError
@@ -61,6 +62,7 @@ def read_plan(value: Any, *, max_chars: int | None = None) -> UserPlan:
     if isinstance(value, PlanAnswer):
         value = value.plan
     plan = value if isinstance(value, UserPlan) else _parse(value)
+    _check_text(plan)
     if max_chars is not None:
         check_size(plan, max_chars)
     return plan
@@ -74,6 +76,47 @@ def _parse(value: Any) -> UserPlan:
             f"{'.'.join(str(p) for p in e['loc']) or 'plan'}: {e['msg']}" for e in exc.errors()
         )
         raise InvalidPlanError(f"invalid plan: {problems}") from None
+
+
+# Half of a character: JSON's "\ud800" reads as it, and no UTF-8 text (a checkpoint, a file
+# a tool writes, the run store) can hold it.
+_HALF = re.compile("[\ud800-\udfff]")
+
+
+def _check_text(plan: UserPlan) -> None:
+    """InvalidPlanError naming the field of a plan that holds a lone surrogate.
+
+    Without this, the first thing that writes the plan (its size check, the checkpoint, the
+    digest its approvals bind to) fails with an encoding error that names nothing.
+    """
+    where = _split_at(plan.model_dump(), "")
+    if where is not None:
+        raise InvalidPlanError(
+            f"invalid plan: {where or 'plan'} holds half of a character (a lone surrogate, "
+            "such as JSON's \\ud800 written alone), which no text can store; write the whole "
+            "character. The run is still paused"
+        )
+
+
+def _split_at(value: Any, where: str) -> str | None:
+    """Where in ``value`` (a dotted path) a lone surrogate is, or None."""
+    if isinstance(value, str):
+        return where if _HALF.search(value) else None
+    items: list[tuple[Any, Any]] = []
+    if isinstance(value, dict):
+        items = list(value.items())
+    elif isinstance(value, list):
+        items = list(enumerate(value))
+    for key, item in items:
+        # The path is printed: a half character in a key is shown as its escape.
+        shown = _HALF.sub(lambda m: f"\\u{ord(m.group()):04x}", str(key))
+        inner = f"{where}.{shown}" if where else shown
+        if shown != str(key):
+            return inner
+        found = _split_at(item, inner)
+        if found is not None:
+            return found
+    return None
 
 
 def check_size(plan: UserPlan, limit: int) -> None:

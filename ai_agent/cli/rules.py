@@ -50,6 +50,16 @@ def _what(rule: Any) -> str:
     return allows
 
 
+def _clipped(text: str, width: int) -> str:
+    """``text``, cut after ``width`` characters with "…" to say so.
+
+    The cut must show: an ``args`` rule's command padded with spaces would otherwise read as
+    its harmless start (``echo tidy``) with the rest (``; rm -rf ~``) silently gone. ``--json``
+    shows it whole.
+    """
+    return text if len(text) <= width else text[:width] + "\u2026"
+
+
 def _when(stamp: float | None) -> str:
     return "" if stamp is None else datetime.fromtimestamp(stamp, UTC).strftime("%Y-%m-%d %H:%M")
 
@@ -67,8 +77,8 @@ def _list(args: argparse.Namespace) -> int:
         (
             str(r["id"]),
             r["tool"],
-            _what(r)[:80],
-            r["source"][:50],
+            _clipped(_what(r), 80),
+            _clipped(r["source"], 50),
             _when(r["created_at"]),
             _when(r["revoked_at"]),
         )

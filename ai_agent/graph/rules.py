@@ -18,9 +18,10 @@ def rule_allows(rule: AllowRule) -> str:
     """What a stored rule lets through, in words; for a row the engine does not use, why not.
 
     Examples:
+        >>> from ai_agent.tools.policy import args_hash
         >>> rule = {"id": 2, "tool": "write_file", "scope": "args", "thread_id": None,
-        ...         "args_hash": "0" * 32, "args": {"path": "a"}, "category": "modification",
-        ...         "confirmed": False, "problem": None}
+        ...         "args_hash": args_hash({"path": "a"}), "args": {"path": "a"},
+        ...         "category": "modification", "confirmed": False, "problem": None}
         >>> rule_allows(rule)
         'write_file with these exact arguments, in any run: {"path": "a"}'
         >>> rule_allows({**rule, "args_hash": "x"})

@@ -13,8 +13,9 @@ plan's denial, missing environment keys, a tool that is not active, or a call wh
 attempt may have run (the journal asks again); reach a replay (a replay follows its recording).
 
 A rule is read back from a database, so it is hostile input: a row that does not say exactly one
-of these things (an unknown scope, a ``run`` rule without its run, a digest that is not one, a
-``tool`` rule of a modification tool without its confirmation) is never used, and a call it
+of these things (an unknown scope, a ``run`` rule without its run, a digest that is not one,
+shown arguments that are not the ones its digest matches, a ``tool`` rule of a modification
+tool without its confirmation) is never used, and a call it
 would have covered waits for a person with the reason in its issue (`rule_problems`): the
 rule fails closed, and says so.
 """
@@ -69,10 +70,19 @@ def describe_rule(rule: AllowRule | NewRule) -> str:
 
 
 def _approved(plan: UserPlan, report: GateReport) -> list[ToolCall]:
-    """The calls the plan approves, as they will run (an edited call with its new arguments)."""
+    """The calls the plan approves, as they will run (an edited call with its new arguments).
+
+    Only calls that will run: a plan that stops the run runs none, and a call the plan denies
+    (by its id or "*") is cancelled whatever else names it, so no rule may be made from it
+    (``approve: ["*"], deny: [the rm -rf]`` must not leave "rm -rf's tool, always" behind).
+    """
+    if not plan.allow_continue:
+        return []
     calls = []
     for pending in report["pending"]:
         call = pending["call"]
+        if "*" in plan.deny or call["id"] in plan.deny:
+            continue
         if call["id"] in plan.edit_args:
             calls.append(edited_call(call, plan.edit_args[call["id"]]))
         elif "*" in plan.approve or call["id"] in plan.approve:
@@ -92,8 +102,9 @@ def check_always(plan: UserPlan, report: GateReport, tools: ToolBox) -> None:
     calls = _approved(plan, report)
     if not calls:
         raise InvalidPlanError(
-            "invalid plan: always_allow makes a rule for each call the plan approves, and it "
-            "approves none; approve a call (approve or edit_args), or drop always_allow"
+            "invalid plan: always_allow makes a rule for each call the plan approves and "
+            f"runs, and it {_why_none(plan)}; approve a call (approve or edit_args), or drop "
+            "always_allow. The run is still paused"
         )
     if plan.always_allow != "tool" or plan.confirm_always:
         return
@@ -105,6 +116,15 @@ def check_always(plan: UserPlan, report: GateReport, tools: ToolBox) -> None:
             "`--confirm-always`, the console's checkbox) or choose a narrower scope ('run', "
             "'args'). The run is still paused"
         )
+
+
+def _why_none(plan: UserPlan) -> str:
+    """Why a plan with ``always_allow`` approves no call that will run, for its refusal."""
+    if not plan.allow_continue:
+        return "stops the run, so none runs"
+    if "*" in plan.deny:
+        return "denies every call (deny '*')"
+    return "approves none"
 
 
 def _category(tools: ToolBox, name: str) -> str:
@@ -139,11 +159,16 @@ def new_rules(
     return rules
 
 
-def rule_problem(rule: AllowRule, category: str | None = None) -> str | None:
+def rule_problem(
+    rule: AllowRule, category: str | None = None, *, digest: str | None = None
+) -> str | None:
     """Why a stored rule cannot be used, or None when it says one thing a person could have made.
 
     ``category``: the tool's category now (a ``tool`` rule of a modification tool needs its
-    confirmation, whatever the row says the category was).
+    confirmation, whatever the row says the category was). ``digest``: that of the call being
+    screened; then only an ``args`` rule for it has its shown arguments checked against its
+    digest (no other can match the call, and hashing every rule's arguments for every call
+    costs a store of many rules dearly).
 
     Examples:
         >>> ok = {"id": 1, "tool": "t", "scope": "run", "thread_id": "r1", "args_hash": None,
@@ -165,6 +190,11 @@ def rule_problem(rule: AllowRule, category: str | None = None) -> str | None:
             scope == "args" and not _DIGEST.fullmatch(str(rule["args_hash"] or "")),
             "is for some arguments but holds no digest of them",
         ),
+        (scope == "args" and rule.get("args") is None, "is for some arguments but shows none"),
+        (
+            _disagrees(rule, digest),
+            "shows arguments that are not the ones its digest was made from",
+        ),
         (
             scope == "tool" and changing and not rule["confirmed"],
             f"lets every call of {rule['tool']} (a modification tool) run in every run, but "
@@ -172,6 +202,22 @@ def rule_problem(rule: AllowRule, category: str | None = None) -> str | None:
         ),
     )
     return next((f"{where} {why}" for failed, why in checks if failed), None)
+
+
+def _disagrees(rule: AllowRule, digest: str | None) -> bool:
+    """An ``args`` rule whose shown arguments are not the ones its digest matches.
+
+    Calls are matched by the digest, and people read the arguments (``rules list``, the
+    console): a row changed so the two differ would show ``ls`` and let ``rm -rf ~`` through.
+    Both are written from the same call, and JSON keeps what a digest reads, so an honest row
+    always agrees.
+    """
+    args = rule.get("args")
+    if rule["scope"] != "args" or args is None:
+        return False
+    if digest is not None and rule["args_hash"] != digest:
+        return False  # it cannot match the call in question: not worth hashing its arguments
+    return args_hash(args) != rule["args_hash"]
 
 
 def covering_rule(
@@ -189,7 +235,9 @@ def covering_rule(
     """
     digest = args_hash(call["args"])
     for rule in rules:
-        if rule["tool"] != call["name"] or rule_problem(rule, category) is not None:
+        if rule["tool"] != call["name"]:
+            continue
+        if rule_problem(rule, category, digest=digest) is not None:
             continue
         if rule["scope"] == "args" and rule["args_hash"] == digest:
             return rule
@@ -202,8 +250,11 @@ def covering_rule(
 
 def rule_problems(rules: Sequence[AllowRule], call: ToolCall, category: str) -> list[str]:
     """What is wrong with the stored rules of ``call``'s tool: each one is not used."""
+    digest = args_hash(call["args"])
     found = [
-        (rule["id"], rule_problem(rule, category)) for rule in rules if rule["tool"] == call["name"]
+        (rule["id"], rule_problem(rule, category, digest=digest))
+        for rule in rules
+        if rule["tool"] == call["name"]
     ]
     return [
         f"{problem}; it is not used (revoke it: ai-agent rules revoke {rule_id})"
