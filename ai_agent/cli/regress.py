@@ -139,8 +139,8 @@ def _write(test: Path, recording: Path, case: dict[str, Any], source: str) -> No
 
     try:
         test.parent.mkdir(parents=True, exist_ok=True)
-        write_case(case, recording)
-        test.write_text(source)
+        write_case(case, recording)  # UTF-8, as pytest reads the test (PEP 3120)
+        test.write_text(source, encoding="utf-8")
     except OSError as exc:
         raise UsageError(f"cannot write {test}: {exc.strerror or exc}") from None
 

@@ -157,8 +157,12 @@ def case_text(case: Mapping[str, Any]) -> str:
 
 
 def write_case(case: Mapping[str, Any], path: Path) -> Path:
-    """Write a case to ``path`` (`case_text`)."""
-    path.write_text(case_text(case))
+    """Write a case to ``path`` (`case_text`), as UTF-8 whatever the locale.
+
+    `read_case` reads UTF-8; in the locale's encoding an answer with "café" failed under
+    ``LANG=C`` (ASCII) and was unreadable back under a code page (cp1252).
+    """
+    path.write_text(case_text(case), encoding="utf-8")
     return path
 
 

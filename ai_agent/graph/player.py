@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ai_agent.checkpoints._rows import corrupt_row
 from ai_agent.checkpoints.recorded import (
     CallPosition,
     ModelCallRecord,
@@ -29,6 +30,7 @@ from ai_agent.checkpoints.recorded import (
 )
 from ai_agent.checkpoints.store import RunStoreProtocol
 from ai_agent.context import CallerBase, Hook, ModelCall, ModelCaller, ModelReply, ToolBox
+from ai_agent.datafiles import valid_data
 from ai_agent.errors import (
     CircuitOpenError,
     InvalidPlanError,
@@ -47,7 +49,7 @@ from ai_agent.models import request_hash
 from ai_agent.nodes._common import call_hook
 from ai_agent.nodes.gate import check_plan
 from ai_agent.plans import PlanAnswer, read_plan
-from ai_agent.state import GateReport, PlanRecord, ToolCall, ToolResult
+from ai_agent.state import GateReport, Message, PlanRecord, ToolCall, ToolResult
 from ai_agent.tools.policy import args_hash
 
 __all__ = ["ReplayMode", "ReplayModel", "ReplaySession", "ReplayToolBox", "Tape"]
@@ -71,9 +73,61 @@ _ERRORS: dict[str, type[ModelError]] = {
 }
 
 
+def _call_problem(call: Any) -> str | None:
+    """What is wrong with a recorded reply's tool call (None: nothing)."""
+    if not isinstance(call, dict):
+        return "a tool call that is not an object"
+    if not isinstance(call.get("id"), str) or not isinstance(call.get("name"), str):
+        return "a tool call without a text id and name"
+    if not isinstance(call.get("args"), dict):
+        return f"a call of {call['name']} whose arguments are not an object"
+    return None
+
+
+def _reply_problem(message: Message) -> str | None:
+    """What keeps a recorded reply from being the model's reply (None: nothing).
+
+    The store checks only that it is an object; a row edited by hand (or a case file) may hold
+    an object of another shape, which the draft stage would fail on with a KeyError.
+    """
+    if message.get("role") != "assistant":
+        return f"it is not the model's reply (its role is {message.get('role')!r})"
+    if not isinstance(message.get("content"), str):
+        return "its content is not text"
+    calls: Any = message.get("tool_calls", [])  # edited by hand: any JSON at all
+    if not isinstance(calls, list):
+        return "its tool calls are not a list"
+    return next(filter(None, map(_call_problem, calls)), None)
+
+
+def recorded_reply(record: ModelCallRecord, message: Message) -> Message:
+    """A recorded call's reply (``message``) as the draft stage takes it: checked, a copy.
+
+    Its texts are made writable as a live reply's are (`valid_data`): a lone surrogate escaped
+    in the stored JSON would otherwise fail the checkpoint it is written to.
+
+    Raises:
+        CorruptRunError: the reply has not the shape of a model's reply.
+    """
+    message = copy.deepcopy(message)
+    problem = _reply_problem(message)
+    if problem is not None:
+        thread = str(record["thread_id"])
+        hint = (
+            f"a replay cannot use it: replay the run live (`ai-agent replay {thread} --live`), "
+            "or record it again"
+        )
+        raise corrupt_row(f"the reply of recorded call {record['seq']}", thread, problem, hint)
+    return valid_data(message)
+
+
 def _model_error(record: dict[str, str]) -> ModelError:
-    """The model error a recorded call ended with, raised again so the replay takes its path."""
-    return _ERRORS.get(record.get("type", ""), ModelError)(record.get("message", ""))
+    """The model error a recorded call ended with, raised again so the replay takes its path.
+
+    Read as text: an edited row's type may be a list (unhashable) and its message a number.
+    """
+    kind = _ERRORS.get(str(record.get("type", "")), ModelError)
+    return kind(str(record.get("message", "")))
 
 
 class Tape:
@@ -296,7 +350,7 @@ class ReplayModel(CallerBase):
         if record["error"] is not None or record["message"] is None:
             raise _model_error(record["error"] or {})
         return ModelReply(
-            message=copy.deepcopy(record["message"]),
+            message=recorded_reply(record, record["message"]),
             usage=dict(record["usage"]),
             latency_ms=record["latency_ms"],
         )

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ai_agent.errors import RunError
+from ai_agent.errors import ConfigError, RunError
 from ai_agent.graph.cases import import_case, read_case
 from ai_agent.graph.divergence import text_diff
 
@@ -109,6 +109,7 @@ async def check_case(
         ConfigError: the case file is missing or damaged.
     """
     data = read_case(case) if isinstance(case, (str, Path)) else case
+    _check_expected(data)
     await agent.archive.database.open()
     thread = await import_case(agent.archive.database, data)
     if live:
@@ -170,7 +171,48 @@ async def _live(agent: Agent, thread: str, case: Mapping[str, Any]) -> RunResult
 
 def _recorded_plans(case: Mapping[str, Any]) -> list[dict[str, Any]]:
     head = case["checkpoints"][-1]["checkpoint"]["channel_values"]
-    return [dict(p["plan"]) for p in head.get("plans") or [] if p.get("source") != "hook"]
+    records = head.get("plans") or []
+    if not isinstance(records, list) or not all(
+        isinstance(p, dict) and isinstance(p.get("plan"), dict) for p in records
+    ):
+        raise _damaged(case, "its plans are not a list of recorded plans")
+    return [dict(p["plan"]) for p in records if p.get("source") != "hook"]
+
+
+def _check_expected(case: Mapping[str, Any]) -> None:
+    """Refuse a case whose ``expected`` part cannot be compared with a replay, before replaying.
+
+    A case file is input: edited by hand, ``expected`` may lack a key or hold another type,
+    which the comparison would fail on with a KeyError after the whole replay.
+
+    Raises:
+        ConfigError: which part is wrong, and what to do.
+    """
+    expected = case.get("expected")
+    if not isinstance(expected, Mapping):
+        raise _damaged(case, "its expected outcome is not an object")
+    if not isinstance(expected.get("status"), str):
+        raise _damaged(case, "its expected status is not text")
+    if "final_text" not in expected or not isinstance(expected["final_text"], str | None):
+        raise _damaged(case, "its expected final text is neither text nor null")
+    calls = expected.get("tool_calls")
+    if not isinstance(calls, list) or not all(_is_call(c) for c in calls):
+        raise _damaged(case, 'its expected tool calls are not a list of {"name", "args"}')
+
+
+def _is_call(call: Any) -> bool:
+    return (
+        isinstance(call, Mapping)
+        and isinstance(call.get("name"), str)
+        and isinstance(call.get("args"), Mapping)
+    )
+
+
+def _damaged(case: Mapping[str, Any], problem: str) -> ConfigError:
+    return ConfigError(
+        f"the recorded case of run {case.get('thread_id')!r} is damaged ({problem}); write it "
+        "again with `ai-agent test-from-run`"
+    )
 
 
 def _compare(
@@ -190,7 +232,7 @@ def _compare(
         return _with(base, report.step, f"{report.stage}: {report.reason}", report.diff)
     recorded = [(c["name"], dict(c["args"])) for c in expected["tool_calls"]]
     for index, (old, new) in enumerate(zip(recorded, calls, strict=False), start=1):
-        if old != new:
+        if _canonical(old) != _canonical(new):
             return _with(base, index, f"tool call {index} differs", _diff([old], [new]))
     if len(recorded) != len(calls):
         index = min(len(recorded), len(calls)) + 1
@@ -215,6 +257,15 @@ def _compare(
             text_diff(_lines(expected["final_text"]), _lines(result.final_text)),
         )
     return base
+
+
+def _canonical(call: tuple[str, Any]) -> str:
+    """A tool call as JSON with sorted keys: what the tool is given, compared exactly.
+
+    Python's ``==`` says ``{"n": 1} == {"n": True} == {"n": 1.0}``; a tool is given ``1``,
+    ``true`` or ``1.0``, and a model that now writes another is a call that differs.
+    """
+    return json.dumps(call, sort_keys=True, ensure_ascii=False, default=repr)
 
 
 def _with(base: CaseResult, step: int | None, where: str, detail: str) -> CaseResult:

@@ -18,7 +18,10 @@ from ai_agent.tools.builtin.walk import walk
 __all__ = ["Chunk", "Note", "NotesIndex", "Section", "parse_note"]
 
 NOTE_SUFFIXES = (".md", ".markdown")
-_HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$")
+# A heading's hashes and the rest of its line; the closing hashes and blanks are cut off in
+# `_heading`, not by the pattern: a lazy title before `[ \t#]*$` backtracks quadratically over
+# a long run of blanks that does not end the line (a 900 kB line took half an hour).
+_HEADING = re.compile(r"(#{1,6})[ \t]+([^\n]+)")
 _FRONT = re.compile(r"\A---[ \t]*\n(.*?\n)---[ \t]*(?:\n|\Z)", re.DOTALL)
 _TAG = re.compile(r"(?<![\w#&])#([A-Za-z][\w/-]*)")
 
@@ -77,6 +80,18 @@ class Chunk:
     tags: frozenset[str] = field(default_factory=frozenset)
 
 
+def _heading(line: str) -> tuple[int, str] | None:
+    """A heading line's level and title (None: not a heading), in time linear in the line.
+
+    The title keeps at least its first character: ``#### ##`` is a heading titled ``#``.
+    """
+    match = _HEADING.fullmatch(line.rstrip("\n"))
+    if match is None:
+        return None
+    rest = match.group(2)
+    return len(match.group(1)), (rest.rstrip(" \t#") or rest[:1]).strip()
+
+
 def _tags(front: dict[str, Any], body: str) -> frozenset[str]:
     found: set[str] = set()
     raw = front.get("tags")
@@ -88,7 +103,7 @@ def _tags(front: dict[str, Any], body: str) -> frozenset[str]:
         tags = (t for t in raw if isinstance(t, str | int | float))
         found.update(str(t).lstrip("#").lower() for t in tags)
     for line in body.splitlines():
-        if not _HEADING.match(line):
+        if _heading(line) is None:
             found.update(t.lower() for t in _TAG.findall(line))
     return frozenset(found)
 
@@ -101,7 +116,9 @@ def _front_matter(text: str) -> tuple[dict[str, Any], int]:
 
     try:
         data = yaml.safe_load(match.group(1))
-    except (yaml.YAMLError, RecursionError):  # nested thousands deep: PyYAML recurses
+    # A note's metadata never fails its search: nested thousands deep, PyYAML recurses; a date
+    # that does not exist (2023-02-29) or an integer of 5,000 digits is a ValueError.
+    except (yaml.YAMLError, RecursionError, ValueError, OverflowError):
         data = None
     return (data if isinstance(data, dict) else {}), match.end()
 
@@ -123,9 +140,9 @@ def parse_note(path: str, text: str) -> Note:
         if position >= offset:
             if line.lstrip().startswith(("```", "~~~")):
                 in_fence = not in_fence
-            match = None if in_fence else _HEADING.match(line.rstrip("\n"))
-            if match:
-                starts.append((position, len(match.group(1)), match.group(2).strip()))
+            heading = None if in_fence else _heading(line)
+            if heading:
+                starts.append((position, *heading))
         position += len(line)
     for i, (start, level, title) in enumerate(starts):
         end = starts[i + 1][0] if i + 1 < len(starts) else len(text)
