@@ -134,14 +134,18 @@ def _langchain_spec(obj: Any, category: Any) -> ToolSpec:
         # registered, not at each of its calls.
         problems = json_schema_validator(parameters, owner=name)
 
+    # A tool that handles its own errors (handle_tool_error) answers them as text; only a
+    # message (what it answers a tool call with) says the text is an error.
+    as_message = bool(obj.handle_tool_error or obj.handle_validation_error)
+
     async def call(args: dict[str, Any], ctx: dict[str, Any]) -> ToolResult | Any:
         try:
-            output = await obj.ainvoke(args)
+            output = await obj.ainvoke(_tool_call(name, args, ctx) if as_message else args)
         except ToolException as exc:
             return ToolResult(status="error", error=str(exc), meta={"code": "TOOL_ERROR"})
-        if isinstance(output, tuple) and len(output) == 2:  # response_format="content_and_artifact"
-            output = output[0]
-        return getattr(output, "content", output)
+        # Its content (with response_format="content_and_artifact", LangChain gives the content
+        # alone), as it is: a tuple or an object with a ``content`` field is the tool's data.
+        return _langchain_output(output)
 
     return ToolSpec(
         name=name,
@@ -152,6 +156,25 @@ def _langchain_spec(obj: Any, category: Any) -> ToolSpec:
         category=category_of(category or ToolCategory.EXTERNAL, name),
         validator=problems,
     )
+
+
+def _tool_call(name: str, args: dict[str, Any], ctx: dict[str, Any]) -> dict[str, Any]:
+    """A LangChain tool call of ``args``: the tool answers it with a message that has a status.
+
+    Also keeps arguments that look like a tool call (``type``: ``tool_call``) arguments.
+    """
+    call_id = str(ctx.get("call_id") or "call")
+    return {"type": "tool_call", "name": name, "args": args, "id": call_id}
+
+
+def _langchain_output(output: Any) -> Any:
+    """What a LangChain tool returned, as a result: a message's content, its status kept."""
+    from langchain_core.messages import BaseMessage, ToolMessage
+
+    if isinstance(output, ToolMessage) and output.status == "error":
+        text = output.content if isinstance(output.content, str) else str(output.text)
+        return ToolResult(status="error", error=text, meta={"code": "TOOL_ERROR"})
+    return output.content if isinstance(output, BaseMessage) else output
 
 
 def _base(obj: Any) -> ToolSpec | None:

@@ -34,6 +34,7 @@ __all__ = [
     "media_part",
     "readable",
     "summary",
+    "unreadable",
 ]
 
 MediaKind = Literal["image", "audio"]
@@ -41,24 +42,70 @@ MediaKind = Literal["image", "audio"]
 _DIGEST_CHARS = 12
 
 
+# How each image type the model takes begins: a tool's word for the type is checked against
+# its bytes, since the model's API refuses an image that is not what it says (and every later
+# request of the run would carry it again).
+_IMAGE_MAGIC = (
+    (b"\x89PNG", "image/png"),
+    (b"\xff\xd8\xff", "image/jpeg"),
+    (b"GIF87a", "image/gif"),
+    (b"GIF89a", "image/gif"),
+)
+# What an image's type becomes when its bytes are of no type the model takes.
+UNKNOWN_TYPE = "application/octet-stream"
+
+
+def _image_type(raw: bytes) -> str | None:
+    """The image type ``raw`` begins as (one the model takes), None when none."""
+    if raw[:4] == b"RIFF" and raw[8:12] == b"WEBP":
+        return "image/webp"
+    return next((mime for magic, mime in _IMAGE_MAGIC if raw.startswith(magic)), None)
+
+
+def _checked_type(kind: str, mime_type: str, raw: bytes) -> str:
+    """The type of an image its bytes show when the tool named one the model takes."""
+    if kind != "image" or mime_type.lower() not in IMAGE_TYPES:
+        return mime_type
+    return _image_type(raw) or UNKNOWN_TYPE
+
+
+def _payload(data: str) -> str:
+    """The base64 of ``data``, which may be a data URL (``data:image/png;base64,...``)."""
+    head, comma, rest = data.partition(",")
+    if comma and head.startswith("data:") and head.endswith(";base64"):
+        return rest
+    return data
+
+
 def media_part(kind: MediaKind, mime_type: str, data: str) -> MediaPart | None:
     """A part of base64 ``data``; None when it is not base64 (then only its description goes).
+
+    An image said to be of a type the model takes gets the type its bytes show, or
+    ``application/octet-stream`` when they show none (it is then described, never sent).
 
     Examples:
         >>> media_part("audio", "audio/wav", "!!not base64!!") is None
         True
+        >>> media_part("image", "image/png", "R0lGODlh")["mime_type"]
+        'image/gif'
     """
+    data = _payload(data)
     try:
         raw = base64.b64decode(data, validate=True)
     except (binascii.Error, ValueError):
         return None
     return MediaPart(
         kind=kind,
-        mime_type=mime_type,
+        mime_type=_checked_type(kind, mime_type, raw),
         data=data,
         size=len(raw),
         sha256=hashlib.sha256(raw).hexdigest(),
     )
+
+
+def unreadable(kind: str, mime_type: str) -> str:
+    """The line that stands for a part whose data is not base64 (it is left out)."""
+    return f"[{kind} {mime_type}: left out, its data is not base64]"
 
 
 def describe(part: MediaPart) -> str:

@@ -7,7 +7,9 @@ string in them passes the `Scrubber` first (the engine's `SecretValues`).
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import sys
 from typing import Any, Literal
 
 from pydantic import BaseModel
@@ -17,7 +19,7 @@ from ai_agent.context import OutputStore
 from ai_agent.observability.redaction import MASK, SecretValues
 from ai_agent.state import MediaPart, ToolCall, ToolResult
 from ai_agent.tools.extractive import HEADER_START, extractive_summary
-from ai_agent.tools.media import MediaKind, describe, media_part
+from ai_agent.tools.media import MediaKind, describe, media_part, unreadable
 from ai_agent.tools.model_summary import MODEL_HEADER_START, OutputSummarizer, model_header
 
 __all__ = [
@@ -42,6 +44,18 @@ OutputSummary = Literal["extractive", "clip", "model"]
 _ERROR_PREFIX = "Error: "
 _MARKER_END = " ...]\n"
 _SUMMARY_CHARS = 2000
+# The keys a ToolResult has: a dict with any other key is a tool's data (a web API's
+# ``{"status": "ok", "results": [...]}``), kept whole as content, never read as a result whose
+# unknown keys are dropped.
+_RESULT_KEYS = ToolResult.__required_keys__ | ToolResult.__optional_keys__
+# The tool-oversight spec's result shape, read as a result only when it has nothing else.
+_SPEC_KEYS = frozenset({"success", "data", "error_message"})
+# The longest marker line `clip_text` writes in `bound_output` (its note names the thread and
+# the kept output twice): a text that claims the shape with a longer "marker" is not bounded.
+_MARKER_MAX = 2000
+# An int with more bits than this may have more digits than Python turns into text
+# (sys.get_int_max_str_digits); only those are tried, so ordinary numbers cost nothing.
+_SMALL_INT_BITS = 4000
 
 
 def to_jsonable(value: Any) -> Any:
@@ -55,8 +69,51 @@ def to_jsonable(value: Any) -> Any:
     return to_jsonable_python(value, fallback=str)
 
 
+def _check_numbers(value: Any) -> None:
+    """Raise ValueError for an int too long to write as text (JSON, the model's text).
+
+    Such an int passes ``to_jsonable`` unchanged and would fail later, where the result is
+    written out (the trace line, the checkpoint), as the engine's error ending the run. Raised
+    here, it ends the call as the tool's error (``BAD_RESULT``) instead. A walk with a stack of
+    its own: JSON data may nest deeper than Python's recursion limit.
+    """
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, int) and item.bit_length() > _SMALL_INT_BITS:
+            try:
+                str(item)
+            except ValueError:
+                raise ValueError(
+                    f"an integer of more than {sys.get_int_max_str_digits():,} digits; return "
+                    "it as text"
+                ) from None
+
+
+def _fields(outcome: Any) -> frozenset[Any] | None:
+    """The names of an object's fields when it has a fixed set (dict, pydantic model, dataclass)."""
+    if isinstance(outcome, dict):
+        return frozenset(outcome)
+    if isinstance(outcome, BaseModel):
+        return frozenset(type(outcome).model_fields)
+    if dataclasses.is_dataclass(outcome) and not isinstance(outcome, type):
+        return frozenset(f.name for f in dataclasses.fields(outcome))
+    return None
+
+
 def _from_spec_style(outcome: Any) -> ToolResult | None:
-    """The tool-oversight spec's result shape: ``success``, ``data``, ``error_message``."""
+    """The tool-oversight spec's result shape: ``success``, ``data``, ``error_message``.
+
+    Only when that is all it has: ``{"success": true, "data": [...], "next_page": 2}`` is a
+    tool's data, which taken as a result would lose its ``next_page`` without a sign.
+    """
+    fields = _fields(outcome)
+    if fields is not None and not fields <= _SPEC_KEYS:
+        return None
     if isinstance(outcome, dict):
         success, data, error = (
             outcome.get("success"),
@@ -75,6 +132,15 @@ def _from_spec_style(outcome: Any) -> ToolResult | None:
     return ToolResult(status="error", error=str(error or "the tool failed"), content=None)
 
 
+def _is_result(outcome: Any) -> bool:
+    """Whether a tool returned a ToolResult: a dict of a result's status and keys only."""
+    return (
+        isinstance(outcome, dict)
+        and outcome.get("status") in ("ok", "error", "skipped")
+        and outcome.keys() <= _RESULT_KEYS
+    )
+
+
 def _media_fields(parts: Any) -> list[tuple[MediaKind, str, str]]:
     """The (kind, MIME type, base64 data) of each well-formed part a tool returned."""
     found: list[tuple[MediaKind, str, str]] = []
@@ -87,17 +153,41 @@ def _media_fields(parts: Any) -> list[tuple[MediaKind, str, str]]:
     return found
 
 
-def _add_descriptions(result: ToolResult, parts: list[MediaPart]) -> None:
+def _add_descriptions(result: ToolResult, parts: list[MediaPart], lost: list[str]) -> None:
     """Each part's line at the end of a text result: what a model that reads no media gets."""
     text = result.get("content")
     if text is None or isinstance(text, str):
         # An MCP result describes its parts already, where each block was.
-        missing = [line for line in map(describe, parts) if line not in (text or "")]
+        lines = [*map(describe, parts), *lost]
+        missing = [line for line in lines if line not in (text or "")]
         result["content"] = "\n".join([*([text] if text else []), *missing])
+
+
+def _add_media(result: ToolResult, fields: list[tuple[MediaKind, str, str]]) -> None:
+    """A tool's media parts, rebuilt from each part's kind, type and data, onto ``result``.
+
+    A size or digest is never taken on the tool's word, and a part that is not an image or
+    audio is left out. One whose data is not base64 is left out too, but its line says so:
+    dropped without a word, the model would answer as if the tool had shown nothing.
+    """
+    parts = [media_part(*f) for f in fields]
+    kept = [p for p in parts if p is not None]
+    if kept:
+        result["media"] = kept
+    lost = [unreadable(f[0], f[1]) for f, p in zip(fields, parts, strict=True) if p is None]
+    if kept or lost:
+        _add_descriptions(result, kept, lost)
 
 
 def normalise(outcome: Any) -> ToolResult:
     """Accept what tools commonly return and turn it into a ToolResult of JSON data.
+
+    A dict is a result when its ``status`` is one and it has no key a result does not have;
+    any other dict is the tool's data, kept whole as ``content``.
+
+    Raises:
+        ValueError: the value cannot be written as JSON (an int of too many digits), which the
+            registry reports as the tool's ``BAD_RESULT``.
 
     Examples:
         >>> normalise({"status": "ok", "content": 3})
@@ -106,8 +196,17 @@ def normalise(outcome: Any) -> ToolResult:
         {'status': 'ok', 'content': [1, 2]}
         >>> normalise({"success": False, "data": None, "error_message": "down"})
         {'status': 'error', 'error': 'down', 'content': None}
+        >>> normalise({"status": "ok", "results": [1]})["content"]
+        {'status': 'ok', 'results': [1]}
     """
-    if isinstance(outcome, dict) and outcome.get("status") in ("ok", "error", "skipped"):
+    result = _normalised(outcome)
+    _check_numbers(result)
+    return result
+
+
+def _normalised(outcome: Any) -> ToolResult:
+    """`normalise` before its check of the numbers."""
+    if _is_result(outcome):
         result = ToolResult(status=outcome["status"])
         if "content" in outcome:
             result["content"] = to_jsonable(outcome["content"])
@@ -120,12 +219,7 @@ def normalise(outcome: Any) -> ToolResult:
         if isinstance(outcome.get("summary"), str):
             result["summary"] = outcome["summary"]
         if outcome.get("media"):
-            # Rebuilt from each part's kind, type and data: a size or digest is never taken on
-            # the tool's word, and a part that is not an image or audio in base64 is left out.
-            parts = [media_part(*p) for p in _media_fields(outcome["media"])]
-            if kept := [p for p in parts if p is not None]:
-                result["media"] = kept
-                _add_descriptions(result, kept)
+            _add_media(result, _media_fields(outcome["media"]))
         return result
     converted = _from_spec_style(outcome)
     if converted is not None:
@@ -338,7 +432,9 @@ def is_bounded(text: str, result: ToolResult, limit: int) -> bool:
     start = f"\n[... {full - head - tail} of {full} characters clipped; "
     if text[head : head + len(start)] != start:
         return False
-    end = text.find(_MARKER_END, head + len(start))
+    # Searched only as far as a marker line reaches: a tool's result may claim this shape in
+    # its meta, and a "marker" of megabytes would bring all of them to the model unbounded.
+    end = text.find(_MARKER_END, head + len(start), head + _MARKER_MAX)
     return end >= 0 and len(text) == end + len(_MARKER_END) + tail
 
 

@@ -12,6 +12,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar, TypedDict
+from urllib.parse import urlsplit
 
 if TYPE_CHECKING:
     import httpx
@@ -36,20 +37,45 @@ class SearchError(Exception):
         self.retry_after = retry_after
 
 
-def _text(value: Any) -> str:
-    return " ".join(str(value or "").split())
+# The longest title, URL and snippet kept of one hit: one hit of megabytes would otherwise be
+# most of what the model reads of the search, the other hits summarized away.
+TITLE_CHARS = 300
+URL_CHARS = 2000
+SNIPPET_CHARS = 1000
+
+
+def _text(value: Any, limit: int) -> str:
+    text = " ".join(str(value or "").split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _web_url(value: Any) -> str | None:
+    """``value`` when it is a web address (http or https) of at most URL_CHARS, else None.
+
+    A hit's URL is what the model follows and a person may open: a ``javascript:``, ``file:``
+    or ``data:`` one from a backend's reply is no search result.
+    """
+    if not isinstance(value, str) or len(value) > URL_CHARS:
+        return None
+    url = value.strip()
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # an unbalanced "[" in the host
+        return None
+    return url if parts.scheme.lower() in ("http", "https") and parts.netloc else None
 
 
 def _hits(items: Any, url_key: str, snippet_key: str, limit: int) -> list[SearchHit]:
     out: list[SearchHit] = []
     for item in items if isinstance(items, list) else []:
-        if not isinstance(item, dict) or not item.get(url_key):
+        url = _web_url(item.get(url_key)) if isinstance(item, dict) else None
+        if url is None:
             continue
         out.append(
             SearchHit(
-                title=_text(item.get("title")),
-                url=str(item[url_key]),
-                snippet=_text(item.get(snippet_key)),
+                title=_text(item.get("title"), TITLE_CHARS),
+                url=url,
+                snippet=_text(item.get(snippet_key), SNIPPET_CHARS),
             )
         )
         if len(out) >= limit:

@@ -13,7 +13,7 @@ import asyncio
 import time
 from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import Field
 
@@ -23,9 +23,16 @@ from ai_agent.tools.builtin.typed import builtin_spec
 from ai_agent.tools.builtin.web_backends import BACKENDS, Backend, SearchError, SearchHit
 from ai_agent.tools.spec import ToolCategory, ToolSpec
 
-__all__ = ["RateLimiter", "TTLCache", "WebSearch", "web_search_tool"]
+if TYPE_CHECKING:
+    import httpx
+
+__all__ = ["MAX_REPLY_BYTES", "RateLimiter", "TTLCache", "WebSearch", "web_search_tool"]
 
 _CACHE_ENTRIES = 256
+# The longest reply body read from a backend (a page of results is some tens of KiB).
+MAX_REPLY_BYTES = 4 * 2**20
+# Headers that describe the body as it came over the wire, not as it was read.
+_BODY_HEADERS = frozenset({"content-encoding", "content-length", "transfer-encoding"})
 
 
 class RateLimiter:
@@ -96,6 +103,37 @@ class TTLCache:
         self._items.move_to_end(key)
         while len(self._items) > _CACHE_ENTRIES:
             self._items.popitem(last=False)
+
+
+class _ReplyTooLargeError(Exception):
+    """A reply longer than MAX_REPLY_BYTES (its reading stopped there)."""
+
+
+async def _bounded_send(client: httpx.AsyncClient, request: httpx.Request) -> httpx.Response:
+    """The reply to ``request``, its body read to at most MAX_REPLY_BYTES.
+
+    Read whole, a backend's (or whatever answers at its URL) endless body would take the
+    engine's memory; the timeout alone does not stop a fast one.
+
+    Raises:
+        _ReplyTooLargeError: the body is longer.
+    """
+    import httpx  # loaded with a search, as in `WebSearch._fetch`
+
+    response = await client.send(request, stream=True)
+    try:
+        body = bytearray()
+        async for chunk in response.aiter_bytes():
+            body += chunk
+            if len(body) > MAX_REPLY_BYTES:
+                raise _ReplyTooLargeError
+    finally:
+        await response.aclose()
+    # Decoded already: the new response must not be told its body is compressed.
+    headers = {k: v for k, v in response.headers.items() if k.lower() not in _BODY_HEADERS}
+    return httpx.Response(
+        response.status_code, headers=headers, content=bytes(body), request=request
+    )
 
 
 class WebSearch:
@@ -186,7 +224,13 @@ class WebSearch:
         host = request.url.host
         try:
             async with httpx.AsyncClient(timeout=self.config.timeout) as client:
-                response = await client.send(request)
+                response = await _bounded_send(client, request)
+        except _ReplyTooLargeError:
+            raise SearchError(
+                "UPSTREAM",
+                f"{self.backend.name} at {host} answered with more than "
+                f"{MAX_REPLY_BYTES // 2**20} MiB; a search reply is far smaller",
+            ) from None
         except httpx.TimeoutException:
             raise SearchError(
                 "UPSTREAM",
@@ -201,7 +245,7 @@ class WebSearch:
         self.backend.check(response)
         try:
             body = response.json()
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON; JSON nested past Python's stack
             raise SearchError(
                 "UPSTREAM", f"{self.backend.name} at {host} did not answer with JSON"
             ) from None
