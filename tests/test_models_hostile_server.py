@@ -104,24 +104,17 @@ def events(*payloads: dict[str, Any]) -> Answer:
     return answer
 
 
+def completion_body(**extra: Any) -> bytes:
+    """A reply that is not streamed, answering "4" (``extra``: more top-level keys)."""
+    message = {"role": "assistant", "content": "4"}
+    choice = {"index": 0, "message": message, "finish_reason": "stop"}
+    reply = {"id": "c1", "object": "chat.completion", "created": 0, "model": "m"}
+    return json.dumps({**reply, "choices": [choice], **extra}).encode()
+
+
 def completion(usage: dict[str, Any]) -> Answer:
     """A reply that is not streamed, with this usage."""
-    body = json.dumps(
-        {
-            "id": "c1",
-            "object": "chat.completion",
-            "created": 0,
-            "model": "m",
-            "choices": [
-                {
-                    "index": 0,
-                    "message": {"role": "assistant", "content": "4"},
-                    "finish_reason": "stop",
-                }
-            ],
-            "usage": usage,
-        }
-    ).encode()
+    body = completion_body(usage=usage)
 
     def answer(handler: BaseHTTPRequestHandler) -> None:
         head(handler, 200, ("content-type", "application/json"), ("content-length", str(len(body))))
@@ -341,22 +334,7 @@ async def test_a_compression_the_request_did_not_offer_is_refused(
 async def test_a_gzipped_reply_within_the_limit_is_read(
     serve: Callable[[Answer], Hostile],
 ) -> None:
-    body = json.dumps(
-        {
-            "id": "c1",
-            "object": "chat.completion",
-            "created": 0,
-            "model": "m",
-            "choices": [
-                {
-                    "index": 0,
-                    "message": {"role": "assistant", "content": "4"},
-                    "finish_reason": "stop",
-                }
-            ],
-        }
-    ).encode()
-    packed = zlib.compress(body, wbits=31)
+    packed = zlib.compress(completion_body(), wbits=31)
 
     def answer(handler: BaseHTTPRequestHandler) -> None:
         head(

@@ -45,7 +45,7 @@ from ai_agent.tools.results import (
     schema_violation,
 )
 from ai_agent.tools.schema import json_schema_validator
-from ai_agent.tools.spec import ToolSpec
+from ai_agent.tools.spec import ToolSpec, without_engine_meta
 
 __all__ = [
     "DEFAULT_MAX_RESULT_CHARS",
@@ -275,6 +275,8 @@ class ToolSnapshot:
                 self.retry,
                 category=spec.category.value,
             )
+        if spec is None or not spec.engine_meta:  # only the engine's own tools steer the run
+            result = cast(ToolResult, without_engine_meta(dict(result)))
         scrubber = self.scrubber()
         result = cast(ToolResult, scrubber.scrub(dict(result)))
         name = spec.name if spec is not None else call["name"]

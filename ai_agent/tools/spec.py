@@ -29,14 +29,50 @@ from ai_agent.tools.docstrings import parse_docstring
 if TYPE_CHECKING:
     from ai_agent.state import ToolResult
 
-__all__ = ["ToolCategory", "ToolFn", "ToolSpec", "category_of", "described"]
+__all__ = [
+    "ENGINE_META",
+    "ToolCategory",
+    "ToolFn",
+    "ToolSpec",
+    "category_of",
+    "described",
+    "without_engine_meta",
+]
 
 # A tool may return a ToolResult, any dict of that shape, or a plain value (wrapped as content).
 ToolFn = Callable[[dict[str, Any], dict[str, Any]], Any]
 
 _PART = r"[A-Za-z_][A-Za-z0-9_\-]{0,63}"
-_NAME = re.compile(rf"^{_PART}(\.{_PART})*$")
+_NAME = re.compile(rf"^{_PART}(\.{_PART})*\Z")
 _GROUP = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]{0,63}\Z")
+
+
+ENGINE_META = frozenset({"activate_tools", "child_usage"})
+"""Result ``meta`` keys that steer the run, honoured from `ToolSpec.engine_meta` tools only (as is
+the code ``SUBAGENT_PAUSED``, `_ENGINE_CODES`)."""
+
+_ENGINE_CODES = frozenset({"SUBAGENT_PAUSED"})
+
+
+def without_engine_meta(result: dict[str, Any]) -> dict[str, Any]:
+    """``result`` without the `ENGINE_META` keys and codes (a tool other than the engine's own).
+
+    Examples:
+        >>> without_engine_meta({"status": "error", "meta": {"code": "SUBAGENT_PAUSED", "n": 1}})
+        {'status': 'error', 'meta': {'n': 1}}
+        >>> without_engine_meta({"status": "ok", "meta": {"activate_tools": ["run_bash"]}})
+        {'status': 'ok', 'meta': {}}
+    """
+    meta = result.get("meta")
+    if not isinstance(meta, dict):
+        return result
+    code = meta.get("code")
+    engine_code = isinstance(code, str) and code.upper() in _ENGINE_CODES
+    if not engine_code and ENGINE_META.isdisjoint(meta):
+        return result
+    dropped = ENGINE_META | ({"code"} if engine_code else set())
+    kept = {k: v for k, v in meta.items() if k not in dropped}
+    return {**result, "meta": kept}
 
 
 class ToolCategory(StrEnum):
@@ -127,6 +163,11 @@ class ToolSpec:
         concurrent: Calls of this tool in one cycle may run at the same time (with the
             cycle's other concurrent calls, up to ``tool_config.max_concurrent_calls``); a
             subagent's tool is. Others run one after another, in the order the model asked.
+        engine_meta: The engine's own tools only (``propose_tool``, a subagent's tool): its
+            results may carry the `ENGINE_META` keys that steer the run (tools to activate,
+            a child's usage, a paused child). Every other tool's result has them taken out: a
+            tool that returns what a server sent must not activate a tool, add to the
+            budget, or make its own call forgotten and run again after the next plan.
 
     Examples:
         >>> def fetch_users(args, ctx):
@@ -151,6 +192,7 @@ class ToolSpec:
     group: str | None = None
     secret_env: Sequence[str] = ()
     concurrent: bool = False
+    engine_meta: bool = field(default=False, compare=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not _NAME.match(self.name):

@@ -19,6 +19,7 @@ In unattended mode (``--yes``) nobody reviews: the call builds the version and l
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
@@ -238,7 +239,7 @@ def propose_tool_spec() -> ToolSpec:
         `ProposeTool` behind it (the Agent binds it, see ``bind``).
     """
     tool = ProposeTool()
-    return builtin_spec(
+    spec = builtin_spec(
         tool.run,
         name=PROPOSE_TOOL,
         category=ToolCategory.MODIFICATION,
@@ -246,3 +247,5 @@ def propose_tool_spec() -> ToolSpec:
         preview=tool.preview,
         escalate=tool.escalate,
     )
+    # Its result makes the approved tool active (``meta.activate_tools``): the engine's own.
+    return dataclasses.replace(spec, engine_meta=True)

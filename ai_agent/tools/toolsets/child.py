@@ -133,6 +133,7 @@ class ChildToolset(Toolset):
             timeout=timeout,
             group="subagents",
             concurrent=True,  # one cycle's children run together (max_concurrent_calls)
+            engine_meta=True,  # its results carry the child's usage, and say when it paused
         )
 
     def tools(self) -> Sequence[ToolSpec]:
