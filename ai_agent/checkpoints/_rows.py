@@ -18,6 +18,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from ai_agent.datafiles import strict_loads
 from ai_agent.errors import CorruptRunError
 
 __all__ = ["checked_run", "corrupt_row", "stored_json", "stored_text"]
@@ -33,6 +34,7 @@ def stored_json(
     hint: str,
     shape: type = dict,
     optional: bool = False,
+    strict: bool = False,
 ) -> Any:
     """The value a JSON column holds, checked to be of ``shape``.
 
@@ -43,6 +45,9 @@ def stored_json(
         hint: What to do about it.
         shape: The JSON type the value must have.
         optional: Whether the column may be empty.
+        strict: Read it as strictly as a file a person wrote (`ai_agent.datafiles.strict_loads`:
+            no key given twice, no NaN): a row edited to repeat ``"approve"`` must not be
+            applied as its last key.
 
     Raises:
         CorruptRunError: it is not JSON, is nested too deeply to read, or has another shape.
@@ -52,11 +57,14 @@ def stored_json(
             return None
         raise corrupt_row(what, thread_id, "it is empty", hint)
     try:
-        value = json.loads(text)
+        value = strict_loads(text) if strict else json.loads(text)
     except RecursionError:
         raise corrupt_row(what, thread_id, "it is nested too deeply to read", hint) from None
-    except ValueError:
+    except json.JSONDecodeError:
         raise corrupt_row(what, thread_id, "it is not JSON", hint) from None
+    except ValueError as exc:  # strict: a key given twice, NaN (bytes that are not UTF-8 too)
+        reason = str(exc) if strict else "it is not JSON"
+        raise corrupt_row(what, thread_id, reason, hint) from None
     if not isinstance(value, shape):
         found = _NAMES.get(type(value), "null" if value is None else type(value).__name__)
         raise corrupt_row(

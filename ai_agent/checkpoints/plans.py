@@ -29,7 +29,6 @@ from typing import Any, Literal, NamedTuple, TypedDict, TypeVar
 
 from ai_agent.checkpoints._rows import corrupt_row, stored_json
 from ai_agent.checkpoints._sql import Session, SqlStore, page, threaded
-from ai_agent.datafiles import strict_loads
 from ai_agent.errors import CorruptRunError, RunError
 
 __all__ = [
@@ -101,7 +100,7 @@ def plan_record(row: Sequence[Any]) -> PlanRecord:
     return PlanRecord(
         id=int(row[0]),
         thread_id=row[1],
-        plan=_plan_json(row[2], what=what, thread_id=thread_id, hint=hint),
+        plan=stored_json(row[2], what=what, thread_id=thread_id, hint=hint, strict=True),
         status=row[3],
         gate_checkpoint_id=row[4],
         submitted_at=_number(row[5], float, what, "submitted_at", thread_id, hint),
@@ -118,30 +117,21 @@ def plan_record(row: Sequence[Any]) -> PlanRecord:
     )
 
 
-def _plan_json(text: Any, *, what: str, thread_id: str, hint: str) -> dict[str, Any]:
-    """The plan a row holds, read as strictly as a plan file.
-
-    Python's parser keeps the last of a key given twice and reads NaN: a row edited so that
-    ``"approve"`` appears twice would be applied as something other than what a reviewer of the
-    row (or another parser) sees. `strict_loads` refuses both.
-    """
-    plan: dict[str, Any] = stored_json(text, what=what, thread_id=thread_id, hint=hint)
-    try:
-        strict_loads(text)
-    except ValueError as exc:
-        raise corrupt_row(what, thread_id, str(exc), hint) from None
-    except RecursionError:
-        raise corrupt_row(what, thread_id, "it is nested too deeply to read", hint) from None
-    return plan
-
-
 def _number(value: Any, kind: type[T], what: str, column: str, thread_id: str, hint: str) -> T:
     """A number column's value; SQLite keeps text written into one as text."""
+    number = _as_number(value, kind)
+    if number is None:
+        reason = f"its {column} is not a number ({str(value)[:40]!r})"
+        raise corrupt_row(what, thread_id, reason, hint)
+    return number
+
+
+def _as_number(value: Any, kind: type[T]) -> T | None:
+    """``value`` read as ``kind``, or None when it does not read as one."""
     try:
         return kind(value)
     except (TypeError, ValueError, OverflowError):
-        reason = f"its {column} is not a number ({str(value)[:40]!r})"
-        raise corrupt_row(what, thread_id, reason, hint) from None
+        return None
 
 
 # The number columns of PLAN_COLUMNS, by position, and what a damaged one reads as in the record
@@ -152,15 +142,6 @@ _NUMBERS: dict[int, tuple[type[int] | type[float], float | None]] = {
     8: (int, 0),
     9: (float, None),
 }
-
-
-def _readable(value: Any, kind: type[int] | type[float]) -> bool:
-    """Whether a number column's value reads as its kind (`_number` would take it)."""
-    try:
-        kind(value)
-    except (TypeError, ValueError, OverflowError):
-        return False
-    return True
 
 
 def already_queued(thread_id: str, plan_id: int | None) -> RunError:
@@ -252,7 +233,7 @@ class PlanQueue(SqlStore):
         values = list(fresh or row)
         values[2] = "{}"  # the plan itself is unreadable: the record carries the error instead
         for column, (kind, readable) in _NUMBERS.items():  # and so may a number be
-            if values[column] is not None and not _readable(values[column], kind):
+            if values[column] is not None and _as_number(values[column], kind) is None:
                 values[column] = readable
         return plan_record(values)
 
