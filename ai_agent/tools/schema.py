@@ -148,18 +148,14 @@ class SignatureSchema:
         model: The argument model (unknown arguments are rejected).
         positional: Names passed positionally (positional-only parameters), in order.
         wants_context: The callable takes the tool context as ``ctx``.
-        compact: The JSON schema is written compactly (`compact_schema`).
+        parameters: The JSON schema of the arguments (written once: making it is most of the
+            cost of a built-in tool's spec, and every Agent and ``ai-agent tools`` makes them).
     """
 
     model: type[BaseModel]
     positional: tuple[str, ...]
     wants_context: bool
-    compact: bool = False
-
-    @property
-    def parameters(self) -> dict[str, Any]:
-        """The JSON schema of the arguments."""
-        return json_schema_of(self.model, compact=self.compact)
+    parameters: dict[str, Any]
 
     def problems(self, args: dict[str, Any]) -> list[str]:
         """What is wrong with ``args``; empty when they are valid."""
@@ -265,12 +261,12 @@ def signature_schema(
             __config__=ConfigDict(extra=extra, arbitrary_types_allowed=False),
             **fields,
         )
-        json_schema_of(model)
+        schema = json_schema_of(model, compact=compact)
     except Exception as exc:
         raise ToolRegistrationError(
             f"tool {owner!r}: its parameters cannot be described as a JSON schema ({exc})"
         ) from None
-    return SignatureSchema(model, tuple(positional), wants_context, compact)
+    return SignatureSchema(model, tuple(positional), wants_context, schema)
 
 
 def json_schema_validator(schema: Mapping[str, Any], *, owner: str) -> Validator:
