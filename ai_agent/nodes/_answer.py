@@ -28,7 +28,7 @@ from ai_agent.issues import IssueKind, kind_of_error
 from ai_agent.nodes._common import last_assistant
 from ai_agent.nodes._issues import issue
 from ai_agent.nodes.draft import add_usage, compose_messages
-from ai_agent.state import Issue, Message, RunState, ToolCall, UsageRecord
+from ai_agent.state import CompactionRecord, Issue, Message, RunState, ToolCall, UsageRecord
 from ai_agent.structured import ANSWER_TOOL, OutputSpec, parse_answer
 
 __all__ = ["Answer", "output_spec", "typed_answer"]
@@ -47,6 +47,7 @@ class Answer:
         requests: Model requests made.
         usage: The run's usage totals with those requests (None: unchanged).
         usage_log: Their usage records.
+        compactions: The compactions made to fit those requests in the context window.
     """
 
     data: Any = None
@@ -54,6 +55,7 @@ class Answer:
     requests: int = 0
     usage: dict[str, Any] | None = None
     usage_log: list[UsageRecord] = field(default_factory=list)
+    compactions: list[CompactionRecord] = field(default_factory=list)
 
 
 def output_spec(state: RunState, context: RunContext) -> OutputSpec | None:
@@ -148,6 +150,11 @@ class _Asking:
         )
         for record in prepared.get("extra_usage", []):
             self._count(record)
+        if "compaction" in prepared:
+            # Recorded as a draft's is; the next try asks on the compacted conversation, not
+            # the whole one again (a summarizing strategy would pay for the summary each time).
+            self.answer.compactions.append(prepared["compaction"])
+            self.conversation = list(prepared["messages"])
         return prepared
 
     def _count(self, record: Any) -> None:

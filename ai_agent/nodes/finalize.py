@@ -17,7 +17,15 @@ from ai_agent.events import _TypedAnswer
 from ai_agent.nodes._answer import output_spec, typed_answer
 from ai_agent.nodes._citations import citations_of
 from ai_agent.nodes._common import call_hook, hook_view, last_assistant, stage
-from ai_agent.state import Citation, Issue, RunState, RunStatus, TraceEvent, UsageRecord
+from ai_agent.state import (
+    Citation,
+    CompactionRecord,
+    Issue,
+    RunState,
+    RunStatus,
+    TraceEvent,
+    UsageRecord,
+)
 
 __all__ = ["FinalizeUpdate", "default_final_text", "finalize"]
 
@@ -32,6 +40,7 @@ class FinalizeUpdate(TypedDict, total=False):
     issues: list[Issue]
     usage: dict[str, Any]
     usage_log: list[UsageRecord]
+    compactions: list[CompactionRecord]
     trace: list[TraceEvent]
 
 
@@ -71,6 +80,8 @@ async def finalize(state: RunState, *, runtime: Runtime[RunContext]) -> Finalize
             update["usage"] = answer.usage
         if answer.usage_log:
             update["usage_log"] = answer.usage_log
+        if answer.compactions:
+            update["compactions"] = answer.compactions
         line = TraceEvent(stage="finalize", iteration=iteration, detail=f"typed answer {spec.name}")
         line["detail"] += f" ({answer.requests} request(s))"
         if answer.issue is not None:

@@ -414,3 +414,31 @@ async def test_a_recorded_replay_asked_for_another_type_diverges_at_the_typed_re
         replay = await replayer.replay(res.thread_id, mode="recorded")
     assert replay.divergence is not None and replay.output is None
     assert replay.divergence.stage == "finalize"
+
+
+async def test_a_typed_request_compacted_to_fit_is_recorded_as_a_drafts_is(
+    make_agent: MakeAgent,
+) -> None:
+    """The last draft's long prose is not JSON: the typed request asks again, over the trigger."""
+    settings = AgentSettings(
+        context={
+            "strategy": "sliding_window",
+            "trigger_threshold_tokens": 1200,
+            "target_tokens": 800,
+            "preserve_recent_turns": 1,
+        }
+    )
+    prose = "The total comes to sixty-eight euros and six cents. " * 150  # about 1,650 tokens
+    asked = Requests(text(prose), text("not JSON"), text(GOOD))
+    agent = make_agent(model=asked.model(), output_type=Total, settings=settings)
+    async with agent:
+        res = await agent.run("total?")
+        context = await agent.get_context_state(res.thread_id)
+    assert res.status == "completed" and res.output == TOTAL
+    compactions = context["compactions"]
+    assert len(compactions) == 1  # the retry asked on the compacted conversation
+    assert compactions[0]["strategy"] == "sliding_window"
+    assert compactions[0]["tokens_after"] <= 800 < compactions[0]["tokens_before"]
+    # What the model saw: the prose went out of the typed requests, the task stayed.
+    for request in asked.seen[1:]:
+        assert all(prose not in str(m) for m in request["messages"])
