@@ -219,6 +219,7 @@ class LocalModelServer:
             "--seed": self._seed,
             "--chat-template-file": workdir / _TEMPLATE_FILE,
             "--ready-file": workdir / _READY_FILE,
+            "--workdir": workdir,  # the child removes it if this process dies
         }
         command = [
             sys.executable,

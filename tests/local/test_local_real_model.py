@@ -217,7 +217,7 @@ def test_child_exits_when_the_parent_is_killed(model_path: Path, tmp_path: Path)
         asyncio.run(main())
         """
     )
-    # A killed parent cannot remove its temporary folder: keep it inside tmp_path.
+    # Its temporary folder is made inside tmp_path, where the test looks for it.
     env = {**os.environ, "TMPDIR": str(tmp_path)}
     with subprocess.Popen(
         [sys.executable, "-c", parent_code], stdout=subprocess.PIPE, text=True, env=env
@@ -232,5 +232,7 @@ def test_child_exits_when_the_parent_is_killed(model_path: Path, tmp_path: Path)
             while _is_process_alive(child) and time.monotonic() < deadline:
                 time.sleep(0.1)
             assert not _is_process_alive(child)
+            # The child removed the parent's temporary folder (template, log, ready file).
+            assert list(tmp_path.glob("ai-agent-local-*")) == []
         finally:
             parent.kill()
