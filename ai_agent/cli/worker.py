@@ -10,12 +10,15 @@ value, or None to use the settings).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import logging
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from ai_agent.cli._common import (
+    EXIT,
     Parents,
     UsageError,
     archive_of,
@@ -111,13 +114,14 @@ def _worker(args: argparse.Namespace) -> int:
     # A worker serves what runs queued: it never starts a database of its own.
     require_database(agent.archive.database)
     hide = agent.archive.database.hide  # a driver's message may quote the URL
+    write = _json_writer(hide)
     worker = Worker(
         agent,
         poll=args.poll,
         concurrency=args.concurrency,
         grace=args.grace,
         outage=args.outage,
-        on_event=_json_failures(hide) if args.json else _printer(hide),
+        on_event=_json_failures(write) if args.json else _printer(hide),
     )
     if not args.json:
         print(
@@ -127,17 +131,34 @@ def _worker(args: argparse.Namespace) -> int:
             flush=True,
         )
     try:
-        outcomes = run_closing(agent, _serve(worker, once=args.once))
+        with _logs_to(_log_lines(args, hide)):
+            outcomes = run_closing(agent, _serve(worker, once=args.once))
     except StoreError as exc:  # the queue stayed unreadable: what was served is still told
-        if args.json:
-            print_json([o.to_dict() for o in worker.outcomes])
-        raise StoreError(hide(str(exc))) from None
+        if not args.json:
+            raise StoreError(hide(str(exc))) from None
+        print_json([o.to_dict() for o in worker.outcomes])
+        write({"type": "gave_up", "kind": type(exc).__name__, "error": str(exc)})
+        return EXIT["failed"]
     if args.json:
         print_json([o.to_dict() for o in outcomes])
     return 0
 
 
-def _json_failures(hide: Callable[[str], str]) -> Callable[[WorkerEvent], None]:
+_TEXTS = frozenset({"error", "message"})  # what may quote the driver's text, and so the URL
+
+
+def _json_writer(hide: Callable[[str], str]) -> Callable[[dict[str, Any]], None]:
+    """``--json``: how every line on stderr is written: one JSON object, the password hidden."""
+
+    def write(line: dict[str, Any]) -> None:
+        line = {key: hide(str(value)) if key in _TEXTS else value for key, value in line.items()}
+        text = json_visible(json.dumps(line, ensure_ascii=False, default=str))
+        print(text, file=sys.stderr, flush=True)
+
+    return write
+
+
+def _json_failures(write: Callable[[dict[str, Any]], None]) -> Callable[[WorkerEvent], None]:
     """``--json``: each failure as one JSON line on stderr (stdout keeps the outcomes' list).
 
     The outcomes come at the end; a plan that cannot be served (the database away, a write
@@ -146,12 +167,60 @@ def _json_failures(hide: Callable[[str], str]) -> Callable[[WorkerEvent], None]:
     """
 
     def emit(event: WorkerEvent) -> None:
-        if event["type"] not in ("error", "poll_error", "recovered"):
-            return
-        line = {**event, "error": hide(str(event["error"]))} if "error" in event else event
-        print(json_visible(json.dumps(line, ensure_ascii=False)), file=sys.stderr, flush=True)
+        if event["type"] in ("error", "poll_error", "recovered"):
+            write(event)
 
     return emit
+
+
+class _LogLines(logging.Handler):
+    """Log records (psycopg's pool, the engine's own) as the worker's lines on stderr.
+
+    Without it they reach stderr through `logging.lastResort`: plain text among ``--json``'s
+    JSON lines, several lines a record when the driver's message runs on ("error connecting in
+    'pool': ..." and a tab-indented hint), and a failed run's whole traceback in a status
+    log, though the failure is told (once) as the plan's. The database's password is hidden in
+    both modes; the traceback is shown only with --debug.
+    """
+
+    def __init__(self, line: Callable[[logging.LogRecord, str, str], None]) -> None:
+        super().__init__(logging.WARNING)  # what lastResort would have shown
+        self._line = line
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.name.startswith("ai_agent") and logging.getLogger("ai_agent").handlers:
+            return  # --log-level / --log-json gave the engine's records a handler of their own
+        try:
+            if record.exc_info and not record.exc_text:
+                record.exc_text = logging.Formatter().formatException(record.exc_info)
+            self._line(record, record.getMessage(), record.exc_text or "")
+        except Exception:  # a log line never stops the worker
+            self.handleError(record)
+
+
+@contextlib.contextmanager
+def _logs_to(handler: logging.Handler) -> Iterator[None]:
+    """Route the log records to ``handler`` while the worker runs (on the root logger)."""
+    root = logging.getLogger()
+    root.addHandler(handler)
+    try:
+        yield
+    finally:
+        root.removeHandler(handler)
+
+
+def _log_lines(args: argparse.Namespace, hide: Callable[[str], str]) -> logging.Handler:
+    write = _json_writer(hide)
+
+    def as_json(record: logging.LogRecord, message: str, exc: str) -> None:
+        line = {"type": "log", "level": record.levelname, "logger": record.name}
+        write({**line, "message": message, **({"error": exc} if exc and args.debug else {})})
+
+    def as_text(record: logging.LogRecord, message: str, exc: str) -> None:
+        shown = f"{message}\n{exc}" if exc and args.debug else message
+        print(hide(shown), file=sys.stderr, flush=True)
+
+    return _LogLines(as_json if args.json else as_text)
 
 
 async def _serve(worker: Any, *, once: bool) -> list[PlanOutcome]:

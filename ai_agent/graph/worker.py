@@ -72,6 +72,10 @@ WorkerEvent = dict[str, Any]
 
 log = engine_logger("ai_agent.worker")
 
+# How many plans a worker remembers (failures told, busy threads skipped) before it forgets
+# those gone from the queue (`Worker._forget_gone`).
+_REMEMBERED = 128
+
 
 @dataclass(frozen=True, slots=True)
 class PlanOutcome:
@@ -390,6 +394,8 @@ class Worker:
         # The kind of failure last told for each plan (None: reading the queue), so a plan that
         # fails the same way at every poll (a database outage) is told once, not every second.
         self._reported: dict[int | None, str] = {}
+        # These memories are pruned of the plans gone from the queue when they pass this size.
+        self._prune_above = _REMEMBERED
         self._down_since: float | None = None  # when reading the queue began failing
 
     def stop(self) -> None:
@@ -432,6 +438,7 @@ class Worker:
         """
         try:
             started = await self._start_some(tried)
+            await self._forget_gone()
         except Exception as exc:  # the database's failure, whatever its driver calls it
             now = time.monotonic()
             self._down_since = now if self._down_since is None else self._down_since
@@ -461,6 +468,28 @@ class Worker:
         self._reported[plan_id] = kind
         self._emit({**event, "kind": kind})
 
+    async def _forget_gone(self) -> None:
+        """Forget the plans told or skipped that are no longer open, once there are many.
+
+        A plan is remembered until it is served here; one that another worker served, or that
+        was deleted, would be remembered for the worker's lifetime, and a long-lived worker
+        facing a stream of such plans would grow without bound. Plans still queued or claimed
+        are kept (each failure is still told once per plan and kind). The bound doubles with
+        what is kept, so the queue is listed once per that many plans remembered, not per poll.
+        """
+        if len(self._reported) + len(self._skipped) <= self._prune_above:
+            return
+        store = self.agent.store
+        open_ids = {
+            plan["id"]
+            for status in ("queued", "claimed")
+            for plan in await store.list_plans(status=status, limit=None)
+        }
+        self._reported = {k: v for k, v in self._reported.items() if k is None or k in open_ids}
+        self._skipped &= open_ids
+        kept = len(self._reported) + len(self._skipped)
+        self._prune_above = max(_REMEMBERED, 2 * kept)
+
     async def _start_some(self, tried: set[int] | None) -> int:
         free = self.concurrency - len(self._running)
         if free <= 0:
@@ -487,9 +516,14 @@ class Worker:
         claimed = await store.list_plans(status="claimed", limit=None)
         orphaned = [p for p in claimed if not await store.working(p["thread_id"])]
         # Then queued plans, oldest first: a few more than the free slots, since some will be
-        # busy elsewhere.
-        queued = await store.list_plans(status="queued", limit=free * 4 + len(self._running))
-        return [*orphaned, *queued]
+        # busy elsewhere, and past the ones failing here. Those go last: retried at every poll
+        # ahead of the rest, a few plans that fail every time (a row a trigger refuses, a
+        # statement that times out) would hold every slot and starve the queue behind them.
+        failing = len(self._reported)
+        queued = await store.list_plans(
+            status="queued", limit=free * 4 + len(self._running) + failing
+        )
+        return sorted([*orphaned, *queued], key=lambda plan: plan["id"] in self._reported)
 
     async def _serve(self, plan: PlanRecord) -> PlanOutcome | None:
         thread_id = plan["thread_id"]

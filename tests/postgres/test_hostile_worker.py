@@ -65,7 +65,9 @@ def stop_worker(proc: subprocess.Popen[str]) -> tuple[int, str, str]:
 
 
 def json_lines(err: str) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in err.splitlines() if line.startswith("{")]
+    """The worker's events on stderr (``--json``), leaving out the log records among them."""
+    told = [json.loads(line) for line in err.splitlines()]  # --json: every line is JSON
+    return [t for t in told if t["type"] != "log"]
 
 
 def test_json_worker_tells_a_plan_it_cannot_serve_once(pg_url: str, tmp_path: Path) -> None:
@@ -189,7 +191,8 @@ def test_a_worker_gives_up_on_a_server_that_stays_away(
     code, out, err = finish(worker)  # no traceback (finish checks)
     assert code == 1, err
     assert json.loads(out) == []
-    last = err.strip().splitlines()[-1]
-    assert last.startswith("error: the plan queue cannot be read (")
+    last = json_lines(err)[-1]
+    assert (last["type"], last["kind"]) == ("gave_up", "StoreError")
+    assert last["error"].startswith("the plan queue cannot be read (")
     assert "internal error" not in err
     assert own_cluster.password not in out + err
