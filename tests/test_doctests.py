@@ -80,6 +80,7 @@ MODULES = [
     "ai_agent.tools.builtin.notes",
     "ai_agent.tools.builtin.notes_index",
     "ai_agent.tools.builtin.notes_rank",
+    "ai_agent.tools.builtin.notes_terms",
     "ai_agent.tools.builtin.patterns",
     "ai_agent.tools.builtin.sandbox",
     "ai_agent.tools.builtin.search",

@@ -157,6 +157,9 @@ class NotesTools:
             return _error(exc.code, f"the notes folder cannot be read: {exc}")
         folder = (folder or "").strip("/")
         tag = (tag or "").lstrip("#").lower()
+        # The index's document frequencies are those of all its chunks: of a filtered part,
+        # the ranker counts them.
+        df = None if folder or tag else self.index.vocabulary.df
         if folder:
             chunks = [c for c in chunks if c.path == folder or c.path.startswith(folder + "/")]
         if tag:
@@ -168,6 +171,7 @@ class NotesTools:
             mmr_lambda=self.config.mmr_lambda,
             min_chars=self.config.min_chunk_chars,
             embed=self.embed,
+            df=df,
         )
         data = [
             {

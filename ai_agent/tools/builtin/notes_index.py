@@ -3,19 +3,39 @@
 A note's sections are its ATX headings (``#`` to ``######``); text before the first heading is a
 section without a name. Long sections are cut into chunks of about ``chunk_chars`` at paragraph
 boundaries. Tags come from the YAML front matter (``tags: [a, b]``) and from inline ``#tag``
-words. The index is rebuilt when any note's size or modification time changes.
+words.
+
+The index keeps each note's chunks, with their words counted (`Terms`), until the note changes:
+a search re-reads, re-chunks and re-counts only the notes added or changed since the last one.
+A note is unchanged while its size, modification and change times, inode and device are; a
+note whose change time is within `RACY_NS` of the moment it was read could have changed again
+in the same clock tick, so it is read again (and compared by its content's digest) until that
+is no longer so, as git does with "racily clean" files. The change time is set by the kernel
+on every write, rename and ``utime``: a note replaced by another of the same size and
+modification time is read again.
 """
 
 from __future__ import annotations
 
+import hashlib
+import os
 import re
-from dataclasses import dataclass, field
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ai_agent.tools.builtin.notes_terms import Terms, Vocabulary
 from ai_agent.tools.builtin.sandbox import Sandbox, SandboxError
 from ai_agent.tools.builtin.walk import walk
 
-__all__ = ["Chunk", "Note", "NotesIndex", "Section", "parse_note"]
+__all__ = ["RACY_NS", "Chunk", "Note", "NotesIndex", "Section", "parse_note"]
+
+# How close to the moment a note was read its change time may be for the note to be read (and
+# compared by digest) again on the next search: file times come from a coarse clock (a tick of
+# up to 10 ms behind the system's) and, on a network filesystem, from the server's.
+RACY_NS = 2_000_000_000
 
 NOTE_SUFFIXES = (".md", ".markdown")
 # A heading's hashes and the rest of its line; the closing hashes and blanks are cut off in
@@ -78,6 +98,8 @@ class Chunk:
     section: str
     text: str
     tags: frozenset[str] = field(default_factory=frozenset)
+    # Its words, counted by the index when it made the chunk (None: the ranker counts them).
+    terms: Terms | None = field(default=None, compare=False, repr=False)
 
 
 def _heading(line: str) -> tuple[int, str] | None:
@@ -174,36 +196,102 @@ def _chunks(note: Note, size: int) -> list[Chunk]:
     return out
 
 
-class NotesIndex:
-    """The chunks of every note under the sandbox root, rebuilt when a note changes."""
+# What tells a note's file from another: size, modification and change times, inode, device.
+_Stamp = tuple[int, int, int, int, int]
 
-    def __init__(self, sandbox: Sandbox, *, chunk_chars: int = 1200) -> None:
+
+@dataclass(frozen=True, slots=True)
+class _Indexed:
+    """One note as the index holds it: the file it was read from, its digest and chunks."""
+
+    stamp: _Stamp
+    digest: bytes
+    chunks: tuple[Chunk, ...]
+    racy: bool  # changed close to when it was read: compare its content next time
+
+
+class NotesIndex:
+    """The chunks of every note under the sandbox root, each note re-read when it changes."""
+
+    def __init__(
+        self,
+        sandbox: Sandbox,
+        *,
+        chunk_chars: int = 1200,
+        clock: Callable[[], int] = time.time_ns,
+    ) -> None:
         self.box = sandbox
         self.chunk_chars = chunk_chars
-        self._signature: tuple[tuple[str, int, int], ...] | None = None
         self.chunks: list[Chunk] = []
         self.version = 0
+        self.vocabulary = Vocabulary()
+        self._clock = clock
+        self._notes: dict[str, _Indexed] = {}
+        # Sync tools run in threads: two searches at once must not both update the counts.
+        self._lock = threading.Lock()
 
-    def _files(self) -> tuple[tuple[str, int, int], ...]:
+    def _files(self) -> list[tuple[str, _Stamp]]:
         found = []
         for entry in walk(self.box, (), max_depth=None, descend=lambda rel: not _hidden(rel)):
             name = entry.name.lower()
             if entry.kind == "file" and name.endswith(NOTE_SUFFIXES) and not _hidden(entry.rel):
-                found.append((entry.rel, entry.size, entry.mtime_ns))
-        return tuple(found)
+                try:
+                    info = os.stat(entry.name, dir_fd=entry.dir_fd, follow_symlinks=False)
+                except FileNotFoundError:  # removed while we walk
+                    continue
+                stamp = (info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino, info.st_dev)
+                found.append((entry.rel, stamp))
+        return found
 
     def refresh(self) -> list[Chunk]:
-        """The chunks, re-reading the notes when any of them changed."""
-        files = self._files()
-        if files != self._signature:
-            chunks: list[Chunk] = []
-            for rel, _, _ in files:
-                note = self.read(rel)
-                if note is not None:
-                    chunks += _chunks(note, self.chunk_chars)
-            self.chunks, self._signature = chunks, files
-            self.version += 1
-        return self.chunks
+        """The chunks, re-reading the notes added or changed since the last refresh."""
+        with self._lock:
+            started = self._clock()
+            files = self._files()
+            notes = {rel: self._note(rel, stamp, started) for rel, stamp in files}
+            if notes.keys() != self._notes.keys() or any(
+                notes[rel].chunks is not self._notes[rel].chunks for rel in notes
+            ):
+                self._count(notes)
+                self.chunks = [c for rel, _ in files for c in notes[rel].chunks]
+                self.version += 1
+            self._notes = notes
+            return self.chunks
+
+    def _note(self, rel: str, stamp: _Stamp, started: int) -> _Indexed:
+        known = self._notes.get(rel)
+        if known is not None and known.stamp == stamp and not known.racy:
+            return known
+        racy = stamp[2] >= started - RACY_NS  # the change time: writes cannot set it
+        data = self._bytes(rel)
+        # A note that cannot be read has no chunks, as an empty one: the same digest will do.
+        digest = hashlib.blake2b(data or b"", digest_size=16).digest()
+        if known is not None and known.digest == digest:
+            return _Indexed(stamp, digest, known.chunks, racy)
+        note = None if data is None else parse_note(rel, data.decode("utf-8", "replace"))
+        chunks = () if note is None else tuple(_chunks(note, self.chunk_chars))
+        return _Indexed(stamp, digest, chunks, racy)
+
+    def _count(self, notes: dict[str, _Indexed]) -> None:
+        """Count the words of the new chunks (in the vocabulary), uncount those that left."""
+        for rel, indexed in notes.items():
+            known = self._notes.get(rel)
+            if known is None or known.chunks is not indexed.chunks:
+                notes[rel] = replace(indexed, chunks=tuple(map(self._counted, indexed.chunks)))
+        for rel, known in self._notes.items():
+            if rel not in notes or notes[rel].chunks is not known.chunks:
+                for chunk in known.chunks:
+                    if chunk.terms is not None:
+                        self.vocabulary.release(chunk.terms)
+
+    def _counted(self, chunk: Chunk) -> Chunk:
+        return replace(chunk, terms=self.vocabulary.admit(f"{chunk.section} {chunk.text}"))
+
+    def _bytes(self, rel: str) -> bytes | None:
+        try:
+            return self.box.read_bytes(self.box.resolve(rel))
+        except SandboxError:
+            return None
 
     def read(self, rel: str) -> Note | None:
         """A note by its path below the root, or None when it cannot be read."""

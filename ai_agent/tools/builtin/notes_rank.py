@@ -15,17 +15,15 @@
 from __future__ import annotations
 
 import math
-import re
-from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ai_agent.tools.builtin.notes_index import Chunk
+from ai_agent.tools.builtin.notes_terms import Terms, document_frequency, terms_of, words
 
-__all__ = ["Embed", "Ranked", "rank"]
+__all__ = ["Embed", "Ranked", "rank", "words"]
 
 Embed = Callable[[list[str]], Sequence[Sequence[float]]]
-_WORD = re.compile(r"\w+", re.UNICODE)
 _K1, _B = 1.5, 0.75
 
 
@@ -37,33 +35,22 @@ class Ranked:
     score: float
 
 
-def words(text: str) -> list[str]:
-    """Lower-case word tokens."""
-    return [w.lower() for w in _WORD.findall(text)]
-
-
-def _document_frequency(docs: list[list[str]]) -> Counter[str]:
-    df: Counter[str] = Counter()
-    for d in docs:
-        df.update(set(d))
-    return df
-
-
-def _bm25(queries: list[str], docs: list[list[str]], df: Counter[str]) -> list[float]:
+def _bm25(queries: list[str], docs: list[Terms], df: Mapping[str, int]) -> list[float]:
     n = len(docs)
-    avg = sum(len(d) for d in docs) / n if n else 0.0
-    idf = {t: math.log(1 + (n - f + 0.5) / (f + 0.5)) for t, f in df.items()}
+    avg = sum(d.length for d in docs) / n if n else 0.0
     terms = [set(words(query)) for query in queries]
+    asked = set().union(*terms)
+    idf = {t: math.log(1 + (n - f + 0.5) / (f + 0.5)) for t in asked if (f := df.get(t, 0))}
     per_query: list[list[float]] = [[0.0] * n for _ in queries]
-    # One document's term counts at a time: kept for every chunk (with every chunk's TF-IDF
-    # vector), they took a gigabyte for 50,000 chunks, on every search.
     for i, d in enumerate(docs):
-        tf = Counter(d)
-        norm = _K1 * (1 - _B + _B * len(d) / avg) if avg else _K1
+        present = asked.intersection(d.words)
+        if not present:
+            continue
+        norm = _K1 * (1 - _B + _B * d.length / avg) if avg else _K1
         for scores, wanted in zip(per_query, terms, strict=True):
-            scores[i] = sum(
-                idf.get(t, 0.0) * tf[t] * (_K1 + 1) / (tf[t] + norm) for t in wanted if tf[t]
-            )
+            # Summed in the set's order, as the counts made afresh were: the same floats.
+            tf = [(t, d.counts[d.words.index(t)]) for t in wanted if t in present]
+            scores[i] = sum(idf.get(t, 0.0) * c * (_K1 + 1) / (c + norm) for t, c in tf)
     best = [0.0] * n
     for scores in per_query:
         top = max(scores, default=0.0)
@@ -89,13 +76,21 @@ def _sparse_cosine(a: dict[str, float], b: dict[str, float]) -> float:
 
 
 def _tfidf(
-    docs: list[list[str]], df: Counter[str], wanted: list[int]
+    docs: list[Terms], df: Mapping[str, int], wanted: list[int]
 ) -> dict[int, dict[str, float]]:
     """The TF-IDF vectors of the ``wanted`` documents only (the candidates MMR compares)."""
     n = len(docs)
     return {
-        i: {t: c * math.log(1 + n / df[t]) for t, c in Counter(docs[i]).items()} for i in wanted
+        i: {
+            t: c * math.log(1 + n / df[t])
+            for t, c in zip(docs[i].words, docs[i].counts, strict=True)
+        }
+        for i in wanted
     }
+
+
+def _terms(chunk: Chunk) -> Terms:
+    return chunk.terms if chunk.terms is not None else terms_of(f"{chunk.section} {chunk.text}")
 
 
 def _penalty(chunk: Chunk, min_chars: int) -> float:
@@ -113,8 +108,14 @@ def rank(
     mmr_lambda: float = 0.5,
     min_chars: int = 160,
     embed: Embed | None = None,
+    df: Mapping[str, int] | None = None,
 ) -> list[Ranked]:
     """The ``k`` most relevant, mutually diverse chunks for the queries.
+
+    The lexical ranker reads each chunk's `Terms` where it has them (the index's chunks do),
+    and tokenises only the chunks that have none. ``df`` is the chunks' document frequencies
+    when known (the index keeps those of all its chunks): given for other chunks, it would
+    change the scores.
 
     Examples:
         >>> cs = [Chunk("a.md", "", "gradient descent learning rate schedule " * 8),
@@ -126,15 +127,15 @@ def rank(
     """
     if not chunks or k <= 0:
         return []
-    texts = [f"{c.section} {c.text}" for c in chunks]
     if embed is not None:
+        texts = [f"{c.section} {c.text}" for c in chunks]
         vectors = [list(v) for v in embed(texts)]
         query_vectors = [list(v) for v in embed(list(queries))]
         relevance = [max((_cosine(q, v) for q in query_vectors), default=0.0) for v in vectors]
     else:
-        tokens = [words(t) for t in texts]
-        df = _document_frequency(tokens)
-        relevance = _bm25(queries, tokens, df)
+        tokens = [_terms(c) for c in chunks]
+        counted = document_frequency(tokens) if df is None else df
+        relevance = _bm25(queries, tokens, counted)
 
     scored = [relevance[i] * _penalty(c, min_chars) for i, c in enumerate(chunks)]
     candidates = sorted((i for i in range(len(chunks)) if scored[i] > 0), key=lambda i: -scored[i])[
@@ -145,7 +146,7 @@ def rank(
         def similar(i: int, j: int) -> float:
             return _cosine(vectors[i], vectors[j])
     else:
-        sparse = _tfidf(tokens, df, candidates)
+        sparse = _tfidf(tokens, counted, candidates)
 
         def similar(i: int, j: int) -> float:
             return _sparse_cosine(sparse[i], sparse[j])
