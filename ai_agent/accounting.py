@@ -27,13 +27,20 @@ Examples:
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ai_agent.compaction import Compactor, ModelCallerHelper
-from ai_agent.context import ModelCaller, ModelReply, Prepared
+from ai_agent.context import (
+    MAX_REPORTED_TOKENS,
+    ModelCaller,
+    ModelReply,
+    Prepared,
+    usage_is_counted,
+)
 from ai_agent.issues import IssueKind
 from ai_agent.state import GateReport, Message, PlanRecord, RunState, UsageRecord
 from ai_agent.tokens import MESSAGE_OVERHEAD, ConversationTokens, TokenCounter
@@ -43,6 +50,9 @@ if TYPE_CHECKING:
     from ai_agent.errors import ContextOverflowError
 
 __all__ = ["RunMeter", "UsageTracker", "add_usage", "budget_granted"]
+
+# The engine's logger for this module (`ai_agent.observability` sits above accounting).
+log = logging.getLogger("ai_agent.accounting")
 
 _TOTAL_KEYS = ("prompt_tokens", "completion_tokens", "total_tokens", "cached_tokens")
 # After an overflow, the share of the server's window the retried request may fill: the rest is
@@ -77,6 +87,32 @@ def _calibration(state: RunState) -> int:
             if estimated:
                 return int(record["prompt_tokens"]) - int(estimated)
     return 0
+
+
+def _reported(reply: ModelReply) -> Mapping[str, Any]:
+    """The usage ``reply`` reports, when a server could have counted it; else none.
+
+    A ``ModelCaller`` of the user's own hands back what it likes: its usage is held to the same
+    check as the OpenAI-compatible client's (`ai_agent.context.usage_is_counted`), so a negative
+    or absurd count never reaches a cost, a budget or a checkpoint, and the estimate stands.
+    """
+    usage = reply.get("usage")
+    if not usage:
+        return {}
+    if usage_is_counted(usage):
+        return usage
+    shown = (
+        ", ".join(f"{name}={value!r:.40}" for name, value in usage.items())
+        if isinstance(usage, Mapping)
+        else f"{type(usage).__name__} {usage!r:.40}"
+    )
+    log.warning(
+        "the model caller reported token usage no server could have counted (%s); the run's "
+        "own estimate is used instead. A ModelCaller's usage must hold counts from 0 to %d.",
+        shown,
+        MAX_REPORTED_TOKENS,
+    )
+    return {}
 
 
 def budget_granted(state: RunState) -> bool:
@@ -360,7 +396,7 @@ class RunMeter:
         estimate: int | None = None,
         calibrated: int | None = None,
     ) -> UsageRecord:
-        usage = reply["usage"]
+        usage = _reported(reply)
         message = reply["message"]
         estimated_completion = max(0, self.counter.count_message(message) - MESSAGE_OVERHEAD - 1)
         if estimate is None:

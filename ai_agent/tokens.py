@@ -12,7 +12,15 @@ arguments, and every request is primed with a few tokens for the reply. Counts a
 models with other tokenizers, hence `TokenCounter.with_margin` (5 % by default) for window
 checks; where the server reports usage, that figure wins and the estimate's error is recorded.
 
-Counting is incremental: each message's count is cached by content, and
+Images and audio a tool message carries for the model (its ``media``, sent as ``image_url`` and
+``input_audio`` parts, see `ai_agent.models.messages.to_langchain`) count too, estimated from
+each part's header (`ai_agent.media_tokens`): an image by OpenAI's tile formula at detail
+"high" (the engine sends no ``detail``, so the server's "auto", which may choose "high"), an
+audio clip by its duration at `AUDIO_TOKENS_PER_SECOND`. Media the model does not read never
+reach a message (`ai_agent.tools.media.admit` drops them), so they count as the line of text
+that describes them.
+
+Counting is incremental: each message's count is cached by content (its media included), and
 `ConversationTokens` recounts only the messages that changed since the last count, so
 adding one message to a long history costs one message.
 
@@ -40,17 +48,27 @@ from typing import TYPE_CHECKING, Any
 import tiktoken
 
 from ai_agent.errors import ConfigError
+from ai_agent.media_tokens import (
+    AUDIO_TOKENS_PER_SECOND,
+    IMAGE_UNKNOWN_TOKENS,
+    image_tokens,
+    media_tokens,
+)
 
 if TYPE_CHECKING:
     from ai_agent.config import TokenizerConfig
     from ai_agent.state import Message
 
 __all__ = [
+    "AUDIO_TOKENS_PER_SECOND",
+    "IMAGE_UNKNOWN_TOKENS",
     "MESSAGE_OVERHEAD",
     "REPLY_PRIMING",
     "ConversationTokens",
     "TokenCounter",
+    "image_tokens",
     "load_encoding",
+    "media_tokens",
 ]
 
 # OpenAI's chat accounting: <|im_start|>{role}\n ... <|im_end|>\n per message, and the reply is
@@ -160,6 +178,16 @@ def load_encoding(name: str = "cl100k_base", *, cache: bool = True) -> tiktoken.
     return _shared(name) if cache else _build(name)
 
 
+def _media_key(media: Any) -> tuple[str, ...]:
+    """What a message's media add to its count: each part's kind, type, size, digest and data."""
+    if not isinstance(media, list):
+        return ()
+    fields = ("kind", "mime_type", "size", "sha256", "data")
+    # str() of a str is the same object: the key holds the data without a copy, and its hash is
+    # computed once per string.
+    return tuple(str(p.get(f)) for p in media if isinstance(p, Mapping) for f in fields)
+
+
 def _message_key(message: Mapping[str, Any]) -> tuple[Any, ...]:
     calls = message.get("tool_calls")
     return (
@@ -168,6 +196,7 @@ def _message_key(message: Mapping[str, Any]) -> tuple[Any, ...]:
         message.get("name"),
         message.get("tool_call_id"),
         json.dumps(calls, sort_keys=True) if calls else None,
+        _media_key(message.get("media")) if message.get("role") == "tool" else (),
     )
 
 
@@ -249,6 +278,29 @@ class TokenCounter:
         for call in message.get("tool_calls") or []:
             count += TOOL_CALL_OVERHEAD + self.count_text(str(call.get("name", "")))
             count += self.count_text(json.dumps(call.get("args") or {}, ensure_ascii=False))
+        if message.get("role") == "tool":
+            count += self._count_media(message)
+        return count
+
+    def _count_media(self, message: Mapping[str, Any]) -> int:
+        """Tokens of a tool message's media, as `ai_agent.models.messages.to_langchain` sends them.
+
+        They follow the tool messages of their turn in a user message of their own (counted
+        whole for each tool message that has media: a few tokens over when several have), each
+        part after a line that names it.
+        """
+        media = message.get("media")
+        parts = [p for p in media if isinstance(p, Mapping)] if isinstance(media, list) else []
+        if not parts:
+            return 0
+        count = MESSAGE_OVERHEAD + self.count_text("user")
+        for part in parts:
+            line = (
+                f"{part.get('kind')} {part.get('mime_type')} ({part.get('size')} bytes, sha256 "
+                f"{str(part.get('sha256'))[:12]}) returned by the tool {message.get('name', '')} "
+                f"in reply to call {message.get('tool_call_id', '')}:"
+            )
+            count += self.count_text(line) + media_tokens(part)
         return count
 
     def count_messages(self, messages: Iterable[Mapping[str, Any]]) -> int:

@@ -34,6 +34,7 @@ MODULES = [
     "ai_agent.testing",
     "ai_agent.testing.server",
     "ai_agent.tokens",
+    "ai_agent.media_tokens",
     "ai_agent.usage",
     "ai_agent.visible",
     # replay, debugging, checkpoints

@@ -39,7 +39,8 @@ ALLOWED: dict[str, set[str]] = {
     "observability": {"_lazy", "errors", "state", "context", "config", "visible"},
     "models.resilience": {"errors", "state", "observability"},
     "resilience": {"models.resilience"},  # the old import path of models/resilience.py
-    "tokens": {"errors", "config"},
+    "media_tokens": set(),  # what an image or a clip costs, from its header
+    "tokens": {"errors", "config", "media_tokens"},
     "compaction": {"errors", "state", "context", "tokens"},
     "accounting": {"issues", "state", "context", "tokens", "compaction"},
     "usage": {"state"},

@@ -232,6 +232,7 @@ def test_retry_after_is_read_and_secrets_scrubbed() -> None:
     )
     assert isinstance(error, ModelRateLimitError)
     assert error.retry_after == 2.5
+    assert "It asked to wait 2.5 s (Retry-After)." in str(error)
     assert "k-secret-1" not in str(error) and "***" in str(error)
     bad = classify_model_error(_status(429, headers={"retry-after": "soon"}), base_url=URL)
     assert isinstance(bad, ModelRateLimitError) and bad.retry_after is None

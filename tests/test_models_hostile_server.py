@@ -190,6 +190,36 @@ async def test_a_retry_after_date_past_any_calendar_is_a_rate_limit_not_a_crash(
     assert caught.value.retry_after is None
 
 
+@pytest.mark.parametrize(
+    ("header", "shown"),
+    [
+        (("retry-after", "1000000000"), "1000000000 s"),
+        (("retry-after-ms", "1e303"), "1e+300 s"),
+    ],
+)
+async def test_a_retry_after_past_a_day_is_taken_as_a_day_and_the_error_says_so(
+    serve: Callable[[Answer], Hostile], header: tuple[str, str], shown: str
+) -> None:
+    body = b'{"error": {"message": "slow down", "type": "rate_limit"}}'
+
+    def answer(handler: BaseHTTPRequestHandler) -> None:
+        head(
+            handler,
+            429,
+            header,
+            ("content-type", "application/json"),
+            ("content-length", str(len(body))),
+        )
+        handler.wfile.write(body)
+
+    with pytest.raises(ModelRateLimitError) as caught:
+        await ask(make(serve(answer)))
+    # 10**9 s is 31 years: what the gate shows, and any wait taken from it, is a day at most.
+    assert caught.value.retry_after == 86_400
+    assert f"It asked to wait {shown} (Retry-After), more than a day" in str(caught.value)
+    assert "taken as a day (86400 s)" in str(caught.value)
+
+
 # Usage -------------------------------------------------------------------------------------------
 
 

@@ -270,6 +270,8 @@ class Compactor:
     def _shorten(self, messages: list[Message], budget: int) -> tuple[list[Message], int]:
         """Cut the middle out of the longest tool results (then other long messages).
 
+        A tool result's images and audio go before its text is cut.
+
         Protected messages are never cut: the task, the plans, and the system messages
         ``preserve_system_prompt`` keeps (a recall's context, a caller's instructions) are kept
         verbatim, as the blocks promise.
@@ -287,6 +289,11 @@ class Compactor:
         )
         for i in order:
             shortened = False
+            if out[i].get("media") and self._count(out) > budget:
+                # Its images and audio go first: they cost the most, and the text describes
+                # each of them in a line (`ai_agent.tools.media.describe`).
+                del out[i]["media"]
+                shortened = True
             for _ in range(4):  # the cut is estimated from the text's own characters per token
                 excess = self._count(out) - budget
                 content = out[i]["content"]

@@ -36,7 +36,14 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ai_agent.context import CallerBase, ModelCall, ModelCaller, ModelReply, ToolBox
+from ai_agent.context import (
+    CallerBase,
+    ModelCall,
+    ModelCaller,
+    ModelReply,
+    ToolBox,
+    usage_is_counted,
+)
 from ai_agent.events import ModelDelta, ProgressEvent, ToolOutput
 from ai_agent.graph.toolboxes import DelegatingToolBox
 from ai_agent.observability.logs import engine_logger
@@ -91,6 +98,11 @@ def settings_secrets(settings: AgentSettings) -> SecretValues:
 class ScrubbedModel(CallerBase):
     """A ModelCaller whose replies have every secret masked (text and tool-call arguments).
 
+    It is the innermost layer around every caller an Agent uses, so its reply is also where a
+    ``ModelCaller`` of the user's own is held to the client's check of usage
+    (`ai_agent.context.usage_is_counted`): counts no server could have made are dropped here,
+    before the recording, the spans, the meter and the checkpoint see them.
+
     Other attributes (``model_name``, a replay player's ``last_source``) are the inner caller's.
     """
 
@@ -99,10 +111,18 @@ class ScrubbedModel(CallerBase):
         self.secrets = secrets
 
     async def answer(self, call: ModelCall) -> ModelReply:
-        """Call the inner model; mask its reply."""
+        """Call the inner model; mask its reply, and drop usage no server could have counted."""
         reply = await call.to(self.inner)
         self.secrets.refresh()  # new data comes in: mask with what is known now
         message: Message = self.secrets.scrub(reply["message"])
+        usage = reply.get("usage")
+        if usage and not usage_is_counted(usage):
+            log.warning(
+                "the model caller reported token usage no server could have counted (%.200s); "
+                "the run's own estimate is used instead",
+                self.secrets.text(repr(usage)),
+            )
+            reply = {**reply, "usage": {}}
         if message is reply["message"]:
             return reply
         return {**reply, "message": message}

@@ -44,6 +44,13 @@ def _scrub(text: str, secrets: Sequence[str] | SecretValues) -> str:
     return values.text(text)
 
 
+# The longest wait a server's Retry-After is taken at. A server that asks for more (10**9 s is 31
+# years) is broken or means "not today": the call goes to the gate either way (no retry sleeps
+# past ``max_backoff_seconds``), and a day is long enough for whoever reads the hint (the person
+# at the gate, a scheduler resuming the run) while no figure of the server's passes through.
+MAX_RETRY_AFTER = 86_400.0
+
+
 def _retry_after(exc: Exception) -> float | None:
     response = getattr(exc, "response", None)
     headers = getattr(response, "headers", None)
@@ -55,6 +62,32 @@ def _retry_after(exc: Exception) -> float | None:
         if seconds is not None:
             return seconds / 1000
     return parse_retry_after(headers.get("retry-after"))
+
+
+def _rate_limited(detail: str, base_url: str, asked: float | None) -> ModelRateLimitError:
+    """A 429, with the server's Retry-After bounded by `MAX_RETRY_AFTER`, saying what it asked.
+
+    Examples:
+        >>> error = _rate_limited("slow down", "http://srv", 1e9)
+        >>> error.retry_after
+        86400.0
+        >>> "asked to wait 1000000000 s" in str(error), "taken as a day" in str(error)
+        (True, True)
+    """
+    message = f"the model server at {base_url} is rate limiting (429): {detail}"
+    if asked is None:
+        return ModelRateLimitError(message)
+    if asked <= MAX_RETRY_AFTER:
+        return ModelRateLimitError(
+            f"{message}. It asked to wait {asked:g} s (Retry-After).", retry_after=asked
+        )
+    shown = f"{asked:.0f}" if asked < 1e12 else f"{asked:.3g}"  # 1e+300, not 301 digits
+    return ModelRateLimitError(
+        f"{message}. It asked to wait {shown} s (Retry-After), more than a day: the wait is "
+        f"taken as a day ({MAX_RETRY_AFTER:.0f} s). Try again later, or ask the server's "
+        "operator about its quota.",
+        retry_after=MAX_RETRY_AFTER,
+    )
 
 
 # Kinds by HTTP status, for the retryable-error lists of ErrorRecoveryConfig.
@@ -92,11 +125,9 @@ def classify_model_error(
         return ours
     detail = _scrub(str(exc), secrets)
     if isinstance(exc, openai.RateLimitError):
-        err: ModelError = ModelRateLimitError(
-            f"the model server at {base_url} is rate limiting (429): {detail}",
-            retry_after=_retry_after(exc),
+        return _tag(
+            _rate_limited(detail, base_url, _retry_after(exc)), "RateLimitError", status=429
         )
-        return _tag(err, "RateLimitError", status=429)
     if isinstance(exc, openai.APIStatusError):
         return (
             context_overflow(exc, base_url)

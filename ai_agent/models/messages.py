@@ -20,6 +20,7 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
+from ai_agent.context import usage_is_counted
 from ai_agent.datafiles import valid_data, valid_text
 from ai_agent.observability.logs import engine_logger
 from ai_agent.state import AUDIO_FORMATS, Message, ToolCall
@@ -197,9 +198,8 @@ def from_langchain(message: BaseMessage, *, turn: int) -> Message:
 def usage_of(message: BaseMessage) -> dict[str, Any]:
     """Token usage reported by the server, in OpenAI's names; empty when it reported none.
 
-    Usage no server could have counted (a negative count, one past `MAX_REPORTED_TOKENS`) is
-    treated as none, so the run's own estimate stands: taken, a negative count makes a negative
-    cost and lets a run past its budget, and a count past 64 bits cannot be checkpointed.
+    Usage no server could have counted (`ai_agent.context.usage_is_counted`: a negative count,
+    one past ``MAX_REPORTED_TOKENS``) is treated as none, so the run's own estimate stands.
 
     Examples:
         >>> from langchain_core.messages import AIMessage
@@ -219,7 +219,7 @@ def usage_of(message: BaseMessage) -> dict[str, Any]:
         "total_tokens": meta.get("total_tokens", 0),
         "cached_tokens": details.get("cache_read", 0) or 0,
     }
-    if all(_is_count(value) for value in usage.values()):
+    if usage_is_counted(usage):
         return usage
     log.warning(
         "the model server reported token usage no server could have counted (%s); the run's "
@@ -228,16 +228,6 @@ def usage_of(message: BaseMessage) -> dict[str, Any]:
         fields={"event": "model_usage_ignored"},
     )
     return {}
-
-
-# No model's context window is near this many tokens: a larger count is a broken server.
-MAX_REPORTED_TOKENS = 10**9
-
-
-def _is_count(value: Any) -> bool:
-    return (
-        isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_REPORTED_TOKENS
-    )
 
 
 def request_hash(

@@ -25,7 +25,7 @@ from typing import Any, TypedDict, cast
 
 from langgraph.runtime import Runtime
 
-from ai_agent.context import ModelReply, Prepared, RunContext
+from ai_agent.context import ModelReply, Prepared, RunContext, usage_is_counted
 from ai_agent.errors import ContextOverflowError
 from ai_agent.events import Compacted, _ModelFinished, _ModelWaiting
 from ai_agent.issues import IssueKind, kind_of_error
@@ -257,16 +257,19 @@ async def _draft(state: RunState, context: RunContext) -> DraftUpdate:
     message = with_engine_ids(reply["message"], iteration)
     calls = tuple(c["name"] for c in message.get("tool_calls", []))
     context.emit(_ModelFinished(message["content"], calls, iteration))
+    # A ModelCaller of one's own may report anything: counts no server could have made are none
+    # (as the client's are, `ai_agent.models.messages.usage_of`), never a total in the trace.
+    usage = reply["usage"] if usage_is_counted(reply["usage"]) else {}
     if context.meter is not None:
         work.add(
             context.meter.record(reply, iteration=iteration, request=messages, prepared=prepared)
         )
     else:
-        work.add(reply["usage"])
+        work.add(usage)
     line = _line(message, reply, iteration)
     if reply.get("request_id"):
         line["request_id"] = reply["request_id"]  # matches the call's log lines and headers
-    tokens = reply["usage"].get("total_tokens") or (work.log[-1]["total_tokens"] if work.log else 0)
+    tokens = usage.get("total_tokens") or (work.log[-1]["total_tokens"] if work.log else 0)
     if tokens:
         line["tokens"] = tokens  # type: ignore[typeddict-unknown-key]
     return work.done(message, line, [])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Sequence
 from typing import Any
 
@@ -441,3 +442,18 @@ async def test_system_messages_in_the_conversation_follow_preserve_system_prompt
     compactor = Compactor(config(preserve_system_prompt=preserve, preserve_recent_turns=1), COUNTER)
     done = await compactor.compact(messages, fixed_tokens=0, iteration=1)
     assert (notice in done.messages) is preserve
+
+
+async def test_a_tool_results_images_go_before_its_text_as_a_last_resort() -> None:
+    # A header that says 2048x768: 1,445 tokens, more than the whole target.
+    png = bytes.fromhex("89504e470d0a1a0a0000000d49484452000008000000030008060000000000")
+    image = {"kind": "image", "mime_type": "image/png", "data": base64.b64encode(png).decode()}
+    messages = [Message(role="user", content="task", kind="task"), *exchange(0, size=20)]
+    messages[-1]["media"] = [{**image, "size": len(png), "sha256": "ab" * 32}]  # type: ignore[typeddict-item]
+    compactor = Compactor(config(preserve_recent_turns=1), COUNTER)
+    done = await compactor.compact(messages, fixed_tokens=0, iteration=1)
+    assert done.record["tokens_before"] > 1445
+    assert done.record["tokens_after"] <= 500
+    assert "media" not in done.messages[-1]
+    assert done.messages[-1]["content"] == messages[-1]["content"]  # its text left whole
+    assert "shortened 1 long message(s)" in done.record["detail"]
