@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from langchain_core.runnables import RunnableConfig
+from pydantic import BaseModel
 
 from ai_agent.accounting import RunMeter
 from ai_agent.checkpoints import DeltaSaver
@@ -18,6 +19,7 @@ from ai_agent.config import AgentSettings, BudgetConfig
 from ai_agent.context import ModelReply, RunContext, RunPolicy
 from ai_agent.graph.build import build_graph, recursion_limit
 from ai_agent.state import Message, ToolCall, new_run_state
+from ai_agent.structured import OutputSpec
 from ai_agent.testing import ScriptedModel
 from ai_agent.tokens import TokenCounter
 from ai_agent.tools.registry import ToolRegistry
@@ -124,7 +126,6 @@ async def test_a_run_whose_caller_reports_absurd_usage_keeps_its_costs_and_check
     assert usage["cost"] == pytest.approx(usage["total_tokens"])
 
 
-
 @pytest.mark.parametrize("usage", ABSURD[:2], ids=["negative", "past-64-bits"])
 async def test_a_replay_of_recorded_usage_no_server_could_have_counted_drops_it(
     make_agent: MakeAgent, db: Path, usage: dict[str, int], caplog: pytest.LogCaptureFixture
@@ -151,3 +152,37 @@ async def test_a_replay_of_recorded_usage_no_server_could_have_counted_drops_it(
     assert 0 < state["usage"]["total_tokens"] < 10**6
     assert state["usage"]["cost"] == pytest.approx(state["usage"]["total_tokens"])
     assert "no server could have counted" in caplog.text
+
+
+class _Total(BaseModel):
+    amount: int
+
+
+async def test_a_typed_answer_without_a_meter_takes_no_usage_a_server_could_not_count(
+    tmp_path: Path,
+) -> None:
+    async def answer(
+        messages: list[Message], tools: list[dict[str, Any]], **kwargs: Any
+    ) -> ModelReply:
+        said = '{"amount": 3}' if kwargs.get("response_format") else "three"
+        message = Message(role="assistant", content=said)
+        return ModelReply(message=message, usage=ABSURD[1], latency_ms=1.0)
+
+    store = open_run_store(tmp_path / "runs.sqlite")
+    try:
+        context = RunContext(
+            thread_id="t",
+            model=answer,
+            tools=ToolRegistry([]),
+            journal=store,
+            policy=RunPolicy(memory_path=None, unattended=True, output=OutputSpec.of(_Total)),
+        )
+        config: RunnableConfig = {"configurable": {"thread_id": "t"}}
+        async with DeltaSaver(tmp_path / "checkpoints.sqlite") as saver:
+            graph = build_graph(saver)
+            await graph.ainvoke(new_run_state("how many?", []), config, context=context)
+            state = (await graph.aget_state(config)).values
+    finally:
+        store.close()
+    assert (state["status"], state["output"]) == ("completed", {"amount": 3})
+    assert state["usage"].get("total_tokens", 0) == 0  # 2 * 10**30 could not be checkpointed
