@@ -375,8 +375,13 @@ class Agent:
             log.warning("closing the agent after an error failed too: %s", error)
 
     async def aclose(self) -> None:
-        """Close what the agent opened: toolsets, the model's client, databases, a local server."""
+        """Close what the agent opened: toolsets, the model's client, databases, a local server.
+
+        Runs still in flight on this Agent (a stream left by ``break``, a task cancelled and
+        not awaited) are cancelled and wound down first: they stay resumable.
+        """
         try:
+            await self._runner.settle()
             await self._subagents.aclose()
             await self._tools.aclose()
         finally:

@@ -119,6 +119,8 @@ class PipelineRunner:
         self.context = contexts.context
         self.generation_params = contexts.generation_params
         self._contexts = contexts
+        # The tasks running a run or a resume right now (`settle` stops them before a close).
+        self._flying: set[asyncio.Task[Any]] = set()
 
     @property
     def store(self) -> RunStoreProtocol:
@@ -164,7 +166,7 @@ class PipelineRunner:
         The link is written with the run's row (``agent_runs``: ``origin='child'``, the
         parent's thread, cycle and call), before the first step.
         """
-        async with self.tool_session() as issues:
+        async with self._in_flight(), self.tool_session() as issues:
             if not task.strip():
                 raise ConfigError("the task is empty; say what the agent should do")
             task = self._masked_task(task)  # after the span began: MCP secrets are known
@@ -210,7 +212,11 @@ class PipelineRunner:
         The arguments, the result and the errors are documented on `ai_agent.Agent.resume`.
         """
         self._db.require(check_thread_id(thread_id))  # before the store would create the file
-        async with self.tool_session() as issues, self._full_disk_stops(thread_id):
+        async with (
+            self._in_flight(),
+            self.tool_session() as issues,
+            self._full_disk_stops(thread_id),
+        ):
             lease = await self.store.acquire(check_thread_id(thread_id))
             try:
                 async with self._db.graph() as graph:
@@ -226,6 +232,39 @@ class PipelineRunner:
                 await self._release(lease)
                 raise
             return await self.drive(thread_id, command, lease, issues=issues)
+
+    @contextlib.asynccontextmanager
+    async def _in_flight(self) -> AsyncIterator[None]:
+        """Count the current task among the runs in flight (`settle`) while the block runs."""
+        task = asyncio.current_task()
+        added = task is not None and task not in self._flying
+        if task is not None and added:
+            self._flying.add(task)
+        try:
+            yield
+        finally:
+            if task is not None and added:
+                self._flying.discard(task)
+
+    async def settle(self) -> None:
+        """Stop the runs and resumes still in flight, and wait until each has wound down.
+
+        Called before the Agent closes its database: a run whose consumer left its stream, or
+        whose task was cancelled and never awaited, is still marking its row and giving its
+        lease back, and that must not meet a closed database (at best an error in place of
+        the one the caller is handling, at worst a crash of the SQLite driver). Each stays
+        resumable from its last checkpoint.
+        """
+        current, loop = asyncio.current_task(), asyncio.get_running_loop()
+        tasks = [
+            t for t in self._flying if t is not current and not t.done() and t.get_loop() is loop
+        ]
+        for task in tasks:
+            if not task.cancelling():  # one already being cancelled is winding down: no twice
+                log.info("the agent is closing while a run is in flight; cancelling it")
+                task.cancel()
+        if tasks:
+            await asyncio.wait(tasks)
 
     @contextlib.asynccontextmanager
     async def _full_disk_stops(self, thread_id: str) -> AsyncIterator[None]:
