@@ -177,8 +177,14 @@ class SqliteDatabase:
         self.conn.execute("PRAGMA synchronous=NORMAL")
 
     def close(self) -> None:
-        """Close the connection."""
-        self.conn.close()
+        """Close the connection, once no other thread is inside a transaction or a read.
+
+        A close from another thread in the middle of one rolled it back under its owner (its
+        commit then failed on a closed database), and could crash the SQLite driver: a run
+        still marking its row while its Agent closed was seen to end the process (exit 139).
+        """
+        with self._lock:
+            self.conn.close()
 
     @contextmanager
     def transaction(self) -> Iterator[SqliteSession]:
