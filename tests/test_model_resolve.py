@@ -7,7 +7,9 @@ pointed at it, and the server stopped when anything after its start fails.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import threading
 from pathlib import Path
 from typing import Any, ClassVar, cast
 
@@ -133,3 +135,34 @@ async def test_a_summary_model_is_another_model_on_the_same_server() -> None:
     caller = summary_caller(settings.model_backend, "small", settings, SecretValues())
     assert (caller.model_name, caller.base_url) == ("small", "http://models.test/v1")
     await caller.aclose()
+
+
+async def test_the_client_is_made_off_the_event_loop(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The first run imports the chat client's packages (a second or more) as it makes the
+    client: the loop must go on meanwhile (a heartbeat, a timeout, a cancellation, a page).
+    Here making the client waits until a task on the loop has run: on the loop's own thread it
+    could never see it, and the wait would end unanswered."""
+    from ai_agent import Agent
+    from ai_agent.testing import MockOpenAIServer
+
+    started, loop_ran = threading.Event(), threading.Event()
+    seen: list[bool] = []
+    make = resolve.make_chat_model  # type: ignore[attr-defined]  # what the module calls
+
+    def making(*args: Any, **kwargs: Any) -> Any:
+        started.set()
+        seen.append(loop_ran.wait(10))  # on the loop's thread: never set, False after 10 s
+        return make(*args, **kwargs)
+
+    monkeypatch.setattr(resolve, "make_chat_model", making)
+    with MockOpenAIServer(["hello"]) as server:
+        settings = AgentSettings(model_backend={"base_url": server.base_url})
+        agent = Agent(settings=settings, checkpoint_path=tmp_path / "c.sqlite", memory_path=None)
+        async with agent:
+            run = asyncio.create_task(agent.run("hi"))
+            assert await asyncio.to_thread(started.wait, 30)  # the run is making the client
+            loop_ran.set()  # and this task ran meanwhile
+            assert (await run).status == "completed"
+    assert seen == [True]

@@ -11,6 +11,7 @@ own model and tools. Nothing here runs the graph: that is the runner's
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -231,6 +232,8 @@ class RunContexts:
         # Bounded below the recorder (and above the mask, so the kept full text is masked
         # too): the recording and the journal hold what the run keeps, and a large output's
         # full text is stored once, in the outputs.
+        if self._counter is None:  # the tokenizer's ranks load in a thread, off the event loop
+            await asyncio.to_thread(self.token_counter, self._counted_model(caller))
         meter = self._meter(thread_id, caller, replaying=model is not None)
         bounded = BoundedToolBox(
             ScrubbedToolBox(tools if tools is not None else self.registry.view(), secrets),
@@ -295,6 +298,10 @@ class RunContexts:
             self._counter = TokenCounter(s.token_tracking, model=model or s.model_backend.model)
         return self._counter
 
+    def _counted_model(self, caller: ModelCaller) -> str:
+        """The model whose tokenizer counts a run's tokens: the caller's, else the settings'."""
+        return str(getattr(caller, "model_name", "") or self.settings.model_backend.model)
+
     def compaction_window(self) -> tuple[int, int] | None:
         """The compactor's trigger and target, once a run made it (the settings' before)."""
         if self._compactor is None:
@@ -308,7 +315,7 @@ class RunContexts:
         live summarization model.
         """
         s = self.settings
-        name = str(getattr(caller, "model_name", "") or s.model_backend.model)
+        name = self._counted_model(caller)
         counter = self.token_counter(name)
         summarizer = None if replaying else self._summarizer()
         if summarizer is not None:

@@ -15,6 +15,7 @@ engine imports neither.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -121,13 +122,18 @@ async def resolve_model(
     server = settings.model_backend
     if isinstance(model, str):
         server = server.model_copy(update={"model": model})
+    # The client is made in a thread: its packages (langchain_openai, openai's resources,
+    # httpcore...) are imported on first use, a second or more, and the event loop must go on
+    # meanwhile (another run's heartbeat and timeouts, the console's pages, a cancellation).
     if backend != "local":
-        return ResolvedModel(_caller_on(server, settings, secrets, http_log), server)
+        caller = await asyncio.to_thread(_caller_on, server, settings, secrets, http_log)
+        return ResolvedModel(caller, server)
     local = await _start_local(on_event)
     try:
         secrets.add(local.api_key)
         server = _on_local(server, local)
-        return ResolvedModel(_caller_on(server, settings, secrets, http_log), server, local)
+        caller = await asyncio.to_thread(_caller_on, server, settings, secrets, http_log)
+        return ResolvedModel(caller, server, local)
     except BaseException:
         await local.stop()
         raise
