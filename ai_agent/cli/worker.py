@@ -10,11 +10,9 @@ value, or None to use the settings).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
-import logging
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ai_agent.cli._common import (
@@ -131,7 +129,9 @@ def _worker(args: argparse.Namespace) -> int:
             flush=True,
         )
     try:
-        with _logs_to(_log_lines(args, hide)):
+        from ai_agent.cli._worker_logs import log_lines, logs_to  # logging: not at start-up
+
+        with logs_to(log_lines(json_lines=args.json, debug=args.debug, write=write, hide=hide)):
             outcomes = run_closing(agent, _serve(worker, once=args.once))
     except StoreError as exc:  # the queue stayed unreadable: what was served is still told
         if not args.json:
@@ -171,56 +171,6 @@ def _json_failures(write: Callable[[dict[str, Any]], None]) -> Callable[[WorkerE
             write(event)
 
     return emit
-
-
-class _LogLines(logging.Handler):
-    """Log records (psycopg's pool, the engine's own) as the worker's lines on stderr.
-
-    Without it they reach stderr through `logging.lastResort`: plain text among ``--json``'s
-    JSON lines, several lines a record when the driver's message runs on ("error connecting in
-    'pool': ..." and a tab-indented hint), and a failed run's whole traceback in a status
-    log, though the failure is told (once) as the plan's. The database's password is hidden in
-    both modes; the traceback is shown only with --debug.
-    """
-
-    def __init__(self, line: Callable[[logging.LogRecord, str, str], None]) -> None:
-        super().__init__(logging.WARNING)  # what lastResort would have shown
-        self._line = line
-
-    def emit(self, record: logging.LogRecord) -> None:
-        if record.name.startswith("ai_agent") and logging.getLogger("ai_agent").handlers:
-            return  # --log-level / --log-json gave the engine's records a handler of their own
-        try:
-            if record.exc_info and not record.exc_text:
-                record.exc_text = logging.Formatter().formatException(record.exc_info)
-            self._line(record, record.getMessage(), record.exc_text or "")
-        except Exception:  # a log line never stops the worker
-            self.handleError(record)
-
-
-@contextlib.contextmanager
-def _logs_to(handler: logging.Handler) -> Iterator[None]:
-    """Route the log records to ``handler`` while the worker runs (on the root logger)."""
-    root = logging.getLogger()
-    root.addHandler(handler)
-    try:
-        yield
-    finally:
-        root.removeHandler(handler)
-
-
-def _log_lines(args: argparse.Namespace, hide: Callable[[str], str]) -> logging.Handler:
-    write = _json_writer(hide)
-
-    def as_json(record: logging.LogRecord, message: str, exc: str) -> None:
-        line = {"type": "log", "level": record.levelname, "logger": record.name}
-        write({**line, "message": message, **({"error": exc} if exc and args.debug else {})})
-
-    def as_text(record: logging.LogRecord, message: str, exc: str) -> None:
-        shown = f"{message}\n{exc}" if exc and args.debug else message
-        print(hide(shown), file=sys.stderr, flush=True)
-
-    return _LogLines(as_json if args.json else as_text)
 
 
 async def _serve(worker: Any, *, once: bool) -> list[PlanOutcome]:
