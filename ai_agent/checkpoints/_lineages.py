@@ -13,6 +13,7 @@ transaction, adding their rows to the put's `Batch`.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, cast
 
 from ai_agent.checkpoints import _texts
@@ -27,6 +28,7 @@ __all__ = [
     "append",
     "at_tip",
     "extend_lineage",
+    "known_bases",
     "matches_stored",
     "merge",
     "new_lineage",
@@ -54,6 +56,32 @@ def _base(store: DeltaStore, lineage: int) -> tuple[int | None, int]:
             raise StoreError(f"list lineage {lineage} is missing from the checkpoint database")
         found = store.bases[lineage] = (row[0], int(row[1]), int(row[2]))
     return found[0], found[1]
+
+
+_INT64 = -(1 << 63)
+"""The least integer SQLite binds (``-_INT64`` is one past the greatest)."""
+
+
+def known_bases(store: DeltaStore, lineages: Iterable[Any]) -> None:
+    """Read the rows of several lineages a checkpoint names in one statement, not one each.
+
+    Only what `_base` would read, for ids SQLite can bind; whatever is wrong with a row (or a
+    missing one) is still found, and said, by `_base` and `_owned` when the list is read.
+    """
+    missing = sorted(
+        {n for n in lineages if type(n) is int and _INT64 <= n < -_INT64 and n not in store.bases}
+    )
+    if len(missing) < 2:  # one is `_base`'s own statement
+        return
+    for i in range(0, len(missing), 500):
+        chunk = missing[i : i + 500]
+        marks = ",".join("?" * len(chunk))
+        for lineage, base, base_length, thread in store.conn.execute(
+            f"SELECT id, base, base_length, thread FROM delta_lineages WHERE id IN ({marks})",  # noqa: S608 - placeholders only
+            chunk,
+        ):
+            if type(base_length) is int and type(thread) is int:  # else `_base` says what is wrong
+                store.bases[lineage] = (base, base_length, thread)
 
 
 def _owned(store: DeltaStore, lineage: int, owner: int) -> None:

@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from ai_agent.checkpoints._dicts import read_dict
-from ai_agent.checkpoints._lineages import read_items
+from ai_agent.checkpoints._lineages import known_bases, read_items
 from ai_agent.checkpoints._skeleton import (
     EMPTY,
     MAX_DIFF_DEPTH,
@@ -135,6 +135,7 @@ def read_values(
     if memo is not None:
         wanted = [r for r in wanted if (tkey, r) not in memo.values]
     rows = _value_rows(store, tkey, wanted)
+    known_bases(store, [r[0] for r in refs.values() if type(r) is tuple and r])
     found = memo.texts if memo is not None else {}
     values: dict[str, Any] = {}
     held: dict[Ref, Held] = {}

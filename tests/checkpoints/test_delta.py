@@ -415,3 +415,48 @@ def test_small_segments_are_found_without_walking_the_merged_chunks(tmp_path: Pa
         for statement in unmerged:
             plan = str(conn.execute(f"EXPLAIN QUERY PLAN {statement}").fetchall())
             assert "USING INDEX delta_segments_unmerged" in plan, (statement, plan)
+
+
+def test_a_resume_reads_the_latest_state_in_few_statements(tmp_path: Path) -> None:
+    # What a resume pays on a freshly opened saver: every statement is prepared anew (most of
+    # the SQL's cost on a fresh connection). Counted, never timed. No memory map: it would
+    # halve the reading of a long list's pages, but SQLite then answers an I/O error or a file
+    # another program truncated with SIGBUS, a crash, where a read() gives an error to report.
+    path = tmp_path / "c.sqlite"
+    with DeltaSaver(path) as saver:
+        run = Run(saver)
+        for _ in range(3 * MERGE_AT + 5):
+            run.step()
+    statements: list[str] = []
+    with DeltaSaver(path) as saver:
+        saver._call(saver.store.conn.set_trace_callback, statements.append)
+        got = saver.get_tuple(config("t"))
+        saver._call(saver.store.conn.set_trace_callback, None)
+    assert got is not None
+    assert got.checkpoint["channel_values"]["log"] == run.log
+    # BEGIN, the thread, its head, the skeleton's chain, the list's lineage, its segments, the
+    # pending writes, COMMIT.
+    assert len(statements) <= 8, statements
+    assert sum("delta_segments" in s for s in statements) == 1
+
+
+def test_the_lineages_of_a_checkpoints_lists_are_read_in_one_statement(tmp_path: Path) -> None:
+    # A fresh saver knows no lineage: it reads the rows of every list a checkpoint names in one
+    # statement (the engine's state holds three lists), not one statement each.
+    path = tmp_path / "c.sqlite"
+    lists = {name: [{name: i} for i in range(2 * LINEAGE_MIN_ITEMS)] for name in "abc"}
+    with DeltaSaver(path) as saver:
+        head = None
+        for step in (1, 2):
+            values = {k: v[: len(v) // 2 * step] for k, v in lists.items()}
+            cp = make_checkpoint(values, dict.fromkeys(values, step), step=step)
+            saver.put(config("t", head), cp, {"step": step}, dict.fromkeys(values, step))
+            head = cp["id"]
+    statements: list[str] = []
+    with DeltaSaver(path) as saver:
+        saver._call(saver.store.conn.set_trace_callback, statements.append)
+        got = saver.get_tuple(config("t"))
+        saver._call(saver.store.conn.set_trace_callback, None)
+    assert got is not None
+    assert got.checkpoint["channel_values"] == lists
+    assert sum("delta_lineages" in s for s in statements) == 1, statements
