@@ -12,13 +12,14 @@ reaches the browser as a traceback.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import logging
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import RedirectResponse, Response, StreamingResponse
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
@@ -36,7 +37,7 @@ from ai_agent.console.auth import Access
 from ai_agent.console.base import Console, ConsoleError
 from ai_agent.console.base import read_form as _form
 from ai_agent.console.guard import Guard
-from ai_agent.console.live import run_changes
+from ai_agent.console.live import READ_ERRORS, EventStream, Looks
 from ai_agent.console.render import pages
 from ai_agent.errors import (
     AgentError,
@@ -51,16 +52,26 @@ if TYPE_CHECKING:
 
 __all__ = ["ConsoleError", "create_app"]
 
+logger = logging.getLogger(__name__)
 
-def create_app(agent: Agent, access: Access, *, interval: float = 1.0) -> Guard:
+
+def create_app(
+    agent: Agent,
+    access: Access,
+    *,
+    interval: float = 1.0,
+    stopping: Callable[[], bool] = lambda: False,
+) -> Guard:
     """The console as an ASGI app, guarded.
 
     Args:
         agent: Reads runs (its archive) and queues answers (``submit_plan``).
         access: The token and the hosts the console answers to.
         interval: Seconds between the live updates' looks at the run store.
+        stopping: True once the server stops: the live-update streams end then.
     """
-    console = Console(agent, access, pages(), interval)
+    looks = Looks(agent.archive, interval, stopping)
+    console = Console(agent, access, pages(), interval, looks)
 
     def bound(handler: Any) -> Any:
         async def endpoint(request: Request) -> Response:
@@ -69,6 +80,19 @@ def create_app(agent: Agent, access: Access, *, interval: float = 1.0) -> Guard:
                 response: Response = await handler(console, request)
             except ConsoleError as exc:
                 return console.page(request, "message.html", exc.status, message=str(exc))
+            except ClientDisconnect:
+                # The client left before its request arrived (the server's deadline closed
+                # it): nobody reads an answer, and nothing went wrong here.
+                return Response(status_code=400)
+            except READ_ERRORS as exc:
+                # The run store is damaged or gone (a row edited by hand, the file replaced):
+                # say so in words; the next request reads it again.
+                logger.warning("console: the run store could not be read: %s", exc)
+                message = (
+                    f"The run store could not be read: {exc}. Check the database the console "
+                    "serves, then reload this page."
+                )
+                return console.page(request, "message.html", 503, message=message)
             return response
 
         return endpoint
@@ -180,5 +204,4 @@ async def _events(console: Console, request: Request) -> Response:
         since = float(request.query_params.get("since", ""))
     except ValueError:
         since = None  # a page that did not say when it was made misses nothing worse
-    stream = run_changes(console.archive, interval=console.interval, since=since)
-    return StreamingResponse(stream, media_type="text/event-stream")
+    return EventStream(console.looks, since)

@@ -7,7 +7,8 @@ the token stays out of the browser's history and of Referer headers; later reque
 cookie. Anything else gets 403.
 
 Every state-changing request (a POST) must also carry the session's CSRF token in its form
-(``csrf``), and an Origin header, when the browser sends one, must be the console's own. The
+(``csrf``), and an Origin header on any request, when the browser sends one, must be the
+console's own (a cross-origin read of a page or of the event stream is refused too). The
 Host header must name the address the console listens on (with a loopback bind: ``127.0.0.1``,
 ``localhost`` or ``[::1]`` with its port), which stops DNS rebinding: a page on another site
 whose name is made to resolve to 127.0.0.1 sends its own name as the Host.

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from starlette.types import Message
 
     from ai_agent.console.auth import Access
+    from ai_agent.console.live import Looks
     from ai_agent.graph import Agent, RunArchive
 
 __all__ = ["MAX_FORM_BYTES", "Console", "ConsoleError", "read_form"]
@@ -44,6 +45,7 @@ class Console:
     access: Access
     env: Environment
     interval: float
+    looks: Looks  # the live updates' shared looks at the run store
 
     @property
     def archive(self) -> RunArchive:

@@ -54,6 +54,9 @@ class Guard:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Answer a request: refused, redirected to sign in, or passed on."""
+        if scope["type"] == "websocket":  # the console serves none
+            await send({"type": "websocket.close", "code": 1008})
+            return
         if scope["type"] != "http":  # lifespan: nothing to guard
             await self.app(scope, receive, send)
             return
@@ -73,9 +76,10 @@ class Guard:
                 "(open the URL `ai-agent ui` printed)",
                 status_code=403,
             )
-        if request.method not in ("GET", "HEAD") and not self.access.origin_ok(
-            request.headers.get("origin"), host
-        ):
+        # Any method: a browser names the page's origin on a cross-origin read (fetch,
+        # EventSource) as on a form, and a page of another port on this host is same-site, so
+        # its requests carry the SameSite=Strict cookie. Such a read is refused outright.
+        if not self.access.origin_ok(request.headers.get("origin"), host):
             return PlainTextResponse(FORBIDDEN, status_code=403)
         token = request.query_params.get("token")
         if token is not None:

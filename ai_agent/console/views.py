@@ -42,6 +42,30 @@ __all__ = [
 STATUSES = ("running", "paused", "completed", "failed", "cancelled", "forked")
 """The statuses the runs page filters by."""
 
+ROW_CHARS = {"thread_id": 200, "status": 40, "task": 10_000}
+"""The most of a run row's text the runs page and the inbox show (a row edited by hand, or
+a task of megabytes, would otherwise make a page of megabytes); the rest is counted."""
+
+
+def cut(text: str, limit: int) -> str:
+    """``text``, or its first ``limit`` characters and how many more there were.
+
+    Examples:
+        >>> cut("abc", 5), cut("abcdef", 3)
+        ('abc', 'abc… (3 more characters)')
+    """
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text) - limit:,} more characters)"
+
+
+def _shown_row(record: RunRecord) -> tuple[str, str, str]:
+    """A run row's thread id, status and task, each cut to what a page shows (`ROW_CHARS`)."""
+    thread, status, task = (
+        cut(str(record[k]), ROW_CHARS[k]) for k in ("thread_id", "status", "task")
+    )
+    return thread, status, task
+
 
 @dataclass(frozen=True)
 class RunRow:
@@ -89,13 +113,7 @@ async def run_rows(
 
 
 def _row(record: RunRecord, summaries: Summaries) -> RunRow:
-    base = RunRow(
-        record["thread_id"],
-        record["status"],
-        record["task"],
-        record["created_at"],
-        record["updated_at"],
-    )
+    base = RunRow(*_shown_row(record), record["created_at"], record["updated_at"])
     summary = summaries.found.get(record["thread_id"])
     if summary is None:
         problem = summaries.problems.get(record["thread_id"], "its summary could not be read")
@@ -145,9 +163,8 @@ async def inbox_items(archive: RunArchive, *, limit: int = 100) -> list[InboxIte
         if report is None:
             report, problem = await _report(archive, record)
         plans = open_plans.get(thread, [])
-        items.append(
-            InboxItem(thread, record["task"], record["updated_at"], report, plans, problem)
-        )
+        shown, _, task = _shown_row(record)
+        items.append(InboxItem(shown, task, record["updated_at"], report, plans, problem))
     return items
 
 
