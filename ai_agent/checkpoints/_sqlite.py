@@ -117,6 +117,14 @@ def retried(action: Callable[[], T], *, when: Callable[[BaseException], bool], w
     return retrying(action)
 
 
+def _lenient_text(data: bytes) -> str | bytes:
+    """Text as text; bytes that are not UTF-8 as the bytes, as a BLOB column's would be."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data
+
+
 class SqliteSession(Session):
     """The store's SQL on SQLite: ``?`` placeholders as they are, keys from ``lastrowid``."""
 
@@ -141,6 +149,36 @@ class SqliteSession(Session):
     def insert(self, sql: str, params: Sequence[Any], key: str) -> int:
         """Run one INSERT and return the generated ``key`` (the rowid alias) of the new row."""
         return int(self.conn.execute(sql, params).lastrowid or 0)
+
+    def one(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        """The first row of a query, or None (text that is not UTF-8 read as `all` says)."""
+        rows = self._rows(sql, params, lambda cursor: [cursor.fetchone()])
+        return rows[0]
+
+    def all(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        """All rows of a query.
+
+        A row whose text is not UTF-8 (written by another program: the engine writes valid
+        text only) made SQLite's driver refuse the whole query, so one damaged run hid every
+        other from the listings. Such a query is read again with that text as its bytes, as a
+        BLOB's would be: the row's checks then show it with U+FFFD for what cannot be read and
+        say what is wrong with it (`ai_agent.checkpoints._rows.stored_text`).
+        """
+        return self._rows(sql, params, lambda cursor: cursor.fetchall())
+
+    def _rows(
+        self, sql: str, params: Sequence[Any], fetch: Callable[[sqlite3.Cursor], list[Any]]
+    ) -> list[Any]:
+        try:
+            return fetch(self.conn.execute(sql, params))
+        except sqlite3.OperationalError as exc:
+            if "decode to UTF-8" not in str(exc):
+                raise
+        self.conn.text_factory = _lenient_text  # the session holds the connection's lock
+        try:
+            return fetch(self.conn.execute(sql, params))
+        finally:
+            self.conn.text_factory = str
 
     def text_owners(self) -> list[str]:
         """The run store's bodies, and the checkpoints' rows when they share this file."""

@@ -339,6 +339,8 @@ def test_a_checkpoint_no_run_could_write_names_itself_and_never_hangs(
 # Text a program other than ai-agent bound as bytes: SQLite keeps it as bytes in a TEXT column.
 TEXTS = {
     "the task, not UTF-8": ("task", "x'ff00'", "\ufffd\x00"),
+    # Stored as text, not as a BLOB: the driver refused the whole listing ("Could not decode").
+    "the task, text not UTF-8": ("task", "CAST(x'41eda08042' AS TEXT)", "A\ufffd\ufffd\ufffdB"),
     "the status, as bytes": ("status", "CAST('completed' AS BLOB)", "completed"),
 }
 

@@ -9,12 +9,15 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import httpx
+import pytest
 
 from ai_agent import Agent
+from ai_agent.checkpoints._sqlite import SqliteSession
 from ai_agent.console.live import STATUS_CHARS, run_changes
 from tests.console.conftest import MakeAgent, write_call
 
@@ -68,29 +71,48 @@ async def test_rows_of_markup_control_characters_and_megabytes_are_inert_and_bou
         assert len(event) < 10_000
 
 
-async def test_a_row_the_store_cannot_decode_is_a_page_in_words_and_the_stream_goes_on(
+async def test_a_row_that_is_not_utf8_lists_with_the_others(
     make_agent: MakeAgent,
     signed_in: Callable[[Agent], httpx.AsyncClient],
     tmp_path: Path,
 ) -> None:
     agent = make_agent([write_call()])
     async with agent:
-        since = time.time()
         await agent.run("write", thread_id="fine")
-        db = tmp_path / "c.sqlite"
-        # A lone surrogate, as bytes SQLite stores as text: not UTF-8, so not readable.
-        insert(db, "CAST(X'EDA080' AS TEXT)", "CAST(X'41EDA08042' AS TEXT)", "'paused'")
+        # A lone surrogate, as bytes SQLite stores as text: not UTF-8. The driver refused the
+        # whole listing for it (an uncaught OperationalError on every page that lists runs).
+        insert(tmp_path / "c.sqlite", "'odd'", "CAST(X'41EDA08042' AS TEXT)", "'paused'")
         http = signed_in(agent)
         for path in ("/runs", "/inbox", "/storage"):
             page = await http.get(path)
-            # Before: an uncaught OperationalError (500, a traceback in the console's log).
+            assert page.status_code == 200, path
+        listed = (await http.get("/runs")).text
+        assert "fine" in listed and "odd" in listed and "A\ufffd\ufffd\ufffdB" in listed
+
+
+async def test_a_store_that_cannot_be_read_is_a_page_in_words_and_the_stream_goes_on(
+    make_agent: MakeAgent,
+    signed_in: Callable[[Agent], httpx.AsyncClient],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    agent = make_agent([write_call()])
+    async with agent:
+        since = time.time()
+        await agent.run("write", thread_id="fine")
+        http = signed_in(agent)
+        reads = SqliteSession.all
+
+        def failing(self: SqliteSession, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+            raise sqlite3.OperationalError("disk I/O error")
+
+        monkeypatch.setattr(SqliteSession, "all", failing)
+        for path in ("/runs", "/inbox", "/storage"):
+            page = await http.get(path)
             assert page.status_code == 503, path
             assert "The run store could not be read" in page.text
         stream = run_changes(agent.archive, interval=0, since=since)
-        assert await anext(stream) == "retry: 2000\n\n"  # before: the stream raised here
-        with sqlite3.connect(db) as con:
-            con.execute("DELETE FROM agent_runs WHERE thread_id <> 'fine'")
-        con.close()
+        assert await anext(stream) == "retry: 2000\n\n"  # the stream did not end
+        monkeypatch.setattr(SqliteSession, "all", reads)
         # The first look the store answers is sent as a first look is: what changed since.
         event = await anext(stream)
         await stream.aclose()
