@@ -417,6 +417,17 @@ def test_small_segments_are_found_without_walking_the_merged_chunks(tmp_path: Pa
             assert "USING INDEX delta_segments_unmerged" in plan, (statement, plan)
 
 
+def fresh_read(path: Path) -> tuple[Any, list[str]]:
+    """Thread ``t``'s latest checkpoint read by a freshly opened saver, and its statements."""
+    statements: list[str] = []
+    with DeltaSaver(path) as saver:
+        saver._call(saver.store.conn.set_trace_callback, statements.append)
+        got = saver.get_tuple(config("t"))
+        saver._call(saver.store.conn.set_trace_callback, None)
+    assert got is not None
+    return got, statements
+
+
 def test_a_resume_reads_the_latest_state_in_few_statements(tmp_path: Path) -> None:
     # What a resume pays on a freshly opened saver: every statement is prepared anew (most of
     # the SQL's cost on a fresh connection). Counted, never timed. No memory map: it would
@@ -427,12 +438,7 @@ def test_a_resume_reads_the_latest_state_in_few_statements(tmp_path: Path) -> No
         run = Run(saver)
         for _ in range(3 * MERGE_AT + 5):
             run.step()
-    statements: list[str] = []
-    with DeltaSaver(path) as saver:
-        saver._call(saver.store.conn.set_trace_callback, statements.append)
-        got = saver.get_tuple(config("t"))
-        saver._call(saver.store.conn.set_trace_callback, None)
-    assert got is not None
+    got, statements = fresh_read(path)
     assert got.checkpoint["channel_values"]["log"] == run.log
     # BEGIN, the thread, its head, the skeleton's chain, the list's lineage, its segments, the
     # pending writes, COMMIT.
@@ -452,11 +458,6 @@ def test_the_lineages_of_a_checkpoints_lists_are_read_in_one_statement(tmp_path:
             cp = make_checkpoint(values, dict.fromkeys(values, step), step=step)
             saver.put(config("t", head), cp, {"step": step}, dict.fromkeys(values, step))
             head = cp["id"]
-    statements: list[str] = []
-    with DeltaSaver(path) as saver:
-        saver._call(saver.store.conn.set_trace_callback, statements.append)
-        got = saver.get_tuple(config("t"))
-        saver._call(saver.store.conn.set_trace_callback, None)
-    assert got is not None
+    got, statements = fresh_read(path)
     assert got.checkpoint["channel_values"] == lists
     assert sum("delta_lineages" in s for s in statements) == 1, statements
