@@ -220,18 +220,19 @@ def get_tuple(store: DeltaStore, config: RunnableConfig) -> StoredTuple | None:
         tkey = store.thread_key(thread_id, ns, create=False)
         if tkey is None:
             return None
-        if checkpoint_id:
-            row = store.conn.execute(
-                "SELECT checkpoint_id, parent_id, metadata FROM delta_checkpoints "
-                "WHERE thread = ? AND checkpoint_id = ?",
-                (tkey, checkpoint_id),
-            ).fetchone()
-        else:
-            row = store.conn.execute(
-                "SELECT checkpoint_id, parent_id, metadata FROM delta_checkpoints "
-                "WHERE thread = ? ORDER BY checkpoint_id DESC LIMIT 1",
-                (tkey,),
-            ).fetchone()
+        with fetched_as_text(thread_id):
+            if checkpoint_id:
+                row = store.conn.execute(
+                    "SELECT checkpoint_id, parent_id, metadata FROM delta_checkpoints "
+                    "WHERE thread = ? AND checkpoint_id = ?",
+                    (tkey, checkpoint_id),
+                ).fetchone()
+            else:
+                row = store.conn.execute(
+                    "SELECT checkpoint_id, parent_id, metadata FROM delta_checkpoints "
+                    "WHERE thread = ? ORDER BY checkpoint_id DESC LIMIT 1",
+                    (tkey,),
+                ).fetchone()
         if row is None:
             return None
         cid, parent_id, metadata = row
@@ -239,7 +240,7 @@ def get_tuple(store: DeltaStore, config: RunnableConfig) -> StoredTuple | None:
             skel = skeleton(store, tkey, cid)
             values, held = read_values(store, tkey, skel.refs)
             writes = pending_writes(store, tkey, cid)
-            meta = cast("CheckpointMetadata", json.loads(metadata))
+            meta = stored_metadata(metadata)
     # Remember what was handed out: a graph resumes from these very objects, so its next
     # append is recognised by identity instead of by re-reading and comparing the list.
     cache = store.cache(tkey)
@@ -279,7 +280,8 @@ def list_page(
     )
     page: list[tuple[StoredTuple, tuple[str, int]]] = []
     with store.snapshot():
-        rows = store.conn.execute(sql, [*params, limit]).fetchall()
+        with fetched_as_text(str(config["configurable"]["thread_id"]) if config else None):
+            rows = store.conn.execute(sql, [*params, limit]).fetchall()
         for tkey, thread_id, ns, cid, parent_id, metadata in rows:
             with readable(thread_id, cid, parent_id):
                 skel = skeleton(store, tkey, cid, memo)
@@ -287,7 +289,7 @@ def list_page(
                 item = StoredTuple(
                     tuple_config(thread_id, ns, cid),
                     as_checkpoint(skel, values),
-                    cast("CheckpointMetadata", json.loads(metadata)),
+                    stored_metadata(metadata),
                     tuple_config(thread_id, ns, parent_id) if parent_id else None,
                     pending_writes(store, tkey, cid, memo),
                 )
@@ -337,6 +339,37 @@ def _where_value(value: Any) -> tuple[str, Any]:
 
 
 # A checkpoint that cannot be read back -----------------------------------------------------------
+def stored_metadata(text: str) -> CheckpointMetadata:
+    """A checkpoint row's metadata: a JSON object (LangGraph reads its keys), else StoreError."""
+    meta = json.loads(text)
+    if type(meta) is not dict:
+        raise StoreError(f"its metadata is {type(meta).__name__} JSON, not an object")
+    return cast("CheckpointMetadata", meta)
+
+
+@contextmanager
+def fetched_as_text(thread_id: str | None) -> Iterator[None]:
+    """Turn a checkpoint row whose id or metadata is not UTF-8 text into a CorruptRunError.
+
+    SQLite raises it while the row is fetched, before the checkpoint's id is known (it may be
+    the id itself that cannot be read), so the error names the thread (``list`` over every
+    thread: none).
+    """
+    try:
+        yield
+    except sqlite3.OperationalError as exc:
+        if not str(exc).startswith("Could not decode to UTF-8"):
+            raise
+        whose = f"of thread {thread_id} " if thread_id is not None else ""
+        raise CorruptRunError(
+            f"a checkpoint {whose}cannot be read back: a column of its row is not UTF-8 text "
+            f"({str(exc)[:80]}): the database was damaged or changed outside ai-agent. Other "
+            "runs are not affected; repair the row, or remove the run's checkpoints with "
+            "`ai-agent prune THREAD`.",
+            thread_id=thread_id or "",
+        ) from exc
+
+
 @contextmanager
 def readable(thread_id: str, checkpoint_id: str, parent_id: str | None) -> Iterator[None]:
     """Turn a checkpoint that cannot be read back into a CorruptRunError naming it.

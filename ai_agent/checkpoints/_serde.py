@@ -7,22 +7,139 @@ the strict serializer, which still refuses every other type.
 
 from __future__ import annotations
 
+import importlib
+import re
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+import ormsgpack
+from langgraph.checkpoint.serde import _msgpack as lg_msgpack
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
-from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer, _send_from_args
+from langgraph.checkpoint.serde.types import _DeltaSnapshot
 
 from ai_agent.errors import StoreError
 
-__all__ = ["MARKER", "StateType", "TypedSerializer", "strict_serializer", "widened"]
+__all__ = [
+    "MARKER",
+    "StateType",
+    "StrictSerializer",
+    "TypedSerializer",
+    "strict_serializer",
+    "widened",
+]
 
 
 def strict_serializer() -> JsonPlusSerializer:
-    """A serializer that only loads LangGraph's allowlisted safe types (strict msgpack)."""
-    return JsonPlusSerializer(allowed_msgpack_modules=None)
+    """A serializer that only loads LangGraph's allowlisted safe types (strict msgpack).
+
+    A stored value that names any other type, or an extension no serializer writes, is a
+    `StoreError` (`StrictSerializer`), not its raw data.
+    """
+    return StrictSerializer(allowed_msgpack_modules=None)
+
+
+# LangGraph's msgpack extension codes (``langgraph.checkpoint.serde.jsonplus``).
+_ONE_ARG, _POS_ARGS, _KW_ARGS, _METHOD, _PYDANTIC_V1, _PYDANTIC_V2, _NUMPY, _DELTA = range(8)
+
+
+class StrictSerializer(JsonPlusSerializer):
+    """LangGraph's JSON-plus serializer whose refusals are errors, never a changed value.
+
+    LangGraph's strict mode loads a value of a type outside its allowlist (``os.system``, a
+    module of the attacker's) as the arguments it was stored with, and an unknown extension as
+    None: a row edited by hand would be read as other data, with no sign. Here each is a
+    `StoreError` naming the type, as is a value stored as JSON (which no saver of ai-agent
+    writes, and which LangChain's reviver would turn into its objects). Nothing outside the
+    allowlist is imported (numpy aside: LangGraph reads an array without one, and one it cannot
+    read, which it would load as None, is refused too); what the allowlist admits is built
+    exactly as LangGraph builds it.
+    """
+
+    def loads_typed(self, data: tuple[str, bytes]) -> Any:
+        """The stored value; `StoreError` for a type this serializer refuses (see above)."""
+        type_, blob = data
+        if type_ == "msgpack":
+            if _EXT_HEADER.search(blob) is None:  # most values: plain data, no hook to build
+                return ormsgpack.unpackb(blob, option=_KEYS)
+            refused: list[str] = []
+            value = ormsgpack.unpackb(blob, ext_hook=self._hook(refused), option=_KEYS)
+            if refused:
+                raise StoreError(
+                    f"a stored value names {refused[0]}, which this serializer does not load "
+                    "(a type your graph stores goes in the saver's allowlist)"
+                )
+            return value
+        if type_ == "json":
+            raise StoreError("a stored value is JSON, which ai-agent never writes")
+        return super().loads_typed(data)
+
+    def _loadable(self) -> frozenset[tuple[str, ...]] | None:
+        """The (module, name) and (module, name, method) keys that load (None: all of them)."""
+        allowed = self._allowed_msgpack_modules
+        known = getattr(self, "_loadable_for", None)
+        if known is None or known[0] is not allowed:  # a clone widened by `with_allowlist`
+            keys = None if allowed is True else frozenset(allowed or ())
+            if keys is not None:
+                keys |= lg_msgpack.SAFE_MSGPACK_TYPES | lg_msgpack.SAFE_MSGPACK_METHODS
+            known = self._loadable_for = (allowed, keys)
+        return known[1]
+
+    def _hook(self, refused: list[str]) -> Callable[[int, bytes], Any]:
+        numpy = self._unpack_ext_hook
+        loadable = self._loadable()
+
+        def ext(code: int, data: bytes) -> Any:
+            if _ONE_ARG <= code <= _PYDANTIC_V2:
+                tup = ormsgpack.unpackb(data, ext_hook=ext, option=_KEYS)
+                try:
+                    key = (tup[0], tup[1], tup[3]) if code == _METHOD else (tup[0], tup[1])
+                    if loadable is None or key in loadable:
+                        return _built(code, tup)
+                    refused.append(".".join(map(str, key)))
+                except (TypeError, IndexError, KeyError):  # not [module, name, data, ...]
+                    refused.append(f"a malformed msgpack extension {code}")
+                return None
+            if code == _DELTA:
+                return _DeltaSnapshot(ormsgpack.unpackb(data, ext_hook=ext, option=_KEYS))
+            if code == _NUMPY:  # LangGraph's: an array of numbers (no allowlist), else None
+                array = numpy(code, data)
+                if array is not None:
+                    return array
+            refused.append(f"msgpack extension {code}")
+            return None
+
+        return ext
+
+
+_KEYS = ormsgpack.OPT_NON_STR_KEYS
+_EXT_HEADER = re.compile(b"[\xc7-\xc9\xd4-\xd8]")
+"""The bytes that start a msgpack extension; found elsewhere too (a number, a text): then the
+value is read with the hook, as if it held one."""
+
+
+def _built(code: int, tup: list[Any]) -> Any:
+    """An allowed type's value, built as LangGraph's extension hook builds it (and falls back)."""
+    try:
+        if code == _POS_ARGS and tup[0] == "langgraph.types" and tup[1] == "Send":
+            return _send_from_args(tup[2])
+        found = getattr(importlib.import_module(tup[0]), tup[1])
+        if code == _ONE_ARG:
+            value = found(tup[2])
+        elif code == _POS_ARGS:
+            value = found(*tup[2])
+        elif code == _METHOD:
+            value = getattr(found, tup[3])(tup[2])
+        else:
+            value = found(**tup[2])
+    except Exception:
+        if code not in (_PYDANTIC_V1, _PYDANTIC_V2):
+            return tup[2]  # LangGraph's fallback: the data it was stored with
+        construct = found.construct if code == _PYDANTIC_V1 else found.model_construct
+        value = construct(**tup[2])
+    return value
 
 
 def widened(serde: SerializerProtocol, extra: Collection[tuple[str, ...]]) -> SerializerProtocol:

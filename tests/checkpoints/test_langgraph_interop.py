@@ -27,6 +27,7 @@ from typing_extensions import TypedDict
 from ai_agent.checkpoints import DeltaSaver, strict_serializer
 from ai_agent.checkpoints._identity import snapshot, unchanged
 from ai_agent.checkpoints._serde import widened
+from ai_agent.errors import StoreError
 from tests.checkpoints.conftest import config
 
 CONFIG: RunnableConfig = {"configurable": {"thread_id": "t"}}
@@ -125,9 +126,13 @@ def test_strict_msgpack_still_refuses_other_types(tmp_path: Path) -> None:
         assert saver.serde.loads_typed(blob) == Ticket(title="x", votes=1)
         other = saver.serde.dumps_typed(Board(ticket=Ticket(title="y", votes=2), answer=""))
         assert saver.serde.loads_typed(other)["ticket"] == Ticket(title="y", votes=2)
-        # A type the graph did not name is still not loaded: only its fields come back.
+        # A type the graph did not name is still not loaded, nor read as its fields instead.
         stranger = saver.serde.dumps_typed(Stranger(secret="s"))
-        assert saver.serde.loads_typed(stranger) == {"secret": "s"}
+        with pytest.raises(
+            StoreError,
+            match=r"test_langgraph_interop\.Stranger, which this serializer does not load",
+        ):
+            saver.serde.loads_typed(stranger)
 
 
 class Stranger(BaseModel):
