@@ -37,7 +37,7 @@ from ai_agent.console.auth import Access
 from ai_agent.console.base import Console, ConsoleError
 from ai_agent.console.base import read_form as _form
 from ai_agent.console.guard import Guard
-from ai_agent.console.live import READ_ERRORS, EventStream, Looks
+from ai_agent.console.live import EventStream, Looks, read_error
 from ai_agent.console.render import pages
 from ai_agent.errors import (
     AgentError,
@@ -84,12 +84,16 @@ def create_app(
                 # The client left before its request arrived (the server's deadline closed
                 # it): nobody reads an answer, and nothing went wrong here.
                 return Response(status_code=400)
-            except READ_ERRORS as exc:
-                # The run store is damaged or gone (a row edited by hand, the file replaced):
-                # say so in words; the next request reads it again.
-                logger.warning("console: the run store could not be read: %s", exc)
+            except Exception as exc:
+                if not read_error(exc):
+                    raise
+                # The run store is damaged or gone (a row edited by hand, the file replaced, the
+                # server away): say so in words, the password hidden; the next request reads
+                # it again.
+                said = console.archive.database.hide(str(exc))
+                logger.warning("console: the run store could not be read: %s", said)
                 message = (
-                    f"The run store could not be read: {exc}. Check the database the console "
+                    f"The run store could not be read: {said}. Check the database the console "
                     "serves, then reload this page."
                 )
                 return console.page(request, "message.html", 503, message=message)

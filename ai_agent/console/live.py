@@ -49,6 +49,16 @@ STOP_CHECK = 0.25
 READ_ERRORS = (StoreError, sqlite3.Error)
 """What a run store raises when it cannot be read (a damaged row or file, a file gone)."""
 
+
+def read_error(exc: BaseException) -> bool:
+    """Whether ``exc`` says the run store cannot be read.
+
+    `READ_ERRORS`, or the PostgreSQL driver's errors (a server gone, a statement timed out),
+    told by their module: psycopg is an extra, loaded only where a PostgreSQL store is used.
+    """
+    return isinstance(exc, READ_ERRORS) or type(exc).__module__.split(".")[0] == "psycopg"
+
+
 logger = logging.getLogger(__name__)
 
 Look = dict[str, tuple[str, float | None]]
@@ -179,8 +189,11 @@ def _event(changed: list[tuple[str, str]]) -> str:
 async def _look(archive: RunArchive) -> Look | None:
     try:
         runs = await archive.list_runs(limit=WATCHED)
-    except READ_ERRORS as exc:
-        logger.warning("live updates: the run store could not be read: %s", exc)
+    except Exception as exc:
+        if not read_error(exc):
+            raise
+        said = archive.database.hide(str(exc))  # a driver's message may quote the URL
+        logger.warning("live updates: the run store could not be read: %s", said)
         return None
     look: Look = {}
     for r in runs:

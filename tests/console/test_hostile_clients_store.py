@@ -18,6 +18,7 @@ import pytest
 
 from ai_agent import Agent
 from ai_agent.checkpoints._sqlite import SqliteSession
+from ai_agent.console import live
 from ai_agent.console.live import STATUS_CHARS, run_changes
 from tests.console.conftest import MakeAgent, write_call
 
@@ -143,3 +144,33 @@ async def test_a_store_file_moved_away_and_back_keeps_being_served(
         for f in files:
             (tmp_path / f"moved-{f.name}").rename(f)
         assert "kept" in (await http.get("/runs/kept")).text
+
+
+async def test_a_postgresql_driver_error_is_a_page_in_words_without_the_password(
+    make_agent: MakeAgent,
+    signed_in: Callable[[Agent], httpx.AsyncClient],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The driver's own errors (a server gone, a statement timed out) read as the store's: a
+    page in words, its message passed through the database's own scrubbing of the password."""
+    import psycopg
+
+    agent = make_agent([write_call()])
+    async with agent:
+        await agent.run("write", thread_id="fine")
+        http = signed_in(agent)
+
+        def away(self: SqliteSession, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+            raise psycopg.OperationalError("connection to postgresql://u:pw-canary@db failed")
+
+        monkeypatch.setattr(SqliteSession, "all", away)
+        monkeypatch.setattr(
+            type(agent.archive.database),
+            "hide",
+            lambda self, text: text.replace("pw-canary", "***"),
+        )
+        page = await http.get("/runs")
+        assert page.status_code == 503
+        assert "The run store could not be read" in page.text and "failed" in page.text
+        assert "pw-canary" not in page.text
+        assert await live._look(agent.archive) is None  # a look the stream skips, not its end
