@@ -23,6 +23,7 @@ from langgraph.checkpoint.serde.types import _DeltaSnapshot
 from ai_agent.errors import StoreError
 
 __all__ = [
+    "ENGINE_TYPES",
     "MARKER",
     "StateType",
     "StrictSerializer",
@@ -32,13 +33,23 @@ __all__ = [
 ]
 
 
+# The engine's own enums, which its state may hold (an issue's kind from a toolset, a tool's
+# category, a generated tool's status): each loads as its member, or as its text when the value
+# is not one (as LangGraph builds a type that refuses its data).
+ENGINE_TYPES = (
+    ("ai_agent.issues", "IssueKind"),
+    ("ai_agent.tools.spec", "ToolCategory"),
+    ("ai_agent.tools.maker.records", "ToolStatus"),
+)
+
+
 def strict_serializer() -> JsonPlusSerializer:
-    """A serializer that only loads LangGraph's allowlisted safe types (strict msgpack).
+    """A serializer that only loads LangGraph's allowlisted safe types and `ENGINE_TYPES`.
 
     A stored value that names any other type, or an extension no serializer writes, is a
     `StoreError` (`StrictSerializer`), not its raw data.
     """
-    return StrictSerializer(allowed_msgpack_modules=None)
+    return StrictSerializer(allowed_msgpack_modules=ENGINE_TYPES)
 
 
 # LangGraph's msgpack extension codes (``langgraph.checkpoint.serde.jsonplus``).

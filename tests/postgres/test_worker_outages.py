@@ -55,7 +55,10 @@ def test_a_json_worker_writes_only_json_lines_through_an_outage(
     pool = [t for t in told if t["type"] == "log" and t["logger"] == "psycopg.pool"]
     assert pool, err
     assert all(t["level"] == "WARNING" and t["message"] for t in pool)
-    assert [t["type"] for t in told if t["type"] != "log"][-1] == "recovered"
+    # Whether a poll failed depends on the timing (the pool may wait the outage out); if one
+    # did, the worker said so and then that it recovered.
+    events = [t["type"] for t in told if t["type"] != "log"]
+    assert events == [] or events[-1] == "recovered", err
     assert own_cluster.password not in out + err
 
 
