@@ -68,6 +68,7 @@ __all__ = [
     "RunPolicy",
     "ToolBox",
     "ToolInfo",
+    "counted_usage",
     "reporting",
     "usage_is_counted",
 ]
@@ -124,6 +125,16 @@ def usage_is_counted(usage: object) -> TypeGuard[Mapping[str, Any]]:
         isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_REPORTED_TOKENS
         for value in values
     )
+
+
+def counted_usage(usage: object) -> Mapping[str, Any]:
+    """``usage`` when a server could have counted it (`usage_is_counted`), else no usage.
+
+    Examples:
+        >>> counted_usage({"total_tokens": 7}), counted_usage({"total_tokens": -7})
+        ({'total_tokens': 7}, {})
+    """
+    return usage if usage_is_counted(usage) else {}
 
 
 class ModelCaller(Protocol):

@@ -169,22 +169,28 @@ async def ask(caller: ChatModelCaller, *, tools: bool = False) -> Any:
 # Retry-After ------------------------------------------------------------------------------------
 
 
-async def test_a_retry_after_date_past_any_calendar_is_a_rate_limit_not_a_crash(
-    serve: Callable[[Answer], Hostile],
-) -> None:
-    # A date whose year no datetime can hold: the header is unreadable, so there is no hint.
+def rate_limited(header: tuple[str, str]) -> Answer:
+    """A 429 with OpenAI's error body and one Retry-After header as given."""
     body = b'{"error": {"message": "slow down", "type": "rate_limit"}}'
 
     def answer(handler: BaseHTTPRequestHandler) -> None:
         head(
             handler,
             429,
-            ("retry-after", "Mon, 01 Jan 99999999999999999999 00:00:00 GMT"),
+            header,
             ("content-type", "application/json"),
             ("content-length", str(len(body))),
         )
         handler.wfile.write(body)
 
+    return answer
+
+
+async def test_a_retry_after_date_past_any_calendar_is_a_rate_limit_not_a_crash(
+    serve: Callable[[Answer], Hostile],
+) -> None:
+    # A date whose year no datetime can hold: the header is unreadable, so there is no hint.
+    answer = rate_limited(("retry-after", "Mon, 01 Jan 99999999999999999999 00:00:00 GMT"))
     with pytest.raises(ModelRateLimitError) as caught:
         await ask(make(serve(answer)))
     assert caught.value.retry_after is None
@@ -200,20 +206,8 @@ async def test_a_retry_after_date_past_any_calendar_is_a_rate_limit_not_a_crash(
 async def test_a_retry_after_past_a_day_is_taken_as_a_day_and_the_error_says_so(
     serve: Callable[[Answer], Hostile], header: tuple[str, str], shown: str
 ) -> None:
-    body = b'{"error": {"message": "slow down", "type": "rate_limit"}}'
-
-    def answer(handler: BaseHTTPRequestHandler) -> None:
-        head(
-            handler,
-            429,
-            header,
-            ("content-type", "application/json"),
-            ("content-length", str(len(body))),
-        )
-        handler.wfile.write(body)
-
     with pytest.raises(ModelRateLimitError) as caught:
-        await ask(make(serve(answer)))
+        await ask(make(serve(rate_limited(header))))
     # 10**9 s is 31 years: what the gate shows, and any wait taken from it, is a day at most.
     assert caught.value.retry_after == 86_400
     assert f"It asked to wait {shown} (Retry-After), more than a day" in str(caught.value)

@@ -23,7 +23,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from ai_agent.context import ModelReply, Prepared, RunContext, usage_is_counted
+from ai_agent.context import ModelReply, Prepared, RunContext, counted_usage
 from ai_agent.issues import IssueKind, kind_of_error
 from ai_agent.nodes._common import last_assistant
 from ai_agent.nodes._issues import issue
@@ -194,7 +194,7 @@ class _Asking:
             record["purpose"] = "output"
             self._count(record)
         else:  # a context of one's own: its caller's usage is held to the client's check
-            self._count(reply["usage"] if usage_is_counted(reply["usage"]) else {})
+            self._count(counted_usage(reply["usage"]))
         return reply["message"], None
 
 

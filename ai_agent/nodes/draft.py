@@ -25,7 +25,7 @@ from typing import Any, TypedDict, cast
 
 from langgraph.runtime import Runtime
 
-from ai_agent.context import ModelReply, Prepared, RunContext, usage_is_counted
+from ai_agent.context import ModelReply, Prepared, RunContext, counted_usage
 from ai_agent.errors import ContextOverflowError
 from ai_agent.events import Compacted, _ModelFinished, _ModelWaiting
 from ai_agent.issues import IssueKind, kind_of_error
@@ -259,7 +259,7 @@ async def _draft(state: RunState, context: RunContext) -> DraftUpdate:
     context.emit(_ModelFinished(message["content"], calls, iteration))
     # A ModelCaller of one's own may report anything: counts no server could have made are none
     # (as the client's are, `ai_agent.models.messages.usage_of`), never a total in the trace.
-    usage = reply["usage"] if usage_is_counted(reply["usage"]) else {}
+    usage = counted_usage(reply["usage"])
     if context.meter is not None:
         work.add(
             context.meter.record(reply, iteration=iteration, request=messages, prepared=prepared)
