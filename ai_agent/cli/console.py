@@ -54,6 +54,13 @@ def add_commands(sub: Any, parents: Parents) -> None:
         "--poll", type=float, default=1.0, metavar="SECONDS", help="queue and live poll (1)"
     )
     ui.add_argument(
+        "--request-timeout",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="time a client has to send a whole request (10; raise it for slow links)",
+    )
+    ui.add_argument(
         "--app",
         metavar="MODULE:FACTORY",
         help="build the Agent with your own factory(checkpoint_url) (for your own tools)",
@@ -69,8 +76,10 @@ def _ui(args: argparse.Namespace) -> int:
             f"ai-agent ui needs the console extra ({exc.name} is missing): "
             "pip install 'ai-agent[console]'"
         ) from None
-    if args.poll <= 0 or not 0 <= args.port <= 65535:
-        raise UsageError("--poll must be more than 0 and --port between 0 and 65535")
+    if args.poll <= 0 or args.request_timeout <= 0 or not 0 <= args.port <= 65535:
+        raise UsageError(
+            "--poll and --request-timeout must be more than 0 and --port between 0 and 65535"
+        )
     remote = not is_loopback(args.host)
     if remote and not (args.allow_remote and args.token_file):
         raise UsageError(
@@ -84,7 +93,13 @@ def _ui(args: argparse.Namespace) -> int:
     agent = load_app(args.app, args.db) if args.app else build_agent(args, on_event=None)
     require_database(agent.archive.database)
     server = ConsoleServer(
-        agent, token, host=args.host, port=args.port, worker=not args.no_worker, poll=args.poll
+        agent,
+        token,
+        host=args.host,
+        port=args.port,
+        worker=not args.no_worker,
+        poll=args.poll,
+        request_seconds=args.request_timeout,
     )
 
     def ready(url: str) -> None:

@@ -42,7 +42,21 @@ def test_another_host_needs_allow_remote_and_a_token_file(
     assert "at least 16 characters" in capsys.readouterr().err
     assert main(["ui", "--token-file", str(tmp_path / "missing")]) != 0
     assert main(["ui", "--poll", "0"]) == EXIT["usage"]
+    assert main(["ui", "--request-timeout", "-1"]) == EXIT["usage"]
     assert main(["ui", "--port", "70000"]) == EXIT["usage"]
+
+
+def test_the_request_timeout_reaches_the_server(tmp_path: Path) -> None:
+    # A client that connects and sends nothing is let go after --request-timeout, here well
+    # under the 10 s default, so the connection's end proves the option reached the server.
+    model = paused_run(tmp_path)
+    args = ["--model", model, "--tools", "files", "--request-timeout", "0.3"]
+    with console(args, cwd=Path.cwd()) as served:
+        host, port = served.base.removeprefix("http://").split(":")
+        with socket.create_connection((host, int(port)), timeout=5.0) as idle:
+            assert idle.recv(1) == b""  # closed by the server, nothing said
+        with httpx.Client(base_url=served.base, follow_redirects=True) as http:  # served
+            assert http.get("/inbox", params={"token": served.token}).status_code == 200
 
 
 def test_ui_needs_a_database(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
