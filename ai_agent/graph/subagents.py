@@ -30,7 +30,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from ai_agent.checkpoints.store import MAX_THREAD_ID_CHARS, new_thread_id
-from ai_agent.errors import NothingPendingError, RunError
+from ai_agent.errors import NothingPendingError, PlanRequiredError, RunError
 from ai_agent.graph.runner import ParentStep
 from ai_agent.observability.redaction import SecretValues
 from ai_agent.state import ToolResult
@@ -46,10 +46,19 @@ if TYPE_CHECKING:
     from ai_agent.graph.runner import PipelineRunner
     from ai_agent.tools.registry import ToolRegistry
 
-__all__ = ["ChildAgent", "Subagent", "Subagents", "attach", "child_thread_id", "outcome_of"]
+__all__ = [
+    "ChildAgent",
+    "Subagent",
+    "Subagents",
+    "attach",
+    "child_thread_id",
+    "handed_on",
+    "outcome_of",
+]
 
-# A child's run has ended: its row says so, and nothing of it is left to resume.
-_ENDED = ("completed", "failed", "cancelled")
+# A child's run has ended: its row says so, and nothing of it is left to resume. (A failed
+# row may be a run cancelled mid-way, which can be resumed: `attach` tries.)
+_ENDED = ("completed", "cancelled")
 
 
 class SharedChild(Protocol):
@@ -98,10 +107,11 @@ async def attach(
 ) -> RunResult:
     """Run the child on ``thread_id``, or re-attach to the run already there.
 
-    A new thread runs the task; a thread that stopped mid-way resumes from its last checkpoint;
+    A new thread runs the task; a thread that stopped mid-way resumes from its last checkpoint
+    (a crash, or the parent cancelled while it ran: its row says failed, and it continues);
     one waiting at its gate resumes with ``plan`` (the plan that answered the parent's gate,
-    without the parent's gate token), or gives its outcome as it stands without one; one that
-    has ended gives its outcome.
+    as `handed_on` reads it for the child), or gives its outcome as it stands without one; one
+    that has ended gives its outcome.
 
     Raises:
         RunError: the thread belongs to another run than this parent's child.
@@ -118,21 +128,56 @@ async def attach(
             "child a thread id of its own"
         )
     if record["status"] == "paused" and plan:
-        # The token bound the plan to the parent's gate, which it answered; the child's gate
-        # is answered by the same person through it. Edits and always-allow rules name the
-        # parent's calls: the child's calls (whose ids may look the same) get neither.
-        handed_on = {k: v for k, v in plan.items() if k not in _PARENTS_ONLY}
-        return await child._runner.resume(thread_id, handed_on)
+        return await child._runner.resume(thread_id, handed_on(plan, parent.call_id))
     if record["status"] in (*_ENDED, "paused"):
         return await child.archive.get_result(thread_id)
+    # Running (a crash) or failed: a child cancelled with its parent (a cancelled task, a
+    # timeout) is marked failed mid-way and, like its parent, continues from its checkpoint
+    # when the parent's call runs again; one that failed at its end has nothing pending.
     try:
         return await child._runner.resume(thread_id)
-    except NothingPendingError:  # it ended after all; its row had not been updated yet
+    except (NothingPendingError, PlanRequiredError):  # it ended, or waits: as it stands
         return await child.archive.get_result(thread_id)
 
 
-# The parts of a plan that answer the parent's gate only (its token, its calls' edits and rules).
-_PARENTS_ONLY = frozenset({"gate_token", "edit_args", "always_allow", "confirm_always"})
+def handed_on(plan: Mapping[str, Any], call_id: str | None) -> dict[str, Any]:
+    """The parent's plan as the answer to its child's gate (the child of call ``call_id``).
+
+    The plan's ids, edits, rules, tool activations and grant scope name the parent's calls and
+    tools; the child's calls have ids of their own that may look the same (``c1.1`` of the
+    parent is not ``c1.1`` of the child). So the child's calls are approved only when the
+    parent's call of the child is (by its id or ``*``), and then those its gate showed
+    (``*``); nothing else of those parts reaches the child. The token bound the plan to the
+    parent's gate, which the child's gate was shown in.
+
+    Examples:
+        >>> handed_on({"approve": ["c1.1"], "deny": ["c1.2"], "instructions": "go"}, "c1.0")
+        {'instructions': 'go', 'approve': [], 'deny': []}
+        >>> handed_on({"approve": ["c1.0"], "activate_tools": ["run_bash"]}, "c1.0")["approve"]
+        ['*']
+    """
+    approve = plan.get("approve") or []
+    approved = isinstance(approve, list) and ("*" in approve or call_id in approve)
+    out = {k: v for k, v in plan.items() if k not in _PARENTS_ONLY}
+    # A denied call of the parent is never run, so no deny of the parent's reaches a child.
+    out.update(approve=["*"] if approved else [], deny=[])
+    return out
+
+
+# The parts of a plan that answer the parent's gate only: its token, and what names the
+# parent's calls or tools (`handed_on`).
+_PARENTS_ONLY = frozenset(
+    {
+        "gate_token",
+        "approve",
+        "deny",
+        "edit_args",
+        "always_allow",
+        "confirm_always",
+        "activate_tools",
+        "grant_scope",
+    }
+)
 
 
 def tree_budget(
@@ -229,11 +274,20 @@ class Subagent:
     Args:
         child: The child, on the parent's database.
         budget: The parent's budget, which limits the child's (`tree_budget`).
+        caps: The budgets the parent's runs run with now, by thread, when they are not its own
+            ``budget``: a parent that is itself a child runs with what its own parent had
+            left, and its children get no more than that.
     """
 
-    def __init__(self, child: SharedChild, budget: BudgetConfig | None = None) -> None:
+    def __init__(
+        self,
+        child: SharedChild,
+        budget: BudgetConfig | None = None,
+        caps: Mapping[str, BudgetConfig] | None = None,
+    ) -> None:
         self.child = child
         self.budget = budget
+        self.caps: Mapping[str, BudgetConfig] = caps if caps is not None else {}
 
     async def __call__(
         self,
@@ -255,8 +309,11 @@ class Subagent:
         granted = bool(plan and plan.get("allow_continue", True)) and await self._budget_stop(
             thread
         )
+        # The parent's limit is the one its run has now: a grandchild is held to what is left
+        # of the tree's budget, not to the middle agent's own settings (often none at all).
+        limit = self.caps.get(parent_thread, self.budget)
         cap = tree_budget(
-            self.budget, usage, self.child.settings.budget, allowance=allowance, granted=granted
+            limit, usage, self.child.settings.budget, allowance=allowance, granted=granted
         )
         if cap is not None:
             caps[thread] = cap
@@ -352,10 +409,13 @@ class Subagents:
 
     def bind(self, registry: ToolRegistry, owner: object) -> None:
         """Bind every child tool among ``registry``'s toolsets to this parent (``owner``)."""
+        # The owner's runs' budgets as its run contexts apply them (a cap when it is a child).
+        contexts = getattr(owner, "_contexts", None)
+        caps = getattr(contexts, "budget_caps", None)
         for toolset in registry.toolsets():
             if isinstance(toolset, ChildToolset):
                 child = self.shared(cast(ChildAgent, toolset.child))
-                spawn: Spawn = Subagent(child, self._budget)
+                spawn: Spawn = Subagent(child, self._budget, caps)
                 toolset.bind(owner, spawn)
 
     def shared(self, child: ChildAgent) -> SharedChild:
