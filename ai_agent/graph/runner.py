@@ -71,6 +71,12 @@ log = engine_logger("ai_agent.agent")
 
 _UNEXPECTED_CHARS = 500
 """The most of an unexpected error's message a run's row keeps."""
+# A run's row after its caller cancelled it ("CancelledError" alone told a person nothing).
+_CANCELLED = (
+    "the run was cancelled by its caller (a stream left early, a cancelled task or timeout, "
+    "Ctrl-C, or the Agent closing): it stopped at its last checkpoint, and "
+    "`ai-agent resume {thread_id}` (or Agent.resume) continues it (a subagent's: its parent's)"
+)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -466,10 +472,10 @@ class PipelineRunner:
             try:
                 result = await self._invoke_graph(thread_id, graph_input, context, issues, plan_id)
             except BaseException as exc:
+                cancel = isinstance(exc, asyncio.CancelledError)
+                error = self._unexpected(exc, thread_id) if cancel else type(exc).__name__
                 listeners.publish(
-                    RunFinished(
-                        RunResult(status="failed", thread_id=thread_id, error=type(exc).__name__)
-                    )
+                    RunFinished(RunResult(status="failed", thread_id=thread_id, error=error))
                 )
                 raise
             run.finish(
@@ -530,17 +536,21 @@ class PipelineRunner:
             )
             return RunResult(status="failed", thread_id=thread_id, error=message)
         except BaseException as exc:
+            error = self._unexpected(exc, thread_id)
             # Cancelled because the lease was lost: the run is not this process's to mark.
             with contextlib.suppress(LeaseLostError):
-                await self.store.update_run(thread_id, status="failed", error=self._unexpected(exc))
+                await self.store.update_run(thread_id, status="failed", error=error)
             raise
         return await self.record_outcome(thread_id, snapshot, plan_id=plan_id)
 
-    def _unexpected(self, exc: BaseException) -> str:
+    def _unexpected(self, exc: BaseException, thread_id: str) -> str:
         """How a run's row names an error the engine did not expect: type and message.
 
         The message masked and cut short; the type alone ("TypeError") told a person nothing.
+        A run its caller cancelled gets a sentence (`_CANCELLED`), not "CancelledError".
         """
+        if isinstance(exc, asyncio.CancelledError):
+            return _CANCELLED.format(thread_id=thread_id)
         try:
             text = str(exc)
         except Exception:  # an exception whose message cannot be made

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from ai_agent import ToolCategory, ToolSpec
-from ai_agent.events import ToolOutput
+from ai_agent.events import RunFinished, ToolOutput
 from tests.graph.conftest import MakeAgent, call, text
 
 
@@ -76,6 +76,22 @@ def row_and_leases(db: Path, thread_id: str) -> tuple[list[Any], list[Any]]:
     return row, leases
 
 
+def cancelled(thread_id: str) -> tuple[list[Any], list[Any]]:
+    """The row and leases of a run its caller cancelled: failed, saying so and how to go on."""
+    return (
+        [
+            (
+                "failed",
+                "the run was cancelled by its caller (a stream left early, a cancelled task or "
+                "timeout, Ctrl-C, or the Agent closing): it stopped at its last checkpoint, and "
+                f"`ai-agent resume {thread_id}` (or Agent.resume) continues it (a subagent's: its "
+                "parent's)",
+            )
+        ],
+        [],
+    )
+
+
 def others() -> list[asyncio.Task[Any]]:
     """The tasks of the loop besides the test's own."""
     return [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
@@ -98,12 +114,16 @@ async def test_a_stream_left_by_break_is_wound_down_before_the_agent_closes(
     agent = make_agent(
         [call("effect"), text("finished")], tools=[effect_tool(tmp_path)], unattended=True
     )
+    heard: list[RunFinished] = []
+    agent.add_listener(heard.append, RunFinished)
     async with agent:
         async for event in agent.astream("go", thread_id="t"):
             if isinstance(event, ToolOutput):
                 break
     assert others() == []  # nothing of the run runs on after the Agent closed
-    assert row_and_leases(db, "t") == ([("failed", "CancelledError")], [])
+    assert row_and_leases(db, "t") == cancelled("t")
+    # Listeners hear the same sentence as the run's row, not "CancelledError".
+    assert [(f.result.status, f.result.error) for f in heard] == cancelled("t")[0]
     result = await resumed_after(make_agent, tmp_path, "t")
     # The call may have had its effect: it is never re-run silently.
     assert result.status == "paused"
@@ -126,7 +146,7 @@ async def test_a_run_task_cancelled_and_never_awaited_is_wound_down_by_the_close
         run.cancel()  # and never awaited by its owner
     assert run.cancelled()
     assert others() == []
-    assert row_and_leases(db, "t") == ([("failed", "CancelledError")], [])
+    assert row_and_leases(db, "t") == cancelled("t")
     result = await resumed_after(make_agent, tmp_path, "t")
     assert [i["code"] for i in result.gate["issues"]] == ["UNKNOWN_OUTCOME"]
     assert lines(tmp_path / "effects.txt") == []  # the async tool was stopped mid-way
@@ -147,7 +167,7 @@ async def test_closing_the_agent_under_a_running_run_cancels_it_cleanly(
     await agent.aclose()  # a shutdown while the run is in flight, in another task
     assert run.done() and run.cancelled()
     assert others() == []
-    assert row_and_leases(db, "t") == ([("failed", "CancelledError")], [])
+    assert row_and_leases(db, "t") == cancelled("t")
 
 
 def test_ctrl_c_in_a_sync_stream_during_a_sync_tool_leaves_a_resumable_run(
@@ -168,7 +188,7 @@ def test_ctrl_c_in_a_sync_stream_during_a_sync_tool_leaves_a_resumable_run(
     # The sync tool could not be stopped in its thread: it finished, and nothing is left.
     assert [t.name for t in threading.enumerate() if t not in before] == []
     assert lines(tmp_path / "effects.txt") == ["x"]
-    assert row_and_leases(db, "t") == ([("failed", "CancelledError")], [])
+    assert row_and_leases(db, "t") == cancelled("t")
     result = asyncio.run(resumed_after(make_agent, tmp_path, "t"))
     assert [i["code"] for i in result.gate["issues"]] == ["UNKNOWN_OUTCOME"]
     assert lines(tmp_path / "started.txt") == ["x"]  # never re-run
