@@ -8,18 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from ai_agent import Agent, ToolCategory, ToolSpec, UserPlan
-from ai_agent.checkpoints import RunStore
 from ai_agent.config import AgentSettings
 from ai_agent.testing import FunctionModel, ScriptedModel
 from tests.graph.conftest import call, text
-
-
-async def runs_in(db: Path) -> dict[str, Any]:
-    store = RunStore(db)
-    try:
-        return {r["thread_id"]: r for r in await store.list_runs(limit=None)}
-    finally:
-        store.close()
+from tests.graph.test_subagents import runs_in
 
 
 async def test_a_parent_cancelled_mid_child_resumes_the_child_where_it_stopped(db: Path) -> None:
