@@ -28,13 +28,13 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from ai_agent.datafiles import strict_loads
+from ai_agent.datafiles import strict_loads, valid_data
 from ai_agent.errors import OutputSchemaError, OutputValidationError
 
 __all__ = ["ANSWER_TOOL", "MAX_PROBLEMS", "OutputSpec", "parse_answer"]
@@ -55,6 +55,43 @@ def _short(text: str, limit: int = 200) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def _problem(path: Iterable[Any], message: str) -> str:
+    """One problem, bounded: its path holds the answer's own keys, which the model chose."""
+    where = ".".join(_short(str(p), 40) for p in path) or "answer"
+    return f"{_short(where, 120)}: {_short(message)}"
+
+
+def _raised(name: str, doing: str, exc: Exception) -> str:
+    return (
+        f"answer: {doing} raised {type(exc).__name__} ({_short(str(exc), 120)}); the output "
+        f"type {name}'s validators should raise ValueError for an answer they refuse"
+    )
+
+
+# The integers a checkpoint can keep (msgpack's): a larger one failed the run's checkpoint
+# write with "Integer exceeds 64-bit range", after the answer had been taken.
+_INT_RANGE = range(-(2**63), 2**64)
+
+
+def _unstorable(data: Any) -> list[str]:
+    """What in an answer's plain data no checkpoint can keep, or NaN/Infinity a validator made."""
+    try:
+        json.dumps(data, allow_nan=False)
+    except ValueError:
+        return ["answer: NaN and Infinity are not JSON numbers; give a number (or null)"]
+    found: list[str] = []
+    stack: list[tuple[Any, tuple[Any, ...]]] = [(data, ())]
+    while stack and len(found) < MAX_PROBLEMS:  # iterative: the data may nest deeply
+        item, path = stack.pop()
+        if isinstance(item, dict):
+            stack.extend((v, (*path, k)) for k, v in item.items())
+        elif isinstance(item, list):
+            stack.extend((v, (*path, i)) for i, v in enumerate(item))
+        elif isinstance(item, int) and not isinstance(item, bool) and item not in _INT_RANGE:
+            found.append(_problem(path, "the integer is too large to keep (64 bits at most)"))
+    return found
+
+
 @dataclass(frozen=True, slots=True)
 class OutputSpec:
     """What a run's final answer must fit: its JSON Schema, how to check it, how to type it.
@@ -70,8 +107,11 @@ class OutputSpec:
     name: str
     schema: dict[str, Any]
     output_type: Any = None
-    _check: Callable[[Any], list[str]] = field(repr=False, compare=False, default=lambda _: [])
-    _typed: Callable[[Any], Any] = field(repr=False, compare=False, default=lambda d: d)
+    # The typed value of some data and [], or None and what is wrong with it: one validation,
+    # so a validator runs once per answer checked (not once to check and again to type it).
+    _check: Callable[[Any], tuple[Any, list[str]]] = field(
+        repr=False, compare=False, default=lambda d: (d, [])
+    )
     _plain: Callable[[Any], Any] = field(repr=False, compare=False, default=lambda v: v)
 
     @classmethod
@@ -121,15 +161,14 @@ class OutputSpec:
                     f"the output schema's $ref {ref!r} points at nothing in it; fix the schema"
                 ) from None
 
-        def check(data: Any) -> list[str]:
+        def check(data: Any) -> tuple[Any, list[str]]:
             try:
                 found = list(checker.iter_errors(data))
             except Unresolvable as exc:  # a $ref _local_refs cannot see (under a nested $id)
-                return [f"answer: the output schema cannot be checked: {_short(str(exc))}"]
+                return None, [f"answer: the output schema cannot be checked: {_short(str(exc))}"]
             errors = sorted(found, key=lambda e: [str(p) for p in e.path])
-            return [
-                f"{'.'.join(str(p) for p in e.path) or 'answer'}: {_short(e.message)}"
-                for e in errors[:MAX_PROBLEMS]
+            return data if not errors else None, [
+                _problem(e.path, e.message) for e in errors[:MAX_PROBLEMS]
             ]
 
         title = plain.get("title")
@@ -159,16 +198,34 @@ class OutputSpec:
 
     def problems(self, data: Any) -> list[str]:
         """What is wrong with an answer (JSON data); empty when it fits."""
-        # An answer is the model's output (a final_answer call's arguments come parsed by the
-        # model's client): one that is not JSON, or nested past what the checks can recurse
-        # into, is a problem to send back, not a traceback that fails the run.
+        return self.checked(data)[1]
+
+    def checked(self, answer: Any) -> tuple[Any, list[str]]:
+        """An answer's plain JSON data (as `data` gives it) and [], or None and its problems.
+
+        The type's validators run once. An answer is the model's output (a final_answer call's
+        arguments come parsed by the model's client), so whatever it makes the check do is a
+        problem to send back, never a traceback that fails the run: nesting past what the
+        checks can recurse into, a validator that raises something other than ValueError, a
+        value no checkpoint can keep.
+        """
         try:
-            json.dumps(data, allow_nan=False)
-            return self._check(data)
+            # JSON may escape half of a character ("\ud800"): kept, it failed the run where
+            # the answer was first written (the memory file), after it had been taken.
+            answer = valid_data(answer)
         except RecursionError:
-            return ["answer: it is nested too deeply to check"]
-        except ValueError:
-            return ["answer: NaN and Infinity are not JSON numbers; give a number (or null)"]
+            return None, ["answer: it is nested too deeply to check"]
+        typed, found = self._typed_or_problems(answer)
+        if found:
+            return None, found
+        try:
+            plain = self._plain(typed)
+            found = _unstorable(plain)
+        except RecursionError:
+            return None, ["answer: it is nested too deeply to keep"]
+        except Exception as exc:  # a user type's serializer, as for its validators below
+            return None, [_raised(self.name, "writing it as JSON", exc)]
+        return (None, found) if found else (plain, [])
 
     def data(self, answer: Any) -> Any:
         """A fitting answer as the plain JSON data a run keeps (defaults filled, types coerced).
@@ -176,7 +233,10 @@ class OutputSpec:
         Raises:
             OutputValidationError: the answer does not fit.
         """
-        return self._plain(self.value(answer))
+        plain, found = self.checked(answer)
+        if found:
+            raise self._unfit(found)
+        return plain
 
     def value(self, data: Any) -> Any:
         """The typed value of an answer's data (the data itself for a JSON Schema spec).
@@ -184,13 +244,27 @@ class OutputSpec:
         Raises:
             OutputValidationError: the data does not fit the type.
         """
-        found = self.problems(data)
+        typed, found = self._typed_or_problems(data)
         if found:
-            raise OutputValidationError(
-                f"the output does not fit {self.name}: {'; '.join(found)}; read it as data "
-                "(get_state(thread)['output']) or with the type the run was made with"
-            )
-        return self._typed(data)
+            raise self._unfit(found)
+        return typed
+
+    def _typed_or_problems(self, data: Any) -> tuple[Any, list[str]]:
+        try:
+            json.dumps(data, allow_nan=False)
+            return self._check(data)
+        except RecursionError:
+            return None, ["answer: it is nested too deeply to check"]
+        except ValueError:
+            return None, ["answer: NaN and Infinity are not JSON numbers; give a number (or null)"]
+        except Exception as exc:  # pydantic passes on all but ValueError and AssertionError
+            return None, [_raised(self.name, "checking it", exc)]
+
+    def _unfit(self, found: list[str]) -> OutputValidationError:
+        return OutputValidationError(
+            f"the output does not fit {self.name}: {'; '.join(found)}; read it as data "
+            "(get_state(thread)['output']) or with the type the run was made with"
+        )
 
     def response_format(self) -> dict[str, Any]:
         """The chat-completions ``response_format`` that asks the server for this schema."""
@@ -222,9 +296,12 @@ def parse_answer(text: str) -> tuple[Any, str | None]:
         'the answer is not JSON: Expecting value at line 1 column 1'
     """
     body = text.strip()
-    fenced = re.fullmatch(r"```(?:json)?\s*(.*?)\s*```", body, re.S)
-    if fenced:
-        body = fenced.group(1)
+    # Sliced, not matched: the pattern this replaces (```(?:json)?\s*(.*?)\s*```) backtracked
+    # in cubic time on a fence left open before a long run of spaces: 4,000 of them took 45 s,
+    # in the event loop, and a reply may hold a million characters.
+    if len(body) >= 6 and body.startswith("```") and body.endswith("```"):
+        inner = body[3:-3]
+        body = (inner[4:] if inner.startswith("json") else inner).strip()
     try:
         # strict: json.loads alone keeps the last of a key given twice (an answer saying two
         # things would mean the last) and takes NaN (invalid JSON in the final text).
@@ -262,6 +339,20 @@ def _local_refs(schema: Any, root: bool = True) -> set[str]:
     return found
 
 
+def _root_inlined(schema: dict[str, Any]) -> dict[str, Any]:
+    """A schema whose root is only a ``$ref`` into its ``$defs``, with that definition inlined.
+
+    pydantic writes a model that refers to itself (a tree) as ``{"$defs": {"Node": {...}},
+    "$ref": "#/$defs/Node"}``: an object's schema all the same, which `_require_object` (and a
+    server's response_format) reads at the root. The ``$defs`` stay for the inner refs.
+    """
+    ref, defs = schema.get("$ref"), schema.get("$defs")
+    if set(schema) != {"$ref", "$defs"} or not isinstance(ref, str) or not isinstance(defs, dict):
+        return schema
+    target = defs.get(ref.removeprefix("#/$defs/")) if ref.startswith("#/$defs/") else None
+    return {**target, "$defs": defs} if isinstance(target, dict) else schema
+
+
 def _require_object(schema: Mapping[str, Any]) -> None:
     if schema.get("type") != "object":
         raise OutputSchemaError(
@@ -282,20 +373,20 @@ def _from_type(output_type: Any) -> OutputSpec:
             f"output_type {output_type!r} cannot be described as a JSON Schema ({why}); "
             "use a pydantic model, a dataclass or a TypedDict"
         ) from None
+    schema = _root_inlined(schema)
     _require_object(schema)
 
-    def check(data: Any) -> list[str]:
+    def check(data: Any) -> tuple[Any, list[str]]:
         try:
-            adapter.validate_python(data)
+            return adapter.validate_python(data), []
         except ValidationError as exc:
-            return [
-                f"{'.'.join(str(p) for p in e['loc']) or 'answer'}: {e['msg']}"
+            return None, [
+                _problem(e["loc"], e["msg"])
                 for e in exc.errors(include_input=False, include_url=False)[:MAX_PROBLEMS]
             ]
-        return []
 
     def plain(value: Any) -> Any:
         return adapter.dump_python(value, mode="json")
 
     name = _name(str(getattr(output_type, "__name__", "output")))
-    return OutputSpec(name, schema, output_type, check, adapter.validate_python, plain)
+    return OutputSpec(name, schema, output_type, check, plain)

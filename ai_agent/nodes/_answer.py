@@ -206,9 +206,9 @@ async def typed_answer(state: RunState, context: RunContext, spec: OutputSpec) -
     failures = 0
     problems: list[str] = []
     if error is None:  # the last text is JSON: it is the answer if it fits
-        problems = spec.problems(value)
+        data, problems = spec.checked(value)
         if not problems:
-            asking.answer.data = spec.data(value)
+            asking.answer.data = data
             return asking.answer
         failures = 1
         assert last is not None
@@ -223,9 +223,9 @@ async def typed_answer(state: RunState, context: RunContext, spec: OutputSpec) -
             return asking.answer
         said = reply["content"]
         value, error, call = _candidate(reply)
-        problems = [error] if error is not None else spec.problems(value)
+        data, problems = (None, [error]) if error is not None else spec.checked(value)
         if not problems:
-            asking.answer.data = spec.data(value)
+            asking.answer.data = data
             return asking.answer
         failures += 1
         asking.conversation += _feedback(reply, call, spec, problems, failures)
