@@ -56,6 +56,8 @@ from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
 from ai_agent.checkpoints._pgpool import IdleCheck
+from ai_agent.checkpoints._pgrows import checked_row, reading
+from ai_agent.checkpoints._reads import readable
 from ai_agent.checkpoints._serde import strict_serializer
 from ai_agent.checkpoints.fencing import LEASE_ROW_SQL, check_lease, lease_in
 from ai_agent.checkpoints.postgres import SAVER_SETUP_LOCK, connect_error, connect_kwargs
@@ -190,7 +192,9 @@ class FencedPostgresSaver(AsyncPostgresSaver):
         """``AsyncPostgresSaver.aget_tuple``, after storing the kept writes."""
         await self.aflush(raising=False)
         self._raise_failed(_writer(config))
-        return await super().aget_tuple(config)
+        configurable = config["configurable"]
+        with reading(str(configurable["thread_id"]), configurable.get("checkpoint_id")):
+            return await super().aget_tuple(config)
 
     async def alist(
         self,
@@ -202,10 +206,23 @@ class FencedPostgresSaver(AsyncPostgresSaver):
     ) -> AsyncIterator[CheckpointTuple]:
         """``AsyncPostgresSaver.alist``, after storing the kept writes."""
         await self.aflush(raising=False)
+        thread_id = None
         if config is not None:
             self._raise_failed(_writer(config))
-        async for item in super().alist(config, filter=filter, before=before, limit=limit):
-            yield item
+            thread_id = str(config["configurable"]["thread_id"])
+        with reading(thread_id):
+            async for item in super().alist(config, filter=filter, before=before, limit=limit):
+                yield item
+
+    async def _load_checkpoint_tuple(self, value: DictRow) -> CheckpointTuple:
+        """LangGraph's, on a row checked first: a damaged row is a CorruptRunError naming it.
+
+        See ``ai_agent.checkpoints._pgrows``; the error is the SQLite saver's (``readable``).
+        """
+        parent = value["parent_checkpoint_id"]
+        with readable(value["thread_id"], value["checkpoint_id"], parent):
+            checked_row(value)
+            return await super()._load_checkpoint_tuple(value)
 
     @asynccontextmanager
     async def _cursor(self, *, pipeline: bool = False) -> AsyncIterator[AsyncCursor[DictRow]]:
