@@ -4,11 +4,11 @@ The run itself is the same as ``Agent.run``: the stream is a view of its progres
 through a sink the run's context takes by its thread id, so several streams on one Agent do not
 mix. Leaving the loop early cancels the run; it stays resumable from its last checkpoint.
 
-What waits for a consumer that reads slowly, or not at all, is bounded (`_Backlog`): status
-events are always kept; text deltas merge while the consumer lags; a sync tool's thread waits
-for the consumer past `MAX_WAITING_CHARS` (back-pressure), and an async tool's output past it
-is counted and noted instead of kept. The sync ``stream`` takes one event at a time from the
-async one, so it holds no more.
+What waits for a consumer that reads slowly, or not at all, is bounded (`_Backlog`), and the
+consumer never sets the run's pace: status events are always kept; text deltas merge while the
+consumer lags; tool output past `MAX_WAITING_CHARS` is counted and noted instead of kept (the
+tool's result is not affected). The sync ``stream`` takes one event at a time from the async
+one, so it holds no more.
 
 Examples:
     >>> import asyncio, tempfile, os
@@ -65,9 +65,9 @@ _DONE = object()
 #: How many entries a stream holds for a consumer that has not read them yet. Past it, text
 #: deltas of one source merge into that source's last entry (every character kept, in order).
 MAX_WAITING_EVENTS = 1000
-#: How many characters of text a stream holds for its consumer. Past it, a tool's thread that
-#: reports output waits until the consumer reads (back-pressure), and tool output reported on
-#: the event loop (an async tool's), which no sync callback can pause, is counted, not kept.
+#: How many characters of text a stream holds for its consumer. Past it, tool output is
+#: counted, not kept, and the stream says so: a tool is never held back by a consumer (a run
+#: would then hold its lease, and a tool's time run out, for a reader that went away).
 MAX_WAITING_CHARS = 1 << 20
 
 _Text = ModelDelta | ToolOutput | FinalDelta
@@ -117,12 +117,12 @@ class _Entry:
 class _Backlog:
     """The events of one streamed run that its consumer has not read yet, bounded.
 
-    ``put`` is the run's sink, called on the event loop or from a sync tool's thread. Status
-    events (stages, tools, gate, retries, custom) are always kept. Text waits in at most
-    ``max_events`` entries (past it, deltas merge per source) and ``max_chars`` characters
-    (past it, a thread waits; an async tool's output is counted, not kept; the model's text,
-    which the run's state holds anyway, is kept). The stream's view runs here, before
-    anything waits, so what a quiet stream leaves out takes no room.
+    ``put`` is the run's sink, called on the event loop or from a sync tool's thread; it never
+    waits. Status events (stages, tools, gate, retries, custom) are always kept. Text waits in
+    at most ``max_events`` entries (past it, deltas merge per source) and ``max_chars``
+    characters (past it, tool output is counted, not kept; the model's text, which the run's
+    state holds anyway, is kept). The stream's view runs here, before anything waits, so what
+    a quiet stream leaves out takes no room.
     """
 
     def __init__(self, view: StreamView, max_events: int, max_chars: int) -> None:
@@ -130,7 +130,6 @@ class _Backlog:
         self._loop = asyncio.get_running_loop()
         self._owner = threading.get_ident()
         self._lock = threading.Lock()
-        self._room = threading.Condition(self._lock)  # a tool's thread waits on it
         self._ready = asyncio.Event()  # the consumer waits on it
         self._items: collections.deque[_Entry] = collections.deque()
         self._tail: dict[tuple[Any, ...], _Entry] = {}  # text entries since the last status
@@ -145,35 +144,26 @@ class _Backlog:
         on_loop = threading.get_ident() == self._owner
         with self._lock:
             outs = [] if self._ended else self._view(event)
-            if not on_loop and any(isinstance(out, _Text) for out in outs):
-                # Back-pressure on the tool's thread; `end` lets it go when the consumer
-                # leaves or the run is over, so nothing waits on a stream nobody reads.
-                # The timeout only checks for a loop closed without finalizing the stream.
-                while not self._ended and self._full() and not self._loop.is_closed():
-                    self._room.wait(1.0)
-            if self._ended or not outs:
+            if not outs:
                 return
             for out in outs:
-                self._add(out, on_loop)
+                self._add(out)
         if on_loop:
             self._ready.set()
         else:
             with contextlib.suppress(RuntimeError):  # the loop closed: nobody reads any more
                 self._loop.call_soon_threadsafe(self._ready.set)
 
-    def _full(self) -> bool:
-        return len(self._items) >= self.max_events or self.chars >= self.max_chars
-
-    def _add(self, event: StreamEvent, on_loop: bool) -> None:
+    def _add(self, event: StreamEvent) -> None:
         if not isinstance(event, _Text):
             self._tail.clear()  # text never merges across a status event
             self._items.append(_Entry(event))
             return
         key, size = _source(event), len(event.text)
         last = self._tail.get(key)
-        if on_loop and isinstance(event, ToolOutput) and self.chars >= self.max_chars:
-            # Output reported on the loop cannot wait: past the bound it is counted and the
-            # stream says so, so memory stays bounded whatever an async tool prints.
+        if isinstance(event, ToolOutput) and self.chars >= self.max_chars:
+            # Past the bound it is counted and the stream says so: memory stays bounded
+            # whatever a tool prints, and the tool goes on at its own pace.
             if last is None:
                 last = self._tail[key] = _Entry(dataclasses.replace(event, text=""))
                 self._items.append(last)
@@ -187,10 +177,9 @@ class _Backlog:
         self._items.append(self._tail[key])
 
     def end(self) -> None:
-        """No more events: the run is over, or the consumer left. Waiting threads go on."""
+        """No more events: the run is over, or the consumer left."""
         with self._lock:
             self._ended = True
-            self._room.notify_all()
         self._ready.set()
 
     def close(self) -> None:
@@ -210,7 +199,6 @@ class _Backlog:
                     if entry.key is not None and self._tail.get(entry.key) is entry:
                         del self._tail[entry.key]
                     self.chars -= entry.size
-                    self._room.notify_all()
                     return entry.out()
                 if self._ended:
                     return None
@@ -284,7 +272,7 @@ class Streams:
                 yield event
             yield RunFinished(await run)
         finally:
-            backlog.close()  # before the run is awaited: a tool's thread may wait for room
+            backlog.close()  # what waits for the consumer is dropped: it left
             if not run.done():
                 run.cancel()
                 with contextlib.suppress(asyncio.CancelledError):

@@ -10,9 +10,7 @@ from __future__ import annotations
 import asyncio
 import re
 import threading
-import time
 import tracemalloc
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -92,29 +90,6 @@ class Printer:
         return "".join(self._piece(i) for i in range(TOTAL // PIECE))
 
 
-def until_stalled(printer: Printer, sleep: Callable[[float], Any]) -> Any:
-    """Wait while the tool makes progress: until it is done, or printed nothing for a while.
-
-    The wait only ends early; what the tests assert is how far the tool got, not when.
-    """
-
-    async def wait_async() -> None:
-        last, still, deadline = -1, 0, time.monotonic() + 60
-        while not printer.done.is_set() and still < 20 and time.monotonic() < deadline:
-            still = still + 1 if printer.sent == last else 0
-            last = printer.sent
-            await sleep(0.01)
-
-    def wait_sync() -> None:
-        last, still, deadline = -1, 0, time.monotonic() + 60
-        while not printer.done.is_set() and still < 20 and time.monotonic() < deadline:
-            still = still + 1 if printer.sent == last else 0
-            last = printer.sent
-            sleep(0.01)
-
-    return wait_async() if sleep is asyncio.sleep else wait_sync()
-
-
 def output_of(events: list[StreamEvent]) -> str:
     return "".join(e.text for e in events if isinstance(e, ToolOutput))
 
@@ -133,47 +108,36 @@ def check_statuses(events: list[StreamEvent]) -> None:
     assert events[-1].result.final_text == "printed it"
 
 
-async def test_a_sync_tool_waits_for_a_consumer_that_stopped_reading(
-    make_agent: MakeAgent,
-) -> None:
-    printer = Printer()
-    agent = make_agent([call("printer"), text("printed it")], tools=[printer.spec])
-    events: list[StreamEvent] = []
-    ahead = 0
-    async with agent:
-        async for event in agent.astream("print"):
-            events.append(event)
-            if isinstance(event, ToolOutput) and not ahead:
-                await until_stalled(printer, asyncio.sleep)
-                ahead = printer.sent - len(output_of(events))
-    # The tool waited for the consumer: it never got more than the bound (and the one call
-    # that found the stream full) ahead, instead of the TOTAL it prints.
-    assert 0 < ahead <= BOUND + 2 * PIECE
-    assert output_of(events) == printer.expected()  # every character, in order
+def check_counted(printer: Printer, events: list[StreamEvent]) -> None:
+    """The tool printed everything; the stream kept a bounded part and counted the rest.
+
+    What is kept, read with the notes, is the tool's output in order: each kept stretch is
+    the text at that point, and each note says how much was passed over there.
+    """
+    assert printer.sent == TOTAL  # never held back by the consumer
+    parts = re.split(
+        r"\n\[\.\.\. (\d+) more characters of output not streamed[^\]]*\]\n",
+        output_of(events),
+    )
+    expected, at, kept = printer.expected(), 0, 0
+    for i, part in enumerate(parts):
+        if i % 2:  # a note's count
+            at += int(part)
+        else:
+            assert part == expected[at : at + len(part)]
+            at, kept = at + len(part), kept + len(part)
+    assert at == TOTAL  # every character is kept or counted, in order
+    assert len(parts) > 1 and kept <= 2 * BOUND + 2 * PIECE
     check_statuses(events)
 
 
-def test_the_sync_stream_has_the_same_bound(make_agent: MakeAgent) -> None:
-    printer = Printer()
-    agent = make_agent([call("printer"), text("printed it")], tools=[printer.spec])
-    events: list[StreamEvent] = []
-    ahead = 0
-    for event in agent.stream("print"):
-        events.append(event)
-        if isinstance(event, ToolOutput) and not ahead:
-            until_stalled(printer, time.sleep)
-            ahead = printer.sent - len(output_of(events))
-    assert 0 < ahead <= BOUND + 2 * PIECE
-    assert output_of(events) == printer.expected()
-    check_statuses(events)
-
-
-async def test_an_async_tools_output_past_the_bound_is_counted_not_kept(
-    make_agent: MakeAgent,
+@pytest.mark.parametrize("is_async", [False, True], ids=["sync tool", "async tool"])
+async def test_a_tools_output_past_the_bound_is_counted_not_kept(
+    make_agent: MakeAgent, is_async: bool
 ) -> None:
-    # An async tool reports its output on the event loop, which a sync callback cannot
-    # pause: past the bound the stream counts it and says so, and memory stays bounded.
-    printer = Printer(is_async=True)
+    # The consumer reads nothing while the tool prints 8 MiB: the tool is not held back (it
+    # finishes while the consumer waits for it), and the stream keeps a bounded start.
+    printer = Printer(is_async=is_async)
     agent = make_agent([call("printer"), text("printed it")], tools=[printer.spec])
     events: list[StreamEvent] = []
     async with agent:
@@ -181,14 +145,18 @@ async def test_an_async_tools_output_past_the_bound_is_counted_not_kept(
             events.append(event)
             if isinstance(event, ToolStarted):
                 assert await asyncio.to_thread(printer.done.wait, 60)
-    assert printer.sent == TOTAL
-    output = output_of(events)
-    notes = re.findall(r"\[\.\.\. (\d+) more characters of output not streamed", output)
-    kept = re.sub(r"\n\[\.\.\. \d+ more characters[^\]]*\]\n", "", output)
-    assert len(kept) <= BOUND + PIECE
-    assert kept == printer.expected()[: len(kept)]  # what is kept is the start, in order
-    assert len(kept) + sum(int(n) for n in notes) == TOTAL  # and the rest is counted
-    check_statuses(events)
+    check_counted(printer, events)
+
+
+def test_the_sync_stream_has_the_same_bound(make_agent: MakeAgent) -> None:
+    printer = Printer()
+    agent = make_agent([call("printer"), text("printed it")], tools=[printer.spec])
+    events: list[StreamEvent] = []
+    for event in agent.stream("print"):
+        events.append(event)
+        if isinstance(event, ToolStarted):
+            assert printer.done.wait(60)
+    check_counted(printer, events)
 
 
 async def test_many_model_deltas_merge_while_the_consumer_lags(make_agent: MakeAgent) -> None:
