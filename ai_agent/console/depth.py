@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from ai_agent.errors import UnknownCheckpointError, UnknownThreadError
 from ai_agent.graph.database import config_for
 from ai_agent.graph.history import values_of
+from ai_agent.graph.plain_reads import checked
 from ai_agent.observability.redaction import Redactor
 
 if TYPE_CHECKING:
@@ -105,7 +106,9 @@ async def state_at(agent: Agent, thread_id: str, checkpoint_id: str) -> Checkpoi
         UnknownThreadError / UnknownCheckpointError: no such run, or it has no such checkpoint.
     """
     async with agent.archive.database.graph(reading=True) as graph:
-        snapshot = await graph.aget_state(config_for(thread_id, checkpoint_id=checkpoint_id))
+        snapshot = checked(
+            await graph.aget_state(config_for(thread_id, checkpoint_id=checkpoint_id))
+        )
     if not snapshot.values and not snapshot.next:
         latest = await agent.archive.store.get_run(thread_id)
         if latest is None:

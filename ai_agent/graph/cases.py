@@ -28,6 +28,7 @@ from ai_agent.checkpoints.recorded import CallPosition
 from ai_agent.errors import ConfigError, UnknownThreadError
 from ai_agent.graph.database import checkpoint_config, config_for, new_thread_id
 from ai_agent.graph.history import values_of
+from ai_agent.graph.plain_reads import checked
 from ai_agent.graph.replay import recorded_calls
 
 if TYPE_CHECKING:
@@ -67,7 +68,7 @@ async def export_case(database: RunDatabase, thread_id: str) -> dict[str, Any]:
         tuples = [t async for t in saver.alist(checkpoint_config(thread_id))]
         if not tuples:
             raise UnknownThreadError(f"no run with thread id {thread_id}")
-        head = await graph.aget_state(config_for(thread_id))
+        head = checked(await graph.aget_state(config_for(thread_id)))
     state = values_of(head)
     models, tools = await recorded_calls(database, thread_id)
     store = database.store

@@ -23,6 +23,7 @@ from ai_agent.checkpoints.versions import check_state_version, stamped, upgrade_
 from ai_agent.errors import RunError, UnknownCheckpointError, UnknownThreadError
 from ai_agent.graph.database import RunDatabase, checkpoint_config, config_for, new_thread_id
 from ai_agent.graph.state_edits import check_update
+from ai_agent.graph.state_shape import check_values
 from ai_agent.graph.summary import change_summary
 from ai_agent.state import RunState, TraceEvent
 
@@ -160,7 +161,11 @@ def _entries(snapshots: list[Snapshot]) -> list[HistoryEntry]:
 
 
 async def history_of(graph: Any, thread_id: str) -> list[HistoryEntry]:
-    """The checkpoints of a thread, oldest first (through a compiled graph's checkpointer)."""
+    """The checkpoints of a thread, oldest first (through a compiled graph's checkpointer).
+
+    Raises:
+        CorruptRunError: a checkpoint's values are not of `RunState`'s shape.
+    """
     return entries_of([s async for s in graph.aget_state_history(config_for(thread_id))], thread_id)
 
 
@@ -169,12 +174,28 @@ def entries_of(snapshots: Sequence[Snapshot], thread_id: str) -> list[HistoryEnt
 
     Raises:
         UnknownThreadError: there are none.
+        CorruptRunError: a checkpoint's values are not of `RunState`'s shape.
     """
     if not snapshots:
         raise UnknownThreadError(
             f"no checkpoints for thread {thread_id}; `ai-agent runs` lists the runs"
         )
-    return _entries(list(reversed(snapshots)))
+    # Values of the wrong shape (a database edited by hand) name the checkpoint that has them.
+    # The latest is checked whole, the others but for their lists' items, which are checked
+    # only if reading them fails: checking every item of every checkpoint of a long run made
+    # its history six times slower (800 cycles: 14 s against 2.3).
+    for n, snapshot in enumerate(snapshots):
+        values = snapshot.values
+        if n:
+            values = {k: v for k, v in values.items() if not isinstance(v, list)}
+        check_values(values, snapshot.config, snapshot.parent_config, snapshot.metadata)
+    try:
+        return _entries(list(reversed(snapshots)))
+    except (TypeError, AttributeError, KeyError, ValueError, IndexError) as exc:
+        for snapshot in snapshots:
+            config, parent = snapshot.config, snapshot.parent_config
+            check_values(snapshot.values, config, parent, snapshot.metadata)
+        raise exc
 
 
 def _chain(tuples: list[CheckpointTuple], checkpoint_id: str) -> list[CheckpointTuple]:

@@ -25,9 +25,10 @@ if TYPE_CHECKING:
 
     Snapshot = StateSnapshot | StoredSnapshot
 
-__all__ = ["latest_snapshot", "plain_history", "plain_snapshot", "read_history"]
+__all__ = ["checked", "latest_snapshot", "plain_history", "plain_snapshot", "read_history"]
 
 T = TypeVar("T")
+S = TypeVar("S", "StateSnapshot", "StoredSnapshot")
 
 
 async def latest_snapshot(database: RunDatabase, thread_id: str) -> Snapshot:
@@ -39,7 +40,7 @@ async def latest_snapshot(database: RunDatabase, thread_id: str) -> Snapshot:
     snapshot: Snapshot | None = plain_snapshot(database, thread_id)
     if snapshot is None:
         async with database.graph(reading=True) as graph:
-            snapshot = await graph.aget_state(config_for(thread_id))
+            snapshot = checked(await graph.aget_state(config_for(thread_id)))
     if not snapshot.values:
         raise UnknownThreadError(f"no run with thread id {thread_id}")
     return snapshot
@@ -62,6 +63,23 @@ async def read_history(
     opened = database.private_graph if private else database.graph
     async with opened(reading=True) as graph:
         return await history_of(graph, thread_id)
+
+
+def checked(snapshot: S) -> S:
+    """A run's latest snapshot, once its values have `RunState`'s shape (`state_shape`).
+
+    Decoding allows only known types, but a database edited by hand can put any of them in
+    any channel. The latest state is what a result, a page and a resume read, so it is checked
+    whole (about 4.5 ms on an 800-cycle state); a history checks a checkpoint only when
+    reading it fails (`ai_agent.graph.history.entries_of`), which keeps it linear.
+
+    Raises:
+        CorruptRunError: they do not.
+    """
+    from ai_agent.graph.state_shape import check_values
+
+    check_values(snapshot.values, snapshot.config, snapshot.parent_config, snapshot.metadata)
+    return snapshot
 
 
 def plain_snapshot(database: RunDatabase, thread_id: str) -> StoredSnapshot | None:
@@ -105,7 +123,7 @@ def _latest(reader: DeltaReader, thread_id: str) -> StoredSnapshot:
     stored = reader.get_tuple(config_for(thread_id))
     if stored is None:
         raise UnknownThreadError(f"no run with thread id {thread_id}")
-    return snapshot_of(stored, live=True)
+    return checked(snapshot_of(stored, live=True))
 
 
 def _all(reader: DeltaReader, thread_id: str) -> list[StoredSnapshot]:

@@ -31,6 +31,7 @@ from ai_agent.context import RunContext, RunPolicy
 from ai_agent.errors import ConfigError, ReplayDivergedError, UnknownCheckpointError
 from ai_agent.graph.database import RunDatabase, config_for
 from ai_agent.graph.history import HistoryEntry, fork_run, history_of, values_of
+from ai_agent.graph.plain_reads import checked
 from ai_agent.graph.player import (
     ModelIdentity,
     ReplayMode,
@@ -141,7 +142,7 @@ class Replayer:
     ) -> ReplaySession:
         models, tools = await recorded_calls(self.database, source)
         async with self.database.graph() as graph:
-            head = await graph.aget_state(config_for(source))
+            head = checked(await graph.aget_state(config_for(source)))
             at_start = await graph.aget_state(config_for(source, checkpoint_id=start.checkpoint_id))
         plans = list(values_of(head).get("plans", []))
         return ReplaySession(
@@ -199,7 +200,7 @@ class Replayer:
 
     async def _head(self, thread_id: str) -> Any:
         async with self.database.graph() as graph:
-            return await graph.aget_state(config_for(thread_id))
+            return checked(await graph.aget_state(config_for(thread_id)))
 
     async def _play(self, session: ReplaySession) -> RunResult:
         """Drive the replay, answering the gates the original was answered at."""

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, cast
 from ai_agent.errors import UnknownThreadError
 from ai_agent.graph.database import checkpoint_config, config_for
 from ai_agent.graph.history import values_of
+from ai_agent.graph.plain_reads import checked
 from ai_agent.graph.result import RunResult, result_of, with_run_row
 from ai_agent.graph.timeline import TimelineRow, ToolCallView, timeline_row
 
@@ -72,7 +73,7 @@ async def read_run_page(
         UnknownThreadError: no run with this thread id has a checkpoint.
     """
     async with database.graph(reading=True) as graph:
-        snapshot = await graph.aget_state(config_for(thread_id))
+        snapshot = checked(await graph.aget_state(config_for(thread_id)))
         if not snapshot.values:
             raise UnknownThreadError(f"no run with thread id {thread_id}")
         state = values_of(snapshot)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from ai_agent.checkpoints import RunSummary
 from ai_agent.errors import AgentError, UnknownThreadError
 from ai_agent.graph.database import config_for
+from ai_agent.graph.plain_reads import checked
 from ai_agent.graph.result import RunResult, result_of, with_run_row
 from ai_agent.usage import token_usage
 
@@ -61,7 +62,7 @@ async def read_summaries(database: RunDatabase, records: Sequence[RunRecord]) ->
             for record in missing:
                 thread = record["thread_id"]
                 try:
-                    snapshot = await graph.aget_state(config_for(thread))
+                    snapshot = checked(await graph.aget_state(config_for(thread)))
                     if not snapshot.values:
                         raise UnknownThreadError(f"no run with thread id {thread}")
                     result = with_run_row(result_of(thread, snapshot, None), record)

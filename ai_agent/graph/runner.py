@@ -47,6 +47,7 @@ from ai_agent.graph.build import recursion_limit
 from ai_agent.graph.contexts import RunContexts
 from ai_agent.graph.database import RunDatabase, config_for
 from ai_agent.graph.interrupts import node_answer, waiting_node
+from ai_agent.graph.plain_reads import checked
 from ai_agent.graph.result import RunResult, is_pending, result_of
 from ai_agent.graph.run_summary import summary_of
 from ai_agent.graph.tooling import AgentTools
@@ -313,7 +314,7 @@ class PipelineRunner:
         report the person was handed), never against anything a plan's author could write;
         ``token_required`` (the plan queue) refuses a plan without one.
         """
-        check_state_version(snapshot.metadata, f"run {thread_id}")
+        check_state_version(checked(snapshot).metadata, f"run {thread_id}")  # before any stage
         self.secrets.refresh()  # a key exported while the run waited counts from here on
         if not snapshot.values and await self.store.get_run(thread_id) is None:
             raise self._unknown(thread_id)

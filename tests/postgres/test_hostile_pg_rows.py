@@ -44,6 +44,19 @@ def _set(path: str, value: str) -> str:
     return ROWS.format(f"checkpoint = jsonb_set(checkpoint, '{{{path}}}', '{value}')")
 
 
+# Every blob of the run (messages, trace, usage...) of another type or shape; the inline
+# values (task, status, iteration) replaced by ones of the wrong type.
+SHAPES: dict[str, tuple[str, tuple[Any, ...]]] = {
+    "a blob typed bytes": (BLOBS.format("type = 'bytes'"), ()),
+    "a blob that is the number 5": (BLOBS.format("blob = %s"), (ormsgpack.packb(5),)),
+    "a blob that is text": (BLOBS.format("blob = %s"), (ormsgpack.packb("x"),)),
+    "a blob that is an object": (BLOBS.format("blob = %s"), (ormsgpack.packb({"a": 1}),)),
+    "a blob of messages that are text": (BLOBS.format("blob = %s"), (ormsgpack.packb(["m"]),)),
+    "a task that is a number": (_set("channel_values,task", "123"), ()),
+    "a status that is a number": (_set("channel_values,status", "123"), ()),
+    "an iteration that is text": (_set("channel_values,iteration", '"x"'), ()),
+}
+
 # What the CLI said before, for each: StoreError "a stored value names ..." without the run,
 # or "internal error: <TypeError, KeyError, RecursionError...>", or (an inline object) a status
 # the run never had.
@@ -79,6 +92,10 @@ ATTACKS: dict[str, tuple[str, tuple[Any, ...]]] = {
         ROWS.format("metadata = jsonb_set(metadata, '{x}', %s::jsonb)"),
         (DEEP,),
     ),
+    # Values that decode fine but are not of RunState's shape. Before: "internal error:
+    # TypeError: 'int' object is not iterable" (AttributeError, ValueError...), or a show of a
+    # status the run never had.
+    **SHAPES,
 }
 
 
@@ -139,3 +156,22 @@ async def test_a_resume_refuses_a_checkpoint_naming_another_module(
         with pytest.raises(CorruptRunError, match=r"of thread bad .*names canarymod\.f"):
             await agent.ahistory("bad")
     assert log == [] and not (mods / "IMPORTED").exists()
+
+
+@pytest.mark.parametrize(
+    "attack", [SHAPES["a blob that is the number 5"], SHAPES["a status that is a number"]]
+)
+async def test_a_resume_refuses_values_of_the_wrong_shape_and_leaves_the_row(
+    attack: tuple[str, tuple[Any, ...]], make_pg_agent: MakePgAgent, pg_url: str, mods: Path
+) -> None:
+    log: list[dict[str, Any]] = []
+    async with gated(make_pg_agent, log) as agent:
+        assert (await agent.run("note it", thread_id="bad")).status == "paused"
+    damage(pg_url, *attack)
+    async with gated(make_pg_agent, log) as agent:
+        # Before: the run failed inside a stage (TypeError...), its row rewritten as failed.
+        with pytest.raises(CorruptRunError, match=r"of thread bad .*\(StateShapeError: the chan"):
+            await agent.resume("bad", UserPlan(approve=["*"]))
+        record = await agent.store.get_run("bad")
+    assert record is not None and record["status"] == "paused" and not record.get("error")
+    assert log == []
