@@ -171,7 +171,9 @@ _ALLOWED_DUNDERS = frozenset(
     }
 )
 _DUNDER = re.compile(r"__[A-Za-z0-9_]+__")
-_FORMAT_FIELD_DUNDER = re.compile(r"\{[^{}]*__[A-Za-z0-9_]+__[^{}]*\}")
+# A format field ("{...}", no brace inside), searched for a dunder on its own: one pattern
+# "\{[^{}]*__[A-Za-z0-9_]+__[^{}]*\}" backtracked in O(n**2) over the "__" of a long field.
+_FORMAT_FIELD = re.compile(r"\{[^{}]*\}")
 
 
 def _imported_modules(tree: ast.Module) -> tuple[set[str], set[str]]:
@@ -344,7 +346,7 @@ class _Checker(ast.NodeVisitor):
             bad = [m for m in _DUNDER.findall(node.value) if m not in _ALLOWED_DUNDERS]
             if bad:
                 self.error(node, f"the string {bad[0]!r} is forbidden (dunder access)")
-            elif _FORMAT_FIELD_DUNDER.search(node.value):
+            elif any(_DUNDER.search(f[0]) for f in _FORMAT_FIELD.finditer(node.value)):
                 self.error(node, "a format string reaches a dunder attribute")
 
     # Definitions ------------------------------------------------------------------------------
