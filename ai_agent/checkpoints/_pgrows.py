@@ -19,6 +19,7 @@ from typing import Any
 
 import psycopg
 
+from ai_agent.checkpoints._reads import UNREADABLE
 from ai_agent.errors import CorruptRunError, StoreError
 
 __all__ = ["checked_row", "reading"]
@@ -26,23 +27,9 @@ __all__ = ["checked_row", "reading"]
 _INLINE = (str, int, float, bool)
 """What LangGraph's saver keeps inline in a checkpoint row (the rest are blobs; None too)."""
 
-# What reading a damaged row raises, in LangGraph's code or ours: a column of the wrong shape
-# (TypeError, KeyError, AttributeError...), JSON or msgpack nested too deeply (RecursionError,
-# or the ValueError of ormsgpack), a serialization type no serializer writes
-# (NotImplementedError), a value the strict serializer refuses (StoreError), a statement the
-# server cannot run on the row (DataError: ``jsonb_each_text`` on versions that are a list).
-_UNREADABLE = (
-    StoreError,
-    psycopg.DataError,
-    ValueError,
-    TypeError,
-    KeyError,
-    IndexError,
-    AttributeError,
-    RecursionError,
-    OverflowError,
-    NotImplementedError,
-)
+# What reading a damaged row raises (`UNREADABLE`, as on SQLite), and a statement the server
+# cannot run on the row (DataError: ``jsonb_each_text`` on versions that are a list).
+_UNREADABLE: tuple[type[BaseException], ...] = (psycopg.DataError, *UNREADABLE)
 
 
 def checked_row(row: Mapping[str, Any]) -> None:

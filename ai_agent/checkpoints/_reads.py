@@ -50,6 +50,7 @@ if TYPE_CHECKING:  # types only: the light reader (`reader`) loads no LangChain
     )
 
 __all__ = [
+    "UNREADABLE",
     "StoredTuple",
     "corrupt_checkpoint",
     "get_tuple",
@@ -386,19 +387,24 @@ def readable(thread_id: str, checkpoint_id: str, parent_id: str | None) -> Itera
         if not str(exc).startswith("Could not decode to UTF-8"):
             raise
         raise corrupt_checkpoint(thread_id, checkpoint_id, parent_id, exc) from exc
-    except (
-        StoreError,
-        sqlite3.DatabaseError,
-        ValueError,
-        TypeError,
-        KeyError,
-        IndexError,
-        AttributeError,
-        RecursionError,
-        OverflowError,  # a length or time past any real one: an int SQLite or datetime refuses
-        NotImplementedError,  # a value of a type no serializer knows ("Unknown serialization")
-    ) as exc:
+    except _UNREADABLE_SQLITE as exc:
         raise corrupt_checkpoint(thread_id, checkpoint_id, parent_id, exc) from exc
+
+
+UNREADABLE: tuple[type[BaseException], ...] = (
+    StoreError,  # a value the strict serializer refuses
+    ValueError,
+    TypeError,
+    KeyError,
+    IndexError,
+    AttributeError,
+    RecursionError,  # nested past what the decoders follow
+    OverflowError,  # a length or time past any real one: an int SQLite or datetime refuses
+    NotImplementedError,  # a value of a type no serializer knows ("Unknown serialization")
+)
+"""What reading a damaged checkpoint raises in the decoders, ours or LangGraph's (a column of
+the wrong shape, bytes that do not decode), on either database."""
+_UNREADABLE_SQLITE: tuple[type[BaseException], ...] = (sqlite3.DatabaseError, *UNREADABLE)
 
 
 def corrupt_checkpoint(
