@@ -136,9 +136,6 @@ class _Backlog:
         self.chars = 0  # characters of text waiting
         self._ended = False
 
-    def __len__(self) -> int:
-        return len(self._items)
-
     def put(self, event: ProgressEvent) -> None:
         """Take one event of the run (the run's stream sink)."""
         on_loop = threading.get_ident() == self._owner
