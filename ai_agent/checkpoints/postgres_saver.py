@@ -131,6 +131,8 @@ class FencedPostgresSaver(AsyncPostgresSaver):
         # Serialized before the kept writes are taken: a value that cannot be leaves them kept.
         dumped = self._dump_blobs(thread_id, checkpoint_ns, blobs, versions) if versions else []
         batches = self._kept.pop(writer, [])
+        if not self._kept:
+            self._disarm()  # nothing left for the delayed store: it must not outlive the saver
         if dumped:
             batches.append((self.UPSERT_CHECKPOINT_BLOBS_SQL, dumped))
         values = (
@@ -248,10 +250,13 @@ class FencedPostgresSaver(AsyncPostgresSaver):
         self._storing.add(task)
         task.add_done_callback(self._storing.discard)
 
-    async def _store_kept(self) -> None:
+    def _disarm(self) -> None:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
+
+    async def _store_kept(self) -> None:
+        self._disarm()
         kept, self._kept = self._kept, {}
         for writer, batches in kept.items():
             try:

@@ -190,3 +190,32 @@ async def test_a_checkpoint_that_cannot_be_serialized_leaves_the_kept_writes_kep
         with pytest.raises(TypeError, match="not msgpack serializable"):
             await saver.aput(head, bad, {"step": 1}, {"items": 2})
     assert [w[:2] for w in writes_of(pg_url, "t")] == [("task-1", "a")]
+
+
+async def test_closing_leaves_nothing_to_run_after_the_saver(pg_url: str) -> None:
+    """A checkpoint takes the kept writes: the delayed store armed for them is not left behind.
+
+    Before, the delay armed by ``aput_writes`` outlived the ``aput`` that stored its writes and
+    the saver itself; when it fired while ``asyncio.run`` was shutting down, its task was
+    created after the loop's last cancellation ("Task was destroyed but it is pending!").
+    """
+    loop = asyncio.get_running_loop()
+    created: list[str] = []
+
+    def recording(loop: asyncio.AbstractEventLoop, coro: Any, **kwargs: Any) -> Any:
+        created.append(coro.__qualname__)
+        return asyncio.Task(coro, loop=loop, **kwargs)
+
+    async with open_checkpointer(pg_url) as saver:
+        first = await saver.aput(config("t", None), checkpoint("one"), {"step": 0}, {"a": 1})
+        head = config("t", None, first["configurable"]["checkpoint_id"])
+        await saver.aput_writes(head, [("a", "two")], "task-1")
+        await saver.aput(head, checkpoint("two"), {"step": 1}, {"a": 2, "items": 2})
+    previous = loop.get_task_factory()
+    loop.set_task_factory(recording)
+    try:
+        await asyncio.sleep(FLUSH_AFTER * 4)
+    finally:
+        loop.set_task_factory(previous)
+    assert "FencedPostgresSaver._store_kept" not in created
+    assert [w[:2] for w in writes_of(pg_url, "t")] == [("task-1", "a")]
