@@ -297,6 +297,7 @@ RUNNER = {
     "agent",
     "contexts",
     "delegation",
+    "leases",
     "options",
     "runner",
     "streaming",

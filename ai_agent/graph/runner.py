@@ -3,7 +3,7 @@
 It is the Agent's ``run`` and ``resume``, and the `ai_agent.graph.driving.Runner` the run
 archive drives replays and queued plans with. Each span opens the Agent's tools
 (`ai_agent.graph.tooling.AgentTools.session`); a run takes its thread's lease, renews it with a
-heartbeat while the graph runs, and gives it back after (`PipelineRunner.holding`); a full
+heartbeat while the graph runs, and gives it back after (`ai_agent.graph.leases`); a full
 database disk stops the run with an error that says how to continue it; the outcome is written
 to the run store and published to the listeners. The run context of each run comes from
 `ai_agent.graph.contexts.RunContexts`.
@@ -47,6 +47,7 @@ from ai_agent.graph.build import recursion_limit
 from ai_agent.graph.contexts import RunContexts
 from ai_agent.graph.database import RunDatabase, config_for
 from ai_agent.graph.interrupts import node_answer, waiting_node
+from ai_agent.graph.leases import LeaseKeeper, stop_reason
 from ai_agent.graph.plain_reads import checked
 from ai_agent.graph.result import RunResult, is_pending, result_of
 from ai_agent.graph.run_summary import summary_of
@@ -69,15 +70,6 @@ if TYPE_CHECKING:
 __all__ = ["ParentStep", "PipelineRunner"]
 
 log = engine_logger("ai_agent.agent")
-
-_UNEXPECTED_CHARS = 500
-"""The most of an unexpected error's message a run's row keeps."""
-# A run's row after its caller cancelled it ("CancelledError" alone told a person nothing).
-_CANCELLED = (
-    "the run was cancelled by its caller (a stream left early, a cancelled task or timeout, "
-    "Ctrl-C, or the Agent closing): it stopped at its last checkpoint, and "
-    "`ai-agent resume {thread_id}` (or Agent.resume) continues it (a subagent's: its parent's)"
-)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -126,6 +118,7 @@ class PipelineRunner:
         self.context = contexts.context
         self.generation_params = contexts.generation_params
         self._contexts = contexts
+        self.leases = LeaseKeeper(lambda: self._db.store, settings.lease_seconds)
         # The tasks running a run or a resume right now (`settle` stops them before a close).
         self._flying: set[asyncio.Task[Any]] = set()
 
@@ -236,7 +229,7 @@ class PipelineRunner:
                 await self.remember_rules(thread_id, command)
                 await self.store.update_run(thread_id, status="running")
             except BaseException:
-                await self._release(lease)
+                await self.leases.release(lease)
                 raise
             return await self.drive(thread_id, command, lease, issues=issues)
 
@@ -288,17 +281,6 @@ class PipelineRunner:
             with contextlib.suppress(StorageFullError):
                 await self.store.update_run(thread_id, status="failed", error=str(full))
             raise full from exc
-
-    async def _release(self, lease: Lease) -> None:
-        """Give the lease back; on a full disk it is left to run out (its holder is done)."""
-        try:
-            await self.store.release(lease)
-        except StorageFullError:
-            log.warning(
-                "could not release the lease of thread %s (the database is full); another "
-                "process can take the thread over once this one has exited or the lease ran out",
-                lease.thread_id,
-            )
 
     async def resume_input(
         self,
@@ -412,42 +394,9 @@ class PipelineRunner:
         async with self.holding(lease):
             return await self.invoke(thread_id, graph_input, context, issues=issues)
 
-    @contextlib.asynccontextmanager
-    async def holding(self, lease: Lease) -> AsyncIterator[None]:
-        """Keep the lease while the block runs, and give it back after.
-
-        A heartbeat renews it every fifth of ``lease_seconds``. If the lease was lost anyway
-        (this process stalled past it and another took the thread over), the block is
-        cancelled at once and ends with LeaseLostError; its writes would be refused by the
-        fencing regardless, but a tool still running must not start anything more.
-        """
-        runner = cast(asyncio.Task[Any], asyncio.current_task())
-        lost: list[LeaseLostError] = []
-        heartbeat = asyncio.create_task(self._heartbeat(lease, runner, lost))
-        try:
-            yield
-        except asyncio.CancelledError:
-            if not lost:
-                raise
-            runner.uncancel()
-            raise lost[0] from None
-        finally:
-            heartbeat.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await heartbeat
-            await self._release(lease)
-
-    async def _heartbeat(
-        self, lease: Lease, runner: asyncio.Task[Any], lost: list[LeaseLostError]
-    ) -> None:
-        while True:
-            await asyncio.sleep(self.settings.lease_seconds / 5)
-            try:
-                lease = await self.store.renew(lease)
-            except LeaseLostError as exc:
-                lost.append(exc)
-                runner.cancel()
-                return
+    def holding(self, lease: Lease) -> contextlib.AbstractAsyncContextManager[None]:
+        """Keep the lease while the block runs (`LeaseKeeper.holding`), and give it back after."""
+        return self.leases.holding(lease)
 
     async def invoke(
         self,
@@ -473,8 +422,7 @@ class PipelineRunner:
             try:
                 result = await self._invoke_graph(thread_id, graph_input, context, issues, plan_id)
             except BaseException as exc:
-                cancel = isinstance(exc, asyncio.CancelledError)
-                error = self._unexpected(exc, thread_id) if cancel else type(exc).__name__
+                error = stop_reason(exc, thread_id, self.secrets, self.leases)
                 listeners.publish(
                     RunFinished(RunResult(status="failed", thread_id=thread_id, error=error))
                 )
@@ -537,29 +485,12 @@ class PipelineRunner:
             )
             return RunResult(status="failed", thread_id=thread_id, error=message)
         except BaseException as exc:
-            error = self._unexpected(exc, thread_id)
+            error = stop_reason(exc, thread_id, self.secrets, self.leases)
             # Cancelled because the lease was lost: the run is not this process's to mark.
             with contextlib.suppress(LeaseLostError):
                 await self.store.update_run(thread_id, status="failed", error=error)
             raise
         return await self.record_outcome(thread_id, snapshot, plan_id=plan_id)
-
-    def _unexpected(self, exc: BaseException, thread_id: str) -> str:
-        """How a run's row names an error the engine did not expect: type and message.
-
-        The message masked and cut short; the type alone ("TypeError") told a person nothing.
-        A run its caller cancelled gets a sentence (`_CANCELLED`), not "CancelledError".
-        """
-        if isinstance(exc, asyncio.CancelledError):
-            return _CANCELLED.format(thread_id=thread_id)
-        try:
-            text = str(exc)
-        except Exception:  # an exception whose message cannot be made
-            text = ""
-        text = self.secrets.text(" ".join(text.split()))
-        if len(text) > _UNEXPECTED_CHARS:
-            text = text[: _UNEXPECTED_CHARS - 3] + "..."
-        return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
     async def record_outcome(
         self, thread_id: str, snapshot: StateSnapshot, *, plan_id: int | None = None

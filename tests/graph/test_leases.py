@@ -4,15 +4,20 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from langchain_core.messages import AIMessageChunk
+from langchain_core.outputs import ChatGenerationChunk, ChatResult
 
 from ai_agent import ToolCategory, ToolSpec
 from ai_agent.checkpoints import open_run_store
 from ai_agent.config import AgentSettings
 from ai_agent.errors import LeaseLostError, RunError, ThreadBusyError
+from ai_agent.events import RunFinished
+from ai_agent.testing import ScriptedModel
 from tests.graph.conftest import MakeAgent, call, text
 
 
@@ -37,6 +42,8 @@ async def test_the_heartbeat_keeps_the_lease_and_a_lost_lease_stops_the_run(
         tools=[waiting_tool(started, finished)],
         settings=AgentSettings(lease_seconds=0.5),  # renewed every 0.1 s
     )
+    heard: list[RunFinished] = []
+    agent.add_listener(heard.append, RunFinished)
     run = asyncio.create_task(agent.run("wait", thread_id="t"))
     await started.wait()
     other = open_run_store(db)  # another process
@@ -51,11 +58,56 @@ async def test_the_heartbeat_keeps_the_lease_and_a_lost_lease_stops_the_run(
     with pytest.raises(LeaseLostError, match="the lease on thread t was taken over"):
         await run  # the next renewal finds out and stops the run mid-call
     assert finished == []
+    # Listeners hear why it stopped (before: "cancelled by its caller", which it was not).
+    [stopped] = [event.result for event in heard]
+    assert stopped.status == "failed" and stopped.error is not None
+    assert stopped.error.startswith("the lease on thread t was taken over"), stopped.error
+    assert "process 1 on" in stopped.error and "wrote nothing more" in stopped.error
     run_row = await other.get_run("t")
     assert run_row is not None and run_row["status"] == "running"  # not marked by the loser
     with sqlite3.connect(db) as conn:  # nor was the taker's lease given back by it
         assert conn.execute("SELECT owner FROM agent_leases").fetchall() == [("taker",)]
     other.close()
+    await agent.aclose()
+
+
+class StallingModel(ScriptedModel):
+    """Plays nothing: its reply never comes (the lease is lost while the model is asked)."""
+
+    async def _agenerate(self, *args: Any, **kwargs: Any) -> ChatResult:
+        ASKED.set()
+        await asyncio.sleep(60)
+        raise AssertionError("the run should have been stopped by now")
+
+    async def _astream(self, *args: Any, **kwargs: Any) -> AsyncIterator[ChatGenerationChunk]:
+        await self._agenerate()
+        yield ChatGenerationChunk(message=AIMessageChunk(content=""))
+
+
+ASKED = asyncio.Event()
+
+
+async def test_a_lease_lost_while_the_model_is_asked_is_named_as_such(
+    make_agent: MakeAgent, db: Path
+) -> None:
+    """The heartbeat cancels the run: its listeners hear the lost lease, not a cancelled run."""
+    ASKED.clear()
+    agent = make_agent(model=StallingModel(turns=[]), settings=AgentSettings(lease_seconds=0.5))
+    heard: list[RunFinished] = []
+    agent.add_listener(heard.append, RunFinished)
+    run = asyncio.create_task(agent.run("wait", thread_id="t"))
+    await ASKED.wait()
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE agent_leases SET owner = 'taker', expires_at = expires_at + 600")
+    with pytest.raises(LeaseLostError, match="the lease on thread t was taken over"):
+        await run
+    [stopped] = [event.result for event in heard]
+    assert stopped.error is not None
+    assert stopped.error.startswith("the lease on thread t was taken over"), stopped.error
+    store = open_run_store(db)
+    run_row = await store.get_run("t")
+    assert run_row is not None and run_row["status"] == "running"  # not marked by the loser
+    store.close()
     await agent.aclose()
 
 

@@ -3,6 +3,7 @@ replay, prune, the plan queue; selection by setting; and the password nowhere.""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -14,9 +15,11 @@ from pydantic import SecretStr
 from ai_agent import ToolCategory, UserPlan
 from ai_agent.cli import EXIT, main
 from ai_agent.config import AgentSettings
-from ai_agent.errors import ConfigError, ThreadBusyError, UnknownThreadError
+from ai_agent.errors import ConfigError, LeaseLostError, ThreadBusyError, UnknownThreadError
+from ai_agent.events import RunFinished
 from ai_agent.graph import Agent, Worker
 from tests.graph.conftest import call, recorder, text
+from tests.graph.test_leases import ASKED, StallingModel
 from tests.postgres.conftest import MakePgAgent
 
 
@@ -124,3 +127,26 @@ async def test_nothing_stored_holds_the_password(
                 f"SELECT coalesce(string_agg(t::text, ''), '') FROM {table} AS t"
             ).fetchone()
             assert dump is not None and canary not in dump[0], table
+
+
+async def test_a_lease_lost_while_the_model_is_asked_is_named_as_such(
+    make_pg_agent: MakePgAgent, pg_url: str
+) -> None:
+    """On PostgreSQL the heartbeat's cancel reaches the runner as such (SQLite's saver turns it
+    into the fencing's error on closing): its listeners hear the lost lease all the same."""
+    ASKED.clear()
+    agent = make_pg_agent(model=StallingModel(turns=[]), settings=AgentSettings(lease_seconds=0.5))
+    heard: list[RunFinished] = []
+    agent.add_listener(heard.append, RunFinished)
+    run = asyncio.create_task(agent.run("wait", thread_id="t"))
+    await ASKED.wait()
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("UPDATE agent_leases SET owner = 'taker', expires_at = expires_at + 600")
+    with pytest.raises(LeaseLostError, match="the lease on thread t was taken over"):
+        await run
+    [stopped] = [event.result for event in heard]
+    assert stopped.error is not None
+    assert stopped.error.startswith("the lease on thread t was taken over"), stopped.error
+    run_row = await agent.store.get_run("t")
+    assert run_row is not None and run_row["status"] == "running"  # not marked by the loser
+    await agent.aclose()
