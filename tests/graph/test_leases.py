@@ -71,32 +71,33 @@ async def test_the_heartbeat_keeps_the_lease_and_a_lost_lease_stops_the_run(
     await agent.aclose()
 
 
-class StallingModel(ScriptedModel):
-    """Plays nothing: its reply never comes (the lease is lost while the model is asked)."""
+def stalling_model() -> tuple[ScriptedModel, asyncio.Event]:
+    """A model whose reply never comes, and the event set when it is asked."""
+    asked = asyncio.Event()
 
-    async def _agenerate(self, *args: Any, **kwargs: Any) -> ChatResult:
-        ASKED.set()
-        await asyncio.sleep(60)
-        raise AssertionError("the run should have been stopped by now")
+    class Stalling(ScriptedModel):
+        async def _agenerate(self, *args: Any, **kwargs: Any) -> ChatResult:
+            asked.set()
+            await asyncio.sleep(60)
+            raise AssertionError("the run should have been stopped by now")
 
-    async def _astream(self, *args: Any, **kwargs: Any) -> AsyncIterator[ChatGenerationChunk]:
-        await self._agenerate()
-        yield ChatGenerationChunk(message=AIMessageChunk(content=""))
+        async def _astream(self, *args: Any, **kwargs: Any) -> AsyncIterator[ChatGenerationChunk]:
+            await self._agenerate()
+            yield ChatGenerationChunk(message=AIMessageChunk(content=""))
 
-
-ASKED = asyncio.Event()
+    return Stalling(turns=[]), asked
 
 
 async def test_a_lease_lost_while_the_model_is_asked_is_named_as_such(
     make_agent: MakeAgent, db: Path
 ) -> None:
     """The heartbeat cancels the run: its listeners hear the lost lease, not a cancelled run."""
-    ASKED.clear()
-    agent = make_agent(model=StallingModel(turns=[]), settings=AgentSettings(lease_seconds=0.5))
+    model, asked = stalling_model()
+    agent = make_agent(model=model, settings=AgentSettings(lease_seconds=0.5))
     heard: list[RunFinished] = []
     agent.add_listener(heard.append, RunFinished)
     run = asyncio.create_task(agent.run("wait", thread_id="t"))
-    await ASKED.wait()
+    await asked.wait()
     with sqlite3.connect(db) as conn:
         conn.execute("UPDATE agent_leases SET owner = 'taker', expires_at = expires_at + 600")
     with pytest.raises(LeaseLostError, match="the lease on thread t was taken over"):

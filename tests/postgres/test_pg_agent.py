@@ -19,7 +19,7 @@ from ai_agent.errors import ConfigError, LeaseLostError, ThreadBusyError, Unknow
 from ai_agent.events import RunFinished
 from ai_agent.graph import Agent, Worker
 from tests.graph.conftest import call, recorder, text
-from tests.graph.test_leases import ASKED, StallingModel
+from tests.graph.test_leases import stalling_model
 from tests.postgres.conftest import MakePgAgent
 
 
@@ -134,12 +134,12 @@ async def test_a_lease_lost_while_the_model_is_asked_is_named_as_such(
 ) -> None:
     """On PostgreSQL the heartbeat's cancel reaches the runner as such (SQLite's saver turns it
     into the fencing's error on closing): its listeners hear the lost lease all the same."""
-    ASKED.clear()
-    agent = make_pg_agent(model=StallingModel(turns=[]), settings=AgentSettings(lease_seconds=0.5))
+    model, asked = stalling_model()
+    agent = make_pg_agent(model=model, settings=AgentSettings(lease_seconds=0.5))
     heard: list[RunFinished] = []
     agent.add_listener(heard.append, RunFinished)
     run = asyncio.create_task(agent.run("wait", thread_id="t"))
-    await ASKED.wait()
+    await asked.wait()
     with psycopg.connect(pg_url, autocommit=True) as conn:
         conn.execute("UPDATE agent_leases SET owner = 'taker', expires_at = expires_at + 600")
     with pytest.raises(LeaseLostError, match="the lease on thread t was taken over"):
