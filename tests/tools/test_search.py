@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,7 @@ import pytest
 from ai_agent.config import FileToolsConfig
 from ai_agent.state import ToolCall, ToolResult
 from ai_agent.tools import ToolRegistry
-from ai_agent.tools.builtin.patterns import GitIgnore, glob_regex
+from ai_agent.tools.builtin.patterns import GitIgnore, Glob
 from ai_agent.tools.builtin.sandbox import Sandbox
 from ai_agent.tools.builtin.search import search_tools
 from tests.tools.conftest import CANARY, Tree, untouched
@@ -200,11 +201,11 @@ async def test_grep_never_reads_outside(project: Tree) -> None:
 
 
 def test_glob_and_gitignore_patterns() -> None:
-    assert glob_regex("[abc]?.md").match("ax.md")
-    assert not glob_regex("*.md").match("a/b.md")
-    assert glob_regex("a/**/b").match("a/b") and glob_regex("a/**/b").match("a/x/y/b")
-    assert glob_regex("[unclosed").match("[unclosed")
-    assert not glob_regex("*").match(".hidden") and glob_regex(".h*").match(".hidden")
+    assert Glob("[abc]?.md").match("ax.md")
+    assert not Glob("*.md").match("a/b.md")
+    assert Glob("a/**/b").match("a/b") and Glob("a/**/b").match("a/x/y/b")
+    assert Glob("[unclosed").match("[unclosed")
+    assert not Glob("*").match(".hidden") and Glob(".h*").match(".hidden")
     assert GitIgnore.parse("*.log").ignored(".hidden.log", is_dir=False) is True
     rules = GitIgnore.parse("# comment\n\n/only-top\ndocs/*.tmp\n\\!bang\n")
     assert rules.ignored("only-top", is_dir=False) is True
@@ -257,3 +258,15 @@ async def test_a_directory_that_opens_but_cannot_be_listed_does_not_end_the_walk
     inside = await run(reg, "glob_search", pattern="/proc/1/map_files/*")
     assert inside["meta"]["code"] == "OS_ERROR"
     assert "the directory cannot be listed (Permission denied)" in str(inside["error"])
+
+
+def test_glob_classes_python_would_warn_about_are_read_as_git_reads_them() -> None:
+    # "[[", "&&", "~~" and "||" in a class made Python warn (FutureWarning, a future set
+    # syntax) on the terminal; each is the character itself, as in git.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        found = {p: [s for s in "[a&|~b" if Glob(p).match(s)] for p in ("[[a]", "[&&]", "[a||b]")}
+        assert found == {"[[a]": ["[", "a"], "[&&]": ["&"], "[a||b]": ["a", "|", "b"]}
+        assert GitIgnore.parse("[~~]\n").ignored("x/~", is_dir=False) is True
+    # A rule of no path ("." or "./") ignores nothing, as before the rules were read by part.
+    assert GitIgnore.parse(".\n./\n").ignored("a", is_dir=True) is None

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["GitIgnore", "glob_regex"]
+__all__ = ["GitIgnore", "Glob"]
 
 
 def _segment(text: str) -> str:
@@ -42,7 +42,7 @@ def _segment(text: str) -> str:
                 body = text[i + 1 : end]
                 if body[:1] in ("!", "^"):
                     body = "^" + body[1:]
-                chunks[-1].append(_char_class(body.replace("\\", "\\\\")))
+                chunks[-1].append(_char_class(_class_body(body)))
                 i = end
         else:
             chunks[-1].append(re.escape(c))
@@ -51,6 +51,16 @@ def _segment(text: str) -> str:
         return "".join(chunks[0])
     head, *middle, tail = ("".join(chunk) for chunk in chunks)
     return head + "".join(f"(?>[^/]*?{m})" for m in middle) + "[^/]*" + tail
+
+
+def _class_body(body: str) -> str:
+    r"""A glob class's body as a regex class's: ``\`` literal, and ``[ & ~ |`` escaped.
+
+    Python reads ``[[``, ``&&``, ``~~`` and ``||`` in a class as the start of a future set
+    syntax and warns (a FutureWarning on the terminal for a model's glob); escaped, each is the
+    character it was already taken as.
+    """
+    return re.sub(r"([\\\[&~|])", r"\\\1", body)
 
 
 def _char_class(body: str) -> str:
@@ -67,8 +77,14 @@ def _char_class(body: str) -> str:
     return f"(?!/)[{body}]"
 
 
-def glob_regex(pattern: str, *, recursive: bool = True, hidden: bool = False) -> re.Pattern[str]:
-    """A regex matching the relative ``/`` paths that ``pattern`` matches.
+class Glob:
+    """A compiled glob: ``match(path)`` says whether a relative ``/`` path matches it.
+
+    The path is matched a segment at a time, with the set of places in the pattern each prefix
+    can reach (a ``**`` may stay where it is or move on), so matching takes at most segments
+    times parts steps of one segment each. One regular expression over the whole path
+    backtracked in O(depth**k) for ``k`` double stars between other parts:
+    ``**/a/**/a/**/a/**/x`` took 0.4 s on 64 directories, about two minutes on 256.
 
     Args:
         pattern: The glob, relative (``src/**/*.py``).
@@ -76,33 +92,63 @@ def glob_regex(pattern: str, *, recursive: bool = True, hidden: bool = False) ->
         hidden: Wildcards match a leading dot too (gitignore's rule, not the shell's).
 
     Examples:
-        >>> bool(glob_regex("**/*.py").match("a/b/c.py")), bool(glob_regex("*.py").match("a/c.py"))
+        >>> Glob("**/*.py").match("a/b/c.py"), Glob("*.py").match("a/c.py")
         (True, False)
-        >>> bool(glob_regex("src/**").match("src/x/y"))
-        True
-        >>> bool(glob_regex("f?[0-9].txt").match("fa1.txt"))
+        >>> Glob("src/**").match("src/x/y"), Glob("src/**").match("src")
+        (True, False)
+        >>> Glob("f?[0-9].txt").match("fa1.txt")
         True
     """
-    parts = [p for p in pattern.split("/") if p not in ("", ".")]
-    out: list[str] = []
-    guard = "" if hidden else r"(?!\.)"
-    visible = guard + "[^/]+"
-    # "**/**" is "**" (the same paths), and a run of them backtracks in O(depth**run).
-    parts = [p for i, p in enumerate(parts) if not (recursive and i and p == "**" == parts[i - 1])]
-    for i, part in enumerate(parts):
-        last = i == len(parts) - 1
-        if part == "**" and recursive:
-            out.append(f"{visible}(?:/{visible})*" if last else f"(?:{visible}/)*")
-            continue
-        segment = "*" if part == "**" else part
-        out.append(("" if segment.startswith(".") else guard) + _segment(segment))
-        out.append("" if last else "/")
-    return re.compile("".join(out) + r"\Z", re.DOTALL)
+
+    __slots__ = ("_any", "_parts")
+
+    def __init__(self, pattern: str, *, recursive: bool = True, hidden: bool = False) -> None:
+        guard = "" if hidden else r"(?!\.)"
+        self._any = re.compile(guard + "[^/]+", re.DOTALL)  # one segment a ``**`` spans
+        parts = [p for p in pattern.split("/") if p not in ("", ".")]
+        self._parts: list[re.Pattern[str] | None] = []  # None: a ``**``
+        for part in parts:
+            if part == "**" and recursive:
+                if not self._parts or self._parts[-1] is not None:  # "**/**" is "**"
+                    self._parts.append(None)
+                continue
+            segment = "*" if part == "**" else part
+            regex = ("" if segment.startswith(".") else guard) + _segment(segment)
+            self._parts.append(re.compile(regex, re.DOTALL))
+
+    def match(self, path: str) -> bool:
+        """Whether ``path`` (relative, ``/``-separated, no trailing ``/``) matches."""
+        parts, end = self._parts, len(self._parts)
+        places = self._onwards({0})
+        for segment in path.split("/") if path else ():
+            reached: set[int] = set()
+            for place in places:
+                if place == end:
+                    continue
+                part = parts[place]
+                if part is None:
+                    if self._any.fullmatch(segment):
+                        # A "**" stays to take more; one at the end has now taken its one.
+                        reached.add(place)
+                        if place == end - 1:
+                            reached.add(end)
+                elif part.fullmatch(segment):
+                    reached.add(place + 1)
+            if not reached:
+                return False
+            places = self._onwards(reached)
+        return end in places
+
+    def _onwards(self, places: set[int]) -> set[int]:
+        """``places`` and those after a ``**`` taking no segment (not one at the end)."""
+        parts, last = self._parts, len(self._parts) - 1
+        # One step is enough: "**/**" was made one "**", so the next part is a segment's.
+        return places | {place + 1 for place in places if place < last and parts[place] is None}
 
 
 @dataclass(frozen=True, slots=True)
 class _Rule:
-    regex: re.Pattern[str]
+    glob: Glob
     negate: bool
     directory_only: bool
 
@@ -136,12 +182,11 @@ class GitIgnore:
             line = line.rstrip("/")
             if not line:
                 continue
-            anchored = "/" in line
-            body = line.lstrip("/")
-            glob = glob_regex(body, hidden=True).pattern.removesuffix(r"\Z")
-            prefix = "" if anchored else "(?:.*/)?"
-            regex = re.compile(prefix + glob + r"\Z", re.DOTALL)
-            rules.append(_Rule(regex, negate, directory_only))
+            if all(part in ("", ".") for part in line.split("/")):
+                continue  # "." or "./.": no path is one (a rule of none matched none before)
+            # A "/" anywhere but the end anchors the rule; otherwise it matches at any depth.
+            body = line.lstrip("/") if "/" in line else "**/" + line
+            rules.append(_Rule(Glob(body, hidden=True), negate, directory_only))
         return cls(rules)
 
     def ignored(self, rel: str, *, is_dir: bool) -> bool | None:
@@ -150,6 +195,6 @@ class GitIgnore:
         for rule in self._rules:
             if rule.directory_only and not is_dir:
                 continue
-            if rule.regex.match(rel):
+            if rule.glob.match(rel):
                 verdict = not rule.negate
         return verdict

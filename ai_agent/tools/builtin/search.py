@@ -21,7 +21,7 @@ from pydantic import Field
 from ai_agent.config import FileToolsConfig
 from ai_agent.state import ToolResult
 from ai_agent.tools.builtin.files import guarded
-from ai_agent.tools.builtin.patterns import GitIgnore, glob_regex
+from ai_agent.tools.builtin.patterns import GitIgnore, Glob
 from ai_agent.tools.builtin.sandbox import Sandbox, SandboxError, Target
 from ai_agent.tools.builtin.typed import builtin_spec
 from ai_agent.tools.builtin.walk import Entry, require_directory, walk
@@ -146,7 +146,7 @@ class SearchTools:
         deadline = time.monotonic() + _GREP_BUDGET
         start, rest = self._split(pattern, root_dir or ".")
         require_directory(self.box, start.parts, start.given)
-        matcher = glob_regex(rest, recursive=recursive)
+        matcher = Glob(rest, recursive=recursive)
         deep = recursive and "**" in rest.split("/")
         depth = None if deep else max(1, len([p for p in rest.split("/") if p]))
         ignore = _Ignorer(self.box, self.config.respect_gitignore)
