@@ -19,13 +19,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
 
 from ai_agent import ToolCategory, UserPlan
 from ai_agent.checkpoints import DeltaSaver
 from ai_agent.cli import EXIT, main
-from ai_agent.errors import CorruptRunError
+from ai_agent.errors import CorruptRunError, RunError
+from ai_agent.graph.state_edits import check_update
 from ai_agent.graph.state_shape import shape_problem
-from ai_agent.state import new_run_state
+from ai_agent.state import RunState, new_run_state
 from tests.graph.conftest import MakeAgent, call, recorder, text
 
 TASK = {"role": "user", "content": "note it", "kind": "task"}
@@ -148,6 +151,50 @@ def test_what_the_engine_writes_has_the_shape() -> None:
     assert shape_problem({**state, "iteration": 1.0}) is not None  # a float is not a whole number
     assert shape_problem({**state, "budget_allowance": {"usd": 1}}) is None  # a whole number is
     assert shape_problem({"branch:to:draft": 5, "__start__": [1]}) is None  # LangGraph's own
+
+
+# What a person may type into a fork's update: any JSON, its objects keyed by the state's own
+# field names (a message's, an issue's...) so that records of the right shape come up often.
+_NAMES = sorted(
+    {*RunState.__annotations__, "role", "content", "tool_calls", "tool_call_id", "name", "args"}
+    | {"id", "code", "message", "severity", "score", "status", "kind", "text", "type", "source"}
+)
+_LEAF = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**63), max_value=2**63 - 1)
+    | st.floats(allow_nan=False)
+    | st.sampled_from(["user", "assistant", "tool", "system", "paused", "error", "x", ""])
+)
+_JSON = st.recursive(
+    _LEAF,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(_NAMES), inner),
+    max_leaves=10,
+)
+
+
+@settings(max_examples=3000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(key=st.sampled_from(sorted(RunState.__annotations__)), value=_JSON, replace=st.booleans())
+def test_an_edit_a_fork_accepts_is_never_a_state_the_reads_refuse(
+    key: str, value: Any, replace: bool
+) -> None:
+    # Two checks of one type: a fork's edit (pydantic, strict, worded for the person editing)
+    # and the stored values (no pydantic, so that reads stay light). One accepting what the
+    # other refuses would make a fork that no command can read back.
+    base: dict[str, Any] = dict(new_run_state("calc 2+2", ["calculator"]))
+    if replace and isinstance(base.get(key), list):
+        value = {"replace": value if isinstance(value, list) else [value]}
+    try:
+        check_update({key: value})
+    except RunError:
+        event("refused")
+        return
+    event("accepted")
+    if isinstance(base.get(key), list) and isinstance(value, list):
+        value = base[key] + value  # appended by the channel's reducer
+    elif isinstance(base.get(key), list) and isinstance(value, dict):
+        value = value["replace"]
+    assert shape_problem({**base, key: value}) is None
 
 
 @pytest.mark.parametrize(
