@@ -6,6 +6,7 @@ be written into the fork's checkpoint as it is, and the fork would fail later, i
 a TypeError far from the edit. So each value is checked here first, with pydantic's
 ``TypeAdapter`` on the key's type in `ai_agent.state.RunState` (strictly: ``"3"`` is not a
 number), and a wrong one is refused with a `RunError` that names the key and what it must be.
+A whole number past 64 bits, which pydantic takes and no checkpoint can store, is refused too.
 
 A list channel that a reducer appends to or replaces (``messages``, ``issues``) takes either a
 list to append or ``{"replace": [...]}``, each checked as a list of its items. Pydantic is
@@ -70,7 +71,32 @@ def _problems(key: str, value: Any) -> list[str]:
         adapter.validate_python(value, strict=True)
     except ValidationError as exc:
         return [_problem(key, e) for e in exc.errors(include_url=False)]
-    return []
+    return _too_large(key, value)
+
+
+_INT64 = range(-(2**63), 2**63)
+
+
+def _too_large(key: str, value: Any) -> list[str]:
+    """Whole numbers a checkpoint cannot store (past 64 bits), each named by its place.
+
+    Pydantic takes any size of integer; the checkpoint's serializer does not, and said only
+    "Integer exceeds 64-bit range", naming neither the key nor what to do. A walk with a stack:
+    an ``Any`` field (a tool call's arguments) may nest as deep as the person typed.
+    """
+    found: list[str] = []
+    stack: list[tuple[str, Any]] = [(key, value)]
+    while stack and len(found) < MAX_PROBLEMS:
+        place, item = stack.pop()
+        if isinstance(item, int) and not isinstance(item, bool) and item not in _INT64:
+            # str() of a number past 4,300 digits raises; its size says enough.
+            shown = str(item) if item.bit_length() <= 180 else f"{item.bit_length()} bits long"
+            found.append(f"{place} must be a whole number of at most 64 bits (it is {shown})")
+        elif isinstance(item, dict):
+            stack.extend((f"{place}.{k}", v) for k, v in reversed(item.items()))
+        elif isinstance(item, list | tuple):
+            stack.extend((f"{place}.{i}", v) for i, v in reversed(list(enumerate(item))))
+    return found
 
 
 def _problem(key: str, error: Any) -> str:

@@ -189,6 +189,9 @@ async def test_fork_errors_say_what_to_do(make_agent: MakeAgent) -> None:
         agent.fork(paused.thread_id, entries[0].checkpoint_id)
 
 
+BIG_ARGS = {"id": "c1", "name": "calculator", "args": {"n": [-(2**20000)]}}
+
+
 @pytest.mark.parametrize(
     ("update", "problem"),
     [
@@ -196,6 +199,13 @@ async def test_fork_errors_say_what_to_do(make_agent: MakeAgent) -> None:
         ({"iteration": "abc"}, 'iteration must be a valid integer (it is "abc")'),
         ({"status": "done"}, "status must be 'running', 'paused', 'completed', 'failed' or"),
         ({"messages": {"replace": [{"role": "user"}]}}, "messages.replace.0.content is missing"),
+        # Before: "Integer exceeds 64-bit range", from the checkpoint's serializer, naming no key.
+        ({"iteration": 2**64}, "iteration must be a whole number of at most 64 bits (it is 1844"),
+        (
+            {"messages": [{"role": "assistant", "content": "", "tool_calls": [BIG_ARGS]}]},
+            "messages.0.tool_calls.0.args.n.0 must be a whole number of at most 64 bits (it is "
+            "20001 bits long)",
+        ),
     ],
 )
 async def test_fork_refuses_an_update_of_the_wrong_type_before_copying_anything(
