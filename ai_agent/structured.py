@@ -246,7 +246,14 @@ class OutputSpec:
         """
         typed, found = self._typed_or_problems(data)
         if found:
-            raise self._unfit(found)
+            # A run's output was checked against its type when the model gave it, so stored
+            # data that does not fit was read with another type, or was changed since.
+            raise OutputValidationError(
+                f"the stored output does not fit {self.name}: {'; '.join(found)}; the run "
+                "checked it when the model gave it, so either the run was made with another "
+                "type (read it as data: get_state(thread)['output'], or with that type) or "
+                "its stored state was changed outside ai-agent"
+            )
         return typed
 
     def _typed_or_problems(self, data: Any) -> tuple[Any, list[str]]:
@@ -261,10 +268,7 @@ class OutputSpec:
             return None, [_raised(self.name, "checking it", exc)]
 
     def _unfit(self, found: list[str]) -> OutputValidationError:
-        return OutputValidationError(
-            f"the output does not fit {self.name}: {'; '.join(found)}; read it as data "
-            "(get_state(thread)['output']) or with the type the run was made with"
-        )
+        return OutputValidationError(f"the output does not fit {self.name}: {'; '.join(found)}")
 
     def response_format(self) -> dict[str, Any]:
         """The chat-completions ``response_format`` that asks the server for this schema."""
