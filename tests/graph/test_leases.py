@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +17,7 @@ from ai_agent.checkpoints import open_run_store
 from ai_agent.config import AgentSettings
 from ai_agent.errors import LeaseLostError, RunError, ThreadBusyError
 from ai_agent.events import RunFinished
+from ai_agent.graph import Agent
 from ai_agent.testing import ScriptedModel
 from tests.graph.conftest import MakeAgent, call, text
 
@@ -88,28 +89,39 @@ def stalling_model() -> tuple[ScriptedModel, asyncio.Event]:
     return Stalling(turns=[]), asked
 
 
-async def test_a_lease_lost_while_the_model_is_asked_is_named_as_such(
-    make_agent: MakeAgent, db: Path
-) -> None:
-    """The heartbeat cancels the run: its listeners hear the lost lease, not a cancelled run."""
+TAKE_OVER = "UPDATE agent_leases SET owner = 'taker', expires_at = expires_at + 600"
+"""Another process takes the thread over (on either database)."""
+
+
+async def lost_while_asked(make: Callable[..., Agent], take_over: Callable[[], None]) -> None:
+    """Lose a run's lease while its model is asked: the run stops, and says why to listeners."""
     model, asked = stalling_model()
-    agent = make_agent(model=model, settings=AgentSettings(lease_seconds=0.5))
+    agent = make(model=model, settings=AgentSettings(lease_seconds=0.5))
     heard: list[RunFinished] = []
     agent.add_listener(heard.append, RunFinished)
     run = asyncio.create_task(agent.run("wait", thread_id="t"))
     await asked.wait()
-    with sqlite3.connect(db) as conn:
-        conn.execute("UPDATE agent_leases SET owner = 'taker', expires_at = expires_at + 600")
+    take_over()
     with pytest.raises(LeaseLostError, match="the lease on thread t was taken over"):
         await run
     [stopped] = [event.result for event in heard]
     assert stopped.error is not None
     assert stopped.error.startswith("the lease on thread t was taken over"), stopped.error
-    store = open_run_store(db)
-    run_row = await store.get_run("t")
+    run_row = await agent.store.get_run("t")
     assert run_row is not None and run_row["status"] == "running"  # not marked by the loser
-    store.close()
     await agent.aclose()
+
+
+async def test_a_lease_lost_while_the_model_is_asked_is_named_as_such(
+    make_agent: MakeAgent, db: Path
+) -> None:
+    """The heartbeat cancels the run: its listeners hear the lost lease, not a cancelled run."""
+
+    def take_over() -> None:
+        with sqlite3.connect(db) as conn:
+            conn.execute(TAKE_OVER)
+
+    await lost_while_asked(make_agent, take_over)
 
 
 async def test_a_run_cancelled_from_outside_is_cancelled_not_a_lost_lease(

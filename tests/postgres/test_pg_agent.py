@@ -3,7 +3,6 @@ replay, prune, the plan queue; selection by setting; and the password nowhere.""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -15,11 +14,10 @@ from pydantic import SecretStr
 from ai_agent import ToolCategory, UserPlan
 from ai_agent.cli import EXIT, main
 from ai_agent.config import AgentSettings
-from ai_agent.errors import ConfigError, LeaseLostError, ThreadBusyError, UnknownThreadError
-from ai_agent.events import RunFinished
+from ai_agent.errors import ConfigError, ThreadBusyError, UnknownThreadError
 from ai_agent.graph import Agent, Worker
 from tests.graph.conftest import call, recorder, text
-from tests.graph.test_leases import stalling_model
+from tests.graph.test_leases import TAKE_OVER, lost_while_asked
 from tests.postgres.conftest import MakePgAgent
 
 
@@ -134,19 +132,9 @@ async def test_a_lease_lost_while_the_model_is_asked_is_named_as_such(
 ) -> None:
     """On PostgreSQL the heartbeat's cancel reaches the runner as such (SQLite's saver turns it
     into the fencing's error on closing): its listeners hear the lost lease all the same."""
-    model, asked = stalling_model()
-    agent = make_pg_agent(model=model, settings=AgentSettings(lease_seconds=0.5))
-    heard: list[RunFinished] = []
-    agent.add_listener(heard.append, RunFinished)
-    run = asyncio.create_task(agent.run("wait", thread_id="t"))
-    await asked.wait()
-    with psycopg.connect(pg_url, autocommit=True) as conn:
-        conn.execute("UPDATE agent_leases SET owner = 'taker', expires_at = expires_at + 600")
-    with pytest.raises(LeaseLostError, match="the lease on thread t was taken over"):
-        await run
-    [stopped] = [event.result for event in heard]
-    assert stopped.error is not None
-    assert stopped.error.startswith("the lease on thread t was taken over"), stopped.error
-    run_row = await agent.store.get_run("t")
-    assert run_row is not None and run_row["status"] == "running"  # not marked by the loser
-    await agent.aclose()
+
+    def take_over() -> None:
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            conn.execute(TAKE_OVER)
+
+    await lost_while_asked(make_pg_agent, take_over)
