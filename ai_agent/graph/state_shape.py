@@ -27,6 +27,7 @@ Examples:
 from __future__ import annotations
 
 import contextlib
+import functools
 import types
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -255,11 +256,13 @@ def _required(record: Any) -> frozenset[str]:
     return frozenset(required)
 
 
+@functools.cache
 def _channels() -> dict[str, Spec]:
+    # Worked out on the first check, not on import: 11 ms that `from ai_agent import Agent`
+    # (which imports this module through the fork) paid before any state was read.
     return {key: _spec(hint) for key, hint in get_type_hints(RunState).items()}
 
 
-_CHANNELS = _channels()
 _NONE_TYPE = type(None)
 _SEQUENCES = frozenset({list, tuple})
 _DICTS = frozenset({dict})
@@ -347,8 +350,9 @@ def shape_problem(values: Mapping[str, Any]) -> str | None:
 
     Channels `RunState` does not name are not checked (LangGraph's own, ``branch:to:...``).
     """
+    channels = _channels()
     for channel, value in values.items():
-        spec = _CHANNELS.get(channel, None)
+        spec = channels.get(channel, None)
         if spec is None or (type(spec) is frozenset and type(value) in spec):
             continue
         found = _problem(value, spec)
