@@ -258,8 +258,8 @@ def _required(record: Any) -> frozenset[str]:
 
 @functools.cache
 def _channels() -> dict[str, Spec]:
-    # Worked out on the first check, not on import: 11 ms that `from ai_agent import Agent`
-    # (which imports this module through the fork) paid before any state was read.
+    # Worked out on the first check, not on import: `from ai_agent import Agent` (which imports
+    # this module through the fork) paid it before any state was read (8.4 ms against 3.9).
     return {key: _spec(hint) for key, hint in get_type_hints(RunState).items()}
 
 
