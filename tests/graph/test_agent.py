@@ -17,6 +17,7 @@ from ai_agent.errors import (
     RunError,
     UnknownThreadError,
 )
+from ai_agent.events import RunFinished
 from ai_agent.state import ToolResult
 from ai_agent.testing import FunctionModel, ScriptedModel
 from tests.graph.conftest import MakeAgent, call, recorder, text
@@ -606,10 +607,14 @@ async def test_an_unexpected_error_is_stored_with_its_message_masked(
 
     monkeypatch.setattr(discover, "keyword_proposals", broken)
     agent = make_agent([call("calculator", expression="1+1"), text("done")], tools=["calculator"])
+    heard: list[RunFinished] = []
+    agent.add_listener(heard.append, RunFinished)
     async with agent:
         with pytest.raises(TypeError):
             await agent.run("hello", thread_id="u1")
         row = await agent.get_result("u1")
     assert row.error == "TypeError: keyword match broke on ***"
+    # Listeners hear the same words, masked (they heard only "TypeError" before).
+    assert [event.result.error for event in heard] == [row.error]
     stored = b"".join(p.read_bytes() for p in db.parent.glob(db.name + "*"))
     assert key.encode() not in stored
