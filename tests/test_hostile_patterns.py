@@ -18,11 +18,11 @@ import pytest
 from pydantic import ValidationError
 
 from ai_agent.config import McpServerConfig
-from ai_agent.config import errors as config_errors
 from ai_agent.observability.redaction import Redactor
 from ai_agent.tools.builtin.patterns import GitIgnore, Glob
 from ai_agent.tools.maker.code_check import check_code
 from ai_agent.tools.maker.records import ValidationReport
+from ai_agent.url_passwords import mask_url_passwords
 
 T = TypeVar("T")
 
@@ -57,10 +57,9 @@ def test_redaction_url_password_on_dotted_words() -> None:
 
 def test_config_errors_url_password_on_a_long_hyphenated_value() -> None:
     # config.errors: a value shown in a config error, "a-a-a-..." from a config file (32,000
-    # characters: 3 s).
-    pattern = config_errors._URL_PASSWORD
+    # characters: 3 s). It masks with the redactor's pattern (url_passwords).
     text = "a-" * 16_000 + " 1.ftp://me:secret@h"
-    shown = bounded(lambda: [pattern.sub(r"\1\2***\3", text) for _ in range(40)])
+    shown = bounded(lambda: [mask_url_passwords(text, "***") for _ in range(40)])
     assert set(shown) == {"a-" * 16_000 + " 1.ftp://me:***@h"}
 
 

@@ -32,11 +32,12 @@ ALLOWED: dict[str, set[str]] = {
     "state": {"issues", "user_plan"},
     "plans": {"errors", "state"},
     "visible": set(),
-    "config": {"errors", "datafiles"},
+    "url_passwords": set(),  # masked by the config's errors and the redactor alike
+    "config": {"errors", "datafiles", "url_passwords"},
     # The tool-call journal's protocol and entry, apart so the run store need not load context.
     "journal": {"state"},
     "context": {"state", "journal"},
-    "observability": {"_lazy", "errors", "state", "context", "config", "visible"},
+    "observability": {"_lazy", "errors", "state", "context", "config", "visible", "url_passwords"},
     "models.resilience": {"errors", "state", "observability"},
     "resilience": {"models.resilience"},  # the old import path of models/resilience.py
     "media_tokens": set(),  # what an image or a clip costs, from its header

@@ -9,7 +9,6 @@ a whole section or of an unknown key. Where the value came from is the caller's 
 from __future__ import annotations
 
 import difflib
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
@@ -21,19 +20,11 @@ from pydantic import BaseModel, SecretStr
 from pydantic.fields import FieldInfo
 from pydantic_core import ErrorDetails
 
+from ai_agent.url_passwords import mask_url_passwords
+
 __all__ = ["MAX_SHOWN_VALUE", "Origin", "closest_hint", "explain_problems", "shorten"]
 
 MAX_SHOWN_VALUE = 80
-# The password of a URL's user info (``https://user:pw@host``): a value shown in an error may be
-# a URL that carries one (an invalid ``base_url``), and a password is as secret as an API key.
-# Groups 1 and 2 keep all but the password. A run of scheme characters is tried once, if it
-# ends in "://", from its first letter after a word boundary (group 1 is the run before that):
-# a plain ``\b[a-z][a-z0-9+.-]*://`` scanned the run again from each such letter, O(n**2) on
-# "a.a.a.a..." (16,000 characters: 0.7 s).
-_URL_PASSWORD = re.compile(
-    r"(?i)(?<![a-z0-9+.-])(?=[a-z0-9+.-]*://)(?>([a-z0-9+.-]*?)\b(?=[a-z]))"
-    r"([a-z0-9+.-]*://[^/\s:@]*:)[^/\s@]+(@)"
-)
 
 
 class Origin(Protocol):
@@ -234,5 +225,5 @@ def _given(value: object, target: _Target) -> str:
         return "given: (secret, hidden)"
     if not target.is_leaf or isinstance(value, (dict, list, tuple)):
         return "given: (a structured value, not shown)"
-    shown = _URL_PASSWORD.sub(r"\1\2***\3", repr(value))
+    shown = mask_url_passwords(repr(value), "***")
     return f"given: {shorten(shown)}"

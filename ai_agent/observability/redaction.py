@@ -36,6 +36,8 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import quote, quote_plus
 
+from ai_agent.url_passwords import mask_url_passwords
+
 if TYPE_CHECKING:
     from ai_agent.config import LoggingConfig
 
@@ -73,14 +75,6 @@ _BEARER = re.compile(r"(?i)\b(bearer)\s+[A-Za-z0-9\-._~+/]+=*")
 _QUERY_KEY = re.compile(
     r"(?i)([?&;](?:api[_-]?key|key|token|access[_-]?token|auth[_-]?token|refresh[_-]?token"
     r"|client[_-]?secret|secret|password|sig|signature)=)[^&\s#\"'<>]*"
-)
-# Groups 1 and 2 keep all but the password. A run of scheme characters is tried once, if it
-# ends in "://", from its first letter after a word boundary (group 1 is the run before that):
-# a plain ``\b[a-z][a-z0-9+.-]*://`` scanned the run again from each such letter, O(n**2) on
-# "a.a.a.a..." (16,000 characters: 1 s).
-_URL_PASSWORD = re.compile(
-    r"(?i)(?<![a-z0-9+.-])(?=[a-z0-9+.-]*://)(?>([a-z0-9+.-]*?)\b(?=[a-z]))"
-    r"([a-z0-9+.-]*://[^/\s:@]*:)[^/\s@]+(@)"
 )
 _KEY_ASSIGNMENT = re.compile(
     r"(?i)(\b(?:api[_-]?key|access[_-]?token|auth[_-]?token|client[_-]?secret)"
@@ -436,7 +430,7 @@ class Redactor:
         if self.api_keys:
             text = _QUERY_KEY.sub(lambda m: m[1] + MASK, text)
             text = _KEY_ASSIGNMENT.sub(lambda m: m[1] + MASK, text)
-            text = _URL_PASSWORD.sub(lambda m: f"{m[1]}{m[2]}{MASK}{m[3]}", text)
+            text = mask_url_passwords(text, MASK)
         for pattern in self.patterns:
             text = pattern.sub(MASK, text)
         return text
