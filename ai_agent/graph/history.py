@@ -191,11 +191,11 @@ def entries_of(snapshots: Sequence[Snapshot], thread_id: str) -> list[HistoryEnt
         check_values(values, snapshot.config, snapshot.parent_config, snapshot.metadata)
     try:
         return _entries(list(reversed(snapshots)))
-    except (TypeError, AttributeError, KeyError, ValueError, IndexError) as exc:
+    except (TypeError, AttributeError, KeyError, ValueError, IndexError):
         for snapshot in snapshots:
             config, parent = snapshot.config, snapshot.parent_config
             check_values(snapshot.values, config, parent, snapshot.metadata)
-        raise exc
+        raise
 
 
 def _chain(tuples: list[CheckpointTuple], checkpoint_id: str) -> list[CheckpointTuple]:

@@ -70,8 +70,9 @@ def checked(snapshot: S) -> S:
 
     Decoding allows only known types, but a database edited by hand can put any of them in
     any channel. The latest state is what a result, a page and a resume read, so it is checked
-    whole (about 4.5 ms on an 800-cycle state); a history checks a checkpoint only when
-    reading it fails (`ai_agent.graph.history.entries_of`), which keeps it linear.
+    whole (about 4.5 ms on an 800-cycle state); a history checks the others but for their
+    lists' items, which it checks only when reading them fails
+    (`ai_agent.graph.history.entries_of`), which keeps it linear.
 
     Raises:
         CorruptRunError: they do not.
