@@ -72,3 +72,18 @@ def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "allow_network: the test may open non-loopback sockets")
+
+
+def good_and_bad_runs(db: str, folder: Path) -> None:
+    """Two finished runs on ``db``, ``good`` and ``bad``, by the command line (a scripted "42").
+
+    The start of each hostile-row test: ``bad``'s rows are then damaged, and ``good`` must
+    still read.
+    """
+    from ai_agent.cli import main  # the command line, imported by the tests that run it
+
+    script = folder / "script.json"
+    script.write_text('[{"text": "42"}]')
+    for thread in ("good", "bad"):
+        argv = ["run", "multiply", "--db", db, "--model", f"scripted:{script}"]
+        assert main([*argv, "--thread-id", thread, "--quiet"]) == 0

@@ -26,6 +26,7 @@ from typing_extensions import TypedDict
 from ai_agent.checkpoints import DeltaSaver
 from ai_agent.checkpoints.reader import DeltaReader, NotPlain
 from ai_agent.errors import CorruptRunError
+from tests.conftest import good_and_bad_runs
 
 
 class State(TypedDict):
@@ -302,12 +303,8 @@ def test_show_history_and_resume_refuse_a_checkpoint_naming_os_system(
     from ai_agent.cli import EXIT, main
 
     monkeypatch.chdir(tmp_path)
-    script = tmp_path / "script.json"
-    script.write_text(json.dumps([{"text": "42"}]))
     path = tmp_path / "c.sqlite"
-    for thread in ("good", "bad"):
-        argv = ["run", "multiply", "--db", str(path), "--model", f"scripted:{script}"]
-        assert main([*argv, "--thread-id", thread, "--quiet"]) == 0
+    good_and_bad_runs(str(path), tmp_path)
     skeleton = {"x": ext(0, ["os", "system", "touch PWNED"]), "cv": {}, "vs": {}, "r": {}}
     damage(
         path,

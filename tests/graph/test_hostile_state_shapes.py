@@ -13,7 +13,6 @@ the run's row as it was (before: the run failed inside a stage), and the other r
 from __future__ import annotations
 
 import copy
-import json
 import re
 from pathlib import Path
 from typing import Any
@@ -29,6 +28,7 @@ from ai_agent.errors import CorruptRunError, RunError
 from ai_agent.graph.state_edits import check_update
 from ai_agent.graph.state_shape import shape_problem
 from ai_agent.state import RunState, new_run_state
+from tests.conftest import good_and_bad_runs
 from tests.graph.conftest import MakeAgent, call, recorder, text
 
 TASK = {"role": "user", "content": "note it", "kind": "task"}
@@ -89,12 +89,8 @@ def assert_refused(err: str, parent: str, message: str) -> None:
 @pytest.fixture
 def runs(tmp_path: Path) -> tuple[Path, Path]:
     """A database with two finished runs, ``good`` and ``bad``, and the folder it lives in."""
-    script = tmp_path / "script.json"
-    script.write_text(json.dumps([{"text": "42"}]))
     db = tmp_path / "c.sqlite"
-    for thread in ("good", "bad"):
-        argv = ["run", "multiply", "--db", str(db), "--model", f"scripted:{script}"]
-        assert main([*argv, "--thread-id", thread, "--quiet"]) == 0
+    good_and_bad_runs(str(db), tmp_path)
     return db, tmp_path
 
 

@@ -11,7 +11,6 @@ another value, an import or code run; the other run still reads.
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ import pytest
 from ai_agent import UserPlan
 from ai_agent.cli import EXIT, main
 from ai_agent.errors import CorruptRunError
+from tests.conftest import good_and_bad_runs
 from tests.postgres.conftest import MakePgAgent
 from tests.postgres.test_pg_agent import gated
 
@@ -120,11 +120,7 @@ def test_show_and_history_refuse_a_damaged_row_naming_the_run(
     mods: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    script = mods / "script.json"
-    script.write_text(json.dumps([{"text": "42"}]))
-    for thread in ("good", "bad"):
-        argv = ["run", "multiply", "--db", pg_url, "--model", f"scripted:{script}"]
-        assert main([*argv, "--thread-id", thread, "--quiet"]) == 0
+    good_and_bad_runs(pg_url, mods)
     damage(pg_url, *attack)
     capsys.readouterr()
     before = set(sys.modules)
