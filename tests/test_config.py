@@ -533,17 +533,21 @@ def test_sections_accept_valid_values() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "path", "allowed"),
     [
-        ({"model_backend": {"timeout": 0}}, "model_backend.timeout", "a number > 0"),
+        ({"model_backend": {"timeout": 0}}, "model_backend.timeout", "a finite number > 0"),
         ({"model_backend": {"max_retries": -1}}, "model_backend.max_retries", "an integer >= 0"),
         ({"model_backend": {"temperature": 2.5}}, "model_backend.temperature", ">= 0 and <= 2"),
-        ({"model_backend": {"top_p": -0.1}}, "model_backend.top_p", "a number >= 0 and <= 1"),
+        (
+            {"model_backend": {"top_p": -0.1}},
+            "model_backend.top_p",
+            "a finite number >= 0 and <= 1",
+        ),
         ({"model_backend": {"max_tokens": 0}}, "model_backend.max_tokens", "an integer > 0"),
         ({"model_backend": {"base_url": "ftp://x"}}, "model_backend.base_url", "http://"),
         ({"model_backend": {"base_url": "localhost"}}, "model_backend.base_url", "http://"),
         ({"model_backend": {"model": ""}}, "model_backend.model", "text"),
         ({"max_iterations": 0}, "max_iterations", "an integer >= 1 and <= 1000"),
         ({"max_iterations": 1001}, "max_iterations", "<= 1000"),
-        ({"gate_threshold": 1.5}, "gate_threshold", "a number >= 0 and <= 1"),
+        ({"gate_threshold": 1.5}, "gate_threshold", "a finite number >= 0 and <= 1"),
         ({"gate_profile": "fast"}, "gate_profile", "'interactive', 'default', 'batch'"),
         ({"backend": "cloud"}, "backend", "one of 'openai', 'local'"),
         ({"memory_sqlite": "maybe"}, "memory_sqlite", "true or false"),
@@ -592,7 +596,7 @@ def test_sections_accept_valid_values() -> None:
         (
             {"context": {"hybrid_weights": {"sliding_window": -1}}},
             "context.hybrid_weights['sliding_window']",
-            "allowed: a number >= 0; given: -1",
+            "allowed: a finite number >= 0; given: -1",
         ),
         (
             {"context": {"hybrid_weights": {"sliding_window": 0}}},
@@ -620,9 +624,37 @@ def test_config_error_message_format(monkeypatch: pytest.MonkeyPatch) -> None:
         "    allowed: an integer >= 1 and <= 1000; given: 0\n"
         "    set by the argument max_iterations=; change it there\n"
         "  model_backend.timeout: Input should be greater than 0\n"
-        "    allowed: a number > 0; given: '-1'\n"
+        "    allowed: a finite number > 0; given: '-1'\n"
         "    set by the environment variable MAMBA_MODEL_BACKEND__TIMEOUT; change it there"
     )
+
+
+@pytest.mark.parametrize(
+    ("where", "setting", "set_by"),
+    [
+        ("toml", "model_backend.timeout", "set by model_backend.timeout in config.toml"),
+        ("yaml", "lease_seconds", "set by lease_seconds in config.yaml"),
+        ("env", "budget.max_cost", "the environment variable MAMBA_BUDGET__MAX_COST"),
+        ("argument", "retry.max_backoff_seconds", "set by the argument retry="),
+    ],
+)
+def test_a_number_that_is_not_finite_is_refused_from_every_source(
+    where: str, setting: str, set_by: str, dirs: Dirs, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A JSON file refuses NaN and Infinity itself; TOML, YAML and the environment read them as
+    # floats: a timeout or a lease that never ends, a price that makes every cost infinite.
+    kwargs: dict[str, Any] = {}
+    if where == "toml":
+        dirs.write("config.toml", "[model_backend]\ntimeout = inf\n")
+    elif where == "yaml":
+        dirs.write("config.yaml", "lease_seconds: .inf\n")
+    elif where == "env":
+        monkeypatch.setenv("MAMBA_BUDGET__MAX_COST", "Infinity")
+    else:
+        kwargs["retry"] = {"max_backoff_seconds": float("nan")}
+    message = config_error(**kwargs)
+    assert f"  {setting}: Input should be a finite number\n    allowed: a finite number" in message
+    assert set_by in message
 
 
 def test_literal_error_lists_the_choices() -> None:

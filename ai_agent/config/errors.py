@@ -178,7 +178,7 @@ def _without_none(annotation: object) -> object:
 _KIND_NAMES: dict[object, str] = {
     bool: "true or false",
     int: "an integer",
-    float: "a number",
+    float: "a finite number",
     str: "text",
     SecretStr: "text without spaces",
     Path: "a file path",

@@ -41,10 +41,12 @@ class Section(BaseModel):
     Sections are plain models, not ``BaseSettings``: a nested ``BaseSettings`` would read the
     environment on its own, without the ``MAMBA_`` prefix. Unknown keys are errors so that typos in
     config files surface, and inputs are hidden from pydantic's error text so a secret given in the
-    wrong place is never echoed.
+    wrong place is never echoed. Numbers must be finite: TOML's ``inf`` and ``nan``, YAML's
+    ``.inf`` and an environment value of ``inf`` would otherwise be read as a timeout, a lease or
+    a price nobody meant (a JSON config file refuses them before they get here).
     """
 
-    model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)
+    model_config = ConfigDict(extra="forbid", hide_input_in_errors=True, allow_inf_nan=False)
 
 
 def check_regex(pattern: str) -> str:

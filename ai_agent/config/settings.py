@@ -88,6 +88,7 @@ class AgentSettings(BaseSettings):
         env_file_encoding="utf-8",
         extra="ignore",
         hide_input_in_errors=True,
+        allow_inf_nan=False,  # as every section (`Section`)
     )
 
     backend: Literal["openai", "local"] = Field(

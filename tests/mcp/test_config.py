@@ -109,7 +109,7 @@ def test_every_file_layout(tmp_path: Path) -> None:
         ("mcp_servers: [{name: a, command: x, env: {'BAD-NAME': v}}]", "not a valid name"),
         ("mcp_servers: [{name: a, url: 'http://h', headers: {'X Y': v}}]", "not a valid name"),
         ("mcp_servers: [{name: a, command: x, timout: 3}]", "timout: unknown setting"),
-        ("mcp_servers: [{name: a, command: x, timeout: 0}]", "a number > 0"),
+        ("mcp_servers: [{name: a, command: x, timeout: 0}]", "a finite number > 0"),
         ("mcp_servers: [{name: a, command: x}, {name: a, command: y}]", "two servers are named"),
         (
             "mcp_servers: [{name: a, command: x, categories: {'*': dangerous}}]",
