@@ -36,6 +36,7 @@ __all__ = [
     "loads_json",
     "nested_past",
     "not_a_number",
+    "not_finite_in",
     "parse_nested",
     "read_text",
     "strict_loads",
@@ -224,6 +225,25 @@ def check_depth(
     """
     if nested_past(value, max_depth):
         raise error(_too_deep(what, max_depth))
+
+
+def not_finite_in(value: object) -> bool:
+    """Whether ``value`` holds a float that is NaN or infinite, in its lists and mappings.
+
+    It recurses: call it on values whose depth `nested_past` has bounded. A mapping's keys are
+    text in what the engine parses, so only its values are looked at.
+
+    Examples:
+        >>> not_finite_in({"a": [1.5, {"b": float("nan")}]}), not_finite_in({"a": [1e308, "inf"]})
+        (True, False)
+    """
+    if isinstance(value, float):
+        return not math.isfinite(value)
+    if isinstance(value, Mapping):
+        return any(not_finite_in(item) for item in value.values())
+    if isinstance(value, list | tuple):
+        return any(not_finite_in(item) for item in value)
+    return False
 
 
 def nested_past(value: object, max_depth: int) -> bool:

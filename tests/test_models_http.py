@@ -344,6 +344,22 @@ async def test_tool_arguments_nested_too_deeply_are_malformed_not_a_crash(
     assert len(server.requests) == 2  # the one repair chance, as for any malformed call
 
 
+@pytest.mark.parametrize("listen", [True, False])
+@pytest.mark.parametrize("number", ["NaN", "-Infinity", "1e999"])
+async def test_tool_arguments_with_numbers_json_has_not_are_malformed(
+    server: MockOpenAIServer, listen: bool, number: str
+) -> None:
+    # Python's parser reads them as floats; a tool's guard such as `if amount > limit` is
+    # false for NaN, so the call would slip past it.
+    raw = '{"expression": "1+1", "limit": [1, {"n": ' + number + "}]}"
+    server.add(*[Fault.malformed_tool_args("calculator", raw)] * 2)
+    with pytest.raises(MalformedToolCallError) as info:
+        await call(make_caller(server, retries=0), listen=listen)
+    assert info.value.tool == "calculator"
+    assert "NaN, Infinity or a number too large: JSON numbers are finite" in str(info.value)
+    assert len(server.requests) == 2  # the one repair chance, as for any malformed call
+
+
 async def test_tool_arguments_that_are_not_an_object_are_malformed(
     server: MockOpenAIServer,
 ) -> None:
