@@ -34,7 +34,7 @@ from ai_agent.console import (
     views,
 )
 from ai_agent.console.auth import Access
-from ai_agent.console.base import Console, ConsoleError
+from ai_agent.console.base import Console, ConsoleError, whole_number
 from ai_agent.console.base import read_form as _form
 from ai_agent.console.guard import Guard
 from ai_agent.console.live import EventStream, Looks, read_error
@@ -178,9 +178,10 @@ def _cycle(text: str | None) -> int | None:
     """The ``last`` cycle a run page asks for (None: the latest), or a 400 that says why."""
     if not text:
         return None
-    if not text.isdigit() or len(text) > 9:
+    cycle = whole_number(text, 9)
+    if cycle is None:
         raise ConsoleError(400, f"last={text!r} is not a cycle number; use 0 or more")
-    return int(text)
+    return cycle
 
 
 async def _answer(console: Console, request: Request) -> Response:

@@ -23,10 +23,29 @@ if TYPE_CHECKING:
     from ai_agent.console.live import Looks
     from ai_agent.graph import Agent, RunArchive
 
-__all__ = ["MAX_FORM_BYTES", "Console", "ConsoleError", "read_form"]
+__all__ = ["MAX_FORM_BYTES", "Console", "ConsoleError", "read_form", "whole_number"]
 
 MAX_FORM_BYTES = 256_000
 """A form larger than this is refused before it is parsed (a plan has its own, smaller limit)."""
+
+
+def whole_number(text: str, max_digits: int) -> int | None:
+    """``text`` as a whole number of at most ``max_digits`` ASCII digits, or None.
+
+    A number in an address (a cycle, a step, a rule's id, a tool's version) is one a page wrote,
+    in ASCII digits. ``str.isdigit`` alone lets through what ``int`` reads as another number
+    (an Arabic-Indic one, U+0661, is 1: a request would act on a number nobody wrote) or
+    refuses (a superscript two: a 500), and ``int`` refuses more than 4,300 digits.
+
+    Examples:
+        >>> whole_number("12", 9), whole_number("\u00b2", 9), whole_number("\u0661", 9)
+        (12, None, None)
+        >>> whole_number("1234", 3) is None
+        True
+    """
+    if not (text.isascii() and text.isdigit()) or len(text) > max_digits:
+        return None
+    return int(text)
 
 
 class ConsoleError(Exception):

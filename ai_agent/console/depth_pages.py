@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from starlette.routing import Route
 
 from ai_agent.console import depth
-from ai_agent.console.base import Console, ConsoleError
+from ai_agent.console.base import Console, ConsoleError, whole_number
 from ai_agent.errors import InvalidThreadIdError, UnknownCheckpointError, UnknownThreadError
 
 if TYPE_CHECKING:
@@ -47,10 +47,11 @@ async def _checkpoint(console: Console, request: Request) -> Response:
 
 async def _context(console: Console, request: Request) -> Response:
     thread, text = request.path_params["thread"], request.path_params["step"]
-    if not text.isdigit() or len(text) > 9:
-        raise ConsoleError(400, f"step {text!r} is not a step number")
+    step = whole_number(text, 9)
+    if step is None:
+        raise ConsoleError(400, f"step {text[:20]!r} is not a step number; use 0 or more")
     try:
-        context = await depth.context_of(console.agent, thread, int(text))
+        context = await depth.context_of(console.agent, thread, step)
     except _MISSING as exc:
         raise ConsoleError(404, str(exc)) from None
     return console.page(request, "context.html", thread=thread, context=context)

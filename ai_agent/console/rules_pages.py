@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from starlette.routing import Route
 
 from ai_agent.console import views
-from ai_agent.console.base import ConsoleError, read_form
+from ai_agent.console.base import ConsoleError, read_form, whole_number
 from ai_agent.errors import RunError
 
 if TYPE_CHECKING:
@@ -51,10 +51,11 @@ async def _revoke(console: Console, request: Request) -> Response:
     """Revoke a rule (a form with the session's CSRF token); the page says what happened."""
     await read_form(console, request)
     text = request.path_params["rule"]
-    if not text.isdigit() or len(text) > 18:
+    rule_id = whole_number(text, 18)
+    if rule_id is None:
         raise ConsoleError(404, f"there is no rule {text[:20]!r}; the Rules page lists them")
     try:
-        rule = await console.archive.store.revoke_rule(int(text))
+        rule = await console.archive.store.revoke_rule(rule_id)
     except RunError as exc:
         return await _rules_page(console, request, error=str(exc), status=409)
     return await _rules_page(

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from ai_agent.console.base import read_form
+from ai_agent.console.base import read_form, whole_number
 from ai_agent.errors import AgentError
 from ai_agent.graph import open_toolsmaker
 
@@ -53,7 +53,9 @@ def routes(bound: Any) -> list[Route]:
     """The review page and its actions, handlers wrapped by the app's ``bound``."""
     return [
         Route("/tools", bound(_page)),
-        Route("/tools/{name}/{version:int}/{action}", bound(_act), methods=["POST"]),
+        # The version is read by `_act`: Starlette's int converter raises (a 500) on a number
+        # of more than 4,300 digits.
+        Route("/tools/{name}/{version}/{action}", bound(_act), methods=["POST"]),
     ]
 
 
@@ -105,8 +107,11 @@ def _render(
 
 async def _act(console: Console, request: Request) -> Response:
     form = await read_form(console, request)
-    name, version = request.path_params["name"], int(request.path_params["version"])
+    name, version = request.path_params["name"], whole_number(request.path_params["version"], 9)
     action = request.path_params["action"]
+    if version is None:
+        problem = f"there is no version {request.path_params['version'][:20]!r} of {name[:40]!r}"
+        return _render(console, request, None, f"{problem}; this page lists them", 404)
     if action not in ACTIONS:
         return _render(
             console,

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ai_agent.datafiles import strict_loads
-from ai_agent.errors import InvalidPlanError, RunError
+from ai_agent.errors import AgentError, InvalidPlanError, RunError
 from ai_agent.graph.state_edits import check_update
 from ai_agent.observability.logs import engine_logger
 from ai_agent.plans import read_plan
@@ -38,7 +38,16 @@ if TYPE_CHECKING:
     from ai_agent.graph import Agent
     from ai_agent.graph.result import RunResult
 
-__all__ = ["Diff", "DiffRow", "ForkOutcome", "diff", "fork", "parse_update", "replay"]
+__all__ = [
+    "Diff",
+    "DiffRow",
+    "ForkOutcome",
+    "ForkedWithoutPlanError",
+    "diff",
+    "fork",
+    "parse_update",
+    "replay",
+]
 
 MAX_UPDATE_CHARS = 200_000
 _STATE_KEYS = frozenset(RunState.__annotations__)
@@ -119,6 +128,18 @@ def _unreadable(exc: ValueError | RecursionError) -> str:
     return str(exc)  # a number too long to read
 
 
+class ForkedWithoutPlanError(InvalidPlanError):
+    """The fork was made, but the plan given for it was refused: the fork waits, unanswered.
+
+    The plan can only be checked against the fork's own gate, so the fork exists by then; the
+    page must say so (a person told "not forked" would fork again, and again).
+    """
+
+    def __init__(self, thread_id: str, reason: str) -> None:
+        super().__init__(f"forked as run {thread_id}, but its plan was not queued: {reason}")
+        self.thread_id = thread_id
+
+
 @dataclass(frozen=True)
 class ForkOutcome:
     """A fork, and how it goes on: a plan queued for it (its id) or a resume started."""
@@ -135,25 +156,43 @@ async def fork(
 
     Raises:
         RunError / InvalidPlanError / UnknownThreadError / UnknownCheckpointError: the edit or
-            the plan is wrong, or does not fit the checkpoint (a plan needs a paused gate).
+            the plan is wrong, or the checkpoint is unknown; nothing was forked.
+        ForkedWithoutPlanError: the fork was made, and the plan does not fit it (a plan needs a
+            paused gate, and one that the plan fits).
     """
     update = parse_update(update_text)
     plan = parse_plan(plan_text, agent.settings.max_plan_chars)
     new = await agent.archive.afork(thread_id, checkpoint_id, update)
     if plan is not None:
-        if (await agent.get_result(new)).status != "paused":
-            raise InvalidPlanError(
-                f"a plan answers a gate, and checkpoint {checkpoint_id} is not a paused gate: "
-                f"fork {new} was made, resume it without a plan (its page has the button)"
-            )
-        record = await agent.submit_plan(new, plan)
-        return ForkOutcome(new, record["id"], resumed=False)
+        return await _queue_for_fork(agent, new, checkpoint_id, plan)
     if (await agent.get_result(new)).status == "paused":
         return ForkOutcome(new, None, resumed=False)  # it waits at its gate: the inbox has it
     task = asyncio.get_running_loop().create_task(agent.resume(new))
     _running.add(task)
     task.add_done_callback(lambda done: _finished(new, done))
     return ForkOutcome(new, None, resumed=True)
+
+
+async def _queue_for_fork(
+    agent: Agent, new: str, checkpoint_id: str, plan: dict[str, Any]
+) -> ForkOutcome:
+    """Queue the plan for the fork's gate, or say that the fork was made without it."""
+    if (await agent.get_result(new)).status != "paused":
+        raise ForkedWithoutPlanError(
+            new,
+            f"a plan answers a gate, and checkpoint {checkpoint_id} is not a paused gate; "
+            f"resume the fork with `ai-agent resume {new}` (forking again without a plan makes "
+            "another run)",
+        )
+    try:
+        record = await agent.submit_plan(new, plan)
+    except AgentError as exc:  # checked against the fork's gate: the fork exists by now
+        raise ForkedWithoutPlanError(
+            new,
+            f"{str(exc).rstrip('.')}; the fork waits at its gate: answer it in the inbox or "
+            f"on its page, /runs/{new} (forking again makes another run)",
+        ) from None
+    return ForkOutcome(new, record["id"], resumed=False)
 
 
 def _finished(thread_id: str, task: asyncio.Task[Any]) -> None:

@@ -54,8 +54,10 @@ async def _fork(console: Console, request: Request) -> Response:
         )
     except _MISSING as exc:
         raise ConsoleError(404, str(exc)) from None
+    except travel.ForkedWithoutPlanError as exc:  # made: the page must not say "not forked"
+        return await _fork_refused(console, request, thread, checkpoint, form, str(exc))
     except AgentError as exc:
-        return await _fork_refused(console, request, thread, checkpoint, form, f"{exc}")
+        return await _fork_refused(console, request, thread, checkpoint, form, f"not forked: {exc}")
     # The fork's page says where it came from (its run row), and follows it as it runs.
     return RedirectResponse(f"/runs/{quote(outcome.thread_id, safe='')}", status_code=303)
 
@@ -72,7 +74,7 @@ async def _fork_refused(
     try:
         state = await depth.state_at(console.agent, thread, checkpoint)
     except AgentError:
-        raise ConsoleError(400, f"not forked: {problem}") from None
+        raise ConsoleError(400, problem) from None
     typed = {"update": form.get("update", ""), "plan": form.get("plan", "")}
     return console.page(
         request,
@@ -80,7 +82,7 @@ async def _fork_refused(
         400,
         thread=thread,
         state=state,
-        problem=f"not forked: {problem}",
+        problem=problem,
         typed=typed,
     )
 
