@@ -310,6 +310,12 @@ async def test_the_denylist_holds_on_every_command(tree: Tree, command: str) -> 
         ("rm -rf build", "destructive command: rm -rf build"),
         ("ls && rm x", "destructive command: rm x"),
         ("echo hi > notes.txt", "overwrites notes.txt (>)"),
+        # A word of digits after > is a file, not a descriptor; after >& any other word is one.
+        ("echo hi > 2", "overwrites 2 (>)"),
+        ("echo hi >| 3", "overwrites 3 (>|)"),
+        ("echo hi > \u0661", "overwrites \u0661 (>)"),
+        (": >& notes.txt", "overwrites notes.txt (>&)"),
+        ("echo hi >&$where", "overwrites a file (>&)"),  # an expansion: any file
         ("git reset --hard HEAD~1", "git reset --hard HEAD~1"),
         ("git clean -fd", "git clean -fd"),
         ("git push --force", "git push --force"),
@@ -329,7 +335,11 @@ def test_destructive_commands_are_escalated(tree: Tree, command: str, reason: st
 
 
 @pytest.mark.parametrize(
-    "command", ["ls -la", "echo hi > /dev/null", "git status", "cat x 2>&1", "grep -r x ."]
+    "command",
+    [
+        *("ls -la", "echo hi > /dev/null", "git status", "cat x 2>&1", "grep -r x ."),
+        *("echo e >&2", "exec 3>&1 4>&-", "echo moved >&3-", "echo hi >& /dev/null"),
+    ],
 )
 def test_ordinary_commands_are_not_escalated(tree: Tree, command: str) -> None:
     spec = registry(tree.base)["run_bash"]

@@ -81,10 +81,29 @@ def _destructive(parsed: Parsed) -> list[str]:
             reasons.append("find -delete")
         elif name == "git" and _destructive_git(args):
             reasons.append(f"git {' '.join(args)}")
-        for op, target in cmd.redirects:
-            if op in (">", ">|", "&>") and target not in _HARMLESS_TARGETS and not target.isdigit():
-                reasons.append(f"overwrites {target or 'a file'} ({op})")
+        reasons.extend(
+            f"overwrites {target or 'a file'} ({op})"
+            for op, target in cmd.redirects
+            if _overwrites(op, target)
+        )
     return reasons
+
+
+_DESCRIPTOR = re.compile(r"(?:[0-9]+-?|-)\Z")
+
+
+def _overwrites(op: str, target: str) -> bool:
+    """Whether a redirection truncates a file.
+
+    ``>``, ``>|`` and ``&>`` always name a file (``> 2`` writes a file called 2); ``>&`` names a
+    descriptor only when its word is digits (``>&2``, ``>&3-``) or ``-``, and with any other word
+    it is ``&>`` (``>& notes.txt`` truncates notes.txt).
+    """
+    if target in _HARMLESS_TARGETS:
+        return False
+    if op in (">", ">|", "&>"):
+        return True
+    return op == ">&" and not _DESCRIPTOR.match(target)
 
 
 def _destructive_git(args: list[str]) -> bool:
