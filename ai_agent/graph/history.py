@@ -49,6 +49,8 @@ __all__ = [
 
 T = TypeVar("T")
 _INTERRUPT = "__interrupt__"  # LangGraph's channel for a pending interrupt
+# The lines of a gate prompt that name its run (`ai_agent.nodes.gate`), as their heads.
+_PROMPT_HEADS = ("Run {} paused ", "Resume with: ai-agent resume {} ")
 
 
 @dataclass(frozen=True, slots=True)
@@ -265,11 +267,29 @@ def _retarget(value: Any, source: str, target: str) -> Any:
     for item in value:
         report = getattr(item, "value", None)
         if isinstance(item, Interrupt) and isinstance(report, dict) and "prompt" in report:
-            prompt = str(report["prompt"]).replace(source, target)
+            prompt = _prompt_naming(str(report["prompt"]), source, target)
             out.append(Interrupt(value={**report, "prompt": prompt}, id=item.id))
         else:
             out.append(item)
     return out
+
+
+def _prompt_naming(prompt: str, source: str, target: str) -> str:
+    """A gate prompt whose own lines name the fork instead of the source.
+
+    Those are its first ("Run THREAD paused ...") and its last ("Resume with: ai-agent resume
+    THREAD ..."), and only those: the rest quotes the calls waiting and the issues (``rm -rf
+    build/`` in a run named ``build``), and what a person approves must read as what runs. A
+    quoted text's later lines are indented under it (`ai_agent.nodes.gate`), so none starts as
+    these do.
+    """
+    heads = [(h.format(source), h.format(target)) for h in _PROMPT_HEADS]
+    lines = prompt.split("\n")
+    for n, line in enumerate(lines):
+        for old, new in heads:
+            if line.startswith(old):
+                lines[n] = new + line[len(old) :]
+    return "\n".join(lines)
 
 
 def _fork_status(snapshot: StateSnapshot) -> tuple[str, dict[str, Any] | None]:

@@ -33,6 +33,7 @@ from ai_agent.context import CallerBase, Hook, ModelCall, ModelCaller, ModelRepl
 from ai_agent.datafiles import valid_data
 from ai_agent.errors import (
     CircuitOpenError,
+    CorruptRunError,
     InvalidPlanError,
     ModelAuthError,
     ModelError,
@@ -44,12 +45,13 @@ from ai_agent.errors import (
 )
 from ai_agent.graph.divergence import DivergenceReport, call_lines, request_lines, text_diff
 from ai_agent.graph.recording import call_position, request_params
+from ai_agent.graph.state_shape import shape_problem
 from ai_agent.graph.toolboxes import DelegatingToolBox
 from ai_agent.models import request_hash
 from ai_agent.nodes._common import call_hook
 from ai_agent.nodes.gate import check_plan
 from ai_agent.plans import PlanAnswer, read_plan
-from ai_agent.state import GateReport, Message, PlanRecord, ToolCall, ToolResult
+from ai_agent.state import GateReport, Message, PlanRecord, ToolCall, ToolOutcome, ToolResult
 from ai_agent.tools.policy import args_hash
 
 __all__ = ["ReplayMode", "ReplayModel", "ReplaySession", "ReplayToolBox", "Tape"]
@@ -119,6 +121,29 @@ def recorded_reply(record: ModelCallRecord, message: Message) -> Message:
         )
         raise corrupt_row(f"the reply of recorded call {record['seq']}", thread, problem, hint)
     return valid_data(message)
+
+
+def recorded_result(record: ToolCallRecord, call: ToolCall, iteration: int) -> ToolResult:
+    """A recorded call's result as the act stage takes it: checked, a copy.
+
+    The store checks only that it is an object; an edited row may hold an object no tool
+    returns (no status, a meta that is a number), which act failed on with a KeyError.
+
+    Raises:
+        CorruptRunError: the result does not have the shape of a tool's result.
+    """
+    result = copy.deepcopy(record["result"])
+    outcome = ToolOutcome(iteration=iteration, call=call, result=result)
+    problem = shape_problem({"results": [outcome]})  # the run's state takes it as it is
+    if problem is not None:
+        thread = str(record["thread_id"])
+        hint = (
+            f"a replay cannot use it: replay the run live (`ai-agent replay {thread} --live`), "
+            "or record it again"
+        )
+        what = f"the result of recorded tool call {record['seq']}"
+        raise corrupt_row(what, thread, f"it is not a tool's result ({problem})", hint)
+    return result
 
 
 def _model_error(record: dict[str, str]) -> ModelError:
@@ -375,10 +400,15 @@ class ReplayToolBox(DelegatingToolBox):
             self.last_source = "live"
             return await self.inner.execute(call, tool_ctx)
         self.last_source = "recorded"
+        iteration = int(tool_ctx.get("iteration", 0))
         record = self.session.tape.take_tool(call, position["step"])
         if record is None:
-            raise self.session.tool_divergence(position, call, int(tool_ctx.get("iteration", 0)))
-        return copy.deepcopy(record["result"])
+            raise self.session.tool_divergence(position, call, iteration)
+        try:
+            return recorded_result(record, call, iteration)
+        except CorruptRunError:
+            self.session.forget = (iteration, call["id"])  # act journaled it; it never ran
+            raise
 
 
 def plan_hook(session: ReplaySession, original: Hook | None) -> Hook:

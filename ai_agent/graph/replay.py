@@ -54,6 +54,8 @@ __all__ = ["REPLAY_MODES", "Replayer", "recorded_calls", "trace_signature"]
 REPLAY_MODES: tuple[ReplayMode, ...] = ("recorded", "live", "live-after")
 # recall is the first stage of every run: step -1 is the input, 0 the start, 1 recall.
 _RECALL_STEP = 1
+# The origins of runs whose first steps are their parent's, copied by `fork_run`.
+_COPIES = frozenset({"fork", "replay"})
 
 
 def trace_signature(trace: Sequence[TraceEvent]) -> list[tuple[Any, ...]]:
@@ -211,6 +213,9 @@ class Replayer:
             lease = await self.database.store.acquire(session.thread_id)
             result = await self.runner.drive(session.thread_id, graph_input, lease, context)
             session.resuming = False
+            if session.forget is not None:  # act journaled a call the player refused to serve
+                await self.database.store.forget(session.thread_id, *session.forget)
+                session.forget = None
             if session.divergence is not None:
                 return await self._diverged(session, result)
             if result.status != "paused" or result.gate is None:
@@ -238,8 +243,6 @@ class Replayer:
         return Command(resume=plan)
 
     async def _diverged(self, session: ReplaySession, result: RunResult) -> RunResult:
-        if session.forget is not None:  # act journaled the call before the player refused it
-            await self.database.store.forget(session.thread_id, *session.forget)
         return dataclasses.replace(result, divergence=session.divergence, stop_reason="diverged")
 
 
@@ -248,7 +251,9 @@ async def recorded_calls(
 ) -> tuple[list[ModelCallRecord], list[ToolCallRecord]]:
     """The calls recorded for a run, with its ancestors' up to where it was forked.
 
-    A fork's first steps were made, and recorded, by its parent.
+    A fork's (or a replay's) first steps were made, and recorded, by its parent. A subagent's
+    run also names a parent, but made every step itself, with a model of its own: its parent's
+    calls are no part of its recording.
     """
     store = database.store
     models = await store.model_calls(thread_id)
@@ -256,6 +261,8 @@ async def recorded_calls(
     record = await store.get_run(thread_id)
     seen = {thread_id}
     while record and record["parent_thread_id"] and record["parent_thread_id"] not in seen:
+        if record["origin"] not in _COPIES:
+            break  # a subagent's run: its parent's calls are not its own first steps
         parent, cut = record["parent_thread_id"], await _fork_step(database, record)
         seen.add(parent)
         models = [m for m in await store.model_calls(parent) if _before(m, cut)] + models

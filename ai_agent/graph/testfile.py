@@ -65,10 +65,11 @@ def regression_test_text(case: Mapping[str, Any], recording_name: str, recipe: A
     expected = case["expected"]
     thread = str(case["thread_id"])
     calls = [(c["name"], c["args"]) for c in expected["tool_calls"]]
+    name_there = _inside_docstring(recording_name)
     lines = [
         f'"""Regression test: run {thread} replayed offline from its recording.',
         "",
-        f"Written by `ai-agent test-from-run {thread}`. The recording, {recording_name},",
+        f"Written by `ai-agent test-from-run {thread}`. The recording, {name_there},",
         "lies beside this file: keep both in the repository. The replay asks no model and runs",
         "no tool (their answers come from the recording); the system prompt, the tools' schemas,",
         "the hooks and the stages are today's code, so the test fails where today's code takes",
@@ -164,6 +165,19 @@ def _inline(value: Any) -> str:
     if isinstance(value, list):
         return "[" + ", ".join(_inline(v) for v in value) + "]"
     return repr(value)  # None, True, False, numbers
+
+
+def _inside_docstring(text: str) -> str:
+    r"""Text written inside the file's docstring: no quote or hidden character of it ends that.
+
+    The recording's name comes from ``--out``: three quotes in it ended the docstring (then
+    ``compile`` refused the file, an internal error).
+
+    Examples:
+        >>> print(_inside_docstring("x" + '"' * 3 + ".json"))
+        x\"\"\".json
+    """
+    return _string(text)[1:-1]
 
 
 def _string(text: str) -> str:
