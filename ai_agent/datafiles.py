@@ -36,11 +36,11 @@ __all__ = [
     "loads_json",
     "nested_past",
     "not_a_number",
-    "not_finite_in",
     "parse_nested",
     "read_text",
     "strict_loads",
     "unique_keys",
+    "unstorable_at",
     "valid_data",
     "valid_text",
 ]
@@ -227,23 +227,62 @@ def check_depth(
         raise error(_too_deep(what, max_depth))
 
 
-def not_finite_in(value: object) -> bool:
-    """Whether ``value`` holds a float that is NaN or infinite, in its lists and mappings.
+_HALF_TEXT = (
+    "holds half of a character (a lone surrogate, such as JSON's \\ud800 written alone), "
+    "which no text can store; write the whole character"
+)
+# The whole numbers a checkpoint keeps (msgpack's): past them its write fails ("Integer exceeds
+# 64-bit range"), and json.dumps fails past 4,300 digits.
+_STORABLE_INTS = range(-(2**63), 2**64)
 
-    It recurses: call it on values whose depth `nested_past` has bounded. A mapping's keys are
-    text in what the engine parses, so only its values are looked at.
+
+def unstorable_at(value: object, *, texts: bool = True) -> tuple[str, str] | None:
+    r"""Where in ``value`` (a dotted path) the first value no store keeps is, and what it is.
+
+    NaN and Infinity (no JSON number: what reads them back refuses them, and a guard such as
+    ``amount > limit`` is false for NaN), a whole number past 64 bits, and with ``texts`` a
+    lone surrogate in a text or a key. A walk with a stack: values may nest as deep as their
+    author wrote.
 
     Examples:
-        >>> not_finite_in({"a": [1.5, {"b": float("nan")}]}), not_finite_in({"a": [1e308, "inf"]})
-        (True, False)
+        >>> unstorable_at({"edit_args": {"c1.1": {"n": float("nan")}}})
+        ('edit_args.c1.1.n', 'is NaN, which is not a JSON number; write a finite number')
+        >>> unstorable_at(["ok", 2**64 - 1, -(2**63), 0.5, "\ud800"], texts=False) is None
+        True
     """
-    if isinstance(value, float):
-        return not math.isfinite(value)
-    if isinstance(value, Mapping):
-        return any(not_finite_in(item) for item in value.values())
-    if isinstance(value, list | tuple):
-        return any(not_finite_in(item) for item in value)
-    return False
+    stack: list[tuple[str, object]] = [("", value)]
+    while stack:
+        where, item = stack.pop()
+        problem = _unstorable(item, texts)
+        if problem is not None:
+            return where, problem
+        items: list[tuple[object, object]] = []
+        if isinstance(item, Mapping):
+            items = list(item.items())
+        elif isinstance(item, list | tuple):
+            items = list(enumerate(item))
+        for key, inner in reversed(items):
+            # The path is printed: a half character in a key is shown as its escape.
+            shown = _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", str(key))
+            place = f"{where}.{shown}" if where else shown
+            if texts and shown != str(key):
+                return place, _HALF_TEXT
+            stack.append((place, inner))
+    return None
+
+
+def _unstorable(value: object, texts: bool) -> str | None:
+    """What makes one value unstorable, or None (containers are walked by the caller)."""
+    if isinstance(value, str):
+        return _HALF_TEXT if texts and _SURROGATE.search(value) else None
+    if isinstance(value, float) and not math.isfinite(value):
+        named = "NaN" if math.isnan(value) else "Infinity" if value > 0 else "-Infinity"
+        return f"is {named}, which is not a JSON number; write a finite number"
+    if isinstance(value, int) and not isinstance(value, bool) and value not in _STORABLE_INTS:
+        # str() of a number past 4,300 digits raises; its size says enough.
+        size = str(value) if value.bit_length() <= 180 else f"{value.bit_length()} bits long"
+        return f"must be a whole number of at most 64 bits (it is {size})"
+    return None
 
 
 def nested_past(value: object, max_depth: int) -> bool:

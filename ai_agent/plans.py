@@ -24,11 +24,11 @@ Examples:
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from pydantic import ValidationError
 
+from ai_agent.datafiles import unstorable_at
 from ai_agent.errors import InvalidPlanError
 from ai_agent.state import GateReport, UserPlan
 
@@ -62,7 +62,7 @@ def read_plan(value: Any, *, max_chars: int | None = None) -> UserPlan:
     if isinstance(value, PlanAnswer):
         value = value.plan
     plan = value if isinstance(value, UserPlan) else _parse(value)
-    _check_text(plan)
+    _check_values(plan)
     if max_chars is not None:
         check_size(plan, max_chars)
     return plan
@@ -73,50 +73,36 @@ def _parse(value: Any) -> UserPlan:
         return UserPlan.model_validate(value)
     except ValidationError as exc:
         problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or 'plan'}: {e['msg']}" for e in exc.errors()
+            f"{'.'.join(str(p) for p in e['loc']) or 'plan'}: {_problem(e)}" for e in exc.errors()
         )
         raise InvalidPlanError(f"invalid plan: {problems}") from None
 
 
-# Half of a character: JSON's "\ud800" reads as it, and no UTF-8 text (a checkpoint, a file
-# a tool writes, the run store) can hold it.
-_HALF = re.compile("[\ud800-\udfff]")
-
-
-def _check_text(plan: UserPlan) -> None:
-    """InvalidPlanError naming the field of a plan that holds a lone surrogate.
-
-    Without this, the first thing that writes the plan (its size check, the checkpoint, the
-    digest its approvals bind to) fails with an encoding error that names nothing.
-    """
-    where = _split_at(plan.model_dump(), "")
-    if where is not None:
-        raise InvalidPlanError(
-            f"invalid plan: {where or 'plan'} holds half of a character (a lone surrogate, "
-            "such as JSON's \\ud800 written alone), which no text can store; write the whole "
-            "character. The run is still paused"
+def _problem(error: Any) -> str:
+    """Pydantic's message, or for a gate token that is none, what a token is and where from."""
+    if tuple(error["loc"]) == ("gate_token",) and error["type"] == "string_pattern_mismatch":
+        return (
+            "not a gate token (32 hexadecimal digits, the 'token' of the gate report); leave "
+            "it out: Agent.submit_plan and `ai-agent resume THREAD --queue` attach the paused "
+            "gate's"
         )
+    return str(error["msg"])
 
 
-def _split_at(value: Any, where: str) -> str | None:
-    """Where in ``value`` (a dotted path) a lone surrogate is, or None."""
-    if isinstance(value, str):
-        return where if _HALF.search(value) else None
-    items: list[tuple[Any, Any]] = []
-    if isinstance(value, dict):
-        items = list(value.items())
-    elif isinstance(value, list):
-        items = list(enumerate(value))
-    for key, item in items:
-        # The path is printed: a half character in a key is shown as its escape.
-        shown = _HALF.sub(lambda m: f"\\u{ord(m.group()):04x}", str(key))
-        inner = f"{where}.{shown}" if where else shown
-        if shown != str(key):
-            return inner
-        found = _split_at(item, inner)
-        if found is not None:
-            return found
-    return None
+def _check_values(plan: UserPlan) -> None:
+    """InvalidPlanError naming the field of a plan that holds a value no store can keep.
+
+    A lone surrogate, NaN or Infinity (no JSON number: the queue's rows are strict JSON), or a
+    whole number past 64 bits. Without this, the first thing that writes the plan (its size
+    check, the checkpoint, the queue, the digest its approvals bind to) fails with an error
+    that names nothing: a resume's internal error, or a queued plan no worker can apply.
+    """
+    found = unstorable_at(plan.model_dump())
+    if found is not None:
+        where, problem = found
+        raise InvalidPlanError(
+            f"invalid plan: {where or 'plan'} {problem}. The run is still paused"
+        )
 
 
 def check_size(plan: UserPlan, limit: int) -> None:

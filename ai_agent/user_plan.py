@@ -66,6 +66,9 @@ class UserPlan(BaseModel):
     )
     gate_token: str | None = Field(
         default=None,
+        # What the gate hands out (`ai_agent.nodes.gate.gate_token`). The check compares it in
+        # constant time (hmac.compare_digest), which raises TypeError for text not ASCII.
+        pattern=r"^[0-9a-f]{32}$",
         description="The token of the gate report this plan answers (its 'token'). A plan "
         "served from the queue must carry it; submit_plan attaches it for you.",
     )

@@ -30,7 +30,7 @@ ALLOWED: dict[str, set[str]] = {
     # typed outputs: the output type as a schema, a check, a rebuild; an answer read strictly
     "structured": {"errors", "datafiles"},
     "state": {"issues", "user_plan"},
-    "plans": {"errors", "state"},
+    "plans": {"errors", "state", "datafiles"},
     "visible": set(),
     "url_passwords": set(),  # masked by the config's errors and the redactor alike
     "config": {"errors", "datafiles", "url_passwords"},

@@ -345,18 +345,26 @@ async def test_tool_arguments_nested_too_deeply_are_malformed_not_a_crash(
 
 
 @pytest.mark.parametrize("listen", [True, False])
-@pytest.mark.parametrize("number", ["NaN", "-Infinity", "1e999"])
-async def test_tool_arguments_with_numbers_json_has_not_are_malformed(
-    server: MockOpenAIServer, listen: bool, number: str
+@pytest.mark.parametrize(
+    ("number", "problem"),
+    [
+        ("NaN", "is NaN, which is not a JSON number; write a finite number"),
+        ("-Infinity", "is -Infinity, which is not a JSON number"),
+        ("1e999", "is Infinity, which is not a JSON number"),
+        ("18446744073709551616", "must be a whole number of at most 64 bits"),
+    ],
+)
+async def test_tool_arguments_with_numbers_no_store_keeps_are_malformed(
+    server: MockOpenAIServer, listen: bool, number: str, problem: str
 ) -> None:
-    # Python's parser reads them as floats; a tool's guard such as `if amount > limit` is
-    # false for NaN, so the call would slip past it.
+    # Python's parser reads the first three as floats (a tool's guard such as `if amount >
+    # limit` is false for NaN); 2**64 failed the checkpoint's write, an internal error.
     raw = '{"expression": "1+1", "limit": [1, {"n": ' + number + "}]}"
     server.add(*[Fault.malformed_tool_args("calculator", raw)] * 2)
     with pytest.raises(MalformedToolCallError) as info:
         await call(make_caller(server, retries=0), listen=listen)
     assert info.value.tool == "calculator"
-    assert "NaN, Infinity or a number too large: JSON numbers are finite" in str(info.value)
+    assert f"limit.1.n {problem}" in str(info.value)
     assert len(server.requests) == 2  # the one repair chance, as for any malformed call
 
 

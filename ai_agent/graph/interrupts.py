@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ai_agent.datafiles import unstorable_at
 from ai_agent.errors import InvalidPlanError
 
 if TYPE_CHECKING:
@@ -89,6 +90,15 @@ def node_answer(thread_id: str, waiting: Interrupted, answer: Any, max_chars: in
                 "gate (approve, deny, activate_tools or --deny): give the text alone"
             )
         answer = answer.instructions or ""
+    # A whole number past 64 bits is JSON, and failed the checkpoint's write: a queued answer
+    # was served again at every poll, keeping every other answer for its run out of the queue.
+    found = unstorable_at(answer, texts=False)
+    if found is not None:
+        where, problem = found
+        raise InvalidPlanError(
+            f"the answer to node {waiting.node}: {where or 'the answer'} {problem}. The run is "
+            "still paused"
+        )
     try:
         text = json.dumps(answer, allow_nan=False)
     except (TypeError, ValueError):

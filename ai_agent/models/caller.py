@@ -27,7 +27,7 @@ from langchain_core.messages import AIMessageChunk, BaseMessage, HumanMessage
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
 
 from ai_agent.context import CallerBase, ModelCall, ModelEvents, ModelReply
-from ai_agent.datafiles import MAX_DEPTH, nested_past, not_finite_in, valid_text
+from ai_agent.datafiles import MAX_DEPTH, nested_past, unstorable_at, valid_text
 from ai_agent.errors import (
     BudgetExceededError,
     CircuitOpenError,
@@ -163,17 +163,16 @@ engine reads (`ai_agent.datafiles.MAX_DEPTH`), well below Python's recursion lim
 reading, checking and storing them use several frames of per level."""
 
 _TOO_DEEP = f"nested more than {MAX_ARGUMENT_DEPTH} levels deep"
-# Python's parser (LangChain's too) reads NaN, Infinity and 1e999, which JSON has no numbers for:
-# a tool's own guard (`if amount > limit`) is false for NaN, so the call would pass it.
-_NOT_FINITE = "NaN, Infinity or a number too large: JSON numbers are finite; write one"
 
 
 def _check_calls(message: BaseMessage, raw_calls: Iterable[_RawCall]) -> None:
     """A tool call whose arguments are not a JSON object is a typed error, never a crash.
 
     Nor are arguments nested past `MAX_ARGUMENT_DEPTH`: every later step (their size, the
-    schema check, the checkpoint) would run out of stack on them; nor numbers JSON does not
-    have (NaN, Infinity). A streamed call is named by
+    schema check, the checkpoint) would run out of stack on them; nor numbers no store keeps:
+    Python's parser (LangChain's too) reads NaN, Infinity and 1e999, which JSON has no numbers
+    for (a tool's own guard, ``if amount > limit``, is false for NaN), and a whole number past
+    64 bits fails the checkpoint's write. A streamed call is named by
     its own parts, whatever order the server sent the calls in; one cut short by the token
     limit says so.
     """
@@ -194,8 +193,11 @@ def _check_calls(message: BaseMessage, raw_calls: Iterable[_RawCall]) -> None:
     for call in getattr(message, "tool_calls", None) or []:
         if nested_past(call.get("args"), MAX_ARGUMENT_DEPTH):
             raise malformed_call(call["name"], _shown(call.get("args")), _TOO_DEEP)
-        if not_finite_in(call.get("args")):
-            raise malformed_call(call["name"], _shown(call.get("args")), _NOT_FINITE)
+        # Not its text: a lone surrogate in a reply is replaced where it enters the run.
+        found = unstorable_at(call.get("args"), texts=False)
+        if found is not None:
+            where, problem = found
+            raise malformed_call(call["name"], _shown(call.get("args")), f"{where} {problem}")
 
 
 def _shown(args: Any) -> str:
