@@ -213,6 +213,12 @@ class RunMeter:
         self._tools_key = ""
         self._tools_tokens = 0
 
+    @property
+    def limited(self) -> bool:
+        """Whether a token or cost budget limits the run (and so its children's whole tree)."""
+        budget = self.budget
+        return budget is not None and (budget.max_tokens, budget.max_cost) != (None, None)
+
     # Estimates -------------------------------------------------------------------------------
     def _tools(self, tools: Sequence[Mapping[str, Any]]) -> int:
         key = json.dumps(list(tools), sort_keys=True)

@@ -219,6 +219,10 @@ class Prepared(TypedDict, total=False):
 class Meter(Protocol):
     """Token accounting around model calls: estimate, compact, check the budget, record usage."""
 
+    @property
+    def limited(self) -> bool:
+        """Whether a token or cost budget limits the run (and so its children's whole tree)."""
+
     async def prepare(
         self,
         state: RunState,

@@ -136,6 +136,9 @@ class _Cycle:
         self.used: list[str] = list(state.get("tools_used", []))
         self.active: list[str] = list(state.get("active_tools", []))
         self.update = ActUpdate(pending=[], messages=[], results=[], issues=[], trace=[])
+        # Children of this step paused at their gates: what they spent is not the run's yet
+        # (it is when they finish), but the children called after them may not spend it again.
+        self.held: list[ToolResult] = []
         # The always-allow rule that let a call run unasked, by the call's id (its records say so).
         self.allowed: dict[str, AllowRule] = {}
         # The phase's plan line goes with its first call run (none when a plan answered it).
@@ -260,7 +263,15 @@ class _Cycle:
         await self.record(call, result)
 
     def concurrent(self, pending: PendingCall) -> bool:
-        """Whether the call's tool may run at the same time as others (a subagent's)."""
+        """Whether the call's tool may run at the same time as others (a subagent's).
+
+        Not under a budget: children that run together are each given all the run has left,
+        and a model calling N of them in one turn had the tree spend up to N times its budget.
+        One after another, each is given what the ones before it left (`run` hands a child the
+        usage as this step leaves it).
+        """
+        if self.context.meter is not None and self.context.meter.limited:
+            return False
         info = self.context.tools.info(pending["call"]["name"])
         return bool(info and info.get("concurrent"))
 
@@ -280,6 +291,7 @@ class _Cycle:
         The call has no outcome yet (`run` dropped its intent): run again with the plan, it
         re-attaches to the same child and hands the plan on (``graph/subagents.py``).
         """
+        self.held.append(result)
         message = str(result.get("error") or "the subagent paused at its gate")
         self.wait(pending, Verdict("wait", IssueKind.SUBAGENT_PAUSED, message))
 
@@ -318,7 +330,8 @@ class _Cycle:
             # and this run's usage so far and the budget allowance a person granted it, which
             # a subagent's budget is limited by.
             "plan": dict(self.plan),
-            "usage": dict(self.state.get("usage") or {}),
+            # As this step leaves it so far: what the children called before this one spent.
+            "usage": self.spent_so_far(),
             "budget_allowance": dict(self.state.get("budget_allowance") or {}),
             "on_output": output_sink(
                 context.emit if context.policy.stream_tool_results else None,
@@ -372,6 +385,15 @@ class _Cycle:
     def usage(self) -> dict[str, Any] | None:
         """The run's usage totals as this step leaves them so far."""
         return self.update.get("usage", self.state.get("usage"))
+
+    def spent_so_far(self) -> dict[str, Any]:
+        """The run's usage with what this step's paused children spent: a child's limit."""
+        total = dict(self.usage() or {})
+        for result in self.held:
+            rolled = child_usage(result, total, self.iteration)
+            if rolled is not None:
+                total = rolled[0]
+        return total
 
     def add_usage(self, rolled: tuple[dict[str, Any], UsageRecord] | None) -> None:
         if rolled is not None:
