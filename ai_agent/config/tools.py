@@ -316,7 +316,8 @@ class ToolConfig(Section):
         ge=1,
         le=64,
         description="How many calls of tools that may run at once (subagents) run together in "
-        "one cycle; the others run one after another.",
+        "one cycle; the others run one after another, as all do under a token or cost budget "
+        "(each child is held to what the ones before it left).",
     )
     files: FileToolsConfig = Field(default_factory=FileToolsConfig)
     bash: BashToolConfig = Field(default_factory=BashToolConfig)
