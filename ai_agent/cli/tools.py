@@ -166,7 +166,9 @@ def _reviewer() -> str:
 
 def _parse(text: str) -> tuple[str, int | None]:
     name, _, version = text.partition("@")
-    if not name or (version and not version.isdigit()):
+    # ASCII digits: str.isdigit also takes "\u0661", which int() reads as 1 (another version
+    # than the one written), and "\u00b2", which it refuses.
+    if not name or (version and not (version.isascii() and version.isdigit())) or len(version) > 9:
         raise UsageError(f"{text!r} is not NAME or NAME@VERSION (e.g. fetch_prices@2)")
     return name, int(version) if version else None
 

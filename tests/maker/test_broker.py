@@ -329,3 +329,73 @@ async def test_the_broker_drops_hop_by_hop_headers_and_rewrites_posts_on_303() -
     assert "close" not in seen[0].headers.get("connection", "")
     stop = await _ask(broker, url="http://public.example.com/form", follow_redirects=False)
     assert stop["response"]["status"] == 303
+
+
+# Requests the HTTP client cannot encode -----------------------------------------------------------
+# Each one raised out of the broker (UnicodeEncodeError, InvalidURL, ValueError): the sandbox was
+# killed, the call ended as "tool 'x' raised UnicodeEncodeError: 'ascii' codec..." with nothing
+# audited, and a tool catching OSError for a failed request never got the chance. Each is now a
+# failed request answered to the tool, and the call goes on.
+UNENCODABLE = [
+    ({"url": "{base}/", "headers": {"X-Name": "café"}}, "header 'X-Name' is not a valid header"),
+    ({"url": "{base}/a\x01b"}, "InvalidURL"),
+    ({"url": "http://[::1/"}, "cannot be read: Invalid IPv6 URL"),
+]
+# The same requests as the tool's code makes them, then one that goes through.
+UNENCODABLE_IN_CODE = """[
+    {"url": base + "/", "headers": {"X-Name": "caf\\u00e9"}},
+    {"url": base + "/a" + chr(1) + "b"},
+    {"url": "http://[::1/"},
+    {"url": base + "/after"},
+]"""
+
+EACH_REQUEST = (
+    """
+base = kwargs["base"]
+answers = []
+for request in """
+    + UNENCODABLE_IN_CODE
+    + """:
+    try:
+        response = self.http.request(
+            "GET", request["url"], headers=request.get("headers"), body=request.get("body")
+        )
+        answers.append({"status": response["status"]})
+    except OSError as exc:
+        answers.append({"error": str(exc)})
+return answers
+"""
+)
+
+
+async def test_a_request_the_client_cannot_encode_is_answered_to_the_tool(
+    approve_tool: ApproveTool, call_tool: CallTool, allowed: _Server
+) -> None:
+    base = f"http://127.0.0.1:{allowed.port}"
+    tool = approve_tool(
+        EACH_REQUEST,
+        imports="",
+        capabilities=["http"],
+        allowed_domains=[f"127.0.0.1:{allowed.port}"],
+        inputs={"base": "string"},
+    )
+    result = await call_tool(tool, {"base": base})
+    assert result["status"] == "ok", result
+    *refused, last = result["content"]
+    for answer, (_, error) in zip(refused, UNENCODABLE, strict=True):
+        assert error in answer["error"]
+    # The channel lives on: the next request of the same call goes through.
+    assert last == {"status": 200}
+    assert allowed.seen == [("GET", "/after", f"127.0.0.1:{allowed.port}")]
+
+
+@pytest.mark.parametrize(("message", "error"), UNENCODABLE)
+async def test_the_broker_answers_requests_it_cannot_encode(
+    message: dict[str, Any], error: str
+) -> None:
+    broker = _broker("public.example.com")
+    reply = await _ask(
+        broker, **{**message, "url": message["url"].format(base="http://public.example.com")}
+    )
+    assert reply["ok"] is False
+    assert error in reply["error"]

@@ -6,6 +6,8 @@ real sandbox.
 
 from __future__ import annotations
 
+import ast
+import json
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -67,6 +69,50 @@ def test_the_same_request_gives_the_same_code_byte_for_byte() -> None:
     assert render_code(request_from_intent(intent)) == code
     carried, module = build(request_from_intent({**intent, "code": "# mine\n"}), 1)
     assert module == "# mine\n" and carried.generated is False
+
+
+def _top_level(code: str) -> list[str]:
+    return [ast.dump(node) for node in ast.parse(code).body[1:]]  # what follows the docstring
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        'notes"""; ALLOWED_PATHS.append("elsewhere"); """',
+        'notes"""\nimport os\nos.makedirs("notes/planted")\n"""',
+        'notes"',
+    ],
+)
+def test_requester_text_never_becomes_template_code(maker: ToolsmakerRegistry, path: str) -> None:
+    # The paths went into the module's docstring as they were: the first closed it, and the
+    # requester's statements ran in a module the review calls the template's ("low risk,
+    # template"), passing validation. Now each is docstring text, and the module is the
+    # template's, statement for statement.
+    intent = {
+        "name": "save_note",
+        "purpose": "Save a note.",
+        "inputs": {"path": "string", "content": "string"},
+        "capabilities": ["fs_write"],
+        "risk": "low",
+    }
+    built = maker.build_from_intent({**intent, "allowed_paths": [path]})
+    assert built.ok, built.validation
+    assert maker.review("save_note", built.spec.version)["summary"].startswith(
+        f"save_note v{built.spec.version} (low risk, template)"
+    )
+    code = maker.code("save_note", built.spec.version)
+    plain = render_code(request_from_intent({**intent, "allowed_paths": ["notes"]}))
+    assert _top_level(code.replace(json.dumps(path), json.dumps("notes"))) == _top_level(plain)
+    shown = path.replace('"""', "'''")  # three quotes in a docstring read as three apostrophes
+    assert f"Files: {shown}." in (ast.get_docstring(ast.parse(code)) or "")
+
+
+def test_a_purpose_ending_in_a_quote_is_the_template_classs_docstring() -> None:
+    # The quote met the docstring's closing quotes: the template did not parse, and the build
+    # failed with "the code does not parse", code the requester never wrote.
+    code = render_code(request_from_intent({"name": "quote", "purpose": 'Say "hello"'}))
+    tool_class = next(n for n in ast.parse(code).body if isinstance(n, ast.ClassDef))
+    assert ast.get_docstring(tool_class) == 'Say "hello"'
 
 
 async def test_the_echo_template(maker: ToolsmakerRegistry, call_tool: CallTool) -> None:

@@ -154,6 +154,10 @@ def test_names_and_versions_that_do_not_exist(
     assert code == EXIT["usage"] and "shout has no approved version" in err
     code, _, err = run(capsys, "tools", "approve", "shout@x")
     assert code == EXIT["usage"] and "is not NAME or NAME@VERSION" in err
+    # Digits of other scripts: int() read "\u0661" as version 1 and raised on "\u00b2".
+    for version in ("\u0661", "\u00b2", "9" * 5000):
+        code, _, err = run(capsys, "tools", "approve", f"shout@{version}")
+        assert code == EXIT["usage"] and "is not NAME or NAME@VERSION" in err, version
     code, _, err = run(capsys, "tools", "approve", "nothing")
     assert code == EXIT["failed"] and "no generated tool nothing" in err
     code, _, err = run(capsys, "tools", "rollback", "shout")

@@ -27,7 +27,7 @@ import re
 import socket
 from collections.abc import Awaitable, Callable
 from typing import Any
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import SplitResult, urljoin, urlsplit
 
 import httpx
 
@@ -145,7 +145,7 @@ class HttpBroker:
 
     async def _target(self, url: str) -> tuple[str, str, HostRule, str]:
         """Check ``url`` against the allowlist; (host, host header, rule, address to connect)."""
-        parts = urlsplit(url)
+        parts = _split(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise Violation("host_not_allowed", f"may only use http(s) URLs, not {url[:200]!r}")
         if parts.username is not None or parts.password is not None:
@@ -196,20 +196,23 @@ class HttpBroker:
         async with httpx.AsyncClient(
             transport=self.transport, trust_env=False, follow_redirects=False, timeout=timeout
         ) as client:
-            request = client.build_request(
-                method,
-                pinned.geturl(),
-                headers={**headers, "Host": netloc},
-                content=body,
-                extensions=extensions,
-            )
             try:
+                # Inside the try: a URL the client refuses (a control character in its path)
+                # is the tool's bad request, answered to it, not an exception that ends the
+                # call without a word.
+                request = client.build_request(
+                    method,
+                    pinned.geturl(),
+                    headers={**headers, "Host": netloc},
+                    content=body,
+                    extensions=extensions,
+                )
                 response = await client.send(request, stream=True)
                 try:
                     content = await self._body(response)
                 finally:
                     await response.aclose()
-            except httpx.HTTPError as exc:
+            except (httpx.HTTPError, httpx.InvalidURL, ValueError) as exc:
                 raise _RequestFailedError(f"{type(exc).__name__}: {exc}") from None
         reply = {k.lower(): v for k, v in response.headers.items()}
         return response.status_code, reply, content
@@ -223,6 +226,14 @@ class HttpBroker:
                     f"the response is larger than {self.max_response_bytes} bytes; not passed on"
                 )
         return bytes(chunks)
+
+
+def _split(url: str) -> SplitResult:
+    """``urlsplit(url)``; a URL it cannot read (``http://[::1/``) is the tool's bad request."""
+    try:
+        return urlsplit(url)
+    except ValueError as exc:
+        raise _RequestFailedError(f"the URL {url[:200]!r} cannot be read: {exc}") from None
 
 
 def _request_parts(message: dict[str, Any]) -> tuple[str, str, dict[str, str], bytes | None]:
@@ -240,9 +251,13 @@ def _request_parts(message: dict[str, Any]) -> tuple[str, str, dict[str, str], b
         if (
             not _TOKEN.match(str(name))
             or not isinstance(value, str)
+            or not value.isascii()  # what HTTP/1.1 clients send; other text cannot be encoded
             or any(c in value for c in "\r\n\x00")
         ):
-            raise _RequestFailedError(f"header {str(name)[:40]!r} is not a valid header")
+            raise _RequestFailedError(
+                f"header {str(name)[:40]!r} is not a valid header (a token name, and a value "
+                "of ASCII text without line breaks; encode other text, e.g. percent-encoding)"
+            )
         if name.lower() not in _DROP:
             headers[name] = value
     body = message.get("body")

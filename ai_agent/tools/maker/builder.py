@@ -220,6 +220,20 @@ def _literal(value: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=True)
 
 
+def _docstring_text(text: str) -> str:
+    """``text`` made inert inside a ``\"\"\"`` docstring of the template.
+
+    The requester's words (purpose, paths) are written into the module's docstrings. Unescaped,
+    an allowed path such as ``notes\"\"\"; import os; \"\"\"`` closed the docstring and put the
+    requester's code into a module the review calls the template's. Backslashes are doubled, a
+    run of three quotes becomes ``'''`` (so at most two remain side by side) and a final quote
+    is escaped, so it cannot join the closing quotes either.
+    """
+    text = text.replace("\\", "\\\\").replace('"""', "'''")
+    stripped = text.rstrip('"')
+    return stripped + '\\"' * (len(text) - len(stripped))
+
+
 def render_code(request: ToolBuildRequest) -> str:
     """The template's module for ``request`` (deterministic).
 
@@ -235,16 +249,16 @@ def render_code(request: ToolBuildRequest) -> str:
     headline = spec.purpose.splitlines()[0] if spec.purpose else spec.name
     code = _HEADER.format(
         name=spec.name,
-        headline=headline.replace('"""', "'''"),
-        paths=", ".join(spec.allowed_paths) or "none",
-        hosts=", ".join(spec.allowed_domains) or "none",
-        secrets=", ".join(spec.secrets) or "none",
+        headline=_docstring_text(headline),
+        paths=_docstring_text(", ".join(spec.allowed_paths) or "none"),
+        hosts=_docstring_text(", ".join(spec.allowed_domains) or "none"),
+        secrets=_docstring_text(", ".join(spec.secrets) or "none"),
         name_lit=_literal(spec.name),
         inputs=_literal(spec.parameters["properties"]),
         outputs=_literal(list(spec.outputs)),
         allowed_paths=_literal(list(spec.allowed_paths)),
         allowed_domains=_literal(list(spec.allowed_domains)),
-        purpose_doc=spec.purpose.replace('"""', "'''").replace("\\", "\\\\"),
+        purpose_doc=_docstring_text(spec.purpose),
     )
     if "http" in caps:
         auth = ""
