@@ -29,6 +29,7 @@ from ai_agent.config.errors import explain_problems
 from ai_agent.config.files import check_config_path, parse_config_file
 from ai_agent.config.section import BAD_SECRET_CHARS, BUILT_ON_FIRST_USE, Section, ToolCategoryName
 from ai_agent.errors import ConfigError
+from ai_agent.url_passwords import mask_url_passwords
 
 __all__ = [
     "MCP_ENV_REFERENCE",
@@ -317,13 +318,17 @@ class McpServerConfig(Section):
     def target(self) -> str:
         """Where the server is: its command line or its URL, as configured (unexpanded).
 
+        A password written in the URL is masked: the target is printed (``mcp list``).
+
         Examples:
             >>> McpServerConfig(name="e", command="node", args=["server.js"]).target
             'node server.js'
+            >>> McpServerConfig(name="h", url="https://me:hunter2@example.com/mcp").target
+            'https://me:***@example.com/mcp'
         """
         if self.command is not None:
             return " ".join([self.command, *self.args])
-        return str(self.url)
+        return mask_url_passwords(str(self.url), "***")
 
 
 def check_unique_servers(servers: list[McpServerConfig]) -> list[McpServerConfig]:

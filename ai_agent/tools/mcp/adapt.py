@@ -3,8 +3,9 @@
 Names: a server's tool ``read_file`` joins the registry as ``<server>.read_file`` (on the wire
 ``<server>__read_file``), so two servers' tools of the same name never shadow each other. A tool
 name that our names cannot carry (a dot, a space, a leading digit, too long for the 64 characters
-OpenAI allows on the wire) is made safe and, where that could collide, given a short hash; the
-call still goes out under the server's own name.
+OpenAI allows on the wire) is made safe and given a short hash of its own, so it never takes a
+name the server lists (now or in a later version); the call still goes out under the server's
+own name.
 
 Categories come from the tool's annotations, the strictest that applies:
 
@@ -120,11 +121,14 @@ def local_names(server: str, names: Iterable[str]) -> dict[str, str]:
 
     The local name is the server's name when it fits (letters, digits, ``_``, ``-``, starting
     with a letter or ``_``, and short enough that ``<server>__<name>`` is at most 64 characters);
-    otherwise it is made to fit, with a hash of the original so two tools never share one.
+    otherwise it is made to fit and always ends in a hash of the original, whatever else the
+    server lists. A made name without the hash (``files_list``) would be a name the server
+    could list itself: then the name meant another tool, and a call approved, or a rule made,
+    for one ran the other.
 
     Examples:
         >>> local_names("fs", ["read_file", "files.list", "2fa"])
-        {'read_file': 'read_file', 'files_list': 'files.list', '_2fa': '2fa'}
+        {'read_file': 'read_file', 'files_list_7e7aa1': 'files.list', '_2fa_468975': '2fa'}
         >>> local_names("fs", ["a.b", "a_b"])  # a_b keeps its own name
         {'a_b_2e7336': 'a.b', 'a_b': 'a_b'}
     """
@@ -142,8 +146,8 @@ def local_names(server: str, names: Iterable[str]) -> dict[str, str]:
     for original in unique:
         if original in local_of:
             continue
-        local, salt = safe(original), ""
-        while len(local) > room or local in taken:  # a hashed name the server listed too: salt
+        local, salt = "", ""
+        while not local or local in taken:  # a hashed name the server listed too: salt
             tail = "_" + _short_hash(original + salt)
             local, salt = safe(original)[: room - len(tail)] + tail, salt + "+"
         local_of[original] = local

@@ -10,8 +10,9 @@ is an `McpEnvError` naming the variable and where it is used; no message
 ever holds a value.
 
 Which values are secrets: everything in ``auth`` and ``headers``, every ``env`` entry whose name
-looks secret (KEY, TOKEN, SECRET, PASSWORD, CREDENTIAL...), and every variable whose name looks
-secret wherever it is used. They are scrubbed from tool results, error text and status lines.
+looks secret (KEY, TOKEN, SECRET, PASSWORD, CREDENTIAL...), every variable whose name looks
+secret wherever it is used, and the password in the ``url``. They are scrubbed from tool
+results, error text and status lines.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ai_agent.config import MCP_ENV_REFERENCE, SECRET_ENV_NAME, McpServerConfig
+from ai_agent.config.secrets import url_passwords
 from ai_agent.errors import McpConnectError, McpEnvError
 from ai_agent.tools.results import Scrubber
 
@@ -201,6 +203,10 @@ def resolve(config: McpServerConfig, environ: Mapping[str, str] | None = None) -
             "${...} references are expanded; check the variables it uses",
             server=config.name,
         )
+    for password in url_passwords(url or ""):
+        # The URL is named in every error and status line: its password (written out, or a
+        # ${VAR} whose name does not say it is a secret) is as secret as a key.
+        expand.keep(password)
     return Resolved(
         name=config.name,
         transport=transport,

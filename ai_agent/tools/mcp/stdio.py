@@ -14,7 +14,9 @@ starts ``node``) leaves no orphans.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import re
 import signal
 import subprocess
 from collections.abc import AsyncIterator, Callable
@@ -29,6 +31,8 @@ from mcp.client.stdio import get_default_environment
 from mcp.os.posix.utilities import terminate_posix_process_tree
 from mcp.shared.message import SessionMessage
 
+from ai_agent.datafiles import valid_text
+
 if TYPE_CHECKING:
     from anyio.abc import Process
     from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
@@ -39,6 +43,10 @@ __all__ = ["stdio_transport"]
 MAX_LINE_CHARS = 64 * 1024 * 1024
 """The longest line a server may send (a message is one line): far above a large result with
 images in it, and a bound on what a server that never ends its line makes the engine hold."""
+
+
+# An escaped half of a UTF-16 surrogate pair: the only lines worth a second parse.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 class LineTooLongError(ValueError):
@@ -60,7 +68,7 @@ async def _pump_stdout(process: Process, sink: MemoryObjectSendStream[Any]) -> N
                 if not line.strip():
                     continue
                 try:
-                    message = types.JSONRPCMessage.model_validate_json(line)
+                    message = _message(line)
                 except Exception as exc:
                     # A server printing something else on stdout: the session hears of it.
                     await sink.send(exc)
@@ -68,6 +76,27 @@ async def _pump_stdout(process: Process, sink: MemoryObjectSendStream[Any]) -> N
                 await sink.send(SessionMessage(message))
     except (anyio.ClosedResourceError, anyio.BrokenResourceError):
         await anyio.lowlevel.checkpoint()
+
+
+def _message(line: str) -> types.JSONRPCMessage:
+    r"""One line as a JSON-RPC message; a lone UTF-16 surrogate in it is read as U+FFFD.
+
+    JavaScript's ``JSON.stringify`` writes half of a surrogate pair as an escape (``\ud83d``,
+    from text cut between the two halves, such as an emoji), and the JSON parser of pydantic
+    refuses the whole line: a reply dropped so, having no id, left its call waiting for the
+    timeout, and a tool list so dropped failed the start. Python's own parser reads the half,
+    which is then replaced as ``errors="replace"`` does a byte that is not UTF-8.
+    """
+    try:
+        return types.JSONRPCMessage.model_validate_json(line)
+    except ValueError as refused:
+        if not _SURROGATE_ESCAPE.search(line):
+            raise
+        try:
+            text = json.dumps(json.loads(line), ensure_ascii=False)  # the halves stay raw here
+            return types.JSONRPCMessage.model_validate_json(valid_text(text))
+        except (ValueError, RecursionError):
+            raise refused from None
 
 
 async def _lines(chunks: AsyncIterator[str]) -> AsyncIterator[str | Exception]:
