@@ -26,6 +26,10 @@ from ai_agent.errors import StoreError
 __all__ = ["SqliteMemory"]
 
 _WORD = re.compile(r"\w{2,}", re.UNICODE)
+# The words of a task a search asks for, at most (its first distinct ones): FTS5's time grows
+# as the square of the words OR-ed in one query (a pasted log of 200,000 distinct words held
+# the event loop for 19 s), and a task says what it is about long before that.
+MAX_QUERY_WORDS = 256
 
 _COLUMNS = ("thread_id", "task", "final_text", "status", "finished_at")
 
@@ -84,6 +88,16 @@ def _create_schema(conn: sqlite3.Connection) -> None:
     conn.execute("COMMIT")
 
 
+def _lenient_text(data: bytes) -> str:
+    """Stored text, with U+FFFD for bytes that are not UTF-8.
+
+    The engine writes valid text only, but a row written by another program made SQLite's
+    driver refuse the whole search: every run whose task shared a word with it failed, told to
+    move the whole memory aside.
+    """
+    return data.decode("utf-8", "replace")
+
+
 class SqliteMemory:
     """Past runs, searchable by the words of a task (SQLite FTS5, ranked by bm25).
 
@@ -102,6 +116,7 @@ class SqliteMemory:
         conn = sqlite3.connect(
             self.path, timeout=BUSY_TIMEOUT_SECONDS, check_same_thread=False, isolation_level=None
         )
+        conn.text_factory = _lenient_text
         try:
             with self._errors():
                 _create_schema(conn)
@@ -123,7 +138,7 @@ class SqliteMemory:
 
     def search(self, query: str, limit: int = 5) -> list[dict[str, Any]]:
         """The runs that best match any word of ``query``, best first."""
-        words = dict.fromkeys(w.lower() for w in _WORD.findall(query))
+        words = list(dict.fromkeys(w.lower() for w in _WORD.findall(query)))[:MAX_QUERY_WORDS]
         if not words:
             return []
         fts = " OR ".join('"' + w.replace('"', "") + '"' for w in words)

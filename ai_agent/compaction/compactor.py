@@ -116,11 +116,17 @@ def parse_scores(answer: str, count: int) -> list[float]:
         return []
     try:
         values = json.loads(match.group(0))
-    except json.JSONDecodeError:
+    # ValueError beyond JSON's own: an integer past Python's 4,300 digits is one, and a model
+    # (steered by the text it scores) may write it; it failed the run with a traceback.
+    except ValueError:
         return []
     if len(values) != count or not all(isinstance(v, int | float) for v in values):
         return []
     return [min(1.0, max(0.0, float(v) / 10)) for v in values]
+
+
+def _calls_tools(message: Message) -> bool:
+    return message["role"] == "assistant" and bool(message.get("tool_calls"))
 
 
 @dataclass(frozen=True)
@@ -174,7 +180,16 @@ class Compactor:
         return request_tokens >= self.trigger
 
     def _count(self, messages: Sequence[Message]) -> int:
-        return sum(self.counter.count_message(m) for m in messages)
+        """Tokens of ``messages`` as the run's estimate counts them in a request.
+
+        An assistant turn with tool calls also costs its rendering by the chat template
+        (`ai_agent.tokens.TokenCounter.template_overhead`): left out, a run of small tool turns
+        compacted to "1,486 tokens" that the estimate made 4,188, past a 3,000-token window.
+        """
+        turn = self.counter.config.template_tool_turn_tokens
+        return sum(
+            self.counter.count_message(m) + (turn if _calls_tools(m) else 0) for m in messages
+        )
 
     async def compact(
         self,
