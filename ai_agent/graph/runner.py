@@ -169,6 +169,7 @@ class PipelineRunner:
         async with self._in_flight(), self.tool_session() as issues:
             if not task.strip():
                 raise ConfigError("the task is empty; say what the agent should do")
+            _check_whole_characters(task)
             task = self._masked_task(task)  # after the span began: MCP secrets are known
             thread_id = new_thread_id() if thread_id is None else check_thread_id(thread_id)
             if await self.store.get_run(thread_id) is not None:
@@ -529,3 +530,19 @@ def _read_plan(plan: Answer, token_required: bool) -> UserPlan:
             f"{exc}; a plan queued by Agent.submit_plan or `ai-agent resume THREAD --queue` is "
             "always valid, so this one was written into the queue by something else"
         ) from None
+
+
+def _check_whole_characters(task: str) -> None:
+    r"""ConfigError for a task holding half of a character (a lone surrogate).
+
+    No text can store it: the run's row failed to be written with UnicodeEncodeError. It comes
+    from a command line given bytes that are not UTF-8 (Python reads them as such halves), or
+    from JSON's ``"\ud800"``; the task is the person's, so it is refused, not repaired.
+    """
+    half = next((n for n, c in enumerate(task) if "\ud800" <= c <= "\udfff"), None)
+    if half is not None:
+        raise ConfigError(
+            f"the task holds half of a character at position {half} (a lone surrogate, from "
+            "text that is not UTF-8 or JSON's \\ud800 written alone), which no text can store; "
+            "give the task as UTF-8 text"
+        )

@@ -5,7 +5,11 @@ The CLI's side of the same cases is ``tests/cli/test_bad_input.py``.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -106,6 +110,38 @@ async def test_a_result_past_the_hard_limit_is_an_error_the_model_sees(
 
 
 # Thread ids ----------------------------------------------------------------------------------
+
+
+async def test_a_task_with_half_a_character_is_refused_before_storing_anything(
+    make_agent: MakeAgent,
+) -> None:
+    # The run's row failed to be written with UnicodeEncodeError, out of run().
+    agent = make_agent([text("done")])
+    with pytest.raises(ConfigError, match=r"half of a character at position 4 .*give the task as"):
+        await agent.run("sum \ud800 invoices")
+    assert await agent.store.list_runs() == []
+    assert (await agent.run("sum the invoices")).status == "completed"
+    await agent.aclose()
+
+
+def test_a_task_of_bytes_that_are_not_utf8_on_the_command_line(tmp_path: Path) -> None:
+    # Python reads such bytes of argv as lone surrogates: a traceback before.
+    done = subprocess.run(
+        [sys.executable, "-m", "ai_agent.cli", "run", b"sum \xff invoices", "--model", "x"],
+        capture_output=True,
+        cwd=tmp_path,
+        timeout=300,
+        check=False,
+    )
+    err = done.stderr.decode("utf-8", "replace")
+    assert done.returncode == 2, err
+    assert "the task holds half of a character at position 4" in err
+    assert "Traceback" not in err
+    with contextlib.closing(sqlite3.connect(tmp_path / ".agents/checkpoints.sqlite")) as conn:
+        tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master")}
+        assert "agent_runs" not in tables or conn.execute(
+            "SELECT count(*) FROM agent_runs"
+        ).fetchone() == (0,)
 
 
 BAD_IDS = ["", "x" * 100_000, "a\nb", "a/b", "../x", ".hidden", "with space", "é"]
