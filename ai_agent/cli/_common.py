@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping, S
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, NamedTuple, TextIO, TypeVar, cast
 
+from ai_agent.cli._numbers import count_arg
 from ai_agent.cli._printing import streaming
 from ai_agent.visible import escape_hidden, visible
 
@@ -41,6 +42,7 @@ __all__ = [
     "run_closing",
     "run_listing",
     "settings_of",
+    "sigterm_as_ctrl_c",
     "stdout_closed",
     "thread_arg",
 ]
@@ -140,7 +142,7 @@ class Parents(NamedTuple):
             choices=["interactive", "default", "batch"],
             help="gate profile: interactive 0.60, default 0.70, batch 0.90",
         )
-        runner.add_argument("--max-iterations", type=int, help="cycles before stopping")
+        runner.add_argument("--max-iterations", type=count_arg(0), help="cycles before stopping")
         runner.add_argument("--system-prompt", help="system prompt for every model call")
         runner.add_argument(
             "--tools",
@@ -500,6 +502,35 @@ def run_closing(owner: AbstractAsyncContextManager[Any], coro: Awaitable[T]) -> 
     import asyncio  # not at start-up: ``--help`` and the parser need no event loop
 
     return asyncio.run(_closing(owner, coro))
+
+
+@contextlib.contextmanager
+def sigterm_as_ctrl_c() -> Iterator[None]:
+    """SIGTERM stops the command as Ctrl-C does, for a run that must be left resumable.
+
+    Supervisors stop programs with SIGTERM (``timeout``, systemd, ``docker stop``), whose
+    default ends the process on the spot: the run stayed ``running`` with its lease held, so
+    ``resume`` from another machine was busy until the lease ran out. Passed to the SIGINT
+    handler of the moment, it cancels the run (asyncio's runner), which records how it stopped
+    and gives the lease back, and the command exits 130.
+    """
+    import signal
+    import threading
+
+    def on_sigterm(signum: int, frame: Any) -> None:
+        handler = signal.getsignal(signal.SIGINT)
+        if not callable(handler):  # SIGINT ignored or default: stop as Ctrl-C would
+            raise KeyboardInterrupt
+        handler(signal.SIGINT, frame)
+
+    if threading.current_thread() is not threading.main_thread():  # signals reach only it
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, on_sigterm)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def run_listing(archive: RunArchive, read: Callable[[], Awaitable[T]]) -> T:

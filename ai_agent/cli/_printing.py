@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -31,8 +32,28 @@ if TYPE_CHECKING:
 
 
 def print_json(value: Any) -> None:
-    """Machine output on stdout: the exact values, with hidden characters as JSON escapes."""
-    print(json_visible(json.dumps(value, indent=2, ensure_ascii=False, default=str)))
+    """Machine output on stdout: the exact values, with hidden characters as JSON escapes.
+
+    JSON has no NaN or Infinity, and SQLite keeps Infinity in a row edited by hand (a plan's or
+    a rule's time set to 9e999): such a number is printed as null, as ``runs`` shows a time it
+    cannot read, rather than as ``Infinity``, which JSON readers refuse.
+    """
+    try:
+        text = json.dumps(value, indent=2, ensure_ascii=False, default=str, allow_nan=False)
+    except ValueError:  # a float out of JSON's range somewhere: rare, so walked only then
+        text = json.dumps(_finite(value), indent=2, ensure_ascii=False, default=str)
+    print(json_visible(text))
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with each NaN or infinite float (in dicts, lists and tuples) made None."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(item) for item in value]
+    return value
 
 
 def streaming(args: argparse.Namespace) -> bool:

@@ -15,7 +15,14 @@ import argparse
 import sys
 from typing import Any
 
-from ai_agent.cli._common import Parents, UsageError, build_agent, require_database, run_closing
+from ai_agent.cli._common import (
+    Parents,
+    UsageError,
+    build_agent,
+    require_database,
+    run_closing,
+)
+from ai_agent.cli._numbers import amount_arg, count_arg
 from ai_agent.visible import visible
 
 __all__ = ["add_commands"]
@@ -34,7 +41,9 @@ def add_commands(sub: Any, parents: Parents) -> None:
         "ai-agent worker), with the run's lease, as `ai-agent resume --queue` does.",
     )
     ui.add_argument("--host", default="127.0.0.1", help="address to bind (127.0.0.1)")
-    ui.add_argument("--port", type=int, default=8765, help="port (8765; 0 for any free one)")
+    ui.add_argument(
+        "--port", type=count_arg(0), default=8765, help="port (8765; 0 for any free one)"
+    )
     ui.add_argument(
         "--allow-remote",
         action="store_true",
@@ -51,11 +60,15 @@ def add_commands(sub: Any, parents: Parents) -> None:
         help="only queue answers; an `ai-agent worker` on the database serves them",
     )
     ui.add_argument(
-        "--poll", type=float, default=1.0, metavar="SECONDS", help="queue and live poll (1)"
+        "--poll",
+        type=amount_arg(positive=True),
+        default=1.0,
+        metavar="SECONDS",
+        help="queue and live poll (1)",
     )
     ui.add_argument(
         "--request-timeout",
-        type=float,
+        type=amount_arg(positive=True),
         default=10.0,
         metavar="SECONDS",
         help="time a client has to send a whole request (10; raise it for slow links)",
@@ -76,10 +89,8 @@ def _ui(args: argparse.Namespace) -> int:
             f"ai-agent ui needs the console extra ({exc.name} is missing): "
             "pip install 'ai-agent[console]'"
         ) from None
-    if args.poll <= 0 or args.request_timeout <= 0 or not 0 <= args.port <= 65535:
-        raise UsageError(
-            "--poll and --request-timeout must be more than 0 and --port between 0 and 65535"
-        )
+    if args.port > 65535:
+        raise UsageError(f"--port must be between 0 and 65535 (got {args.port})")
     remote = not is_loopback(args.host)
     if remote and not (args.allow_remote and args.token_file):
         raise UsageError(

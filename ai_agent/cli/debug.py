@@ -18,6 +18,7 @@ from ai_agent.cli._common import (
     run_listing,
     thread_arg,
 )
+from ai_agent.cli._numbers import amount_arg, count_arg
 from ai_agent.cli._printing import (
     format_table,
     print_family,
@@ -99,8 +100,15 @@ def add_commands(sub: Any, parents: Parents) -> None:
         help="delete old checkpoints and recorded calls, keeping paused runs resumable",
     )
     prune.add_argument("thread", type=thread_arg, nargs="?", help="prune this run")
-    prune.add_argument("--older-than", type=float, metavar="DAYS", help="runs idle this long")
-    prune.add_argument("--keep-last", type=int, metavar="N", help="all but the N latest runs")
+    prune.add_argument(
+        "--older-than",
+        type=amount_arg(positive=False),
+        metavar="DAYS",
+        help="runs idle this long",
+    )
+    prune.add_argument(
+        "--keep-last", type=count_arg(0), metavar="N", help="all but the N latest runs"
+    )
     prune.add_argument("--no-vacuum", action="store_true", help="do not reclaim the space")
     prune.set_defaults(handler=_prune)
 

@@ -12,6 +12,7 @@ from ai_agent.cli._common import (
     run_listing,
     thread_arg,
 )
+from ai_agent.cli._numbers import count_arg
 from ai_agent.cli._printing import (
     format_timeline,
     print_family,
@@ -33,7 +34,7 @@ def add_commands(sub: Any, parents: Parents) -> None:
     runs.add_argument(
         "--status", choices=["running", "paused", "completed", "failed", "cancelled", "forked"]
     )
-    runs.add_argument("--limit", type=int, default=20)
+    runs.add_argument("--limit", type=count_arg(1), default=20, help="list this many (20)")
     runs.set_defaults(handler=_runs)
 
     show = sub.add_parser("show", parents=[parents.common], help="show one run and its timeline")

@@ -38,8 +38,12 @@ def add_commands(sub: Any, parents: Parents) -> None:
 
 
 def _rule_id(text: str) -> int:
-    if not text.isdigit() or len(text) > 18:
-        raise argparse.ArgumentTypeError(f"a rule's id is a number, such as 3 (got {text[:20]!r})")
+    # ASCII digits only: ``str.isdigit`` also takes "\u0661" (an Arabic-Indic one), which int()
+    # reads as 1, so `rules revoke` of it revoked rule 1, and "\u00b2" (²), which int() refuses.
+    if not (text.isascii() and text.isdigit()) or len(text) > 18:
+        raise argparse.ArgumentTypeError(
+            f"a rule's id is a number, such as 3, in the digits 0-9 (got {text[:20]!r})"
+        )
     return int(text)
 
 
@@ -61,7 +65,13 @@ def _clipped(text: str, width: int) -> str:
 
 
 def _when(stamp: float | None) -> str:
-    return "" if stamp is None else datetime.fromtimestamp(stamp, UTC).strftime("%Y-%m-%d %H:%M")
+    """A rule's time as a date, or "unknown" for one no date has (a row edited to 9e999)."""
+    if stamp is None:
+        return ""
+    try:
+        return datetime.fromtimestamp(stamp, UTC).strftime("%Y-%m-%d %H:%M")
+    except (OverflowError, OSError, ValueError):
+        return "unknown"
 
 
 def _list(args: argparse.Namespace) -> int:

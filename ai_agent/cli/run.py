@@ -13,6 +13,7 @@ from ai_agent.cli._common import (
     build_agent,
     exit_code,
     run_closing,
+    sigterm_as_ctrl_c,
     thread_arg,
 )
 from ai_agent.cli._printing import print_json, print_result, streaming
@@ -103,11 +104,12 @@ def _run(args: argparse.Namespace) -> int:
     if not (args.quiet or args.json):
         print(f"run {visible(args.thread_id)}", file=sys.stderr)
     printer = LivePrinter()
-    if streaming(args):
-        events = agent.astream(args.task, thread_id=args.thread_id)
-        result = run_closing(agent, consume(events, printer))
-    else:
-        result = run_closing(agent, agent.run(args.task, thread_id=args.thread_id))
+    with sigterm_as_ctrl_c():
+        if streaming(args):
+            events = agent.astream(args.task, thread_id=args.thread_id)
+            result = run_closing(agent, consume(events, printer))
+        else:
+            result = run_closing(agent, agent.run(args.task, thread_id=args.thread_id))
     print_result(
         result, as_json=args.json, trace=args.trace, streamed=printer.streamed, links=args.links
     )
@@ -122,10 +124,12 @@ def _resume(args: argparse.Namespace) -> int:
     if args.queue:
         return _queue(args, agent, plan)
     printer = LivePrinter()
-    if streaming(args):
-        result = run_closing(agent, consume(agent.astream_resume(args.thread, plan), printer))
-    else:
-        result = run_closing(agent, agent.resume(args.thread, plan))
+    with sigterm_as_ctrl_c():
+        if streaming(args):
+            events = agent.astream_resume(args.thread, plan)
+            result = run_closing(agent, consume(events, printer))
+        else:
+            result = run_closing(agent, agent.resume(args.thread, plan))
     print_result(
         result, as_json=args.json, trace=args.trace, streamed=printer.streamed, links=args.links
     )

@@ -26,6 +26,7 @@ from ai_agent.cli._common import (
     run_listing,
     thread_arg,
 )
+from ai_agent.cli._numbers import amount_arg, count_arg
 from ai_agent.cli._printing import format_table, print_json
 from ai_agent.errors import StoreError
 from ai_agent.visible import json_visible, visible
@@ -48,21 +49,25 @@ def add_commands(sub: Any, parents: Parents) -> None:
     )
     worker.add_argument("--once", action="store_true", help="serve what is queued, then exit")
     worker.add_argument(
-        "--poll", type=float, default=1.0, metavar="SECONDS", help="queue poll interval (1)"
+        "--poll",
+        type=amount_arg(positive=True),
+        default=1.0,
+        metavar="SECONDS",
+        help="queue poll interval (1)",
     )
     worker.add_argument(
-        "--concurrency", type=int, default=1, metavar="N", help="runs driven at once (1)"
+        "--concurrency", type=count_arg(1), default=1, metavar="N", help="runs driven at once (1)"
     )
     worker.add_argument(
         "--grace",
-        type=float,
+        type=amount_arg(positive=False),
         default=30.0,
         metavar="SECONDS",
         help="on SIGTERM, time the runs in progress get to finish before they are cancelled",
     )
     worker.add_argument(
         "--outage",
-        type=float,
+        type=amount_arg(positive=False),
         default=60.0,
         metavar="SECONDS",
         help="how long the plan queue may stay unreadable (the database away) before the "
@@ -78,7 +83,7 @@ def add_commands(sub: Any, parents: Parents) -> None:
     plans = sub.add_parser("plans", parents=[parents.common], help="list the plan queue")
     plans.add_argument("--status", choices=["queued", "claimed", "done", "failed", "refused"])
     plans.add_argument("--thread", type=thread_arg, help="only this run's plans")
-    plans.add_argument("--limit", type=int, default=50)
+    plans.add_argument("--limit", type=count_arg(1), default=50, help="list this many (50)")
     plans.set_defaults(handler=_plans)
 
 
@@ -104,10 +109,6 @@ def load_app(spec: str, checkpoint_url: str | None) -> Agent:
 def _worker(args: argparse.Namespace) -> int:
     from ai_agent.graph import Worker
 
-    if args.concurrency < 1 or args.poll <= 0 or args.outage < 0:
-        raise UsageError(
-            "--concurrency must be at least 1, --poll more than 0 and --outage not negative"
-        )
     agent = load_app(args.app, args.db) if args.app else build_agent(args, on_event=None)
     # A worker serves what runs queued: it never starts a database of its own.
     require_database(agent.archive.database)
