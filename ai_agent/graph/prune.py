@@ -17,6 +17,7 @@ back; a prune that stops half-way leaves the copy, and the next prune of that ru
 
 from __future__ import annotations
 
+import math
 import sqlite3
 import time
 from collections import defaultdict
@@ -171,8 +172,8 @@ async def select_runs(
             raise ConfigError(f"keep_last must be 0 or more (got {keep_last})")
         return runs[keep_last:]  # most recently updated first
     days = float(older_than_days or 0)
-    if days < 0:
-        raise ConfigError(f"older_than_days must be 0 or more (got {days:g})")
+    if not 0 <= days < math.inf:  # NaN too: it pruned nothing and said nothing
+        raise ConfigError(f"older_than_days must be a finite number, 0 or more (got {days:g})")
     cutoff = time.time() - days * 86400
     return [r for r in runs if cast(float, r["updated_at"]) < cutoff]
 

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import os
 import socket
 import time
@@ -377,8 +378,14 @@ class Worker:
     ) -> None:
         if concurrency < 1:
             raise RunError(f"concurrency must be at least 1 (got {concurrency})")
-        if poll <= 0:
-            raise RunError(f"poll must be more than 0 seconds (got {poll:g})")
+        # Written so that NaN fails too: it passed "poll <= 0" and made a loop that never waits.
+        if not 0 < poll < math.inf:
+            raise RunError(f"poll must be a finite number of seconds, more than 0 (got {poll:g})")
+        if not (0 <= grace < math.inf and 0 <= outage < math.inf):
+            raise RunError(
+                f"grace and outage must be finite numbers of seconds, 0 or more (got {grace:g} "
+                f"and {outage:g})"
+            )
         self.agent = agent
         self.poll = poll
         self.concurrency = concurrency

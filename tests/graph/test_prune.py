@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from pathlib import Path
@@ -139,5 +140,7 @@ async def test_prune_arguments_are_checked(make_agent: MakeAgent) -> None:
         await agent.prune(keep_last=-1)
     with pytest.raises(ConfigError, match="older_than_days"):
         await agent.prune(older_than_days=-1)
+    with pytest.raises(ConfigError, match="older_than_days must be a finite number"):
+        await agent.prune(older_than_days=math.nan)  # pruned nothing, and said nothing
     with pytest.raises(UnknownThreadError):
         await agent.prune("ghost")

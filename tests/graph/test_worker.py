@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import math
 import sqlite3
 import time
 from pathlib import Path
@@ -306,6 +307,12 @@ def test_worker_options_are_checked(make_agent: MakeAgent) -> None:
         Worker(make_agent(), concurrency=0)
     with pytest.raises(RunError, match="poll"):
         Worker(make_agent(), poll=0)
+    # NaN passed "poll <= 0": a worker that polled the database without ever waiting.
+    for poll, grace, outage in ((math.nan, 1.0, 1.0), (math.inf, 1.0, 1.0), (1.0, math.nan, 1.0)):
+        with pytest.raises(RunError, match="finite number"):
+            Worker(make_agent(), poll=poll, grace=grace, outage=outage)
+    with pytest.raises(RunError, match="finite number"):
+        Worker(make_agent(), outage=-1.0)
 
 
 # Plan tokens: only a plan written by someone who saw the gate report is applied ---------------
