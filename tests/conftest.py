@@ -87,3 +87,18 @@ def good_and_bad_runs(db: str, folder: Path) -> None:
     for thread in ("good", "bad"):
         argv = ["run", "multiply", "--db", db, "--model", f"scripted:{script}"]
         assert main([*argv, "--thread-id", thread, "--quiet"]) == 0
+
+
+def tool_rule(tool: str, key: str) -> dict[str, Any]:
+    """A confirmed "this tool, always" rule of a modification tool, as the run store adds it."""
+    return {
+        "tool": tool,
+        "scope": "tool",
+        "thread_id": None,
+        "args_hash": None,
+        "args": None,
+        "category": "modification",
+        "confirmed": True,
+        "source": "a test",
+        "key": key,
+    }

@@ -18,6 +18,7 @@ import httpx
 
 from ai_agent import Agent
 from ai_agent.console.auth import Access
+from tests.conftest import tool_rule
 from tests.console.conftest import TOKEN, MakeAgent, form_fields, write_call
 from tests.console.test_hostile_clients import serving
 from tests.console.test_hostile_clients import signed_in as client_of
@@ -35,19 +36,7 @@ async def test_a_number_in_an_address_is_ascii_digits_or_a_page_in_words(
     agent = make_agent([write_call()])
     async with agent:
         await agent.run("write", thread_id="p1")
-        rule = await agent.store.add_rule(
-            {
-                "tool": "write_file",
-                "scope": "tool",
-                "thread_id": None,
-                "args_hash": None,
-                "args": None,
-                "category": "modification",
-                "confirmed": True,
-                "source": "a test",
-                "key": "k1",
-            }
-        )
+        rule = await agent.store.add_rule(tool_rule("write_file", "k1"))
         async with serving(agent) as (_, base), client_of(base) as http:
             answers = {
                 "cycle ²": await http.get("/runs/p1", params={"last": "²"}),

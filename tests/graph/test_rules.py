@@ -17,6 +17,7 @@ from ai_agent import Agent, RunResult, ToolCategory, ToolSpec, UserPlan
 from ai_agent.errors import InvalidPlanError
 from ai_agent.graph import Worker
 from ai_agent.testing import ScriptedModel
+from tests.conftest import tool_rule
 from tests.graph.conftest import MakeAgent, call, text
 
 
@@ -200,19 +201,7 @@ async def test_a_replay_uses_no_rule(make_agent: MakeAgent) -> None:
     agent = _agent(make_agent, log, call("note", text="p"), text("done"))
     await agent.run("notes", thread_id="p1")
     original = await agent.resume("p1", UserPlan(approve=["*"]))
-    await agent.store.add_rule(
-        {
-            "tool": "note",
-            "scope": "tool",
-            "thread_id": None,
-            "args_hash": None,
-            "args": None,
-            "category": "modification",
-            "confirmed": True,
-            "source": "a test",
-            "key": "k",
-        }
-    )
+    await agent.store.add_rule(tool_rule("note", "k"))
     replayer = make_agent(model=ScriptedModel([]), tools=[_note(log)])
     replay = await replayer.replay(original.thread_id)
     assert replay.divergence is None and replay.status == "completed"
