@@ -84,7 +84,10 @@ async def test_a_request_sent_a_byte_at_a_time_is_cut_off(make_agent: MakeAgent)
                 await writer.drain()
                 sent += 1
                 await asyncio.sleep(0.01)
-        assert await closed_by_server(reader) == b""  # no answer: the request never arrived
+        # No answer: the request never arrived. The server may close with bytes of ours still
+        # unread, which TCP says with a reset instead of an end.
+        with contextlib.suppress(ConnectionResetError):
+            assert await closed_by_server(reader) == b""
         assert sent < len(head)
         writer.close()
 
