@@ -33,6 +33,7 @@ __all__ = [
     "check_depth",
     "describe_size",
     "finite_number",
+    "half_character_at",
     "loads_json",
     "nested_past",
     "not_a_number",
@@ -322,6 +323,17 @@ def _too_deep(what: str, max_depth: int) -> str:
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def half_character_at(text: str) -> int | None:
+    r"""Where the first lone surrogate of ``text`` is (half of a character no text can store).
+
+    Examples:
+        >>> half_character_at("sum \ud800 invoices"), half_character_at("\U0001f600 ok")
+        (4, None)
+    """
+    found = _SURROGATE.search(text)
+    return None if found is None else found.start()
 
 
 def valid_text(text: str) -> str:

@@ -30,6 +30,7 @@ from ai_agent.checkpoints.store import (
 from ai_agent.checkpoints.versions import check_state_version, stamped
 from ai_agent.config import AgentSettings
 from ai_agent.context import Hooks, ModelCaller, RunContext, RunPolicy
+from ai_agent.datafiles import half_character_at
 from ai_agent.errors import (
     AgentError,
     ConfigError,
@@ -539,7 +540,7 @@ def _check_whole_characters(task: str) -> None:
     from a command line given bytes that are not UTF-8 (Python reads them as such halves), or
     from JSON's ``"\ud800"``; the task is the person's, so it is refused, not repaired.
     """
-    half = next((n for n, c in enumerate(task) if "\ud800" <= c <= "\udfff"), None)
+    half = half_character_at(task)  # a regular expression: a long task is not walked in Python
     if half is not None:
         raise ConfigError(
             f"the task holds half of a character at position {half} (a lone surrogate, from "
