@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,7 +21,7 @@ import pytest
 
 from ai_agent.checkpoints.postgres import PostgresRunStore
 from tests.postgres.cluster import Cluster, start_cluster
-from tests.postgres.procs import finish, start_cli
+from tests.postgres.procs import env, finish, start_cli
 from tests.postgres.test_pg_worker import APP, paused_run, plans, submit
 
 WORKER = ("worker", "--app", APP, "--poll", "0.05")
@@ -163,16 +164,28 @@ def _connected(url: str) -> bool:
 def test_a_worker_rides_out_a_server_restart(own_cluster: Cluster, tmp_path: Path) -> None:
     url = own_cluster.create_database("restart")
     paused_run(url, tmp_path, "t3")
-    worker = start_cli(tmp_path, *WORKER, "--db", url, "--json")
+    # Its stderr goes to a file, read while it runs: the test waits for a poll to meet the
+    # server gone (a second's sleep was not always one poll on a loaded machine).
+    told_path = tmp_path / "worker-stderr.jsonl"
+    with told_path.open("w") as told_file:
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "ai_agent.cli", *WORKER, "--db", url, "--json"],
+            stdout=subprocess.PIPE,
+            stderr=told_file,
+            text=True,
+            env=env(tmp_path),
+        )
     until(lambda: _connected(url), worker, "the worker polls")
     _pg_ctl(own_cluster, "stop")
-    time.sleep(1)  # a few polls meet the server gone
+    until(lambda: "poll_error" in told_path.read_text(), worker, "a poll meets the server gone")
     assert worker.poll() is None  # a worker does not die of a restart
     _pg_ctl(own_cluster, "start")
     submit(url, tmp_path, "t3", {"approve": ["*"]})
     until(lambda: plans(url)[0][1] == "done", worker, "the plan is served after the restart")
-    code, out, err = stop_worker(worker)
-    assert code == 0, err
+    worker.send_signal(signal.SIGTERM)
+    out, _ = worker.communicate(timeout=120)
+    code, err = worker.returncode, told_path.read_text()
+    assert code == 0 and "Traceback" not in err, err
     assert [o["run_status"] for o in json.loads(out)] == ["completed"]
     told = json_lines(err)
     assert [t["type"] for t in told][-1] == "recovered"
