@@ -188,6 +188,10 @@ class PendingCall(TypedDict):
     preview: str
     # For UNKNOWN_OUTCOME: the journal attempt the person is asked about (see JournalEntry).
     attempt: NotRequired[float]
+    # For SUBAGENT_PAUSED: the child's usage when it paused. The run counts it if the call
+    # ends without the child going on (a plan denies it); a child that goes on reports all it
+    # spent when it ends, this included.
+    spent: NotRequired[dict[str, Any]]
 
 
 class Source(TypedDict, total=False):

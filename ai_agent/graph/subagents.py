@@ -25,6 +25,7 @@ usage, so the parent's budget counts its children.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol, cast
@@ -299,6 +300,7 @@ class Subagent:
         plan: Mapping[str, Any] | None = None,
         usage: Mapping[str, Any] | None = None,
         allowance: Mapping[str, Any] | None = None,
+        time_limit: float | None = None,
     ) -> ToolResult:
         """Run (or re-attach to) the child of this parent call; its outcome as a tool result."""
         parent = ParentStep(parent_thread, parent_iteration, parent_call_id)
@@ -317,10 +319,38 @@ class Subagent:
         )
         if cap is not None:
             caps[thread] = cap
+        deadline = asyncio.timeout(time_limit)
         try:
-            return outcome_of(await attach(self.child, task, thread, parent, plan))
+            async with deadline:
+                return outcome_of(await attach(self.child, task, thread, parent, plan))
+        except TimeoutError:
+            if not deadline.expired():
+                raise
+            return await self._stopped(thread, time_limit)
         finally:
             caps.pop(thread, None)
+
+    async def _stopped(self, thread: str, time_limit: float | None) -> ToolResult:
+        """The result of a child stopped by its timeout, with what it spent until then.
+
+        The tool's own timeout would have made a result without the child's usage, and the
+        parent's budget would not have counted what the child spent (a model calling slow
+        children over and over, each given the whole of what is left, spent without limit).
+        A model call the child was in when stopped is not in its state, so not counted.
+        """
+        stopped = await self.child.archive.get_result(thread)
+        error = (
+            f"the subagent run {thread} did not finish within {time_limit:g}s and was stopped "
+            "(what it did so far is kept in its run); ask it again with a smaller task"
+        )
+        meta = {
+            "child_thread_id": thread,
+            "child_status": stopped.status,
+            "child_usage": dict(stopped.usage),
+            "code": "TIMEOUT",
+            "timeout_s": time_limit,
+        }
+        return ToolResult(status="error", error=error, meta=meta)
 
     async def _budget_stop(self, thread: str) -> bool:
         """Whether the child of ``thread`` waits at its gate for a BUDGET stop."""

@@ -258,6 +258,10 @@ class _Cycle:
             result = verdict.result
             if verdict.code:
                 self.update["issues"].append(issue(verdict.code, verdict.message, call=call))
+        if ran is None and "spent" in pending:
+            # A child held at its gate that will not go on: what it spent is the run's now.
+            meta = {**(result.get("meta") or {}), "child_usage": pending["spent"]}
+            result = ToolResult(**{**result, "meta": meta})
         if verdict.action in ("run", "reuse"):
             self.ran(call)
         await self.record(call, result)
@@ -293,7 +297,11 @@ class _Cycle:
         """
         self.held.append(result)
         message = str(result.get("error") or "the subagent paused at its gate")
-        self.wait(pending, Verdict("wait", IssueKind.SUBAGENT_PAUSED, message))
+        spent = (result.get("meta") or {}).get("child_usage")
+        held = PendingCall(**pending)
+        if isinstance(spent, dict):
+            held["spent"] = spent
+        self.wait(held, Verdict("wait", IssueKind.SUBAGENT_PAUSED, message))
 
     def wait(self, pending: PendingCall, verdict: Verdict) -> None:
         call, kind = pending["call"], verdict.code
@@ -301,6 +309,8 @@ class _Cycle:
         waiting = PendingCall(call=call, blocked=as_state(kind), preview=pending["preview"])
         if verdict.attempt is not None:
             waiting["attempt"] = verdict.attempt
+        if "spent" in pending:  # still held: what its child spent is still to be counted
+            waiting["spent"] = pending["spent"]
         self.update["pending"].append(waiting)
         if kind != IssueKind.TOOL_MISSING or self.answered:  # decide already reported it
             self.update["issues"].append(issue(kind, verdict.message, call=call))

@@ -551,3 +551,57 @@ async def test_the_parents_edits_and_rules_are_not_handed_to_its_child(
     done = await parent.resume("p", plan)
     assert done.status == "completed" and written == ["hello"]
     assert [r["tool"] for r in await parent.store.list_rules()] == ["notes"]
+
+
+async def test_a_denied_childs_spending_counts_in_its_parents_usage(
+    tmp_path: Path, db: Path
+) -> None:
+    # The child spends one model call, then waits at its gate; the person denies it. What it
+    # spent is the tree's all the same: before, nothing rolled it up, and the next child had
+    # the parent's whole budget again.
+    child = child_agent(tmp_path, [call("write_note", text="x"), text("no")],
+                        tools=[note_tool([])])  # fmt: skip
+    parent = parent_agent(db, [call("notes", task="t"), text("skipped it")],
+                          [child.as_tool("notes", "Writes notes.")])  # fmt: skip
+    assert (await parent.run("t", thread_id="p")).status == "paused"
+    spent = (await parent.get_result("p.c1.0")).usage
+    assert spent["total_tokens"] > 0 and spent["requests"] == 1
+
+    done = await parent.resume("p", UserPlan(deny=["*"]))
+    assert (done.status, done.final_text) == ("completed", "skipped it")
+    own = await parent.get_usage_history("p")
+    rolled = [r for r in own if r.get("purpose") == "subagent"]
+    assert [r["total_tokens"] for r in rolled] == [spent["total_tokens"]]
+    drafts = sum(r["total_tokens"] for r in own if r.get("purpose", "draft") == "draft")
+    assert done.usage["total_tokens"] == drafts + spent["total_tokens"]
+    assert done.usage["requests"] == 2 + 1  # the parent's two drafts and the child's one
+
+
+async def test_a_child_cut_off_by_its_timeout_counts_what_it_spent(
+    tmp_path: Path, db: Path
+) -> None:
+    release = asyncio.Event()
+
+    async def stuck(args: dict[str, Any], ctx: dict[str, Any]) -> str:
+        """Wait for a release that never comes."""
+        await asyncio.wait_for(release.wait(), 60)
+        return "never"
+
+    wait_tool = ToolSpec("wait_here", stuck, category=ToolCategory.READ_ONLY, timeout=120,
+                         parameters={"type": "object", "properties": {}})  # fmt: skip
+    child = child_agent(tmp_path, [call("wait_here"), text("never")], tools=[wait_tool])
+    parent = parent_agent(db, [call("helper", task="t"), text("it timed out")],
+                          [child.as_tool("helper", "Waits.", timeout=0.5)])  # fmt: skip
+    paused = await parent.run("t", thread_id="p")
+    # Its retries spent (each re-attached to the same child), the parent's gate hears of it.
+    assert paused.status == "paused" and paused.gate is not None
+    assert [i["code"] for i in paused.gate["issues"]] == ["TOOL_ERROR"]
+    (outcome,) = (await parent.get_state("p"))["results"]
+    assert outcome["result"]["meta"]["code"] == "TIMEOUT"
+    assert "the subagent run p.c1.0 did not finish within 0.5s" in str(outcome["result"]["error"])
+    spent = (await parent.get_result("p.c1.0")).usage
+    assert spent["requests"] == 1 and spent["total_tokens"] > 0  # resumed, never re-asked
+    rolled = [r for r in await parent.get_usage_history("p") if r.get("purpose") == "subagent"]
+    assert [r["total_tokens"] for r in rolled] == [spent["total_tokens"]]
+    assert paused.usage["requests"] == 1 + 1
+    assert (await runs_in(db))["p.c1.0"]["status"] == "failed"

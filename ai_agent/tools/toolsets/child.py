@@ -28,6 +28,7 @@ Examples:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any, Protocol
 
 from ai_agent.errors import ConfigError
@@ -39,6 +40,9 @@ __all__ = ["ChildToolset", "Spawn", "child_task"]
 
 # A child may run for as long as its own pipeline takes: well past a plain tool's timeout.
 DEFAULT_CHILD_TIMEOUT = 600.0
+# The spawn stops its child when the timeout runs out, and reads what it spent (the parent's
+# budget counts it); the tool's own timeout, past this, is only a backstop for that.
+_BACKSTOP_SECONDS = 30.0
 
 _PARAMETERS = {
     "type": "object",
@@ -67,12 +71,15 @@ class Spawn(Protocol):
         plan: Mapping[str, Any] | None = None,
         usage: Mapping[str, Any] | None = None,
         allowance: Mapping[str, Any] | None = None,
+        time_limit: float | None = None,
     ) -> ToolResult:
         """Run (or re-attach to) the child of this call; its outcome as a tool result.
 
         ``plan`` is the plan that answered the parent's gate, handed on to a child that
         waits at its own gate; ``usage`` the parent's usage so far (its budget's spent part);
-        ``allowance`` the budget allowance a person granted the parent, handed down.
+        ``allowance`` the budget allowance a person granted the parent, handed down;
+        ``time_limit`` the seconds the child may run before it is stopped (its result then
+        still carries what it spent).
         """
 
 
@@ -130,11 +137,12 @@ class ChildToolset(Toolset):
             description=description,
             parameters=_PARAMETERS,
             category=category,  # type: ignore[arg-type]  # checked by ToolSpec
-            timeout=timeout,
+            timeout=timeout,  # checked by ToolSpec; the backstop is added below
             group="subagents",
             concurrent=True,  # one cycle's children run together (max_concurrent_calls)
             engine_meta=True,  # its results carry the child's usage, and say when it paused
         )
+        self._spec = replace(self._spec, timeout=timeout + _BACKSTOP_SECONDS)
 
     def tools(self) -> Sequence[ToolSpec]:
         """The one tool that delegates to the child."""
@@ -180,4 +188,5 @@ class ChildToolset(Toolset):
             plan=ctx.get("plan") or None,
             usage=ctx.get("usage") or None,
             allowance=ctx.get("budget_allowance") or None,
+            time_limit=self._options["timeout"],  # type: ignore[arg-type]  # a float, given above
         )
