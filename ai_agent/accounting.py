@@ -226,6 +226,19 @@ class RunMeter:
             self._tools_key, self._tools_tokens = key, self.counter.count_tools(tools)
         return self._tools_tokens
 
+    def _fixed(
+        self, head: Sequence[Message], tools: Sequence[Mapping[str, Any]], offset: int = 0
+    ) -> int:
+        """Tokens of a request compaction cannot remove, in the units of its trigger.
+
+        The system prompt, the tool definitions, what the chat template adds once (a default
+        system prompt, its tool instructions; each tool turn's share is counted with the turn)
+        and the server's calibration ``offset``: left out, a request compacted to a 1,500-token
+        target went out at 1,649 by the run's own estimate.
+        """
+        own = sum(self.counter.count_message(m) for m in head) + self._tools(tools)
+        return max(0, own + self.counter.template_overhead(head, tools) + offset)
+
     def estimate(self, request: Sequence[Message], tools: Sequence[Mapping[str, Any]]) -> int:
         """Estimated prompt tokens of a request (system prompt and chat template included).
 
@@ -253,7 +266,7 @@ class RunMeter:
         prepared = Prepared(messages=messages, estimate=raw, calibrated=max(0, raw + offset))
         extra: list[UsageRecord] = []
         if self.compactor is not None and self.compactor.should_compact(prepared["calibrated"]):
-            fixed = sum(self.counter.count_message(m) for m in head) + self._tools(tools)
+            fixed = self._fixed(head, tools, offset)
             helper = ModelCallerHelper(
                 self.summarizer or model,
                 lambda reply: extra.append(self._record(reply, iteration, [], "compaction")),
@@ -292,7 +305,7 @@ class RunMeter:
         if self.compactor is None:
             raise overflow.unresolved("compaction is off, so nothing was retried") from None
         head = [Message(role="system", content=system_prompt)] if system_prompt else []
-        fixed = sum(self.counter.count_message(m) for m in head) + self._tools(tools)
+        fixed = self._fixed(head, tools)  # the target is in the estimate's units: no offset
         extra = list(prepared.get("extra_usage", []))
         helper = ModelCallerHelper(
             self.summarizer or model,

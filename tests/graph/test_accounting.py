@@ -66,7 +66,9 @@ async def test_a_long_run_stays_under_the_target_and_completes(
             "strategy": strategy,
             "trigger_threshold_tokens": 2500,
             "target_tokens": 1500,
-            "preserve_recent_turns": 4,
+            # Three recent turns of 270 tokens, with the tools, the template's tool
+            # instructions and a summary's room, fit the target (four do not).
+            "preserve_recent_turns": 3,
             "hybrid_weights": {
                 "sliding_window": 0.3,
                 "summarize_older": 0.4,
@@ -375,3 +377,43 @@ async def test_a_caller_that_refuses_for_budget_reasons_reaches_the_gate(
     assert result.gate is not None
     assert [i["code"] for i in result.gate["issues"]] == ["BUDGET"]
     assert any("another budget" in option for option in result.gate["options"])
+
+
+async def test_a_compacted_request_fits_the_target_as_the_run_estimates_it(
+    make_agent: MakeAgent,
+) -> None:
+    # The server counts 300 tokens more than the run estimates (the template's defaults and a
+    # template of its own the run cannot know): the run's calibrated
+    # estimate says so from the second request on, and the trigger is in those units. The
+    # compacted request must fit the target in the same units, template and calibration
+    # included (before, compaction left both out and its requests landed over the target).
+    job = LongJob(pages=30)
+
+    def server(messages: list[dict[str, Any]], info: dict[str, Any]) -> Any:
+        turn = job(messages, info)
+        turn = {"text": turn} if isinstance(turn, str) else dict(turn)
+        turns = sum(1 for m in messages if m["role"] == "assistant" and m.get("tool_calls"))
+        counted = COUNTER.count_messages(messages) + 84 + 44 * turns + 300
+        turn["usage"] = {"prompt_tokens": counted, "completion_tokens": 5}
+        return turn
+
+    settings = AgentSettings(
+        max_iterations=40,
+        context={"strategy": "sliding_window", "trigger_threshold_tokens": 2500,
+                 "target_tokens": 1500, "preserve_recent_turns": 2},
+    )  # fmt: skip
+    agent = make_agent(model=FunctionModel(server), tools=[fetch_tool()], settings=settings,
+                       system_prompt="You fetch pages.", max_iterations=40)  # fmt: skip
+    async with agent:
+        result = await agent.run("fetch 30 pages")
+        state = await agent.get_context_state(result.thread_id)
+        history = await agent.get_usage_history(result.thread_id)
+    assert result.status == "completed"
+    compactions = state["compactions"]
+    assert compactions
+    drafts = {r["iteration"]: r for r in history if r.get("purpose", "draft") == "draft"}
+    for done in compactions:
+        sent = drafts[done["iteration"]]
+        assert sent["calibrated_prompt_tokens"] > sent["estimated_prompt_tokens"]  # calibrated
+        assert done["tokens_after"] <= 1500
+        assert sent["calibrated_prompt_tokens"] <= 1500, (done, sent)
