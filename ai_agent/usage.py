@@ -17,7 +17,7 @@ Examples:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from ai_agent.state import RunState, UsageRecord
 
@@ -26,12 +26,57 @@ if TYPE_CHECKING:
     from ai_agent.tokens import TokenCounter
 
 __all__ = [
+    "MAX_REPORTED_TOKENS",
     "context_state",
     "cost_estimate",
+    "counted_usage",
     "token_breakdown",
     "token_usage",
     "usage_history",
+    "usage_is_counted",
 ]
+
+# No model's context window is near this many tokens: a larger count is a broken server.
+MAX_REPORTED_TOKENS = 10**9
+
+
+def usage_is_counted(usage: object) -> TypeGuard[Mapping[str, Any]]:
+    """Whether a `ModelReply`'s ``usage`` is a mapping of counts a server could have made.
+
+    ``prompt_tokens``, ``completion_tokens`` and ``total_tokens`` (0 when absent) and
+    ``cached_tokens`` (0 when absent or empty) must each be an int from 0 to
+    `MAX_REPORTED_TOKENS`. Usage that is not is no usage: taken, a negative count makes a
+    negative cost and lets a run past its budget, and a count past 64 bits cannot be
+    checkpointed. The one check for every caller: the OpenAI-compatible client
+    (`ai_agent.models.messages.usage_of`) and the accounting of any other ``ModelCaller``.
+
+    Examples:
+        >>> usage_is_counted({"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7})
+        True
+        >>> usage_is_counted({"prompt_tokens": -5}), usage_is_counted({"total_tokens": 10**30})
+        (False, False)
+        >>> usage_is_counted([5, 2, 7])
+        False
+    """
+    if not isinstance(usage, Mapping):
+        return False
+    values = [usage.get(key, 0) for key in ("prompt_tokens", "completion_tokens", "total_tokens")]
+    values.append(usage.get("cached_tokens") or 0)
+    return all(
+        isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_REPORTED_TOKENS
+        for value in values
+    )
+
+
+def counted_usage(usage: object) -> Mapping[str, Any]:
+    """``usage`` when a server could have counted it (`usage_is_counted`), else no usage.
+
+    Examples:
+        >>> counted_usage({"total_tokens": 7}), counted_usage({"total_tokens": -7})
+        ({'total_tokens': 7}, {})
+    """
+    return usage if usage_is_counted(usage) else {}
+
 
 _KEYS = ("prompt_tokens", "completion_tokens", "total_tokens", "cached_tokens")
 

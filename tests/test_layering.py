@@ -36,7 +36,7 @@ ALLOWED: dict[str, set[str]] = {
     "config": {"errors", "datafiles", "url_passwords"},
     # The tool-call journal's protocol and entry, apart so the run store need not load context.
     "journal": {"state"},
-    "context": {"state", "journal"},
+    "context": {"state", "journal", "usage"},
     "observability": {"_lazy", "errors", "state", "context", "config", "visible", "url_passwords"},
     "models.resilience": {"errors", "state", "observability"},
     "resilience": {"models.resilience"},  # the old import path of models/resilience.py

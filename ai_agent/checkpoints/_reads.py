@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
@@ -38,6 +38,7 @@ from ai_agent.checkpoints._store import (
     tuple_config,
 )
 from ai_agent.checkpoints._writes import pending_writes
+from ai_agent.checkpoints.versions import STATE_VERSION_KEY
 from ai_agent.errors import CorruptRunError, StoreError
 
 if TYPE_CHECKING:  # types only: the light reader (`reader`) loads no LangChain
@@ -238,6 +239,7 @@ def get_tuple(store: DeltaStore, config: RunnableConfig) -> StoredTuple | None:
             return None
         cid, parent_id, metadata = row
         with readable(thread_id, cid, parent_id):
+            text_id(cid)
             skel = skeleton(store, tkey, cid)
             values, held = read_values(store, tkey, skel.refs)
             writes = pending_writes(store, tkey, cid)
@@ -285,6 +287,7 @@ def list_page(
             rows = store.conn.execute(sql, [*params, limit]).fetchall()
         for tkey, thread_id, ns, cid, parent_id, metadata in rows:
             with readable(thread_id, cid, parent_id):
+                text_id(cid)
                 skel = skeleton(store, tkey, cid, memo)
                 values, _ = read_values(store, tkey, skel.refs, memo)
                 item = StoredTuple(
@@ -341,11 +344,40 @@ def _where_value(value: Any) -> tuple[str, Any]:
 
 # A checkpoint that cannot be read back -----------------------------------------------------------
 def stored_metadata(text: str) -> CheckpointMetadata:
-    """A checkpoint row's metadata: a JSON object (LangGraph reads its keys), else StoreError."""
+    """A checkpoint row's metadata: a JSON object (LangGraph reads its keys), else StoreError.
+
+    The keys LangGraph and ai-agent compute with must be of their types: a ``step`` of text,
+    NaN or 1e999 failed ``int(step)`` and ``step + 1`` ("internal error" in ``show`` and
+    ``resume``), ``parents`` of another type failed ``{**parents}``, and a state version that
+    is not a whole number from 1 failed its migration (``KeyError: 0``).
+    """
     meta = json.loads(text)
     if type(meta) is not dict:
         raise StoreError(f"its metadata is {type(meta).__name__} JSON, not an object")
+    for key, wanted, ok in _METADATA_KEYS:
+        if key in meta and not ok(meta[key]):
+            found = json.dumps(meta[key])[:40]
+            raise StoreError(f"its metadata's {key!r} is {found}, not {wanted}")
     return cast("CheckpointMetadata", meta)
+
+
+_METADATA_KEYS: tuple[tuple[str, str, Callable[[Any], bool]], ...] = (
+    ("step", "a whole number", lambda v: type(v) is int),
+    ("parents", "an object", lambda v: type(v) is dict),
+    (STATE_VERSION_KEY, "a whole number from 1", lambda v: type(v) is int and v >= 1),
+)
+"""The metadata keys read as numbers or objects: what each must be, and its check."""
+
+
+def text_id(checkpoint_id: object) -> None:
+    """Refuse a checkpoint id that is not text (StoreError).
+
+    A TEXT column keeps bytes bound to it as bytes, which sort after every text id: such a row
+    was the thread's latest checkpoint, and LangGraph failed on its id as it resumed the run
+    (``TypeError``, "internal error").
+    """
+    if type(checkpoint_id) is not str:
+        raise StoreError(f"its id is stored as {type(checkpoint_id).__name__}, not text")
 
 
 @contextmanager

@@ -108,8 +108,8 @@ def checked_run(run: dict[str, Any]) -> list[CorruptRunError]:
     A value that cannot be read is set to None (no gate; an unknown time or cycle), so the run
     still lists and shows; the caller logs the errors and names them in the run's ``error``.
     """
-    thread = str(run["thread_id"])
-    problems: list[CorruptRunError] = []
+    problems = _required_texts(run)
+    thread = run["thread_id"]
     try:
         run["gate"] = stored_json(
             run["gate"],
@@ -135,6 +135,39 @@ def checked_run(run: dict[str, Any]) -> list[CorruptRunError]:
         if problem is not None:
             problems.append(problem)
     return problems
+
+
+def _required_texts(run: dict[str, Any]) -> list[CorruptRunError]:
+    """Read the thread id, task and status as text, whatever the row holds; what was wrong.
+
+    ``thread_id TEXT PRIMARY KEY`` takes NULL in SQLite (only an INTEGER key refuses it), and a
+    table made by another program may lack its NOT NULL: a listing formats each as text.
+    """
+    problems: list[CorruptRunError] = []
+    what = "the thread id of a run (agent_runs.thread_id)"
+    raw = run["thread_id"]
+    if raw is None:
+        run["thread_id"] = ""
+        hint = "the run is listed without one; no command can name it to show or resume it"
+        problems.append(corrupt_row(what, "?", "it holds nothing", hint))
+    elif type(raw) is bytes:
+        # Even UTF-8: a command naming the thread looks for text, which bytes never equal.
+        run["thread_id"] = raw.decode(errors="replace")
+        reason = "it is stored as binary data, not text"
+        hint = "it is listed as text; no command can name it to show or resume it until the "
+        hint += "row holds it as text"
+        problems.append(corrupt_row(what, run["thread_id"], reason, hint))
+    for column in _REQUIRED:
+        if run[column] is None:
+            what = f"the {column} of the run (agent_runs.{column})"
+            reason = "it holds nothing"
+            problems.append(corrupt_row(what, run["thread_id"], reason, "it is shown as empty"))
+            run[column] = ""
+    return problems
+
+
+_REQUIRED = ("task", "status")
+"""The text columns of a run row every reader formats as text (NOT NULL in ai-agent's table)."""
 
 
 _TEXTS = (

@@ -301,9 +301,10 @@ class SqlRunStore(RecordedCalls, PlanQueue, RunSummaries, RuleStore):
                 f"VALUES (?, ?, ?, ?, {now}, {now} + ?) ON CONFLICT (thread_id) DO UPDATE SET "
                 "owner = excluded.owner, host = excluded.host, pid = excluded.pid, "
                 "acquired_at = excluded.acquired_at, expires_at = excluded.expires_at "
-                # An expiry that is no time (NaN, infinity, text: edited by hand) has run out.
-                f"WHERE NOT (agent_leases.expires_at > excluded.acquired_at "
-                f"AND agent_leases.expires_at < {_NEVER})",
+                # An expiry that is no time (NaN, infinity, text, NULL: edited by hand) has run
+                # out (NOT of NULL is NULL: a NULL expiry held the lease for ever).
+                f"WHERE (agent_leases.expires_at > excluded.acquired_at "
+                f"AND agent_leases.expires_at < {_NEVER}) IS NOT TRUE",
                 (thread_id, owner, self.host, pid, seconds),
             )
             held = _lease_row(session, thread_id)

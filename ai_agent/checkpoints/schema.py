@@ -300,11 +300,14 @@ def schema_version(conn: sqlite3.Connection) -> int | None:
 def stored_number(value: object, *, what: str, fix: str) -> int:
     """A version number read from a database; one changed by hand is refused with ``fix``.
 
-    Never guessed at: a wrong guess would run migrations on a file, or misread it.
+    Never guessed at: a wrong guess would run migrations on a file, or misread it. Versions
+    start at 1: there is no migration from 0 (it was a KeyError, "internal error").
     """
     text = str(value)
     if not (text.isascii() and text.isdigit()):
         raise StoreError(f"{what} {text[:40]!r}, not a number: {fix}")
+    if int(text) < 1:
+        raise StoreError(f"{what} {text[:40]!r}, and versions start at 1: {fix}")
     return int(text)
 
 

@@ -67,9 +67,16 @@ def stamped(config: dict[str, Any]) -> dict[str, Any]:
 
 
 def state_version(metadata: Mapping[str, Any] | None) -> int:
-    """The state version a checkpoint's metadata records (1 when it predates the stamp)."""
+    """The state version a checkpoint's metadata records (1 when it predates the stamp).
+
+    A value that is no version (text that is not a number, 0 or less: `DeltaSaver` refuses such a
+    checkpoint) counts as 1, as one of another type does: no version has a migration to it, and
+    ``int("x")`` was a ValueError, version 0 a KeyError.
+    """
     value = (metadata or {}).get(STATE_VERSION_KEY, 1)
-    return int(value) if isinstance(value, int | str) else 1
+    if isinstance(value, str) and value.isascii() and value.isdigit():
+        value = int(value)
+    return value if type(value) is int and value >= 1 else 1
 
 
 def check_state_version(metadata: Mapping[str, Any] | None, where: str) -> int:

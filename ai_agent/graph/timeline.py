@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 from ai_agent.errors import UnknownCheckpointError
 from ai_agent.state import RunState, ToolCall, ToolResult
+from ai_agent.usage import counted_usage
 
 if TYPE_CHECKING:
     from ai_agent.checkpoints.recorded import ModelCallRecord, ToolCallRecord
@@ -144,8 +145,15 @@ def timeline_row(
 
 
 def _usage_by_step(calls: Sequence[ModelCallRecord]) -> dict[int, int]:
-    return {
-        c["step"]: int(c["usage"]["total_tokens"])
-        for c in calls
-        if c["step"] is not None and "total_tokens" in c["usage"]
-    }
+    """Each recorded call's total tokens by its step.
+
+    Usage no server could have counted (text, NaN, a negative count: a row edited by hand) is
+    no usage (`ai_agent.usage.counted_usage`): its tokens are unknown (it failed ``int(...)``,
+    "internal error" in ``show`` and ``export``).
+    """
+    totals: dict[int, int] = {}
+    for c in calls:
+        usage = counted_usage(c["usage"])
+        if c["step"] is not None and "total_tokens" in usage:
+            totals[c["step"]] = usage["total_tokens"]
+    return totals

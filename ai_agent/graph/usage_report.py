@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Required, TypedDict
 
 from ai_agent.state import Message, RunState, ToolCall, UsageRecord
-from ai_agent.usage import context_state, cost_estimate, token_breakdown, token_usage
+from ai_agent.usage import context_state, cost_estimate, counted_usage, token_breakdown, token_usage
 
 if TYPE_CHECKING:
     from ai_agent.checkpoints.recorded import ModelCallRecord
@@ -341,7 +341,10 @@ def usage_points(
     points: list[UsagePoint] = []
     tokens, cost = 0, 0.0
     for call, record in reversed(paired):
-        usage: dict[str, Any] = dict(record) if record is not None else dict(call["usage"])
+        # A recorded usage no server could have counted (edited by hand) is none (`timeline`).
+        usage: dict[str, Any] = (
+            dict(record) if record is not None else dict(counted_usage(call["usage"]))
+        )
         total = int(usage.get("total_tokens", 0))
         tokens += total
         point = UsagePoint(
