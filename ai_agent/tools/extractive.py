@@ -45,7 +45,9 @@ def _lines(text: str) -> tuple[list[str], set[int]]:
     """  # noqa: D205 - two results, one sentence
     stripped = text.strip()
     if stripped[:1] in ("{", "["):
-        with contextlib.suppress(ValueError):  # not JSON after all: its own lines
+        # Not JSON after all, or JSON nested past Python's stack (a hostile page or file):
+        # its own lines.
+        with contextlib.suppress(ValueError, RecursionError):
             text = json.dumps(json.loads(stripped), indent=1, ensure_ascii=False)
     out: list[str] = []
     continued: set[int] = set()

@@ -35,6 +35,7 @@ _GROUP = "files"
 _MAX_LIST = 1000
 _DIFF_LINES = 200
 _DIFF_WORK = 1_000_000  # pairs of differing lines difflib may match (its matching is quadratic)
+_NAME_CODECS = frozenset({"punycode", "idna"})
 
 P = ParamSpec("P")
 
@@ -127,6 +128,13 @@ def _encoding(given: str) -> str:
     if not getattr(info, "_is_text_encoding", True):
         raise SandboxError(
             "BAD_ARGUMENTS", f"{name!r} is not a text encoding; pass one such as 'utf-8'"
+        )
+    # The codecs of domain names are not the encoding of any file, and Python's punycode is
+    # quadratic: 80 kB of text took a minute to encode, in a thread no timeout can stop.
+    if info.name in _NAME_CODECS:
+        raise SandboxError(
+            "BAD_ARGUMENTS",
+            f"{name!r} encodes domain names, not files; pass a file encoding such as 'utf-8'",
         )
     return info.name
 

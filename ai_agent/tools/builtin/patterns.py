@@ -12,6 +12,7 @@ to the .gitignore's directory, otherwise it matches at any depth.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 __all__ = ["GitIgnore", "Glob"]
@@ -182,8 +183,12 @@ class GitIgnore:
         self._rules = rules
 
     @classmethod
-    def parse(cls, text: str) -> GitIgnore:
-        """Rules from the text of a ``.gitignore``."""
+    def parse(cls, text: str, *, check: Callable[[], object] | None = None) -> GitIgnore:
+        """Rules from the text of a ``.gitignore``.
+
+        ``check`` is called before each rule is compiled, and may raise to stop: a megabyte of
+        rules (a file the tools read, written by anyone) takes some twenty seconds.
+        """
         rules = []
         for raw in text.splitlines():
             line = raw.rstrip()
@@ -200,6 +205,8 @@ class GitIgnore:
                 continue  # "." or "./.": no path is one (a rule of none matched none before)
             # A "/" anywhere but the end anchors the rule; otherwise it matches at any depth.
             body = line.lstrip("/") if "/" in line else "**/" + line
+            if check is not None:
+                check()
             rules.append(_Rule(Glob(body, hidden=True), negate, directory_only))
         return cls(rules)
 

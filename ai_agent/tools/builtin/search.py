@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import re
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any
@@ -37,6 +38,10 @@ _GLOB_CHARS = frozenset("*?[")
 _BINARY_PROBE = 8192
 _LINE_CHARS = 500
 _GREP_BUDGET = 20.0  # seconds; under the registry's default 30 s timeout
+# The most pieces a pattern may compile to (see `_pieces`): about 30 MB in the regex module.
+MAX_PATTERN_PIECES = 100_000
+_COUNT = re.compile(r"\{(\d*)(?:,\d*)?\}")
+_HUGE_COUNT = 10**10  # past the regex module's largest count; a longer count is this
 
 
 def _in_time(deadline: float, tool: str) -> None:
@@ -54,12 +59,50 @@ def _in_time(deadline: float, tool: str) -> None:
         )
 
 
-class _Ignorer:
-    """The .gitignore rules that apply below the sandbox base, loaded lazily per directory."""
+def _pieces(source: str) -> int:
+    """An upper bound of the pieces the regex module compiles ``source`` into.
 
-    def __init__(self, box: Sandbox, enabled: bool) -> None:
+    The module unrolls a counted repeat's minimum into copies of what it repeats, at compile
+    time, which no match timeout covers: ``a{4000000}`` took 1 GB, and
+    ``(?:(?:a{1000}){1000}){1000}`` (27 characters) more memory than the machine had. Each
+    character counts one piece; ``{m}``, ``{m,}`` and ``{m,n}`` after a plain character or a
+    class add ``m - 1`` copies of it; after anything else (a group's ``)``, a blank or a comment
+    in verbose mode, an escape's ``}``) they multiply everything before them, which is at least
+    what they repeat. Stops counting past `MAX_PATTERN_PIECES`.
+
+    Examples:
+        >>> _pieces("[0-9a-f]{8}"), _pieces("(?:ab){3}")
+        (15, 18)
+    """
+    total, i = 0, 0
+    while i < len(source) and total <= MAX_PATTERN_PIECES:
+        char = source[i]
+        count = _COUNT.match(source, i) if char == "{" else None
+        if count is None:
+            total += 1
+            i += 2 if char == "\\" else 1  # an escaped character is never a count's brace
+            continue
+        digits = count.group(1)
+        least = (int(digits) if len(digits) <= 10 else _HUGE_COUNT) if digits else 0
+        before = source[i - 1] if i else ")"
+        if before in ")}>" or before.isspace():
+            total *= max(least, 1)
+        else:
+            total += max(least - 1, 0)
+        i = count.end()
+    return total
+
+
+class _Ignorer:
+    """The .gitignore rules that apply below the sandbox base, loaded lazily per directory.
+
+    Each is parsed within the call's time budget (``deadline``, for ``tool``).
+    """
+
+    def __init__(self, box: Sandbox, enabled: bool, deadline: float, tool: str) -> None:
         self.box, self.enabled = box, enabled
         self._rules: dict[str, GitIgnore | None] = {}
+        self._check = lambda: _in_time(deadline, tool)
 
     def _load(self, directory: str) -> GitIgnore | None:
         if directory not in self._rules:
@@ -67,8 +110,12 @@ class _Ignorer:
             try:
                 target = self.box.resolve(name, check_extension=False)
                 text = self.box.read_bytes(target).decode("utf-8", "replace")
-                self._rules[directory] = GitIgnore.parse(text)
-            except (SandboxError, OSError):
+                self._rules[directory] = GitIgnore.parse(text, check=self._check)
+            except SandboxError as exc:
+                if exc.code == "TIMEOUT":
+                    raise
+                self._rules[directory] = None
+            except OSError:
                 self._rules[directory] = None
         return self._rules[directory]
 
@@ -149,7 +196,7 @@ class SearchTools:
         matcher = Glob(rest, recursive=recursive)
         deep = recursive and "**" in rest.split("/")
         depth = None if deep else max(1, len([p for p in rest.split("/") if p]))
-        ignore = _Ignorer(self.box, self.config.respect_gitignore)
+        ignore = _Ignorer(self.box, self.config.respect_gitignore, deadline, "glob_search")
         found = _Found()
         descend = lambda rel: not self._skip(ignore, start, rel, is_dir=True)  # noqa: E731
         for entry in walk(self.box, start.parts, max_depth=depth, descend=descend):
@@ -178,6 +225,13 @@ class SearchTools:
 
         if not pattern:
             raise SandboxError("BAD_ARGUMENTS", "pattern must be a non-empty string")
+        if (len(pattern) if literal else _pieces(pattern)) > MAX_PATTERN_PIECES:
+            raise SandboxError(
+                "BAD_ARGUMENTS",
+                f"the pattern is too large: with its counted repeats ({{n}}) written out it "
+                f"holds more than {MAX_PATTERN_PIECES:,} pieces; search for a shorter text, "
+                "or use + or * instead of large counts",
+            )
         flags = regex.IGNORECASE if ignore_case else 0
         source = regex.escape(pattern) if literal else pattern
         try:
@@ -200,7 +254,7 @@ class SearchTools:
             return None
         file_pattern = file_pattern or "*"
         depth = None if recursive else 1
-        ignore = _Ignorer(self.box, self.config.respect_gitignore)
+        ignore = _Ignorer(self.box, self.config.respect_gitignore, deadline, "grep_search")
         descend = lambda rel: not self._skip(ignore, start, rel, is_dir=True)  # noqa: E731
         out = []
         for entry in walk(self.box, start.parts, max_depth=depth, descend=descend):
@@ -244,9 +298,13 @@ class SearchTools:
             targets = []
             for e in files:
                 _in_time(deadline, "grep_search")
-                targets.append(
-                    (self.box.resolve(str(start.path / e.rel), check_extension=False), e.rel)
-                )
+                try:
+                    target = self.box.resolve(str(start.path / e.rel))
+                except SandboxError as exc:
+                    if exc.code != "EXTENSION_DENIED":
+                        raise
+                    continue  # denied_extensions keep a file from every read, a folder's grep too
+                targets.append((target, e.rel))
         stats = {"files_searched": 0, "skipped_binary": 0, "skipped_large": 0}
         stats["skipped_hard_links"] = 0
         found = _Found()
@@ -280,8 +338,8 @@ class SearchTools:
             if exc.code == "HARD_LINK" and not named:
                 stats["skipped_hard_links"] += 1
                 return None
-            if exc.code in ("NOT_A_FILE", "NOT_FOUND", "PATH_CHANGED", "EXTENSION_DENIED"):
-                return None
+            if exc.code in ("NOT_A_FILE", "NOT_FOUND", "PATH_CHANGED") and not named:
+                return None  # gone or replaced while the folder was walked
             raise
         if b"\x00" in data[:_BINARY_PROBE]:
             stats["skipped_binary"] += 1

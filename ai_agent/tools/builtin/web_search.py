@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import zlib
 from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Annotated, Any
@@ -33,6 +34,9 @@ _CACHE_ENTRIES = 256
 MAX_REPLY_BYTES = 4 * 2**20
 # Headers that describe the body as it came over the wire, not as it was read.
 _BODY_HEADERS = frozenset({"content-encoding", "content-length", "transfer-encoding"})
+# The compressions a reply may come in (each decompressed a bounded piece at a time).
+_ACCEPTED = "gzip, deflate"
+_ENCODINGS = {"gzip": "gzip", "x-gzip": "gzip", "deflate": "deflate"}
 
 
 class RateLimiter:
@@ -109,24 +113,73 @@ class _ReplyTooLargeError(Exception):
     """A reply longer than MAX_REPLY_BYTES (its reading stopped there)."""
 
 
+class _Inflater:
+    """A gzip or deflate body, decompressed a bounded piece at a time.
+
+    httpx decompresses each piece that arrives whole: 64 KiB of gzip is 64 MiB of zeros, and of
+    zstd (which it decodes when ``zstandard`` is installed, asked for or not) gigabytes, all in
+    memory before the reply's length is looked at.
+    """
+
+    def __init__(self, encoding: str) -> None:
+        self.encoding = encoding
+        # gzip, or deflate's zlib stream (raw deflate, which some servers send, if that fails).
+        self._z = zlib.decompressobj(zlib.MAX_WBITS | 32)
+        self._started = False
+
+    def feed(self, data: bytes, room: int) -> bytes:
+        """At most ``room`` bytes of what ``data`` decompresses to (more is over the limit)."""
+        try:
+            out = self._z.decompress(data, room)
+        except zlib.error:
+            if self._started or self.encoding != "deflate":
+                raise
+            self._z = zlib.decompressobj(-zlib.MAX_WBITS)
+            out = self._z.decompress(data, room)
+        self._started = True
+        return out
+
+
+def _inflater(encoding: str) -> _Inflater | None:
+    """The decoder of a ``Content-Encoding`` asked for (None: the body is as it came)."""
+    codings = [c.strip().lower() for c in encoding.split(",") if c.strip()]
+    codings = [c for c in codings if c != "identity"]
+    if not codings:
+        return None
+    if len(codings) == 1 and codings[0] in _ENCODINGS:
+        return _Inflater(_ENCODINGS[codings[0]])
+    raise SearchError(
+        "UPSTREAM",
+        f"the reply came compressed as {encoding[:40]!r}, which was not asked for "
+        f"(only {_ACCEPTED})",
+    )
+
+
 async def _bounded_send(client: httpx.AsyncClient, request: httpx.Request) -> httpx.Response:
-    """The reply to ``request``, its body read to at most MAX_REPLY_BYTES.
+    """The reply to ``request``, its body read (and decompressed) to at most MAX_REPLY_BYTES.
 
     Read whole, a backend's (or whatever answers at its URL) endless body would take the
-    engine's memory; the timeout alone does not stop a fast one.
+    engine's memory; the timeout alone does not stop a fast one. The body is read as it came
+    and decompressed here, a bounded piece at a time (`_Inflater`).
 
     Raises:
         _ReplyTooLargeError: the body is longer.
+        SearchError: it is compressed in a way that was not asked for, or broken.
     """
     import httpx  # loaded with a search, as in `WebSearch._fetch`
 
+    request.headers["Accept-Encoding"] = _ACCEPTED
     response = await client.send(request, stream=True)
     try:
+        inflater = _inflater(response.headers.get("content-encoding", ""))
         body = bytearray()
-        async for chunk in response.aiter_bytes():
-            body += chunk
+        async for chunk in response.aiter_raw():
+            room = MAX_REPLY_BYTES + 1 - len(body)
+            body += chunk if inflater is None else inflater.feed(chunk, room)
             if len(body) > MAX_REPLY_BYTES:
                 raise _ReplyTooLargeError
+    except zlib.error:
+        raise SearchError("UPSTREAM", "the compressed reply is broken") from None
     finally:
         await response.aclose()
     # Decoded already: the new response must not be told its body is compressed.
