@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import urllib.parse
 from collections.abc import Mapping
 from typing import Any
@@ -9,6 +10,7 @@ from typing import Any
 from pydantic import BaseModel, SecretStr
 
 from ai_agent.config.mcp import MCP_ENV_REFERENCE, SECRET_ENV_NAME, McpServerConfig
+from ai_agent.url_passwords import CREDENTIAL_QUERY_NAMES
 
 __all__ = ["collect_secrets", "url_passwords"]
 
@@ -46,31 +48,51 @@ def _mcp_secrets(server: McpServerConfig, where: str, found: dict[str, str]) -> 
 
 
 def _keep_url_password(found: dict[str, str], where: str, text: str) -> None:
-    """The password in a URL (``https://user:pw@host/v1``), kept as a secret.
+    """The password in a URL (``https://user:pw@host/v1``) or a key in its query, kept as secrets.
 
-    A URL in a plain text setting may carry one: it is as secret as an API key, and the server's
-    URL is named in errors, events and what the run store keeps.
+    A URL in a plain text setting may carry one (``?api-key=...``): it is as secret as an API
+    key, and the server's URL is named in errors, events and what the run store keeps.
     """
-    if "://" not in text or ("@" not in text and "password=" not in text):  # without parsing
+    if "://" not in text or ("@" not in text and "=" not in text):  # without parsing
         return
-    for index, password in enumerate(sorted(url_passwords(text.strip()))):
+    for index, password in enumerate(sorted(url_passwords(text.strip(), credentials=True))):
         _keep_secret(found, f"{where}.password" + (f"[{index}]" if index else ""), password)
 
 
-def url_passwords(url: str) -> set[str]:
+# Query parameters that carry a credential (``?api-key=...``): the names the log redactor masks.
+_CREDENTIAL_QUERY = re.compile(f"(?i){CREDENTIAL_QUERY_NAMES}")
+
+
+def url_passwords(url: str, *, credentials: bool = False) -> set[str]:
     """The password a URL holds, in its user info or a ``password=`` query, as written and decoded.
 
     libpq reads a ``password=`` query parameter too, and a password holding ``/``, ``@`` or
     ``:`` is percent-encoded in a URL: the client sends it decoded, and that is how an error
-    message or a model would write it. Both forms are secrets.
+    message or a model would write it. Both forms are secrets. With ``credentials``, the values
+    of the query's other credential parameters too (``api-key``, ``key``, ``token``, ``sig``...):
+    some servers take the key in the URL (``https://host/v1?api-key=...``), and the URL is named
+    in every "cannot reach" error.
+
+    Examples:
+        >>> sorted(url_passwords("https://h/v1?api-version=2&api-key=k%2B1", credentials=True))
+        ['k%2B1', 'k+1']
     """
     try:
         parts = urllib.parse.urlsplit(url)
-        query = urllib.parse.parse_qs(parts.query)
+        query = urllib.parse.parse_qsl(parts.query, keep_blank_values=False)
     except ValueError:  # not a URL after all (an unbalanced "[" in the host)
         return set()
-    found = [parts.password or "", *query.get("password", [])]
-    return {form for p in found if p for form in (p, urllib.parse.unquote(p))}
+    wanted = _CREDENTIAL_QUERY if credentials else re.compile("(?i)password")
+    found = [parts.password or "", *(value for name, value in query if wanted.fullmatch(name))]
+    # parse_qsl decodes: the value as written in the URL counts too.
+    written = [
+        value
+        for name, value in (
+            item.split("=", 1) for item in re.split("[&;]", parts.query) if "=" in item
+        )
+        if wanted.fullmatch(urllib.parse.unquote_plus(name))
+    ]
+    return {form for p in [*found, *written] if p for form in (p, urllib.parse.unquote(p))}
 
 
 def _collect(value: Any, where: str, found: dict[str, str]) -> None:

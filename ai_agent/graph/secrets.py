@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ai_agent.context import (
@@ -44,11 +44,20 @@ from ai_agent.context import (
     ToolBox,
     usage_is_counted,
 )
-from ai_agent.events import ModelDelta, ProgressEvent, ToolOutput
+from ai_agent.events import (
+    ModelDelta,
+    ProgressEvent,
+    RunFinished,
+    StageFinished,
+    ToolFinished,
+    ToolOutput,
+    ToolStarted,
+)
 from ai_agent.graph.toolboxes import DelegatingToolBox
 from ai_agent.observability.logs import engine_logger
 from ai_agent.observability.redaction import MIN_SECRET_CHARS, SecretValues, StreamMask
 from ai_agent.state import Message, ToolCall, ToolResult
+from ai_agent.tools.snapshot import PREVIEW_CUT
 
 if TYPE_CHECKING:
     from ai_agent.config import AgentSettings
@@ -139,8 +148,11 @@ class ScrubbedToolBox(DelegatingToolBox):
         self.secrets = secrets
 
     def preview(self, call: ToolCall) -> str:
-        """The inner preview, masked."""
-        return self.secrets.text(self.inner.preview(call))
+        """The inner preview, masked (where it was cut, a key the cut ran through too)."""
+        head, cut, rest = self.inner.preview(call).partition(PREVIEW_CUT)
+        if not cut:
+            return self.secrets.text(head)
+        return self.secrets.cut_text(head) + cut + self.secrets.text(rest)
 
     def review(self, call: ToolCall) -> CallReview:
         """The inner review (an escalation's reason may quote the arguments), masked."""
@@ -182,8 +194,12 @@ class ScrubbedEvents:
     """An event sink that masks every secret before the events go on to ``sink``.
 
     A chunk of streamed text may end in the first part of a secret: that part is held back
-    until the next chunk of its stream, and any other event first flushes what every stream
-    holds (masked), so the output keeps its order and loses nothing.
+    until the next chunk of its stream. Any other event first flushes what the streams hold
+    (masked), so the output keeps its order and loses nothing, except the output of a tool call
+    still running (calls of concurrent tools run together): its stream goes on after another
+    call's events, and flushing it there let the first part of a key out, and the rest after,
+    with a fresh mask that no longer knew what came before. It is flushed when its call
+    finishes, or its stage or run ends.
 
     Args:
         sink: Where the masked events go.
@@ -194,6 +210,8 @@ class ScrubbedEvents:
         self.sink = sink
         self.secrets = secrets
         self._streams: dict[tuple[str, ...], tuple[StreamMask, Chunk]] = {}
+        # The tool calls started and not yet finished: their output streams may go on.
+        self._running: set[str] = set()
         # Sync tools report output from worker threads while the run goes on in the loop.
         self._lock = threading.RLock()
 
@@ -201,7 +219,13 @@ class ScrubbedEvents:
         """Mask one event and pass it on (a chunk: what of it may go out now)."""
         with self._lock:
             if not isinstance(event, Chunk):
-                self.flush()
+                if isinstance(event, ToolStarted):
+                    self._running.add(event.call_id)
+                elif isinstance(event, ToolFinished):
+                    self._running.discard(event.call_id)
+                elif isinstance(event, StageFinished | RunFinished):
+                    self._running.clear()
+                self.flush(keep=self._running)
                 self.sink(_masked(event, self.secrets))
                 return
             key = _stream_key(event)
@@ -211,11 +235,22 @@ class ScrubbedEvents:
             if text:
                 self.sink(dataclasses.replace(event, text=text))
 
-    def flush(self) -> None:
-        """Send what the streams hold back (masked): their text has ended."""
+    def flush(self, keep: Collection[str] = ()) -> None:
+        """Send what the streams hold back (masked): their text has ended.
+
+        Args:
+            keep: Tool calls whose output streams go on: theirs stay held.
+        """
         with self._lock:
-            streams, self._streams = self._streams, {}
-            for mask, last in streams.values():
+            ended = {k: v for k, v in self._streams.items() if not _goes_on(k, keep)}
+            for key in ended:
+                del self._streams[key]
+            for mask, last in ended.values():
                 rest = mask.flush()
                 if rest:
                     self.sink(dataclasses.replace(last, text=rest))
+
+
+def _goes_on(key: tuple[str, ...], running: Collection[str]) -> bool:
+    """Whether the stream ``key`` is a running tool call's output, which goes on."""
+    return key[0] == "tool" and key[1] in running

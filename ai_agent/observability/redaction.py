@@ -36,7 +36,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import quote, quote_plus
 
-from ai_agent.url_passwords import mask_url_passwords
+from ai_agent.url_passwords import CREDENTIAL_QUERY_NAMES, mask_url_passwords
 
 if TYPE_CHECKING:
     from ai_agent.config import LoggingConfig
@@ -72,10 +72,7 @@ _AUTH_HEADER = re.compile(
     r"((?:bearer|basic|token)\s+)?[^\s\"'\\,;}]+"
 )
 _BEARER = re.compile(r"(?i)\b(bearer)\s+[A-Za-z0-9\-._~+/]+=*")
-_QUERY_KEY = re.compile(
-    r"(?i)([?&;](?:api[_-]?key|key|token|access[_-]?token|auth[_-]?token|refresh[_-]?token"
-    r"|client[_-]?secret|secret|password|sig|signature)=)[^&\s#\"'<>]*"
-)
+_QUERY_KEY = re.compile(rf"(?i)([?&;](?:{CREDENTIAL_QUERY_NAMES})=)[^&\s#\"'<>]*")
 _KEY_ASSIGNMENT = re.compile(
     r"(?i)(\b(?:api[_-]?key|access[_-]?token|auth[_-]?token|client[_-]?secret)"
     rf"{_QUOTE}\s*[:=]\s*{_QUOTE})"
@@ -110,22 +107,36 @@ def _json_forms(text: str) -> set[str]:
 
 
 def _forms(value: str) -> set[str]:
-    """The ways ``value`` shows up in text the engine handles.
+    r"""The ways ``value`` shows up in text the engine handles.
 
     The value itself in both Unicode normal forms, as it sits inside a JSON string (as Python's
-    and other servers' encoders write it, see `_json_forms`) and percent-encoded (a URL path or
-    query). Base64, hex, a changed case or a value cut in parts are not among them.
+    and other servers' encoders write it, see `_json_forms`), one JSON level deeper (a tool
+    call's arguments are a JSON string inside the server's reply, a tool's JSON may hold JSON as
+    a string: a ``"``, a ``\`` or a ``\u`` escape is escaped again there) and percent-encoded
+    (a URL path or query). Base64, hex, a changed case or a value cut in parts are not among them.
     """
     forms: set[str] = set()
     for text in {value, unicodedata.normalize("NFC", value), unicodedata.normalize("NFD", value)}:
+        in_json = _json_forms(text)
         forms |= {
             text,
-            *_json_forms(text),
+            *in_json,
+            *(_json_string(form) for form in in_json if "\\" in form or '"' in form),
             quote(text, safe=""),
             quote(text),
             quote_plus(text),
         }
     return forms
+
+
+def _json_string(text: str) -> str:
+    r"""``text`` inside a JSON string, as Python writes it (an escape in it is escaped again).
+
+    Examples:
+        >>> print(_json_string(r'pw\"1\u00fc'))
+        pw\\\"1\\u00fc
+    """
+    return json.dumps(text)[1:-1]
 
 
 def _spans(text: str, forms: tuple[str, ...]) -> list[tuple[int, int]]:
@@ -299,6 +310,17 @@ class SecretValues:
         """``text`` with every secret value masked."""
         forms = self._forms() if text else ()
         return _masked(text, _spans(text, forms)) if forms else text
+
+    def cut_text(self, text: str) -> str:
+        """``text`` masked, when its end was cut off: a tail that may begin a secret is masked too.
+
+        Examples:
+            >>> SecretValues(["sk-canary-1234"]).cut_text("the key is sk-can")
+            'the key is ***'
+        """
+        forms = self._forms() if text else ()
+        cut = _secret_start(text, forms) if forms else len(text)
+        return self.text(text[:cut]) + (MASK if cut < len(text) else "")
 
     def spans(self, text: str) -> list[tuple[int, int]]:
         """Where secrets lie in ``text``: sorted, overlapping ones merged (for text in pieces)."""

@@ -88,13 +88,21 @@ def _mask_pieces(
     spans = secrets.spans("".join(piece for _, _, piece in pieces))
     changed: set[int] = set()
     at = 0
+    first = 0  # the first span that may reach into this piece or a later one
     for number, where, piece in pieces:
         start, end = at, at + len(piece)
         at = end
-        # The parts of the secrets that fall in this piece, relative to its start.
-        inside = [
-            (max(a, start) - start, min(b, end) - start) for a, b in spans if a < end and b > start
-        ]
+        # The spans are sorted and apart, and so are the pieces: walk both once (a reply of
+        # many events repeating a key took events x keys steps, on the event loop).
+        while first < len(spans) and spans[first][1] <= start:
+            first += 1
+        inside = []
+        index = first
+        while index < len(spans) and spans[index][0] < end:
+            a, b = spans[index]
+            # The part of the secret that falls in this piece, relative to its start.
+            inside.append((max(a, start) - start, min(b, end) - start))
+            index += 1
         if inside:
             _put(events[number][1], where, _masked(piece, inside))
             changed.add(number)

@@ -58,6 +58,8 @@ __all__ = [
 DEFAULT_TOOL_TIMEOUT = 30.0
 DEFAULT_MAX_RESULT_CHARS = 10_000_000
 _PREVIEW_CHARS = 4000
+# What follows a preview cut at _PREVIEW_CHARS.
+PREVIEW_CUT = "\n... (preview cut; "
 # Environment variables whose names say they hold a secret: their values are scrubbed from every
 # result too, whether or not a tool declared them (defence in depth: a shell tool can print them).
 _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
@@ -253,10 +255,13 @@ class ToolSnapshot:
         if spec is not None and spec.preview is not None:
             hook = spec.preview
             text = _guarded(lambda: hook(dict(call["args"])), plain)
+        # Masked whole, then cut: a key the cut ran through would no longer be recognised, and
+        # its first part would show.
+        text = self.scrubber().text(text)
         if len(text) > _PREVIEW_CHARS:
             rest = text.count("\n", _PREVIEW_CHARS)
-            text = text[:_PREVIEW_CHARS] + f"\n... (preview cut; {rest} more line(s))"
-        return self.scrubber().text(text)
+            text = text[:_PREVIEW_CHARS] + f"{PREVIEW_CUT}{rest} more line(s))"
+        return text
 
     def format_result(self, name: str, result: ToolResult) -> str:
         """The text the model sees for a result."""
