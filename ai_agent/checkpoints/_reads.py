@@ -55,6 +55,7 @@ __all__ = [
     "StoredTuple",
     "corrupt_checkpoint",
     "get_tuple",
+    "langgraph_item",
     "langgraph_tuple",
     "list_page",
     "read_values",
@@ -208,9 +209,30 @@ def _fresh(value: Any) -> Any:
 
 def langgraph_tuple(stored: StoredTuple | None) -> CheckpointTuple | None:
     """LangGraph's own tuple for what was read, for `DeltaSaver` (which has imported LangGraph)."""
+    return None if stored is None else langgraph_item(stored)
+
+
+def langgraph_item(stored: StoredTuple) -> CheckpointTuple:
+    """`langgraph_tuple` of a checkpoint that was found.
+
+    LangGraph reads a checkpoint's id as hexadecimal (its task ids are made from it): one edited
+    to other text (it sorts after the real ids, so it is the thread's latest) failed the resume
+    inside LangGraph ("internal error: Odd-length string"). It is a CorruptRunError naming the
+    checkpoint here; the light reads (``show``, ``history``) still show such a run.
+    """
     from langgraph.checkpoint.base import CheckpointTuple
 
-    return None if stored is None else CheckpointTuple(*stored)
+    checkpoint_id = stored.checkpoint["id"]
+    if not _HEX_ID.fullmatch(checkpoint_id.replace("-", "")):
+        parent = stored.parent_config
+        thread_id = str(stored.config["configurable"]["thread_id"])
+        parent_id = parent["configurable"].get("checkpoint_id") if parent else None
+        why = StoreError(f"its id {checkpoint_id[:40]!r} is not hexadecimal, as LangGraph reads it")
+        raise corrupt_checkpoint(thread_id, checkpoint_id, parent_id, why)
+    return CheckpointTuple(*stored)
+
+
+_HEX_ID = re.compile(r"(?:[0-9a-fA-F]{2})+")
 
 
 # The saver API ---------------------------------------------------------------------------------

@@ -368,7 +368,7 @@ class DeltaSaver(
                 _reads.list_page, self.store, config, filter, before, size, after, memo
             )
             for item, key in page:
-                yield CheckpointTuple(*item)
+                yield _reads.langgraph_item(item)
                 after = key
             if len(page) < size:
                 return
@@ -492,7 +492,7 @@ class DeltaSaver(
                 _reads.list_page, self.store, config, filter, before, size, after, memo
             )
             for item, key in page:
-                yield CheckpointTuple(*item)
+                yield _reads.langgraph_item(item)
                 after = key
             if len(page) < size:
                 return

@@ -218,6 +218,25 @@ def test_a_checkpoint_id_stored_as_bytes_is_a_corrupt_checkpoint(db: Path) -> No
     assert cli(db, "show", "good").stdout.strip().endswith("42")
 
 
+def test_a_checkpoint_id_that_is_not_hexadecimal_stops_the_resume_in_words(db: Path) -> None:
+    """LangGraph reads an id as hex: edited to other text, it sorts last and failed the resume.
+
+    The resume said "internal error: Odd-length string"; now the checkpoint is named with the
+    fork from its parent, and the light reads still show the run.
+    """
+    damage(
+        db,
+        "UPDATE delta_checkpoints SET checkpoint_id = 'zzz' "
+        f"WHERE thread = {BAD.format('p1')} AND checkpoint_id = {LATEST.format('p1')}",
+    )
+    done = cli(db, "resume", "p1", "--deny")
+    assert done.returncode != 0
+    assert "checkpoint zzz of thread p1 cannot be read back" in done.stderr
+    assert "is not hexadecimal" in done.stderr and "`ai-agent fork p1 " in done.stderr
+    assert cli(db, "show", "p1").returncode == 0
+    assert cli(db, "show", "good").stdout.strip().endswith("42")
+
+
 @pytest.mark.parametrize(
     "usage",
     [
