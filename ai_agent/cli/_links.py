@@ -11,6 +11,7 @@ the link sequence or write one of its own.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
 from typing import Any, Literal, TextIO
 
@@ -19,6 +20,8 @@ from ai_agent.visible import link_target, visible
 __all__ = ["LinkMode", "format_sources", "link", "linked_answer", "links_wanted"]
 
 LinkMode = Literal["auto", "always", "never"]
+# A marker in an answer as shown: text in brackets, no bracket or line break inside.
+_MARKER = re.compile(r"\[([^\[\]\n]+)\]")
 
 
 def links_wanted(mode: str, stream: TextIO) -> bool:
@@ -88,6 +91,7 @@ def linked_answer(shown: str, citations: Sequence[Any]) -> str:
         >>> linked_answer("Twice a day [n1].", cited).count("\x1b]8;;file:///t.md")
         1
     """
+    targets: dict[str, str] = {}
     for c in citations:
         target = link_target(c.get("uri"))
         if target is None:
@@ -95,5 +99,15 @@ def linked_answer(shown: str, citations: Sequence[Any]) -> str:
         for name in (str(c.get("id", "")), str(c.get("path", ""))):
             marker = visible(name)
             if marker:
-                shown = shown.replace(f"[{marker}]", f"[{link(target, marker)}]")
-    return shown
+                targets.setdefault(marker, target)
+    if not targets:
+        return shown
+
+    # One pass over the answer: a link written for one marker is never searched again, so a
+    # target holding another's marker (``https://a.example/[n2]``) is not cut by a second link.
+    def linked(match: re.Match[str]) -> str:
+        marker = match.group(1)
+        target = targets.get(marker)
+        return match.group() if target is None else f"[{link(target, marker)}]"
+
+    return _MARKER.sub(linked, shown)

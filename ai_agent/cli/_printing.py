@@ -118,7 +118,7 @@ def print_family(family: RunFamily) -> None:
 
     def link(one: Any) -> str:
         at = f" at call {visible(str(one['call_id']))}" if one["call_id"] else ""
-        return f"{visible(one['thread_id'])}{at} ({one['status']})"
+        return f"{visible(one['thread_id'])}{at} ({visible(str(one['status']))})"
 
     if family["parent"] is not None:
         print(f"child of {link(family['parent'])}")

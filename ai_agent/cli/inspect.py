@@ -58,13 +58,15 @@ def _runs(args: argparse.Namespace) -> int:
         print("no runs")
     # A child run (a subagent's) is indented under its parent when both are listed.
     for depth, r in run_tree(runs):
+        # Every value is the row's, which any program with the database may have written.
         task = visible(r["task"].replace("\n", " ")[:70])
         parent = visible(str(r["parent_thread_id"]))
-        origin = "" if r["origin"] == "run" else f"  ({r['origin']} of {parent})"
+        origin = "" if r["origin"] == "run" else f"  ({visible(str(r['origin']))} of {parent})"
         if depth:
             origin = f"  (child at {visible(str(r['parent_call_id']))})"
         indent = "  " * (depth - 1) + "└ " if depth else ""
-        print(f"{indent}{visible(r['thread_id'])}  {r['status']:<9}  {task}{origin}")
+        status = visible(str(r["status"]))
+        print(f"{indent}{visible(r['thread_id'])}  {status:<9}  {task}{origin}")
     return 0
 
 

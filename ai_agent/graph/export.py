@@ -19,6 +19,7 @@ from ai_agent.graph.channels import own_fields
 from ai_agent.graph.chart import PIPELINE_MERMAID
 from ai_agent.graph.family import family_of
 from ai_agent.graph.html_report import render_html
+from ai_agent.graph.interrupts import waiting_node
 from ai_agent.state import RunState
 
 if TYPE_CHECKING:
@@ -101,6 +102,7 @@ async def run_report(
     history = [entry.to_dict() for entry in await archive.ahistory(thread_id)]
     visits = dict(Counter(path))
     unread = await archive.database.unread_channels(thread_id)
+    waiting = waiting_node(snapshot)
     return {
         "thread_id": thread_id,
         "task": state.get("task", ""),
@@ -125,7 +127,13 @@ async def run_report(
         "visits": visits,
         "tool_calls": trace["tool_calls"],
         "gates": [row for row in timeline if row["stage"] == "gate"],
-        "pending_gate": snapshot.interrupts[0].value if snapshot.interrupts else None,
+        # What the run waits for: the gate's report, or what a node of the pipeline asked.
+        "pending_gate": None
+        if waiting is not None or not snapshot.interrupts
+        else snapshot.interrupts[0].value,
+        "waiting_node": None
+        if waiting is None
+        else {"node": waiting.node, "value": waiting.value, "prompt": waiting.prompt},
         "plans": list(state.get("plans", [])),
         "messages": list(state.get("messages", [])),
         "model_calls": await archive.get_usage_history(thread_id),

@@ -284,6 +284,8 @@ def _gates(r: dict[str, Any]) -> str:
     ]
     if r["pending_gate"]:
         parts.append(f"<h3>Waiting for a plan</h3><pre>{_e(r['pending_gate']['prompt'])}</pre>")
+    if r.get("waiting_node"):  # a node of the pipeline called interrupt(): it waits for an answer
+        parts.append(f"<h3>Waiting for an answer</h3><pre>{_e(r['waiting_node']['prompt'])}</pre>")
     plans = [
         (_e(p["iteration"]), _e(p["source"]), f"<pre>{_j(p['plan'])}</pre>") for p in r["plans"]
     ]
