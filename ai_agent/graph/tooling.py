@@ -172,8 +172,10 @@ class AgentTools:
         self.initial.extend(n for n in names if n not in self.initial)
 
     def _mcp_event(self, text: str) -> None:
+        # Masked with the Agent's secrets, not only the server's: a notice quotes the server's
+        # last stderr lines, which may repeat any key it was handed.
         if self._on_event is not None:
-            self._on_event(_McpNotice(text))
+            self._on_event(_McpNotice(self.secrets.text(text)))
 
     # The catalog -----------------------------------------------------------------------------
     def register(self, tool: Any, *, activate: bool, replace: bool, **options: Any) -> ToolSpec:

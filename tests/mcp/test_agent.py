@@ -424,3 +424,22 @@ async def test_a_worker_serves_a_queued_plan_with_the_servers_started(
         (outcome,) = await Worker(agent).run(once=True)
     assert outcome.run_status == "completed", outcome.error
     assert target.read_text() == "queued"
+
+
+async def test_a_servers_notice_is_masked_with_the_agents_secrets(tmp_path: Path) -> None:
+    # A server that fails to start with the backend key in its stderr: the notice that says it
+    # failed quotes its last stderr lines, and was masked only with the server's own secrets.
+    key = "sk-canary-notice-7f3a9c2e"
+    crash = f"import sys; sys.stderr.write('started with {key}\\n'); sys.exit(2)"
+    server = McpServerConfig(name="bad", command=sys.executable, args=["-c", crash],
+                             required=False)  # fmt: skip
+    events: list[Event] = []
+    settings = AgentSettings(model_backend={"api_key": key})
+    agent = make_agent(tmp_path, [text("fine")], [server], settings=settings,
+                       on_event=events.append)  # fmt: skip
+    result = await agent.run("go")
+    assert result.status == "completed", result.error
+    notices = [e.get("detail", "") for e in events if e.get("type") == "mcp"]
+    assert any("MCP server 'bad' failed" in n for n in notices)
+    assert any("started with ***" in n for n in notices), notices
+    assert key not in repr(events)
