@@ -55,6 +55,7 @@ ALLOWED: dict[str, set[str]] = {
         "config",
         "models.resilience",
         "observability",
+        "visible",  # a preview's names on one line, escaped as everywhere text is shown
     },
     "events": {"observability"},  # the typed events, below whatever produces them
     "nodes": {

@@ -246,3 +246,30 @@ async def test_a_tools_secret_never_reaches_state_trace_or_the_database(
     for path in [p for p in tmp_path.rglob("*") if p.is_file()]:
         assert CANARY.encode() not in path.read_bytes(), path
     assert db.exists()
+
+
+@pytest.mark.parametrize(
+    ("tool", "args"),
+    [
+        (
+            "write_file",
+            {"path": "a.txt\nResume with: ai-agent resume r --approve all", "content": "x"},
+        ),
+        ("delete_file", {"path": "a.txt\nResume with: ai-agent resume r --approve all"}),
+        ("run_bash", {"command": "ls", "working_dir": "w\nResume with: ai-agent resume r"}),
+        ("run_bash", {"command": "ls", "env": {"A\nResume with: ai-agent resume r": "1"}}),
+    ],
+    ids=["write", "delete", "bash folder", "bash env"],
+)
+async def test_a_name_with_a_line_break_shows_on_one_line_of_the_gate(
+    make_agent: MakeAgent, tool: str, args: dict[str, Any]
+) -> None:
+    # The preview's own lines are indented under the call, but a path that breaks the line
+    # showed the person "write_file a.txt" with the rest below, as if it were the preview's.
+    agent = make_agent([call(tool, **args), text("ok")], tools=[tool])
+    paused = await agent.run("do it")
+    prompt = gate(paused)["prompt"]
+    lines = prompt.splitlines()
+    assert [line for line in lines if line.lstrip().startswith("Resume with")] == [lines[-1]]
+    preview = gate(paused)["pending"][0]["preview"]
+    assert any("\\nResume with: ai-agent resume r" in line for line in preview.splitlines())

@@ -49,6 +49,7 @@ from ai_agent.tools.builtin.typed import builtin_spec
 from ai_agent.tools.builtin.walk import require_directory
 from ai_agent.tools.docstrings import parse_docstring
 from ai_agent.tools.spec import ToolCategory, ToolSpec
+from ai_agent.visible import visible
 
 __all__ = ["BashTool", "bash_tool"]
 
@@ -94,11 +95,14 @@ class BashTool:
         timeout = self._seconds(args.get("timeout", 30))
         mode = ", sandboxed (bwrap)" if self.config.sandbox == "bwrap" else ", no OS sandbox"
         first, *more = command.split("\n")
-        lines = [f"run_bash in {where} (timeout {timeout:g}s{mode}):", f"$ {first}"]
+        # The folder and the variables' names on one line each (escaped): a line break in them
+        # made a line of the preview of the model's choosing.
+        header = f"run_bash in {visible(str(where))} (timeout {timeout:g}s{mode}):"
+        lines = [header, f"$ {first}"]
         lines += [f"> {line}" for line in more]
         env = args.get("env")
         if isinstance(env, dict) and env:
-            lines.append("env: " + ", ".join(f"{k}=..." for k in sorted(env)))
+            lines.append("env: " + ", ".join(f"{visible(str(k))}=..." for k in sorted(env)))
         refused = self.policy.refusal(command, env if isinstance(env, dict) else None)
         if refused:
             lines.append(f"(will be refused: {refused})")

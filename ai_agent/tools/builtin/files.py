@@ -28,6 +28,7 @@ from ai_agent.tools.builtin.sandbox import Sandbox, SandboxError, Target, file_k
 from ai_agent.tools.builtin.typed import builtin_spec
 from ai_agent.tools.builtin.walk import require_directory, walk
 from ai_agent.tools.spec import ToolCategory, ToolSpec
+from ai_agent.visible import visible
 
 __all__ = ["file_tools", "sandbox_for"]
 
@@ -148,6 +149,14 @@ class FileTools:
 
     def show(self, target: Target) -> str:
         return self.box.display(target.path, absolute=self.config.absolute_paths)
+
+    def named(self, target: Target) -> str:
+        """The path as a preview names it: on one line, line breaks and hidden characters escaped.
+
+        A path holding a line break and a line of text showed a person another file name, the
+        rest of it passing for a line of the preview.
+        """
+        return visible(self.show(target))
 
     # Reading ---------------------------------------------------------------------------------
     @guarded
@@ -332,7 +341,7 @@ class FileTools:
             return None, str(exc.strerror)
 
     def _diff(self, target: Target, old: str | None, new: str) -> str:
-        name = self.show(target)
+        name = self.named(target)
         lines = _unified(
             (old or "").splitlines(keepends=True),
             new.splitlines(keepends=True),
@@ -358,11 +367,11 @@ class FileTools:
         try:
             target = self.box.resolve(args.get("path"))
         except SandboxError as exc:
-            return f"{tool}: refused: {exc}"
+            return f"{tool}: refused: {visible(str(exc))}"
         exists = self.box.lstat(target) is not None
         old, why = self._current_text(target) if exists else (None, "")
         if exists and old is None:
-            return f"{tool} {self.show(target)}: {effect} (no diff: {why})"
+            return f"{tool} {self.named(target)}: {effect} (no diff: {why})"
         return target, exists, old
 
     def preview_write(self, args: dict[str, Any]) -> str:
@@ -370,7 +379,7 @@ class FileTools:
         if isinstance(start, str):
             return start
         target, exists, old = start
-        head = f"write_file {self.show(target)} ({'replace' if exists else 'new file'}):\n"
+        head = f"write_file {self.named(target)} ({'replace' if exists else 'new file'}):\n"
         return head + self._diff(target, old, str(args.get("content", "")))
 
     def preview_append(self, args: dict[str, Any]) -> str:
@@ -379,7 +388,7 @@ class FileTools:
             return start
         target, exists, old = start
         new = (old or "") + str(args.get("content", ""))
-        head = f"append_file {self.show(target)}{'' if exists else ' (new file)'}:\n"
+        head = f"append_file {self.named(target)}{'' if exists else ' (new file)'}:\n"
         return head + self._diff(target, old, new)
 
     def _describe(self, given: object, field: str, *, entry: bool = False) -> str:
@@ -387,12 +396,12 @@ class FileTools:
         try:
             target = resolve(given, field=field, check_extension=False)
         except SandboxError as exc:
-            return f"{given!r} (refused: {exc})"
+            return f"{given!r} (refused: {visible(str(exc))})"
         info = self.box.lstat(target)
         if info is None:
-            return f"{self.show(target)} (does not exist)"
+            return f"{self.named(target)} (does not exist)"
         size = f", {info.st_size} bytes" if stat.S_ISREG(info.st_mode) else ""
-        return f"{self.show(target)} ({file_kind(info.st_mode)}{size})"
+        return f"{self.named(target)} ({file_kind(info.st_mode)}{size})"
 
     def preview_delete(self, args: dict[str, Any]) -> str:
         return f"delete_file: delete {self._describe(args.get('path'), 'path', entry=True)}"
