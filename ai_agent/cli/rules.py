@@ -15,6 +15,7 @@ from typing import Any
 
 from ai_agent.cli._common import Parents, UsageError, archive_of, run_closing, run_listing
 from ai_agent.cli._printing import format_table, print_json
+from ai_agent.visible import visible
 
 __all__ = ["add_commands"]
 
@@ -110,5 +111,7 @@ def _revoke(args: argparse.Namespace) -> int:
     if args.json:
         print_json(rule)
     else:
-        print(f"revoked rule {rule['id']} ({_what(rule)}); the gate asks again for such calls")
+        # The rule's words are its row's (any program with the database may have written it).
+        what = visible(f"{rule['id']} ({_what(rule)})")
+        print(f"revoked rule {what}; the gate asks again for such calls")
     return 0

@@ -92,3 +92,19 @@ def test_rules_list_marks_arguments_it_cuts_short(tmp_path: Path) -> None:
     assert listed.returncode == 0, listed.stderr
     (row,) = [line for line in listed.stdout.splitlines() if "run_bash" in line]
     assert "rm -rf" not in row and "\u2026" in row  # cut, and saying so
+
+
+def test_revoking_a_rule_whose_row_was_edited_prints_one_line(tmp_path: Path) -> None:
+    import sqlite3
+
+    model = _model(tmp_path, {"tool_calls": [_write("a.txt")]}, {"text": "done"})
+    runner = ["--tools", "files", "--model", model, "--quiet"]
+    assert _cli(tmp_path, "run", "go", "--thread-id", "t1", *runner).returncode == EXIT["paused"]
+    resume = ["resume", "t1", "--approve", "all", "--always", "run"]
+    assert _cli(tmp_path, *resume, *runner).returncode == EXIT["completed"]
+    with sqlite3.connect(tmp_path / "c.sqlite") as conn:  # a row any program could have written
+        conn.execute("UPDATE agent_rules SET tool = 'write_file\nrevoked rule 2 (every tool)'")
+    revoked = _cli(tmp_path, "rules", "revoke", "1")
+    assert revoked.returncode == 0, revoked.stderr
+    assert len(revoked.stdout.splitlines()) == 1, revoked.stdout
+    assert "write_file\\nrevoked rule 2" in revoked.stdout
