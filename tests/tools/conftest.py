@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -78,3 +80,32 @@ def untouched(*paths: Path) -> Iterator[None]:
             assert now.st_mtime == mtime and p.read_bytes() == data, f"{p} was written"
         else:
             assert sorted(os.listdir(p)) == listing, f"{p} gained or lost entries"
+
+
+Reply = Callable[[BaseHTTPRequestHandler], None]
+"""What a test server does with each GET."""
+
+
+@pytest.fixture
+def serve() -> Iterator[Callable[[Reply], str]]:
+    """Start real HTTP servers on 127.0.0.1 answering with a `Reply`; each start's base URL."""
+    servers: list[ThreadingHTTPServer] = []
+
+    def start(reply: Reply) -> str:
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                reply(self)
+
+            def log_message(self, format: str, *args: object) -> None:
+                return
+
+        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        server.daemon_threads = True
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        servers.append(server)
+        return f"http://127.0.0.1:{server.server_address[1]}"
+
+    yield start
+    for server in servers:
+        server.shutdown()
+        server.server_close()

@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import os
-import threading
 import tracemalloc
 import zlib
-from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +30,7 @@ from ai_agent.tools.builtin.files import file_tools
 from ai_agent.tools.builtin.sandbox import Sandbox
 from ai_agent.tools.builtin.search import MAX_PATTERN_PIECES, search_tools
 from ai_agent.tools.builtin.web_search import web_search_tool
+from tests.tools.conftest import Reply
 
 # Generous: a call that hangs fails the test instead of holding it for ever.
 _HANG = 120
@@ -193,32 +193,6 @@ async def test_a_tool_output_of_json_nested_past_the_stack_is_summarized_not_a_c
 
 
 # web_search ------------------------------------------------------------------------------------
-
-Reply = Callable[[BaseHTTPRequestHandler], None]
-
-
-@pytest.fixture
-def serve() -> Iterator[Callable[[Reply], str]]:
-    servers: list[ThreadingHTTPServer] = []
-
-    def start(reply: Reply) -> str:
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                reply(self)
-
-            def log_message(self, format: str, *args: object) -> None:
-                return
-
-        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        server.daemon_threads = True
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        servers.append(server)
-        return f"http://127.0.0.1:{server.server_address[1]}"
-
-    yield start
-    for server in servers:
-        server.shutdown()
-        server.server_close()
 
 
 def compressed(body: bytes, encoding: str) -> Reply:

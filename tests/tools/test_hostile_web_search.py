@@ -5,48 +5,16 @@ context with one hit."""
 from __future__ import annotations
 
 import json
-import threading
-from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler
 from typing import Any
-
-import pytest
 
 from ai_agent.config import WebSearchConfig
 from ai_agent.state import ToolCall, ToolResult
 from ai_agent.tools import ToolRegistry
 from ai_agent.tools.builtin.web_backends import SNIPPET_CHARS, TITLE_CHARS
 from ai_agent.tools.builtin.web_search import MAX_REPLY_BYTES, web_search_tool
-
-Reply = Callable[[BaseHTTPRequestHandler], None]
-
-
-def _handler(reply: Reply) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            reply(self)
-
-        def log_message(self, format: str, *args: object) -> None:
-            return
-
-    return Handler
-
-
-@pytest.fixture
-def serve() -> Iterator[Callable[[Reply], str]]:
-    servers: list[ThreadingHTTPServer] = []
-
-    def start(reply: Reply) -> str:
-        server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(reply))
-        server.daemon_threads = True
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        servers.append(server)
-        return f"http://127.0.0.1:{server.server_address[1]}"
-
-    yield start
-    for server in servers:
-        server.shutdown()
-        server.server_close()
+from tests.tools.conftest import Reply
 
 
 def json_reply(body: Any) -> Reply:
