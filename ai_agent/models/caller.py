@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessageChunk, BaseMessage, HumanMessage
+from langchain_core.messages.ai import add_ai_message_chunks
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
 
 from ai_agent.context import CallerBase, ModelCall, ModelEvents, ModelReply
@@ -62,20 +63,31 @@ log = engine_logger("ai_agent.models")
 # A reply longer than this is a runaway generation or a broken server, not an answer.
 DEFAULT_MAX_RESPONSE_CHARS = 1_000_000
 
+# Tool calls one reply may hold. A run runs a few per turn (`max_tool_calls`, at most 8)
+# and answers each other one as not run; a reply of thousands is a broken or hostile server, and
+# LangChain's merge of a streamed reply compares every call with every other (8,000 calls of a
+# 1.4 MB stream took minutes).
+MAX_CALLS_PER_REPLY = 256
+
 
 class _Stream:
     """Assembles one streamed reply: deltas out to the sink, size cap, raw tool arguments."""
 
     def __init__(self, sink: Callable[[ModelCallEvent], None], cap: int) -> None:
         self.sink, self.cap = sink, cap
-        self.message: AIMessageChunk | None = None
+        self.chunks: list[AIMessageChunk] = []
+        self.finish: object = None  # the last finish reason the server sent
         self.text: list[str] = []
         self.size = 0
         self.calls: dict[object, _RawCall] = {}
         self.openai_protocol = False
 
     def add(self, chunk: AIMessageChunk) -> None:
-        self.message = chunk if self.message is None else self.message + chunk
+        # Kept, and merged once at the end (`merged`): adding each part to the reply so far made
+        # LangChain parse every call's arguments again at every part, a time that grows as the
+        # square of the parts (a call streamed in 32,000 pieces took a minute).
+        self.chunks.append(chunk)
+        self.finish = chunk.response_metadata.get("finish_reason") or self.finish
         self.openai_protocol |= chunk.response_metadata.get("model_provider") == "openai"
         text = valid_text(text_of(chunk.content))  # printed at once: no lone surrogate
         self.size += len(text)
@@ -103,10 +115,31 @@ class _Stream:
         raw arguments checked below are those of the call LangChain assembled.
         """
         key: object = index if isinstance(index, int) else ("unindexed", len(self.calls))
+        if key not in self.calls and len(self.calls) >= MAX_CALLS_PER_REPLY:
+            raise _too_many_calls()
         return self.calls.setdefault(key, _RawCall())
 
     def partial(self) -> str:
         return "".join(self.text)
+
+    def merged(self) -> AIMessageChunk | None:
+        """The reply: every part merged in one pass (None when no part came)."""
+        if not self.chunks:
+            return None
+        first, *rest = self.chunks
+        message = add_ai_message_chunks(first, *rest) if rest else first
+        if self.finish:
+            # Not the merge's: it joins the reasons of every part that has one, and a server
+            # that says "length" twice would have ended a cut reply with "lengthlength".
+            message.response_metadata["finish_reason"] = self.finish
+        return message
+
+
+def _too_many_calls() -> ResponseTooLargeError:
+    return ResponseTooLargeError(
+        f"the reply holds more than {MAX_CALLS_PER_REPLY} tool calls; the server is broken or "
+        "the model is looping. Check the server, or lower max_tokens"
+    )
 
 
 class _RawCall:
@@ -441,6 +474,9 @@ class ChatModelCaller(CallerBase):
                 except ModelError as exc:
                     self.breaker.record_failure(exc)
                     raise
+                except BaseException:  # cancelled (the run stopped): no verdict on the server
+                    self.breaker.abandon()
+                    raise
                 self.breaker.record_success()
         return reply, streamed
 
@@ -483,6 +519,8 @@ class ChatModelCaller(CallerBase):
             reply: BaseMessage = await runnable.ainvoke(messages, **options)
         except Exception as exc:
             raise classify_model_error(exc, base_url=self.base_url, secrets=self._secrets) from None
+        if len(getattr(reply, "tool_calls", None) or []) > MAX_CALLS_PER_REPLY:
+            raise _too_many_calls()
         _check_calls(reply, ())  # first: the size below dumps the arguments
         size = len(text_of(reply.content)) + sum(
             len(json.dumps(c.get("args"))) for c in getattr(reply, "tool_calls", None) or []
@@ -517,11 +555,11 @@ class ChatModelCaller(CallerBase):
         except ModelError:
             raise
         except Exception as exc:
-            partial = stream.partial() if stream.message is not None else None
+            partial = stream.partial() if stream.chunks else None
             raise classify_model_error(
                 exc, base_url=self.base_url, secrets=self._secrets, partial_text=partial
             ) from None
-        reply = stream.message
+        reply = stream.merged()
         if reply is None or _is_blank(reply):
             raise with_kinds(
                 EmptyResponseError(f"the model server at {self.base_url} sent an empty stream"),

@@ -12,6 +12,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ai_agent.context import MAX_REPORTED_TOKENS
 from ai_agent.errors import (
     ContextOverflowError,
     EmptyResponseError,
@@ -42,6 +43,24 @@ _SHOWN_ARGUMENTS = 200
 def _scrub(text: str, secrets: Sequence[str] | SecretValues) -> str:
     values = secrets if isinstance(secrets, SecretValues) else SecretValues(secrets)
     return values.text(text)
+
+
+# How much of what the server or the client said an error quotes. An error body can be as large
+# as any reply (a proxy's HTML page, a runaway server's megabytes), and the message is logged at
+# every retry, sent to every listener, stored with the failed step and printed.
+MAX_DETAIL_CHARS = 2_000
+
+
+def _shortened(text: str) -> str:
+    """``text`` (already scrubbed), cut to `MAX_DETAIL_CHARS`, saying how much was left out.
+
+    Examples:
+        >>> _shortened("x" * 2_010)[-40:]
+        'xxxxxxxxxxxxxxx... (10 more characters)'
+    """
+    if len(text) <= MAX_DETAIL_CHARS:
+        return text
+    return f"{text[:MAX_DETAIL_CHARS]}... ({len(text) - MAX_DETAIL_CHARS} more characters)"
 
 
 # The longest wait a server's Retry-After is taken at. A server that asks for more (10**9 s is 31
@@ -123,7 +142,7 @@ def classify_model_error(
     ours = exc if isinstance(exc, ModelError) else _cause(exc, ModelError)
     if isinstance(ours, ModelError):
         return ours
-    detail = _scrub(str(exc), secrets)
+    detail = _shortened(_scrub(str(exc), secrets))  # masked whole first, then cut
     if isinstance(exc, openai.RateLimitError):
         return _tag(
             _rate_limited(detail, base_url, _retry_after(exc)), "RateLimitError", status=429
@@ -221,7 +240,7 @@ def _redirect(
     if not 300 <= status < 400:
         return None
     headers = getattr(getattr(exc, "response", None), "headers", None) or {}
-    location = _scrub(str(headers.get("location") or "nowhere"), secrets)
+    location = _shortened(_scrub(str(headers.get("location") or "nowhere"), secrets))
     err = ModelResponseError(
         f"the model server at {base_url} answered {status}, a redirect to {location!r}, which "
         "is not followed (the API key would go with it); set MAMBA_MODEL_BACKEND__BASE_URL to "
@@ -266,6 +285,7 @@ _OVERFLOW_WORDS = re.compile(
 # (what was counted, the window), as OpenAI and llama.cpp word them.
 _PROMPT_SIZE = re.compile(r"resulted in (\d+) tokens|request \((\d+) tokens\)")
 _WINDOW_SIZE = re.compile(r"maximum context length is (\d+)|context size \((\d+) tokens\)")
+_MAX_DIGITS = len(str(MAX_REPORTED_TOKENS))
 
 
 def context_overflow(exc: Any, base_url: str) -> ContextOverflowError | None:
@@ -295,14 +315,31 @@ def context_overflow(exc: Any, base_url: str) -> ContextOverflowError | None:
 
 
 def _number(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+    """A count of tokens as the server wrote it, if it is one any server could have counted.
+
+    A count past `MAX_REPORTED_TOKENS` (a window of ``10**400``) is no figure at all: compaction
+    divides by it, and it would scale the conversation to nothing or to more than it is.
+    """
+    if isinstance(value, bool) or not isinstance(value, int):
+        return None
+    return value if 0 < value <= MAX_REPORTED_TOKENS else None
 
 
 def _first_number(pattern: re.Pattern[str], text: str) -> int | None:
+    """The figure ``pattern`` finds in the server's message; None when it is none to count by.
+
+    Examples:
+        >>> _first_number(_WINDOW_SIZE, "context size (2048 tokens)")
+        2048
+        >>> _first_number(_WINDOW_SIZE, "context size (" + "9" * 5000 + " tokens)") is None
+        True
+    """
     found = pattern.search(text)
     if found is None:
         return None
-    return int(next(group for group in found.groups() if group))
+    digits = next(group for group in found.groups() if group)
+    # More digits than any count has (5,000 of them are past what int() reads at all).
+    return _number(int(digits)) if len(digits) <= _MAX_DIGITS else None
 
 
 def timed_out(message: str) -> ModelUnavailableError:

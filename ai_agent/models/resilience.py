@@ -287,6 +287,15 @@ class CircuitBreaker:
             self._note("closed")
         self.failures, self.opened_at, self._trial = 0, None, False
 
+    def abandon(self) -> None:
+        """A call let through ended with neither an answer nor a failure (it was cancelled).
+
+        A trial call that ends so leaves its place to the next call, which becomes the trial:
+        otherwise the breaker would stay half-open with its trial taken, failing every call
+        fast for ever.
+        """
+        self._trial = False
+
     def record_failure(self, exc: BaseException) -> None:
         """A call failed; a backend failure counts toward opening the breaker."""
         if not self.counts(exc):
