@@ -338,15 +338,19 @@ class Subagent:
         children over and over, each given the whole of what is left, spent without limit).
         A model call the child was in when stopped is not in its state, so not counted.
         """
-        stopped = await self.child.archive.get_result(thread)
+        try:
+            stopped = await self.child.archive.get_result(thread)
+            status, usage = stopped.status, dict(stopped.usage)
+        except RunError:  # stopped before its first checkpoint: nothing it spent was recorded
+            status, usage = "failed", {}
         error = (
             f"the subagent run {thread} did not finish within {time_limit:g}s and was stopped "
             "(what it did so far is kept in its run); ask it again with a smaller task"
         )
         meta = {
             "child_thread_id": thread,
-            "child_status": stopped.status,
-            "child_usage": dict(stopped.usage),
+            "child_status": status,
+            "child_usage": usage,
             "code": "TIMEOUT",
             "timeout_s": time_limit,
         }

@@ -13,7 +13,7 @@ from ai_agent import Agent, ToolCategory, ToolSpec, UserPlan
 from ai_agent.checkpoints import RunStore
 from ai_agent.config import AgentSettings, BudgetConfig
 from ai_agent.errors import ConfigError, RunError
-from ai_agent.graph.subagents import Subagents, tree_budget
+from ai_agent.graph.subagents import Subagent, Subagents, tree_budget
 from ai_agent.state import ToolResult
 from ai_agent.testing import FunctionModel, ScriptedModel
 from ai_agent.tools.toolsets import ChildToolset
@@ -605,3 +605,25 @@ async def test_a_child_cut_off_by_its_timeout_counts_what_it_spent(
     assert [r["total_tokens"] for r in rolled] == [spent["total_tokens"]]
     assert paused.usage["requests"] == 1 + 1
     assert (await runs_in(db))["p.c1.0"]["status"] == "failed"
+
+
+async def test_a_child_stopped_before_its_first_checkpoint_is_a_timeout_with_no_usage(
+    tmp_path: Path, db: Path
+) -> None:
+    # Its run row was written, no step was: the stopped child's result says so, spent nothing.
+    child = child_agent(tmp_path, [text("never")])
+    tool = child.as_tool("helper", "Helps.")
+    parent = parent_agent(db, [call("helper", task="t"), text("done")], [tool])
+    assert (await parent.run("go", thread_id="p")).status == "completed"
+    store = RunStore(db)
+    try:
+        await store.create_run(
+            "p.c7.0", "t", parent_thread_id="p", origin="child", parent_call_id="c7.0"
+        )
+    finally:
+        store.close()
+    spawn = parent._subagents._shared  # the parent's copy of the child, on its database
+    (shared,) = [pair[1] for pair in spawn.values()]
+    result = await Subagent(shared)._stopped("p.c7.0", 2.0)
+    assert result["meta"]["code"] == "TIMEOUT" and result["meta"]["child_usage"] == {}
+    assert "did not finish within 2s" in str(result["error"])
