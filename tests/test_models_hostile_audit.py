@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
@@ -29,6 +29,7 @@ from ai_agent.models.caller import MAX_CALLS_PER_REPLY
 from ai_agent.resilience import CircuitBreaker, RetryPolicy
 from ai_agent.state import Message
 from ai_agent.testing import Fault, MockOpenAIServer, Reply
+from tests import test_models_hostile_server as hostile_server
 from tests.test_models_hostile_server import (
     Answer,
     Hostile,
@@ -41,20 +42,10 @@ from tests.test_models_hostile_server import (
     make,
 )
 
+# The same fixture as the first hostile-server tests: real servers, closed after each test.
+serve = hostile_server.serve
+
 ASK: list[Message] = [Message(role="user", content="What is 2 + 2?")]
-
-
-@pytest.fixture
-def serve() -> Iterator[Callable[[Answer], Hostile]]:
-    started: list[Hostile] = []
-
-    def start(answer: Answer) -> Hostile:
-        started.append(Hostile(answer))
-        return started[-1]
-
-    yield start
-    for server in started:
-        server.close()
 
 
 def status(code: int, body: bytes, kind: str = "application/json") -> Answer:

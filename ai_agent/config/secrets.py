@@ -79,20 +79,16 @@ def url_passwords(url: str, *, credentials: bool = False) -> set[str]:
     """
     try:
         parts = urllib.parse.urlsplit(url)
-        query = urllib.parse.parse_qsl(parts.query, keep_blank_values=False)
     except ValueError:  # not a URL after all (an unbalanced "[" in the host)
         return set()
     wanted = _CREDENTIAL_QUERY if credentials else re.compile("(?i)password")
-    found = [parts.password or "", *(value for name, value in query if wanted.fullmatch(name))]
-    # parse_qsl decodes: the value as written in the URL counts too.
-    written = [
-        value
-        for name, value in (
-            item.split("=", 1) for item in re.split("[&;]", parts.query) if "=" in item
-        )
-        if wanted.fullmatch(urllib.parse.unquote_plus(name))
-    ]
-    return {form for p in [*found, *written] if p for form in (p, urllib.parse.unquote(p))}
+    # Each value as written in the URL; its decoded forms are added below.
+    pairs = (item.split("=", 1) for item in re.split("[&;]", parts.query) if "=" in item)
+    query = [value for name, value in pairs if wanted.fullmatch(urllib.parse.unquote_plus(name))]
+    forms = {form for p in [parts.password or "", *query] for form in (p, urllib.parse.unquote(p))}
+    # A query's "+" is a space to the server that reads it.
+    forms.update(urllib.parse.unquote_plus(value) for value in query)
+    return forms - {""}
 
 
 def _collect(value: Any, where: str, found: dict[str, str]) -> None:
