@@ -346,6 +346,7 @@ MODEL_STACK = (
     "tiktoken",
     *("ai_agent.models.backend", "ai_agent.models.caller", "ai_agent.models.errors"),
     *("ai_agent.models.messages", "ai_agent.models.resolve"),
+    *("ai_agent.models.streamed_reply", "ai_agent.models.strict_openai"),
     "ai_agent.tokens",
     "ai_agent.local",
     "ai_agent.graph.agent",

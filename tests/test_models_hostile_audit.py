@@ -20,12 +20,14 @@ from ai_agent.config import ModelBackendSettings
 from ai_agent.errors import (
     CircuitOpenError,
     ContextOverflowError,
+    MalformedToolCallError,
     ModelError,
+    ModelResponseError,
     ModelUnavailableError,
     ResponseTooLargeError,
 )
 from ai_agent.models import ChatModelCaller, make_chat_model
-from ai_agent.models.caller import MAX_CALLS_PER_REPLY
+from ai_agent.models.streamed_reply import MAX_CALLS_PER_REPLY
 from ai_agent.resilience import CircuitBreaker, RetryPolicy
 from ai_agent.state import Message
 from ai_agent.testing import Fault, MockOpenAIServer, Reply
@@ -183,11 +185,9 @@ def pieces(count: int) -> Answer:
     return answer
 
 
-async def test_a_call_streamed_in_many_pieces_is_parsed_once_not_at_every_piece(
-    serve: Callable[[Answer], Hostile], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # The caller added each part to the reply so far, and LangChain parsed the arguments so far
-    # again at each: characters parsed grew as the square of the pieces (32,000 took a minute).
+@pytest.fixture
+def partially_parsed(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Characters LangChain's partial JSON parser is given, counted as the test runs."""
     parsed = [0]
 
     def counting(text: str, *, strict: bool = False) -> Any:
@@ -195,10 +195,75 @@ async def test_a_call_streamed_in_many_pieces_is_parsed_once_not_at_every_piece(
         return parse_partial_json(text, strict=strict)
 
     monkeypatch.setattr("langchain_core.messages.ai.parse_partial_json", counting)
+    return parsed
+
+
+async def test_a_call_streamed_in_many_pieces_is_parsed_once_not_at_every_piece(
+    serve: Callable[[Answer], Hostile], partially_parsed: list[int]
+) -> None:
+    # The caller added each part to the reply so far, and LangChain parsed the arguments so far
+    # again at each: characters parsed grew as the square of the pieces (32,000 took a minute).
     count = 6_000
     reply = await ask(make(serve(pieces(count))), tools=True)
     assert reply["message"]["tool_calls"][0]["args"] == {"e": "a" * count}
-    assert parsed[0] < 10 * count  # each piece once, and the whole call once
+    assert partially_parsed == [0]  # read once, strictly, by the engine (the next test: why)
+
+
+async def test_streamed_arguments_that_are_not_json_are_never_given_to_the_partial_parser(
+    serve: Callable[[Answer], Hostile], partially_parsed: list[int]
+) -> None:
+    # LangChain's partial parser retries json.loads one character shorter at a time: text that
+    # is not JSON costs the square of its length (20,000 characters held the event loop 4.7 s),
+    # when LangChain built the part and again when it merged the reply, before any deadline.
+    garbage = "a" * 5_000
+    part = call_part(0, id="call_1", name="calculator", arguments=garbage)
+    server = serve(events(chunk({"role": "assistant", "tool_calls": [part]}, "tool_calls")))
+    caller = make(server)
+    caller.repair_malformed_calls = False
+    with pytest.raises(MalformedToolCallError) as caught:
+        await ask(caller, tools=True)
+    assert caught.value.tool == "calculator"
+    assert "Expecting value" in str(caught.value)
+    assert partially_parsed == [0]
+
+
+@pytest.mark.parametrize(
+    "parts",
+    [
+        [call_part(0, id="c", name="calculator", arguments=5)],
+        [{"index": 0, "id": "c", "function": "calculator"}],
+        ["calculator"],
+        [call_part(0, id="c", name="calculator", arguments="{}"), {"index": 1}],
+    ],
+    ids=["arguments-a-number", "function-a-text", "call-a-text", "call-without-function"],
+)
+async def test_a_streamed_call_of_the_wrong_shape_is_a_reply_that_cannot_be_used(
+    serve: Callable[[Answer], Hostile], parts: list[Any]
+) -> None:
+    # The arguments are taken out of calls of the right shape only; the others reach LangChain
+    # as the server sent them, and are refused there as before, never taken for a call.
+    server = serve(events(chunk({"role": "assistant", "tool_calls": parts}, "tool_calls")))
+    with pytest.raises(ModelResponseError, match="could not be used"):
+        await ask(make(server), tools=True)
+
+
+async def test_streamed_calls_at_one_index_with_different_ids_are_separate_calls(
+    serve: Callable[[Answer], Hostile],
+) -> None:
+    # Some servers give every call index 0; the ids tell the calls apart, as LangChain's merge
+    # does. A part without an id continues the latest call at its index.
+    answer = events(
+        chunk({"role": "assistant", "tool_calls": [call_part(0, id="a", name="calculator",
+                                                             arguments='{"expression": ')]}),
+        chunk({"tool_calls": [call_part(0, arguments='"2+2"}')]}),
+        chunk({"tool_calls": [call_part(0, id="b", name="clock", arguments="{}")]}),
+        chunk({}, "tool_calls"),
+    )  # fmt: skip
+    reply = await ask(make(serve(answer)), tools=True)
+    assert reply["message"]["tool_calls"] == [
+        {"id": "a", "name": "calculator", "args": {"expression": "2+2"}},
+        {"id": "b", "name": "clock", "args": {}},
+    ]
 
 
 def many_calls(count: int, *, stream: bool) -> Answer:

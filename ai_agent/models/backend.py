@@ -37,12 +37,14 @@ def make_chat_model(
     http_log: HttpLog | None = None,
     max_body_bytes: int | None = None,
 ) -> BaseChatModel:
-    """A ChatOpenAI for the configured OpenAI-compatible server.
+    """A ChatOpenAI for the configured OpenAI-compatible server (`StrictChatOpenAI`).
 
-    Retries are ours (``ChatModelCaller``), so the client's own are off; usage is requested when
-    streaming because langchain-openai turns it off whenever ``base_url`` is set. The model gets
-    its own HTTP clients (langchain-openai otherwise shares one process-wide client, whose pooled
-    connections outlive the event loop they were made on); ``ChatModelCaller.aclose`` closes them.
+    Its streamed tool-call arguments reach the caller unparsed, for one strict parse there
+    (`ai_agent.models.strict_openai`). Retries are ours (``ChatModelCaller``), so the client's
+    own are off; usage is requested when streaming because langchain-openai turns it off
+    whenever ``base_url`` is set. The model gets its own HTTP clients (langchain-openai otherwise
+    shares one process-wide client, whose pooled connections outlive the event loop they were
+    made on); ``ChatModelCaller.aclose`` closes them.
 
     Args:
         backend: The server, model and generation settings.
@@ -52,9 +54,8 @@ def make_chat_model(
             ``max_response_chars``, `body_limit`). A body past it is a `ResponseTooLargeError`
             before it fills memory (`BodyLimits`).
     """
-    from langchain_openai import ChatOpenAI
-
     from ai_agent.models.caller import shown_url
+    from ai_agent.models.strict_openai import StrictChatOpenAI
 
     key = backend.api_key.get_secret_value() if backend.api_key is not None else "not-needed"
     # No pooled keep-alive connections: an Agent may drive runs on several event loops
@@ -96,7 +97,7 @@ def make_chat_model(
         value = getattr(backend, name, None)
         if value is not None:
             params[name] = value
-    return ChatOpenAI(**params)
+    return StrictChatOpenAI(**params)
 
 
 def _first(bound: Callable[..., Any], hooks: dict[str, list[Callable[..., Any]]]) -> dict[str, Any]:

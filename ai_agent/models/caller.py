@@ -19,16 +19,15 @@ import copy
 import json
 import time
 import urllib.parse
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessageChunk, BaseMessage, HumanMessage
-from langchain_core.messages.ai import add_ai_message_chunks
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
 
 from ai_agent.context import CallerBase, ModelCall, ModelEvents, ModelReply
-from ai_agent.datafiles import MAX_DEPTH, nested_past, unstorable_at, valid_text
+from ai_agent.datafiles import MAX_DEPTH, nested_past, unstorable_at
 from ai_agent.errors import (
     BudgetExceededError,
     CircuitOpenError,
@@ -38,7 +37,7 @@ from ai_agent.errors import (
     ModelUnavailableError,
     ResponseTooLargeError,
 )
-from ai_agent.events import ModelCallEvent, ModelDelta, ModelRetry, _ModelToolCall
+from ai_agent.events import ModelCallEvent, ModelRetry
 from ai_agent.models.errors import (
     classify_model_error,
     malformed_again,
@@ -49,6 +48,7 @@ from ai_agent.models.errors import (
 )
 from ai_agent.models.messages import from_langchain, text_of, to_langchain, usage_of
 from ai_agent.models.resilience import CircuitBreaker, RetryPolicy, with_kinds
+from ai_agent.models.streamed_reply import MAX_CALLS_PER_REPLY, StreamedReply, too_many_calls
 from ai_agent.observability.logs import engine_logger
 from ai_agent.observability.redaction import SecretValues
 from ai_agent.observability.scopes import request_headers
@@ -62,104 +62,6 @@ log = engine_logger("ai_agent.models")
 
 # A reply longer than this is a runaway generation or a broken server, not an answer.
 DEFAULT_MAX_RESPONSE_CHARS = 1_000_000
-
-# Tool calls one reply may hold. A run runs a few per turn (`max_tool_calls`, at most 8)
-# and answers each other one as not run; a reply of thousands is a broken or hostile server, and
-# LangChain's merge of a streamed reply compares every call with every other (8,000 calls of a
-# 1.4 MB stream took minutes).
-MAX_CALLS_PER_REPLY = 256
-
-
-class _Stream:
-    """Assembles one streamed reply: deltas out to the sink, size cap, raw tool arguments."""
-
-    def __init__(self, sink: Callable[[ModelCallEvent], None], cap: int) -> None:
-        self.sink, self.cap = sink, cap
-        self.chunks: list[AIMessageChunk] = []
-        self.finish: object = None  # the last finish reason the server sent
-        self.text: list[str] = []
-        self.size = 0
-        self.calls: dict[object, _RawCall] = {}
-        self.openai_protocol = False
-
-    def add(self, chunk: AIMessageChunk) -> None:
-        # Kept, and merged once at the end (`merged`): adding each part to the reply so far made
-        # LangChain parse every call's arguments again at every part, a time that grows as the
-        # square of the parts (a call streamed in 32,000 pieces took a minute).
-        self.chunks.append(chunk)
-        self.finish = chunk.response_metadata.get("finish_reason") or self.finish
-        self.openai_protocol |= chunk.response_metadata.get("model_provider") == "openai"
-        text = valid_text(text_of(chunk.content))  # printed at once: no lone surrogate
-        self.size += len(text)
-        for part in chunk.tool_call_chunks:
-            args = part.get("args") or ""
-            self.size += len(args)
-            self._call(part.get("index")).add(str(part.get("name") or ""), args)
-            if part.get("name"):
-                self.sink(_ModelToolCall(str(part["name"])))
-        if self.size > self.cap:
-            raise ResponseTooLargeError(
-                f"the reply passed the size cap of {self.cap} characters; the model is "
-                "probably looping. Lower max_tokens or raise "
-                "MAMBA_MODEL_BACKEND__MAX_RESPONSE_CHARS."
-            )
-        if text:
-            self.text.append(text)
-            self.sink(ModelDelta(text, 0))  # the draft's ModelEvents sets the iteration
-
-    def _call(self, index: object) -> _RawCall:
-        """The call a part belongs to, by LangChain's rule for merging streamed calls.
-
-        Parts with the same integer index are one call; a part without one (some servers send
-        each call whole and leave the index out) is a call of its own. Keyed the same way, the
-        raw arguments checked below are those of the call LangChain assembled.
-        """
-        key: object = index if isinstance(index, int) else ("unindexed", len(self.calls))
-        if key not in self.calls and len(self.calls) >= MAX_CALLS_PER_REPLY:
-            raise _too_many_calls()
-        return self.calls.setdefault(key, _RawCall())
-
-    def partial(self) -> str:
-        return "".join(self.text)
-
-    def merged(self) -> AIMessageChunk | None:
-        """The reply: every part merged in one pass (None when no part came)."""
-        if not self.chunks:
-            return None
-        first, *rest = self.chunks
-        message = add_ai_message_chunks(first, *rest) if rest else first
-        if self.finish:
-            # Not the merge's: it joins the reasons of every part that has one, and a server
-            # that says "length" twice would have ended a cut reply with "lengthlength".
-            message.response_metadata["finish_reason"] = self.finish
-        return message
-
-
-def _too_many_calls() -> ResponseTooLargeError:
-    return ResponseTooLargeError(
-        f"the reply holds more than {MAX_CALLS_PER_REPLY} tool calls; the server is broken or "
-        "the model is looping. Check the server, or lower max_tokens"
-    )
-
-
-class _RawCall:
-    """One streamed tool call's name and arguments, as the server sent them."""
-
-    def __init__(self) -> None:
-        self.names: list[str] = []
-        self.args: list[str] = []
-
-    def add(self, name: str, args: str) -> None:
-        self.names.append(name)
-        self.args.append(args)
-
-    @property
-    def name(self) -> str:
-        return "".join(self.names) or "?"
-
-    @property
-    def raw(self) -> str:
-        return "".join(self.args)
 
 
 def shown_url(url: str) -> str:
@@ -198,31 +100,22 @@ reading, checking and storing them use several frames of per level."""
 _TOO_DEEP = f"nested more than {MAX_ARGUMENT_DEPTH} levels deep"
 
 
-def _check_calls(message: BaseMessage, raw_calls: Iterable[_RawCall]) -> None:
+def _check_calls(message: BaseMessage) -> None:
     """A tool call whose arguments are not a JSON object is a typed error, never a crash.
 
     Nor are arguments nested past `MAX_ARGUMENT_DEPTH`: every later step (their size, the
     schema check, the checkpoint) would run out of stack on them; nor numbers no store keeps:
     Python's parser (LangChain's too) reads NaN, Infinity and 1e999, which JSON has no numbers
     for (a tool's own guard, ``if amount > limit``, is false for NaN), and a whole number past
-    64 bits fails the checkpoint's write. A streamed call is named by
-    its own parts, whatever order the server sent the calls in; one cut short by the token
-    limit says so.
+    64 bits fails the checkpoint's write. A streamed reply's calls were read strictly as they
+    were assembled (`StreamedReply`): a cut ``{"x": 1``, which LangChain's lenient parser
+    passes, is among the invalid ones. One cut short by the token limit says so.
     """
     at_limit = message.response_metadata.get("finish_reason") == "length"
     for bad in getattr(message, "invalid_tool_calls", None) or []:
         raw = str(bad.get("args") or "")
         name = str(bad.get("name") or "?")
         raise malformed_call(name, raw, _parse_error(raw), at_limit=at_limit)
-    for call in raw_calls:
-        raw = call.raw
-        # langchain parses streamed arguments leniently (a cut '{"x": 1' passes): be strict.
-        try:
-            value = json.loads(raw) if raw.strip() else {}
-        except (ValueError, RecursionError):
-            value = None
-        if not isinstance(value, dict):
-            raise malformed_call(call.name, raw, _parse_error(raw), at_limit=at_limit)
     for call in getattr(message, "tool_calls", None) or []:
         if nested_past(call.get("args"), MAX_ARGUMENT_DEPTH):
             raise malformed_call(call["name"], _shown(call.get("args")), _TOO_DEEP)
@@ -338,7 +231,9 @@ class ChatModelCaller(CallerBase):
         self.idle_timeout = idle_timeout
         self.repair_malformed_calls = repair_malformed_calls
         # langchain-openai's models pass extra_headers through to the OpenAI client per request.
-        self._takes_headers = type(model).__module__.startswith("langchain_openai")
+        self._takes_headers = any(
+            kind.__module__.startswith("langchain_openai") for kind in type(model).__mro__
+        )
         self._events = ModelEvents()  # nobody listens until a run binds its own (reporting)
 
     def reporting(self, events: ModelEvents) -> ChatModelCaller:
@@ -520,8 +415,8 @@ class ChatModelCaller(CallerBase):
         except Exception as exc:
             raise classify_model_error(exc, base_url=self.base_url, secrets=self._secrets) from None
         if len(getattr(reply, "tool_calls", None) or []) > MAX_CALLS_PER_REPLY:
-            raise _too_many_calls()
-        _check_calls(reply, ())  # first: the size below dumps the arguments
+            raise too_many_calls()
+        _check_calls(reply)  # first: the size below dumps the arguments
         size = len(text_of(reply.content)) + sum(
             len(json.dumps(c.get("args"))) for c in getattr(reply, "tool_calls", None) or []
         )
@@ -541,7 +436,7 @@ class ChatModelCaller(CallerBase):
         options: Mapping[str, Any],
         ends: float | None,
     ) -> BaseMessage:
-        stream = _Stream(sink, self.max_response_chars)
+        stream = StreamedReply(sink, self.max_response_chars)
         chunks = aiter(runnable.astream(messages, **options))
         clock = asyncio.get_running_loop().time
         try:
@@ -573,7 +468,7 @@ class ChatModelCaller(CallerBase):
                 "no finish reason",
                 stream.partial(),
             )
-        _check_calls(reply, stream.calls.values())
+        _check_calls(reply)
         return reply
 
     async def _next_part(self, chunks: AsyncIterator[Any]) -> Any:
