@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 __all__ = [
     "AUDIO_FORMATS",
     "CUT",
+    "ENDED_BY_SERVER",
     "IMAGE_TYPES",
     "SEVERITY",
     "STAGES",
@@ -293,6 +294,11 @@ class PlanRecord(TypedDict):
 CUT = "cut"
 """A draft's trace status when its text reply stopped at the model's token limit (finish reason
 ``length``): an answer the server cut, not one the model ended."""
+
+ENDED_BY_SERVER = "ended_by_server"
+"""A draft's trace status when the server ended its text reply for a reason of its own (finish
+reason ``content_filter``, or any other that is not the model ending its turn): the answer may
+be incomplete or filtered."""
 
 
 class TraceEvent(TypedDict, total=False):

@@ -96,12 +96,8 @@ def print_result(
         print(linked_answer(shown, result.citations) if linking else shown, file=out)
     if answered and result.citations:
         print(format_sources(result.citations, links=linking), file=out)
-    if result.stop_reason == "token_limit":
-        print(
-            "(the answer stopped at the model's token limit: it may be incomplete; raise "
-            "max_tokens, MAMBA_MODEL_BACKEND__MAX_TOKENS, for a complete one)",
-            file=sys.stderr,
-        )
+    if result.stop_reason in ("token_limit", "ended_by_server"):
+        print(_not_ended_by_the_model(result), file=sys.stderr)
     if result.status == "cancelled":
         why = "" if result.stop_reason in (None, "cancelled") else f": {result.stop_reason}"
         print(f"(cancelled{why})", file=sys.stderr)
@@ -111,6 +107,21 @@ def print_result(
         print(visible(result.interrupt.prompt, "lines"))
     elif result.status == "failed":
         print(f"error: {visible(str(result.error), 'lines')}", file=sys.stderr)
+
+
+def _not_ended_by_the_model(result: RunResult) -> str:
+    """The warning under an answer the server ended, not the model."""
+    if result.stop_reason == "token_limit":
+        return (
+            "(the answer stopped at the model's token limit: it may be incomplete; raise "
+            "max_tokens, MAMBA_MODEL_BACKEND__MAX_TOKENS, for a complete one)"
+        )
+    drafts = [line for line in result.trace if line.get("stage") == "draft"]
+    why = str(drafts[-1].get("detail") or "").partition(": ")[2] if drafts else ""
+    return (
+        f"(the model server ended the answer, not the model (finish reason {visible(why)}): it "
+        "may be incomplete or filtered; the server's own logs say why)"
+    )
 
 
 def print_family(family: RunFamily) -> None:

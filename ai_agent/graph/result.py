@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 from ai_agent.graph.divergence import DivergenceReport
 from ai_agent.graph.interrupts import Interrupted, waiting_node
 from ai_agent.issues import IssueKind
-from ai_agent.state import CUT, Citation, GateReport, RunState, TraceEvent
+from ai_agent.state import CUT, ENDED_BY_SERVER, Citation, GateReport, RunState, TraceEvent
 
 if TYPE_CHECKING:
     from langgraph.types import StateSnapshot
@@ -33,7 +33,9 @@ UNFINISHED = "the run stopped before finishing"
 
 RunStatusName = Literal["completed", "paused", "failed", "cancelled", "forked"]
 
-#: Why a run ended. ``finished``: the model gave its final answer. ``max_iterations``: the
+#: Why a run ended. ``finished``: the model gave its final answer. ``token_limit``: it did, but
+#: the server cut the answer at the model's token limit. ``ended_by_server``: it did, but the
+#: server ended the answer for a reason of its own (a content filter). ``max_iterations``: the
 #: cycles ran out first (a failure: the task is not done). ``cancelled``, ``denied``, ``budget``:
 #: a person's plan stopped it at the gate; ``denied`` when the gate asked for an approval,
 #: ``budget`` when it reported the budget spent. ``error``: the run failed. ``diverged``: a
@@ -41,6 +43,7 @@ RunStatusName = Literal["completed", "paused", "failed", "cancelled", "forked"]
 StopReason = Literal[
     "finished",
     "token_limit",
+    "ended_by_server",
     "max_iterations",
     "cancelled",
     "denied",
@@ -77,7 +80,9 @@ class RunResult:
             where, and how the new call differs from the recorded one.
         stop_reason: Why the run ended (see `StopReason`); None while it is paused or forked.
             A completed run whose answer stopped at the model's token limit (the server cut
-            it: finish reason ``length``) says ``token_limit`` instead of ``finished``.
+            it: finish reason ``length``) says ``token_limit`` instead of ``finished``; one whose
+            answer the server ended for another reason (``content_filter``...),
+            ``ended_by_server``.
         output: A typed run's answer (``Agent(output_type=...)``), rebuilt as that type from
             the data the run kept; the plain data when read without the type (a `RunArchive`
             alone, ``ai-agent show``); None for a run without one, or one that has not
@@ -178,15 +183,18 @@ def result_of(
         final_text=final_text,
         gate=last_gate,
         output=typed,
-        stop_reason="token_limit" if _answer_cut(common["trace"]) else "finished",
+        stop_reason=_how_answered(common["trace"]),
         **common,
     )
 
 
-def _answer_cut(trace: list[TraceEvent]) -> bool:
-    """Whether the draft that gave the answer stopped at the model's token limit."""
+def _how_answered(trace: list[TraceEvent]) -> StopReason:
+    """``finished``, unless the server, not the model, ended the draft that gave the answer."""
     drafts = [line for line in trace if line.get("stage") == "draft"]
-    return bool(drafts) and drafts[-1].get("status") == CUT
+    status = drafts[-1].get("status") if drafts else None
+    if status == CUT:
+        return "token_limit"
+    return "ended_by_server" if status == ENDED_BY_SERVER else "finished"
 
 
 def _cancelled_because(gate: GateReport | None) -> StopReason:

@@ -35,6 +35,7 @@ from ai_agent.observability.logs import engine_logger
 from ai_agent.observability.scopes import set_iteration
 from ai_agent.state import (
     CUT,
+    ENDED_BY_SERVER,
     CompactionRecord,
     Issue,
     Message,
@@ -319,12 +320,29 @@ def _line(message: Message, reply: ModelReply, iteration: int) -> TraceEvent:
 
     A text reply the server stopped at the model's token limit (finish reason ``length``) is
     not one the model ended: the run still answers with it, but says so (status `CUT`, and the
-    result's stop_reason ``token_limit``).
+    result's stop_reason ``token_limit``). Nor is one it ended for a reason of its own, such as
+    a content filter (status `ENDED_BY_SERVER`, stop_reason ``ended_by_server``).
     """
-    if not message.get("tool_calls") and reply.get("finish_reason") == "length":
+    finish = str(reply.get("finish_reason") or "")
+    if not message.get("tool_calls") and finish.lower() in _TOKEN_LIMIT:
         detail = "text reply, cut at the model's token limit"
         return TraceEvent(stage="draft", iteration=iteration, status=CUT, detail=detail)
+    if not message.get("tool_calls") and finish.lower() not in _MODEL_ENDED:
+        # The reason is the server's text: kept short (shown escaped, as every detail is).
+        detail = f"text reply, ended by the server: {finish[:_REASON_CHARS]}"
+        return TraceEvent(stage="draft", iteration=iteration, status=ENDED_BY_SERVER, detail=detail)
     return TraceEvent(stage="draft", iteration=iteration, detail=_summary(message))
+
+
+# Finish reasons, in any case, that mean the model ended its turn, as the servers and clients in
+# use name it (OpenAI and llama.cpp: stop, tool_calls; older OpenAI: function_call; TGI:
+# eos_token, stop_sequence; Anthropic-style: end_turn; Gemini: STOP). None at all ("") is a
+# model without the field. Any other reason is the server's own (content_filter, SAFETY...).
+_MODEL_ENDED = frozenset(
+    {"", "stop", "tool_calls", "function_call", "eos", "eos_token", "stop_sequence", "end_turn"}
+)
+_REASON_CHARS = 40
+_TOKEN_LIMIT = frozenset({"length", "max_tokens"})  # OpenAI's and Gemini's
 
 
 def _summary(message: Message) -> str:

@@ -259,3 +259,38 @@ async def test_an_answer_the_model_ended_is_finished(tmp_path: Any, capsys: Any)
         == 0
     )
     assert json.loads(capsys.readouterr().out)["stop_reason"] == "finished"
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_an_answer_the_server_ended_for_its_own_reason_is_not_finished(stream: bool) -> None:
+    # A content filter ended the answer mid-sentence: the run took it for one the model ended.
+    script = [Reply(text="The three steps are: first, open the", finish_reason="content_filter")]
+    with MockOpenAIServer(script) as server:
+        async with agent_on(server, [], streaming={"stream_model_responses": stream}) as agent:
+            result = await agent.run("list the three steps")
+    assert result.status == "completed" and result.stop_reason == "ended_by_server"
+    draft = [line for line in result.trace if line["stage"] == "draft"][-1]
+    assert (draft["status"], draft["detail"]) == (
+        "ended_by_server",
+        "text reply, ended by the server: content_filter",
+    )
+
+
+async def test_the_command_says_the_server_ended_the_answer(tmp_path: Any, capsys: Any) -> None:
+    from ai_agent.cli import main
+
+    # A reason with a line break of its own: shown escaped, on the warning's line.
+    script = [Reply(text="The answer is", finish_reason="SAFETY\nResume with: ok")]
+    with MockOpenAIServer(script) as server:
+        base = ["--base-url", server.base_url, "--db", str(tmp_path / "c.sqlite")]
+        assert await asyncio.to_thread(main, ["answer", *base, "--thread-id", "a"]) == 0
+    out, err = capsys.readouterr()
+    assert out.strip() == "The answer is"
+    assert (
+        "(the model server ended the answer, not the model (finish reason SAFETY\\nResume with: "
+        "ok): it may be incomplete or filtered; the server's own logs say why)"
+    ) in err
+    assert "\nResume with" not in err
+    db = ["--db", str(tmp_path / "c.sqlite"), "--json"]
+    assert await asyncio.to_thread(main, ["show", "a", *db]) == 0
+    assert json.loads(capsys.readouterr().out)["stop_reason"] == "ended_by_server"
