@@ -537,3 +537,7 @@ class RunContext:
     # The always-allow rules (the run store); None where none apply: a replay follows the
     # answers the recording holds, never a rule made since.
     rules: RuleBook | None = None
+    # Cancels the subagent a held call of this run waits on (by the call's tool name and id),
+    # when the person's plan denies the call or stops the run; its outcome carries what the
+    # child spent (None: no child). None where no child is touched: a replay.
+    release_child: Callable[[str, str], Awaitable[ToolResult | None]] | None = None

@@ -12,7 +12,7 @@ own model and tools. Nothing here runs the graph: that is the runner's
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ai_agent.accounting import RunMeter, UsageTracker
@@ -46,10 +46,11 @@ from ai_agent.models.resolve import BackendName, resolve_model, summary_caller
 from ai_agent.observability import Telemetry
 from ai_agent.observability.logs import engine_logger
 from ai_agent.observability.redaction import SecretValues
-from ai_agent.state import Issue
+from ai_agent.state import Issue, ToolResult
 from ai_agent.tokens import TokenCounter
 from ai_agent.tools.model_summary import OutputSummarizer
 from ai_agent.tools.registry import ToolRegistry
+from ai_agent.tools.toolsets.child import ChildToolset
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -262,7 +263,21 @@ class RunContexts:
             outputs=self.store,  # clipped tool outputs, for tool_output
             # Always-allow rules for a run; a replay follows its recording, never a rule.
             rules=self.store if model is None else None,
+            release_child=self._child_releaser(thread_id) if model is None else None,
         )
+
+    def _child_releaser(self, thread_id: str) -> Callable[[str, str], Awaitable[ToolResult | None]]:
+        """Cancels the child of one of this run's calls (see `RunContext.release_child`)."""
+
+        async def release(tool: str, call_id: str) -> ToolResult | None:
+            for toolset in self.registry.toolsets():
+                if isinstance(toolset, ChildToolset) and any(
+                    spec.name == tool for spec in toolset.tools()
+                ):
+                    return await toolset.release(call_id, thread_id)
+            return None
+
+        return release
 
     def _output_summarizer(self, meter: RunMeter, recorded: ModelCaller) -> OutputSummarizer | None:
         """Who writes a long tool output's summary (``output_summary = "model"``), else None.

@@ -330,6 +330,28 @@ class Subagent:
         finally:
             caps.pop(thread, None)
 
+    async def release(self, *, parent_thread: str, parent_call_id: str) -> ToolResult | None:
+        """Cancel the child of this call, waiting at its gate, whose call will not go on.
+
+        Answered at its own gate with a plan that stops it (``allow_continue`` false), it ends
+        ``cancelled`` like any run a person stops; one that has ended already (this ran before a
+        crash) gives its outcome as it stands. Either way its outcome carries all it spent. None
+        when there is no child of this parent's call; nothing is ever started.
+        """
+        thread = child_thread_id(parent_thread, parent_call_id)
+        record = await self.child._runner.store.get_run(thread)
+        if record is None or (record["origin"], record["parent_thread_id"]) != (
+            "child",
+            parent_thread,
+        ):
+            return None
+        if record["status"] != "paused":
+            return outcome_of(await self.child.archive.get_result(thread))
+        try:
+            return outcome_of(await self.child._runner.resume(thread, {"allow_continue": False}))
+        except (NothingPendingError, PlanRequiredError):  # answered meanwhile: as it stands
+            return outcome_of(await self.child.archive.get_result(thread))
+
     async def _stopped(self, thread: str, time_limit: float | None) -> ToolResult:
         """The result of a child stopped by its timeout, with what it spent until then.
 

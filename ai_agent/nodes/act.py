@@ -32,6 +32,7 @@ from ai_agent.issues import IssueKind, as_state
 from ai_agent.nodes._common import stage
 from ai_agent.nodes._issues import issue, issue_from_result
 from ai_agent.nodes._output import output_sink
+from ai_agent.nodes._release import let_go
 from ai_agent.nodes._rollup import child_usage, summary_usage
 from ai_agent.nodes._status import plan_line, status_line
 from ai_agent.observability.tooldata import tool_telemetry
@@ -259,8 +260,12 @@ class _Cycle:
             if verdict.code:
                 self.update["issues"].append(issue(verdict.code, verdict.message, call=call))
         if ran is None and "spent" in pending:
-            # A child held at its gate that will not go on: what it spent is the run's now.
-            meta = {**(result.get("meta") or {}), "child_usage": pending["spent"]}
+            # A child held at its gate that will not go on: it is cancelled, and what it spent
+            # is the run's now.
+            meta = {
+                **(result.get("meta") or {}),
+                "child_usage": await let_go(self.context, pending),
+            }
             result = ToolResult(**{**result, "meta": meta})
         if verdict.action in ("run", "reuse"):
             self.ran(call)

@@ -32,6 +32,8 @@ from ai_agent.errors import HookError, InvalidPlanError, PlanRefusedError
 from ai_agent.events import GateResumed
 from ai_agent.issues import KINDS
 from ai_agent.nodes._common import call_hook, hook_issue, hook_view, stage
+from ai_agent.nodes._release import let_go
+from ai_agent.nodes._rollup import child_usage
 from ai_agent.nodes.edits import check_edits, edit_pending
 from ai_agent.observability.scopes import note_gate_plan
 from ai_agent.plans import PlanAnswer, read_plan
@@ -45,7 +47,9 @@ from ai_agent.state import (
     Replace,
     RunState,
     RunStatus,
+    ToolResult,
     TraceEvent,
+    UsageRecord,
     UserPlan,
 )
 from ai_agent.tools.policy import CANCELLED, grants_for
@@ -74,6 +78,8 @@ class GateUpdate(TypedDict, total=False):
     status: RunStatus
     stop_reason: str | None
     trace: list[TraceEvent]
+    usage: dict[str, Any]
+    usage_log: list[UsageRecord]
 
 
 def _options(issues: list[Issue], pending: list[PendingCall], catalog: set[str]) -> list[str]:
@@ -246,6 +252,23 @@ def _cancel_messages(pending: list[PendingCall], why: str) -> list[Message]:
     ]
 
 
+async def _let_go_of_children(state: RunState, context: RunContext, update: GateUpdate) -> None:
+    """The held calls this gate cancels: their children are cancelled and counted (_release)."""
+    total = state.get("usage")
+    records: list[UsageRecord] = []
+    for pending in state.get("pending", []):
+        if not pending["blocked"]:
+            continue
+        spent = await let_go(context, pending)
+        rolled = child_usage(ToolResult(status="skipped", meta={"child_usage": spent}), total,
+                             state.get("iteration", 0)) if spent else None  # fmt: skip
+        if rolled is not None:
+            total, record = rolled
+            records.append(record)
+    if records:
+        update["usage"], update["usage_log"] = dict(total or {}), records
+
+
 def _pass(state: RunState, report: GateReport, max_iterations: int) -> GateUpdate:
     """No intervention. Calls that were waiting for a person cannot run: cancel them."""
     waiting = [p for p in state.get("pending", []) if p["blocked"]]
@@ -408,6 +431,7 @@ async def gate(state: RunState, *, runtime: Runtime[RunContext]) -> GateUpdate:
     line = TraceEvent(stage="gate", iteration=report["iteration"], gate_score=report["severity"])
     if not report["intervene"]:
         update = _pass(state, report, limit)
+        await _let_go_of_children(state, context, update)
         line["status"] = "pass"
         line["detail"] = ", ".join(i["code"] for i in report["issues"])
         update["trace"] = [line]
@@ -436,6 +460,8 @@ async def gate(state: RunState, *, runtime: Runtime[RunContext]) -> GateUpdate:
     note_gate_plan(report, taken, source)
     context.emit(_resumed(report["iteration"], source, plan, taken))
     update = _apply(state, report, plan, source, context)
+    if not plan.allow_continue:
+        await _let_go_of_children(state, context, update)
     line["status"] = "plan" if plan.allow_continue else "cancelled"
     line["detail"] = ", ".join(i["code"] for i in report["issues"])
     update["trace"] = [line]

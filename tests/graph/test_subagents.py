@@ -300,9 +300,11 @@ async def test_a_childs_gate_pauses_the_parent_and_the_parents_plan_answers_it(
     ]
 
 
-async def test_a_parent_plan_that_denies_the_child_call_leaves_the_child_paused(
+async def test_a_parent_plan_that_denies_the_child_call_cancels_the_child(
     tmp_path: Path, db: Path
 ) -> None:
+    # The child stayed paused in the inbox: a person could answer it there and have it write
+    # for a parent that had said no.
     written: list[str] = []
     child = child_agent(tmp_path, [call("write_note", text="x"), text("no")],
                         tools=[note_tool(written)])  # fmt: skip
@@ -312,7 +314,33 @@ async def test_a_parent_plan_that_denies_the_child_call_leaves_the_child_paused(
     done = await parent.resume("p", UserPlan(deny=["*"]))
     assert (done.status, done.final_text) == ("completed", "skipped it")
     assert written == []
-    assert (await runs_in(db))["p.c1.0"]["status"] == "paused"
+    assert (await runs_in(db))["p.c1.0"]["status"] == "cancelled"
+    with pytest.raises(RunError):  # nothing left to answer
+        await parent.resume("p.c1.0", UserPlan(approve=["*"]))
+    assert written == []
+
+
+async def test_a_parent_stopped_while_its_child_waits_cancels_it_and_counts_its_spending(
+    tmp_path: Path, db: Path
+) -> None:
+    # The plan stops the parent at the gate that shows its child's: the child stayed paused,
+    # and what it had spent was in no run's usage (the parent's total was its own draft's).
+    child = child_agent(tmp_path, [call("write_note", text="x"), text("no")],
+                        tools=[note_tool([])])  # fmt: skip
+    parent = parent_agent(db, [call("notes", task="t"), text("never")],
+                          [child.as_tool("notes", "Writes notes.")])  # fmt: skip
+    assert (await parent.run("t", thread_id="p")).status == "paused"
+    spent = (await parent.get_result("p.c1.0")).usage
+    assert spent["total_tokens"] > 0
+
+    done = await parent.resume("p", UserPlan(allow_continue=False))
+    assert done.status == "cancelled"
+    assert (await runs_in(db))["p.c1.0"]["status"] == "cancelled"
+    own = await parent.get_usage_history("p")
+    rolled = [r for r in own if r.get("purpose") == "subagent"]
+    assert [r["total_tokens"] for r in rolled] == [spent["total_tokens"]]
+    drafts = sum(r["total_tokens"] for r in own if r.get("purpose", "draft") == "draft")
+    assert done.usage["total_tokens"] == drafts + spent["total_tokens"]
 
 
 async def test_the_parents_budget_limits_its_child(tmp_path: Path, db: Path) -> None:

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from ai_agent.errors import ConfigError
 from ai_agent.state import ToolResult
@@ -169,6 +169,21 @@ class ChildToolset(Toolset):
                 "call child.as_tool(...) once for each parent"
             )
         self._owner, self._spawn = owner, spawn
+
+    async def release(self, call_id: str, thread_id: str) -> ToolResult | None:
+        """Stop the child of the parent's call ``call_id`` (of run ``thread_id``) at its gate.
+
+        The parent's plan denied the call while the child waited at its own gate, or stopped
+        the parent: the child is cancelled as its own gate would cancel it (its run leaves the
+        inbox, answered), and the outcome carries all it spent, for the parent to count. None
+        when the call has no child, or the toolset no parent.
+        """
+        # A spawn may know how (the Agent's does: `ai_agent.graph.subagents.Subagent.release`).
+        release = getattr(self._spawn, "release", None)
+        if release is None:
+            return None
+        released = await release(parent_thread=thread_id, parent_call_id=call_id)
+        return cast(ToolResult | None, released)
 
     async def _call(self, args: dict[str, Any], ctx: dict[str, Any]) -> ToolResult:
         thread, call_id = ctx.get("thread_id"), ctx.get("call_id")
