@@ -49,7 +49,10 @@ class FileToolsConfig(Section):
         default=None, description="Root of the file sandbox; unset: the Agent's working directory."
     )
     max_read_bytes: int = Field(
-        default=1_000_000, gt=0, description="Largest file read_file reads and grep searches."
+        default=1_000_000,
+        gt=0,
+        description="Largest file read_file reads; grep searches a larger file a block at a time, "
+        "and a longer line in pieces of this many characters.",
     )
     allowed_extensions: list[str] = Field(
         default_factory=list,

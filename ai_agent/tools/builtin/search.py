@@ -2,19 +2,23 @@
 
 Both walk with `walk` (symlinks are never entered), honour a
 result limit and, by default, the ``.gitignore`` files from the sandbox base down (``.git`` itself
-is always skipped then). grep reads each file through its directory's descriptor, skips binary
-files (a NUL byte in the first 8 KiB) and files over the read limit, and runs the pattern with a
-time budget, so a pathological regular expression cannot hold a worker thread for ever. Each
-tool is a typed method whose signature and docstring are its schema.
+is always skipped then). Both consume the walk as they go: grep searches each file as the walk
+meets it, so a tree of a million files is never a list of a million, and a search that reaches
+its result limit or time budget walks no further. grep reads each file through its directory's
+descriptor a block at a time (`Lines`: a file of any size, never held whole; lines longer than
+the read limit in pieces), skips binary files (a NUL byte in the first 8 KiB), and runs the
+pattern on each line with a time budget, so a pathological regular expression cannot hold a
+worker thread for ever. Each tool is a typed method whose signature and docstring are its schema.
 """
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import os
 import re
 import time
-from dataclasses import dataclass, field
+from collections.abc import Generator
 from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import Field
@@ -22,10 +26,11 @@ from pydantic import Field
 from ai_agent.config import FileToolsConfig
 from ai_agent.state import ToolResult
 from ai_agent.tools.builtin.files import guarded
+from ai_agent.tools.builtin.grep_lines import Found, Lines, Searcher, context_free
 from ai_agent.tools.builtin.patterns import GitIgnore, Glob
 from ai_agent.tools.builtin.sandbox import Sandbox, SandboxError, Target
 from ai_agent.tools.builtin.typed import builtin_spec
-from ai_agent.tools.builtin.walk import Entry, require_directory, walk
+from ai_agent.tools.builtin.walk import require_directory, walk
 from ai_agent.tools.spec import ToolCategory, ToolSpec
 
 if TYPE_CHECKING:
@@ -35,8 +40,6 @@ __all__ = ["search_tools"]
 
 _GROUP = "search"
 _GLOB_CHARS = frozenset("*?[")
-_BINARY_PROBE = 8192
-_LINE_CHARS = 500
 _GREP_BUDGET = 20.0  # seconds; under the registry's default 30 s timeout
 # The most pieces a pattern may compile to (see `_pieces`): about 30 MB in the regex module.
 MAX_PATTERN_PIECES = 100_000
@@ -138,12 +141,6 @@ class _Ignorer:
         return verdict
 
 
-@dataclass
-class _Found:
-    items: list[Any] = field(default_factory=list)
-    truncated: bool = False
-
-
 class SearchTools:
     """glob_search and grep_search over one sandbox."""
 
@@ -197,7 +194,7 @@ class SearchTools:
         deep = recursive and "**" in rest.split("/")
         depth = None if deep else max(1, len([p for p in rest.split("/") if p]))
         ignore = _Ignorer(self.box, self.config.respect_gitignore, deadline, "glob_search")
-        found = _Found()
+        found = Found()
         descend = lambda rel: not self._skip(ignore, start, rel, is_dir=True)  # noqa: E731
         for entry in walk(self.box, start.parts, max_depth=depth, descend=descend):
             _in_time(deadline, "glob_search")
@@ -220,7 +217,9 @@ class SearchTools:
         )
 
     # grep ------------------------------------------------------------------------------------
-    def _compile(self, pattern: str, *, ignore_case: bool, literal: bool) -> regex.Pattern[str]:
+    def _compile(
+        self, pattern: str, *, ignore_case: bool, literal: bool, multiline: bool = False
+    ) -> regex.Pattern[str]:
         import regex  # only grep needs it; imported on its first call
 
         if not pattern:
@@ -232,7 +231,7 @@ class SearchTools:
                 f"holds more than {MAX_PATTERN_PIECES:,} pieces; search for a shorter text, "
                 "or use + or * instead of large counts",
             )
-        flags = regex.IGNORECASE if ignore_case else 0
+        flags = (regex.IGNORECASE if ignore_case else 0) | (regex.MULTILINE if multiline else 0)
         source = regex.escape(pattern) if literal else pattern
         try:
             return regex.compile(source, flags | regex.VERSION0)
@@ -245,31 +244,31 @@ class SearchTools:
 
     def _files(
         self, start: Target, file_pattern: str, *, recursive: bool, deadline: float
-    ) -> list[Entry] | None:
-        """The files to search: None when ``start`` is one file."""
-        info = self.box.lstat(start)
-        if info is None:
-            raise SandboxError("NOT_FOUND", f"no such file or directory: {start.given!r}")
-        if not os.path.isdir(start.path):
-            return None
+    ) -> Generator[tuple[Target, str], None, None]:
+        """The files of the directory ``start`` to search, each checked as a read, as met.
+
+        A generator: the walk goes on only as the search asks for the next file, so what is held
+        is the walk's way down (and each folder's sorted names), never the list of every file, and
+        a search that stops (at the result limit, or its time budget) walks no further.
+        """
         file_pattern = file_pattern or "*"
         depth = None if recursive else 1
         ignore = _Ignorer(self.box, self.config.respect_gitignore, deadline, "grep_search")
         descend = lambda rel: not self._skip(ignore, start, rel, is_dir=True)  # noqa: E731
-        out = []
         for entry in walk(self.box, start.parts, max_depth=depth, descend=descend):
             _in_time(deadline, "grep_search")
             if entry.kind != "file" or self._skip(ignore, start, entry.rel, is_dir=False):
                 continue
             subject = entry.rel if "/" in file_pattern else entry.name
-            if fnmatch.fnmatchcase(subject, file_pattern):
-                out.append(self._copy_entry(entry))
-        return out
-
-    @staticmethod
-    def _copy_entry(entry: Entry) -> Entry:
-        # The walk's directory descriptors close as it moves on; keep the path instead.
-        return Entry(entry.rel, entry.kind, entry.size, entry.depth, -1, entry.name, entry.mtime_ns)
+            if not fnmatch.fnmatchcase(subject, file_pattern):
+                continue
+            try:
+                target = self.box.resolve(str(start.path / entry.rel))
+            except SandboxError as exc:
+                if exc.code != "EXTENSION_DENIED":
+                    raise
+                continue  # denied_extensions keep a file from every read, a folder's grep too
+            yield target, entry.rel
 
     @guarded
     def grep_search(
@@ -288,101 +287,75 @@ class SearchTools:
         """  # noqa: D205 - the model reads the first paragraph whole, as the tool's description
         deadline = time.monotonic() + _GREP_BUDGET  # for the walk, the reads and the matching
         compiled = self._compile(pattern, ignore_case=ignore_case, literal=not regex)
+        # The same pattern over a block of lines joined by "\n", ^ and $ at each line's ends.
+        blockwise = (
+            self._compile(pattern, ignore_case=ignore_case, literal=not regex, multiline=True)
+            if not regex or context_free(pattern)
+            else None
+        )
         start = self.box.resolve(path or ".", check_extension=False)
-        context = min(context_lines, 20)
-        files = self._files(start, file_pattern, recursive=recursive, deadline=deadline)
-        if files is None:
+        if self.box.lstat(start) is None:
+            raise SandboxError("NOT_FOUND", f"no such file or directory: {start.given!r}")
+        named = not os.path.isdir(start.path)
+        if named:
             # A file named directly: checked like any read (extensions included).
-            targets = [(self.box.resolve(path), start.path.name)]
-        else:
-            targets = []
-            for e in files:
-                _in_time(deadline, "grep_search")
-                try:
-                    target = self.box.resolve(str(start.path / e.rel))
-                except SandboxError as exc:
-                    if exc.code != "EXTENSION_DENIED":
-                        raise
-                    continue  # denied_extensions keep a file from every read, a folder's grep too
-                targets.append((target, e.rel))
-        stats = {"files_searched": 0, "skipped_binary": 0, "skipped_large": 0}
-        stats["skipped_hard_links"] = 0
-        found = _Found()
-        for target, rel in targets:
-            if found.truncated:
-                break
-            _in_time(deadline, "grep_search")  # files without lines never reach _search's check
-            lines = self._text(target, stats, named=files is None)
-            if lines is None:
-                continue
-            stats["files_searched"] += 1
-            shown = (
-                self._show(start, rel)
-                if files is not None
-                else self.box.display(start.path, absolute=self.config.absolute_paths)
+            targets: Generator[tuple[Target, str], None, None] = (
+                one for one in [(self.box.resolve(path), "")]
             )
-            self._search(compiled, lines, shown, context, deadline, found)
+        else:
+            targets = self._files(start, file_pattern, recursive=recursive, deadline=deadline)
+        stats = {"files_searched": 0, "skipped_binary": 0, "skipped_hard_links": 0}
+        stats["long_lines_split"] = 0
+        searcher = Searcher(
+            compiled,
+            blockwise=blockwise,
+            context=min(context_lines, 20),
+            deadline=deadline,
+            max_results=self.config.max_results,
+        )
+        found = searcher.found
+        with contextlib.closing(targets):  # a search that stops early closes the walk now
+            for target, rel in targets:
+                _in_time(deadline, "grep_search")  # a file without lines checks no time
+                shown = self.box.display(
+                    start.path / rel if rel else start.path, absolute=self.config.absolute_paths
+                )
+                self._search_file(target, shown, searcher, stats, named=named)
+                if found.truncated:
+                    break
         return ToolResult(
             status="ok",
             content={"matches": found.items, "truncated": found.truncated, **stats},
         )
 
-    def _text(self, target: Target, stats: dict[str, int], *, named: bool) -> list[str] | None:
-        """The file's lines, or None when it is skipped (a file ``named`` itself is refused)."""
+    def _search_file(
+        self,
+        target: Target,
+        shown: str,
+        searcher: Searcher,
+        stats: dict[str, int],
+        *,
+        named: bool,
+    ) -> None:
+        """Search one file, a piece at a time, or count why it is skipped (a ``named`` one is
+        refused instead).
+        """  # noqa: D205
         try:
-            data = self.box.read_bytes(target)
+            with self.box.open_file(target) as (fd, _):
+                lines = Lines(fd, limit=self.box.max_read_bytes)
+                if lines.binary:
+                    stats["skipped_binary"] += 1
+                    return
+                stats["files_searched"] += 1
+                searcher.run(lines, shown)
+                stats["long_lines_split"] += lines.split
         except SandboxError as exc:
-            if exc.code == "TOO_LARGE":
-                stats["skipped_large"] += 1
-                return None
             if exc.code == "HARD_LINK" and not named:
                 stats["skipped_hard_links"] += 1
-                return None
-            if exc.code in ("NOT_A_FILE", "NOT_FOUND", "PATH_CHANGED") and not named:
-                return None  # gone or replaced while the folder was walked
-            raise
-        if b"\x00" in data[:_BINARY_PROBE]:
-            stats["skipped_binary"] += 1
-            return None
-        return data.decode("utf-8", "replace").splitlines()
-
-    def _search(
-        self,
-        compiled: regex.Pattern[str],
-        lines: list[str],
-        shown: str,
-        context: int,
-        deadline: float,
-        found: _Found,
-    ) -> None:
-        for number, line in enumerate(lines, start=1):
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise SandboxError(
-                    "TIMEOUT",
-                    "grep_search ran out of time; narrow the path or file_pattern, or "
-                    "simplify the pattern",
-                )
-            try:
-                hit = compiled.search(line, timeout=remaining)
-            except TimeoutError:
-                raise SandboxError(
-                    "TIMEOUT",
-                    "the pattern takes too long to match (catastrophic backtracking?); "
-                    "simplify it or pass regex=false",
-                ) from None
-            if hit is None:
-                continue
-            if len(found.items) >= self.config.max_results:
-                found.truncated = True
                 return
-            item: dict[str, Any] = {"path": shown, "line": number, "text": line[:_LINE_CHARS]}
-            if context:
-                item["before"] = [
-                    t[:_LINE_CHARS] for t in lines[max(0, number - 1 - context) : number - 1]
-                ]
-                item["after"] = [t[:_LINE_CHARS] for t in lines[number : number + context]]
-            found.items.append(item)
+            if exc.code in ("NOT_A_FILE", "NOT_FOUND", "PATH_CHANGED") and not named:
+                return  # gone or replaced while the folder was walked
+            raise
 
 
 def _summary(name: str) -> Any:
