@@ -45,6 +45,7 @@ from psycopg_pool import ConnectionPool
 from ai_agent.checkpoints._pgpool import IdleCheck
 from ai_agent.checkpoints._sql import LATER, Later, Session
 from ai_agent.checkpoints.fencing import LEASE_ROW_SQL
+from ai_agent.checkpoints.pins import PINS_DDL
 from ai_agent.checkpoints.rules import POSTGRES_TYPES, RULES_DDL
 from ai_agent.checkpoints.runstore import SqlRunStore
 from ai_agent.checkpoints.schema import (
@@ -168,6 +169,7 @@ _TABLES = (
     "CREATE INDEX IF NOT EXISTS agent_plans_status ON agent_plans (status, id)",
     # Additive, as in SQLite's _ADDITIVE: created when missing at any version.
     *(statement.format(**POSTGRES_TYPES) for statement in RULES_DDL),
+    *(statement.format(**POSTGRES_TYPES) for statement in PINS_DDL),
     """CREATE TABLE IF NOT EXISTS agent_outputs (
         thread_id TEXT NOT NULL,
         ref TEXT NOT NULL,

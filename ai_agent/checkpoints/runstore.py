@@ -12,10 +12,9 @@ the lease or takes over one that has run out, so of two processes resuming one t
 wins; the other gets ThreadBusyError. A lease whose owner process is gone (same host, pid dead)
 or whose time ran out can be taken over, so a crash never locks a thread forever.
 
-The recorded model and tool calls (``ai_agent.checkpoints.recorded``) and the plan queue
-(``ai_agent.checkpoints.plans``) are part of the store too, and the schema carries a version with
-a migration path (``ai_agent.checkpoints.schema``). All of it is written once, in `SqlRunStore`,
-over the small database seam of ``ai_agent.checkpoints._sql``: `RunStore` runs it on SQLite,
+The recorded calls, plan queue, rules and pinned MCP tools (``recorded``, ``plans``, ``rules``,
+``pins``) are part of it, and its schema has a version and migrations (``schema``). All of it is
+written once, in `SqlRunStore`, over the database seam of ``_sql``: `RunStore` runs it on SQLite,
 ``ai_agent.checkpoints.postgres.PostgresRunStore`` on PostgreSQL, and both provide
 ``ai_agent.checkpoints.store.RunStoreProtocol``.
 
@@ -42,6 +41,7 @@ from ai_agent.checkpoints._rows import checked_run, corrupt_row, stored_json, st
 from ai_agent.checkpoints._sql import Session, page, quick, threaded
 from ai_agent.checkpoints._sqlite import SqliteDatabase, full_disk_raises, is_busy, locked_too_long
 from ai_agent.checkpoints.fencing import lease_lost
+from ai_agent.checkpoints.pins import PinStore
 from ai_agent.checkpoints.plans import FinishedPlan, PlanQueue
 from ai_agent.checkpoints.recorded import RecordedCalls
 from ai_agent.checkpoints.rules import RuleStore
@@ -142,8 +142,8 @@ def pid_alive(pid: int) -> bool:
     return state != "Z"
 
 
-class SqlRunStore(RecordedCalls, PlanQueue, RunSummaries, RuleStore):
-    """Runs, leases, the journal, the recorded calls, plans, summaries and rules, over a `Database`.
+class SqlRunStore(RecordedCalls, PlanQueue, RunSummaries, RuleStore, PinStore):
+    """Runs, leases, journal, recorded calls, plans, summaries, rules and pins, over a `Database`.
 
     The logic of both backends: `RunStore` opens it on a SQLite file, ``PostgresRunStore`` on a
     PostgreSQL database. Every method but ``close`` is async and does its database work on a

@@ -13,7 +13,8 @@ A table that only ever gets added, that no existing code reads, and whose absenc
 ai-agent does not notice, may instead be listed in ``_ADDITIVE``: it is created when missing at
 every open, at any version, without a bump (the kept full text of clipped tool outputs; the
 run summaries; the always-allow rules, ``ai_agent.checkpoints.rules``, which an older ai-agent
-does not read, so it asks a person where a rule would have answered).
+does not read, so it asks a person where a rule would have answered; the pinned MCP tool
+definitions, ``ai_agent.checkpoints.pins``, which an older ai-agent does not check).
 
 Version history:
 
@@ -47,6 +48,7 @@ from pathlib import Path
 
 from ai_agent.checkpoints import _texts
 from ai_agent.checkpoints._sqlite import all_present
+from ai_agent.checkpoints.pins import PINS_DDL
 from ai_agent.checkpoints.rules import RULES_DDL, SQLITE_TYPES
 from ai_agent.errors import StoreError
 
@@ -254,6 +256,7 @@ RUN_SUMMARIES_TABLE = """CREATE TABLE IF NOT EXISTS agent_run_summaries (
 
 _ADDITIVE = (
     *(statement.format(**SQLITE_TYPES) for statement in RULES_DDL),
+    *(statement.format(**SQLITE_TYPES) for statement in PINS_DDL),
     """CREATE TABLE IF NOT EXISTS agent_outputs (
         thread_id TEXT NOT NULL,
         ref TEXT NOT NULL,

@@ -31,6 +31,7 @@ from ai_agent.journal import Journal
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from ai_agent.checkpoints.pins import PinnedDefinition, PinVerdict, ToolPin
     from ai_agent.checkpoints.plans import FinishedPlan, PlanRecord
     from ai_agent.checkpoints.recorded import (
         CallPosition,
@@ -368,6 +369,18 @@ class RunStoreProtocol(Journal, Protocol):
 
     async def revoke_rule(self, rule_id: int) -> AllowRule:
         """Revoke a rule; RunError when there is none with this id or it is revoked already."""
+
+    # Pinned MCP tool definitions (ai_agent.checkpoints.pins)
+    async def check_pins(
+        self, server: str, tools: Sequence[PinnedDefinition]
+    ) -> dict[str, PinVerdict]:
+        """The tools of ``server`` to withhold, each with why; first use pins them all."""
+
+    async def list_pins(self, server: str | None = None) -> list[ToolPin]:
+        """The pins, by server and tool (unreadable ones carry their problem)."""
+
+    async def accept_pins(self, server: str, tools: Sequence[str] | None = None) -> list[ToolPin]:
+        """Accept pending definitions (None: all of the server's); RunError when none can be."""
 
     # Maintenance
     async def vacuum(self) -> None:

@@ -4,6 +4,10 @@ The servers come from the settings (``mcp_servers`` in ``config.yaml`` / ``confi
 from ``--config FILE`` (an MCP file: ``mcp_servers`` as in docs/mcp.md, or a settings file that
 has them). Each server is started, asked for its tools, and stopped again; the exit code is 0
 when every enabled server started, 1 otherwise.
+
+Its tools are checked against the pins of the database (``--db``, else the settings'), as a
+run's would be, when that database exists: a tool withheld there is said so, with the command
+that accepts it. ``mcp pins`` and ``mcp accept`` are in `ai_agent.cli.mcp_pins`.
 """
 
 from __future__ import annotations
@@ -14,10 +18,11 @@ from typing import TYPE_CHECKING, Any
 
 from ai_agent.cli._common import EXIT, Parents, UsageError
 from ai_agent.cli._printing import format_table, print_json
+from ai_agent.cli.mcp_pins import add_pin_commands
 from ai_agent.visible import visible
 
 if TYPE_CHECKING:
-    from ai_agent.graph import AgentTools
+    from ai_agent.graph import AgentTools, RunDatabase
     from ai_agent.tools.mcp import McpServerStatus
 
 __all__ = ["add_commands"]
@@ -36,13 +41,18 @@ def add_commands(sub: Any, parents: Parents) -> None:
     )
     listing.add_argument("--no-tools", action="store_true", help="only the servers, no tools")
     listing.set_defaults(handler=_list)
+    add_pin_commands(commands, parents)
 
 
-def _catalog(args: argparse.Namespace) -> AgentTools:
-    """The Agent's tools and MCP servers, without the Agent (its model stack is not needed)."""
+def _catalog(args: argparse.Namespace) -> tuple[AgentTools, RunDatabase | None]:
+    """The Agent's tools and MCP servers, without the Agent (its model stack is not needed).
+
+    With the database whose pins the tools are checked against; None when there is none yet
+    (nothing is pinned, and ``mcp list`` does not make a database).
+    """
     from ai_agent.config import AgentSettings, load_mcp_config, load_settings
     from ai_agent.errors import ConfigError
-    from ai_agent.graph import tool_catalog
+    from ai_agent.graph import RunDatabase, StoredToolPins, tool_catalog
 
     settings = load_settings()
     servers: list[Any] = []
@@ -55,11 +65,14 @@ def _catalog(args: argparse.Namespace) -> AgentTools:
                 raise
             # Not an MCP file: a settings file (config.toml...) that may hold mcp_servers.
             settings = AgentSettings.load(path)
-    return tool_catalog(settings, mcp_servers=servers)
+    found = RunDatabase.at(args.db, settings)
+    database = found if found.exists() else None
+    pins = StoredToolPins(database) if database is not None else None
+    return tool_catalog(settings, mcp_servers=servers, pins=pins), database
 
 
 def _list(args: argparse.Namespace) -> int:
-    agent = _catalog(args)
+    agent, database = _catalog(args)
     if not agent.mcp:
         raise UsageError(
             "no MCP servers are configured: list them under mcp_servers in config.yaml or "
@@ -67,7 +80,7 @@ def _list(args: argparse.Namespace) -> int:
         )
     import asyncio  # the servers are asked in an event loop: here, not at start-up
 
-    statuses = asyncio.run(_statuses(agent))
+    statuses = asyncio.run(_statuses(agent, database))
     if args.json:
         print_json(
             [
@@ -81,12 +94,16 @@ def _list(args: argparse.Namespace) -> int:
     return EXIT["failed"] if failed else 0
 
 
-async def _statuses(agent: AgentTools) -> list[McpServerStatus]:
+async def _statuses(agent: AgentTools, database: RunDatabase | None) -> list[McpServerStatus]:
     try:
         await agent.mcp.start()
         return agent.mcp.status()
     finally:
-        await agent.aclose()
+        try:
+            await agent.aclose()
+        finally:
+            if database is not None:
+                await database.aclose()
 
 
 def _tools(agent: AgentTools, status: McpServerStatus) -> list[dict[str, Any]]:
@@ -128,6 +145,13 @@ def _render(agent: AgentTools, statuses: list[McpServerStatus], *, with_tools: b
             lines.append(f"  error ({s['error_code']}): {visible(s['error'])}")
         for original, why in s.get("left_out", {}).items():
             lines.append(f"  left out {visible(original)}: {visible(why)}")
+        withheld = s.get("withheld", {})
+        if withheld:
+            tools = ", ".join(f"{visible(name)} ({why})" for name, why in withheld.items())
+            lines.append(
+                f"  {len(withheld)} withheld until accepted: {tools}; `ai-agent mcp pins "
+                f"{visible(s['name'])}` shows them, `ai-agent mcp accept` accepts them"
+            )
         if with_tools:
             for tool in _tools(agent, s):
                 description = str(tool["description"]).split("\n", 1)[0]

@@ -243,6 +243,11 @@ class McpServerConfig(Section):
         default_factory=dict,
         description="Category per tool name or glob, over what the annotations say.",
     )
+    pin_tools: bool = Field(
+        default=True,
+        description="Pin each tool's definition when first seen and withhold a changed or new "
+        "one until a person accepts it (ai-agent mcp accept); false: take them as they come.",
+    )
 
     @field_validator("name")
     @classmethod

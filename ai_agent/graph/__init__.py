@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from ai_agent.graph.review import open_toolsmaker
     from ai_agent.graph.testfile import AgentRecipe, case_file_names, regression_test_text
     from ai_agent.graph.timeline import TimelineRow
+    from ai_agent.graph.tool_pins import StoredToolPins
     from ai_agent.graph.tooling import AgentTools, ToolListing
     from ai_agent.graph.usage_report import CostRates
     from ai_agent.graph.worker import PlanOutcome, Worker, WorkerEvent
@@ -58,6 +59,7 @@ __all__ = [
     "RunDatabase",
     "RunFamily",
     "RunResult",
+    "StoredToolPins",
     "TimelineRow",
     "ToolListing",
     "UnreadChannels",
@@ -105,6 +107,7 @@ _HOMES = {
     "RunDatabase": "ai_agent.graph.database",
     "RunFamily": "ai_agent.graph.family",
     "RunResult": "ai_agent.graph.result",
+    "StoredToolPins": "ai_agent.graph.tool_pins",
     "TimelineRow": "ai_agent.graph.timeline",
     "ToolListing": "ai_agent.graph.tooling",
     "UnreadChannels": "ai_agent.graph.channels",

@@ -35,6 +35,7 @@ from ai_agent.graph.secrets import add_database_password, settings_secrets
 from ai_agent.graph.streaming import Streams, StreamSinks
 from ai_agent.graph.subagents import Subagents
 from ai_agent.graph.tool_methods import ToolMethods
+from ai_agent.graph.tool_pins import StoredToolPins
 from ai_agent.graph.tooling import AgentTools, toolsmaker_paths
 from ai_agent.models.resolve import check_backend, read_model_argument
 from ai_agent.observability import DurationMetrics, Telemetry
@@ -238,6 +239,8 @@ class Agent:
             toolsmaker_dir=self.toolsmaker_dir,
             toolsmaker_audit_path=self.toolsmaker_audit_path,
             on_event=rendering(on_event),
+            # Each server's tool definitions, pinned on first use in this database's run store.
+            pins=StoredToolPins(self._db),
         )
         self.registry = self._tools.registry
         self.initial_tools = self._tools.initial

@@ -25,6 +25,7 @@ from ai_agent.tools.mcp.manager import gather_servers
 
 if TYPE_CHECKING:
     from ai_agent.config import AgentSettings, McpServerConfig
+    from ai_agent.tools.mcp.pins import ToolPins
 
 __all__ = ["tool_catalog"]
 
@@ -33,11 +34,13 @@ def tool_catalog(
     settings: AgentSettings,
     *,
     mcp_servers: Sequence[McpServerConfig | Mapping[str, Any]] | None = None,
+    pins: ToolPins | None = None,
 ) -> AgentTools:
     """The tools of an Agent on no database, without its memory (none started yet).
 
     The Agent is ``Agent(checkpoint_path=os.devnull, settings=settings, memory_path=None,
-    mcp_servers=mcp_servers)``: its catalog, its policy and its MCP servers.
+    mcp_servers=mcp_servers)``: its catalog, its policy and its MCP servers. ``pins``: where
+    its servers' tool definitions are pinned (``ai-agent mcp list`` passes the database's).
     """
     database = Path(os.devnull)
     secrets = settings_secrets(settings)
@@ -65,4 +68,5 @@ def tool_catalog(
         toolsmaker_dir=toolsmaker_dir,
         toolsmaker_audit_path=audit_path,
         on_event=rendering(None),
+        pins=pins,
     )

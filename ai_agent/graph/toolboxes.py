@@ -35,6 +35,12 @@ class DelegatingToolBox:
         """The inner tool box's entry for ``name``."""
         return self.inner.info(name)
 
+    def withheld(self, name: str) -> str | None:
+        """Why the inner tool box refuses a call of ``name`` it holds back, or None."""
+        from ai_agent.tools.policy import withheld_reason  # asked only for an unknown tool
+
+        return withheld_reason(self.inner, name)
+
     def schemas(self, names: list[str]) -> list[dict[str, Any]]:
         """The inner tool box's schemas."""
         return self.inner.schemas(names)

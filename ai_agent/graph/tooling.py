@@ -79,6 +79,7 @@ from ai_agent.tools.spec import ToolSpec
 
 if TYPE_CHECKING:
     from ai_agent.tools.maker import SandboxLimits, ToolsmakerRegistry
+    from ai_agent.tools.mcp.pins import ToolPins
     from ai_agent.tools.registry import ToolRegistry
 
 __all__ = ["AgentTools", "ToolListing", "toolsmaker_paths"]
@@ -114,6 +115,8 @@ class AgentTools:
         toolsmaker_dir: Where generated tools are kept (default: the settings').
         toolsmaker_audit_path: The toolsmaker's audit log (default: in ``toolsmaker_dir``).
         on_event: The Agent's ``on_event`` callback, taking typed events (`rendering`).
+        pins: Where the MCP servers' tool definitions are pinned (the Agent's run store,
+            `ai_agent.graph.tool_pins`); None: they are taken as they come.
     """
 
     def __init__(
@@ -129,6 +132,7 @@ class AgentTools:
         toolsmaker_dir: str | os.PathLike[str] | None = None,
         toolsmaker_audit_path: str | os.PathLike[str] | None = None,
         on_event: Callable[[ProgressEvent], None] | None = None,
+        pins: ToolPins | None = None,
     ) -> None:
         self.settings = settings
         self.policy = policy
@@ -151,7 +155,11 @@ class AgentTools:
         # Read at each use: a key exported after a pause, or a tool registered later, counts.
         secrets.add_source(lambda: self.registry.snapshot().secret_env_values())
         self.mcp = McpManager(
-            servers, registry=self.registry, on_activate=self.start_with, on_event=self._mcp_event
+            servers,
+            registry=self.registry,
+            on_activate=self.start_with,
+            on_event=self._mcp_event,
+            pins=pins,
         )
         # What a server's ${VAR} references resolved to is known once it connects.
         secrets.add_source(self.mcp.secret_values)
@@ -257,8 +265,11 @@ class AgentTools:
         tools = self.registry.snapshot()
         spec = tools.spec(name)
         if spec is None:
+            withheld = self.registry.withheld(name)
             raise UnknownToolError(
-                f"no enabled tool named {name!r}; `ai-agent tools` lists the catalog"
+                self.secrets.text(withheld)
+                if withheld is not None
+                else f"no enabled tool named {name!r}; `ai-agent tools` lists the catalog"
             )
         call = ToolCall(id=f"direct-{uuid.uuid4().hex[:12]}", name=spec.name, args=dict(args or {}))
         # The Agent's secrets are masked here as in a run: the caller may print what it gets.

@@ -57,6 +57,7 @@ from ai_agent.tools.policy import (
     is_granted,
     screen_call,
     spend,
+    withheld_reason,
 )
 from ai_agent.tools.results import bound_output, labelled
 from ai_agent.tools.rules import covering_rule, describe_rule, rule_problems
@@ -186,6 +187,7 @@ class _Cycle:
             unattended=policy.unattended,
             first_use_gate=policy.first_use_gate,
             shown=call["id"] in self.shown,
+            withheld=withheld_reason(context.tools, call["name"]) if info is None else None,
         )
         verdict = screen_call(facts)
         if verdict.action in ("wait", "cancel") and not granted and info is not None:

@@ -70,6 +70,7 @@ __all__ = [
     "is_granted",
     "screen_call",
     "spend",
+    "withheld_reason",
 ]
 
 CANCELLED = "Tool execution cancelled"
@@ -264,6 +265,8 @@ class CallFacts:
         unattended: Trusted batch mode (``--yes``).
         first_use_gate: The first-time gate of external tools is on.
         shown: The call was among the calls the gate just answered showed the person.
+        withheld: Why a tool that is in no catalog is held back (an MCP tool whose definition
+            changed since it was pinned), or None.
     """
 
     call: ToolCall
@@ -284,11 +287,24 @@ class CallFacts:
     unattended: bool = False
     first_use_gate: bool = True
     shown: bool = False
+    withheld: str | None = None
+
+
+def withheld_reason(tools: object, name: str) -> str | None:
+    """Why ``tools`` refuses a call of ``name``, a tool it holds back (None: it does not).
+
+    Asked by attribute: a tool box of the user's need not know of withheld tools.
+    """
+    ask = getattr(tools, "withheld", None)
+    why = ask(name) if callable(ask) else None
+    return why if isinstance(why, str) else None
 
 
 def _availability(f: CallFacts) -> Verdict | None:
     name = f.call["name"]
     if f.info is None:
+        if f.withheld is not None:  # an MCP tool whose definition changed since it was pinned
+            return _cancel(f"Error: tool {name!r} is withheld: {f.withheld}")
         return _cancel(f"Error: no tool named {name!r} exists; use one of the available tools")
     if name in f.active:
         return None

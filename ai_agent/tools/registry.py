@@ -428,6 +428,14 @@ class ToolRegistry(Mapping[str, ToolSpec]):
             )
         return self._snapshot
 
+    def withheld(self, name: str) -> str | None:
+        """Why a call of ``name`` is refused when a toolset holds that tool back, or None."""
+        for toolset in self.toolsets():
+            why = toolset.withheld(name)
+            if why is not None:
+                return why
+        return None
+
     def view(self) -> TurnView:
         """A per-run view that pins one snapshot per cycle (what a RunContext gets)."""
         return TurnView(self)
@@ -498,6 +506,10 @@ class TurnView:
     def info(self, name: str) -> ToolInfo | None:
         """See `ToolSnapshot.info`."""
         return self._pinned.info(name)
+
+    def withheld(self, name: str) -> str | None:
+        """See `ToolRegistry.withheld` (asked now: a withheld tool is in no snapshot)."""
+        return self._registry.withheld(name)
 
     def catalog(self) -> list[ToolInfo]:
         """See `ToolSnapshot.catalog`."""

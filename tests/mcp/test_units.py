@@ -240,7 +240,7 @@ def _tool(name: str, schema: dict[str, Any] | None = None) -> Ns:
     return Ns(name=name, description=f"The {name} tool.", annotations=None, inputSchema=schema)
 
 
-def test_a_servers_tools_become_the_toolsets_and_a_broken_one_is_left_out() -> None:
+async def test_a_servers_tools_become_the_toolsets_and_a_broken_one_is_left_out() -> None:
     from ai_agent.tools import ToolRegistry
     from ai_agent.tools.mcp import McpManager
 
@@ -252,14 +252,14 @@ def test_a_servers_tools_become_the_toolsets_and_a_broken_one_is_left_out() -> N
     )
     toolset = manager.toolset("srv")
     broken = _tool("broken", {"type": "object", "properties": {"n": {"type": 5}}})
-    toolset._discovered([_tool("good"), broken, _tool("hidden")])
+    await toolset._discovered([_tool("good"), broken, _tool("hidden")])
     assert [s.name for s in toolset.tools()] == ["srv.good"]
     assert manager.tool_names("srv") == ["srv.good"] and toolset.original("srv.good") == "good"
     (event,) = events
     assert event.startswith("MCP server 'srv': tool 'broken' left out: tool 'srv.broken'")
     assert "not a valid JSON schema" in event
     quiet = McpManager([McpServerConfig(name="q", command="x")], registry=ToolRegistry())
-    quiet.toolset("q")._discovered([broken])  # no listener: left out silently
+    await quiet.toolset("q")._discovered([broken])  # no listener: left out silently
     assert quiet.tool_names("q") == []
 
 

@@ -17,6 +17,7 @@ import pwd
 import secrets
 import shutil
 import socket
+import sqlite3
 import subprocess
 import tempfile
 from dataclasses import dataclass
@@ -24,7 +25,7 @@ from pathlib import Path
 
 import psycopg
 
-__all__ = ["Cluster", "ClusterError", "find_bindir", "start_cluster"]
+__all__ = ["Cluster", "ClusterError", "execute_behind", "find_bindir", "start_cluster"]
 
 INSTALL_HINT = (
     "install it with `apt-get install -y postgresql` (CI does this in .ci/setup), "
@@ -171,3 +172,15 @@ def start_cluster() -> Cluster:
         shutil.rmtree(root, ignore_errors=True)
         raise
     return cluster
+
+
+def execute_behind(where: str | Path, sql: str) -> None:
+    """Change a run store's database (a SQLite file or a PostgreSQL URL) behind its back, as a
+    hand or another program would.
+    """
+    if isinstance(where, Path):
+        with sqlite3.connect(where) as conn:
+            conn.execute(sql)
+        return
+    with psycopg.connect(where, autocommit=True) as conn:
+        conn.execute(sql.encode())

@@ -13,12 +13,12 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import psycopg
 import pytest
 
 from ai_agent.checkpoints import RunStoreProtocol, open_run_store
 from ai_agent.errors import RunError
 from ai_agent.tools.rules import rule_problem
+from tests.postgres.cluster import execute_behind
 from tests.postgres.test_store_conformance import location  # noqa: F401 - the fixture
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -81,24 +81,14 @@ async def test_a_tampered_row_is_read_with_its_problem_and_never_used(
         ("category = 'root'", "names an unknown category 'root'"),
     ]
     for change, problem in tampered:
-        _execute(location, f"UPDATE agent_rules SET {change} WHERE id = {made['id']}")
+        execute_behind(location, f"UPDATE agent_rules SET {change} WHERE id = {made['id']}")
         (read,) = await store.rules_for("write_file")
         assert problem in str(rule_problem(read, "modification")), change
-        _execute(
+        execute_behind(
             location,
             "UPDATE agent_rules SET scope = 'tool', confirmed = 1, args = NULL, "
             f"category = 'modification' WHERE id = {made['id']}",
         )
-
-
-def _execute(where: str | Path, sql: str) -> None:
-    """Change the database behind the store's back, as a hand or another program would."""
-    if isinstance(where, Path):
-        with sqlite3.connect(where) as conn:
-            conn.execute(sql)
-        return
-    with psycopg.connect(where, autocommit=True) as conn:
-        conn.execute(sql.encode())
 
 
 def test_an_older_store_gets_the_rules_table_when_opened(tmp_path: Path) -> None:

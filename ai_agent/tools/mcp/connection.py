@@ -78,8 +78,8 @@ class McpConnection:
 
     Args:
         config: The server's configuration.
-        on_tools: Called with the server's tools after every (re)start and when the server says
-            its tool list changed.
+        on_tools: Awaited with the server's tools after every (re)start and when the server
+            says its tool list changed (the toolset checks their pins, then offers them).
         on_event: Called with a line about the lifecycle (started, restarted, stopped, failed).
         grace: Seconds a stdio server gets to exit after its stdin closes, and after SIGTERM.
         health_interval: Seconds between the pings that watch a streamable HTTP call.
@@ -89,7 +89,7 @@ class McpConnection:
         self,
         config: McpServerConfig,
         *,
-        on_tools: Callable[[list[mcp_types.Tool]], None] | None = None,
+        on_tools: Callable[[list[mcp_types.Tool]], Awaitable[None]] | None = None,
         on_event: Callable[[str], None] | None = None,
         grace: float = 2.0,
         health_interval: float = 2.0,
@@ -251,7 +251,7 @@ class McpConnection:
             f"{len(live.tools)} tools, {live.started_ms:.0f} ms)"
         )
         if self.on_tools is not None:
-            self.on_tools(live.tools)
+            await self.on_tools(live.tools)
 
     def _redact(self, resolved: Resolved | None) -> None:
         """Put this connection's log filter in place (None: take it away)."""
@@ -370,7 +370,7 @@ class McpConnection:
         live.tools = tools
         self._event(f"MCP server {self.name!r} changed its tools ({len(tools)} now)")
         if self.on_tools is not None:
-            self.on_tools(tools)
+            await self.on_tools(tools)
 
     def _stderr_hint(self) -> str:
         lines = list(self._stderr)[-_SHOWN_STDERR:]

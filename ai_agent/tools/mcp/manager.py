@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from ai_agent.config import McpServerConfig, load_mcp_config
 from ai_agent.errors import ConfigError
+from ai_agent.tools.mcp.pins import ToolPins
 from ai_agent.tools.mcp.status import McpServerStatus
 from ai_agent.tools.mcp.toolset import McpFailure, McpToolset
 from ai_agent.tools.registry import Refresh, ToolRegistry
@@ -46,6 +47,8 @@ class McpManager:
         on_activate: Called with the names of newly registered tools of ``active`` servers
             (the Agent adds them to the tools new runs start with).
         on_event: Called with a line about each lifecycle step.
+        pins: Where the servers' tool definitions are pinned (`ai_agent.tools.mcp.pins`; the
+            Agent's are in its run store). None: every definition is taken as it comes.
 
     Examples:
         >>> from ai_agent.tools import ToolRegistry
@@ -62,8 +65,10 @@ class McpManager:
         registry: ToolRegistry,
         on_activate: Callable[[list[str]], None] | None = None,
         on_event: Callable[[str], None] | None = None,
+        pins: ToolPins | None = None,
     ) -> None:
         self.registry = registry
+        self._pins = pins
         self._on_activate = on_activate
         self._on_event = on_event
         self._toolsets: dict[str, McpToolset] = {}
@@ -89,7 +94,7 @@ class McpManager:
         config = _validated(config)
         if config.name in self._toolsets:
             raise ConfigError(f"an MCP server named {config.name!r} is already configured")
-        toolset = McpToolset(config, on_event=self._on_event)
+        toolset = McpToolset(config, on_event=self._on_event, pins=self._pins)
         self._toolsets[config.name] = toolset
         self.registry.mount(toolset, on_refresh=lambda refresh: self._refreshed(toolset, refresh))
         return config
@@ -180,6 +185,7 @@ class McpManager:
                 status = toolset.connection.status()
                 status["tools"] = self.tool_names(name)
                 status["left_out"] = dict(toolset.left_out_tools)
+                status["withheld"] = dict(toolset.withheld_tools)
                 out.append(status)
             else:
                 out.append(_idle_status(toolset.config))

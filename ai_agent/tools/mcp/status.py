@@ -18,7 +18,9 @@ class McpServerStatus(TypedDict):
 
     ``tools`` are the registry names of its tools; ``started_ms`` how long its last start took
     (process, initialize, tool list); ``error`` / ``error_code`` why it is not running;
-    ``left_out`` the tools it lists that are not offered, each with the reason.
+    ``left_out`` the tools it lists that are not offered, each with the reason; ``withheld``
+    those held back until a person accepts their definitions (``changed``, ``new`` or
+    ``unreadable``: see `ai_agent.tools.mcp.pins`).
     """
 
     name: str
@@ -33,3 +35,4 @@ class McpServerStatus(TypedDict):
     error: str | None
     error_code: str | None
     left_out: NotRequired[dict[str, str]]
+    withheld: NotRequired[dict[str, str]]

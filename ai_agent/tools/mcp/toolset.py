@@ -11,6 +11,11 @@ server when the last one ends. A server that cannot be started leaves a `McpFail
 (`McpToolset.issues`: ``AUTH`` for a refused key, ``MISSING_ENV`` for a variable that is not
 set, ``TOOL_ERROR`` otherwise), so a person can fix it and resume.
 
+Each listing's tools are checked against their pins first (`ai_agent.tools.mcp.pins`), when
+the toolset has pins and the server's ``pin_tools`` is on: a tool whose definition changed since
+it was pinned, or that is new on a known server, is withheld (not in the catalog; a call by its
+name is told why and what to do, `McpToolset.withheld`).
+
 The MCP client is imported only when the server is first started.
 
 Examples:
@@ -31,6 +36,8 @@ from ai_agent.errors import McpServerError, ToolRegistrationError
 from ai_agent.issues import KINDS, IssueKind, as_state, kind_of_error
 from ai_agent.state import Issue, ToolResult
 from ai_agent.tools.mcp.adapt import local_names, mcp_tool_spec, selected
+from ai_agent.tools.mcp.pins import PinState, ToolPins, tool_definition, withheld_message
+from ai_agent.tools.naming import wire_name
 from ai_agent.tools.spec import ToolSpec
 from ai_agent.tools.toolsets.base import Toolset
 
@@ -78,10 +85,15 @@ class McpToolset(Toolset):
     Args:
         config: The server's configuration.
         on_event: Called with a line about each lifecycle step and each tool left out.
+        pins: Where its tool definitions are pinned (None: they are taken as they come).
     """
 
     def __init__(
-        self, config: McpServerConfig, *, on_event: Callable[[str], None] | None = None
+        self,
+        config: McpServerConfig,
+        *,
+        on_event: Callable[[str], None] | None = None,
+        pins: ToolPins | None = None,
     ) -> None:
         self.config = config
         self.name = config.name
@@ -92,6 +104,9 @@ class McpToolset(Toolset):
         self._specs: list[ToolSpec] = []
         self._originals: dict[str, str] = {}
         self.left_out_tools: dict[str, str] = {}  # a listed tool not offered: why
+        self.withheld_tools: dict[str, PinState] = {}  # a tool not offered until accepted: why
+        self._pins = pins if config.pin_tools else None
+        self._refusals: dict[str, str] = {}  # a withheld tool's registry and wire names: why
         self._spans = 0
         self._lock = asyncio.Lock()
 
@@ -104,6 +119,10 @@ class McpToolset(Toolset):
         """The failure of the last start, when the server is required."""
         failure = self.failure
         return [failure.issue()] if failure is not None and failure.required else []
+
+    def withheld(self, name: str) -> str | None:
+        """Why a call of ``name`` (a registry or wire name) is refused: its tool is withheld."""
+        return self._refusals.get(name)
 
     def original(self, name: str) -> str:
         """The server's own name of one of its tools (``fs.read_file`` -> ``read_file``)."""
@@ -170,7 +189,7 @@ class McpToolset(Toolset):
             await self._connection.stop()
 
     # Tools -----------------------------------------------------------------------------------
-    def _discovered(self, tools: Sequence[Any]) -> None:
+    async def _discovered(self, tools: Sequence[Any]) -> None:
         """The server listed its tools (after a start or a change): offer them anew."""
         config, connection = self.config, self.connection
         kept = [t for t in tools if selected(str(t.name), config.tools, config.exclude_tools)]
@@ -186,6 +205,8 @@ class McpToolset(Toolset):
             else:
                 by_original[str(tool.name)] = tool
 
+        withheld = await self._check_pins(list(by_original.values()))
+
         async def invoke(tool: str, args: dict[str, Any]) -> ToolResult:
             return await connection.call(tool, args)
 
@@ -199,7 +220,13 @@ class McpToolset(Toolset):
                     "first listing is offered (the server should give each tool its own name)"
                 ),
             )
+        self._refusals = {}
         for local, original in names.items():
+            if original in withheld:
+                why = withheld_message(self.name, original, withheld[original])
+                name = f"{self.name}.{local}"
+                self._refusals.update({name: why, wire_name(name): why})
+                continue
             try:
                 spec = mcp_tool_spec(
                     config,
@@ -223,3 +250,29 @@ class McpToolset(Toolset):
         self.left_out_tools[original] = str(error)
         if self._on_event is not None:
             self._on_event(f"MCP server {self.name!r}: tool {original!r} left out: {error}")
+
+    async def _check_pins(self, tools: Sequence[Any]) -> dict[str, PinState]:
+        """The tools to withhold (their pins say so), said once in a notice with the command."""
+        self.withheld_tools = {}
+        if self._pins is None:
+            return {}
+        try:
+            withheld = await self._pins.check(self.name, [tool_definition(t) for t in tools])
+        except Exception as exc:  # any failure withholds: pins are a defence
+            # Pins that cannot be read prove nothing: offering the tools would trust the server.
+            if self._on_event is not None:
+                self._on_event(
+                    f"MCP server {self.name!r}: its tools are withheld: their pins could not be "
+                    f"checked ({type(exc).__name__}: {exc})"
+                )
+            self.withheld_tools = {str(t.name): "unreadable" for t in tools}
+            return dict(self.withheld_tools)
+        self.withheld_tools = dict(withheld)
+        if withheld and self._on_event is not None:
+            listed = ", ".join(f"{name!r} ({state})" for name, state in withheld.items())
+            self._on_event(
+                f"MCP server {self.name!r}: {len(withheld)} tool(s) withheld until a person "
+                f"accepts them: {listed}; review and accept with `ai-agent mcp accept "
+                f"{self.name} TOOL...` (`ai-agent mcp pins {self.name}` lists them)"
+            )
+        return dict(withheld)

@@ -76,6 +76,14 @@ class Toolset(abc.ABC):
         """Problems met on entering that a run must hear before it goes on (gate issues)."""
         return []
 
+    def withheld(self, name: str) -> str | None:
+        """Why a call of ``name``, a tool this source holds back, is refused (None: it is not).
+
+        A withheld tool is in no catalog (an MCP tool whose pinned definition changed): the
+        call is refused with this reason instead of "no such tool".
+        """
+        return None
+
     def discard(self, name: str) -> None:  # noqa: B027 - nothing by default
         """The registry took this toolset's tool ``name`` out of the catalog.
 

@@ -13,7 +13,8 @@ JSON file given as the only argument), so a test can make it send what no SDK wo
       "stderr_lines": 0,     # how many lines to write to stderr once initialized
       "call_list_changed": 0,  # ... sent before answering each tools/call
       "count_tool": "lists",   # a tool answering how many tools/list requests came so far
-      "silent": ["tools/list"]   # methods never answered
+      "silent": ["tools/list"],  # methods never answered
+      "reread_tools": false  # true: each tools/list reads "tools" from the script file anew
     }
 
 In ``tools`` and ``server_info``, ``{env:NAME}`` in a string is replaced by that environment
@@ -60,8 +61,9 @@ def _initialized(script: dict[str, Any]) -> None:
 
 
 class _Server:
-    def __init__(self, script: dict[str, Any]) -> None:
+    def __init__(self, script: dict[str, Any], path: str) -> None:
         self.script = script
+        self.path = path
         self.lists = 0  # tools/list requests answered
 
     def answer(self, method: str, params: dict[str, Any]) -> dict[str, Any] | None:
@@ -75,6 +77,9 @@ class _Server:
             }
         if method == "tools/list":
             self.lists += 1
+            if script.get("reread_tools"):  # a server whose tools change while it runs
+                with open(self.path, encoding="utf-8") as handle:
+                    return {"tools": _expand(json.load(handle)).get("tools", [])}
             return {"tools": script.get("tools", [])}
         if method == "tools/call":
             for _ in range(script.get("call_list_changed", 0)):
@@ -89,7 +94,7 @@ class _Server:
 def main() -> int:
     with open(sys.argv[1], encoding="utf-8") as handle:
         script: dict[str, Any] = _expand(json.load(handle))
-    server = _Server(script)
+    server = _Server(script, sys.argv[1])
     for line in sys.stdin.buffer:
         if not line.strip():
             continue
