@@ -18,6 +18,8 @@ from ai_agent.state import ToolCall, ToolResult
 from ai_agent.tools import ToolRegistry
 from ai_agent.tools.builtin import search
 from ai_agent.tools.builtin.files import file_tools
+from ai_agent.tools.builtin.grep_lines import Searcher
+from ai_agent.tools.builtin.refusal import SandboxError
 from ai_agent.tools.builtin.sandbox import Sandbox
 from ai_agent.tools.builtin.search import search_tools
 from ai_agent.tools.builtin.walk import walk as real_walk
@@ -167,3 +169,38 @@ async def test_a_file_over_the_read_limit_gives_the_matches_a_whole_read_gives(
     assert found["status"] == "ok", found
     assert [m["line"] for m in found["content"]["matches"]] == expected
     assert found["content"]["files_searched"] == 1
+
+
+async def test_a_grep_out_of_time_gives_the_matches_found_so_far(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A search of a big tree that ran out of its budget was a TIMEOUT: every match it had found
+    # was thrown away, and the model had to search again for less.
+    for name in ("a", "b", "c"):
+        (tmp_path / f"{name}.txt").write_text(f"hit in {name}\n")
+    searched: list[str] = []
+    run_file = Searcher.run
+
+    def counted(self: Searcher, blocks: Any, shown: str) -> None:
+        searched.append(shown)
+        run_file(self, blocks, shown)
+
+    def budget(deadline: float, tool: str) -> None:
+        if len(searched) >= 2:  # spent after two files: as a huge tree spends it
+            raise SandboxError("TIMEOUT", f"{tool} ran out of time (20s); narrow it")
+
+    monkeypatch.setattr(Searcher, "run", counted)
+    monkeypatch.setattr(search, "_in_time", budget)
+    result = await run(registry(tmp_path), "grep_search", pattern="hit", path=".")
+    assert result["status"] == "ok", result
+    content = result["content"]
+    assert [m["path"] for m in content["matches"]] == ["a.txt", "b.txt"]
+    assert content["truncated"] is True
+    assert content["stopped"] == (
+        "grep_search ran out of time (20s); narrow it (the matches found so far)"
+    )
+    assert result["summary"] == (
+        "grep_search: 2 match(es) in 2 file(s) (out of time: the matches found so far)"
+    )
+    # Out of time before any match, it is still the error that says how to narrow the search
+    # (tests/tools/test_search.py::test_a_walk_stops_at_the_time_budget).

@@ -314,18 +314,27 @@ class SearchTools:
             max_results=self.config.max_results,
         )
         found = searcher.found
+        stopped: dict[str, str] = {}
         with contextlib.closing(targets):  # a search that stops early closes the walk now
-            for target, rel in targets:
-                _in_time(deadline, "grep_search")  # a file without lines checks no time
-                shown = self.box.display(
-                    start.path / rel if rel else start.path, absolute=self.config.absolute_paths
-                )
-                self._search_file(target, shown, searcher, stats, named=named)
-                if found.truncated:
-                    break
+            try:
+                for target, rel in targets:
+                    _in_time(deadline, "grep_search")  # a file without lines checks no time
+                    shown = self.box.display(
+                        start.path / rel if rel else start.path,
+                        absolute=self.config.absolute_paths,
+                    )
+                    self._search_file(target, shown, searcher, stats, named=named)
+                    if found.truncated:
+                        break
+            except SandboxError as exc:
+                # Out of time with matches found: they are the answer so far, said to be one
+                # (a TIMEOUT without them threw away minutes of a big tree's search).
+                if exc.code != "TIMEOUT" or not found.items:
+                    raise
+                found.truncated, stopped["stopped"] = True, f"{exc} (the matches found so far)"
         return ToolResult(
             status="ok",
-            content={"matches": found.items, "truncated": found.truncated, **stats},
+            content={"matches": found.items, "truncated": found.truncated, **stats, **stopped},
         )
 
     def _search_file(
@@ -364,6 +373,8 @@ def _summary(name: str) -> Any:
             return f"{name}: {result.get('error')}"
         content = result.get("content") or {}
         more = " (truncated)" if content.get("truncated") else ""
+        if content.get("stopped"):
+            more = " (out of time: the matches found so far)"
         if name == "glob_search":
             return f"glob_search: {content.get('count', 0)} match(es){more}"
         return (
