@@ -11,6 +11,7 @@ import json
 import math
 import sys
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from ai_agent.cli._links import format_sources, linked_answer, links_wanted
@@ -24,6 +25,7 @@ __all__ = [
     "print_json",
     "print_pipeline",
     "print_result",
+    "stored_minute",
     "streaming",
 ]
 
@@ -65,6 +67,21 @@ def streaming(args: argparse.Namespace) -> bool:
     if getattr(args, "no_stream", False) or getattr(args, "json", False) or args.quiet:
         return False
     return bool(getattr(args, "stream", False) or sys.stdout.isatty())
+
+
+def stored_minute(stamp: float | None) -> str:
+    """A stored time to the minute (UTC); "unknown" for one no date has (a row edited to 9e999).
+
+    Examples:
+        >>> stored_minute(0.0), stored_minute(None), stored_minute(9e999)
+        ('1970-01-01 00:00', '', 'unknown')
+    """
+    if stamp is None:
+        return ""
+    try:
+        return datetime.fromtimestamp(stamp, UTC).strftime("%Y-%m-%d %H:%M")
+    except (OverflowError, OSError, ValueError):
+        return "unknown"
 
 
 def print_result(

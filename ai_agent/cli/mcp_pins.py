@@ -14,11 +14,10 @@ import contextlib
 import difflib
 import json
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from typing import Any
 
 from ai_agent.cli._common import Parents, UsageError, archive_of, run_closing, run_listing
-from ai_agent.cli._printing import format_table, print_json
+from ai_agent.cli._printing import format_table, print_json, stored_minute
 from ai_agent.visible import visible
 
 __all__ = ["add_pin_commands"]
@@ -51,15 +50,6 @@ def add_pin_commands(commands: Any, parents: Parents) -> None:
     accept.set_defaults(handler=_accept)
 
 
-def _when(stamp: float | None) -> str:
-    if stamp is None:
-        return ""
-    try:
-        return datetime.fromtimestamp(stamp, UTC).strftime("%Y-%m-%d %H:%M")
-    except (OverflowError, OSError, ValueError):
-        return "unknown"
-
-
 def _state(pin: Mapping[str, Any]) -> str:
     if pin["problem"] is not None:  # never trusted: its tool stays withheld
         return f"NOT TRUSTED: {pin['problem']}"
@@ -88,8 +78,10 @@ def _list(args: argparse.Namespace) -> int:
             _short(p["digest"]),
             _short(p["pending_digest"]),
             _state(p),
-            _when(p["first_seen"]),
-            "first use" if p["accepted_at"] is None and p["digest"] else _when(p["accepted_at"]),
+            stored_minute(p["first_seen"]),
+            "first use"
+            if p["accepted_at"] is None and p["digest"]
+            else stored_minute(p["accepted_at"]),
         )
         for p in pins
     ]

@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-from datetime import UTC, datetime
 from typing import Any
 
 from ai_agent.cli._common import Parents, UsageError, archive_of, run_closing, run_listing
-from ai_agent.cli._printing import format_table, print_json
+from ai_agent.cli._printing import format_table, print_json, stored_minute
 from ai_agent.visible import visible
 
 __all__ = ["add_commands"]
@@ -65,16 +64,6 @@ def _clipped(text: str, width: int) -> str:
     return text if len(text) <= width else text[:width] + "\u2026"
 
 
-def _when(stamp: float | None) -> str:
-    """A rule's time as a date, or "unknown" for one no date has (a row edited to 9e999)."""
-    if stamp is None:
-        return ""
-    try:
-        return datetime.fromtimestamp(stamp, UTC).strftime("%Y-%m-%d %H:%M")
-    except (OverflowError, OSError, ValueError):
-        return "unknown"
-
-
 def _list(args: argparse.Namespace) -> int:
     archive = archive_of(args, listing=True)
     rules = run_listing(archive, lambda: archive.store.list_rules(revoked=args.all))
@@ -90,8 +79,8 @@ def _list(args: argparse.Namespace) -> int:
             r["tool"],
             _clipped(_what(r), 80),
             _clipped(r["source"], 50),
-            _when(r["created_at"]),
-            _when(r["revoked_at"]),
+            stored_minute(r["created_at"]),
+            stored_minute(r["revoked_at"]),
         )
         for r in rules
     ]

@@ -127,8 +127,10 @@ class StreamedReply:
         """
         if not self.chunks:
             return None
-        bare = [
+        bare = [  # only parts with calls are copied: a text stream's thousands are not
             chunk.model_copy(update={"tool_call_chunks": [], "tool_calls": []})
+            if chunk.tool_call_chunks or chunk.tool_calls
+            else chunk
             for chunk in self.chunks
         ]
         message = add_ai_message_chunks(bare[0], *bare[1:])
